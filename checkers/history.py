@@ -1,0 +1,319 @@
+"""The history contract: the Op type, a streaming size-limited reader, and the
+helpers every checker needs (pairing, validation, closing open ops).
+
+Histories are untrusted data: a crashed harness leaves a torn tail, a broken
+disk leaves garbage. The reader reports both precisely and never lets a
+msgpack exception escape.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+OP_TYPES = frozenset({"invoke", "ok", "fail", "info"})
+COMPLETION_TYPES = frozenset({"ok", "fail", "info"})
+NEMESIS = "nemesis"
+
+# Limits for one op on disk. An op is small; anything bigger is corruption or
+# an attack, and must not make the reader allocate gigabytes.
+MAX_OP_BYTES = 16 * 1024 * 1024
+MAX_CONTAINER_LEN = 1_000_000
+READ_CHUNK = 1 << 16
+
+
+class HistoryError(Exception):
+    """A history that cannot be read: names the file, byte offset and op index."""
+
+    def __init__(self, path: str | os.PathLike[str], offset: int | None, index: int | None,
+                 reason: str) -> None:
+        self.path = str(path)
+        self.offset = offset
+        self.index = index
+        self.reason = reason
+        where = []
+        if offset is not None:
+            where.append(f"byte {offset}")
+        if index is not None:
+            where.append(f"op {index}")
+        at = f" at {', '.join(where)}" if where else ""
+        super().__init__(f"{self.path}{at}: {reason}")
+
+
+@dataclass(slots=True)
+class Op:
+    index: int
+    time: int
+    process: int | str
+    type: str
+    f: str
+    value: Any = None
+    key: Any = None
+    node: str | None = None
+    error: str | None = None
+
+    def to_map(self) -> dict[str, Any]:
+        m: dict[str, Any] = {
+            "index": self.index,
+            "time": self.time,
+            "process": self.process,
+            "type": self.type,
+            "f": self.f,
+            "value": self.value,
+        }
+        if self.key is not None:
+            m["key"] = self.key
+        if self.node is not None:
+            m["node"] = self.node
+        if self.error is not None:
+            m["error"] = self.error
+        return m
+
+    @classmethod
+    def from_map(cls, m: Any) -> Op:
+        """Build an Op from a decoded map, raising ValueError naming the bad field."""
+        if not isinstance(m, dict):
+            raise ValueError(f"an op must be a map, not {type(m).__name__}")
+        try:
+            index = m["index"]
+            time = m["time"]
+            process = m["process"]
+            typ = m["type"]
+            f = m["f"]
+        except KeyError as e:
+            raise ValueError(f"op has no field {e.args[0]!r}") from None
+        if type(index) is not int or index < 0:
+            raise ValueError(f"field 'index' must be a non-negative int, not {index!r:.40}")
+        if type(time) is not int:
+            raise ValueError(f"field 'time' must be an int, not {time!r:.40}")
+        if not (type(process) is int or process == NEMESIS):
+            raise ValueError(f"field 'process' must be an int or 'nemesis', not {process!r:.40}")
+        if typ not in OP_TYPES:
+            raise ValueError(f"field 'type' must be one of invoke/ok/fail/info, not {typ!r:.40}")
+        if type(f) is not str:
+            raise ValueError(f"field 'f' must be a string, not {f!r:.40}")
+        node = m.get("node")
+        if node is not None and type(node) is not str:
+            raise ValueError(f"field 'node' must be a string, not {node!r:.40}")
+        error = m.get("error")
+        if error is not None and type(error) is not str:
+            raise ValueError(f"field 'error' must be a string, not {error!r:.40}")
+        return cls(index, time, process, typ, f, m.get("value"), m.get("key"), node, error)
+
+    def completes(self, invoke: Op) -> bool:
+        return self.process == invoke.process and self.f == invoke.f
+
+
+@dataclass
+class History:
+    ops: list[Op]
+    warnings: list[str] = field(default_factory=list)
+
+
+def _unpacker() -> msgpack.Unpacker:
+    return msgpack.Unpacker(
+        raw=False,
+        strict_map_key=False,
+        use_list=True,
+        max_buffer_size=MAX_OP_BYTES + READ_CHUNK,
+        max_str_len=MAX_OP_BYTES,
+        max_bin_len=MAX_OP_BYTES,
+        max_array_len=MAX_CONTAINER_LEN,
+        max_map_len=MAX_CONTAINER_LEN,
+        max_ext_len=0,
+    )
+
+
+def iter_history(path: str | os.PathLike[str],
+                 warn: Callable[[str], None] | None = None) -> Iterator[Op]:
+    """Yield the ops of a msgpack history file in order.
+
+    A torn tail (bytes at the end that do not make a whole op) is passed to
+    `warn` with its byte offset; every whole op before it is still yielded.
+    """
+    path = Path(path)
+    unpacker = _unpacker()
+    index = 0
+    start = 0
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise HistoryError(path, None, None, f"cannot open: {e.strerror}") from None
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        while True:
+            chunk = f.read(READ_CHUNK)
+            if not chunk:
+                break
+            try:
+                unpacker.feed(chunk)
+            except msgpack.BufferFull:
+                raise HistoryError(path, start, index,
+                                   f"op larger than the {MAX_OP_BYTES} byte limit") from None
+            while True:
+                try:
+                    obj = unpacker.unpack()
+                except msgpack.OutOfData:
+                    break
+                except Exception as e:  # msgpack raises several unrelated types
+                    raise HistoryError(path, start, index,
+                                       f"corrupt data ({type(e).__name__}: {e})") from None
+                try:
+                    op = Op.from_map(obj)
+                except ValueError as e:
+                    raise HistoryError(path, start, index, str(e)) from None
+                if op.index != index:
+                    raise HistoryError(path, start, index,
+                                       f"op says index {op.index}, expected {index}")
+                yield op
+                index += 1
+                start = unpacker.tell()
+    if start < size:
+        f_tail = _oversize_claim(path, start)
+        if f_tail is not None:
+            raise HistoryError(path, start, index, f_tail)
+    if start < size and warn is not None:
+        warn(f"{path}: torn tail at byte {start}: {size - start} trailing bytes after "
+             f"{index} whole ops were ignored")
+
+
+_FIXED_WIDTH = {0xC0: 0, 0xC2: 0, 0xC3: 0, 0xCA: 4, 0xCB: 8, 0xCC: 1, 0xCD: 2, 0xCE: 4,
+                0xCF: 8, 0xD0: 1, 0xD1: 2, 0xD2: 4, 0xD3: 8, 0xD4: 2, 0xD5: 3, 0xD6: 5,
+                0xD7: 9, 0xD8: 17}
+_BYTES_LEN = {0xC4: 1, 0xC5: 2, 0xC6: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4}  # bin, str: len width
+_EXT_LEN = {0xC7: 1, 0xC8: 2, 0xC9: 4}
+_CONTAINER_LEN = {0xDC: (2, 1), 0xDD: (4, 1), 0xDE: (2, 2), 0xDF: (4, 2)}  # width, items per
+
+
+def _oversize_claim(path: Path, offset: int) -> str | None:
+    """Why the bytes after `offset` are corrupt rather than torn, or None.
+
+    msgpack only enforces its size limits once the data has arrived, so a
+    header claiming gigabytes at the end of a file looks like a torn write.
+    Walking the headers of the tail tells the two apart.
+    """
+    with open(path, "rb") as f:
+        f.seek(offset)
+        buf = f.read(MAX_OP_BYTES + 1)
+    pos, pending = 0, 1
+    while pending and pos < len(buf):
+        b = buf[pos]
+        pending -= 1
+        pos += 1
+        if b <= 0x7F or b >= 0xE0:
+            continue
+        if 0x80 <= b <= 0x8F:
+            pending += 2 * (b & 0x0F)
+        elif 0x90 <= b <= 0x9F:
+            pending += b & 0x0F
+        elif 0xA0 <= b <= 0xBF:
+            pos += b & 0x1F
+        elif b == 0xC1:
+            return "corrupt data (byte 0xc1 is never valid msgpack)"
+        elif b in _FIXED_WIDTH:
+            pos += _FIXED_WIDTH[b]
+        elif b in _BYTES_LEN or b in _EXT_LEN:
+            width = _BYTES_LEN.get(b) or _EXT_LEN[b]
+            n = int.from_bytes(buf[pos:pos + width], "big")
+            if pos + width <= len(buf) and n > MAX_OP_BYTES:
+                return f"a field claims {n} bytes, over the {MAX_OP_BYTES} byte limit"
+            pos += width + n + (1 if b in _EXT_LEN else 0)
+        else:
+            width, per = _CONTAINER_LEN[b]
+            n = int.from_bytes(buf[pos:pos + width], "big")
+            if pos + width <= len(buf) and n > MAX_CONTAINER_LEN:
+                return f"a container claims {n} items, over the {MAX_CONTAINER_LEN} limit"
+            pos += width
+            pending += per * n
+    return None
+
+
+def read_history(path: str | os.PathLike[str]) -> History:
+    warnings: list[str] = []
+    ops = list(iter_history(path, warn=warnings.append))
+    return History(ops, warnings)
+
+
+def pack_op(op: Op) -> bytes:
+    return msgpack.packb(op.to_map(), use_bin_type=True)
+
+
+# --- helpers every checker needs -------------------------------------------
+
+
+def pair_ops(ops: Iterable[Op]) -> list[tuple[Op, Op | None]]:
+    """Each invoke with its completion (None if it never completed), in invoke order.
+
+    Assumes a valid history; see `validate` for the rules.
+    """
+    pairs: list[list[Any]] = []
+    open_by_process: dict[int | str, int] = {}
+    for op in ops:
+        if op.type == "invoke":
+            open_by_process[op.process] = len(pairs)
+            pairs.append([op, None])
+        else:
+            i = open_by_process.pop(op.process, None)
+            if i is not None:
+                pairs[i][1] = op
+    return [(a, b) for a, b in pairs]
+
+
+def validate(ops: Iterable[Op]) -> list[str]:
+    """Problems that make a history ill-formed; an empty list means well-formed."""
+    problems: list[str] = []
+    open_ops: dict[int | str, Op] = {}
+    retired: set[int | str] = set()
+    expected_index = 0
+    for op in ops:
+        if op.index != expected_index:
+            problems.append(f"op {op.index}: index out of order (expected {expected_index})")
+            expected_index = op.index
+        expected_index += 1
+        p = op.process
+        if op.type == "invoke":
+            if p in open_ops:
+                problems.append(f"op {op.index}: process {p} invokes while op "
+                                f"{open_ops[p].index} is still open")
+            if p in retired and p != NEMESIS:
+                problems.append(f"op {op.index}: process {p} issues again after an info")
+            open_ops[p] = op
+        else:
+            inv = open_ops.pop(p, None)
+            if inv is None:
+                problems.append(f"op {op.index}: {op.type} by process {p} with no open invoke")
+                continue
+            if op.f != inv.f:
+                problems.append(f"op {op.index}: completion f {op.f!r} does not match invoke "
+                                f"{inv.index}'s f {inv.f!r}")
+            if op.type == "info":
+                retired.add(p)
+    for p, inv in open_ops.items():
+        problems.append(f"op {inv.index}: process {p}'s invoke never completed")
+    return problems
+
+
+def close_open_ops(ops: list[Op], time: int, error: str = "run-ended") -> list[Op]:
+    """Info completions for every op still open, as the recorder adds at a run's end."""
+    open_ops: dict[int | str, Op] = {}
+    for op in ops:
+        if op.type == "invoke":
+            open_ops[op.process] = op
+        else:
+            open_ops.pop(op.process, None)
+    next_index = ops[-1].index + 1 if ops else 0
+    out = []
+    for inv in sorted(open_ops.values(), key=lambda o: o.index):
+        out.append(Op(next_index, time, inv.process, "info", inv.f, inv.value, inv.key,
+                      inv.node, error))
+        next_index += 1
+    return out
+
+
+def client_ops(ops: Iterable[Op]) -> list[Op]:
+    return [op for op in ops if op.process != NEMESIS]

@@ -1,0 +1,42 @@
+"""The common verdict shape every checker returns."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+Validity = bool | Literal["unknown"]
+
+
+class Verdict(TypedDict):
+    valid: Validity
+    anomalies: list[dict[str, Any]]
+    stats: dict[str, Any]
+
+
+def verdict(valid: Validity, anomalies: list[dict[str, Any]] | None = None,
+            stats: dict[str, Any] | None = None) -> Verdict:
+    if valid not in (True, False, "unknown"):
+        raise ValueError(f"valid must be True, False or 'unknown', not {valid!r}")
+    return {"valid": valid, "anomalies": anomalies or [], "stats": stats or {}}
+
+
+def combine(validities: list[Validity]) -> Validity:
+    """Invalid if any is invalid, else unknown if any is unknown, else valid."""
+    if any(v is False for v in validities):
+        return False
+    if any(v == "unknown" for v in validities):
+        return "unknown"
+    return True
+
+
+def merge(verdicts: dict[str, Verdict]) -> dict[str, Any]:
+    """The `verdicts.json` document: overall validity plus each checker's verdict."""
+    return {"valid": combine([v["valid"] for v in verdicts.values()]),
+            "checkers": verdicts}
+
+
+EXIT_CODES = {True: 0, False: 1, "unknown": 2}
+
+
+def exit_code(valid: Validity) -> int:
+    return EXIT_CODES[valid]

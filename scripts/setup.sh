@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs everything faultline needs: Debian packages (when root) and a
+# virtualenv in .venv with faultline and its test tools. Safe to re-run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+debs=(openjdk-17-jre-headless fuse3 nftables iproute2 procps etcd-server etcd-client)
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    missing=()
+    for d in "${debs[@]}"; do
+        dpkg -s "$d" >/dev/null 2>&1 || missing+=("$d")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "setup: installing Debian packages: ${missing[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+else
+    echo "setup: not root, skipping Debian packages (${debs[*]}); namespace tests will skip" >&2
+fi
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv"
+    "$python" -m venv .venv
+fi
+if ! .venv/bin/python -c 'import harness, pyspark, pytest, xdist' >/dev/null 2>&1 \
+   || [ pyproject.toml -nt .venv/.installed ]; then
+    echo "setup: installing Python packages into .venv"
+    .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+    touch .venv/.installed
+fi
