@@ -1,0 +1,60 @@
+import itertools
+import random
+
+import pytest
+
+from workloads.registry import WORKLOADS, get
+
+
+def take(name, seed, n=500, config=None):
+    return list(itertools.islice(get(name).generate(random.Random(seed), config or {}), n))
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_same_seed_same_sequence(name):
+    assert take(name, 7) == take(name, 7)
+    assert take(name, 7) != take(name, 8)
+
+
+def written_values(ops):
+    for op in ops:
+        if op.f == "write":
+            yield op.value
+        elif op.f == "cas":
+            yield op.value[1]
+        elif op.f == "append":
+            yield op.value[1]
+        elif op.f == "txn":
+            yield from (v for f, _, v in op.value if f == "append")
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_written_values_are_unique(name):
+    vals = list(written_values(take(name, 1, 2000)))
+    assert vals and len(vals) == len(set(vals))
+
+
+def test_register_mix():
+    fs = {op.f for op in take("register", 3)}
+    assert fs == {"read", "write", "cas"}
+
+
+def test_kv_rotates_keys_with_bounded_ops_per_key():
+    ops = take("kv", 5, 5000, {"active_keys": 3, "ops_per_key": 50})
+    per_key = {}
+    for op in ops:
+        per_key[op.key] = per_key.get(op.key, 0) + 1
+    assert len(per_key) > 3
+    assert max(per_key.values()) <= 50
+
+
+def test_list_append_txns_are_small():
+    for op in take("list-append", 2):
+        assert 1 <= len(op.value) <= 4
+        for f, _k, v in op.value:
+            assert (f == "r" and v is None) or (f == "append" and isinstance(v, int))
+
+
+def test_unknown_workload_is_one_sentence():
+    with pytest.raises(ValueError, match="unknown workload 'nope'"):
+        get("nope")
