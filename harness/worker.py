@@ -1,0 +1,50 @@
+"""A client worker process: one Jepsen "process" at a time, one op open at a time.
+
+Run as `python -m harness.worker`. The harness sends an `open` frame (db kind,
+workload, node addresses, options) and then `op` frames on stdin; the worker
+answers each with a completion frame on stdout. It starts in the namespace the
+harness gave it (the hub), so it reaches the nodes' test addresses.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from checkers.history import Op
+from harness.frames import read_frame, write_frame
+from workloads.clients import make_client
+
+
+def serve(stdin, stdout) -> int:
+    hello = read_frame(stdin)
+    if not hello or hello.get("kind") != "open":
+        print("worker: expected an open frame", file=sys.stderr)
+        return 2
+    client = make_client(hello["db"], hello["workload"],
+                         {name: tuple(addr) for name, addr in hello["nodes"].items()},
+                         hello.get("options") or {})
+    try:
+        while (msg := read_frame(stdin)) is not None:
+            if msg.get("kind") != "op":
+                break
+            invoke = Op(0, 0, msg["process"], "invoke", msg["f"], msg.get("value"),
+                        msg.get("key"), msg.get("node"))
+            done = client.invoke(invoke)
+            write_frame(stdout, {"type": done.type, "value": done.value, "error": done.error,
+                                 "node": done.node})
+    finally:
+        client.close()
+    return 0
+
+
+def main() -> int:
+    stdin = sys.stdin.buffer
+    # Frames own stdout; anything a library prints must not corrupt them.
+    stdout = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    return serve(stdin, stdout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""The dispatcher and worker processes, against a small real TCP server that
+speaks the raft client protocol (the real node is covered by the e2e tests)."""
+
+import random
+import socket
+import struct
+import threading
+import time
+
+import msgpack
+import pytest
+
+from checkers.history import read_history, validate
+from harness.clients import ClientPool
+from harness.recorder import Recorder
+from workloads.ops import OpSpec
+
+LEN = struct.Struct(">I")
+
+
+class RegisterServer:
+    """Applies put/get/cas to one dict; never answers writes of `silent` values."""
+
+    def __init__(self, silent=()):
+        self.silent = set(silent)
+        self.data = {}
+        self.lock = threading.Lock()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+
+    def serve(self, c):
+        try:
+            while True:
+                head = c.recv(4, socket.MSG_WAITALL)
+                if len(head) < 4:
+                    return
+                req = msgpack.unpackb(c.recv(LEN.unpack(head)[0], socket.MSG_WAITALL))
+                if req.get("value") in self.silent:
+                    continue
+                with self.lock:
+                    resp = {"id": req["id"], "ok": True, "value": None}
+                    if req["op"] == "get":
+                        resp["value"] = self.data.get(req["key"])
+                    elif req["op"] == "put":
+                        self.data[req["key"]] = req["value"]
+                    elif req["op"] == "cas":
+                        if self.data.get(req["key"]) == req["expect"]:
+                            self.data[req["key"]] = req["value"]
+                        else:
+                            resp = {"id": req["id"], "ok": False, "error": "cas_mismatch",
+                                    "definite": True}
+                body = msgpack.packb(resp)
+                c.sendall(LEN.pack(len(body)) + body)
+        except OSError:
+            pass
+
+
+def ops(n):
+    for i in range(1, n + 1):
+        yield OpSpec("write", i) if i % 2 else OpSpec("read")
+
+
+def run_pool(tmp_path, server, specs, concurrency=3, seconds=5.0, rate=None,
+             options=None):
+    rec = Recorder(tmp_path / "history.msgpack")
+    pool = ClientPool(concurrency, "raft", "register", {"n1": ("127.0.0.1", server.port)},
+                      options or {"op_timeout": 0.3}, tmp_path / "workers")
+    pool.start()
+    try:
+        pool.run(specs, rec, time.monotonic() + seconds, rate, random.Random(0))
+    finally:
+        pool.close(rec)
+        rec.close()
+    return read_history(tmp_path / "history.msgpack").ops
+
+
+def test_every_op_completes_and_history_is_valid(tmp_path):
+    history = run_pool(tmp_path, RegisterServer(), ops(200))
+    assert validate(history) == []
+    assert sum(op.type == "invoke" for op in history) == 200
+    assert all(op.type in ("invoke", "ok") for op in history)
+    assert {op.node for op in history} == {"n1"}
+
+
+def test_timeout_is_info_and_process_is_retired(tmp_path):
+    history = run_pool(tmp_path, RegisterServer(silent={3, 7}), ops(20))
+    assert validate(history) == []
+    infos = [op for op in history if op.type == "info"]
+    assert sorted(op.value for op in infos) == [3, 7]
+    assert all(op.error == "timeout" for op in infos)
+    for i in infos:
+        assert not [op for op in history if op.process == i.process and op.index > i.index]
+    assert max(op.process for op in history) >= 3  # fresh ids were handed out
+
+
+def test_refused_connection_is_fail(tmp_path):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+
+    class Closed:
+        pass
+
+    closed = Closed()
+    closed.port = port
+    history = run_pool(tmp_path, closed, ops(10), concurrency=2)
+    done = [op for op in history if op.type != "invoke"]
+    assert len(done) == 10 and all(op.type == "fail" for op in done)
+    assert all(op.error.startswith("unsent") for op in done)
+
+
+def test_rate_limits_dispatch(tmp_path):
+    started = time.monotonic()
+    history = run_pool(tmp_path, RegisterServer(), ops(10_000), seconds=1.0, rate=100)
+    elapsed = time.monotonic() - started
+    invokes = sum(op.type == "invoke" for op in history)
+    assert elapsed < 5
+    assert 40 <= invokes <= 200
+
+
+def test_bad_concurrency_is_refused(tmp_path):
+    with pytest.raises(ValueError):
+        ClientPool(0, "raft", "register", {}, {}, tmp_path)

@@ -1,0 +1,142 @@
+"""The workload client for our raft store (client protocol in docs/contracts.md)."""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+import msgpack
+
+from checkers.history import Op
+from workloads.clients.outcome import fail, info, ok
+
+REGISTER_KEY = "register"
+MAX_RESPONSE = 16 * 1024 * 1024
+_LEN = struct.Struct(">I")
+
+
+class _Unsent(Exception):
+    """The request never fully left: it certainly did not take effect."""
+
+
+class RaftClient:
+    def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
+                 options: dict[str, Any]) -> None:
+        self.workload = workload
+        self.nodes = nodes
+        self.timeout = float(options.get("op_timeout", 2.0))
+        self.connect_timeout = float(options.get("connect_timeout", 1.0))
+        self._conns: dict[str, socket.socket] = {}
+        self._next_id = 1
+
+    # --- requests and completions -------------------------------------------
+
+    def request(self, op: Op) -> dict[str, Any]:
+        f, v = op.f, op.value
+        key = op.key if op.key is not None else REGISTER_KEY
+        if self.workload == "log":
+            if f == "append":
+                return {"op": "append", "log": v[0], "value": v[1]}
+            if f == "read":
+                return {"op": "read", "log": v[0], "from": v[1], "count": v[2]}
+        elif f == "read":
+            return {"op": "get", "key": key}
+        elif f == "write":
+            return {"op": "put", "key": key, "value": v}
+        elif f == "cas":
+            return {"op": "cas", "key": key, "expect": v[0], "value": v[1]}
+        elif f == "txn":
+            return {"op": "txn", "ops": v}
+        raise ValueError(f"{self.workload} client cannot do f={f!r}")
+
+    def ok_value(self, op: Op, resp: dict[str, Any]) -> Any:
+        if self.workload == "log":
+            if op.f == "append":
+                return [op.value[0], op.value[1], resp.get("value")]
+            return [op.value[0], op.value[1], resp.get("value")]
+        if op.f == "read" or op.f == "txn":
+            return resp.get("value")
+        return op.value
+
+    # --- transport ----------------------------------------------------------
+
+    def _conn(self, node: str) -> socket.socket:
+        s = self._conns.get(node)
+        if s is None:
+            try:
+                s = socket.create_connection(self.nodes[node], timeout=self.connect_timeout)
+            except OSError as e:
+                raise _Unsent(f"connect: {e.strerror or e}") from None
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._conns[node] = s
+        return s
+
+    def _drop(self, node: str) -> None:
+        s = self._conns.pop(node, None)
+        if s is not None:
+            s.close()
+
+    def _recv_exact(self, s: socket.socket, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = s.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionResetError("connection closed by the node")
+            buf += chunk
+        return bytes(buf)
+
+    def _call(self, node: str, req: dict[str, Any]) -> dict[str, Any]:
+        """The response to `req`; raises _Unsent (definite) or OSError (unknown)."""
+        rid = self._next_id
+        self._next_id += 1
+        frame = msgpack.packb({"kind": "client", "id": rid, **req}, use_bin_type=True)
+        s = self._conn(node)
+        try:
+            s.settimeout(self.timeout)
+            s.sendall(_LEN.pack(len(frame)) + frame)
+        except OSError as e:
+            # sendall raising means the whole frame did not reach the kernel, so
+            # the node cannot have decoded it.
+            self._drop(node)
+            raise _Unsent(f"send: {e.strerror or e}") from None
+        try:
+            while True:
+                (n,) = _LEN.unpack(self._recv_exact(s, _LEN.size))
+                if n > MAX_RESPONSE:
+                    raise ConnectionError(f"response of {n} bytes is over the limit")
+                resp = msgpack.unpackb(self._recv_exact(s, n), raw=False, strict_map_key=False)
+                if isinstance(resp, dict) and resp.get("id") == rid:
+                    return resp
+        except (OSError, ValueError, msgpack.UnpackException):
+            # A late answer to this request could still arrive on this
+            # connection and be mistaken for the next one's: drop it.
+            self._drop(node)
+            raise
+
+    def invoke(self, op: Op) -> Op:
+        node = op.node if op.node in self.nodes else next(iter(self.nodes))
+        req = self.request(op)
+        for _ in range(2):
+            try:
+                resp = self._call(node, req)
+            except _Unsent as e:
+                return fail(op, f"unsent: {e}", node)
+            except TimeoutError:
+                return info(op, "timeout", node)
+            except (OSError, ValueError, msgpack.UnpackException) as e:
+                return info(op, f"connection lost: {e}", node)
+            if resp.get("ok"):
+                return ok(op, self.ok_value(op, resp), node)
+            error = str(resp.get("error") or "unknown-error")
+            hint = resp.get("leader")
+            # not_leader is definite, so trying the leader it names is safe.
+            if error == "not_leader" and hint in self.nodes and hint != node:
+                node = hint
+                continue
+            return (fail if resp.get("definite") else info)(op, error, node)
+        return fail(op, "not_leader", node)
+
+    def close(self) -> None:
+        for node in list(self._conns):
+            self._drop(node)
