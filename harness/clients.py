@@ -141,13 +141,18 @@ class ClientPool:
         jittered so clients do not march in lock-step.
         """
         exhausted = False
+        turn = 0
         next_at = time.monotonic()
         last_tick = 0.0
         while True:
             now = time.monotonic()
             if now >= deadline:
                 break
-            idle = [w for w in self.workers if w.open_op is None]
+            # Round-robin over idle workers, so every client and its
+            # connection is exercised, not just the fastest one.
+            n = len(self.workers)
+            idle = [self.workers[(turn + i) % n] for i in range(n)
+                    if self.workers[(turn + i) % n].open_op is None]
             if exhausted and len(idle) == len(self.workers):
                 break
             while idle and not exhausted and now >= next_at:
@@ -155,7 +160,9 @@ class ClientPool:
                 if spec is None:
                     exhausted = True
                     break
-                self._send(idle.pop(0), spec, recorder)
+                w = idle.pop(0)
+                turn = w.slot + 1
+                self._send(w, spec, recorder)
                 if rate:
                     next_at += jitter.uniform(0.0, 2.0 / rate)
                     # After a stall (every worker blocked on a dead node), do not

@@ -94,7 +94,7 @@ def test_every_op_completes_and_history_is_valid(tmp_path):
 
 
 def test_timeout_is_info_and_process_is_retired(tmp_path):
-    history = run_pool(tmp_path, RegisterServer(silent={3, 7}), ops(20))
+    history = run_pool(tmp_path, RegisterServer(silent={3, 7}), ops(300), rate=300)
     assert validate(history) == []
     infos = [op for op in history if op.type == "info"]
     assert sorted(op.value for op in infos) == [3, 7]
