@@ -12,6 +12,7 @@ from checkers.history import HistoryError
 # One module per subcommand; each has `register(subparsers)` which sets
 # `func(args) -> int` as the parser default.
 COMMAND_MODULES: list[str] = [
+    "harness.commands.check_elle",
 ]
 
 

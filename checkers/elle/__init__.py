@@ -1,0 +1,1 @@
+"""Elle-style list-append checker (in progress)."""

@@ -1,0 +1,59 @@
+"""`faultline check-elle FILE`: judge a list-append history with the Elle-style
+checker and print its verdict as JSON. Exit 0 valid, 1 invalid, 2 unknown."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from checkers.history import read_history
+from checkers.verdict import exit_code
+from harness.cli import UserError
+
+MODELS = ("read-committed", "repeatable-read", "snapshot-isolation", "serializable",
+          "strict-serializable")
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "check-elle", help="check a list-append history for transactional anomalies",
+        description="Infer version orders and a dependency graph from a list-append "
+                    "history, search it for cycles, and judge it against a consistency "
+                    "model. Exit 0 valid, 1 invalid, 2 unknown.")
+    p.add_argument("file", help="the history (history.msgpack or a Jepsen history.edn)")
+    p.add_argument("--format", choices=("msgpack", "edn"), default=None,
+                   help="history format (default: from the file name)")
+    p.add_argument("--model", choices=MODELS, default="strict-serializable",
+                   help="the consistency model the run asked for (default %(default)s)")
+    p.add_argument("--budget", type=float, default=30.0, metavar="SECONDS",
+                   help="time allowed for cycle search (default %(default)s)")
+    p.set_defaults(func=run)
+
+
+def _load(path: str, fmt: str | None) -> list:
+    if fmt is None:
+        fmt = "edn" if path.endswith(".edn") else "msgpack"
+    if fmt == "msgpack":
+        history = read_history(path)
+        for w in history.warnings:
+            print(f"faultline: warning: {w}", file=sys.stderr)
+        return history.ops
+    try:
+        from checkers.formats import read_any
+    except ImportError:
+        raise UserError("EDN histories need checkers.formats, which this install "
+                        "does not have yet") from None
+    loaded = read_any(path, fmt)
+    return loaded.ops if hasattr(loaded, "ops") else list(loaded)
+
+
+def run(args: argparse.Namespace) -> int:
+    from checkers import elle
+
+    ops = _load(args.file, args.format)
+    verdict = elle.check(ops, None, model=args.model, cycle_search_budget_s=args.budget)
+    json.dump(verdict, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+    return exit_code(verdict["valid"])
