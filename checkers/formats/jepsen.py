@@ -1,0 +1,152 @@
+"""Jepsen `history.edn` files to and from our `Op`s.
+
+A Jepsen history is either one op map per line or one vector/list of op maps
+(Jepsen has written both). Keywords become strings without the colon, the
+`:nemesis` process becomes "nemesis". With `independent=True` (Jepsen's
+`independent` checker, one register per key) a client op's `[k v]` value is
+split into `key=k, value=v`. Ops without `:index` / `:time` get their position.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from checkers.formats import edn
+from checkers.formats.textfile import position, read_text
+from checkers.history import NEMESIS, OP_TYPES, HistoryError, Op
+
+__all__ = ["read_edn_history", "write_edn_history", "op_from_edn", "plain"]
+
+
+def plain(value: Any) -> Any:
+    """A decoded EDN value as plain msgpack-able data: keywords/symbols -> str,
+    sets -> lists, map keys that msgpack cannot key a map with -> their EDN text."""
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {_plain_key(k): plain(v) for k, v in value.items()}
+    if isinstance(value, frozenset):
+        items = [plain(v) for v in value]
+        try:
+            return sorted(items)
+        except TypeError:  # mixed types: any stable order will do
+            return sorted(items, key=edn.dumps)
+    return value
+
+
+def _plain_key(key: Any) -> Any:
+    if isinstance(key, str):
+        return str(key)
+    if key is None or isinstance(key, (int, float)):
+        return key
+    return edn.dumps(_thaw(key))
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    if isinstance(value, frozenset) and all(isinstance(v, tuple) and len(v) == 2
+                                            for v in value):
+        return frozenset(_thaw(v) for v in value)
+    return value
+
+
+def _name(value: Any, field: str) -> str:
+    if isinstance(value, str):
+        return str(value)
+    shown = edn.dumps(_thaw(value))
+    raise ValueError(f"field :{field} must be a keyword or string, not {shown!r:.40}")
+
+
+def op_from_edn(m: Any, position: int, independent: bool = False,
+                time: int | None = None) -> Op:
+    """An Op from one decoded EDN op map; ValueError naming the bad field.
+
+    `position` supplies a missing `:index` (and `:time` unless `time` is given).
+    """
+    if not isinstance(m, dict):
+        raise ValueError("an op must be a map")
+    for field in ("type", "f", "process"):
+        if field not in m:
+            raise ValueError(f"op has no :{field}")
+    typ = _name(m["type"], "type")
+    if typ not in OP_TYPES:
+        raise ValueError(f"field :type must be one of invoke/ok/fail/info, not {typ!r:.40}")
+    f = _name(m["f"], "f")
+    process = m["process"]
+    if isinstance(process, str) and process == NEMESIS:
+        process = NEMESIS
+    elif type(process) is not int:
+        raise ValueError(f"field :process must be an integer or :nemesis, not {process!r:.40}")
+    index = m.get("index", position)
+    if type(index) is not int or index < 0:
+        raise ValueError(f"field :index must be a non-negative integer, not {index!r:.40}")
+    if time is None:
+        time = m.get("time", position)
+        if type(time) is not int:
+            raise ValueError(f"field :time must be an integer, not {time!r:.40}")
+    value = plain(m.get("value"))
+    key = plain(m.get("key"))
+    if independent and process != NEMESIS:
+        if not (isinstance(value, list) and len(value) == 2):
+            raise ValueError("with independent keys a client op's :value must be [key value]")
+        key, value = value
+    node = m.get("node")
+    if node is not None and not isinstance(node, str):
+        raise ValueError(f"field :node must be a string, not {node!r:.40}")
+    error = m.get("error")
+    if error is not None:
+        error = str(error) if isinstance(error, str) else edn.dumps(plain(error))
+    return Op(index, time, process, typ, f, value, key, None if node is None else str(node),
+              error)
+
+
+def read_edn_history(path: str | os.PathLike[str], independent: bool = False) -> list[Op]:
+    """The ops of a Jepsen history.edn; HistoryError (file, byte offset, op) if malformed."""
+    path = Path(path)
+    text = read_text(path)
+    parser = edn.Parser(text)
+    parser.skip_ws()
+    wrapped = parser.pos < len(text) and text[parser.pos] in "[("
+    forms = edn.iter_collection(text) if wrapped else edn.iter_forms(text)
+    ops: list[Op] = []
+    offset = 0  # where the form being converted starts, for error messages
+    try:
+        for form_offset, form in forms:
+            offset = form_offset
+            ops.append(op_from_edn(form, len(ops), independent))
+    except edn.EdnError as e:
+        byte, line = position(text, e.offset)
+        raise HistoryError(path, byte, len(ops), f"line {line}: {e.reason}") from None
+    except ValueError as e:
+        byte, line = position(text, offset)
+        raise HistoryError(path, byte, len(ops), f"line {line}: {e}") from None
+    return ops
+
+
+def op_to_edn(op: Op) -> str:
+    """One op as an EDN map on one line, the way Jepsen writes it."""
+    process = ":nemesis" if op.process == NEMESIS else str(op.process)
+    parts = [f":index {op.index}", f":time {op.time}", f":type :{op.type}",
+             f":process {process}", f":f {edn.keyword_or_string(op.f)}",
+             f":value {edn.dumps(op.value)}"]
+    if op.key is not None:
+        parts.append(f":key {edn.dumps(op.key)}")
+    if op.node is not None:
+        parts.append(f":node {edn.dumps(op.node)}")
+    if op.error is not None:
+        parts.append(f":error {edn.dumps(op.error)}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def write_edn_history(ops: Iterable[Op], path: str | os.PathLike[str]) -> None:
+    """Write ops as a Jepsen history.edn, one op map per line."""
+    with open(path, "w", encoding="utf-8") as f:
+        for op in ops:
+            f.write(op_to_edn(op))
+            f.write("\n")

@@ -1,0 +1,161 @@
+import math
+
+import pytest
+
+from checkers.formats import detect_format, read_any
+from checkers.formats.edn import EdnError, Keyword, Symbol, dumps, iter_forms, loads
+from checkers.formats.jepsen import read_edn_history, write_edn_history
+from checkers.history import NEMESIS, HistoryError, Op, validate
+
+
+@pytest.mark.parametrize("text, value", [
+    ("nil", None), ("true", True), ("false", False),
+    ("42", 42), ("-7", -7), ("+3", 3), ("12N", 12), ("0", 0),
+    ("1.5", 1.5), ("-2e3", -2000.0), ("1.25M", 1.25), ("##Inf", math.inf),
+    ('"a\\tb\\n\\"q\\"\\\\ \\u00e9"', 'a\tb\n"q"\\ \u00e9'),
+    ("\\a", "a"), ("\\newline", "\n"), ("\\u0041", "A"),
+    (":read", "read"), (":jepsen.history/op", "jepsen.history/op"),
+    ("[1 2, 3]", [1, 2, 3]), ("(1 (2))", [1, [2]]),
+    ("{:a 1, :b [2]}", {"a": 1, "b": [2]}),
+    ("#{1 2}", frozenset({1, 2})),
+    ("[1 #_ 2 3]", [1, 3]), ("[1 #_ #_ 2 3 4]", [1, 4]),
+    ("; comment\n[1 ; two\n 2]", [1, 2]),
+    ('#inst "2024-01-01T00:00:00Z"', "2024-01-01T00:00:00Z"),
+    ("#jepsen.history.Op{:f :read}", {"f": "read"}),
+    ("{[1 2] :x}", {(1, 2): "x"}),
+    ("foo/bar", "foo/bar"), ("-", "-"), ("->x", "->x"),
+])
+def test_values(text, value):
+    assert loads(text) == value
+
+
+def test_keyword_and_symbol_types():
+    assert type(loads(":a")) is Keyword and type(loads("a")) is Symbol
+    assert math.isnan(loads("##NaN"))
+
+
+@pytest.mark.parametrize("text", [
+    "", "[1 2", "1 2", "{:a}", "{:a 1 :a 2}", "#{1 1}", '"abc', '"\\q"', "12abc",
+    "007", "]", "#", "#_", "::a", "#{1", "\\", "##Foo", '"\\ud800"', "1.2.3",
+    "#inst 5", "[" * 500 + "]" * 500, "#_ " * 500 + "1", "#a " * 500 + "1",
+    "1" * 500,
+])
+def test_rejects(text):
+    with pytest.raises(EdnError):
+        loads(text)
+
+
+def test_error_offset():
+    with pytest.raises(EdnError) as e:
+        loads("[1 2 }")
+    assert e.value.offset == 5
+
+
+def test_iter_forms():
+    assert [v for _, v in iter_forms("1 #_ 2 [3]\n:x")] == [1, [3], "x"]
+
+
+@pytest.mark.parametrize("value", [
+    None, True, 3, -1.5, "text \"with\" \\ escapes\n\x01é", [1, [2, "x"]],
+    {"a": [1, None], "b": {"c": 2}}, [], {},
+])
+def test_dumps_round_trip(value):
+    assert loads(dumps(value)) == value
+
+
+JEPSEN_LINES = """\
+{:type :invoke, :f :write, :value 3, :process 0, :time 100, :index 0}
+{:type :invoke, :f :read, :value nil, :process 1, :time 150, :index 1}
+{:type :info, :f :start-partition, :value nil, :process :nemesis, :time 160, :index 2}
+{:type :ok, :f :write, :value 3, :process 0, :time 200, :index 3}
+{:type :ok, :f :read, :value 3, :process 1, :time 250, :index 4}
+{:type :info, :f :start-partition, :value [:isolated {"n1" #{"n2"}}], :process :nemesis,
+ :time 300, :index 5}
+"""
+
+
+def test_jepsen_one_map_per_line(tmp_path):
+    path = tmp_path / "history.edn"
+    path.write_text(JEPSEN_LINES)
+    ops = read_edn_history(path)
+    assert ops[0] == Op(0, 100, 0, "invoke", "write", 3)
+    assert ops[2].process == NEMESIS and ops[2].f == "start-partition"
+    assert ops[5].value == ["isolated", {"n1": ["n2"]}]
+    assert all(type(o.f) is str and type(o.type) is str for o in ops)
+    assert detect_format(path) == "edn"
+
+
+def test_jepsen_vector_without_index_or_time(tmp_path):
+    path = tmp_path / "history.edn"
+    path.write_text("; a Jepsen history\n[{:type :invoke, :f :cas, :value [1 2], :process 3}\n"
+                    " {:type :fail, :f :cas, :value [1 2], :process 3, :error :mismatch}\n"
+                    " {:type :invoke, :f :read, :process 4}\n"
+                    " {:type :info, :f :read, :process 4, :error [:timeout 5]}]\n")
+    ops = read_edn_history(path)
+    assert [(o.index, o.time) for o in ops] == [(0, 0), (1, 1), (2, 2), (3, 3)]
+    assert ops[1] == Op(1, 1, 3, "fail", "cas", [1, 2], error="mismatch")
+    assert ops[3].error == "[\"timeout\" 5]"
+    assert validate(ops) == []
+
+
+def test_jepsen_independent_keys(tmp_path):
+    path = tmp_path / "history.edn"
+    path.write_text("{:type :invoke, :f :write, :value [7 3], :process 0}\n"
+                    "{:type :info, :f :kill, :value :all, :process :nemesis}\n"
+                    "{:type :ok, :f :write, :value [7 3], :process 0}\n")
+    ops = read_edn_history(path, independent=True)
+    assert (ops[0].key, ops[0].value) == (7, 3)
+    assert (ops[1].key, ops[1].value) == (None, "all")
+    assert read_any(path, "edn", independent=True).ops == ops
+    path.write_text("{:type :invoke, :f :write, :value 3, :process 0}\n")
+    with pytest.raises(HistoryError, match="key value"):
+        read_edn_history(path, independent=True)
+
+
+def test_write_read_round_trip(tmp_path):
+    ops = [
+        Op(0, 10, 0, "invoke", "txn", [["append", 1, 5], ["r", 2, None]], node="n1"),
+        Op(1, 20, "nemesis", "invoke", "partition", {"nodes": ["n1"], "cut": [["n1", "n2"]]}),
+        Op(2, 30, 0, "ok", "txn", [["append", 1, 5], ["r", 2, [1, 2]]], node="n1"),
+        Op(3, 40, 1, "invoke", "put", "va\"l\n", key="k 1"),
+        Op(4, 50, 1, "info", "put", "va\"l\n", key="k 1", error="timeout"),
+        Op(5, 60, "nemesis", "info", "partition", None),
+        Op(6, 70, 2, "invoke", "weird f name", 1.5),
+    ]
+    path = tmp_path / "history.edn"
+    write_edn_history(ops, path)
+    assert read_edn_history(path) == ops
+
+
+@pytest.mark.parametrize("text, where", [
+    ("{:type :invoke, :f :read, :process 0}\n{:type :ok, :f :read, :process 0", "line 2"),
+    ("{:type :invoke, :f :read, :process 0}\n{:type :done, :f :read, :process 0}", "line 2"),
+    ("{:type :invoke, :f :read}\n", "no :process"),
+    ("{:type :invoke, :f :read, :process \"p\"}\n", ":process"),
+    ("{:type :invoke, :f :read, :process 0, :time 1.5}\n", ":time"),
+    ("[{:type :invoke, :f :read, :process 0}] 5", "more than one form"),
+    ("{:type :invoke, :f 3, :process 0}\n", ":f"),
+])
+def test_jepsen_errors_name_line(tmp_path, text, where):
+    path = tmp_path / "history.edn"
+    path.write_text(text)
+    with pytest.raises(HistoryError) as e:
+        read_edn_history(path)
+    assert where in str(e.value) and str(path) in str(e.value)
+
+
+def test_byte_offset_counts_utf8(tmp_path):
+    path = tmp_path / "history.edn"
+    path.write_text('{:type :invoke, :f :read, :process 0, :value "ééé"}\n{:x')
+    with pytest.raises(HistoryError) as e:
+        read_edn_history(path)
+    assert e.value.offset == len('{:type :invoke, :f :read, :process 0, :value "ééé"}\n'
+                                 .encode())
+    assert e.value.index == 1
+
+
+def test_not_utf8(tmp_path):
+    path = tmp_path / "history.edn"
+    path.write_bytes(b'{:type :invoke, :f :read, :process 0, :value "\xff"}')
+    with pytest.raises(HistoryError, match="UTF-8"):
+        read_edn_history(path)
