@@ -1,0 +1,214 @@
+"""Divergence checker: KIP-279's scenarios by hand, before and after the fix,
+plus each rule with data that must fail and data that must pass."""
+
+from __future__ import annotations
+
+import hashlib
+
+from checkers import divergence
+
+
+def entry(offset: int, epoch: int, hw: int, tag: str = "") -> dict:
+    # The digest names what was written: the same offset and epoch written by
+    # the same leader gives the same bytes on every replica.
+    payload = f"{offset}/{epoch}/{tag}".encode()
+    return {"offset": offset, "epoch": epoch, "committed": offset < hw,
+            "digest": hashlib.sha256(payload).hexdigest()[:16], "payload": None}
+
+
+def dump(node: str, batches: list[tuple[int, int, int]], hw: int, epoch: int) -> dict:
+    """A log made of (first offset, last offset, epoch) batches, like the KIP's tables."""
+    entries = [entry(o, ep, hw) for first, last, ep in batches for o in range(first, last + 1)]
+    checkpoint: list[list[int]] = []
+    for first, _last, ep in batches:
+        if not checkpoint or checkpoint[-1][0] != ep:
+            checkpoint.append([ep, first])
+    return {"node": node, "log_start_offset": 0,
+            "log_end_offset": entries[-1]["offset"] + 1 if entries else 0,
+            "high_watermark": hw, "epoch": epoch, "epochs": checkpoint, "entries": entries}
+
+
+def role(t: int, node: str, role_name: str, epoch: int, leader: str | None) -> dict:
+    return {"t": t, "node": node, "event": "role", "role": role_name, "epoch": epoch,
+            "leader": leader}
+
+
+def types(v: dict) -> list[str]:
+    return [a["type"] for a in v["anomalies"]]
+
+
+# --- KIP-279 scenario 1: preferred leader election then an immediate change --
+
+
+def scenario1_events() -> dict[str, list[dict]]:
+    return {"A": [role(1, "A", "Leader", 1, "A"), role(3, "A", "Follower", 2, "B"),
+                  role(5, "A", "Leader", 3, "A")],
+            "B": [role(1, "B", "Follower", 1, "A"), role(2, "B", "Leader", 2, "B"),
+                  role(6, "B", "Follower", 3, "A")]}
+
+
+def test_kip279_scenario1_before_fix_is_flagged_with_offsets_and_epochs():
+    # n == 20: B appended [11, 20] in epoch 2, A answered "epoch 3 starts at
+    # 21", B did not truncate and fetched [21, 30] on top of its own batch.
+    a = dump("A", [(0, 10, 1), (11, 20, 1), (21, 30, 3)], hw=31, epoch=3)
+    b = dump("B", [(0, 10, 1), (11, 20, 2), (21, 30, 3)], hw=31, epoch=3)
+    v = divergence.check({"A": a, "B": b}, scenario1_events())
+    assert v["valid"] is False
+    [d] = [x for x in v["anomalies"] if x["type"] == "divergence"]
+    assert d["nodes"] == ["A", "B"]
+    assert d["offsets"] == [11, 20]
+    assert d["sides"]["A"]["epochs"] == [1]
+    assert d["sides"]["B"]["epochs"] == [2]
+    assert d["sides"]["A"]["first"]["digest"] != d["sides"]["B"]["first"]["digest"]
+
+
+def test_kip279_scenario1_divergence_below_a_matching_entry_even_if_uncommitted():
+    # Before the high watermark moves the logs already break log matching:
+    # offset 21 agrees in epoch 3, yet [11, 20] differ below it.
+    a = dump("A", [(0, 10, 1), (11, 20, 1), (21, 30, 3)], hw=11, epoch=3)
+    b = dump("B", [(0, 10, 1), (11, 20, 2), (21, 30, 3)], hw=11, epoch=3)
+    v = divergence.check({"A": a, "B": b})
+    assert v["valid"] is False
+    [d] = v["anomalies"]
+    assert (d["why"], d["offsets"]) == ("below-matching-entry", [11, 20])
+
+
+def test_kip279_scenario1_after_fix_converges_and_passes():
+    # B learns (epoch 1, end offset 21), truncates [11, 20] of epoch 2, refetches.
+    a = dump("A", [(0, 10, 1), (11, 20, 1), (21, 30, 3)], hw=31, epoch=3)
+    b = dump("B", [(0, 10, 1), (11, 20, 1), (21, 30, 3)], hw=31, epoch=3)
+    v = divergence.check({"A": a, "B": b}, scenario1_events())
+    assert v["valid"] is True, v["anomalies"]
+    assert v["stats"]["cluster_committed_end"] == 31
+
+
+# --- KIP-279 scenario 3: fast fail-over with unclean leader election ----------
+
+
+def test_kip279_scenario3_before_fix_is_flagged():
+    # A asked for epoch 2, B (epochs 1, 3) answered "epoch 3 starts at 1": A
+    # kept its epoch-0 offset 0 and fetched B's offset 1. HW = 2 (min.isr = 1).
+    a = dump("A", [(0, 0, 0), (1, 1, 3)], hw=2, epoch=3)
+    b = dump("B", [(0, 0, 1), (1, 1, 3)], hw=2, epoch=3)
+    v = divergence.check({"A": a, "B": b})
+    assert v["valid"] is False
+    [d] = v["anomalies"]
+    assert d["type"] == "divergence" and d["offsets"] == [0, 0]
+    assert d["sides"]["A"]["epochs"] == [0] and d["sides"]["B"]["epochs"] == [1]
+
+
+def test_kip279_scenario3_after_fix_converges_and_passes():
+    # Two round trips find no common epoch: A truncates to its HW (0) and refetches.
+    a = dump("A", [(0, 0, 1), (1, 1, 3)], hw=2, epoch=3)
+    b = dump("B", [(0, 0, 1), (1, 1, 3)], hw=2, epoch=3)
+    v = divergence.check({"A": a, "B": b})
+    assert v["valid"] is True, v["anomalies"]
+    assert v["stats"]["leader_epochs_from"] == "epoch-checkpoints"
+
+
+# --- each rule: fail and pass ------------------------------------------------
+
+
+def test_uncommitted_divergent_tail_is_allowed():
+    leader = dump("n1", [(0, 4, 1), (5, 7, 2)], hw=5, epoch=2)
+    follower = dump("n2", [(0, 4, 1), (5, 6, 1)], hw=5, epoch=2)
+    assert divergence.check({"n1": leader, "n2": follower})["valid"] is True
+
+
+def test_same_epoch_different_digest_at_committed_offset_fails():
+    n1 = dump("n1", [(0, 3, 1)], hw=4, epoch=1)
+    n2 = dump("n2", [(0, 3, 1)], hw=4, epoch=1)
+    n2["entries"][2]["digest"] = "0" * 16
+    v = divergence.check({"n1": n1, "n2": n2})
+    assert types(v) == ["divergence"] and v["anomalies"][0]["offsets"] == [2, 2]
+
+
+def test_node_that_lost_offsets_it_had_committed_fails():
+    n1 = dump("n1", [(0, 9, 1)], hw=10, epoch=1)
+    n2 = dump("n2", [(0, 5, 1)], hw=6, epoch=1)
+    events = {"n2": [{"t": 5, "node": "n2", "event": "hw", "hw": 10, "epoch": 1}]}
+    v = divergence.check({"n1": n1, "n2": n2}, events)
+    assert types(v) == ["lost-committed"]
+    lost = v["anomalies"][0]
+    assert lost["node"] == "n2" and lost["offsets"] == [[6, 9]]
+    assert lost["hw_event"]["hw"] == 10
+
+
+def test_lagging_follower_that_never_had_the_offsets_passes():
+    n1 = dump("n1", [(0, 9, 1)], hw=10, epoch=1)
+    n2 = dump("n2", [(0, 5, 1)], hw=6, epoch=1)
+    events = {"n2": [{"t": 5, "node": "n2", "event": "hw", "hw": 6, "epoch": 1}]}
+    assert divergence.check({"n1": n1, "n2": n2}, events)["valid"] is True
+
+
+def test_recovery_truncation_of_a_dirty_tail_on_one_node_passes():
+    n1 = dump("n1", [(0, 9, 1)], hw=10, epoch=1)
+    n2 = dump("n2", [(0, 5, 1)], hw=6, epoch=1)
+    events = {"n2": [{"t": 5, "node": "n2", "event": "hw", "hw": 10, "epoch": 1},
+                     {"t": 6, "node": "n2", "event": "truncate", "to": 6, "from": 10,
+                      "reason": "recovery"}]}
+    v = divergence.check({"n1": n1, "n2": n2}, events)
+    assert v["valid"] is True, v["anomalies"]
+    assert v["stats"]["lagging_after_recovery"] == ["n2"]
+
+
+def test_committed_offset_missing_from_every_node_fails():
+    # Both nodes lost their tail in recovery: no replica holds offsets 6..9.
+    n1 = dump("n1", [(0, 5, 1)], hw=6, epoch=1)
+    n2 = dump("n2", [(0, 5, 1)], hw=6, epoch=1)
+    trunc = {"event": "truncate", "to": 6, "from": 10, "reason": "recovery"}
+    events = {n: [{"t": 5, "node": n, "event": "hw", "hw": 10, "epoch": 1},
+                  dict(trunc, t=6, node=n)] for n in ("n1", "n2")}
+    v = divergence.check({"n1": n1, "n2": n2}, events)
+    assert types(v) == ["lost-committed"]
+    assert v["anomalies"][0]["node"] is None
+    assert v["anomalies"][0]["offsets"] == [[6, 9]]
+
+
+def test_diverging_epoch_truncation_below_own_hw_fails():
+    events = {"n2": [{"t": 5, "node": "n2", "event": "hw", "hw": 8, "epoch": 1},
+                     {"t": 6, "node": "n2", "event": "truncate", "to": 4, "from": 9,
+                      "reason": "diverging-epoch"}]}
+    n1 = dump("n1", [(0, 9, 1)], hw=10, epoch=2)
+    n2 = dump("n2", [(0, 9, 1)], hw=10, epoch=2)
+    v = divergence.check({"n1": n1, "n2": n2}, events)
+    assert types(v) == ["committed-truncated"]
+    assert v["anomalies"][0]["offsets"] == [4, 7]
+
+
+def test_diverging_epoch_truncation_above_hw_passes():
+    events = {"n2": [{"t": 5, "node": "n2", "event": "hw", "hw": 4, "epoch": 1},
+                     {"t": 6, "node": "n2", "event": "truncate", "to": 4, "from": 9,
+                      "reason": "diverging-epoch"}],
+              "n1": [role(1, "n1", "Leader", 1, "n1")]}
+    n1 = dump("n1", [(0, 9, 1)], hw=10, epoch=2)
+    n2 = dump("n2", [(0, 9, 1)], hw=10, epoch=2)
+    assert divergence.check({"n1": n1, "n2": n2}, events)["valid"] is True
+
+
+def test_entry_from_an_epoch_nobody_led_fails():
+    n1 = dump("n1", [(0, 3, 1), (4, 5, 7)], hw=4, epoch=7)
+    events = {"n1": [role(1, "n1", "Leader", 1, "n1"), role(9, "n1", "Candidate", 7, None)]}
+    v = divergence.check({"n1": n1}, events)
+    assert types(v) == ["unknown-epoch"]
+    bad = v["anomalies"][0]
+    assert (bad["node"], bad["epoch"], bad["offsets"]) == ("n1", 7, [[4, 5]])
+
+
+def test_unknown_epoch_from_checkpoints_when_there_are_no_events():
+    n1 = dump("n1", [(0, 3, 1)], hw=4, epoch=1)
+    n1["entries"][3]["epoch"] = 2  # not in any checkpoint
+    v = divergence.check({"n1": n1})
+    assert types(v) == ["unknown-epoch"]
+
+
+def test_no_dumps_is_unknown():
+    assert divergence.check({})["valid"] == "unknown"
+
+
+def test_malformed_entries_and_absurd_hw_do_not_crash_or_hang():
+    n1 = dump("n1", [(0, 3, 1)], hw=4, epoch=1)
+    n1["entries"].append({"offset": "x"})
+    events = {"n1": [{"t": 1, "node": "n1", "event": "hw", "hw": 10**15, "epoch": 1}]}
+    v = divergence.check({"n1": n1}, events)
+    assert v["anomalies"][0]["offsets"] == [[4, 10**15 - 1]]
