@@ -1,0 +1,219 @@
+"""Start, drive and stop a LazyFS mount: a FUSE layer that can lose un-fsynced writes.
+
+The filesystem itself runs in its own process (`nemesis.lazyfs_main`, also
+reachable as `python -m nemesis.lazyfs BACKING MOUNTPOINT --control SOCK`);
+this module is what the harness imports. It does not import fusepy, so the
+harness loads on machines without libfuse and asks `check_installed()`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+_MNT_DETACH = 2
+# sun_path holds 108 bytes; longer paths go through /proc/self/fd/<dirfd>/<name>.
+_SUN_PATH_MAX = 100
+
+
+class LazyFSError(RuntimeError):
+    pass
+
+
+def check_installed() -> str | None:
+    """None when LazyFS can run here, else one sentence saying what is missing."""
+    if not os.path.exists("/dev/fuse"):
+        return "LazyFS needs /dev/fuse (a kernel with FUSE, and a container given the device)."
+    if ctypes.util.find_library("fuse") is None:
+        return "LazyFS needs libfuse 2 for fusepy: apt-get install libfuse2."
+    if os.geteuid() != 0:
+        return "LazyFS mounts need root."
+    return None
+
+
+def _with_short_path(path: Path, use: Any) -> Any:
+    """Call use(path_str) with a socket path short enough for sun_path."""
+    if len(os.fsencode(path)) <= _SUN_PATH_MAX:
+        return use(str(path))
+    dir_fd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)
+    try:
+        return use(f"/proc/self/fd/{dir_fd}/{path.name}")
+    finally:
+        os.close(dir_fd)
+
+
+def bind_unix_socket(path: Path) -> socket.socket:
+    with suppress(FileNotFoundError):
+        path.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    _with_short_path(path, sock.bind)
+    os.chmod(path, 0o600)
+    return sock
+
+
+def send_command(control: Path, command: str, timeout: float = 30.0) -> dict[str, Any]:
+    """One request, one JSON reply, over the control socket."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        _with_short_path(control, sock.connect)
+        sock.sendall(command.encode() + b"\n")
+        reply = sock.makefile("rb").readline()
+    if not reply:
+        raise LazyFSError(f"no reply to {command!r} on {control}")
+    answer = json.loads(reply)
+    if not answer.get("ok"):
+        raise LazyFSError(f"{command!r} failed: {answer.get('error')}")
+    return answer
+
+
+def unmount(mountpoint: Path) -> None:
+    """Unmount a FUSE mount, lazily if it is busy; no-op when nothing is mounted there."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    target = os.fsencode(mountpoint)
+    if libc.umount2(target, 0) == 0:
+        return
+    if libc.umount2(target, _MNT_DETACH) == 0:
+        return
+    err = ctypes.get_errno()
+    if err not in (22, 2):  # EINVAL: not a mount point; ENOENT: gone
+        raise OSError(err, os.strerror(err), str(mountpoint))
+
+
+def force_cleanup(pid: int | None, mountpoint: Path) -> None:
+    """What a crashed harness left: kill the LazyFS process, drop its mount.
+
+    For `faultline clean`, which knows only the recorded pid and mountpoint.
+    """
+    if pid is not None:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    unmount(mountpoint)
+
+
+class LazyFS:
+    """One LazyFS process serving `mountpoint` from `backing`, driven through `control`."""
+
+    def __init__(
+        self, backing: Path, mountpoint: Path, control: Path, log_path: Path | None = None
+    ) -> None:
+        self.backing = Path(backing)
+        self.mountpoint = Path(mountpoint)
+        self.control = Path(control)
+        self.log_path = Path(log_path) if log_path else self.control.with_suffix(".log")
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def start(self, timeout: float = 10.0) -> None:
+        """Spawn the filesystem process and return once the mount serves requests."""
+        if self._process is not None:
+            raise LazyFSError(f"LazyFS on {self.mountpoint} already started")
+        problem = check_installed()
+        if problem:
+            raise LazyFSError(problem)
+        self.backing.mkdir(parents=True, exist_ok=True)
+        self.mountpoint.mkdir(parents=True, exist_ok=True)
+        argv = [
+            sys.executable, "-m", "nemesis.lazyfs",
+            str(self.backing), str(self.mountpoint), "--control", str(self.control),
+        ]
+        with open(self.log_path, "ab") as log:
+            self._process = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                self._process = None
+                raise LazyFSError(f"LazyFS exited while mounting; see {self.log_path}")
+            if os.path.ismount(self.mountpoint) and self._answers_mounted():
+                return
+            time.sleep(0.02)
+        self.stop()
+        raise LazyFSError(f"LazyFS did not mount {self.mountpoint} within {timeout}s")
+
+    def _answers_mounted(self) -> bool:
+        try:
+            return bool(send_command(self.control, "status", timeout=1.0)["mounted"])
+        except (OSError, LazyFSError):
+            return False
+
+    def status(self) -> dict[str, Any]:
+        return send_command(self.control, "status")
+
+    def lose_unsynced(self) -> list[dict[str, Any]]:
+        """Roll every file back to its last fsync; returns what was undone per file.
+
+        Kill the processes writing to the mount first: a write racing the
+        rollback lands after it, as if made after the power came back.
+        """
+        return send_command(self.control, "lose-unsynced")["files"]
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Unmount and end the process; escalates to SIGKILL + lazy unmount if it hangs."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            with suppress(OSError, LazyFSError):
+                send_command(self.control, "stop", timeout=timeout)
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        unmount(self.mountpoint)
+        with suppress(FileNotFoundError):
+            self.control.unlink()
+
+    def __enter__(self) -> LazyFS:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def mount_data_dir(data_dir: Path, timeout: float = 10.0) -> LazyFS:
+    """Put a node's data dir on a LazyFS mount, before the node (or DB.setup) writes to it.
+
+    The real files live in `<data_dir>.backing`; `<data_dir>.lazyfs.sock` is
+    the control socket and `<data_dir>.lazyfs.log` the process's output.
+    Anything already in data_dir moves into the backing dir first, so calling
+    this after DB.setup also works. Record `.pid` and `.mountpoint` for crash
+    cleanup; call `.stop()` after the node is stopped.
+    """
+    data_dir = Path(data_dir)
+    backing = data_dir.with_name(data_dir.name + ".backing")
+    backing.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    for entry in data_dir.iterdir():
+        shutil.move(str(entry), str(backing / entry.name))
+    lazyfs = LazyFS(
+        backing,
+        data_dir,
+        control=data_dir.with_name(data_dir.name + ".lazyfs.sock"),
+        log_path=data_dir.with_name(data_dir.name + ".lazyfs.log"),
+    )
+    lazyfs.start(timeout)
+    return lazyfs
+
+
+if __name__ == "__main__":
+    from nemesis.lazyfs_main import main
+
+    sys.exit(main())

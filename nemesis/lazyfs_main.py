@@ -1,0 +1,363 @@
+"""The LazyFS process: a FUSE passthrough filesystem that can forget un-fsynced writes.
+
+Run as `python -m nemesis.lazyfs BACKING MOUNTPOINT --control SOCK` (see
+`nemesis.lazyfs` for the API that starts it). Every operation goes straight
+through to BACKING, so reads are always simply correct; what is kept apart is
+an undo log: for each file written since its last fsync, its size at that
+fsync and the pre-images of the 4 KiB pages overwritten since. `lose-unsynced`
+on the control socket replays the undo log, which leaves every file exactly as
+its last fsync (or fdatasync, or the mount) left it - what a power loss would.
+
+Namespace operations (create, rename, unlink, mkdir, link, chmod...) are durable
+at once, as on a journaling filesystem that commits metadata in order; only
+file data and sizes are rolled back. A file created and written but never
+fsynced therefore survives a lose-unsynced, empty.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import json
+import os
+import resource
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fuse import FUSE, FuseOSError, Operations
+
+from nemesis.lazyfs import bind_unix_socket, unmount
+
+PAGE = 4096
+
+# Flags the backing fd must not carry: the kernel has already resolved
+# O_CREAT/O_TRUNC/O_APPEND into explicit create/truncate/offsets, pwrite on an
+# O_APPEND fd would ignore its offset, and O_DIRECT fails on tmpfs backings.
+_STRIPPED_FLAGS = os.O_CREAT | os.O_EXCL | os.O_TRUNC | os.O_APPEND | os.O_NOCTTY | os.O_DIRECT
+
+InodeKey = tuple[int, int]
+
+
+@dataclass
+class UnsyncedFile:
+    """What one file looked like at its last fsync, as far as writes since then changed it."""
+
+    fd: int  # our own dup: rollback works after rename, unlink or close
+    path: str  # where it was when first dirtied, for reports only
+    synced_size: int
+    pages: dict[int, bytes] = field(default_factory=dict)  # page index -> pre-image
+
+    def saved_bytes(self) -> int:
+        return sum(len(p) for p in self.pages.values())
+
+
+class UndoLog:
+    """Pre-images of everything written since each file's last fsync.
+
+    Callers hold `mutex` around `before_change` + the change itself, so a
+    concurrent `roll_back` never sees half of a write.
+    """
+
+    def __init__(self) -> None:
+        self.mutex = threading.Lock()
+        self._files: dict[InodeKey, UnsyncedFile] = {}
+
+    def before_change(self, fd: int, path: str, start: int, end: int | None) -> None:
+        """Save what bytes [start, end) (end None = to EOF) hold now, if not saved since fsync."""
+        st = os.fstat(fd)
+        key = (st.st_dev, st.st_ino)
+        record = self._files.get(key)
+        if record is None:
+            record = UnsyncedFile(fd=os.dup(fd), path=path, synced_size=st.st_size)
+            self._files[key] = record
+        stop = record.synced_size if end is None else min(end, record.synced_size)
+        for page in range(start // PAGE, -(-stop // PAGE)):
+            if page not in record.pages:
+                offset = page * PAGE
+                length = min(PAGE, record.synced_size - offset)
+                # Unsaved pages below synced_size are untouched since the fsync:
+                # a shrinking truncate saves every page it cuts before it cuts.
+                record.pages[page] = os.pread(record.fd, length, offset)
+
+    def synced(self, fd: int) -> None:
+        st = os.fstat(fd)
+        self._forget((st.st_dev, st.st_ino))
+
+    def forget_if_gone(self, key: InodeKey) -> None:
+        """Drop a file whose last name went away: nothing can see it after a crash."""
+        record = self._files.get(key)
+        if record is not None and os.fstat(record.fd).st_nlink == 0:
+            self._forget(key)
+
+    def _forget(self, key: InodeKey) -> None:
+        record = self._files.pop(key, None)
+        if record is not None:
+            os.close(record.fd)
+
+    def roll_back(self) -> list[dict[str, Any]]:
+        """Put every file back as its last fsync left it; report what was undone."""
+        undone = []
+        for key in list(self._files):
+            record = self._files[key]
+            size_before = os.fstat(record.fd).st_size
+            os.ftruncate(record.fd, record.synced_size)
+            for page, pre_image in sorted(record.pages.items()):
+                os.pwrite(record.fd, pre_image, page * PAGE)
+            undone.append(
+                {
+                    "path": record.path,
+                    "inode": key[1],
+                    "size_before": size_before,
+                    "synced_size": record.synced_size,
+                    "pages_restored": len(record.pages),
+                }
+            )
+            self._forget(key)
+        return undone
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "unsynced_files": len(self._files),
+            "saved_bytes": sum(r.saved_bytes() for r in self._files.values()),
+        }
+
+
+def _inode_key(path: str) -> InodeKey | None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+class LazyFSOperations(Operations):
+    """Passthrough to `backing`, recording pre-images into an UndoLog before each change."""
+
+    use_ns = True
+
+    def __init__(self, backing: Path, undo: UndoLog) -> None:
+        self.backing = str(backing)
+        self.undo = undo
+        self.mounted = threading.Event()
+
+    def _real(self, path: str) -> str:
+        return self.backing + path
+
+    def init(self, path: str) -> None:
+        self.mounted.set()
+
+    # -- files -----------------------------------------------------------------
+
+    def create(self, path: str, mode: int, fi: Any = None) -> int:
+        return os.open(self._real(path), os.O_RDWR | os.O_CREAT, mode)
+
+    def open(self, path: str, flags: int) -> int:
+        flags &= ~_STRIPPED_FLAGS
+        if flags & os.O_ACCMODE == os.O_WRONLY:
+            # Pre-images are read through the same fd.
+            flags = (flags & ~os.O_ACCMODE) | os.O_RDWR
+        return os.open(self._real(path), flags)
+
+    def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
+        return os.pread(fh, size, offset)
+
+    def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
+        with self.undo.mutex:
+            self.undo.before_change(fh, path, offset, offset + len(data))
+            return os.pwrite(fh, data, offset)
+
+    def truncate(self, path: str, length: int, fh: int | None = None) -> None:
+        fd = fh if fh is not None else os.open(self._real(path), os.O_RDWR)
+        try:
+            with self.undo.mutex:
+                self.undo.before_change(fd, path, length, None)
+                os.ftruncate(fd, length)
+        finally:
+            if fh is None:
+                os.close(fd)
+
+    def fsync(self, path: str, datasync: int, fh: int) -> None:
+        # Metadata is durable at once here, so fdatasync promises what fsync does.
+        with self.undo.mutex:
+            (os.fdatasync if datasync else os.fsync)(fh)
+            self.undo.synced(fh)
+
+    def flush(self, path: str, fh: int) -> None:
+        # close() promises nothing about durability.
+        return None
+
+    def release(self, path: str, fh: int) -> None:
+        os.close(fh)
+
+    def getattr(self, path: str, fh: int | None = None) -> dict[str, int]:
+        st = os.fstat(fh) if fh is not None else os.lstat(self._real(path))
+        return {
+            "st_mode": st.st_mode,
+            "st_ino": st.st_ino,
+            "st_nlink": st.st_nlink,
+            "st_uid": st.st_uid,
+            "st_gid": st.st_gid,
+            "st_size": st.st_size,
+            "st_blocks": st.st_blocks,
+            "st_rdev": st.st_rdev,
+            "st_atime": st.st_atime_ns,
+            "st_mtime": st.st_mtime_ns,
+            "st_ctime": st.st_ctime_ns,
+        }
+
+    def access(self, path: str, amode: int) -> None:
+        if not os.access(self._real(path), amode):
+            raise FuseOSError(errno.EACCES)
+
+    def utimens(self, path: str, times: tuple[int, int] | None = None) -> None:
+        os.utime(self._real(path), ns=times, follow_symlinks=False)
+
+    def chmod(self, path: str, mode: int) -> None:
+        os.chmod(self._real(path), mode)
+
+    def chown(self, path: str, uid: int, gid: int) -> None:
+        os.lchown(self._real(path), uid, gid)
+
+    # -- names -----------------------------------------------------------------
+
+    def unlink(self, path: str) -> None:
+        key = _inode_key(self._real(path))
+        with self.undo.mutex:
+            os.unlink(self._real(path))
+            if key is not None:
+                self.undo.forget_if_gone(key)
+
+    def rename(self, old: str, new: str) -> None:
+        replaced = _inode_key(self._real(new))
+        with self.undo.mutex:
+            os.rename(self._real(old), self._real(new))
+            if replaced is not None:
+                self.undo.forget_if_gone(replaced)
+
+    def link(self, target: str, source: str) -> None:
+        os.link(self._real(source), self._real(target))
+
+    def symlink(self, target: str, source: str) -> None:
+        os.symlink(source, self._real(target))
+
+    def readlink(self, path: str) -> str:
+        return os.readlink(self._real(path))
+
+    def mknod(self, path: str, mode: int, dev: int) -> None:
+        os.mknod(self._real(path), mode, dev)
+
+    def mkdir(self, path: str, mode: int) -> None:
+        os.mkdir(self._real(path), mode)
+
+    def rmdir(self, path: str) -> None:
+        os.rmdir(self._real(path))
+
+    def readdir(self, path: str, fh: int) -> Iterator[str]:
+        yield "."
+        yield ".."
+        yield from os.listdir(self._real(path))
+
+    def fsyncdir(self, path: str, datasync: int, fh: int) -> None:
+        # Names are durable already; pass the fsync on so its cost stays real.
+        fd = os.open(self._real(path), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def statfs(self, path: str) -> dict[str, int]:
+        sv = os.statvfs(self._real(path))
+        keys = ("f_bavail", "f_bfree", "f_blocks", "f_bsize", "f_favail", "f_ffree",
+                "f_files", "f_flag", "f_frsize", "f_namemax")
+        return {k: getattr(sv, k) for k in keys}
+
+
+class ControlServer:
+    """Line commands on a unix socket: `lose-unsynced`, `status`, `stop`; one JSON line back.
+
+    A socket, not signals: Python signal handlers never run while the main
+    thread sits inside fuse_main.
+    """
+
+    def __init__(self, path: Path, ops: LazyFSOperations, mountpoint: Path) -> None:
+        self.ops = ops
+        self.mountpoint = mountpoint
+        self.sock = bind_unix_socket(path)
+        self.sock.listen(8)
+
+    def serve_forever(self) -> None:
+        while True:
+            conn, _ = self.sock.accept()
+            with conn:
+                request = conn.makefile("r").readline().strip()
+                stop = request == "stop"
+                conn.sendall(json.dumps(self.answer(request)).encode() + b"\n")
+            if stop:
+                # fuse_main returns once the kernel drops the mount.
+                unmount(self.mountpoint)
+                return
+
+    def answer(self, request: str) -> dict[str, Any]:
+        undo = self.ops.undo
+        if request == "lose-unsynced":
+            with undo.mutex:
+                files = undo.roll_back()
+            return {"ok": True, "files": files}
+        if request == "status":
+            with undo.mutex:
+                state = undo.status()
+            return {"ok": True, "pid": os.getpid(), "mounted": self.ops.mounted.is_set(), **state}
+        if request == "stop":
+            return {"ok": True}
+        return {"ok": False, "error": f"unknown command {request!r}"}
+
+
+def _raise_fd_limit() -> None:
+    # Every dirty file holds one fd of ours until its fsync.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m nemesis.lazyfs", description=__doc__)
+    parser.add_argument("backing", type=Path)
+    parser.add_argument("mountpoint", type=Path)
+    parser.add_argument("--control", type=Path, required=True, help="unix socket to create")
+    args = parser.parse_args(argv)
+
+    backing, mountpoint = args.backing.resolve(), args.mountpoint.resolve()
+    if not backing.is_dir() or not mountpoint.is_dir():
+        parser.error("backing and mountpoint must be existing directories")
+    _raise_fd_limit()
+    ops = LazyFSOperations(backing, UndoLog())
+    server = ControlServer(args.control, ops, mountpoint)
+    threading.Thread(target=server.serve_forever, name="lazyfs-control", daemon=True).start()
+    try:
+        FUSE(
+            ops,
+            str(mountpoint),
+            foreground=True,
+            fsname="lazyfs",
+            allow_other=True,
+            use_ino=True,
+            big_writes=True,
+            # The undo log changes files behind the kernel's back: cache nothing.
+            attr_timeout=0,
+            entry_timeout=0,
+            negative_timeout=0,
+        )
+    finally:
+        with suppress(OSError):
+            args.control.unlink()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
