@@ -1,0 +1,75 @@
+"""Client requests: check their shape and turn them into log commands.
+
+Everything a client sends is untrusted; anything malformed becomes BadRequest
+(answered `bad_request`, definite) before it can reach the log.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_COMMAND_BYTES = 1024 * 1024  # leaves room for many entries in one 4 MiB fetch frame
+MAX_READ_COUNT = 10_000
+MAX_TXN_OPS = 1_000
+
+READS = ("get", "read")  # answered from the state machine after a read barrier commits
+WRITES = ("put", "cas", "txn", "append")
+
+
+class BadRequest(Exception):
+    pass
+
+
+def _require(request: dict[str, Any], name: str, kind: type) -> Any:
+    if name not in request:
+        raise BadRequest(f"missing field {name!r}")
+    value = request[name]
+    # bool is an int subclass in Python; an offset of True is still a bad request
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise BadRequest(f"field {name!r} has the wrong type")
+    return value
+
+
+def _check_txn_ops(ops: list[Any]) -> None:
+    if len(ops) > MAX_TXN_OPS:
+        raise BadRequest("too many micro-ops")
+    for op in ops:
+        if not isinstance(op, list) or len(op) != 3 or not isinstance(op[1], str):
+            raise BadRequest("a micro-op is [f, key, value] with a str key")
+        if op[0] not in ("append", "r"):
+            raise BadRequest(f"unknown micro-op {op[0]!r}")
+
+
+def command_for(request: dict[str, Any]) -> dict[str, Any]:
+    """The command to append to the log for this request (without "rid")."""
+    op = request.get("op")
+    if op == "get":
+        _require(request, "key", str)
+        return {"op": "read_barrier"}
+    if op == "read":
+        _require(request, "log", str)
+        if _require(request, "from", int) < 0:
+            raise BadRequest("from must be >= 0")
+        if not 0 <= _require(request, "count", int) <= MAX_READ_COUNT:
+            raise BadRequest(f"count must be in 0..{MAX_READ_COUNT}")
+        return {"op": "read_barrier"}
+    if op == "put":
+        _require(request, "value", object)
+        return {"op": "put", "key": _require(request, "key", str), "value": request["value"]}
+    if op == "cas":
+        _require(request, "expect", object)
+        _require(request, "value", object)
+        return {
+            "op": "cas",
+            "key": _require(request, "key", str),
+            "expect": request["expect"],
+            "value": request["value"],
+        }
+    if op == "txn":
+        ops = _require(request, "ops", list)
+        _check_txn_ops(ops)
+        return {"op": "txn", "ops": ops}
+    if op == "append":
+        _require(request, "value", object)
+        return {"op": "append", "log": _require(request, "log", str), "value": request["value"]}
+    raise BadRequest(f"unknown op {op!r}")
