@@ -1,0 +1,85 @@
+"""A run's configuration: defaults, validation, and its run.json form.
+
+Validation is pure and happens before anything starts, so a bad argument
+costs one sentence and no namespaces."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from workloads.registry import WORKLOADS
+
+DBS = ("raft", "etcd")
+# Faults by name; the nemesis registry maps each to fault objects.
+NEMESES = ("kill", "pause", "partition", "truncate", "lose-unsynced")
+
+
+class ConfigError(ValueError):
+    """One sentence saying which argument is wrong and what is allowed."""
+
+
+@dataclass
+class RunConfig:
+    db: str = "raft"
+    workload: str = "register"
+    nemesis: list[str] = field(default_factory=lambda: ["partition", "kill"])
+    nodes: int = 3
+    concurrency: int = 5
+    rate: float = 200.0
+    time_limit: float = 30.0
+    seed: int = 0
+    nemesis_interval: float = 5.0     # mean seconds between fault events
+    recovery_time: float = 5.0        # quiet time after the final heal, before final reads
+    final_read_timeout: float = 10.0
+    op_timeout: float = 1.0
+    node_choice: str = "random"       # or "sticky": client process -> one node
+    bugs: list[str] = field(default_factory=list)
+    node_options: dict[str, Any] = field(default_factory=dict)
+    workload_options: dict[str, Any] = field(default_factory=dict)
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    consistency_model: str = "strict-serializable"
+    lin_model: str | None = None
+    schedule: list[dict[str, Any]] | None = None   # replay: the events to execute as they were
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> RunConfig:
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+def validate(c: RunConfig) -> RunConfig:
+    if c.db not in DBS:
+        raise ConfigError(f"unknown db {c.db!r}: choose one of {', '.join(DBS)}")
+    if c.workload not in WORKLOADS:
+        raise ConfigError(f"unknown workload {c.workload!r}: choose one of "
+                          f"{', '.join(sorted(WORKLOADS))}")
+    bad = [n for n in c.nemesis if n not in NEMESES]
+    if bad:
+        raise ConfigError(f"unknown nemesis {', '.join(map(repr, bad))}: choose from "
+                          f"{', '.join(NEMESES)} (comma-separated, or 'none')")
+    if c.nodes < 1:
+        raise ConfigError(f"--nodes must be at least 1, not {c.nodes}")
+    if c.concurrency < 1:
+        raise ConfigError(f"--concurrency must be at least 1, not {c.concurrency}")
+    if c.rate < 0:
+        raise ConfigError(f"--rate must not be negative, not {c.rate}")
+    if c.time_limit <= 0:
+        raise ConfigError(f"--time-limit must be positive, not {c.time_limit}")
+    if c.nemesis_interval <= 0:
+        raise ConfigError(f"--nemesis-interval must be positive, not {c.nemesis_interval}")
+    if c.node_choice not in ("random", "sticky"):
+        raise ConfigError(f"--node-choice must be random or sticky, not {c.node_choice!r}")
+    if c.db != "raft" and c.bugs:
+        raise ConfigError("--bug switches exist only for the built-in raft db")
+    return c
+
+
+def parse_nemesis(text: str) -> list[str]:
+    text = text.strip()
+    if text in ("", "none"):
+        return []
+    return [part.strip() for part in text.split(",") if part.strip()]
