@@ -1,0 +1,97 @@
+"""Elections checker: one leader per epoch; epochs never regress unless a
+data_loss is reported."""
+
+from __future__ import annotations
+
+from checkers import elections
+
+
+def role(t: int, node: str, role_name: str, epoch: int, leader: str | None) -> dict:
+    return {"t": t, "node": node, "event": "role", "role": role_name, "epoch": epoch,
+            "leader": leader}
+
+
+def start(t: int, node: str, epoch: int) -> dict:
+    return {"t": t, "node": node, "event": "start", "epoch": epoch, "log_end": 0,
+            "recovered_truncated_bytes": 0}
+
+
+def healthy() -> dict[str, list[dict]]:
+    return {
+        "n1": [start(0, "n1", 0), role(10, "n1", "Candidate", 1, None),
+               role(20, "n1", "Leader", 1, "n1"), role(90, "n1", "Follower", 2, "n2")],
+        "n2": [start(0, "n2", 0), role(30, "n2", "Follower", 1, "n1"),
+               role(80, "n2", "Candidate", 2, None), role(85, "n2", "Leader", 2, "n2")],
+        "n3": [start(0, "n3", 0), role(30, "n3", "Follower", 1, "n1"),
+               {"t": 40, "node": "n3", "event": "hw", "hw": 3, "epoch": 1},
+               role(86, "n3", "Follower", 2, "n2")],
+    }
+
+
+def test_healthy_elections_pass_with_figures():
+    v = elections.check(healthy())
+    assert v["valid"] is True, v["anomalies"]
+    assert v["stats"]["elections"] == 2
+    assert v["stats"]["leaders_by_epoch"] == {"1": "n1", "2": "n2"}
+    assert v["stats"]["max_epoch"] == {"n1": 2, "n2": 2, "n3": 2}
+
+
+def test_two_leaders_in_one_epoch_fail():
+    events = healthy()
+    events["n3"].append(role(87, "n3", "Leader", 2, "n3"))
+    v = elections.check(events)
+    assert v["valid"] is False
+    [a] = v["anomalies"]
+    assert a["type"] == "multiple-leaders" and a["epoch"] == 2
+    assert a["leaders"] == ["n2", "n3"]
+    assert {c["by"] for c in a["claims"]} >= {"n2", "n3"}
+
+
+def test_follower_naming_a_different_leader_fails():
+    events = healthy()
+    events["n3"].append(role(88, "n3", "Follower", 1, "n2"))
+    v = elections.check(events)
+    assert [a["type"] for a in v["anomalies"]] == ["multiple-leaders", "epoch-regression"]
+    assert v["anomalies"][0]["leaders"] == ["n1", "n2"]
+
+
+def test_epoch_regression_across_a_plain_restart_fails():
+    events = healthy()
+    events["n3"] += [start(100, "n3", 0), role(110, "n3", "Follower", 2, "n2")]
+    v = elections.check(events)
+    [a] = v["anomalies"]
+    assert a["type"] == "epoch-regression" and a["node"] == "n3"
+    assert (a["from_epoch"], a["to_epoch"], a["restarted_between"]) == (2, 0, True)
+
+
+def test_epoch_regression_excused_by_data_loss_after_the_start_line():
+    events = healthy()
+    events["n3"] += [start(100, "n3", 0),
+                     {"t": 101, "node": "n3", "event": "data_loss",
+                      "what": "quorum-state-missing"},
+                     role(110, "n3", "Follower", 2, "n2")]
+    assert elections.check(events)["valid"] is True
+
+
+def test_epoch_regression_excused_by_data_loss_before_the_start_line():
+    events = healthy()
+    events["n3"] += [{"t": 99, "node": "n3", "event": "data_loss",
+                      "what": "quorum-state-missing"},
+                     start(100, "n3", 0)]
+    assert elections.check(events)["valid"] is True
+
+
+def test_data_loss_in_an_earlier_incarnation_does_not_excuse_a_later_regression():
+    events = healthy()
+    events["n3"] += [start(100, "n3", 0),
+                     {"t": 101, "node": "n3", "event": "data_loss", "what": "x"},
+                     role(110, "n3", "Follower", 3, "n1"),
+                     start(200, "n3", 1)]
+    v = elections.check(events)
+    assert [(a["type"], a["from_epoch"], a["to_epoch"]) for a in v["anomalies"]] == [
+        ("epoch-regression", 3, 1)]
+
+
+def test_no_events_is_unknown():
+    assert elections.check({})["valid"] == "unknown"
+    assert elections.check({"n1": []})["valid"] == "unknown"
