@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import socket
-import struct
 from typing import Any
 
-import msgpack
-
 from checkers.history import Op
+from nodes.raft.codec import BadMessage, FrameError, encode_frame, recv_frame
 from workloads.clients.outcome import fail, info, ok
 
 REGISTER_KEY = "register"
-MAX_RESPONSE = 16 * 1024 * 1024
-_LEN = struct.Struct(">I")
 
 
 class _Unsent(Exception):
@@ -77,24 +73,15 @@ class RaftClient:
         if s is not None:
             s.close()
 
-    def _recv_exact(self, s: socket.socket, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = s.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionResetError("connection closed by the node")
-            buf += chunk
-        return bytes(buf)
-
     def _call(self, node: str, req: dict[str, Any]) -> dict[str, Any]:
         """The response to `req`; raises _Unsent (definite) or OSError (unknown)."""
         rid = self._next_id
         self._next_id += 1
-        frame = msgpack.packb({"kind": "client", "id": rid, **req}, use_bin_type=True)
+        frame = encode_frame({"kind": "client", "id": rid, **req})
         s = self._conn(node)
         try:
             s.settimeout(self.timeout)
-            s.sendall(_LEN.pack(len(frame)) + frame)
+            s.sendall(frame)
         except OSError as e:
             # sendall raising means the whole frame did not reach the kernel, so
             # the node cannot have decoded it.
@@ -102,13 +89,10 @@ class RaftClient:
             raise _Unsent(f"send: {e.strerror or e}") from None
         try:
             while True:
-                (n,) = _LEN.unpack(self._recv_exact(s, _LEN.size))
-                if n > MAX_RESPONSE:
-                    raise ConnectionError(f"response of {n} bytes is over the limit")
-                resp = msgpack.unpackb(self._recv_exact(s, n), raw=False, strict_map_key=False)
-                if isinstance(resp, dict) and resp.get("id") == rid:
+                resp = recv_frame(s)
+                if resp.get("id") == rid:
                     return resp
-        except (OSError, ValueError, msgpack.UnpackException):
+        except (OSError, FrameError, BadMessage):
             # A late answer to this request could still arrive on this
             # connection and be mistaken for the next one's: drop it.
             self._drop(node)
@@ -124,7 +108,7 @@ class RaftClient:
                 return fail(op, f"unsent: {e}", node)
             except TimeoutError:
                 return info(op, "timeout", node)
-            except (OSError, ValueError, msgpack.UnpackException) as e:
+            except (OSError, FrameError, BadMessage) as e:
                 return info(op, f"connection lost: {e}", node)
             if resp.get("ok"):
                 return ok(op, self.ok_value(op, resp), node)
