@@ -21,7 +21,6 @@ import errno
 import json
 import os
 import resource
-import socket
 import sys
 import threading
 from collections.abc import Iterator
