@@ -1,0 +1,161 @@
+"""Loading a run directory for the checkers: run.json, the history, each node's
+replicated-log dump and event lines (layout in docs/contracts.md).
+
+This is the edge where files become data; the checkers themselves stay pure.
+It imports nothing from the harness, so a saved run can be re-checked
+anywhere. Everything read is size-limited: a run directory may come from a
+crashed or hostile machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from checkers.history import History, HistoryError, read_history
+
+MAX_RUN_JSON_BYTES = 16 * 1024 * 1024
+MAX_DUMP_BYTES = 256 * 1024 * 1024
+MAX_EVENT_LINE_BYTES = 1024 * 1024
+MAX_DUMP_CONTAINER_LEN = 10_000_000
+
+RUN_JSON = "run.json"
+HISTORY = "history.msgpack"
+VERDICTS_JSON = "verdicts.json"
+NODES_DIR = "nodes"
+LOG_DUMP = "log.msgpack"
+STDOUT_LOG = "stdout.log"
+
+
+class RunDirError(HistoryError):
+    """A run directory file that cannot be read: names the file and the problem."""
+
+
+@dataclass
+class Run:
+    path: Path
+    run: dict[str, Any]
+    history: History
+    dumps: dict[str, dict[str, Any]] = field(default_factory=dict)   # node -> log dump
+    events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # node -> events
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.history.warnings
+
+
+def _read_limited(path: Path, limit: int) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise RunDirError(path, None, None, f"cannot read: {e.strerror}") from None
+    if len(data) > limit:
+        raise RunDirError(path, None, None, f"larger than the {limit} byte limit")
+    return data
+
+
+def load_json(path: str | os.PathLike[str], limit: int = MAX_RUN_JSON_BYTES) -> dict[str, Any]:
+    """A JSON object file such as run.json or verdicts.json."""
+    path = Path(path)
+    data = _read_limited(path, limit)
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError) as e:
+        raise RunDirError(path, None, None, f"not valid JSON ({e})") from None
+    if not isinstance(value, dict):
+        raise RunDirError(path, None, None, "expected a JSON object")
+    return value
+
+
+def load_log_dump(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """One node's replicated-log dump (`nodes/<name>/log.msgpack`)."""
+    path = Path(path)
+    data = _read_limited(path, MAX_DUMP_BYTES)
+    try:
+        dump = msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True,
+                               max_str_len=MAX_DUMP_BYTES, max_bin_len=MAX_DUMP_BYTES,
+                               max_array_len=MAX_DUMP_CONTAINER_LEN,
+                               max_map_len=MAX_DUMP_CONTAINER_LEN, max_ext_len=0)
+    except Exception as e:  # msgpack raises several unrelated types
+        raise RunDirError(path, None, None, f"corrupt log dump ({type(e).__name__}: {e})") \
+            from None
+    if not isinstance(dump, dict):
+        raise RunDirError(path, None, None, "a log dump must be a map")
+    if not isinstance(dump.get("entries", []), list):
+        raise RunDirError(path, None, None, "a log dump's 'entries' must be a list")
+    return dump
+
+
+def iter_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """The JSON event objects in a node's stdout; other lines are ignored."""
+    path = Path(path)
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise RunDirError(path, None, None, f"cannot read: {e.strerror}") from None
+    with f:
+        while True:
+            line = f.readline(MAX_EVENT_LINE_BYTES + 1)
+            if not line:
+                return
+            if len(line) > MAX_EVENT_LINE_BYTES:
+                # Skip the rest of an over-long line: it is output, not an event.
+                while line and not line.endswith(b"\n"):
+                    line = f.readline(MAX_EVENT_LINE_BYTES)
+                continue
+            if not line.lstrip().startswith(b"{"):
+                continue
+            try:
+                event = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(event, dict) and "event" in event:
+                yield event
+
+
+def node_names(run_dir: str | os.PathLike[str]) -> list[str]:
+    nodes = Path(run_dir) / NODES_DIR
+    if not nodes.is_dir():
+        return []
+    return sorted(p.name for p in nodes.iterdir() if p.is_dir())
+
+
+def load_dumps(run_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """node -> log dump, for the nodes that have one."""
+    out = {}
+    for name in node_names(run_dir):
+        path = Path(run_dir) / NODES_DIR / name / LOG_DUMP
+        if path.exists():
+            out[name] = load_log_dump(path)
+    return out
+
+
+def load_events(run_dir: str | os.PathLike[str]) -> dict[str, list[dict[str, Any]]]:
+    """node -> event lines from its stdout, for the nodes that have a stdout log."""
+    out = {}
+    for name in node_names(run_dir):
+        path = Path(run_dir) / NODES_DIR / name / STDOUT_LOG
+        if path.exists():
+            out[name] = list(iter_events(path))
+    return out
+
+
+def load_run(run_dir: str | os.PathLike[str]) -> Run:
+    """Everything a checker may need from a run directory.
+
+    run.json and history.msgpack must exist; node artefacts are optional
+    (not every system dumps a log). A torn history tail is a warning.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise RunDirError(run_dir, None, None, "not a run directory")
+    run = load_json(run_dir / RUN_JSON)
+    history = read_history(run_dir / HISTORY)
+    return Run(run_dir, run, history, load_dumps(run_dir), load_events(run_dir))
