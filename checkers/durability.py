@@ -1,0 +1,436 @@
+"""Durability: lost, phantom and aborted writes, across the history and the logs.
+
+Values written are unique per run, so every value read or committed names the
+one op that wrote it. The rules:
+
+- `lost-write`: an acknowledged write/cas/append/txn-append that is not in the
+  final committed state: the committed entries of the log dumps, and (for
+  list-append and log, whose reads show every value) the last read that
+  covers it.
+- `phantom-read`: a value read that no op ever tried to write (to that key).
+- `aborted-read`: a value read whose write failed definitively.
+- `failed-write-committed`: a definitively failed write found committed. A
+  failed cas is not judged: its command is logged even when its compare fails.
+- `duplicate-append`: one appended value committed, or read, more than once.
+- log only: `offset-changed` (a value seen at two offsets), `offset-conflict`
+  (two values at one offset), `read-out-of-order` (offsets not increasing within
+  a read), `read-went-backwards` (a process reads less of a log than it saw).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from checkers.history import Op, client_ops, pair_ops
+from checkers.verdict import Verdict, verdict
+
+WORKLOADS = ("register", "kv", "list-append", "log")
+MAX_ANOMALIES = 200
+# How many offsets one log read can vouch for; bounds work on hostile counts.
+MAX_READ_COVER = 100_000
+
+
+@dataclass(slots=True)
+class Write:
+    value: Any
+    key: Any
+    status: str          # ok, fail, info (info also for a never-completed invoke)
+    invoke: Op
+    completion: Op | None
+
+
+@dataclass(slots=True)
+class Observation:
+    value: Any
+    key: Any
+    op: Op                # the ok completion that showed it
+    offset: int | None = None
+
+
+def check(history: list[Op], dumps: dict[str, dict] | None, workload: str) -> Verdict:
+    if workload not in WORKLOADS:
+        return verdict("unknown", [], {"error": f"no durability rules for workload "
+                                                f"{workload!r}; known: {list(WORKLOADS)}"})
+    pairs = pair_ops(client_ops(history))
+    writes = _writes(pairs, workload)
+    by_value = {freeze(w.value): w for w in writes}
+    observations = list(_observations(pairs, workload))
+
+    anomalies = _bad_reads(observations, by_value, workload)
+    stats: dict[str, Any] = {
+        "writes": {s: sum(1 for w in writes if w.status == s) for s in ("ok", "fail", "info")},
+        "values_read": len(observations),
+    }
+    evidence = []
+    if dumps:
+        evidence.append("dumps")
+        anomalies += _against_dumps(writes, dumps, workload, stats)
+    if workload == "list-append":
+        evidence.append("final-reads")
+        anomalies += _list_final_reads(pairs, writes)
+    if workload == "log":
+        evidence.append("final-reads")
+        anomalies += _log_rules(pairs, writes)
+    stats["lost_write_evidence"] = evidence
+
+    if len(anomalies) > MAX_ANOMALIES:
+        stats["anomalies_omitted"] = len(anomalies) - MAX_ANOMALIES
+        anomalies = anomalies[:MAX_ANOMALIES]
+    if anomalies:
+        return verdict(False, anomalies, stats)
+    # A register's reads show only its latest value: without dumps an
+    # acknowledged write that vanished leaves no trace here.
+    unjudged = not evidence and stats["writes"]["ok"] > 0
+    return verdict("unknown" if unjudged else True, [], stats)
+
+
+def freeze(v: Any) -> Any:
+    """A hashable stand-in for a msgpack value (lists and maps are not hashable)."""
+    if isinstance(v, list | tuple):
+        return tuple(freeze(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted(((freeze(k), freeze(x)) for k, x in v.items()), key=repr))
+    return v
+
+
+def _op_ref(op: Op | None) -> dict[str, Any] | None:
+    if op is None:
+        return None
+    return {"index": op.index, "process": op.process, "type": op.type, "f": op.f,
+            "value": op.value, "time": op.time}
+
+
+# --- what was written and what was read --------------------------------------
+
+
+def _writes(pairs: list[tuple[Op, Op | None]], workload: str) -> list[Write]:
+    out = []
+    for inv, done in pairs:
+        status = done.type if done is not None else "info"
+        for key, value in _written_values(inv, workload):
+            out.append(Write(value, key, status, inv, done))
+    return out
+
+
+def _written_values(inv: Op, workload: str) -> Iterator[tuple[Any, Any]]:
+    v = inv.value
+    if workload in ("register", "kv"):
+        if inv.f == "write":
+            yield inv.key, v
+        elif inv.f == "cas" and _pair(v):
+            yield inv.key, v[1]
+    elif workload == "list-append" and inv.f == "txn" and isinstance(v, list):
+        for mop in v:
+            if _triple(mop) and mop[0] == "append":
+                yield mop[1], mop[2]
+    elif workload == "log" and inv.f == "append" and _pair(v):
+        yield v[0], v[1]
+
+
+def _observations(pairs: list[tuple[Op, Op | None]], workload: str) -> Iterator[Observation]:
+    for inv, done in pairs:
+        if done is None or done.type != "ok":
+            continue
+        v = done.value
+        if workload in ("register", "kv"):
+            if inv.f == "read" and v is not None:
+                yield Observation(v, inv.key, done)
+            elif inv.f == "cas" and _pair(v) and v[0] is not None:
+                yield Observation(v[0], inv.key, done)
+        elif workload == "list-append" and inv.f == "txn" and isinstance(v, list):
+            for mop in v:
+                if _triple(mop) and mop[0] == "r" and isinstance(mop[2], list):
+                    for x in mop[2]:
+                        yield Observation(x, mop[1], done)
+        elif workload == "log" and inv.f == "read":
+            for offset, x in _log_entries(v):
+                yield Observation(x, v[0], done, offset)
+
+
+def _pair(v: Any) -> bool:
+    return isinstance(v, list | tuple) and len(v) >= 2
+
+
+def _triple(v: Any) -> bool:
+    return isinstance(v, list | tuple) and len(v) == 3
+
+
+def _log_entries(v: Any) -> list[tuple[int, Any]]:
+    """The [offset, value] pairs of a log read's result, malformed ones skipped."""
+    if not (isinstance(v, list | tuple) and len(v) == 3 and isinstance(v[2], list | tuple)):
+        return []
+    return [(e[0], e[1]) for e in v[2]
+            if isinstance(e, list | tuple) and len(e) == 2 and type(e[0]) is int]
+
+
+# --- reads of values that were never (successfully) written ------------------
+
+
+def _bad_reads(observations: list[Observation], by_value: dict[Any, Write],
+               workload: str) -> list[dict[str, Any]]:
+    anomalies = []
+    reported: set[Any] = set()
+    for ob in observations:
+        fv = freeze(ob.value)
+        if fv in reported:
+            continue
+        w = by_value.get(fv)
+        # The register workload has one key, so keys there say nothing.
+        wrong_key = w is not None and workload != "register" and freeze(w.key) != freeze(ob.key)
+        if w is None or wrong_key:
+            reported.add(fv)
+            anomalies.append({
+                "type": "phantom-read", "value": ob.value, "key": ob.key,
+                "why": "written-to-other-key" if wrong_key else "never-written",
+                "read": _op_ref(ob.op), "writer": _op_ref(w.invoke) if w else None})
+        elif w.status == "fail":
+            reported.add(fv)
+            anomalies.append({
+                "type": "aborted-read", "value": ob.value, "key": ob.key,
+                "read": _op_ref(ob.op), "write": _op_ref(w.invoke),
+                "write_completion": _op_ref(w.completion)})
+    return anomalies
+
+
+# --- the committed entries of the dumps --------------------------------------
+
+
+def committed_values(dumps: dict[str, dict]) -> tuple[dict[Any, set[int]], dict[Any, str]]:
+    """Each value in a committed command -> the offsets it was committed at, and
+    which command kind carried it ('put', 'cas', 'append', 'txn')."""
+    offsets: dict[Any, set[int]] = defaultdict(set)
+    kinds: dict[Any, str] = {}
+    for dump in dumps.values():
+        for e in dump.get("entries") or []:
+            if not (isinstance(e, dict) and e.get("committed") is True):
+                continue
+            payload = e.get("payload")
+            if not isinstance(payload, dict):
+                continue
+            for value in _payload_values(payload):
+                offsets[freeze(value)].add(e.get("offset"))
+                kinds[freeze(value)] = payload.get("op")
+    return offsets, kinds
+
+
+def _payload_values(payload: dict) -> Iterator[Any]:
+    op = payload.get("op")
+    if op in ("put", "cas", "append") and "value" in payload:
+        yield payload["value"]
+    elif op == "txn" and isinstance(payload.get("ops"), list):
+        for mop in payload["ops"]:
+            if _triple(mop) and mop[0] == "append":
+                yield mop[2]
+
+
+def _against_dumps(writes: list[Write], dumps: dict[str, dict], workload: str,
+                   stats: dict[str, Any]) -> list[dict[str, Any]]:
+    offsets, kinds = committed_values(dumps)
+    anomalies = []
+    for w in writes:
+        fv = freeze(w.value)
+        found = offsets.get(fv)
+        if w.status == "ok" and not found:
+            anomalies.append({"type": "lost-write", "value": w.value, "key": w.key,
+                              "evidence": "dumps", "write": _op_ref(w.invoke),
+                              "ack": _op_ref(w.completion)})
+        elif w.status == "fail" and found and kinds.get(fv) != "cas":
+            anomalies.append({"type": "failed-write-committed", "value": w.value,
+                              "key": w.key, "offsets": sorted(found),
+                              "write": _op_ref(w.invoke), "fail": _op_ref(w.completion)})
+    if workload in ("list-append", "log"):
+        for fv, offs in offsets.items():
+            if len(offs) > 1 and kinds.get(fv) in ("append", "txn"):
+                anomalies.append({"type": "duplicate-append", "value": fv,
+                                  "evidence": "dumps", "offsets": sorted(offs)})
+    info = [w for w in writes if w.status == "info"]
+    stats["dumps"] = {
+        "committed_values": len(offsets),
+        "ok_writes_committed": sum(1 for w in writes
+                                   if w.status == "ok" and freeze(w.value) in offsets),
+        "info_writes_committed": sum(1 for w in info if freeze(w.value) in offsets),
+        "info_writes_absent": sum(1 for w in info if freeze(w.value) not in offsets),
+    }
+    return anomalies
+
+
+# --- list-append: the last read of each key ----------------------------------
+
+
+def _list_final_reads(pairs: list[tuple[Op, Op | None]],
+                      writes: list[Write]) -> list[dict[str, Any]]:
+    last_read: dict[Any, tuple[Op, Op, list]] = {}
+    anomalies = []
+    for inv, done in pairs:
+        if done is None or done.type != "ok" or not isinstance(done.value, list):
+            continue
+        for mop in done.value:
+            if _triple(mop) and mop[0] == "r" and isinstance(mop[2], list):
+                last_read[freeze(mop[1])] = (inv, done, mop[2])
+                dupes = _repeated(mop[2])
+                if dupes:
+                    anomalies.append({"type": "duplicate-append", "key": mop[1],
+                                      "values": dupes, "evidence": "read",
+                                      "read": _op_ref(done)})
+    for w in writes:
+        final = last_read.get(freeze(w.key))
+        if w.status != "ok" or final is None or w.completion is None:
+            continue
+        inv, done, seen = final
+        # Only a read invoked after the ack must show it.
+        if w.completion.index < inv.index and freeze(w.value) not in {freeze(x) for x in seen}:
+            anomalies.append({"type": "lost-write", "value": w.value, "key": w.key,
+                              "evidence": "final-read", "write": _op_ref(w.invoke),
+                              "ack": _op_ref(w.completion), "final_read": _op_ref(done)})
+    return anomalies
+
+
+def _repeated(values: list) -> list:
+    seen, dupes = set(), []
+    for x in values:
+        fx = freeze(x)
+        if fx in seen and x not in dupes:
+            dupes.append(x)
+        seen.add(fx)
+    return dupes
+
+
+# --- log: offsets, monotonic reads, the last read covering each offset -------
+
+
+@dataclass(slots=True)
+class _LogRead:
+    inv: Op
+    done: Op
+    log: Any
+    start: int
+    count: int
+    entries: list[tuple[int, Any]]
+
+    def covered_end(self, known_end: int) -> int:
+        """Last offset this read vouches for: a short read reached the log's end.
+
+        Capped at `known_end`: a hostile `count` must not make us walk billions.
+        """
+        top = max((o for o, _ in self.entries), default=self.start - 1)
+        if len(self.entries) < self.count:
+            return min(self.start + self.count - 1, max(known_end, top))
+        return top
+
+
+def _log_rules(pairs: list[tuple[Op, Op | None]], writes: list[Write]) -> list[dict[str, Any]]:
+    reads: list[_LogRead] = []
+    acked: list[tuple[Write, int]] = []
+    for inv, done in pairs:
+        if done is None or done.type != "ok":
+            continue
+        v = done.value
+        if inv.f == "read" and isinstance(v, list | tuple) and len(v) == 3 \
+                and type(v[1]) is int and _pair(inv.value) and len(inv.value) == 3 \
+                and type(inv.value[2]) is int:
+            reads.append(_LogRead(inv, done, freeze(v[0]), v[1], inv.value[2], _log_entries(v)))
+    for w in writes:
+        v = w.completion.value if w.completion is not None else None
+        if w.status == "ok" and isinstance(v, list | tuple) and len(v) == 3 \
+                and type(v[2]) is int:
+            acked.append((w, v[2]))
+    return (_offset_consistency(reads, acked) + _reads_in_order(reads)
+            + _monotonic_reads(reads, acked) + _lost_by_final_read(reads, acked))
+
+
+def _offset_consistency(reads: list[_LogRead],
+                        acked: list[tuple[Write, int]]) -> list[dict[str, Any]]:
+    # Appends first: the ack is where a value's offset was promised.
+    sightings = [(freeze(w.key), freeze(w.value), w.value, o, w.completion) for w, o in acked]
+    sightings += [(r.log, freeze(x), x, o, r.done) for r in reads for o, x in r.entries]
+    offset_of: dict[tuple, tuple[int, Op]] = {}
+    value_at: dict[tuple, tuple[Any, Op]] = {}
+    reported: set[tuple] = set()
+    anomalies = []
+    for log, fv, value, offset, op in sightings:
+        first = offset_of.setdefault((log, fv), (offset, op))
+        if first[0] != offset and ("changed", log, fv) not in reported:
+            reported.add(("changed", log, fv))
+            anomalies.append({"type": "offset-changed", "log": log, "value": value,
+                              "offsets": [first[0], offset],
+                              "first_seen": _op_ref(first[1]), "then": _op_ref(op)})
+        holder = value_at.setdefault((log, offset), (fv, op))
+        if holder[0] != fv and ("conflict", log, offset) not in reported:
+            reported.add(("conflict", log, offset))
+            anomalies.append({"type": "offset-conflict", "log": log, "offset": offset,
+                              "values": [holder[0], value],
+                              "first_seen": _op_ref(holder[1]), "then": _op_ref(op)})
+    return anomalies
+
+
+def _reads_in_order(reads: list[_LogRead]) -> list[dict[str, Any]]:
+    anomalies = []
+    for r in reads:
+        offsets = [o for o, _ in r.entries]
+        if any(b <= a for a, b in zip(offsets, offsets[1:], strict=False)):
+            anomalies.append({"type": "read-out-of-order", "log": r.log, "offsets": offsets,
+                              "read": _op_ref(r.done)})
+    return anomalies
+
+
+def _monotonic_reads(reads: list[_LogRead],
+                     acked: list[tuple[Write, int]]) -> list[dict[str, Any]]:
+    """A process never sees less of a log than it has already seen (or appended)."""
+    events: list[tuple[int, str, Any, Any, int, Any]] = []
+    for w, o in acked:
+        if w.completion is None:
+            continue
+        events.append((w.completion.index, "append", w.completion.process, freeze(w.key), o,
+                       w.completion))
+    for r in reads:
+        events.append((r.done.index, "read", r.done.process, r.log, 0, r))
+    events.sort(key=lambda e: e[0])
+    seen: dict[tuple[Any, Any], tuple[int, Op]] = {}
+    anomalies = []
+    for _, kind, process, log, offset, item in events:
+        if kind == "append":
+            if (process, log) not in seen or offset > seen[(process, log)][0]:
+                seen[(process, log)] = (offset, item)
+            continue
+        r: _LogRead = item
+        top = max((o for o, _ in r.entries), default=r.start - 1)
+        prior = seen.get((process, log))
+        # Only a short read claims to reach the end of the log.
+        if prior and len(r.entries) < r.count and r.start <= prior[0] \
+                and prior[0] < r.start + r.count and top < prior[0]:
+            anomalies.append({"type": "read-went-backwards", "process": process, "log": log,
+                              "seen_offset": prior[0], "seen_by": _op_ref(prior[1]),
+                              "read_up_to": top, "read": _op_ref(r.done)})
+        if r.entries and (prior is None or top > prior[0]):
+            seen[(process, log)] = (top, r.done)
+    return anomalies
+
+
+def _lost_by_final_read(reads: list[_LogRead],
+                        acked: list[tuple[Write, int]]) -> list[dict[str, Any]]:
+    known_end: dict[Any, int] = defaultdict(lambda: -1)
+    for w, o in acked:
+        known_end[freeze(w.key)] = max(known_end[freeze(w.key)], o)
+    for r in reads:
+        for o, _ in r.entries:
+            known_end[r.log] = max(known_end[r.log], o)
+    last_covering: dict[tuple[Any, int], _LogRead] = {}
+    for r in sorted(reads, key=lambda r: r.inv.index):
+        first = max(r.start, 0)
+        last = min(r.covered_end(known_end[r.log]), first + MAX_READ_COVER - 1)
+        for o in range(first, last + 1):
+            last_covering[(r.log, o)] = r
+    anomalies = []
+    for w, o in acked:
+        r = last_covering.get((freeze(w.key), o))
+        if r is None or w.completion is None or r.inv.index < w.completion.index:
+            continue
+        if (o, freeze(w.value)) not in {(ro, freeze(x)) for ro, x in r.entries}:
+            anomalies.append({"type": "lost-write", "value": w.value, "log": w.key,
+                              "offset": o, "evidence": "final-read",
+                              "write": _op_ref(w.invoke), "ack": _op_ref(w.completion),
+                              "final_read": _op_ref(r.done)})
+    return anomalies

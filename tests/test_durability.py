@@ -1,0 +1,268 @@
+"""Durability checker: every rule with a history that must fail and one that must pass."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checkers import durability
+from checkers.history import Op
+
+
+class H:
+    """Builds a history op by op: `call` is an invoke and its completion, back to back."""
+
+    def __init__(self) -> None:
+        self.ops: list[Op] = []
+
+    def add(self, process: Any, typ: str, f: str, value: Any, key: Any = None) -> Op:
+        op = Op(len(self.ops), len(self.ops) * 1_000_000, process, typ, f, value, key)
+        self.ops.append(op)
+        return op
+
+    def call(self, process: int, f: str, value: Any, typ: str = "ok", result: Any = "same",
+             key: Any = None) -> None:
+        self.add(process, "invoke", f, value, key)
+        self.add(process, typ, f, value if result == "same" else result, key)
+
+
+def entry(offset: int, payload: dict, committed: bool = True) -> dict:
+    return {"offset": offset, "epoch": 1, "committed": committed, "digest": f"{offset:016x}",
+            "payload": payload}
+
+
+def log_dump(*entries: dict) -> dict[str, dict]:
+    return {"n1": {"node": "n1", "log_start_offset": 0, "log_end_offset": len(entries),
+                   "high_watermark": len(entries), "epoch": 1, "epochs": [[1, 0]],
+                   "entries": list(entries)}}
+
+
+def put(v: int, key: str = "r") -> dict:
+    return {"op": "put", "key": key, "value": v, "rid": v}
+
+
+def types(v: dict) -> list[str]:
+    return [a["type"] for a in v["anomalies"]]
+
+
+# --- register / kv -----------------------------------------------------------
+
+
+def test_register_acknowledged_write_in_the_committed_log_passes():
+    h = H()
+    h.call(0, "write", 1)
+    h.call(1, "cas", [1, 2])
+    h.call(0, "read", None, result=2)
+    dumps = log_dump(entry(0, put(1)), entry(1, {"op": "cas", "key": "r", "expect": 1,
+                                                 "value": 2, "rid": 9}))
+    v = durability.check(h.ops, dumps, "register")
+    assert v["valid"] is True, v["anomalies"]
+    assert v["stats"]["dumps"]["ok_writes_committed"] == 2
+
+
+def test_register_acknowledged_write_missing_from_the_log_is_lost():
+    h = H()
+    h.call(0, "write", 1)
+    h.call(0, "write", 2)
+    v = durability.check(h.ops, log_dump(entry(0, put(1)), entry(1, put(2), committed=False)),
+                         "register")
+    assert types(v) == ["lost-write"] and v["anomalies"][0]["value"] == 2
+
+
+def test_register_without_dumps_cannot_judge_lost_writes():
+    h = H()
+    h.call(0, "write", 1)
+    assert durability.check(h.ops, None, "register")["valid"] == "unknown"
+
+
+def test_read_of_a_value_never_written_is_a_phantom():
+    h = H()
+    h.call(0, "write", 1)
+    h.call(1, "read", None, result=77)
+    v = durability.check(h.ops, log_dump(entry(0, put(1))), "register")
+    assert types(v) == ["phantom-read"] and v["anomalies"][0]["why"] == "never-written"
+
+
+def test_read_of_an_indeterminate_write_passes():
+    h = H()
+    h.call(0, "write", 1, typ="info", result=None)
+    h.call(1, "read", None, result=1)
+    h.call(1, "cas", [1, 3], typ="fail", result=None)
+    h.add(2, "invoke", "write", 4)  # never completed: as good as info
+    h.call(3, "read", None, result=4)
+    assert durability.check(h.ops, log_dump(entry(0, put(1))), "register")["valid"] is True
+
+
+def test_read_of_a_definitively_failed_write_is_an_aborted_read():
+    h = H()
+    h.call(0, "write", 1)
+    h.call(1, "cas", [1, 2], typ="fail", result=None)
+    h.call(0, "read", None, result=2)
+    v = durability.check(h.ops, log_dump(entry(0, put(1))), "register")
+    assert types(v) == ["aborted-read"] and v["anomalies"][0]["value"] == 2
+
+
+def test_failed_write_found_committed_fails_but_failed_cas_does_not():
+    h = H()
+    h.call(0, "write", 1, typ="fail", result=None)
+    h.call(1, "cas", [5, 2], typ="fail", result=None)
+    cas = {"op": "cas", "key": "r", "expect": 5, "value": 2, "rid": 2}
+    v = durability.check(h.ops, log_dump(entry(0, put(1)), entry(1, cas)), "register")
+    assert types(v) == ["failed-write-committed"] and v["anomalies"][0]["value"] == 1
+
+
+def test_kv_read_of_another_keys_value_is_a_phantom():
+    h = H()
+    h.call(0, "write", 1, key="k1")
+    h.call(1, "read", None, result=1, key="k2")
+    dumps = log_dump(entry(0, put(1, "k1")))
+    v = durability.check(h.ops, dumps, "kv")
+    assert types(v) == ["phantom-read"] and v["anomalies"][0]["why"] == "written-to-other-key"
+    h2 = H()
+    h2.call(0, "write", 1, key="k1")
+    h2.call(1, "read", None, result=1, key="k1")
+    assert durability.check(h2.ops, dumps, "kv")["valid"] is True
+
+
+# --- list-append ---------------------------------------------------------------
+
+
+def test_list_append_final_read_with_every_acknowledged_append_passes():
+    h = H()
+    h.call(0, "txn", [["append", "x", 1]])
+    h.call(1, "txn", [["append", "x", 2], ["r", "x", None]],
+           result=[["append", "x", 2], ["r", "x", [1, 2]]])
+    h.call(0, "txn", [["r", "x", None]], result=[["r", "x", [1, 2]]])
+    v = durability.check(h.ops, None, "list-append")
+    assert v["valid"] is True, v["anomalies"]
+    assert v["stats"]["lost_write_evidence"] == ["final-reads"]
+
+
+def test_list_append_final_read_missing_an_acknowledged_append_is_lost():
+    h = H()
+    h.call(0, "txn", [["append", "x", 1]])
+    h.call(1, "txn", [["append", "x", 2]])
+    h.call(0, "txn", [["r", "x", None]], result=[["r", "x", [2]]])
+    v = durability.check(h.ops, None, "list-append")
+    assert types(v) == ["lost-write"] and v["anomalies"][0]["value"] == 1
+
+
+def test_list_append_read_invoked_before_the_ack_need_not_show_it():
+    h = H()
+    h.add(0, "invoke", "txn", [["append", "x", 1]])
+    h.call(1, "txn", [["r", "x", None]], result=[["r", "x", []]])
+    h.add(0, "ok", "txn", [["append", "x", 1]])
+    assert durability.check(h.ops, None, "list-append")["valid"] is True
+
+
+def test_list_append_duplicate_in_a_read_fails():
+    h = H()
+    h.call(0, "txn", [["append", "x", 1]])
+    h.call(1, "txn", [["r", "x", None]], result=[["r", "x", [1, 1]]])
+    assert "duplicate-append" in types(durability.check(h.ops, None, "list-append"))
+
+
+def test_list_append_checked_against_committed_txn_entries():
+    h = H()
+    h.call(0, "txn", [["append", "x", 1], ["append", "y", 2]])
+    ok = log_dump(entry(0, {"op": "txn", "ops": [["append", "x", 1], ["append", "y", 2]]}))
+    assert durability.check(h.ops, ok, "list-append")["valid"] is True
+    lost = log_dump(entry(0, {"op": "txn", "ops": [["append", "x", 1]]}))
+    v = durability.check(h.ops, lost, "list-append")
+    assert types(v) == ["lost-write"] and v["anomalies"][0]["key"] == "y"
+
+
+# --- log -------------------------------------------------------------------------
+
+
+def append(offset: int, log: str, v: int) -> dict:
+    return entry(offset, {"op": "append", "log": log, "value": v, "rid": v})
+
+
+def test_log_appends_committed_once_pass():
+    h = H()
+    h.call(0, "append", ["a", 1], result=["a", 1, 0])
+    h.call(0, "append", ["a", 2], result=["a", 2, 1])
+    h.call(1, "read", ["a", 0, 10], result=["a", 0, [[0, 1], [1, 2]]])
+    v = durability.check(h.ops, log_dump(append(0, "a", 1), append(1, "a", 2)), "log")
+    assert v["valid"] is True, v["anomalies"]
+
+
+def test_log_acknowledged_append_lost_from_dumps_fails():
+    h = H()
+    h.call(0, "append", ["a", 1], result=["a", 1, 0])
+    h.call(0, "append", ["a", 2], result=["a", 2, 1])
+    v = durability.check(h.ops, log_dump(append(0, "a", 1)), "log")
+    assert types(v) == ["lost-write"] and v["anomalies"][0]["value"] == 2
+
+
+def test_log_append_committed_twice_is_duplicated():
+    h = H()
+    h.call(0, "append", ["a", 1], result=["a", 1, 0])
+    v = durability.check(h.ops, log_dump(append(0, "a", 1), append(1, "a", 1)), "log")
+    assert types(v) == ["duplicate-append"] and v["anomalies"][0]["offsets"] == [0, 1]
+
+
+def test_log_acknowledged_append_missing_from_the_last_covering_read_is_lost():
+    h = H()
+    h.call(0, "append", ["a", 1], result=["a", 1, 0])
+    h.call(0, "append", ["a", 2], result=["a", 2, 1])
+    h.call(1, "read", ["a", 0, 10], result=["a", 0, [[0, 1]]])
+    v = durability.check(h.ops, None, "log")
+    assert types(v) == ["lost-write"]
+    assert (v["anomalies"][0]["value"], v["anomalies"][0]["offset"]) == (2, 1)
+
+
+def test_log_value_seen_at_two_offsets_fails():
+    h = H()
+    h.call(0, "append", ["a", 1], result=["a", 1, 0])
+    h.call(0, "append", ["a", 2], result=["a", 2, 1])
+    h.call(1, "read", ["a", 0, 2], result=["a", 0, [[0, 2], [1, 1]]])
+    v = durability.check(h.ops, None, "log")
+    # The acked offsets now hold other values, so the appends also count as lost.
+    assert sorted(set(types(v))) == ["lost-write", "offset-changed", "offset-conflict"]
+    changed = next(a for a in v["anomalies"] if a["type"] == "offset-changed")
+    assert changed["offsets"] == [0, 1]
+
+
+def test_log_read_with_offsets_out_of_order_fails():
+    h = H()
+    h.call(0, "append", ["a", 1], result=["a", 1, 0])
+    h.call(0, "append", ["a", 2], result=["a", 2, 1])
+    h.call(1, "read", ["a", 0, 2], result=["a", 0, [[1, 2], [0, 1]]])
+    assert types(durability.check(h.ops, None, "log")) == ["read-out-of-order"]
+
+
+def test_log_process_reading_less_than_it_saw_fails():
+    h = H()
+    for i in range(3):
+        h.add(9, "invoke", "append", ["a", i + 1])
+    for i in range(3):
+        h.add(9, "info", "append", ["a", i + 1])
+    h.call(1, "read", ["a", 0, 10], result=["a", 0, [[0, 1], [1, 2], [2, 3]]])
+    h.call(1, "read", ["a", 1, 10], result=["a", 1, [[1, 2]]])
+    v = durability.check(h.ops, None, "log")
+    assert types(v) == ["read-went-backwards"]
+    a = v["anomalies"][0]
+    assert (a["process"], a["seen_offset"], a["read_up_to"]) == (1, 2, 1)
+
+
+def test_log_a_full_read_or_an_earlier_window_is_not_backwards():
+    h = H()
+    for i in range(3):
+        h.add(9 + i, "invoke", "append", ["a", i + 1])
+        h.add(9 + i, "info", "append", ["a", i + 1])
+    h.call(1, "read", ["a", 0, 10], result=["a", 0, [[0, 1], [1, 2], [2, 3]]])
+    h.call(1, "read", ["a", 0, 2], result=["a", 0, [[0, 1], [1, 2]]])
+    h.call(2, "read", ["a", 0, 10], result=["a", 0, [[0, 1]]])  # another process
+    assert durability.check(h.ops, None, "log")["valid"] is True
+
+
+def test_unknown_workload_is_unknown():
+    assert durability.check([], None, "queue")["valid"] == "unknown"
+
+
+def test_hostile_read_count_does_not_hang():
+    h = H()
+    h.call(0, "append", ["a", 1], result=["a", 1, 0])
+    h.call(1, "read", ["a", 0, 10**12], result=["a", 0, [[0, 1]]])
+    assert durability.check(h.ops, None, "log")["valid"] is True
