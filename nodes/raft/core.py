@@ -1,0 +1,748 @@
+"""The I/O-free raft core: KIP-595 quorum with KIP-996 Pre-Vote and Check Quorum,
+KIP-279 truncation and the Redpanda flushed-offset commit rule.
+
+Messages and ticks go in; a ``Ready`` batch (state to persist, log writes,
+messages, newly committed entries, events) comes out. The core never touches a
+disk or a socket, so every protocol scenario is a deterministic unit test. See
+docs/raft-core-api.md for the contract with the server.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from nodes.raft import epoch_cache as ec
+from nodes.raft import messages as m
+from nodes.raft.messages import Entry, QuorumState
+from nodes.raft.roles import (
+    CANDIDATE,
+    FOLLOWER,
+    LEADER,
+    PROSPECTIVE,
+    RESIGNED,
+    UNATTACHED,
+    check_transition,
+)
+
+__all__ = [
+    "Config",
+    "Core",
+    "Entry",
+    "MalformedMessage",
+    "NotLeader",
+    "QuorumState",
+    "Ready",
+]
+
+
+@dataclass
+class Config:
+    node_id: str
+    voters: tuple[str, ...]
+    cluster_id: str
+    election_timeout_ticks: int = 10
+    fetch_timeout_ticks: int = 15
+    fetch_interval_ticks: int = 1
+    max_fetch_entries: int = 1000
+    pre_vote: bool = True
+    check_quorum: bool = True
+    bugs: frozenset[str] = frozenset()
+
+
+class NotLeader(Exception):
+    def __init__(self, leader: str | None) -> None:
+        super().__init__(f"not the leader (leader hint: {leader})")
+        self.leader = leader
+
+
+class MalformedMessage(ValueError):
+    pass
+
+
+@dataclass
+class Ready:
+    quorum_state: QuorumState | None = None
+    truncate_to: int | None = None
+    append: list[Entry] = field(default_factory=list)
+    epoch_cache: list[tuple[int, int]] | None = None
+    messages: list[dict] = field(default_factory=list)
+    committed: list[Entry] = field(default_factory=list)
+    high_watermark: int | None = None
+    events: list[dict] = field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        return (
+            self.quorum_state is None
+            and self.truncate_to is None
+            and not self.append
+            and self.epoch_cache is None
+            and not self.messages
+            and not self.committed
+            and self.high_watermark is None
+            and not self.events
+        )
+
+
+@dataclass
+class _ReplicaProgress:
+    """The leader's view of one voter in the current epoch."""
+
+    last_fetch_tick: int
+    # The voter's log equals ours on [0, match_end) ...
+    match_end: int = 0
+    # ... and is durable there up to flushed_end: only this counts toward commit.
+    flushed_end: int = 0
+    # Fetched or acknowledged BeginQuorumEpoch: no need to re-announce.
+    acknowledged: bool = False
+
+
+class Core:
+    def __init__(
+        self, config: Config, state: QuorumState | None, log: list[Entry], seed: int
+    ) -> None:
+        if config.node_id not in config.voters:
+            raise ValueError(f"{config.node_id} is not a voter; observers are not supported")
+        if state is not None and state.cluster_id != config.cluster_id:
+            raise ValueError(
+                f"quorum state belongs to cluster {state.cluster_id!r}, not {config.cluster_id!r}"
+            )
+        for i, entry in enumerate(log):
+            if entry.offset != i:
+                raise ValueError(f"recovered log is not contiguous from 0 at index {i}")
+        self._cfg = config
+        self._rng = random.Random(seed)
+        self._majority = len(config.voters) // 2 + 1
+        self._now = 0
+
+        self._log: list[Entry] = list(log)
+        self._cache = ec.build((e.offset, e.epoch) for e in self._log)
+        self._hw = 0
+        self._committed_reported = 0
+        # Everything recovered from disk was durable by definition.
+        self._flushed_end = len(self._log)
+
+        self._epoch = state.epoch if state else 0
+        self._leader = state.leader if state else None
+        self._voted_for = state.voted_for if state else None
+        self._persisted = state
+
+        # Output not yet handed out by ready().
+        self._disk_end = len(self._log)
+        self._pending_state: QuorumState | None = None
+        self._pending_truncate: int | None = None
+        self._pending_append: list[Entry] = []
+        self._cache_changed = False
+        self._outbox: list[dict] = []
+        self._hw_changed = False
+        self._events: list[dict] = []
+
+        # Role-specific state.
+        self._election_deadline = 0
+        self._fetch_deadline = 0
+        self._next_fetch_tick = 0
+        self._fetched_from_leader = False
+        self._granted: set[str] = set()
+        self._rejected: set[str] = set()
+        self._replicas: dict[str, _ReplicaProgress] = {}
+        self._leader_since = 0
+        self._next_announce_tick = 0
+
+        # A restarted leader cannot resume: it might have lost unflushed
+        # entries it already replicated, so it resigns the epoch it led.
+        if self._leader == config.node_id:
+            self._role = RESIGNED
+            self._reset_election_timer()
+        elif self._leader is not None:
+            self._role = FOLLOWER
+            self._start_following()
+        else:
+            self._role = UNATTACHED
+            self._reset_election_timer()
+        self._emit_role()
+
+    # ------------------------------------------------------------------ reads
+
+    @property
+    def node_id(self) -> str:
+        return self._cfg.node_id
+
+    @property
+    def role(self) -> str:
+        return self._role
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    @property
+    def leader(self) -> str | None:
+        return self._leader
+
+    @property
+    def voted_for(self) -> str | None:
+        return self._voted_for
+
+    @property
+    def high_watermark(self) -> int:
+        return self._hw
+
+    @property
+    def log_end(self) -> int:
+        return len(self._log)
+
+    @property
+    def flushed_end(self) -> int:
+        return self._flushed_end
+
+    @property
+    def last_epoch(self) -> int:
+        return ec.last_epoch(self._cache)
+
+    @property
+    def epoch_cache(self) -> list[tuple[int, int]]:
+        return list(self._cache)
+
+    @property
+    def now(self) -> int:
+        return self._now
+
+    def entry_at(self, offset: int) -> Entry | None:
+        if 0 <= offset < len(self._log):
+            return self._log[offset]
+        return None
+
+    def entries(self) -> list[Entry]:
+        return list(self._log)
+
+    # ----------------------------------------------------------------- inputs
+
+    def tick(self) -> None:
+        self._now += 1
+        role = self._role
+        if role == LEADER:
+            self._leader_tick()
+        elif role == FOLLOWER:
+            if self._now >= self._fetch_deadline:
+                self._become_prospective()
+            elif self._now >= self._next_fetch_tick:
+                self._send_fetch()
+        elif self._now >= self._election_deadline:
+            if role == UNATTACHED:
+                self._become_prospective()
+            elif role == PROSPECTIVE:
+                self._lose_pre_vote()
+            elif role == CANDIDATE:
+                self._become_prospective()
+            elif role == RESIGNED:
+                # KIP-996: a resigned leader must leave its epoch, else it could
+                # fail an election and try to follow itself in that epoch.
+                self._become_unattached(self._epoch + 1)
+                self._become_prospective()
+
+    def propose(self, payload: bytes) -> int:
+        if self._role != LEADER:
+            hint = self._leader if self._leader != self.node_id else None
+            raise NotLeader(hint)
+        offset = len(self._log)
+        self._append([Entry(offset, self._epoch, bytes(payload))])
+        # A one-voter quorum commits on its own flush; nothing else to wait for.
+        return offset
+
+    def flushed(self, end_offset: int) -> None:
+        # The disk may still hold entries we already truncated (the truncation
+        # is in a Ready not yet handed out); those must not count as ours.
+        end = min(end_offset, len(self._log), self._disk_end)
+        if self._pending_truncate is not None:
+            end = min(end, self._pending_truncate)
+        if end > self._flushed_end:
+            self._flushed_end = end
+            self._maybe_advance_hw()
+
+    def receive(self, msg: dict) -> None:
+        try:
+            kind = msg["type"]
+            if msg["to"] != self.node_id:
+                return
+            if msg["cluster_id"] != self._cfg.cluster_id:
+                self._reject_foreign(msg)
+                return
+            handler = self._handlers().get(kind)
+            if handler is None:
+                raise MalformedMessage(f"unknown message type {kind!r}")
+            handler(msg)
+        except (KeyError, TypeError) as exc:
+            raise MalformedMessage(f"malformed {msg.get('type')!r} message: {exc!r}") from exc
+
+    def ready(self) -> Ready:
+        ready = Ready(
+            quorum_state=self._pending_state,
+            truncate_to=self._pending_truncate,
+            append=self._pending_append,
+            epoch_cache=list(self._cache) if self._cache_changed else None,
+            messages=self._outbox,
+            committed=self._log[self._committed_reported : self._hw],
+            high_watermark=self._hw if self._hw_changed else None,
+            events=self._events,
+        )
+        self._pending_state = None
+        self._pending_truncate = None
+        self._pending_append = []
+        self._cache_changed = False
+        self._outbox = []
+        self._hw_changed = False
+        self._events = []
+        self._committed_reported = self._hw
+        self._disk_end = len(self._log)
+        return ready
+
+    # ------------------------------------------------------- message handlers
+
+    def _handlers(self) -> dict:
+        return {
+            m.VOTE_REQUEST: self._on_vote_request,
+            m.VOTE_RESPONSE: self._on_vote_response,
+            m.BEGIN_QUORUM_EPOCH: self._on_begin_quorum_epoch,
+            m.BEGIN_QUORUM_EPOCH_RESPONSE: self._on_begin_quorum_epoch_response,
+            m.END_QUORUM_EPOCH: self._on_end_quorum_epoch,
+            m.FETCH: self._on_fetch,
+            m.FETCH_RESPONSE: self._on_fetch_response,
+            m.ERROR: self._on_error,
+        }
+
+    def _reject_foreign(self, msg: dict) -> None:
+        # Answer requests so the sender learns why; never answer a response,
+        # or two misconfigured clusters would bounce errors forever.
+        if msg["type"] in m.REQUEST_TYPES:
+            self._send(
+                m.ERROR,
+                msg["from"],
+                error=m.CLUSTER_ID_MISMATCH,
+                in_reply_to=msg["type"],
+            )
+
+    def _on_error(self, msg: dict) -> None:
+        # Errors carry nothing a peer should act on (a cluster-id mismatch is
+        # an operator's problem); the server logs them.
+        return
+
+    def _on_vote_request(self, msg: dict) -> None:
+        candidate = msg["from"]
+        epoch = int(msg["epoch"])
+        pre_vote = bool(msg["pre_vote"])
+        if epoch > self._epoch:
+            self._observe_epoch(epoch, None)
+        granted = False
+        if candidate in self._cfg.voters and candidate != self.node_id and epoch == self._epoch:
+            log_ok = (int(msg["last_epoch"]), int(msg["log_end"])) >= (
+                self.last_epoch,
+                len(self._log),
+            )
+            if pre_vote:
+                granted = log_ok and self._grants_pre_vote()
+            elif self._voted_for == candidate:
+                granted = True  # a retried request for the vote we already gave
+            else:
+                granted = log_ok and self._may_vote()
+                if granted:
+                    self._voted_for = candidate
+                    self._persist()  # persisted before the grant leaves (Ready order)
+                    self._reset_election_timer()
+        self._send(
+            m.VOTE_RESPONSE,
+            candidate,
+            granted=granted,
+            pre_vote=pre_vote,
+            leader=self._leader,
+        )
+
+    def _grants_pre_vote(self) -> bool:
+        if self._role == LEADER:
+            return False
+        if self._role == FOLLOWER:
+            # KIP-996: a follower still hearing from its leader protects it.
+            return not self._fetched_from_leader
+        return True
+
+    def _may_vote(self) -> bool:
+        if self._voted_for is not None:
+            return False
+        return self._role in (UNATTACHED, PROSPECTIVE) and self._leader is None
+
+    def _on_vote_response(self, msg: dict) -> None:
+        epoch = int(msg["epoch"])
+        leader = msg.get("leader")
+        if epoch > self._epoch:
+            self._observe_epoch(epoch, leader)
+            return
+        if epoch < self._epoch:
+            return
+        if (
+            leader is not None
+            and leader != self.node_id
+            and self._role
+            in (
+                UNATTACHED,
+                PROSPECTIVE,
+                CANDIDATE,
+            )
+        ):
+            self._become_follower(epoch, leader)
+            return
+        pre_vote = bool(msg["pre_vote"])
+        if (self._role == PROSPECTIVE and pre_vote) or (self._role == CANDIDATE and not pre_vote):
+            voter = msg["from"]
+            if voter not in self._cfg.voters:
+                return
+            if msg["granted"]:
+                self._granted.add(voter)
+                self._rejected.discard(voter)
+            else:
+                self._rejected.add(voter)
+                self._granted.discard(voter)
+            self._count_votes()
+
+    def _on_begin_quorum_epoch(self, msg: dict) -> None:
+        epoch = int(msg["epoch"])
+        leader = msg["from"]
+        if epoch > self._epoch:
+            self._observe_epoch(epoch, leader)
+        elif epoch == self._epoch and self._role in (UNATTACHED, PROSPECTIVE, CANDIDATE):
+            self._become_follower(epoch, leader)
+        self._send(m.BEGIN_QUORUM_EPOCH_RESPONSE, leader, leader=self._leader)
+
+    def _on_begin_quorum_epoch_response(self, msg: dict) -> None:
+        epoch = int(msg["epoch"])
+        if epoch > self._epoch:
+            self._observe_epoch(epoch, msg.get("leader"))
+        elif epoch == self._epoch and self._role == LEADER:
+            progress = self._replicas.get(msg["from"])
+            if progress is not None:
+                progress.acknowledged = True
+
+    def _on_end_quorum_epoch(self, msg: dict) -> None:
+        epoch = int(msg["epoch"])
+        if epoch > self._epoch:
+            self._observe_epoch(epoch, None)
+        elif epoch == self._epoch and self._role == FOLLOWER and self._leader == msg["from"]:
+            # The leader gave up: stop shielding it from pre-votes and start
+            # canvassing soon, staggered so the followers do not split votes.
+            self._fetched_from_leader = False
+            self._fetch_deadline = min(
+                self._fetch_deadline,
+                self._now + 1 + self._rng.randrange(self._cfg.election_timeout_ticks),
+            )
+
+    def _on_fetch(self, msg: dict) -> None:
+        follower = msg["from"]
+        epoch = int(msg["epoch"])
+        if epoch > self._epoch:
+            self._observe_epoch(epoch, None)
+        if epoch < self._epoch:
+            self._send_fetch_error(follower, m.FENCED_EPOCH, msg)
+            return
+        if self._role != LEADER or epoch != self._epoch:
+            self._send_fetch_error(follower, m.NOT_LEADER, msg)
+            return
+        fetch_offset = int(msg["fetch_offset"])
+        last_fetched_epoch = int(msg["last_fetched_epoch"])
+        progress = self._replicas.get(follower)
+        if progress is not None:
+            progress.last_fetch_tick = self._now
+            progress.acknowledged = True
+        consistent, diverging_epoch, diverging_end = ec.fetch_is_consistent(
+            self._cache, len(self._log), fetch_offset, last_fetched_epoch
+        )
+        reply = {
+            "leader": self.node_id,
+            "error": None,
+            "fetch_offset": fetch_offset,
+            "last_fetched_epoch": last_fetched_epoch,
+            "high_watermark": self._hw,
+        }
+        if not consistent:
+            reply.update(
+                entries=[],
+                diverging_epoch=diverging_epoch,
+                diverging_end_offset=diverging_end,
+            )
+            self._send(m.FETCH_RESPONSE, follower, **reply)
+            return
+        if progress is not None:
+            progress.match_end = fetch_offset
+            reported = min(int(msg["flushed_offset"]), fetch_offset)
+            progress.flushed_end = max(progress.flushed_end, reported)
+        batch = self._log[fetch_offset : fetch_offset + self._cfg.max_fetch_entries]
+        reply.update(
+            entries=m.entries_to_wire(batch),
+            diverging_epoch=None,
+            diverging_end_offset=None,
+        )
+        self._send(m.FETCH_RESPONSE, follower, **reply)
+        self._maybe_advance_hw()
+
+    def _send_fetch_error(self, to: str, error: str, request: dict) -> None:
+        self._send(
+            m.FETCH_RESPONSE,
+            to,
+            leader=self._leader,
+            error=error,
+            fetch_offset=request.get("fetch_offset"),
+            last_fetched_epoch=request.get("last_fetched_epoch"),
+            high_watermark=None,
+            entries=[],
+            diverging_epoch=None,
+            diverging_end_offset=None,
+        )
+
+    def _on_fetch_response(self, msg: dict) -> None:
+        epoch = int(msg["epoch"])
+        leader = msg.get("leader")
+        if epoch > self._epoch:
+            self._observe_epoch(epoch, leader)
+            return
+        if self._role != FOLLOWER or epoch != self._epoch or msg["from"] != self._leader:
+            return
+        if msg.get("error"):
+            # Our leader no longer leads this epoch (it resigned): let pre-votes through.
+            self._fetched_from_leader = False
+            return
+        # Answers to an older fetch describe a log we no longer have.
+        if msg["fetch_offset"] != len(self._log) or msg["last_fetched_epoch"] != self.last_epoch:
+            return
+        self._fetched_from_leader = True
+        self._fetch_deadline = self._now + self._cfg.fetch_timeout_ticks
+        if msg.get("diverging_epoch") is not None:
+            cut = ec.truncation_offset(
+                self._cache,
+                len(self._log),
+                int(msg["diverging_epoch"]),
+                int(msg["diverging_end_offset"]),
+            )
+            self._truncate(cut, "diverging-epoch")
+            self._send_fetch()
+            return
+        entries = m.entries_from_wire(msg["entries"])
+        if entries:
+            if entries[0].offset != len(self._log):
+                return
+            self._append(entries)
+        leader_hw = msg.get("high_watermark")
+        if leader_hw is not None:
+            self._raise_hw(min(int(leader_hw), len(self._log)))
+        if entries:
+            self._send_fetch()
+        else:
+            self._next_fetch_tick = self._now + self._cfg.fetch_interval_ticks
+
+    # ------------------------------------------------------------- elections
+
+    def _observe_epoch(self, epoch: int, leader: str | None) -> None:
+        """Someone is in a higher epoch: leave ours, following its leader if named."""
+        if leader is not None and leader != self.node_id and self._role != LEADER:
+            self._become_follower(epoch, leader)
+            return
+        self._become_unattached(epoch)
+        if leader is not None and leader != self.node_id:
+            self._become_follower(epoch, leader)
+
+    def _count_votes(self) -> None:
+        if len(self._granted) >= self._majority:
+            if self._role == PROSPECTIVE:
+                self._become_candidate()
+            else:
+                self._become_leader()
+        elif len(self._rejected) > len(self._cfg.voters) - self._majority:
+            if self._role == PROSPECTIVE:
+                self._lose_pre_vote()
+            else:
+                self._become_prospective()
+
+    def _lose_pre_vote(self) -> None:
+        # KIP-996: go back to the known leader if there is one, else wait
+        # (Unattached doubles as the back-off before the next pre-vote).
+        if self._leader is not None and self._leader != self.node_id:
+            self._become_follower(self._epoch, self._leader)
+        else:
+            self._become_unattached(self._epoch)
+
+    def _become_unattached(self, epoch: int) -> None:
+        if epoch > self._epoch:
+            self._voted_for = None
+        self._transition(UNATTACHED, epoch, None)
+        self._reset_election_timer()
+
+    def _become_prospective(self) -> None:
+        self._transition(PROSPECTIVE, self._epoch, self._leader)
+        self._reset_election_timer()
+        self._granted = {self.node_id}
+        self._rejected = set()
+        if not self._cfg.pre_vote:
+            self._become_candidate()
+            return
+        self._request_votes(pre_vote=True)
+        self._count_votes()
+
+    def _become_candidate(self) -> None:
+        self._voted_for = self.node_id
+        self._transition(CANDIDATE, self._epoch + 1, None)
+        self._reset_election_timer()
+        self._granted = {self.node_id}
+        self._rejected = set()
+        self._request_votes(pre_vote=False)
+        self._count_votes()
+
+    def _become_follower(self, epoch: int, leader: str) -> None:
+        if epoch > self._epoch:
+            self._voted_for = None
+        self._transition(FOLLOWER, epoch, leader)
+        self._start_following()
+
+    def _become_leader(self) -> None:
+        self._transition(LEADER, self._epoch, self.node_id)
+        self._leader_since = self._now
+        self._replicas = {
+            v: _ReplicaProgress(last_fetch_tick=self._now)
+            for v in self._cfg.voters
+            if v != self.node_id
+        }
+        # KIP-595: a record of our own epoch lets the high watermark advance
+        # even if no client writes arrive.
+        payload = m.leader_change_payload(self.node_id, self._epoch)
+        self._append([Entry(len(self._log), self._epoch, payload)])
+        self._announce()
+
+    def _resign(self) -> None:
+        self._transition(RESIGNED, self._epoch, self.node_id)
+        self._replicas = {}
+        self._reset_election_timer()
+        for voter in self._others():
+            self._send(m.END_QUORUM_EPOCH, voter, leader=self.node_id)
+
+    def _request_votes(self, pre_vote: bool) -> None:
+        for voter in self._others():
+            self._send(
+                m.VOTE_REQUEST,
+                voter,
+                pre_vote=pre_vote,
+                last_epoch=self.last_epoch,
+                log_end=len(self._log),
+            )
+
+    def _transition(self, role: str, epoch: int, leader: str | None) -> None:
+        check_transition(self._role, role)
+        if self._role == LEADER and role != LEADER:
+            self._replicas = {}
+        self._role = role
+        self._epoch = epoch
+        self._leader = leader
+        self._persist()
+        self._emit_role()
+
+    def _reset_election_timer(self) -> None:
+        base = self._cfg.election_timeout_ticks
+        self._election_deadline = self._now + base + self._rng.randrange(base)
+
+    # ----------------------------------------------------------- replication
+
+    def _start_following(self) -> None:
+        self._fetched_from_leader = False
+        self._fetch_deadline = self._now + self._cfg.fetch_timeout_ticks
+        self._send_fetch()
+
+    def _send_fetch(self) -> None:
+        self._next_fetch_tick = self._now + self._cfg.fetch_interval_ticks
+        self._send(
+            m.FETCH,
+            self._leader,
+            fetch_offset=len(self._log),
+            last_fetched_epoch=self.last_epoch,
+            flushed_offset=self._flushed_end,
+        )
+
+    def _leader_tick(self) -> None:
+        window = self._cfg.fetch_timeout_ticks
+        if self._cfg.check_quorum and self._now - self._leader_since >= window:
+            recent = 1 + sum(
+                1 for p in self._replicas.values() if self._now - p.last_fetch_tick < window
+            )
+            if recent < self._majority:
+                self._resign()
+                return
+        if self._now >= self._next_announce_tick:
+            self._announce()
+
+    def _announce(self) -> None:
+        """(Re)send BeginQuorumEpoch to voters that have not shown up yet."""
+        for voter, progress in self._replicas.items():
+            if not progress.acknowledged:
+                self._send(m.BEGIN_QUORUM_EPOCH, voter, leader=self.node_id)
+        self._next_announce_tick = self._now + max(1, self._cfg.election_timeout_ticks // 2)
+
+    def _maybe_advance_hw(self) -> None:
+        if self._role != LEADER:
+            return
+        # Redpanda recovery RFC: only offsets durable on a majority count;
+        # entries merely written (dirty) on a majority may still be lost.
+        durable = sorted(
+            [self._flushed_end] + [p.flushed_end for p in self._replicas.values()],
+            reverse=True,
+        )
+        candidate = durable[self._majority - 1]
+        # Raft: only an entry of our own epoch is committed by counting replicas.
+        if candidate > self._hw and self._log[candidate - 1].epoch == self._epoch:
+            self._raise_hw(candidate)
+
+    def _raise_hw(self, hw: int) -> None:
+        if hw > self._hw:
+            self._hw = hw
+            self._hw_changed = True
+            self._events.append({"event": "hw", "hw": hw, "epoch": self._epoch})
+
+    def _append(self, entries: list[Entry]) -> None:
+        for entry in entries:
+            if ec.note_append(self._cache, entry.epoch, entry.offset):
+                self._cache_changed = True
+            self._log.append(entry)
+        self._pending_append.extend(entries)
+
+    def _truncate(self, end: int, reason: str) -> None:
+        if end >= len(self._log):
+            return
+        if end < self._hw:
+            raise RuntimeError(
+                f"{self.node_id}: truncating to {end} would drop committed entries (hw {self._hw})"
+            )
+        previous_end = len(self._log)
+        del self._log[end:]
+        if ec.truncate(self._cache, end):
+            self._cache_changed = True
+        self._pending_append = [e for e in self._pending_append if e.offset < end]
+        if end < self._disk_end:
+            current = self._pending_truncate
+            self._pending_truncate = end if current is None else min(current, end)
+        self._flushed_end = min(self._flushed_end, end)
+        self._events.append(
+            {"event": "truncate", "from": previous_end, "to": end, "reason": reason}
+        )
+
+    # ---------------------------------------------------------------- output
+
+    def _others(self) -> list[str]:
+        return [v for v in self._cfg.voters if v != self.node_id]
+
+    def _send(self, kind: str, to: str, **fields) -> None:
+        self._outbox.append(
+            m.message(kind, self.node_id, to, self._cfg.cluster_id, self._epoch, **fields)
+        )
+
+    def _persist(self) -> None:
+        state = QuorumState(self._epoch, self._leader, self._voted_for, self._cfg.cluster_id)
+        if state != self._persisted:
+            self._persisted = state
+            self._pending_state = state
+
+    def _emit_role(self) -> None:
+        self._events.append(
+            {"event": "role", "role": self._role, "epoch": self._epoch, "leader": self._leader}
+        )

@@ -1,0 +1,61 @@
+"""Data the raft core exchanges: log entries, the persisted quorum state, peer messages.
+
+Peer messages are plain msgpack-able dicts (see docs/raft-core-api.md) so the
+server can put them on the wire without a schema layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgpack
+
+VOTE_REQUEST = "vote_request"
+VOTE_RESPONSE = "vote_response"
+BEGIN_QUORUM_EPOCH = "begin_quorum_epoch"
+BEGIN_QUORUM_EPOCH_RESPONSE = "begin_quorum_epoch_response"
+END_QUORUM_EPOCH = "end_quorum_epoch"
+FETCH = "fetch"
+FETCH_RESPONSE = "fetch_response"
+ERROR = "error"
+
+REQUEST_TYPES = frozenset({VOTE_REQUEST, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, FETCH})
+
+# Error codes carried in an "error" message or a fetch_response's "error" field.
+CLUSTER_ID_MISMATCH = "cluster_id_mismatch"
+FENCED_EPOCH = "fenced_epoch"  # the sender's epoch is older than ours
+NOT_LEADER = "not_leader"
+
+
+@dataclass(frozen=True)
+class Entry:
+    offset: int
+    epoch: int
+    payload: bytes
+
+
+@dataclass(frozen=True)
+class QuorumState:
+    epoch: int
+    leader: str | None
+    voted_for: str | None
+    cluster_id: str
+
+
+def leader_change_payload(leader: str, epoch: int) -> bytes:
+    return msgpack.packb({"op": "leader_change", "leader": leader, "epoch": epoch})
+
+
+def entries_to_wire(entries: list[Entry]) -> list[list]:
+    return [[e.offset, e.epoch, e.payload] for e in entries]
+
+
+def entries_from_wire(rows: list) -> list[Entry]:
+    return [Entry(int(o), int(ep), bytes(p)) for o, ep, p in rows]
+
+
+def message(kind: str, sender: str, to: str, cluster_id: str, epoch: int, **fields) -> dict:
+    """A peer message with the header every message carries."""
+    msg = {"type": kind, "from": sender, "to": to, "cluster_id": cluster_id, "epoch": epoch}
+    msg.update(fields)
+    return msg

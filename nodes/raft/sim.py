@@ -1,0 +1,333 @@
+"""A deterministic simulation of a raft cluster for tests.
+
+It plays the server's part for N cores: applies each Ready to a simulated disk
+(written vs. flushed entries, a quorum-state file), flushes after a seeded lag,
+and carries messages over a seeded network that can drop, delay, reorder,
+duplicate and partition. Time is ticks. Crashing a node keeps only its flushed
+log and quorum state, as a power cut would.
+
+While it runs it checks the safety properties every test relies on and records
+breaches in ``violations`` instead of raising, so a test can print them all.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from dataclasses import dataclass, field
+
+import msgpack
+
+from nodes.raft.core import Config, Core, Entry, NotLeader, QuorumState
+from nodes.raft.roles import LEADER
+
+
+@dataclass
+class NetworkConfig:
+    drop: float = 0.0
+    min_delay: int = 1
+    max_delay: int = 1
+    duplicate: float = 0.0
+
+
+@dataclass
+class SimDisk:
+    """What a node's data dir holds: all written entries, and the part fsynced."""
+
+    state: QuorumState | None = None
+    written: list[Entry] = field(default_factory=list)
+    durable: list[Entry] = field(default_factory=list)
+
+
+@dataclass
+class SimNode:
+    name: str
+    config: Config
+    disk: SimDisk
+    core: Core | None = None
+    flush_due: int | None = None
+    flush_stalled: bool = False
+    incarnation: int = 0
+    hw: int = 0
+    applied: list[Entry] = field(default_factory=list)
+
+    @property
+    def alive(self) -> bool:
+        return self.core is not None
+
+
+class Sim:
+    def __init__(
+        self,
+        names: tuple[str, ...] = ("n1", "n2", "n3"),
+        seed: int = 0,
+        *,
+        cluster_id: str = "sim-cluster",
+        network: NetworkConfig | None = None,
+        flush_lag: tuple[int, int] = (0, 2),
+        config: dict | None = None,
+        initial: dict[str, tuple[QuorumState | None, list[Entry]]] | None = None,
+        cluster_ids: dict[str, str] | None = None,
+    ) -> None:
+        self.rng = random.Random(seed)
+        self.now = 0
+        self.network = network or NetworkConfig()
+        self.flush_lag = flush_lag
+        self.cluster_id = cluster_id
+        self._queue: list[tuple[int, int, bytes]] = []
+        self._seq = 0
+        self._blocked: set[tuple[str, str]] = set()
+        self.events: list[tuple[int, str, dict]] = []
+        self.violations: list[str] = []
+        self.committed: list[Entry] = []
+        self.leaders_by_epoch: dict[int, set[str]] = {}
+        self.delivered = 0
+        self.nodes: dict[str, SimNode] = {}
+        overrides = config or {}
+        for name in names:
+            cid = (cluster_ids or {}).get(name, cluster_id)
+            cfg = Config(node_id=name, voters=tuple(names), cluster_id=cid, **overrides)
+            state, log = (initial or {}).get(name, (None, []))
+            disk = SimDisk(state=state, written=list(log), durable=list(log))
+            self.nodes[name] = SimNode(name=name, config=cfg, disk=disk)
+        for name in names:
+            self._boot(self.nodes[name])
+
+    # ------------------------------------------------------------ controls
+
+    def core(self, name: str) -> Core:
+        core = self.nodes[name].core
+        if core is None:
+            raise RuntimeError(f"{name} is down")
+        return core
+
+    def step(self) -> None:
+        self.now += 1
+        while self._queue and self._queue[0][0] <= self.now:
+            _, _, raw = heapq.heappop(self._queue)
+            msg = msgpack.unpackb(raw, raw=False)
+            node = self.nodes.get(msg["to"])
+            if node is None or not node.alive or (msg["from"], msg["to"]) in self._blocked:
+                continue
+            self.delivered += 1
+            node.core.receive(msg)
+            self._apply_ready(node)
+        for node in self.nodes.values():
+            if node.alive:
+                node.core.tick()
+                self._apply_ready(node)
+        for node in self.nodes.values():
+            if node.alive and node.flush_due is not None and node.flush_due <= self.now:
+                self._flush(node)
+        if self.now % 10 == 0:
+            self.check_committed_durable()
+
+    def run(self, ticks: int) -> None:
+        for _ in range(ticks):
+            self.step()
+
+    def run_until(self, predicate, max_ticks: int) -> bool:
+        for _ in range(max_ticks):
+            if predicate():
+                return True
+            self.step()
+        return predicate()
+
+    def cut(self, a: str, b: str) -> None:
+        self._blocked.add((a, b))
+        self._blocked.add((b, a))
+
+    def partition(self, *groups: tuple[str, ...] | list[str]) -> None:
+        """Cut every link between different groups (nodes in no group stay connected)."""
+        for i, group in enumerate(groups):
+            for other in groups[i + 1 :]:
+                for a in group:
+                    for b in other:
+                        self.cut(a, b)
+
+    def isolate(self, name: str) -> None:
+        self.partition([name], [n for n in self.nodes if n != name])
+
+    def heal(self) -> None:
+        self._blocked.clear()
+
+    def crash(self, name: str) -> None:
+        node = self.nodes[name]
+        node.core = None
+        node.flush_due = None
+        node.disk.written = list(node.disk.durable)
+
+    def restart(self, name: str) -> None:
+        node = self.nodes[name]
+        if node.alive:
+            return
+        self._boot(node)
+
+    def stall_flush(self, name: str, stalled: bool = True) -> None:
+        node = self.nodes[name]
+        node.flush_stalled = stalled
+        if not stalled and len(node.disk.written) > len(node.disk.durable):
+            node.flush_due = self.now
+
+    def inject(self, msg: dict) -> None:
+        """Hand a message straight to its addressee (used to play a foreign peer)."""
+        node = self.nodes[msg["to"]]
+        node.core.receive(msgpack.unpackb(msgpack.packb(msg), raw=False))
+        self._apply_ready(node)
+
+    def leader(self) -> str | None:
+        """The live leader with the highest epoch, if any."""
+        best = None
+        for node in self.nodes.values():
+            if node.alive and node.core.role == LEADER:
+                if best is None or node.core.epoch > self.nodes[best].core.epoch:
+                    best = node.name
+        return best
+
+    def propose(self, payload: bytes) -> tuple[str, int] | None:
+        name = self.leader()
+        if name is None:
+            return None
+        try:
+            offset = self.nodes[name].core.propose(payload)
+        except NotLeader:
+            return None
+        self._apply_ready(self.nodes[name])
+        return name, offset
+
+    def role_events(self, name: str | None = None) -> list[tuple[int, str, dict]]:
+        return [
+            (t, n, e)
+            for t, n, e in self.events
+            if e["event"] == "role" and (name is None or n == name)
+        ]
+
+    # -------------------------------------------------------------- checks
+
+    def check_committed_durable(self) -> None:
+        """Every committed entry must be flushed on a majority (else a crash could lose it)."""
+        k = len(self.committed)
+        if k == 0:
+            return
+        holders = sum(1 for n in self.nodes.values() if n.disk.durable[:k] == self.committed)
+        if holders < len(self.nodes) // 2 + 1:
+            self.violations.append(
+                f"t={self.now}: committed prefix of {k} entries durable on only {holders} nodes"
+            )
+
+    def check_logs_agree(self) -> None:
+        """Each live node's log below its own high watermark is the committed prefix."""
+        for node in self.nodes.values():
+            if not node.alive:
+                continue
+            hw = node.core.high_watermark
+            prefix = node.core.entries()[:hw]
+            if prefix != self.committed[:hw]:
+                self.violations.append(f"t={self.now}: {node.name} log below hw {hw} diverges")
+
+    # ------------------------------------------------------------ plumbing
+
+    def _boot(self, node: SimNode) -> None:
+        node.incarnation += 1
+        node.hw = 0
+        node.applied = []
+        node.core = Core(
+            node.config, node.disk.state, list(node.disk.durable), seed=self.rng.randrange(2**32)
+        )
+        self._apply_ready(node)
+
+    def _send(self, msg: dict) -> None:
+        key = (msg["from"], msg["to"])
+        if key in self._blocked or self.rng.random() < self.network.drop:
+            return
+        raw = msgpack.packb(msg, use_bin_type=True)
+        copies = 2 if self.rng.random() < self.network.duplicate else 1
+        for _ in range(copies):
+            delay = self.rng.randint(self.network.min_delay, self.network.max_delay)
+            self._seq += 1
+            heapq.heappush(self._queue, (self.now + delay, self._seq, raw))
+
+    def _flush(self, node: SimNode) -> None:
+        node.flush_due = None
+        if node.flush_stalled:
+            return
+        node.disk.durable = list(node.disk.written)
+        node.core.flushed(len(node.disk.written))
+        self._apply_ready(node)
+
+    def _apply_ready(self, node: SimNode) -> None:
+        ready = node.core.ready()
+        disk = node.disk
+        if ready.quorum_state is not None:
+            disk.state = ready.quorum_state
+        if ready.truncate_to is not None:
+            # The server makes a truncation durable before appending after it.
+            disk.written = disk.written[: ready.truncate_to]
+            disk.durable = disk.durable[: ready.truncate_to]
+        for entry in ready.append:
+            if entry.offset != len(disk.written):
+                self.violations.append(
+                    f"t={self.now}: {node.name} append at {entry.offset}, disk end "
+                    f"{len(disk.written)}"
+                )
+            disk.written.append(entry)
+        if (ready.append or ready.truncate_to is not None) and node.flush_due is None:
+            node.flush_due = self.now + self.rng.randint(*self.flush_lag)
+        for msg in ready.messages:
+            self._send(msg)
+        for event in ready.events:
+            self._record(node, event)
+        for entry in ready.committed:
+            self._note_committed(node, entry)
+        if ready.high_watermark is not None:
+            self._check_hw(node, ready.high_watermark)
+
+    def _record(self, node: SimNode, event: dict) -> None:
+        self.events.append((self.now, node.name, event))
+        if event["event"] == "role" and event["role"] == LEADER:
+            leaders = self.leaders_by_epoch.setdefault(event["epoch"], set())
+            leaders.add(node.name)
+            if len(leaders) > 1:
+                self.violations.append(
+                    f"t={self.now}: two leaders in epoch {event['epoch']}: {sorted(leaders)}"
+                )
+            log = node.core.entries()
+            if log[: len(self.committed)] != self.committed:
+                self.violations.append(
+                    f"t={self.now}: new leader {node.name} lacks committed entries"
+                )
+
+    def _note_committed(self, node: SimNode, entry: Entry) -> None:
+        if entry.offset != len(node.applied):
+            self.violations.append(
+                f"t={self.now}: {node.name} applied offset {entry.offset} out of order"
+            )
+        node.applied.append(entry)
+        if entry.offset < len(self.committed):
+            if self.committed[entry.offset] != entry:
+                self.violations.append(
+                    f"t={self.now}: {node.name} committed {entry} but offset "
+                    f"{entry.offset} was committed as {self.committed[entry.offset]}"
+                )
+        elif entry.offset == len(self.committed):
+            self.committed.append(entry)
+        else:
+            self.violations.append(
+                f"t={self.now}: {node.name} committed offset {entry.offset} beyond "
+                f"the committed end {len(self.committed)}"
+            )
+
+    def _check_hw(self, node: SimNode, hw: int) -> None:
+        if hw < node.hw:
+            self.violations.append(f"t={self.now}: {node.name} hw went back {node.hw} -> {hw}")
+        node.hw = hw
+        if node.core.role != LEADER:
+            return
+        # Redpanda rule: the leader may only count offsets a majority has flushed.
+        prefix = node.core.entries()[:hw]
+        holders = sum(1 for n in self.nodes.values() if n.disk.durable[:hw] == prefix)
+        if holders < len(self.nodes) // 2 + 1:
+            self.violations.append(
+                f"t={self.now}: leader {node.name} advanced hw to {hw} with only "
+                f"{holders} nodes holding it durably"
+            )
