@@ -159,3 +159,10 @@ def test_not_utf8(tmp_path):
     path.write_bytes(b'{:type :invoke, :f :read, :process 0, :value "\xff"}')
     with pytest.raises(HistoryError, match="UTF-8"):
         read_edn_history(path)
+
+
+def test_integers_beyond_msgpack_are_refused(tmp_path):
+    path = tmp_path / "history.edn"
+    path.write_text("{:type :invoke, :f :write, :value 123456789012345678901234N, :process 0}\n")
+    with pytest.raises(HistoryError, match="64-bit"):
+        read_edn_history(path)

@@ -21,11 +21,21 @@ from checkers.history import NEMESIS, OP_TYPES, HistoryError, Op
 __all__ = ["read_edn_history", "write_edn_history", "op_from_edn", "plain"]
 
 
+# msgpack's integer range: an op must be writable as a msgpack history.
+MIN_INT = -(2**63)
+MAX_INT = 2**64 - 1
+
+
 def plain(value: Any) -> Any:
     """A decoded EDN value as plain msgpack-able data: keywords/symbols -> str,
-    sets -> lists, map keys that msgpack cannot key a map with -> their EDN text."""
+    sets -> lists, map keys that msgpack cannot key a map with -> their EDN text.
+    ValueError for an integer msgpack cannot hold."""
     if isinstance(value, str):
         return str(value)
+    if type(value) is int:
+        if not MIN_INT <= value <= MAX_INT:
+            raise ValueError(f"integer {str(value)[:40]} is out of the 64-bit range")
+        return value
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     if isinstance(value, dict):
@@ -42,8 +52,10 @@ def plain(value: Any) -> Any:
 def _plain_key(key: Any) -> Any:
     if isinstance(key, str):
         return str(key)
-    if key is None or isinstance(key, (int, float)):
+    if key is None or isinstance(key, float):
         return key
+    if isinstance(key, int):
+        return plain(key)
     return edn.dumps(_thaw(key))
 
 
@@ -81,14 +93,14 @@ def op_from_edn(m: Any, position: int, independent: bool = False,
     process = m["process"]
     if isinstance(process, str) and process == NEMESIS:
         process = NEMESIS
-    elif type(process) is not int:
+    elif type(process) is not int or not MIN_INT <= process <= MAX_INT:
         raise ValueError(f"field :process must be an integer or :nemesis, not {process!r:.40}")
     index = m.get("index", position)
-    if type(index) is not int or index < 0:
+    if type(index) is not int or not 0 <= index <= MAX_INT:
         raise ValueError(f"field :index must be a non-negative integer, not {index!r:.40}")
     if time is None:
         time = m.get("time", position)
-        if type(time) is not int:
+        if type(time) is not int or not MIN_INT <= time <= MAX_INT:
             raise ValueError(f"field :time must be an integer, not {time!r:.40}")
     value = plain(m.get("value"))
     key = plain(m.get("key"))
