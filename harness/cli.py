@@ -13,6 +13,8 @@ from checkers.history import HistoryError
 # `func(args) -> int` as the parser default.
 COMMAND_MODULES: list[str] = [
     "harness.commands.check_elle",
+    "harness.commands.ls",
+    "harness.commands.history",
 ]
 
 
