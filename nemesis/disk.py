@@ -1,0 +1,180 @@
+"""Disk faults: cut the tail off a stopped node's files, or make it lose its un-fsynced writes.
+
+Which file and how much is a pure function of a seeded rng and the file
+sizes (`plan_truncation`), so a schedule replays; the faults do the I/O
+around it and put in the op value exactly what they did.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from nemesis.lazyfs import LazyFS
+
+Mode = Literal["tail", "length"]
+
+
+class DiskCluster(Protocol):
+    """What disk faults need from `harness.cluster.Cluster`."""
+
+    def kill(self, names: list[str]) -> Any: ...
+
+    def start(self, names: list[str]) -> Any: ...
+
+
+class DataFiles(Protocol):
+    """The one `nodes.db.DB` method truncation needs."""
+
+    def data_files(self, node: Any) -> list[Path]: ...
+
+
+@dataclass(frozen=True)
+class TruncateChoice:
+    """How much to cut. tail: `bytes` off the end (None: 1..max_bytes from the rng),
+    a torn write; length: down to `length` (None: an rng pick below the size)."""
+
+    mode: Mode = "tail"
+    bytes: int | None = None
+    max_bytes: int = 4096
+    length: int | None = None
+    every_file: bool = False  # else one non-empty file per node
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> TruncateChoice:
+        known = {k: params[k] for k in ("mode", "bytes", "max_bytes", "length", "every_file")
+                 if k in params}
+        choice = cls(**known)
+        if choice.mode not in ("tail", "length"):
+            raise ValueError(f"truncate mode must be 'tail' or 'length', not {choice.mode!r}")
+        return choice
+
+
+@dataclass(frozen=True)
+class Cut:
+    node: str
+    file: str
+    old_size: int
+    new_size: int
+
+
+def plan_truncation(
+    rng: random.Random, sizes: Mapping[str, Mapping[str, int]], choice: TruncateChoice
+) -> list[Cut]:
+    """Pure: the cuts for {node: {file: size}}. Empty files cannot be cut and are skipped."""
+    cuts = []
+    for node in sorted(sizes):
+        candidates = sorted(f for f, size in sizes[node].items() if size > 0)
+        if not candidates:
+            continue
+        files = candidates if choice.every_file else [rng.choice(candidates)]
+        for file in files:
+            old = sizes[node][file]
+            cuts.append(Cut(node, file, old, _new_size(rng, old, choice)))
+    return cuts
+
+
+def _new_size(rng: random.Random, old: int, choice: TruncateChoice) -> int:
+    if choice.mode == "tail":
+        cut = choice.bytes if choice.bytes is not None else rng.randint(1, choice.max_bytes)
+        return max(0, old - cut)
+    if choice.length is not None:
+        return min(choice.length, old)
+    return rng.randrange(0, old)
+
+
+def file_sizes(paths: Iterable[Path]) -> dict[str, int]:
+    return {str(p): p.stat().st_size for p in paths if p.is_file()}
+
+
+def apply_cuts(cuts: Sequence[Cut]) -> None:
+    for cut in cuts:
+        if os.stat(cut.file).st_size != cut.old_size:
+            raise RuntimeError(f"{cut.file} changed size while its node was down")
+        os.truncate(cut.file, cut.new_size)
+
+
+def _node_specs(cluster: Any) -> dict[str, Any]:
+    nodes = cluster.nodes() if callable(cluster.nodes) else cluster.nodes
+    if isinstance(nodes, Mapping):
+        return dict(nodes)
+    return {spec.name: spec for spec in nodes}
+
+
+class TruncateFault:
+    """`truncate`: kill the nodes, cut their data files; `heal` starts them again.
+
+    inject(cluster, rng, params) -> op value; params: `nodes` (names, default
+    one picked by rng) plus the `TruncateChoice` fields.
+    """
+
+    name = "truncate"
+
+    def __init__(self, db: DataFiles) -> None:
+        self.db = db
+        self.down: list[str] = []
+
+    def inject(
+        self, cluster: DiskCluster, rng: random.Random, params: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        specs = _node_specs(cluster)
+        names = list(params.get("nodes") or [rng.choice(sorted(specs))])
+        choice = TruncateChoice.from_params(params)
+        cluster.kill(names)
+        self.down = sorted(set(self.down) | set(names))
+        sizes = {n: file_sizes(self.db.data_files(specs[n])) for n in names}
+        cuts = plan_truncation(rng, sizes, choice)
+        apply_cuts(cuts)
+        return {"nodes": names, "mode": choice.mode, "cuts": [asdict(c) for c in cuts]}
+
+    def heal(self, cluster: DiskCluster) -> dict[str, Any]:
+        names, self.down = self.down, []
+        if names:
+            cluster.start(names)
+        return {"nodes": names}
+
+
+class LoseUnsyncedFault:
+    """`lose-unsynced`: SIGKILL the nodes, roll their LazyFS back to the last fsyncs, restart.
+
+    `mounts` maps node name -> the LazyFS its data dir sits on (see
+    `nemesis.lazyfs.mount_data_dir`). The node is restarted inside inject;
+    heal only restarts nodes a failed inject left down.
+    """
+
+    name = "lose-unsynced"
+
+    def __init__(self, mounts: Mapping[str, LazyFS]) -> None:
+        self.mounts = mounts
+        self.down: list[str] = []
+
+    def inject(
+        self, cluster: DiskCluster, rng: random.Random, params: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        names = list(params.get("nodes") or [rng.choice(sorted(self.mounts))])
+        missing = [n for n in names if n not in self.mounts]
+        if missing:
+            raise ValueError(f"no LazyFS mount for {', '.join(missing)}")
+        cluster.kill(names)
+        self.down = sorted(set(self.down) | set(names))
+        lost = {
+            name: [
+                {"file": f["path"], "old_size": f["size_before"], "new_size": f["synced_size"],
+                 "pages_restored": f["pages_restored"]}
+                for f in self.mounts[name].lose_unsynced()
+            ]
+            for name in names
+        }
+        cluster.start(names)
+        self.down = [n for n in self.down if n not in names]
+        return {"nodes": names, "lost": lost}
+
+    def heal(self, cluster: DiskCluster) -> dict[str, Any]:
+        names, self.down = self.down, []
+        if names:
+            cluster.start(names)
+        return {"nodes": names}

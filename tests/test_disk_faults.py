@@ -1,0 +1,214 @@
+"""Disk faults: pure truncation choices, and both faults against real node processes."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nemesis.disk import (
+    Cut,
+    LoseUnsyncedFault,
+    TruncateChoice,
+    TruncateFault,
+    apply_cuts,
+    plan_truncation,
+)
+from nemesis.lazyfs import LazyFS, check_installed, mount_data_dir
+from nodes.db import NodeSpec
+
+SIZES = {"n1": {"/d/n1/seg-0": 10_000, "/d/n1/seg-1": 500, "/d/n1/empty": 0},
+         "n2": {"/d/n2/seg-0": 7_000}}
+
+
+def test_same_seed_same_cuts_whatever_the_listing_order() -> None:
+    reordered = {n: dict(reversed(list(files.items()))) for n, files in reversed(SIZES.items())}
+    choice = TruncateChoice()
+    assert plan_truncation(random.Random(7), SIZES, choice) == plan_truncation(
+        random.Random(7), reordered, choice
+    )
+
+
+def test_tail_cut_of_exact_bytes_never_goes_below_zero() -> None:
+    cuts = plan_truncation(random.Random(0), SIZES, TruncateChoice(bytes=600, every_file=True))
+    assert cuts == [
+        Cut("n1", "/d/n1/seg-0", 10_000, 9_400),
+        Cut("n1", "/d/n1/seg-1", 500, 0),
+        Cut("n2", "/d/n2/seg-0", 7_000, 6_400),
+    ]
+
+
+def test_random_tail_cut_stays_within_max_bytes() -> None:
+    for seed in range(50):
+        for cut in plan_truncation(random.Random(seed), SIZES, TruncateChoice(max_bytes=100)):
+            assert 1 <= cut.old_size - cut.new_size <= 100
+            assert cut.file != "/d/n1/empty"
+
+
+def test_length_mode_cuts_to_an_earlier_length() -> None:
+    fixed = plan_truncation(random.Random(1), SIZES, TruncateChoice(mode="length", length=4096,
+                                                                   every_file=True))
+    assert [c.new_size for c in fixed] == [4096, 500, 4096]
+    for seed in range(50):
+        for cut in plan_truncation(random.Random(seed), SIZES, TruncateChoice(mode="length")):
+            assert 0 <= cut.new_size < cut.old_size
+
+
+def test_unknown_mode_is_rejected() -> None:
+    with pytest.raises(ValueError, match="truncate mode"):
+        TruncateChoice.from_params({"mode": "middle"})
+
+
+def test_apply_cuts_refuses_a_file_that_changed(tmp_path: Path) -> None:
+    path = tmp_path / "seg"
+    path.write_bytes(b"x" * 100)
+    apply_cuts([Cut("n1", str(path), 100, 60)])
+    assert path.stat().st_size == 60
+    with pytest.raises(RuntimeError, match="changed size"):
+        apply_cuts([Cut("n1", str(path), 100, 10)])
+
+
+# A node that appends fsynced records, one un-fsynced record, then says it is ready.
+NODE = textwrap.dedent(
+    """
+    import os, sys, time
+    data_dir, ready = sys.argv[1], sys.argv[2]
+    fd = os.open(os.path.join(data_dir, "log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    for line in (b"start\\n", b"synced\\n"):
+        os.write(fd, line)
+        os.fsync(fd)
+    os.write(fd, b"volatile\\n")
+    with open(ready, "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(600)
+    """
+)
+
+
+class ProcessCluster:
+    """Real node processes, killed with SIGKILL and restarted, as harness.cluster does."""
+
+    def __init__(self, root: Path, names: list[str]) -> None:
+        self.root = root
+        self.nodes = [
+            NodeSpec(name, "127.0.0.1", 0, root / "data" / name, root / "logs" / name)
+            for name in names
+        ]
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        for spec in self.nodes:
+            spec.data_dir.mkdir(parents=True, exist_ok=True)
+
+    def _ready_file(self, name: str) -> Path:
+        return self.root / f"{name}.ready"
+
+    def start(self, names: list[str]) -> None:
+        for name in names:
+            spec = next(s for s in self.nodes if s.name == name)
+            ready = self._ready_file(name)
+            ready.unlink(missing_ok=True)
+            self.processes[name] = subprocess.Popen(
+                [sys.executable, "-c", NODE, str(spec.data_dir), str(ready)],
+                start_new_session=True,
+            )
+            deadline = time.monotonic() + 10
+            while not ready.exists() or not ready.read_text():
+                assert time.monotonic() < deadline, f"{name} never became ready"
+                time.sleep(0.01)
+
+    def kill(self, names: list[str]) -> None:
+        for name in names:
+            process = self.processes.pop(name, None)
+            if process is not None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+    def running(self, name: str) -> bool:
+        process = self.processes.get(name)
+        return process is not None and process.poll() is None
+
+
+class DirectoryDB:
+    """A DB adapter's data_files: every regular file in the data dir."""
+
+    def data_files(self, node: NodeSpec) -> list[Path]:
+        return sorted(p for p in node.data_dir.iterdir() if p.is_file())
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[ProcessCluster]:
+    c = ProcessCluster(tmp_path, ["n1", "n2"])
+    try:
+        yield c
+    finally:
+        c.kill(list(c.processes))
+
+
+def test_truncate_cuts_a_stopped_nodes_file_and_heal_restarts_it(cluster: ProcessCluster) -> None:
+    cluster.start(["n1", "n2"])
+    log = cluster.nodes[0].data_dir / "log"
+    assert log.read_bytes() == b"start\nsynced\nvolatile\n"
+    fault = TruncateFault(DirectoryDB())
+
+    value = fault.inject(cluster, random.Random(3), {"nodes": ["n1"], "bytes": 5})
+
+    assert not cluster.running("n1") and cluster.running("n2")
+    assert value == {
+        "nodes": ["n1"],
+        "mode": "tail",
+        "cuts": [{"node": "n1", "file": str(log), "old_size": 22, "new_size": 17}],
+    }
+    assert log.read_bytes() == b"start\nsynced\nvola"
+
+    assert fault.heal(cluster) == {"nodes": ["n1"]}
+    assert cluster.running("n1")
+    assert log.read_bytes() == b"start\nsynced\nvolastart\nsynced\nvolatile\n"
+    assert fault.heal(cluster) == {"nodes": []}
+
+
+needs_lazyfs = pytest.mark.skipif(check_installed() is not None, reason=check_installed() or "")
+
+
+@needs_lazyfs
+def test_lose_unsynced_kills_rolls_back_and_restarts(cluster: ProcessCluster) -> None:
+    mounts: dict[str, LazyFS] = {}
+    try:
+        for spec in cluster.nodes:
+            mounts[spec.name] = mount_data_dir(spec.data_dir)
+        cluster.start(["n1", "n2"])
+        first_pid = cluster.processes["n1"].pid
+        fault = LoseUnsyncedFault(mounts)
+
+        value = fault.inject(cluster, random.Random(0), {"nodes": ["n1"]})
+
+        assert value == {
+            "nodes": ["n1"],
+            "lost": {"n1": [{"file": "/log", "old_size": 22, "new_size": 13,
+                             "pages_restored": 1}]},
+        }
+        assert cluster.running("n1") and cluster.processes["n1"].pid != first_pid
+        # The restarted node found only what its predecessor fsynced.
+        assert (cluster.nodes[0].data_dir / "log").read_bytes() == (
+            b"start\nsynced\nstart\nsynced\nvolatile\n"
+        )
+        # n2 was not touched: its un-fsynced record is still there.
+        assert (cluster.nodes[1].data_dir / "log").read_bytes().endswith(b"volatile\n")
+        assert fault.heal(cluster) == {"nodes": []}
+    finally:
+        cluster.kill(list(cluster.processes))
+        for lazyfs in mounts.values():
+            lazyfs.stop()
+
+
+@needs_lazyfs
+def test_lose_unsynced_refuses_a_node_without_a_mount(cluster: ProcessCluster) -> None:
+    fault = LoseUnsyncedFault({})
+    with pytest.raises(ValueError, match="no LazyFS mount for n1"):
+        fault.inject(cluster, random.Random(0), {"nodes": ["n1"]})
