@@ -1,0 +1,173 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from checkers.formats.jepsen import write_edn_history
+from checkers.history import Op, read_history
+from harness.cli import main
+from harness.history import HistoryWriter
+from harness.store import create_run_dir
+
+CORPUS = Path("/work/shared/corpus/porcupine")
+
+
+def ops():
+    return [
+        Op(0, 1_000_000, 0, "invoke", "write", 3, node="n1"),
+        Op(1, 2_500_000, "nemesis", "invoke", "kill", {"nodes": ["n1"]}),
+        Op(2, 3_000_000, 0, "ok", "write", 3, node="n1"),
+        Op(3, 4_000_000, "nemesis", "info", "kill", {"nodes": ["n1"]}),
+        Op(4, 5_000_000, 1, "invoke", "read", None, key="k"),
+        Op(5, 6_000_000, 1, "info", "read", None, key="k", error="timeout"),
+    ]
+
+
+def write_msgpack(path, history):
+    with HistoryWriter(path) as w:
+        for op in history:
+            w.append(op)
+    return path
+
+
+def one_sentence(err: str) -> bool:
+    lines = err.strip().splitlines()
+    return len(lines) == 1 and lines[0].startswith("faultline: ") and "Traceback" not in err
+
+
+def test_show_msgpack(tmp_path, capsys):
+    path = write_msgpack(tmp_path / "history.msgpack", ops())
+    assert main(["history", "show", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 6
+    assert lines[0].split() == ["0", "0.001000s", "0", "invoke", "write", "3", "node=n1"]
+    assert "nemesis" in lines[1] and '{"nodes":["n1"]}' in lines[1]
+    assert lines[5].split()[-2:] == ['key="k"', "error=timeout"]
+
+
+def test_show_porcupine_uses_line_clock(capsys):
+    path = CORPUS / "jepsen" / "etcd_000.log"
+    if not path.exists():
+        pytest.skip("porcupine corpus not present")
+    assert main(["history", "show", str(path), "--format", "porcupine-etcd"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 170 and "line 1" in out[0]
+    assert any("error=timed-out" in line for line in out)
+
+
+def test_validate_good_and_bad(tmp_path, capsys):
+    good = write_msgpack(tmp_path / "good.msgpack", ops())
+    assert main(["history", "validate", str(good)]) == 0
+    assert "6 ops, well-formed" in capsys.readouterr().out
+
+    bad = write_msgpack(tmp_path / "bad.msgpack", ops()[:5])
+    with open(bad, "ab") as f:
+        f.write(b"\x86\xa5ind")  # a torn tail
+    assert main(["history", "validate", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "warning:" in out and "torn tail" in out
+    assert "op 4: process 1's invoke never completed" in out
+    assert "5 ops, 2 problems" in out
+
+
+def test_validate_edn(tmp_path, capsys):
+    path = tmp_path / "history.edn"
+    path.write_text("{:type :ok, :f :read, :process 0, :value 1}\n")
+    assert main(["history", "validate", str(path)]) == 1
+    assert "no open invoke" in capsys.readouterr().out
+
+
+def test_convert_edn_to_msgpack(tmp_path, capsys):
+    src = tmp_path / "history.edn"
+    write_edn_history(ops(), src)
+    out = tmp_path / "history.msgpack"
+    assert main(["history", "convert", str(src), str(out)]) == 0
+    assert "wrote 6 ops" in capsys.readouterr().out
+    assert read_history(out).ops == ops()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_convert_independent(tmp_path, capsys):
+    src = tmp_path / "history.edn"
+    src.write_text("{:type :invoke, :f :write, :value [7 3], :process 0}\n"
+                   "{:type :ok, :f :write, :value [7 3], :process 0}\n")
+    out = tmp_path / "out.msgpack"
+    assert main(["history", "convert", str(src), str(out), "--independent"]) == 0
+    converted = read_history(out).ops
+    assert [(o.key, o.value) for o in converted] == [(7, 3), (7, 3)]
+
+
+def test_convert_porcupine_kv(tmp_path, capsys):
+    src = CORPUS / "kv" / "c01-ok.txt"
+    if not src.exists():
+        pytest.skip("porcupine corpus not present")
+    out = tmp_path / "kv.msgpack"
+    assert main(["history", "convert", str(src), str(out)]) == 0
+    converted = read_history(out).ops
+    assert len(converted) == 116 and converted[0].key is not None
+
+
+def test_convert_refuses_to_overwrite(tmp_path, capsys):
+    src = tmp_path / "history.edn"
+    write_edn_history(ops(), src)
+    out = tmp_path / "exists.msgpack"
+    out.write_bytes(b"precious")
+    assert main(["history", "convert", str(src), str(out)]) == 2
+    err = capsys.readouterr().err
+    assert one_sentence(err) and "refusing to overwrite" in err
+    assert out.read_bytes() == b"precious"
+
+
+@pytest.mark.parametrize("argv_tail, content, fragment", [
+    (["show"], b"{:type :invoke, :f :read, :process 0", "never closed"),
+    (["show", "--format", "msgpack"], b"\xc1garbage", "corrupt data"),
+    (["validate"], b"INFO  jepsen.util - 0\t:invoke\n", "line 1"),
+    (["show", "--format", "porcupine-kv"], b"not edn }", "line 1"),
+])
+def test_bad_input_is_one_sentence(tmp_path, capsys, argv_tail, content, fragment):
+    path = tmp_path / "input"
+    path.write_bytes(content)
+    argv = ["history", argv_tail[0], str(path), *argv_tail[1:]]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert one_sentence(captured.err) and fragment in captured.err
+    assert captured.out == ""
+
+
+def test_missing_file(tmp_path, capsys):
+    assert main(["history", "show", str(tmp_path / "nope")]) == 2
+    assert one_sentence(capsys.readouterr().err)
+
+
+def test_unknown_format_is_one_sentence(tmp_path, capsys):
+    path = tmp_path / "blob.bin"
+    path.write_bytes(b"\x00\x01\x02hello")
+    assert main(["history", "show", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert one_sentence(err) and "unknown history format" in err
+
+
+def test_ls(tmp_path, capsys):
+    assert main(["ls", "--results", str(tmp_path)]) == 0
+    assert "no runs" in capsys.readouterr().out
+    old = create_run_dir(tmp_path)
+    (old / "run.json").write_text(json.dumps({
+        "start_wall": "2024-06-01T12:00:00+00:00", "status": "complete",
+        "config": {"db": "raft", "workload": "kv", "nemesis": ["partition"], "nodes": 5}}))
+    (old / "verdicts.json").write_text(json.dumps({"valid": False}))
+    new = create_run_dir(tmp_path)
+    (new / "run.json").write_text("{broken")
+    assert main(["ls", "--results", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["RUN", "START", "CONFIG", "VERDICT", "NOTES"]
+    assert lines[1].startswith(new.name) and "run.json unreadable" in lines[1]
+    assert lines[2].startswith(old.name)
+    assert "raft/kv/partition 5 nodes" in lines[2] and "invalid" in lines[2]
+
+
+def test_ls_uses_env(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FAULTLINE_RESULTS", str(tmp_path))
+    run = create_run_dir(tmp_path)
+    assert main(["ls"]) == 0
+    out = capsys.readouterr().out
+    assert run.name in out and "run.json missing" in out
