@@ -1,0 +1,71 @@
+"""`python -m nodes.raft --id n1 ...` runs a node; `python -m nodes.raft dump DIR --out F` dumps."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from nodes.raft.client import parse_address
+
+
+def parse_peers(text: str) -> dict[str, tuple[str, int]]:
+    peers = {}
+    for item in text.split(","):
+        name, sep, address = item.partition("=")
+        if not sep or not name:
+            raise argparse.ArgumentTypeError(f"peer {item!r} is not NAME=HOST:PORT")
+        peers[name] = parse_address(address)
+    return peers
+
+
+def node_main(argv: list[str]) -> None:
+    from nodes.raft.server import NodeOptions, run
+
+    p = argparse.ArgumentParser(prog="python -m nodes.raft")
+    p.add_argument("--id", required=True)
+    p.add_argument("--cluster-id", required=True)
+    p.add_argument("--listen", required=True, type=parse_address, help="HOST:PORT")
+    p.add_argument("--peers", required=True, type=parse_peers, help="n1=HOST:PORT,...")
+    p.add_argument("--data-dir", required=True, type=Path)
+    p.add_argument("--tick-ms", type=int, default=50)
+    p.add_argument("--bug", action="append", default=[], help="bug switch (repeatable)")
+    p.add_argument("--request-timeout-ms", type=int, default=5000)
+    p.add_argument("--seed", type=int, default=None, help="election timer rng seed")
+    args = p.parse_args(argv)
+    if args.id not in args.peers:
+        p.error(f"--peers must include this node ({args.id})")
+    run(NodeOptions(
+        node_id=args.id,
+        cluster_id=args.cluster_id,
+        listen=args.listen,
+        peers=args.peers,
+        data_dir=args.data_dir,
+        tick_ms=args.tick_ms,
+        bugs=frozenset(args.bug),
+        request_timeout_s=args.request_timeout_ms / 1000,
+        seed=args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big"),
+    ))
+
+
+def dump_main(argv: list[str]) -> None:
+    from nodes.raft.dump import write_dump
+
+    p = argparse.ArgumentParser(prog="python -m nodes.raft dump")
+    p.add_argument("data_dir", type=Path)
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--node", default=None, help="node name (default: the data dir's name)")
+    args = p.parse_args(argv)
+    write_dump(args.data_dir, args.out, args.node)
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["dump"]:
+        dump_main(argv[1:])
+    else:
+        node_main(argv)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,404 @@
+"""The node process: sockets, disk and clock around the I/O-free core.
+
+One asyncio loop does everything except fsync of the log, which runs in a
+worker thread so appends keep arriving while the disk works: whatever was
+appended during one fsync is covered by the next one (group commit).
+
+Per Ready (docs/raft-core-api.md): persist the quorum state, truncate, append,
+send messages, apply committed entries and answer the clients waiting on them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import signal
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from nodes.raft import codec, storage
+from nodes.raft.core import Config, Core, Entry, MalformedMessage, NotLeader, QuorumState, Ready
+from nodes.raft.peers import PeerLink
+from nodes.raft.requests import MAX_COMMAND_BYTES, READS, BadRequest, command_for
+from nodes.raft.roles import LEADER
+from nodes.raft.state_machine import Outcome, StateMachine
+from nodes.raft.storage import LogRecord, SegmentedLog
+
+HW_CHECKPOINT_INTERVAL_S = 0.5
+
+
+@dataclass
+class NodeOptions:
+    node_id: str
+    cluster_id: str
+    listen: tuple[str, int]
+    peers: dict[str, tuple[str, int]]  # every voter, this node included
+    data_dir: Path
+    tick_ms: int = 50
+    bugs: frozenset[str] = frozenset()
+    request_timeout_s: float = 5.0
+    seed: int = 0
+    segment_bytes: int = storage.DEFAULT_SEGMENT_BYTES
+
+
+@dataclass
+class Pending:
+    """A client request waiting for its log entry to commit."""
+
+    epoch: int
+    request: dict[str, Any]
+    connection: ClientConnection
+    deadline: float
+
+
+@dataclass
+class ClientConnection:
+    writer: asyncio.StreamWriter
+    open: bool = True
+
+    def reply(self, request_id: Any, outcome: Outcome, definite: bool = True,
+              leader: str | None = None) -> None:
+        if not self.open or self.writer.is_closing():
+            return
+        response = {
+            "id": request_id, "ok": outcome.ok, "value": outcome.value,
+            "error": outcome.error, "definite": definite, "leader": leader,
+        }
+        try:
+            frame = codec.encode_frame(response)
+        except codec.FrameTooLarge:
+            frame = codec.encode_frame(response | {"ok": False, "value": None,
+                                                   "error": "response_too_large"})
+        self.writer.write(frame)
+
+
+def error_outcome(error: str) -> Outcome:
+    return Outcome(False, error=error)
+
+
+def emit_event(node_id: str, event: dict[str, Any]) -> None:
+    line = {"t": time.monotonic_ns(), "node": node_id} | event
+    sys.stdout.write(json.dumps(line, default=str) + "\n")
+    sys.stdout.flush()
+
+
+@dataclass
+class _Flags:
+    ready_scheduled: bool = False
+    hw_dirty: bool = False
+    stopping: bool = False
+    ids: itertools.count = field(default_factory=itertools.count)
+
+
+class RaftServer:
+    def __init__(self, options: NodeOptions) -> None:
+        self.options = options
+        self.node_id = options.node_id
+        self.data_dir = Path(options.data_dir)
+        self.state_machine = StateMachine()
+        self.pending: dict[int, Pending] = {}
+        self.applied_end = 0
+        self.flags = _Flags()
+        self.boot = time.monotonic_ns()
+        self._fsync_pool = ThreadPoolExecutor(1, thread_name_prefix="fsync")
+        self._need_flush = asyncio.Event()
+        self._links: dict[str, PeerLink] = {}
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._connections: set[asyncio.StreamWriter] = set()
+
+    # ---------------------------------------------------------------- startup
+
+    def recover(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.log, recovered = SegmentedLog.open(self.data_dir, self.options.segment_bytes)
+        state_file = self.data_dir / storage.QUORUM_STATE_FILE
+        stored = storage.read_quorum_state(self.data_dir)
+        if stored is None and (state_file.exists() or recovered.records):
+            # A voter that forgets its vote could vote twice in one epoch.
+            self.emit({"event": "data_loss", "what": "quorum-state-missing"})
+        state = QuorumState(**stored) if stored else None
+        if state is not None and state.cluster_id != self.options.cluster_id:
+            raise SystemExit(
+                f"{self.data_dir} belongs to cluster {state.cluster_id!r}, "
+                f"not {self.options.cluster_id!r}"
+            )
+        config = Config(
+            node_id=self.node_id,
+            voters=tuple(sorted(self.options.peers)),
+            cluster_id=self.options.cluster_id,
+            bugs=self.options.bugs,
+        )
+        entries = [Entry(r.offset, r.epoch, r.payload) for r in recovered.records]
+        self.core = Core(config, state, entries, self.options.seed)
+        self.emit({
+            "event": "start", "epoch": self.core.epoch, "log_end": self.core.log_end,
+            "recovered_truncated_bytes": recovered.truncated_bytes,
+        })
+        if recovered.truncated_bytes:
+            self.emit({"event": "truncate", "from": None, "to": self.core.log_end,
+                       "reason": "recovery", "bytes": recovered.truncated_bytes})
+        storage.write_epoch_checkpoint(self.data_dir, self.core.epoch_cache)
+
+    async def serve(self) -> None:
+        self.recover()
+        loop = asyncio.get_running_loop()
+        host, port = self.options.listen
+        server = await asyncio.start_server(self._on_connection, host, port)
+        for name, (peer_host, peer_port) in self.options.peers.items():
+            if name != self.node_id:
+                link = PeerLink(name, peer_host, peer_port, source_host=host)
+                link.start()
+                self._links[name] = link
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        self._tasks = [
+            loop.create_task(self._tick_loop()),
+            loop.create_task(self._flush_loop()),
+            loop.create_task(self._hw_checkpoint_loop()),
+        ]
+        self.process_ready()
+        try:
+            await stop.wait()
+        finally:
+            await self._shutdown(server)
+
+    async def _shutdown(self, server: asyncio.Server) -> None:
+        self.flags.stopping = True
+        server.close()
+        for writer in list(self._connections):
+            writer.close()
+        for task in self._tasks:
+            task.cancel()
+        for link in self._links.values():
+            await link.close()
+        self.log.sync()
+        storage.write_high_watermark(self.data_dir, self.core.high_watermark)
+        self.log.close()
+        self._fsync_pool.shutdown()
+
+    def emit(self, event: dict[str, Any]) -> None:
+        emit_event(self.node_id, event)
+
+    # ------------------------------------------------------------ loop tasks
+
+    async def _tick_loop(self) -> None:
+        interval = self.options.tick_ms / 1000
+        next_tick = time.monotonic()
+        while True:
+            next_tick += interval
+            await asyncio.sleep(max(0.0, next_tick - time.monotonic()))
+            self.core.tick()
+            self._expire_requests()
+            self.process_ready()
+
+    async def _flush_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._need_flush.wait()
+            self._need_flush.clear()
+            await loop.run_in_executor(self._fsync_pool, self.log.sync)
+            # Read the durable end now, not what sync returned: a truncation may
+            # have run since, and only the current answer is true of the log.
+            self.core.flushed(self.log.flushed_end)
+            self.process_ready()
+
+    async def _hw_checkpoint_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(HW_CHECKPOINT_INTERVAL_S)
+            if self.flags.hw_dirty:
+                self.flags.hw_dirty = False
+                hw = self.core.high_watermark
+                await loop.run_in_executor(
+                    None, storage.write_high_watermark, self.data_dir, hw
+                )
+
+    # ------------------------------------------------------------ core output
+
+    def schedule_ready(self) -> None:
+        """Handle the core's output once this burst of input has been read, so
+        many requests share one Ready (one write, one fsync)."""
+        if not self.flags.ready_scheduled:
+            self.flags.ready_scheduled = True
+            asyncio.get_running_loop().call_soon(self.process_ready)
+
+    def process_ready(self) -> None:
+        self.flags.ready_scheduled = False
+        while True:
+            ready = self.core.ready()
+            if ready.is_empty():
+                break
+            self._handle(ready)
+        self._fail_pending_if_not_leading()
+
+    def _handle(self, ready: Ready) -> None:
+        if ready.quorum_state is not None:
+            # Durable before any vote or epoch claim in `messages` leaves us.
+            storage.write_quorum_state(self.data_dir, asdict(ready.quorum_state))
+        if ready.truncate_to is not None:
+            for offset in [o for o in self.pending if o >= ready.truncate_to]:
+                self._answer_lost(offset)
+            self.log.truncate(ready.truncate_to)
+        if ready.append:
+            self.log.append([LogRecord(e.offset, e.epoch, e.payload) for e in ready.append])
+            self._need_flush.set()
+        if ready.epoch_cache is not None:
+            storage.write_epoch_checkpoint(self.data_dir, ready.epoch_cache)
+        for msg in ready.messages:
+            link = self._links.get(msg.get("to"))
+            if link is not None:
+                link.send(msg)
+        for entry in ready.committed:
+            self._apply(entry)
+        if ready.high_watermark is not None:
+            self.flags.hw_dirty = True
+        for event in ready.events:
+            self.emit(event)
+
+    def _apply(self, entry: Entry) -> None:
+        if entry.offset < self.applied_end:
+            return  # replayed after a restart: already in the state machine
+        try:
+            command = msgpack.unpackb(entry.payload, raw=False)
+        except Exception:
+            command = {}
+        outcome = self.state_machine.apply(command if isinstance(command, dict) else {})
+        self.applied_end = entry.offset + 1
+        pending = self.pending.pop(entry.offset, None)
+        if pending is None:
+            return
+        if pending.epoch != entry.epoch:
+            # Another leader's entry took our offset: ours was truncated.
+            pending.connection.reply(pending.request["id"], error_outcome("leader_lost"), False)
+            return
+        if pending.request["op"] in READS:
+            outcome = self.state_machine.query(pending.request)
+        pending.connection.reply(pending.request["id"], outcome, definite=True)
+
+    def _answer_lost(self, offset: int) -> None:
+        pending = self.pending.pop(offset)
+        pending.connection.reply(pending.request["id"], error_outcome("leader_lost"), False,
+                                 leader=self.core.leader)
+
+    def _fail_pending_if_not_leading(self) -> None:
+        if not self.pending:
+            return
+        leading = self.core.role == LEADER
+        for offset in [o for o, p in self.pending.items()
+                       if not leading or p.epoch != self.core.epoch]:
+            self._answer_lost(offset)
+
+    def _expire_requests(self) -> None:
+        now = time.monotonic()
+        for offset in [o for o, p in self.pending.items() if p.deadline <= now]:
+            pending = self.pending.pop(offset)
+            pending.connection.reply(pending.request["id"], error_outcome("timeout"), False)
+
+    # ---------------------------------------------------------------- network
+
+    async def _on_connection(self, reader: asyncio.StreamReader,
+                             writer: asyncio.StreamWriter) -> None:
+        self._connections.add(writer)
+        connection = ClientConnection(writer)
+        try:
+            while True:
+                try:
+                    body = await codec.read_frame(reader)
+                except codec.FrameError as e:
+                    # The stream is out of step: say why, then hang up.
+                    connection.reply(None, error_outcome("bad_request"))
+                    self._log_problem(f"closing connection: {e}")
+                    break
+                if body is None:
+                    break
+                self._on_frame(body, connection)
+                await writer.drain()
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            connection.open = False
+            self._connections.discard(writer)
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+    def _on_frame(self, body: bytes, connection: ClientConnection) -> None:
+        try:
+            msg = codec.decode_body(body)
+        except codec.BadMessage:
+            connection.reply(None, error_outcome("bad_request"))
+            return
+        kind = msg.get("kind")
+        if kind == "peer":
+            self._on_peer_message(msg)
+        elif kind == "client":
+            self._on_client_request(msg, connection)
+        else:
+            connection.reply(msg.get("id"), error_outcome("bad_request"))
+
+    def _on_peer_message(self, msg: dict[str, Any]) -> None:
+        if self.flags.stopping:
+            return
+        try:
+            self.core.receive(msg)
+        except (MalformedMessage, ValueError):
+            # A garbled or hostile "peer" must not take the node down.
+            self._log_problem(f"ignored malformed peer message: {traceback.format_exc(1)}")
+        self.schedule_ready()
+
+    def _on_client_request(self, request: dict[str, Any], connection: ClientConnection) -> None:
+        request_id = request.get("id")
+        if not isinstance(request_id, int) or isinstance(request_id, bool):
+            connection.reply(None, error_outcome("bad_request"))
+            return
+        cluster_id = request.get("cluster_id")
+        if cluster_id is not None and cluster_id != self.options.cluster_id:
+            connection.reply(request_id, error_outcome("cluster_id_mismatch"))
+            return
+        if request.get("op") == "status":
+            connection.reply(request_id, Outcome(True, self.status()))
+            return
+        try:
+            command = command_for(request)
+        except BadRequest as e:
+            connection.reply(request_id, Outcome(False, str(e), "bad_request"))
+            return
+        command["rid"] = f"{self.node_id}-{self.boot}-{next(self.flags.ids)}"
+        payload = msgpack.packb(command, use_bin_type=True)
+        if len(payload) > MAX_COMMAND_BYTES:
+            connection.reply(request_id, Outcome(False, "command too large", "bad_request"))
+            return
+        try:
+            offset = self.core.propose(payload)
+        except NotLeader as e:
+            connection.reply(request_id, error_outcome("not_leader"), leader=e.leader)
+            return
+        self.pending[offset] = Pending(
+            self.core.epoch, request, connection,
+            time.monotonic() + self.options.request_timeout_s,
+        )
+        self.schedule_ready()
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "node": self.node_id, "role": self.core.role, "epoch": self.core.epoch,
+            "leader": self.core.leader, "hw": self.core.high_watermark,
+            "log_end": self.core.log_end,
+        }
+
+    def _log_problem(self, text: str) -> None:
+        print(f"{self.node_id}: {text}", file=sys.stderr, flush=True)
+
+
+def run(options: NodeOptions) -> None:
+    asyncio.run(RaftServer(options).serve())
