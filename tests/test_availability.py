@@ -1,0 +1,184 @@
+"""Availability checker: gaps matched to faults, leader changes classified, and
+limits that fail only when configured. Includes a KIP-996 disruptive server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checkers import availability
+from checkers.history import Op
+
+S = 1_000_000_000
+START = 7 * 10**12  # CLOCK_MONOTONIC at run start: event t = START + history time
+
+
+class H:
+    def __init__(self) -> None:
+        self.ops: list[Op] = []
+
+    def add(self, t_s: float, process: Any, typ: str, f: str, value: Any = None) -> None:
+        self.ops.append(Op(len(self.ops), int(t_s * S), process, typ, f, value))
+
+    def reads(self, from_s: float, to_s: float, every_s: float = 0.5) -> None:
+        t = from_s
+        while t <= to_s:
+            self.add(t, 0, "invoke", "read")
+            self.add(t + 0.01, 0, "ok", "read", 1)
+            t += every_s
+
+    def nemesis(self, t_s: float, f: str, value: Any) -> None:
+        self.add(t_s, "nemesis", "invoke", f, value)
+        self.add(t_s + 0.1, "nemesis", "info", f, value)
+
+
+def run(**config: Any) -> dict:
+    return {"run_id": "x", "config": config, "start_monotonic_ns": START}
+
+
+def role(t_s: float, node: str, role_name: str, epoch: int, leader: str | None) -> dict:
+    return {"t": START + int(t_s * S), "node": node, "event": "role", "role": role_name,
+            "epoch": epoch, "leader": leader}
+
+
+def isolate_n3_then_heal() -> H:
+    h = H()
+    h.reads(0.5, 9.5)
+    h.nemesis(10, "partition", {"nodes": ["n3"], "shape": "isolate",
+                                "cut": [["n3", "n1"], ["n3", "n2"]]})
+    h.reads(10.5, 19.5)
+    h.nemesis(20, "heal", {})
+    h.reads(20.5, 40)
+    return h
+
+
+def steady_leader() -> dict[str, list[dict]]:
+    return {"n1": [role(0.2, "n1", "Leader", 1, "n1")],
+            "n2": [role(0.3, "n2", "Follower", 1, "n1")],
+            "n3": [role(0.3, "n3", "Follower", 1, "n1")]}
+
+
+def disruptive_n3() -> dict[str, list[dict]]:
+    """KIP-996 without Pre-Vote: isolated n3 keeps bumping its epoch; on the heal
+    its Vote requests make the healthy leader resign and a new election follows."""
+    events = steady_leader()
+    events["n3"] += [role(11 + i, "n3", "Candidate", 2 + i, None) for i in range(5)]
+    events["n1"] += [role(20.3, "n1", "Unattached", 6, None),
+                     role(20.4, "n1", "Candidate", 7, None),
+                     role(20.5, "n1", "Leader", 7, "n1")]
+    events["n2"] += [role(20.3, "n2", "Unattached", 6, None),
+                     role(20.5, "n2", "Follower", 7, "n1")]
+    events["n3"] += [role(20.5, "n3", "Follower", 7, "n1")]
+    return events
+
+
+def prevote_n3() -> dict[str, list[dict]]:
+    """With Pre-Vote n3 stays Prospective in epoch 1 and simply rejoins."""
+    events = steady_leader()
+    events["n3"] += [role(11, "n3", "Prospective", 1, None),
+                     role(20.3, "n3", "Follower", 1, "n1")]
+    return events
+
+
+def test_kip996_disruptive_server_is_flagged_by_a_per_heal_limit():
+    v = availability.check(isolate_n3_then_heal().ops, disruptive_n3(), run(),
+                           {"max_leader_changes_per_heal": 0})
+    assert v["valid"] is False
+    [a] = v["anomalies"]
+    assert a["type"] == "leader-changes-after-heal" and a["count"] == 1
+    assert a["heal"]["time_s"] == 20.1
+    assert a["changes"][0]["epoch"] == 7
+
+
+def test_kip996_disruptive_server_passes_without_limits_but_reports_figures():
+    v = availability.check(isolate_n3_then_heal().ops, disruptive_n3(), run())
+    assert v["valid"] is True
+    st = v["stats"]
+    assert st["elections"] == 2 and st["leader_changes"] == 1
+    assert st["leader_node_changes"] == 0  # n1 re-elected, yet service was interrupted
+    assert st["leader_changes_after_heal"] == 1 and st["max_leader_changes_per_heal"] == 1
+    assert st["leader_changes_during_fault"] == 0 and st["quiet_leader_changes"] == 0
+
+
+def test_kip996_with_prevote_passes_the_same_limit():
+    v = availability.check(isolate_n3_then_heal().ops, prevote_n3(), run(),
+                           {"max_leader_changes_per_heal": 0})
+    assert v["valid"] is True, v["anomalies"]
+    assert v["stats"]["leader_changes"] == 0
+
+
+def test_limits_come_from_the_run_config():
+    v = availability.check(isolate_n3_then_heal().ops, disruptive_n3(),
+                           run(thresholds={"max_leader_changes_per_heal": 0}))
+    assert v["valid"] is False
+
+
+def test_leader_change_with_no_fault_and_no_recent_heal_is_quiet():
+    h = isolate_n3_then_heal()
+    events = steady_leader()
+    events["n2"] += [role(35, "n2", "Leader", 2, "n2")]
+    v = availability.check(h.ops, events, run(), {"max_quiet_leader_changes": 0})
+    assert [a["type"] for a in v["anomalies"]] == ["quiet-leader-changes"]
+    assert v["anomalies"][0]["changes"][0]["node"] == "n2"
+    passing = availability.check(h.ops, events, run(), {"max_quiet_leader_changes": 1})
+    assert passing["valid"] is True and passing["stats"]["quiet_leader_changes"] == 1
+
+
+def test_leader_change_during_a_fault_is_not_quiet():
+    h = H()
+    h.reads(0.5, 9.5)
+    h.nemesis(10, "kill", {"nodes": ["n1"]})
+    h.reads(14, 19.5)
+    h.nemesis(20, "start", {"nodes": ["n1"]})
+    h.reads(20.5, 30)
+    events = steady_leader()
+    events["n2"] += [role(13, "n2", "Leader", 2, "n2")]
+    v = availability.check(h.ops, events, run(),
+                           {"max_quiet_leader_changes": 0, "max_leader_changes_per_heal": 0})
+    assert v["valid"] is True, v["anomalies"]
+    assert v["stats"]["leader_changes_during_fault"] == 1
+
+
+def test_gap_is_matched_to_the_fault_and_fails_only_over_the_limit():
+    h = H()
+    h.reads(0.5, 9.5)
+    h.nemesis(10, "kill", {"nodes": ["n1"]})
+    h.reads(17.5, 19.5)           # 8 s without a successful op
+    h.nemesis(20, "start", {"nodes": ["n1"]})
+    h.reads(20.5, 25)
+    figures = availability.check(h.ops, None, run())
+    assert figures["valid"] is True
+    [gap] = figures["stats"]["gaps"]
+    assert gap["duration_s"] == 8.0 and gap["explained"] is True
+    assert gap["faults"][0]["f"] == "kill" and gap["faults"][0]["end_s"] == 20.1
+    assert figures["stats"]["leadership"] is None
+
+    v = availability.check(h.ops, None, run(), {"max_unavailable_s": 5})
+    assert [a["type"] for a in v["anomalies"]] == ["unavailable"]
+    assert v["anomalies"][0]["duration_s"] == 8.0
+    assert availability.check(h.ops, None, run(), {"max_unavailable_s": 10})["valid"] is True
+
+
+def test_gap_with_no_fault_is_unexplained():
+    h = H()
+    h.reads(0.5, 5)
+    h.reads(9, 12)
+    v = availability.check(h.ops, None, run())
+    assert v["stats"]["unexplained_gaps"] == 1 and v["stats"]["gap_count"] == 1
+
+
+def test_leader_limit_without_events_is_unknown():
+    h = isolate_n3_then_heal()
+    assert availability.check(h.ops, None, run(),
+                              {"max_quiet_leader_changes": 0})["valid"] == "unknown"
+
+
+def test_kill_of_one_node_stays_in_force_until_that_node_starts():
+    h = H()
+    h.nemesis(1, "kill", {"nodes": ["n1"]})
+    h.nemesis(2, "kill", {"nodes": ["n2"]})
+    h.nemesis(3, "start", {"nodes": ["n1"]})
+    h.add(4, 0, "invoke", "read")
+    faults, heals = availability.fault_windows(h.ops, run_end=h.ops[-1].time)
+    assert [(f["value"]["nodes"], f["end"]) for f in faults] == [
+        (["n1"], int(3.1 * S)), (["n2"], 4 * S)]
+    assert len(heals) == 1
