@@ -1,1 +1,11 @@
-"""Elle-style list-append checker (in progress)."""
+"""Elle-style checker for list-append transaction histories: infers each key's
+version order from reads, builds a ww/wr/rw/process/realtime dependency graph,
+finds and explains cycles (G0, G1c, G-single, G2-item and their process and
+realtime variants) and non-cycle anomalies (G1a, G1b, dirty update, internal,
+duplicate elements, incompatible order), and says which consistency models
+the history rules out."""
+
+from checkers.elle.check import check
+from checkers.elle.consistency import MODELS
+
+__all__ = ["check", "MODELS"]

@@ -1,0 +1,98 @@
+"""The Elle-style list-append checker: history in, verdict out."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+from checkers.elle.consistency import PROHIBITED, judge, models_report
+from checkers.elle.cycles import Cycle, edge_evidence, find_cycles
+from checkers.elle.dirty import dirty_anomalies
+from checkers.elle.explain import explain_cycle, txn_ref
+from checkers.elle.graph import dependency_graph
+from checkers.elle.internal import internal_anomalies
+from checkers.elle.kinds import KIND_NAMES
+from checkers.elle.txns import Txn, transactions
+from checkers.elle.versions import index_writers, infer_orders
+from checkers.history import Op
+from checkers.verdict import Verdict, verdict
+
+# Enough of each anomaly type to act on; the counts in stats say how many.
+MAX_PER_TYPE = 20
+
+
+def check(history: list[Op], run: dict | None = None, *, model: str = "strict-serializable",
+          cycle_search_budget_s: float = 30.0) -> Verdict:
+    """Judge a list-append history against `model` (one of
+    `checkers.elle.consistency.MODELS`). Anomalies carry a `type` and an
+    `explanation`; `stats["models"]` says which models the history rules out."""
+    if model not in PROHIBITED:
+        raise ValueError(f"unknown consistency model {model!r}; one of {sorted(PROHIBITED)}")
+    started = time.monotonic()
+    txns, malformed = transactions(history)
+    versions = index_writers(txns)
+    anomalies = list(malformed)
+    anomalies += internal_anomalies(txns)
+    anomalies += infer_orders(txns, versions)
+    anomalies += dirty_anomalies(txns, versions)
+    g = dependency_graph(txns, versions)
+    built = time.monotonic()
+    search = find_cycles(g, cycle_search_budget_s)
+    anomalies += [_cycle_anomaly(c, g, txns) for c in search.cycles]
+    if search.undecided:
+        anomalies.append({
+            "type": "cycle-search-timeout", "undecided": search.undecided,
+            "budget_s": cycle_search_budget_s,
+            "explanation": (f"The cycle search used up its {cycle_search_budget_s:g} s budget "
+                            f"(largest strongly connected component: "
+                            f"{search.largest_component} txns) before it could rule out "
+                            f"{', '.join(search.undecided)}; models prohibiting those are "
+                            f"unknown."),
+        })
+    counts = Counter(a["type"] for a in anomalies)
+    found = set(counts) - {"cycle-search-timeout", "malformed-txn"}
+    models = models_report(found, set(search.undecided), bool(malformed))
+    kinds = Counter()
+    for _, _, mask in g.edges(data="kinds"):
+        for bit, name in KIND_NAMES.items():
+            if mask & bit:
+                kinds[name] += 1
+    stats: dict[str, Any] = {
+        "model": model,
+        "txns": len(txns),
+        "txn_status": dict(Counter(t.status for t in txns)),
+        "edges": dict(kinds),
+        "cyclic_components": search.components,
+        "largest_component": search.largest_component,
+        "anomaly_counts": dict(counts),
+        "models": models,
+        "not": [m for m, r in models.items() if r["valid"] is False],
+        "graph_s": round(built - started, 3),
+        "cycle_search_s": round(search.seconds, 3),
+    }
+    return verdict(judge(model, found, search.undecided, bool(malformed)),
+                   _capped(anomalies), stats)
+
+
+def _capped(anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: Counter = Counter()
+    out = []
+    for a in anomalies:
+        seen[a["type"]] += 1
+        if seen[a["type"]] <= MAX_PER_TYPE:
+            out.append(a)
+    return out
+
+
+def _cycle_anomaly(cycle: Cycle, g: Any, txns: list[Txn]) -> dict[str, Any]:
+    steps = [(txns[u], txns[v], kind, edge_evidence(g, u, v, kind))
+             for u, v, kind in cycle.steps]
+    return {
+        "type": cycle.type,
+        "cycle": [txn_ref(txns[u]) for u, _, _ in cycle.steps],
+        "steps": [{"from": txns[u].invoke.index, "to": txns[v].invoke.index,
+                   "kind": KIND_NAMES[kind], "evidence": ev}
+                  for (u, v, kind), (_, _, _, ev) in zip(cycle.steps, steps, strict=True)],
+        "explanation": explain_cycle(cycle.type, steps),
+    }

@@ -1,0 +1,63 @@
+"""Anomalies of reading or overwriting what a transaction should not see:
+G1a (aborted read: an element appended by a failed txn was read), G1b
+(intermediate read: a read ended at an element its writer later followed with
+another append to the same key) and dirty update (a failed txn's element is
+followed in a key's version order by a committed one)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checkers.elle.explain import describe, show_list, txn_ref
+from checkers.elle.txns import FAIL, Txn
+from checkers.elle.versions import Versions, own_suffix_start
+
+
+def dirty_anomalies(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]:
+    anomalies: list[dict[str, Any]] = []
+    for t in txns:
+        for k, r in t.reads():
+            failed = versions.failed.get(k)
+            bad = failed.intersection(r) if failed else None
+            for e in sorted(bad, key=repr) if bad else ():
+                w = txns[versions.writer[(k, e)]]
+                anomalies.append({
+                    "type": "G1a", "key": k, "element": e, "reader": txn_ref(t),
+                    "writer": txn_ref(w),
+                    "explanation": (f"The txn by {describe(t)} read key {k!r} as "
+                                    f"{show_list(r)}, including {e!r}, which was "
+                                    f"appended by the failed txn by {describe(w)}."),
+                })
+            end = own_suffix_start(t, k, r, versions)
+            if end and (k, r[end - 1]) in versions.intermediate:
+                e = r[end - 1]
+                w = txns[versions.writer[(k, e)]]
+                anomalies.append({
+                    "type": "G1b", "key": k, "element": e, "reader": txn_ref(t),
+                    "writer": txn_ref(w),
+                    "explanation": (f"The txn by {describe(t)} read key {k!r} ending in "
+                                    f"{e!r}, an intermediate state of the txn by "
+                                    f"{describe(w)}, which appended to {k!r} again after "
+                                    f"{e!r}."),
+                })
+    for k, failed in versions.failed.items():
+        order = versions.order.get(k, ())
+        for i, e in enumerate(order):
+            if e not in failed:
+                continue
+            later = next((x for x in order[i + 1:]
+                          if (k, x) in versions.writer
+                          and txns[versions.writer[(k, x)]].status != FAIL), None)
+            if later is None:
+                continue
+            w = txns[versions.writer[(k, e)]]
+            u = txns[versions.writer[(k, later)]]
+            anomalies.append({
+                "type": "dirty-update", "key": k, "element": e, "next": later,
+                "aborted": txn_ref(w), "writer": txn_ref(u),
+                "explanation": (f"Key {k!r} holds {e!r}, appended by the failed txn by "
+                                f"{describe(w)}, followed by {later!r}, appended by the txn "
+                                f"by {describe(u)}: a committed write on top of an aborted "
+                                f"one."),
+            })
+    return anomalies

@@ -1,0 +1,89 @@
+"""Words for anomalies: how a transaction, a list and a dependency edge are
+shown to a person, and the story of a cycle.
+
+Long reads are elided in the middle because the interesting elements of a
+list-append read are at its end (what it saw last) and its start (the key's
+history); a 5000-element list helps nobody.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checkers.elle.kinds import PROCESS, REALTIME, RW, WR, WW
+from checkers.elle.txns import APPEND, Txn
+
+_MAX_LIST = 8
+
+
+def show_list(xs: Any) -> str:
+    if xs is None:
+        return "?"
+    xs = list(xs)
+    if len(xs) <= _MAX_LIST:
+        return "[" + " ".join(map(repr, xs)) + "]"
+    head = " ".join(map(repr, xs[:3]))
+    tail = " ".join(map(repr, xs[-3:]))
+    return f"[{head} ...{len(xs) - 6} more... {tail}]"
+
+
+def show_mops(txn: Txn) -> str:
+    parts = []
+    for f, k, v in txn.mops:
+        parts.append(f"append {k!r} {v!r}" if f == APPEND else f"r {k!r} {show_list(v)}")
+    text = ", ".join(parts)
+    return text if len(text) <= 240 else text[:237] + "..."
+
+
+def describe(txn: Txn) -> str:
+    """One line naming a txn by its ops so a reader can find it in the history."""
+    end = (f"{txn.status} at op {txn.completion.index}" if txn.completion is not None
+           else "never completed")
+    return (f"process {txn.process}, invoked at op {txn.invoke.index}, {end}: "
+            f"[{show_mops(txn)}]")
+
+
+def txn_ref(txn: Txn) -> dict[str, Any]:
+    """The machine-readable identity of a txn in an anomaly."""
+    return {"process": txn.process, "invoke": txn.invoke.index,
+            "completion": txn.completion.index if txn.completion is not None else None,
+            "status": txn.status}
+
+
+def edge_reason(kind: int, a: str, b: str, ta: Txn, tb: Txn, evidence: Any) -> str:
+    """Why txn `a` must precede txn `b` through an edge of this kind."""
+    if kind == WW:
+        k, before, after = evidence
+        return (f"{a} appended {before!r} to key {k!r} and {b} appended {after!r} after "
+                f"it (ww)")
+    if kind == WR:
+        k, v = evidence
+        return f"{b} read key {k!r} ending in {v!r}, which {a} appended (wr)"
+    if kind == RW:
+        k, last, nxt = evidence
+        seen = f"ending in {last!r}" if last is not None else "as empty"
+        return (f"{a} read key {k!r} {seen} and so missed {nxt!r}, which {b} appended "
+                f"next (rw)")
+    if kind == PROCESS:
+        return f"process {ta.process} ran {a} and then {b} (process)"
+    if kind == REALTIME:
+        return (f"{a} completed at op {ta.completion.index} before {b} was invoked at "
+                f"op {tb.invoke.index} (realtime)")
+    raise ValueError(f"unknown edge kind {kind}")
+
+
+def explain_cycle(anomaly_type: str, steps: list[tuple[Txn, Txn, int, Any]]) -> str:
+    """The story of a cycle: who the transactions are, why each must precede the
+    next, and the contradiction. `steps` are (from, to, kind, evidence)."""
+    names = {id(t): f"T{i + 1}" for i, (t, _, _, _) in enumerate(steps)}
+    lines = ["Let:"]
+    for t, _, _, _ in steps:
+        lines.append(f"  {names[id(t)]} = the txn by {describe(t)}")
+    lines.append("Then:")
+    for t, u, kind, evidence in steps:
+        a, b = names[id(t)], names[id(u)]
+        lines.append(f"  - {a} < {b}, because {edge_reason(kind, a, b, t, u, evidence)}.")
+    order = " < ".join(names[id(t)] for t, _, _, _ in steps) + f" < {names[id(steps[0][0])]}"
+    lines.append(f"A cycle: {order}, so no order of these transactions agrees with what "
+                 f"they observed ({anomaly_type}).")
+    return "\n".join(lines)

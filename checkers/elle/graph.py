@@ -1,0 +1,133 @@
+"""The dependency graph between transactions, a networkx DiGraph whose nodes
+are txn ids. Each edge carries `kinds`, a bitmask of why the source must come
+before the target, and for data dependencies the evidence (key and elements)
+that the explanations quote:
+
+- ww: the target appended the next element after the source's, to some key;
+- wr: the target read a list ending in the source's element;
+- rw: the source read a list that stops just before the target's element
+  (an anti-dependency: it missed the target's append);
+- process: the same client process ran the source and then the target;
+- realtime: the source completed before the target was invoked.
+
+Failed txns are not nodes: they did not happen. Info txns may have happened;
+they are nodes, and get data edges only where their appends were observed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+
+from checkers.elle.kinds import KIND_NAMES, PROCESS, REALTIME, RW, WR, WW
+from checkers.elle.txns import FAIL, OK, Txn
+from checkers.elle.versions import Versions, own_suffix_start
+
+
+def _add(g: nx.DiGraph, u: int, v: int, kind: int, evidence: Any = None) -> None:
+    if u == v:
+        return
+    d = g.get_edge_data(u, v)
+    if d is None:
+        if evidence is None:
+            g.add_edge(u, v, kinds=kind)
+        else:
+            g.add_edge(u, v, kinds=kind, **{KIND_NAMES[kind]: evidence})
+        return
+    d["kinds"] |= kind
+    if evidence is not None:
+        d.setdefault(KIND_NAMES[kind], evidence)
+
+
+def dependency_graph(txns: list[Txn], versions: Versions) -> nx.DiGraph:
+    g = nx.DiGraph()
+    g.add_nodes_from(t.id for t in txns if t.status != FAIL)
+    _data_edges(g, txns, versions)
+    _process_edges(g, txns)
+    _realtime_edges(g, txns)
+    return g
+
+
+def _committed_writer(txns: list[Txn], versions: Versions, k: Any, e: Any) -> int | None:
+    w = versions.writer.get((k, e))
+    if w is None or txns[w].status == FAIL:
+        return None
+    return w
+
+
+def _data_edges(g: nx.DiGraph, txns: list[Txn], versions: Versions) -> None:
+    # Each key's successive writers, skipping elements nobody (or a failed txn)
+    # appended; those are reported elsewhere and order nothing.
+    writers_in_order: dict[Any, list[tuple[Any, int]]] = {}
+    for k, order in versions.order.items():
+        seq: list[tuple[Any, int]] = []
+        for e in order:
+            w = _committed_writer(txns, versions, k, e)
+            if w is not None:
+                if seq and seq[-1][1] != w:
+                    _add(g, seq[-1][1], w, WW, (k, seq[-1][0], e))
+                seq.append((e, w))
+        writers_in_order[k] = seq
+    for t in txns:
+        for k, r in t.reads():
+            end = own_suffix_start(t, k, r, versions)
+            last_writer = None
+            if end:
+                last_writer = _committed_writer(txns, versions, k, r[end - 1])
+                if last_writer is not None:
+                    _add(g, last_writer, t.id, WR, (k, r[end - 1]))
+            order = versions.order.get(k)
+            if order is None:
+                continue
+            for i in range(end, len(order)):
+                e = order[i]
+                w = _committed_writer(txns, versions, k, e)
+                if w is None:
+                    continue
+                # The read stopping inside one txn's appends is an intermediate
+                # read (G1b), not an anti-dependency on that txn.
+                if w != t.id and w != last_writer:
+                    _add(g, t.id, w, RW, (k, r[end - 1] if end else None, e))
+                break
+
+
+def _process_edges(g: nx.DiGraph, txns: list[Txn]) -> None:
+    last: dict[Any, int] = {}
+    for t in sorted((t for t in txns if t.status != FAIL), key=lambda t: t.invoke.index):
+        prev = last.get(t.process)
+        if prev is not None:
+            _add(g, prev, t.id, PROCESS)
+        last[t.process] = t.id
+
+
+def _realtime_edges(g: nx.DiGraph, txns: list[Txn]) -> None:
+    """Realtime order without its O(n^2) transitive closure: keep the frontier
+    of completed txns that no completed txn is yet known to follow. A txn
+    follows everything in the frontier at its invoke; when it completes, it
+    replaces those in the frontier, since anything invoked later reaches them
+    through it. Each txn gets about as many edges as there were concurrent txns."""
+    events: list[tuple[int, int, Txn]] = []
+    for t in txns:
+        if t.status == FAIL:
+            continue
+        events.append((t.invoke.index, 0, t))
+        if t.status == OK:
+            events.append((t.completion.index, 1, t))
+    events.sort(key=lambda e: (e[0], e[1]))
+    frontier: set[int] = set()
+    before: dict[int, tuple[int, ...]] = {}
+    for _, completes, t in events:
+        if not completes:
+            snapshot = tuple(frontier)
+            if t.status == OK:
+                before[t.id] = snapshot
+            else:  # an info txn, if it happened, happened after its invoke; it never completes
+                for u in snapshot:
+                    _add(g, u, t.id, REALTIME)
+            continue
+        snapshot = before.pop(t.id)
+        for u in snapshot:
+            _add(g, u, t.id, REALTIME)
+        frontier.difference_update(snapshot)
+        frontier.add(t.id)

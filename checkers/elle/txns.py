@@ -1,0 +1,105 @@
+"""A history's list-append transactions: each `txn` invoke paired with its
+completion, its micro-ops parsed and checked for shape.
+
+Histories come from systems under test and from other people's files, so a
+malformed transaction is reported (and left out), never a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from checkers.history import NEMESIS, Op, pair_ops
+
+APPEND = "append"
+READ = "r"
+
+OK, INFO, FAIL = "ok", "info", "fail"
+
+
+@dataclass(slots=True)
+class Txn:
+    """One transaction. `mops` are (f, key, value) triples: an append's value is the
+    element; a read's value is the list read, as a tuple, for ok txns and None
+    otherwise (an info or failed txn's reads are unknown)."""
+
+    id: int
+    status: str
+    process: int | str
+    invoke: Op
+    completion: Op | None
+    mops: list[tuple[str, Any, Any]]
+
+    def appends(self) -> Iterator[tuple[Any, Any]]:
+        for f, k, v in self.mops:
+            if f == APPEND:
+                yield k, v
+
+    def reads(self) -> Iterator[tuple[Any, tuple]]:
+        if self.status == OK:
+            for f, k, v in self.mops:
+                if f == READ:
+                    yield k, v
+
+
+class MalformedTxn(ValueError):
+    pass
+
+
+def _hashable(x: Any, what: str) -> Any:
+    if isinstance(x, list):  # EDN vectors and msgpack arrays arrive as lists
+        x = tuple(_hashable(e, what) for e in x)
+    if not isinstance(x, Hashable):
+        raise MalformedTxn(f"{what} {x!r:.60} cannot be compared")
+    return x
+
+
+def _parse_mops(value: Any, reads_known: bool) -> list[tuple[str, Any, Any]]:
+    if not isinstance(value, (list, tuple)):
+        raise MalformedTxn(f"a txn value must be a list of micro-ops, not {value!r:.60}")
+    mops = []
+    for m in value:
+        if not isinstance(m, (list, tuple)) or len(m) != 3:
+            raise MalformedTxn(f"micro-op {m!r:.60} is not [f, key, value]")
+        f, k, v = m
+        f = str(f) if isinstance(f, str) else f
+        k = _hashable(k, "key")
+        if f == APPEND:
+            mops.append((APPEND, k, _hashable(v, "appended element")))
+        elif f == READ:
+            if not reads_known:
+                mops.append((READ, k, None))
+            elif v is None:  # a key never written reads as nil in Jepsen
+                mops.append((READ, k, ()))
+            elif isinstance(v, (list, tuple)):
+                mops.append((READ, k, tuple(_hashable(e, "element read") for e in v)))
+            else:
+                raise MalformedTxn(f"read of key {k!r:.40} returned {v!r:.60}, not a list")
+        else:
+            raise MalformedTxn(f"micro-op kind {f!r:.40} is neither append nor r")
+    return mops
+
+
+def transactions(history: Iterable[Op]) -> tuple[list[Txn], list[dict[str, Any]]]:
+    """The txns of a history in invoke order, and a `malformed-txn` anomaly for
+    each one that could not be parsed. An invoke without a completion is info."""
+    txns: list[Txn] = []
+    problems: list[dict[str, Any]] = []
+    for inv, comp in pair_ops(history):
+        if inv.process == NEMESIS or inv.f != "txn":
+            continue
+        status = comp.type if comp is not None else INFO
+        try:
+            if status == OK:
+                mops = _parse_mops(comp.value, reads_known=True)
+            else:
+                mops = _parse_mops(inv.value, reads_known=False)
+        except MalformedTxn as e:
+            problems.append({"type": "malformed-txn", "op": inv.index,
+                             "explanation": f"The txn invoked at op {inv.index} was left "
+                                            f"out: {e}."})
+            continue
+        txns.append(Txn(len(txns), status, inv.process, inv, comp, mops))
+    return txns, problems
