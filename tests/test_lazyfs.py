@@ -9,12 +9,21 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from nemesis.lazyfs import LazyFS, LazyFSError, check_installed, mount_data_dir, send_command
+from nemesis.lazyfs import (
+    LazyFS,
+    LazyFSError,
+    check_installed,
+    force_cleanup,
+    mount_data_dir,
+    send_command,
+)
 
 _missing = check_installed()
 pytestmark = pytest.mark.skipif(_missing is not None, reason=_missing or "")
@@ -291,3 +300,58 @@ def test_mount_data_dir_moves_existing_files_onto_the_mount(tmp_path: Path) -> N
     finally:
         fs.stop()
     assert not os.path.ismount(data_dir)
+
+
+def test_concurrent_writers_each_lose_exactly_their_unsynced_tail(lazyfs: LazyFS) -> None:
+    def writer(i: int) -> None:
+        path = lazyfs.mountpoint / f"w{i}"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            for k in range(50):
+                os.write(fd, f"{i}:{k},".encode())
+                if k == 29:
+                    os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert lazyfs.status()["unsynced_files"] == 4
+
+    lazyfs.lose_unsynced()
+
+    for i in range(4):
+        expected = "".join(f"{i}:{k}," for k in range(30)).encode()
+        assert (lazyfs.mountpoint / f"w{i}").read_bytes() == expected
+
+
+def test_sigterm_unmounts_cleanly(tmp_path: Path) -> None:
+    fs = LazyFS(tmp_path / "b", tmp_path / "m", tmp_path / "c.sock")
+    fs.start()
+    try:
+        assert fs.pid is not None
+        os.kill(fs.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while os.path.ismount(tmp_path / "m"):
+            assert time.monotonic() < deadline, "SIGTERM did not unmount"
+            time.sleep(0.02)
+    finally:
+        fs.stop()
+
+
+def test_force_cleanup_after_the_process_was_killed(tmp_path: Path) -> None:
+    fs = LazyFS(tmp_path / "b", tmp_path / "m", tmp_path / "c.sock")
+    fs.start()
+    pid = fs.pid
+    try:
+        assert pid is not None
+        # What a crashed harness leaves: a mount whose server is gone.
+        os.kill(pid, signal.SIGKILL)
+        force_cleanup(pid, fs.mountpoint)
+        assert not os.path.ismount(tmp_path / "m")
+        force_cleanup(None, fs.mountpoint)  # idempotent
+    finally:
+        fs.stop()
