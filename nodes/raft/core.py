@@ -377,15 +377,15 @@ class Core:
             return
         if epoch < self._epoch:
             return
+        # A refusal that names this epoch's leader sends us back to it (KIP-996);
+        # a grant may name the leader too (a follower that lost touch with it),
+        # and is counted instead, or two such followers would never elect anyone.
+        refused = not msg["granted"]
         if (
-            leader is not None
+            refused
+            and leader is not None
             and leader != self.node_id
-            and self._role
-            in (
-                UNATTACHED,
-                PROSPECTIVE,
-                CANDIDATE,
-            )
+            and self._role in (UNATTACHED, PROSPECTIVE, CANDIDATE)
         ):
             self._become_follower(epoch, leader)
             return

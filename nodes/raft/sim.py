@@ -184,6 +184,36 @@ class Sim:
                     best = node.name
         return best
 
+    def stable_leader(self) -> str | None:
+        """The leader, if every live node follows it in its epoch."""
+        name = self.leader()
+        if name is None:
+            return None
+        epoch = self.nodes[name].core.epoch
+        for node in self.nodes.values():
+            if node.alive and node.name != name:
+                if node.core.epoch != epoch or node.core.leader != name:
+                    return None
+        return name
+
+    def settle(self, max_ticks: int = 500) -> str:
+        """Run until a stable leader exists; its name."""
+        if not self.run_until(lambda: self.stable_leader() is not None, max_ticks):
+            raise AssertionError(f"no stable leader after {max_ticks} ticks: {self.describe()}")
+        return self.stable_leader()
+
+    def describe(self) -> str:
+        parts = []
+        for node in self.nodes.values():
+            if node.alive:
+                c = node.core
+                parts.append(
+                    f"{node.name}:{c.role}/e{c.epoch}/l={c.leader}/end={c.log_end}/hw={c.high_watermark}"
+                )
+            else:
+                parts.append(f"{node.name}:down")
+        return f"t={self.now} " + " ".join(parts)
+
     def propose(self, payload: bytes) -> tuple[str, int] | None:
         name = self.leader()
         if name is None:
