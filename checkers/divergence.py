@@ -13,6 +13,7 @@ because a dump only shows the end state):
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Iterable
 from itertools import combinations
@@ -150,7 +151,7 @@ def _mismatches(logs: dict[str, Log], committed: dict[str, int]) -> list[dict[st
             elif o < last_match:
                 why_by_offset[o] = "below-matching-entry"
         for first, last in _runs_with_same_reason(why_by_offset):
-            span = [o for o in common if first <= o <= last]
+            span = common[bisect_left(common, first):bisect_right(common, last)]
             anomalies.append({
                 "type": "divergence",
                 "why": why_by_offset[first],

@@ -31,6 +31,7 @@ WORKLOADS = ("register", "kv", "list-append", "log")
 MAX_ANOMALIES = 200
 # How many offsets one log read can vouch for; bounds work on hostile counts.
 MAX_READ_COVER = 100_000
+_ATOMS = frozenset({int, str, float, bool, bytes, type(None)})
 
 
 @dataclass(slots=True)
@@ -89,6 +90,8 @@ def check(history: list[Op], dumps: dict[str, dict] | None, workload: str) -> Ve
 
 def freeze(v: Any) -> Any:
     """A hashable stand-in for a msgpack value (lists and maps are not hashable)."""
+    if type(v) in _ATOMS:  # the common case, by far: unique integers
+        return v
     if isinstance(v, list | tuple):
         return tuple(freeze(x) for x in v)
     if isinstance(v, dict):
@@ -424,11 +427,14 @@ def _lost_by_final_read(reads: list[_LogRead],
         for o in range(first, last + 1):
             last_covering[(r.log, o)] = r
     anomalies = []
+    shown: dict[int, set[tuple[int, Any]]] = {}
     for w, o in acked:
         r = last_covering.get((freeze(w.key), o))
         if r is None or w.completion is None or r.inv.index < w.completion.index:
             continue
-        if (o, freeze(w.value)) not in {(ro, freeze(x)) for ro, x in r.entries}:
+        if r.done.index not in shown:
+            shown[r.done.index] = {(ro, freeze(x)) for ro, x in r.entries}
+        if (o, freeze(w.value)) not in shown[r.done.index]:
             anomalies.append({"type": "lost-write", "value": w.value, "log": w.key,
                               "offset": o, "evidence": "final-read",
                               "write": _op_ref(w.invoke), "ack": _op_ref(w.completion),
