@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import msgpack
 
 from nodes.raft.core import Config, Core, Entry, NotLeader, QuorumState
-from nodes.raft.roles import LEADER
+from nodes.raft.roles import FOLLOWER, LEADER
 
 
 @dataclass
@@ -192,7 +192,8 @@ class Sim:
         epoch = self.nodes[name].core.epoch
         for node in self.nodes.values():
             if node.alive and node.name != name:
-                if node.core.epoch != epoch or node.core.leader != name:
+                c = node.core
+                if c.role != FOLLOWER or c.epoch != epoch or c.leader != name:
                     return None
         return name
 
