@@ -138,6 +138,10 @@ class ClusterClient:
             except NotSent:
                 self.target = names[(names.index(self.target) + 1) % len(names)]
                 continue
+            except OSError:
+                # Indeterminate: the caller decides; the next call tries elsewhere.
+                self.target = names[(names.index(self.target) + 1) % len(names)]
+                raise
             if response.error != "not_leader":
                 return response
             if response.leader in self.clients and response.leader != self.target:

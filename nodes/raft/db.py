@@ -1,0 +1,85 @@
+"""DB adapter for the raft node (the `nodes.db.DB` protocol in docs/contracts.md).
+
+Says what to run and how to look at a node; the harness owns the processes.
+Node options understood: "cluster_id" (default "faultline"), "tick_ms",
+"request_timeout_ms", "seed", "bugs" (list of bug switch names).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from nodes.db import NodeSpec
+from nodes.raft import storage
+from nodes.raft.client import NodeClient
+from nodes.raft.dump import write_dump
+
+STATUS_TIMEOUT_S = 1.0
+
+
+class RaftDB:
+    kind = "raft"
+
+    def check_installed(self) -> str | None:
+        if importlib.util.find_spec("msgpack") is None:
+            return "Install msgpack into the harness's Python: pip install msgpack."
+        return None
+
+    def setup(self, node: NodeSpec, cluster: list[NodeSpec]) -> None:
+        node.data_dir.mkdir(parents=True, exist_ok=True)
+
+    def argv(self, node: NodeSpec, cluster: list[NodeSpec], fresh: bool) -> list[str]:
+        # `fresh` needs nothing here: a node with an empty data dir simply starts
+        # from an empty log, and a restarted one recovers what it has.
+        options = node.options
+        argv = [
+            sys.executable, "-m", "nodes.raft",
+            "--id", node.name,
+            "--cluster-id", str(options.get("cluster_id", "faultline")),
+            "--listen", node.address,
+            "--peers", ",".join(f"{n.name}={n.address}" for n in cluster),
+            "--data-dir", str(node.data_dir),
+        ]
+        for flag in ("tick_ms", "request_timeout_ms", "seed"):
+            if options.get(flag) is not None:
+                argv += [f"--{flag.replace('_', '-')}", str(int(options[flag]))]
+        for bug in options.get("bugs", []):
+            argv += ["--bug", str(bug)]
+        return argv
+
+    def _status(self, node: NodeSpec) -> dict | None:
+        try:
+            with NodeClient(node.address, timeout=STATUS_TIMEOUT_S) as client:
+                response = client.status()
+        except OSError:
+            return None
+        return response.value if response.ok else None
+
+    def is_ready(self, node: NodeSpec) -> bool:
+        """Up and part of a quorum that has a leader."""
+        status = self._status(node)
+        return status is not None and status.get("leader") is not None
+
+    def leader(self, cluster: list[NodeSpec]) -> str | None:
+        """The node that says it leads, in the highest epoch any leader claims."""
+        best: tuple[int, str] | None = None
+        for node in cluster:
+            status = self._status(node)
+            if status and status.get("role") == "Leader":
+                claim = (int(status["epoch"]), node.name)
+                best = claim if best is None or claim > best else best
+        return best[1] if best else None
+
+    def data_files(self, node: NodeSpec) -> list[Path]:
+        segments = [p for _, p in storage.list_segments(node.data_dir / storage.LOG_DIR)]
+        others = [
+            node.data_dir / name
+            for name in (storage.QUORUM_STATE_FILE, storage.EPOCH_CHECKPOINT_FILE,
+                         storage.HIGH_WATERMARK_FILE)
+        ]
+        return segments + [p for p in others if p.exists()]
+
+    def dump_log(self, node: NodeSpec, out: Path) -> None:
+        write_dump(node.data_dir, out, node.name)
