@@ -8,9 +8,9 @@ import json
 import sys
 from typing import Any
 
-from checkers.history import read_history
+from checkers.formats import read_any
+from checkers.history import Op
 from checkers.verdict import exit_code
-from harness.cli import UserError
 
 MODELS = ("read-committed", "repeatable-read", "snapshot-isolation", "serializable",
           "strict-serializable")
@@ -24,7 +24,7 @@ def register(subparsers: Any) -> None:
                     "model. Exit 0 valid, 1 invalid, 2 unknown.")
     p.add_argument("file", help="the history (history.msgpack or a Jepsen history.edn)")
     p.add_argument("--format", choices=("msgpack", "edn"), default=None,
-                   help="history format (default: from the file name)")
+                   help="history format (default: detected)")
     p.add_argument("--model", choices=MODELS, default="strict-serializable",
                    help="the consistency model the run asked for (default %(default)s)")
     p.add_argument("--budget", type=float, default=30.0, metavar="SECONDS",
@@ -32,21 +32,11 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _load(path: str, fmt: str | None) -> list:
-    if fmt is None:
-        fmt = "edn" if path.endswith(".edn") else "msgpack"
-    if fmt == "msgpack":
-        history = read_history(path)
-        for w in history.warnings:
-            print(f"faultline: warning: {w}", file=sys.stderr)
-        return history.ops
-    try:
-        from checkers.formats import read_any
-    except ImportError:
-        raise UserError("EDN histories need checkers.formats, which this install "
-                        "does not have yet") from None
-    loaded = read_any(path, fmt)
-    return loaded.ops if hasattr(loaded, "ops") else list(loaded)
+def _load(path: str, fmt: str | None) -> list[Op]:
+    history = read_any(path, fmt)
+    for w in history.warnings:
+        print(f"faultline: warning: {w}", file=sys.stderr)
+    return history.ops
 
 
 def run(args: argparse.Namespace) -> int:
