@@ -159,6 +159,8 @@ class Core:
         else:
             self._role = UNATTACHED
             self._reset_election_timer()
+        # A fresh node writes its quorum-state file (epoch 0) right away.
+        self._persist()
         self._emit_role()
 
     # ------------------------------------------------------------------ reads

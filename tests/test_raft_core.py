@@ -1,0 +1,543 @@
+"""Unit tests of the raft core driven by hand: one Core, messages in, Ready out."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+
+from nodes.raft import epoch_cache as ec
+from nodes.raft.core import (
+    Config,
+    Core,
+    Entry,
+    MalformedMessage,
+    NotLeader,
+    QuorumState,
+    Ready,
+)
+from nodes.raft.messages import message
+from nodes.raft.roles import (
+    CANDIDATE,
+    FOLLOWER,
+    LEADER,
+    PROSPECTIVE,
+    RESIGNED,
+    UNATTACHED,
+    IllegalTransition,
+    check_transition,
+)
+
+CID = "test-cluster"
+THREE = ("n1", "n2", "n3")
+
+
+def make(
+    node: str = "n1",
+    voters: tuple[str, ...] = THREE,
+    state: QuorumState | None = None,
+    log: list[Entry] | None = None,
+    **cfg,
+) -> Core:
+    return Core(Config(node, voters, CID, **cfg), state, log or [], seed=1)
+
+
+def msg(kind: str, sender: str, to: str, epoch: int, **fields) -> dict:
+    return message(kind, sender, to, CID, epoch, **fields)
+
+
+def entries(*epochs: int) -> list[Entry]:
+    return [Entry(i, e, b"e%d" % i) for i, e in enumerate(epochs)]
+
+
+def tick_until(core: Core, predicate, limit: int = 100) -> None:
+    for _ in range(limit):
+        if predicate():
+            return
+        core.tick()
+    assert predicate()
+
+
+def sent(ready: Ready, kind: str) -> list[dict]:
+    return [m for m in ready.messages if m["type"] == kind]
+
+
+def grant_votes(core: Core, pre_vote: bool, voters=("n2",)) -> None:
+    for v in voters:
+        core.receive(
+            msg(
+                "vote_response",
+                v,
+                core.node_id,
+                core.epoch,
+                granted=True,
+                pre_vote=pre_vote,
+                leader=None,
+            )
+        )
+
+
+def elect(core: Core) -> None:
+    """Drive a fresh core to leadership with n2's votes."""
+    tick_until(core, lambda: core.role == PROSPECTIVE)
+    grant_votes(core, pre_vote=True)
+    assert core.role == CANDIDATE
+    grant_votes(core, pre_vote=False)
+    assert core.role == LEADER
+
+
+def follower_of(leader: str = "n2", epoch: int = 1, node: str = "n1", **kw) -> Core:
+    core = make(node, **kw)
+    core.receive(msg("begin_quorum_epoch", leader, node, epoch, leader=leader))
+    assert core.role == FOLLOWER
+    return core
+
+
+def fetch_ok(core: Core, leader: str = "n2", hw: int = 0, rows: list | None = None) -> None:
+    core.receive(
+        msg(
+            "fetch_response",
+            leader,
+            core.node_id,
+            core.epoch,
+            leader=leader,
+            error=None,
+            fetch_offset=core.log_end,
+            last_fetched_epoch=core.last_epoch,
+            entries=rows or [],
+            diverging_epoch=None,
+            diverging_end_offset=None,
+            high_watermark=hw,
+        )
+    )
+
+
+# ------------------------------------------------------------------ roles
+
+
+def test_only_prospective_becomes_candidate():
+    for role in (UNATTACHED, FOLLOWER, RESIGNED, LEADER):
+        with pytest.raises(IllegalTransition):
+            check_transition(role, CANDIDATE)
+    check_transition(PROSPECTIVE, CANDIDATE)
+    check_transition(CANDIDATE, PROSPECTIVE)
+    with pytest.raises(IllegalTransition):
+        check_transition(LEADER, FOLLOWER)
+
+
+def test_pre_vote_canvasses_without_bumping_epoch():
+    core = make()
+    core.ready()
+    tick_until(core, lambda: core.role == PROSPECTIVE)
+    ready = core.ready()
+    requests = sent(ready, "vote_request")
+    assert {r["to"] for r in requests} == {"n2", "n3"}
+    assert all(r["pre_vote"] and r["epoch"] == 0 for r in requests)
+    assert core.epoch == 0
+    assert ready.quorum_state is None  # nothing to persist while canvassing
+
+
+def test_won_pre_vote_bumps_epoch_and_persists_own_vote():
+    core = make()
+    tick_until(core, lambda: core.role == PROSPECTIVE)
+    core.ready()
+    grant_votes(core, pre_vote=True)
+    ready = core.ready()
+    assert core.role == CANDIDATE and core.epoch == 1
+    assert ready.quorum_state == QuorumState(1, None, "n1", CID)
+    assert all(not r["pre_vote"] and r["epoch"] == 1 for r in sent(ready, "vote_request"))
+
+
+def test_candidate_falls_back_to_prospective_on_timeout_and_on_loss():
+    core = make()
+    tick_until(core, lambda: core.role == PROSPECTIVE)
+    grant_votes(core, pre_vote=True)
+    tick_until(core, lambda: core.role != CANDIDATE)
+    assert core.role == PROSPECTIVE and core.epoch == 1
+    grant_votes(core, pre_vote=True)
+    assert core.role == CANDIDATE and core.epoch == 2
+    for v in ("n2", "n3"):
+        core.receive(msg("vote_response", v, "n1", 2, granted=False, pre_vote=False, leader=None))
+    assert core.role == PROSPECTIVE and core.epoch == 2
+
+
+def test_lost_pre_vote_without_leader_goes_unattached_with_leader_goes_follower():
+    core = make()
+    tick_until(core, lambda: core.role == PROSPECTIVE)
+    for v in ("n2", "n3"):
+        core.receive(msg("vote_response", v, "n1", 0, granted=False, pre_vote=True, leader=None))
+    assert core.role == UNATTACHED and core.epoch == 0
+
+    follower = follower_of("n2", 3)
+    tick_until(follower, lambda: follower.role == PROSPECTIVE)
+    follower.receive(msg("vote_response", "n3", "n1", 3, granted=False, pre_vote=True, leader="n2"))
+    assert follower.role == FOLLOWER and follower.leader == "n2" and follower.epoch == 3
+
+
+def test_leader_appends_leader_change_and_announces():
+    core = make()
+    elect(core)
+    ready = core.ready()
+    assert core.leader == "n1"
+    assert ready.append[0].epoch == core.epoch
+    assert msgpack.unpackb(ready.append[0].payload) == {
+        "op": "leader_change",
+        "leader": "n1",
+        "epoch": 1,
+    }
+    assert {m["to"] for m in sent(ready, "begin_quorum_epoch")} == {"n2", "n3"}
+
+
+def test_resigned_goes_unattached_with_epoch_plus_one():
+    core = make(state=QuorumState(4, "n1", "n1", CID))
+    assert core.role == RESIGNED  # a restarted leader never resumes
+    tick_until(core, lambda: core.role != RESIGNED)
+    roles = [(e["role"], e["epoch"]) for e in core.ready().events if e["event"] == "role"]
+    assert roles[-2:] == [(UNATTACHED, 5), (PROSPECTIVE, 5)]
+
+
+def test_single_voter_elects_itself_and_commits_on_own_flush():
+    core = make(voters=("n1",))
+    tick_until(core, lambda: core.role == LEADER)
+    offset = core.propose(b"x")
+    assert core.high_watermark == 0  # written, not flushed
+    core.ready()
+    core.flushed(offset + 1)
+    ready = core.ready()
+    assert core.high_watermark == offset + 1
+    assert [e.payload for e in ready.committed][-1] == b"x"
+
+
+def test_propose_on_follower_raises_not_leader_with_hint():
+    core = follower_of("n2", 1)
+    with pytest.raises(NotLeader) as info:
+        core.propose(b"x")
+    assert info.value.leader == "n2"
+
+
+# ------------------------------------------------------------------ votes
+
+
+def vote_request(core: Core, sender: str, epoch: int, pre_vote: bool, last_epoch=0, log_end=0):
+    core.receive(
+        msg(
+            "vote_request",
+            sender,
+            core.node_id,
+            epoch,
+            pre_vote=pre_vote,
+            last_epoch=last_epoch,
+            log_end=log_end,
+        )
+    )
+    responses = sent(core.ready(), "vote_response")
+    assert len(responses) == 1
+    return responses[0]
+
+
+@pytest.mark.parametrize(
+    "candidate_last, expect",
+    [((2, 3), True), ((2, 5), True), ((3, 0), True), ((2, 2), False), ((1, 9), False)],
+)
+def test_pre_vote_granted_when_log_at_least_as_up_to_date(candidate_last, expect):
+    core = make(state=QuorumState(2, None, None, CID), log=entries(1, 2, 2))
+    core.ready()
+    last_epoch, log_end = candidate_last
+    response = vote_request(core, "n2", 2, True, last_epoch, log_end)
+    assert response["granted"] is expect and response["pre_vote"] is True
+    assert core.epoch == 2 and core.voted_for is None  # pre-votes bind nothing
+
+
+def test_leader_rejects_pre_vote():
+    core = make()
+    elect(core)
+    core.ready()
+    assert vote_request(core, "n2", core.epoch, True, 9, 9)["granted"] is False
+    assert core.role == LEADER
+
+
+def test_follower_rejects_pre_vote_once_it_fetched_from_leader():
+    core = follower_of("n2", 1)
+    core.ready()
+    assert vote_request(core, "n3", 1, True)["granted"] is True  # never heard from n2 yet
+    fetch_ok(core)
+    assert vote_request(core, "n3", 1, True)["granted"] is False
+    assert core.role == FOLLOWER and core.epoch == 1
+
+
+def test_standard_vote_once_per_epoch_persisted_with_the_grant():
+    core = make(state=QuorumState(1, None, None, CID))
+    core.ready()
+    core.receive(msg("vote_request", "n2", "n1", 2, pre_vote=False, last_epoch=0, log_end=0))
+    ready = core.ready()
+    assert ready.quorum_state == QuorumState(2, None, "n2", CID)
+    assert sent(ready, "vote_response")[0]["granted"] is True
+    assert vote_request(core, "n3", 2, False)["granted"] is False
+    assert vote_request(core, "n2", 2, False)["granted"] is True  # retry of the same vote
+
+
+def test_restart_keeps_vote():
+    core = make(state=QuorumState(2, None, "n2", CID))
+    assert vote_request(core, "n3", 2, False)["granted"] is False
+    assert vote_request(core, "n3", 3, False)["granted"] is True
+
+
+def test_standard_vote_with_higher_epoch_dethrones_leader():
+    core = make()
+    elect(core)
+    core.ready()
+    response = vote_request(core, "n2", core.epoch + 1, False, 9, 9)
+    assert response["granted"] is True
+    assert core.role == UNATTACHED and core.epoch == 2
+
+
+# ------------------------------------------------------------ replication
+
+
+def test_leader_answers_unknown_epoch_with_diverging_epoch():
+    core = make(state=QuorumState(2, None, None, CID), log=entries(1, 1, 1))
+    core.ready()
+    tick_until(core, lambda: core.role == PROSPECTIVE)
+    grant_votes(core, pre_vote=True)
+    grant_votes(core, pre_vote=False)
+    assert core.role == LEADER and core.epoch == 3
+    core.ready()
+    core.receive(
+        msg("fetch", "n2", "n1", 3, fetch_offset=5, last_fetched_epoch=2, flushed_offset=5)
+    )
+    (response,) = sent(core.ready(), "fetch_response")
+    assert response["diverging_epoch"] == 1 and response["diverging_end_offset"] == 3
+    assert response["entries"] == []
+
+
+def test_follower_truncates_and_refetches_then_ignores_stale_response():
+    core = follower_of("n2", 3, log=entries(1, 1, 2, 2), state=QuorumState(3, None, None, CID))
+    core.ready()
+    stale = msg(
+        "fetch_response",
+        "n2",
+        "n1",
+        3,
+        leader="n2",
+        error=None,
+        fetch_offset=4,
+        last_fetched_epoch=2,
+        entries=[],
+        diverging_epoch=1,
+        diverging_end_offset=3,
+        high_watermark=0,
+    )
+    core.receive(dict(stale))
+    ready = core.ready()
+    assert ready.truncate_to == 2
+    assert [e for e in ready.events if e["event"] == "truncate"] == [
+        {"event": "truncate", "from": 4, "to": 2, "reason": "diverging-epoch"}
+    ]
+    (refetch,) = sent(ready, "fetch")
+    assert (refetch["fetch_offset"], refetch["last_fetched_epoch"]) == (2, 1)
+    # A duplicate of the old answer describes a log we no longer have.
+    core.receive(stale)
+    assert core.log_end == 2 and core.ready().truncate_to is None
+
+
+def test_follower_hw_is_min_of_leader_hw_and_own_end_and_never_goes_back():
+    core = follower_of("n2", 1)
+    core.ready()
+    fetch_ok(core, hw=5, rows=[[0, 1, b"a"], [1, 1, b"b"]])
+    assert core.high_watermark == 2
+    ready = core.ready()
+    assert ready.high_watermark == 2 and [e.payload for e in ready.committed] == [b"a", b"b"]
+    fetch_ok(core, hw=1)
+    assert core.high_watermark == 2
+
+
+def test_leader_commits_only_majority_flushed_offsets_of_its_epoch():
+    core = make()
+    elect(core)
+    core.ready()
+    offset = core.propose(b"x")
+    core.ready()
+    core.flushed(offset + 1)
+    # n2 has everything but flushed nothing: dirty offsets do not count.
+    core.receive(
+        msg("fetch", "n2", "n1", 1, fetch_offset=offset + 1, last_fetched_epoch=1, flushed_offset=0)
+    )
+    assert core.high_watermark == 0
+    core.receive(
+        msg(
+            "fetch",
+            "n2",
+            "n1",
+            1,
+            fetch_offset=offset + 1,
+            last_fetched_epoch=1,
+            flushed_offset=offset + 1,
+        )
+    )
+    assert core.high_watermark == offset + 1
+
+
+def test_leader_does_not_commit_older_epoch_entries_by_counting():
+    core = make(state=QuorumState(1, None, None, CID), log=entries(1, 1))
+    elect(core)
+    core.ready()
+    core.flushed(2)  # the LeaderChange record at offset 2 is not flushed yet
+    core.receive(
+        msg("fetch", "n2", "n1", 2, fetch_offset=2, last_fetched_epoch=1, flushed_offset=2)
+    )
+    assert core.high_watermark == 0
+    core.flushed(3)
+    core.receive(
+        msg("fetch", "n2", "n1", 2, fetch_offset=3, last_fetched_epoch=2, flushed_offset=3)
+    )
+    assert core.high_watermark == 3
+
+
+def test_check_quorum_resigns_and_sends_end_quorum_epoch():
+    core = make(fetch_timeout_ticks=15)
+    elect(core)
+    core.ready()
+    for _ in range(15):
+        core.tick()
+    ready = core.ready()
+    assert core.role == RESIGNED
+    assert {m["to"] for m in sent(ready, "end_quorum_epoch")} == {"n2", "n3"}
+
+
+def test_check_quorum_keeps_leader_with_fetching_majority():
+    core = make(fetch_timeout_ticks=15)
+    elect(core)
+    for _ in range(60):
+        core.tick()
+        core.receive(
+            msg("fetch", "n2", "n1", 1, fetch_offset=0, last_fetched_epoch=0, flushed_offset=0)
+        )
+    assert core.role == LEADER
+
+
+def test_flushed_claim_is_clamped_by_undrained_truncation():
+    core = follower_of("n2", 2, log=entries(1, 1, 1, 1), state=QuorumState(2, None, None, CID))
+    core.ready()
+    core.receive(
+        msg(
+            "fetch_response",
+            "n2",
+            "n1",
+            2,
+            leader="n2",
+            error=None,
+            fetch_offset=4,
+            last_fetched_epoch=1,
+            entries=[],
+            diverging_epoch=1,
+            diverging_end_offset=2,
+            high_watermark=0,
+        )
+    )
+    assert core.log_end == 2 and core.flushed_end == 2
+    core.flushed(4)  # an fsync of the old disk log, before the truncation was applied
+    assert core.flushed_end == 2
+    ready = core.ready()
+    assert ready.truncate_to == 2 and ready.append == []
+
+
+def test_truncation_drops_undrained_appends():
+    core = follower_of("n2", 2, log=entries(1, 1), state=QuorumState(2, None, None, CID))
+    core.ready()
+    fetch_ok(core, rows=[[2, 1, b"x"], [3, 1, b"y"]])
+    core.receive(
+        msg(
+            "fetch_response",
+            "n2",
+            "n1",
+            2,
+            leader="n2",
+            error=None,
+            fetch_offset=4,
+            last_fetched_epoch=1,
+            entries=[],
+            diverging_epoch=1,
+            diverging_end_offset=3,
+            high_watermark=0,
+        )
+    )
+    ready = core.ready()
+    assert ready.truncate_to is None  # never reached the disk
+    assert [e.offset for e in ready.append] == [2]
+
+
+# ------------------------------------------------------------- cluster id
+
+
+@pytest.mark.parametrize(
+    "kind, fields",
+    [
+        ("vote_request", {"pre_vote": False, "last_epoch": 9, "log_end": 9}),
+        ("begin_quorum_epoch", {"leader": "n2"}),
+        ("end_quorum_epoch", {"leader": "n2"}),
+        ("fetch", {"fetch_offset": 0, "last_fetched_epoch": 0, "flushed_offset": 0}),
+    ],
+)
+def test_foreign_cluster_request_gets_error_and_changes_nothing(kind, fields):
+    core = follower_of("n2", 1)
+    core.ready()
+    foreign = message(kind, "n2", "n1", "other-cluster", 7, **fields)
+    core.receive(foreign)
+    ready = core.ready()
+    assert core.role == FOLLOWER and core.epoch == 1 and core.voted_for is None
+    assert ready.quorum_state is None and ready.events == []
+    (error,) = ready.messages
+    assert error["type"] == "error" and error["error"] == "cluster_id_mismatch"
+    assert error["in_reply_to"] == kind and error["cluster_id"] == CID
+
+
+def test_foreign_cluster_response_is_dropped_silently():
+    core = follower_of("n2", 1)
+    core.ready()
+    core.receive(
+        message(
+            "fetch_response",
+            "n2",
+            "n1",
+            "other-cluster",
+            1,
+            leader="n2",
+            error=None,
+            fetch_offset=0,
+            last_fetched_epoch=0,
+            entries=[[0, 1, b"evil"]],
+            diverging_epoch=None,
+            diverging_end_offset=None,
+            high_watermark=1,
+        )
+    )
+    assert core.ready().is_empty()
+    assert core.log_end == 0
+
+
+def test_malformed_message_raises():
+    core = make()
+    with pytest.raises(MalformedMessage):
+        core.receive({"type": "vote_request", "to": "n1", "cluster_id": CID, "from": "n2"})
+    with pytest.raises(MalformedMessage):
+        core.receive(msg("bogus", "n2", "n1", 0))
+
+
+def test_constructor_rejects_foreign_state_and_gappy_log():
+    with pytest.raises(ValueError):
+        make(state=QuorumState(1, None, None, "other"))
+    with pytest.raises(ValueError):
+        make(log=[Entry(1, 1, b"")])
+
+
+# ------------------------------------------------------------ epoch cache
+
+
+def test_epoch_cache_build_truncate_and_lookup():
+    cache = ec.build([(0, 1), (1, 1), (2, 3), (3, 3), (4, 5)])
+    assert cache == [(1, 0), (3, 2), (5, 4)]
+    assert ec.end_offset_for_epoch(cache, 4, 5) == (3, 4)
+    assert ec.end_offset_for_epoch(cache, 9, 5) == (5, 5)
+    assert ec.end_offset_for_epoch(cache, 0, 5) == (ec.NO_EPOCH, 0)
+    assert ec.truncate(cache, 3) and cache == [(1, 0), (3, 2)]
+    with pytest.raises(ValueError):
+        ec.build([(0, 2), (1, 1)])
