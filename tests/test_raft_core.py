@@ -541,3 +541,22 @@ def test_epoch_cache_build_truncate_and_lookup():
     assert ec.truncate(cache, 3) and cache == [(1, 0), (3, 2)]
     with pytest.raises(ValueError):
         ec.build([(0, 2), (1, 1)])
+
+
+def test_graceful_resign_hands_over_quickly():
+    core = make()
+    elect(core)
+    core.ready()
+    core.resign()
+    ready = core.ready()
+    assert core.role == RESIGNED
+    assert {m["to"] for m in sent(ready, "end_quorum_epoch")} == {"n2", "n3"}
+    with pytest.raises(NotLeader):
+        core.propose(b"x")
+    # A follower told so stops shielding the old leader and canvasses soon.
+    follower = follower_of("n1", core.epoch, node="n2")
+    fetch_ok(follower, leader="n1")
+    follower.receive(msg("end_quorum_epoch", "n1", "n2", core.epoch, leader="n1"))
+    follower.ready()
+    assert vote_request(follower, "n3", core.epoch, True)["granted"] is True
+    tick_until(follower, lambda: follower.role == PROSPECTIVE, limit=11)

@@ -251,6 +251,12 @@ class Core:
         # A one-voter quorum commits on its own flush; nothing else to wait for.
         return offset
 
+    def resign(self) -> None:
+        """Graceful shutdown of a leader: hand the epoch over (EndQuorumEpoch) now
+        rather than letting followers wait out their fetch timeout. No-op otherwise."""
+        if self._role == LEADER:
+            self._resign()
+
     def flushed(self, end_offset: int) -> None:
         # The disk may still hold entries we already truncated (the truncation
         # is in a Ready not yet handed out); those must not count as ours.
