@@ -1,0 +1,183 @@
+"""The Elle checker's verdicts: models, info/fail semantics, the search budget,
+the realtime graph's size, the CLI, and a property: histories from a real
+serial execution are strict-serializable."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from checkers import elle
+from checkers.elle.graph import dependency_graph
+from checkers.elle.kinds import REALTIME
+from checkers.elle.simulate import serial_history
+from checkers.elle.txns import transactions
+from checkers.elle.versions import index_writers, infer_orders
+from checkers.history import Op, pack_op
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_elle_anomalies import (  # noqa: E402
+    History,
+    g0,
+    g1c,
+    g2_item,
+    g_single,
+    g_single_realtime,
+)
+
+
+def models(h: History) -> dict:
+    return {m: r["valid"] for m, r in elle.check(h.ops)["stats"]["models"].items()}
+
+
+def test_write_skew_rules_out_serializable_but_not_snapshot_isolation() -> None:
+    assert models(g2_item(False)) == {
+        "read-committed": True, "repeatable-read": False, "snapshot-isolation": True,
+        "serializable": False, "strict-serializable": False}
+    v = elle.check(g2_item(False).ops, model="snapshot-isolation")
+    assert v["valid"] is True and [a["type"] for a in v["anomalies"]] == ["G2-item"]
+
+
+def test_read_skew_rules_out_snapshot_isolation() -> None:
+    m = models(g_single(False))
+    assert m["snapshot-isolation"] is False and m["read-committed"] is True
+
+
+def test_g1c_rules_out_read_committed() -> None:
+    assert models(g1c(False))["read-committed"] is False
+
+
+def test_stale_read_is_serializable_but_not_strict() -> None:
+    h = g_single_realtime(False)
+    assert elle.check(h.ops, model="serializable")["valid"] is True
+    assert elle.check(h.ops)["valid"] is False
+
+
+def test_unknown_model_is_refused() -> None:
+    with pytest.raises(ValueError):
+        elle.check([], model="linearizable-ish")
+
+
+def test_empty_history_is_valid() -> None:
+    assert elle.check([])["valid"] is True
+
+
+def test_info_append_may_be_read() -> None:
+    h = History()
+    h.invoke(1, [["append", "x", 1]])
+    h.info(1)
+    h.txn(2, [["r", "x", [1]]])
+    h.txn(3, [["append", "x", 2]])
+    h.txn(4, [["r", "x", [1, 2]]])
+    v = elle.check(h.ops)
+    assert v["valid"] is True and v["anomalies"] == []
+
+
+def test_info_append_may_never_happen() -> None:
+    h = History()
+    h.invoke(1, [["append", "x", 1]])
+    h.info(1)
+    h.txn(2, [["r", "x", []]])
+    assert elle.check(h.ops)["valid"] is True
+
+
+def test_info_txn_still_takes_part_in_cycles() -> None:
+    # The info txn's append was read, so it happened; the reader of y missed it.
+    h = History()
+    h.invoke(1, [["append", "x", 1], ["append", "y", 1]])
+    h.info(1)
+    h.txn(2, [["r", "x", [1]], ["r", "y", []]])
+    h.txn(3, [["r", "y", [1]]])
+    assert {a["type"] for a in elle.check(h.ops)["anomalies"]} == {"G-single"}
+
+
+def test_explanation_names_keys_values_and_edges() -> None:
+    [a] = elle.check(g_single(False).ops)["anomalies"]
+    text = a["explanation"]
+    assert "missed 1" in text and "key 'x'" in text and "(rw)" in text and "(wr)" in text
+    assert [s["kind"] for s in a["steps"]] in (["rw", "wr"], ["wr", "rw"])
+    assert len(a["cycle"]) == 2
+
+
+def test_search_budget_gives_unknown_not_a_hang() -> None:
+    v = elle.check(g0(False).ops, cycle_search_budget_s=0.0)
+    assert v["valid"] == "unknown"
+    [timeout] = [a for a in v["anomalies"] if a["type"] == "cycle-search-timeout"]
+    assert "G0" in timeout["undecided"]
+
+
+def test_timeout_does_not_hide_an_anomaly_found_outside_the_search() -> None:
+    h = g0(False)
+    h.txn(9, [["append", "z", 1], ["r", "z", []]])
+    assert elle.check(h.ops, cycle_search_budget_s=0.0)["valid"] is False
+
+
+def test_malformed_txn_is_reported_and_makes_verdict_unknown() -> None:
+    ops = [Op(0, 0, 1, "invoke", "txn", [["append", "x"]]),
+           Op(1, 1, 1, "ok", "txn", [["append", "x"]])]
+    v = elle.check(ops)
+    assert v["valid"] == "unknown"
+    assert v["anomalies"][0]["type"] == "malformed-txn"
+
+
+def test_realtime_edges_grow_linearly_not_quadratically() -> None:
+    ops = serial_history(2000, concurrency=5, rng=random.Random(3))
+    txns, _ = transactions(ops)
+    versions = index_writers(txns)
+    infer_orders(txns, versions)
+    g = dependency_graph(txns, versions)
+    realtime = sum(1 for _, _, k in g.edges(data="kinds") if k & REALTIME)
+    assert realtime < 2000 * 10
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32), n=st.integers(0, 60), keys=st.integers(1, 4),
+       concurrency=st.integers(1, 6), max_writes=st.integers(1, 8),
+       p_fail=st.sampled_from([0.0, 0.2]), p_info=st.sampled_from([0.0, 0.2]))
+def test_serial_executions_are_strict_serializable(seed: int, n: int, keys: int,
+                                                   concurrency: int, max_writes: int,
+                                                   p_fail: float, p_info: float) -> None:
+    ops = serial_history(n, keys=keys, concurrency=concurrency,
+                         max_writes_per_key=max_writes, p_fail=p_fail, p_info=p_info,
+                         rng=random.Random(seed))
+    v = elle.check(ops)
+    assert v["anomalies"] == [], v["anomalies"][0]["explanation"]
+    assert v["valid"] is True
+
+
+def _write(path: Path, ops: list[Op]) -> str:
+    path.write_bytes(b"".join(pack_op(op) for op in ops))
+    return str(path)
+
+
+def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+    assert main(["check-elle", _write(tmp_path / "ok.msgpack", g_single(True).ops)]) == 0
+    bad = _write(tmp_path / "bad.msgpack", g_single(False).ops)
+    capsys.readouterr()
+    assert main(["check-elle", bad]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["anomalies"][0]["type"] == "G-single"
+    assert main(["check-elle", bad, "--model", "read-committed"]) == 0
+    assert main(["check-elle", _write(tmp_path / "g0.msgpack", g0(False).ops),
+                 "--budget", "0"]) == 2
+
+
+def test_cli_reads_jepsen_edn(tmp_path: Path) -> None:
+    from harness.cli import main
+    path = tmp_path / "history.edn"
+    path.write_text(
+        "{:type :invoke, :f :txn, :value [[:append :x 1] [:append :y 1]], :process 0}\n"
+        "{:type :invoke, :f :txn, :value [[:r :x nil] [:r :y nil]], :process 1}\n"
+        "{:type :ok, :f :txn, :value [[:append :x 1] [:append :y 1]], :process 0}\n"
+        "{:type :ok, :f :txn, :value [[:r :x []] [:r :y [1]]], :process 1}\n"
+        "{:type :invoke, :f :txn, :value [[:r :x nil]], :process 0}\n"
+        "{:type :ok, :f :txn, :value [[:r :x [1]]], :process 0}\n")
+    assert main(["check-elle", str(path), "--model", "serializable"]) == 1
+    assert main(["check-elle", str(path), "--format", "edn", "--model", "read-committed"]) == 0
