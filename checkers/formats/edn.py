@@ -96,11 +96,61 @@ class Parser:
         return self.skip_ws() >= len(self.text)
 
     def read(self, depth: int = 0) -> Any:
-        """The next form; raises EdnError at end of input."""
+        """The next form; raises EdnError at end of input.
+
+        The common tokens (brackets, plain strings, numbers, keywords, symbols)
+        go through one regex match each and an explicit stack; everything else
+        (escapes, characters, sets, tags, discards, errors) through the
+        recursive reader below, which is simpler but several times slower.
+        """
+        text = self.text
+        stack: list[tuple[str, list[Any], int]] = []
         while True:
-            value = self._read_or_discard(depth)
-            if value is not _DISCARDED:
+            m = _FAST.match(text, self.pos)
+            kind = m.lastgroup if m else None
+            if kind is None:
+                if stack and self.skip_ws() >= len(text):
+                    raise EdnError(stack[-1][2], f"collection is never closed with "
+                                                 f"{stack[-1][0]!r}")
+                value = self._read_or_discard(depth + len(stack))
+                if value is _DISCARDED:
+                    continue
+            else:
+                self.pos = m.end()
+                if kind == "open":
+                    if depth + len(stack) >= self.max_depth:
+                        raise EdnError(m.start(kind),
+                                       f"nested deeper than {self.max_depth} levels")
+                    c = m.group(kind)
+                    stack.append((_CLOSERS[c], [], m.start(kind)))
+                    continue
+                if kind == "close":
+                    c = m.group(kind)
+                    if not stack or stack[-1][0] != c:
+                        raise EdnError(m.start(kind), f"unmatched {c!r}")
+                    closer, items, start = stack.pop()
+                    value = self._map(items, start) if closer == "}" else items
+                elif kind == "str":
+                    value = m.group(kind)
+                elif kind == "num":
+                    value = self._number_value(m.group(kind), m.start(kind))
+                elif kind == "kw":
+                    value = Keyword(m.group(kind))
+                else:
+                    word = m.group(kind)
+                    value = _WORDS.get(word, _NOT_A_WORD)
+                    if value is _NOT_A_WORD:
+                        value = Symbol(word)
+            if not stack:
                 return value
+            stack[-1][1].append(value)
+
+    def read_or_discard(self, depth: int = 0) -> Any:
+        """Like `read`, but a `#_` form gives back `_DISCARDED` instead of being skipped."""
+        pos = self.skip_ws()
+        if self.text.startswith("#_", pos):
+            return self._read_or_discard(depth)
+        return self.read(depth)
 
     def _read_or_discard(self, depth: int) -> Any:
         if depth > self.max_depth:
@@ -252,17 +302,30 @@ class Parser:
         if m is None:
             raise EdnError(pos, "malformed number")
         self._end_token(m.end())
-        token = m.group()
+        return self._number_value(m.group(), pos)
+
+    @staticmethod
+    def _number_value(token: str, pos: int) -> int | float:
         if len(token) > _MAX_NUMBER_CHARS:
             raise EdnError(pos, f"number longer than {_MAX_NUMBER_CHARS} characters")
-        suffix = m.group("suffix")
+        suffix = token[-1] if token[-1] in "NM" else ""
         digits = token[:-1] if suffix else token
-        if m.group("frac") is None and m.group("exp") is None and suffix != "M":
-            return int(digits)
-        return float(digits)
+        if suffix == "M" or "." in digits or "e" in digits or "E" in digits:
+            return float(digits)
+        return int(digits)
 
 
 _DISCARDED = object()
+_NOT_A_WORD = object()
+_WORDS: dict[str, Any] = {"nil": None, "true": True, "false": False}
+_END = r"""(?=[\s,;()\[\]{}"]|\Z)"""
+_FAST = re.compile(
+    r"(?:[\s,]+|;[^\n]*)*(?:"
+    r"(?P<open>[\[({])|(?P<close>[\])}])|"
+    r'"(?P<str>[^"\\]*)"|'
+    rf"(?P<num>[+-]?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?[NM]?){_END}|"
+    rf":(?P<kw>{_SYMBOL.pattern}){_END}|"
+    rf"(?P<sym>{_SYMBOL.pattern}){_END})")
 
 
 def loads(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
@@ -279,7 +342,7 @@ def iter_forms(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> Iterator[tuple[
     p = Parser(text, 0, max_depth)
     while not p.at_end():
         start = p.pos
-        value = p._read_or_discard(0)
+        value = p.read_or_discard(0)
         if value is not _DISCARDED:
             yield start, value
 
@@ -303,7 +366,7 @@ def iter_collection(text: str, max_depth: int = DEFAULT_MAX_DEPTH
         if text[pos] == closer:
             p.pos = pos + 1
             break
-        value = p._read_or_discard(1)
+        value = p.read_or_discard(1)
         if value is not _DISCARDED:
             yield pos, value
     if not p.at_end():
