@@ -1,9 +1,11 @@
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from checkers.formats import detect_format, read_any
-from checkers.formats.edn import EdnError, Keyword, Symbol, dumps, iter_forms, loads
+from checkers.formats.edn import EdnError, Keyword, Parser, Symbol, dumps, iter_forms, loads
 from checkers.formats.jepsen import read_edn_history, write_edn_history
 from checkers.history import NEMESIS, HistoryError, Op, validate
 
@@ -166,3 +168,36 @@ def test_integers_beyond_msgpack_are_refused(tmp_path):
     path.write_text("{:type :invoke, :f :write, :value 123456789012345678901234N, :process 0}\n")
     with pytest.raises(HistoryError, match="64-bit"):
         read_edn_history(path)
+
+
+# The fast reader (regex per token, explicit stack) and the recursive one must
+# agree on every input: same value, or both refuse it.
+TOKENS = st.sampled_from(["nil", "true", "x", "-", "+1", "-2.5e3", "007", "1.", "3N", ":k",
+                          "::k", '"s"', '"e\\n"', '"', "[", "]", "(", ")", "{", "}", "#{",
+                          "#_", "#inst", "\\c", ",", ";c\n", " ", "12abc", ":a/b", "##Inf"])
+
+
+def outcome(read):
+    try:
+        return ("ok", read())
+    except EdnError:
+        return ("error",)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(TOKENS, max_size=30), st.booleans())
+def test_fast_and_recursive_readers_agree(tokens, spaced):
+    text = (" " if spaced else "").join(tokens)
+    fast = outcome(lambda: Parser(text).read())
+    slow = outcome(lambda: Parser(text).read_or_discard_slow())
+    assert fast == slow
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=10)
+                    | st.floats(allow_nan=False),
+                    lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+                    max_leaves=25))
+def test_dumps_loads_property(value):
+    assert loads(dumps(value)) == value

@@ -152,6 +152,13 @@ class Parser:
             return self._read_or_discard(depth)
         return self.read(depth)
 
+    def read_or_discard_slow(self, depth: int = 0) -> Any:
+        """The next form by the recursive reader alone (the reference for `read`)."""
+        while True:
+            value = self._read_or_discard(depth)
+            if value is not _DISCARDED:
+                return value
+
     def _read_or_discard(self, depth: int) -> Any:
         if depth > self.max_depth:
             raise EdnError(self.pos, f"nested deeper than {self.max_depth} levels")
