@@ -1,0 +1,541 @@
+"""Linearizability checking: Wing & Gong's search with Lowe's memoization.
+
+Per partition (key), determinate ops are call/return entries in a doubly
+linked list in history order. The search repeatedly linearizes a call that
+comes before the first return in the list (i.e. one whose real-time
+predecessors are all linearized), steps the model, and backtracks when the
+first return is reached with nothing left to try. A configuration is the
+linearized set (a Python int bitset) plus the model state; configurations
+already explored are cached so each is explored once.
+
+Indeterminate (`info`) ops have their return at +infinity: they never block
+anything and the search succeeds once every determinate op is placed. They
+are kept out of the linked list and tried only after the determinate
+candidates, and three rules keep them from blowing up the search (each
+follows from "an info op may also never happen"):
+
+- an info op that does not change the state is never linearized;
+- a configuration is pruned if one with the same determinate set and state
+  but a subset of the info ops was already seen (dominance);
+- right after an info op X, the next op must behave differently than it
+  would have without X; otherwise X could be dropped, which dominates.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from checkers.history import NEMESIS, Op
+from checkers.models import DET, MODELS, Call, Model, ModelError, get_model
+from checkers.verdict import Validity, Verdict, verdict
+
+__all__ = ["MODELS", "Budget", "KeyResult", "LinOp", "check", "check_ops", "prepare"]
+
+# How often (in search steps) the clock and memory estimate are looked at.
+BUDGET_EVERY = 2048
+# Rough bytes per cache entry besides the bitsets: dict slot, tuple, list.
+ENTRY_OVERHEAD = 200
+# Ops of the longest prefix kept in an anomaly; the HTML view needs no more.
+PREFIX_KEEP = 60
+
+
+@dataclass
+class Budget:
+    """Limits for a whole check: a wall-clock deadline and a memory estimate."""
+
+    deadline: float | None = None          # time.monotonic() value
+    memory_limit_bytes: int | None = None
+
+    @classmethod
+    def of(cls, time_limit: float | None, memory_limit_mb: int | None) -> Budget:
+        return cls(None if time_limit is None else time.monotonic() + time_limit,
+                   None if memory_limit_mb is None else memory_limit_mb * 1024 * 1024)
+
+
+@dataclass(slots=True)
+class LinOp:
+    """One client operation as the search sees it."""
+
+    id: int
+    call: Call
+    det: bool
+    invoke_pos: int
+    return_pos: float               # position in the history; inf for info ops
+    invoke: Op
+    completion: Op | None
+
+    def summary(self, model: Model) -> dict[str, Any]:
+        c = self.completion
+        return {"index": self.invoke.index, "process": self.invoke.process,
+                "f": self.invoke.f, "value": self.invoke.value,
+                "type": c.type if c is not None else "info",
+                "result": c.value if c is not None else None,
+                "invoke_time": self.invoke.time,
+                "complete_time": c.time if c is not None else None,
+                "det": self.det, "what": model.describe(self.call)}
+
+
+@dataclass
+class KeyResult:
+    key: Hashable
+    valid: Validity
+    ops: list[LinOp]
+    reason: str | None = None
+    linearized: list[int] = field(default_factory=list)   # op ids, longest prefix found
+    failing: int | None = None                             # op id that cannot be placed
+    state: Hashable = None                                 # state before `failing`
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def concurrent(self) -> list[int]:
+        """Ops whose windows overlap the failing op's."""
+        if self.failing is None:
+            return []
+        f = self.ops[self.failing]
+        return [o.id for o in self.ops
+                if o.id != f.id and o.invoke_pos < f.return_pos and f.invoke_pos < o.return_pos]
+
+
+def prepare(history: list[Op], model: Model) -> dict[Hashable, list[LinOp]]:
+    """Pair invokes with completions and split into the model's partitions.
+
+    Positions in the list are the real-time order (the recorder appends in
+    the order things happened). Raises ModelError on an ill-formed history.
+    """
+    open_ops: dict[Any, tuple[int, Op]] = {}
+    pairs: list[tuple[int, Op, int | None, Op | None]] = []
+    for pos, op in enumerate(history):
+        if op.process == NEMESIS:
+            continue
+        if op.type == "invoke":
+            if op.process in open_ops:
+                raise ModelError(f"op {op.index}: process {op.process} invokes while "
+                                 f"op {open_ops[op.process][1].index} is still open")
+            open_ops[op.process] = (pos, op)
+            continue
+        opened = open_ops.pop(op.process, None)
+        if opened is None:
+            raise ModelError(f"op {op.index}: {op.type} by process {op.process} "
+                             "with no open invoke")
+        pairs.append((opened[0], opened[1], pos, op))
+    pairs.extend((pos, op, None, None) for pos, op in open_ops.values())
+    pairs.sort(key=lambda p: p[0])
+
+    parts: dict[Hashable, list[LinOp]] = {}
+    for ipos, inv, cpos, comp in pairs:
+        meaning = model.interpret(inv, comp)
+        if meaning is None:
+            continue
+        call, kind = meaning
+        det = kind == DET
+        part = parts.setdefault(model.partition_key(inv), [])
+        part.append(LinOp(len(part), call, det, ipos,
+                          cpos if det else float("inf"), inv, comp))
+    return parts
+
+
+class _Job:
+    """One partition's search, advanced a slice at a time."""
+
+    def __init__(self, ops: list[LinOp], model: Model, budget: Budget,
+                 key: Hashable) -> None:
+        self.ops, self.model, self.key = ops, model, key
+        self.seconds = 0.0
+        self.n_info = sum(1 for o in ops if not o.det)
+        info_all = sorted((o for o in ops if not o.det), key=lambda o: o.invoke_pos)
+        det_ops = [o for o in ops if o.det]
+        keep = model.relevant_infos([o.call for o in det_ops], [o.call for o in info_all])
+        info_ops = [o for o, k in zip(info_all, keep, strict=True) if k]
+        self.search = _Search(model, det_ops, info_ops, budget)
+        self.slices = self.search.run()
+        self.reason: str | None = None
+        self.done = False
+
+    def advance(self) -> bool:
+        """Run one slice; False once the answer is in (or the budget ran out)."""
+        started = time.monotonic()
+        try:
+            next(self.slices)
+        except StopIteration:
+            self.done = True
+        self.seconds += time.monotonic() - started
+        if not self.done:
+            self.reason = self.search.budget_problem()
+            if self.reason is not None:
+                self.stop(self.reason)
+        return not self.done
+
+    def stop(self, reason: str) -> None:
+        self.slices.close()
+        self.search.valid = "unknown"
+        self.reason = reason
+        self.done = True
+
+    def result(self) -> KeyResult:
+        search = self.search
+        valid = search.valid
+        stats = {"ops": len(self.ops), "determinate": len(search.det),
+                 "indeterminate": self.n_info, "indeterminate_searched": len(search.info),
+                 "steps": search.steps, "configurations": search.entries,
+                 "max_linearized": search.best_depth, "seconds": round(self.seconds, 6)}
+        r = KeyResult(self.key, valid, self.ops, self.reason, stats=stats)
+        if valid is not True:
+            r.linearized = [o.id for o in search.best_path()]
+            r.state = search.best_state
+            if search.best_blocker is not None:
+                r.failing = search.best_blocker.id
+        return r
+
+
+def check_ops(ops: list[LinOp], model: Model, budget: Budget | None = None,
+              key: Hashable = None) -> KeyResult:
+    """Decide whether one partition's ops are linearizable under `model`."""
+    job = _Job(ops, model, budget or Budget(), key)
+    while job.advance():
+        pass
+    return job.result()
+
+
+class _Search:
+    """The iterative WGL search over one partition. Frames form a linked
+    stack (kind, index, previous state, first-return position, parent), so
+    remembering the deepest point costs one reference."""
+
+    def __init__(self, model: Model, det: list[LinOp], info: list[LinOp],
+                 budget: Budget) -> None:
+        self.model = model
+        self.det = det
+        self.info = info
+        self.budget = budget
+        self.steps = 0
+        self.entries = 0
+        self.best_depth = 0
+        self.best_frame: tuple | None = None
+        self.best_state: Hashable = model.init()
+        self.best_blocker: LinOp | None = None
+        self.memory = 0
+        self.valid: Validity = "unknown"
+
+    def run(self) -> Iterator[None]:
+        """The search as a generator: it yields every BUDGET_EVERY steps so a
+        driver can check the budget and interleave partitions, and leaves its
+        answer in `self.valid`."""
+        model, det, info = self.model, self.det, self.info
+        step = model.step
+        n = len(det)
+        if n == 0:
+            self.valid = True
+            return
+        # Entries: call of det op i is 2i, its return 2i+1; HEAD is a sentinel.
+        head = 2 * n
+        events = sorted([(o.invoke_pos, 2 * i) for i, o in enumerate(det)]
+                        + [(o.return_pos, 2 * i + 1) for i, o in enumerate(det)])
+        nxt = [0] * (2 * n + 1)
+        prv = [0] * (2 * n + 1)
+        last = head
+        for _, e in events:
+            nxt[last] = e
+            prv[e] = last
+            last = e
+        nxt[last] = -1
+        entry_pos = [0.0] * (2 * n)
+        for i, o in enumerate(det):
+            entry_pos[2 * i] = o.invoke_pos
+            entry_pos[2 * i + 1] = o.return_pos
+        calls = [o.call for o in det]
+        bits = [1 << i for i in range(n)]
+        info_calls = [o.call for o in info]
+        info_pos = [o.invoke_pos for o in info]
+        info_bits = [1 << i for i in range(len(info))]
+        n_info = len(info)
+        dead_end = model.dead_end if type(model).dead_end is not Model.dead_end else None
+
+        # (det set, state) -> info sets seen there, for configs reached by a
+        # det op; `chained` the same keyed also by the state before an info op.
+        cache: dict[tuple[int, Hashable], list[int]] = {}
+        chained: dict[tuple[int, Hashable, Hashable], list[int]] = {}
+        state = model.init()
+        dset = 0
+        iset = 0
+        depth = 0
+        top: tuple | None = None      # the frame that reached the current config
+        chain_prev: Any = _NONE       # state before the last op, if that op was info
+        entry = nxt[head]
+        in_info = False
+        ip = 0
+        first_ret = 0.0
+        steps = 0
+        budget_at = BUDGET_EVERY
+        entry_bytes = ENTRY_OVERHEAD + (n + n_info) // 8
+
+        while True:
+            steps += 1
+            if steps >= budget_at:
+                budget_at += BUDGET_EVERY
+                self.steps, self.entries = steps, len(cache) + len(chained)
+                self.memory = self.entries * entry_bytes
+                yield
+            if not in_info:
+                if entry & 1 == 0:
+                    i = entry >> 1
+                    call = calls[i]
+                    ok, ns = step(state, call)
+                    if ok and (chain_prev is _NONE or step(chain_prev, call) != (ok, ns)):
+                        nd = dset | bits[i]
+                        ck = (nd, ns)
+                        seen = cache.get(ck)
+                        if seen is None:
+                            cache[ck] = [iset]
+                            fresh = True
+                        else:
+                            fresh = True
+                            for s in seen:
+                                if s & ~iset == 0:
+                                    fresh = False
+                                    break
+                            if fresh:
+                                seen.append(iset)
+                        if fresh:
+                            top = (0, i, state, 0.0, top, chain_prev)
+                            # Lift the op out of the list (dancing links).
+                            c, r = 2 * i, 2 * i + 1
+                            nxt[prv[c]] = nxt[c]
+                            prv[nxt[c]] = prv[c]
+                            nxt[prv[r]] = nxt[r]
+                            if nxt[r] >= 0:
+                                prv[nxt[r]] = prv[r]
+                            state, dset = ns, nd
+                            depth += 1
+                            chain_prev = _NONE
+                            if depth > self.best_depth:
+                                self._record_best(depth, top, state, nxt, head)
+                            if depth == n:
+                                self.steps, self.entries = steps, len(cache) + len(chained)
+                                self.valid = True
+                                return
+                            entry = nxt[head]
+                            if dead_end is not None and self._hopeless(
+                                    state, nxt, head, entry_pos, iset):
+                                in_info = True
+                                ip = n_info
+                                first_ret = 0.0
+                            continue
+                    entry = nxt[entry]
+                    continue
+                # The first return: nothing after it may go first. Try info ops.
+                in_info = True
+                ip = 0
+                first_ret = entry_pos[entry]
+            # Info phase: info ops invoked before the first return.
+            pushed = False
+            while ip < n_info and info_pos[ip] < first_ret:
+                b = info_bits[ip]
+                if not iset & b:
+                    call = info_calls[ip]
+                    ok, ns = step(state, call)
+                    if ok and ns != state and (
+                            chain_prev is _NONE or step(chain_prev, call) != (ok, ns)):
+                        ni = iset | b
+                        fresh = True
+                        # A config reached by an info op is restricted by the
+                        # chain rule, so only an unrestricted config, or one
+                        # restricted the same way, can stand in for it.
+                        seen = cache.get((dset, ns))
+                        if seen is not None:
+                            for s in seen:
+                                if s & ~ni == 0:
+                                    fresh = False
+                                    break
+                        if fresh:
+                            ck = (dset, ns, state)
+                            seen = chained.get(ck)
+                            if seen is None:
+                                chained[ck] = [ni]
+                            else:
+                                for s in seen:
+                                    if s & ~ni == 0:
+                                        fresh = False
+                                        break
+                                if fresh:
+                                    seen.append(ni)
+                        if fresh:
+                            top = (1, ip, state, first_ret, top, chain_prev)
+                            chain_prev = state
+                            state, iset = ns, ni
+                            in_info = False
+                            entry = nxt[head]
+                            pushed = True
+                            break
+                ip += 1
+            if pushed:
+                continue
+            # Dead end: backtrack.
+            if top is None:
+                self.steps, self.entries = steps, len(cache) + len(chained)
+                self.valid = False
+                return
+            kind, idx, state, first_ret, parent, chain_prev = top
+            top = parent
+            if kind == 0:
+                c, r = 2 * idx, 2 * idx + 1
+                if nxt[r] >= 0:
+                    prv[nxt[r]] = r
+                nxt[prv[r]] = r
+                prv[nxt[c]] = c
+                nxt[prv[c]] = c
+                dset ^= bits[idx]
+                depth -= 1
+                in_info = False
+                entry = nxt[c]
+            else:
+                iset ^= info_bits[idx]
+                in_info = True
+                ip = idx + 1
+
+    def _record_best(self, depth: int, top: tuple, state: Hashable, nxt: list[int],
+                     head: int) -> None:
+        self.best_depth = depth
+        self.best_frame = top
+        self.best_state = state
+        e = nxt[head]
+        while e >= 0 and e & 1 == 0:
+            e = nxt[e]
+        self.best_blocker = self.det[e >> 1] if e >= 0 else None
+
+    def _hopeless(self, state: Hashable, nxt: list[int], head: int,
+                  entry_pos: list[float], iset: int) -> bool:
+        """Whether the op that must go next-before-anything-later (the first
+        return) can no longer become legal, given which ops could run first."""
+        model, det = self.model, self.det
+        e = nxt[head]
+        resets = False
+        while e & 1 == 0:
+            if not resets and model.resets(det[e >> 1].call):
+                resets = True
+            e = nxt[e]
+        first_ret = entry_pos[e]
+        if not resets:
+            for j, o in enumerate(self.info):
+                if o.invoke_pos >= first_ret:
+                    break
+                if not iset >> j & 1 and model.resets(o.call):
+                    resets = True
+                    break
+        return model.dead_end(state, det[e >> 1].call, resets)
+
+    def budget_problem(self) -> str | None:
+        b, n = self.budget, len(self.det)
+        if b.deadline is not None and time.monotonic() > b.deadline:
+            return (f"time limit reached after {self.steps} steps ({self.entries} "
+                    f"configurations; at most {self.best_depth} of {n} determinate ops "
+                    "linearized)")
+        if b.memory_limit_bytes is not None and self.memory > b.memory_limit_bytes:
+            return (f"memory limit reached: about {self.memory >> 20} MiB in {self.entries} "
+                    f"configurations after {self.steps} steps (at most {self.best_depth} "
+                    f"of {n} determinate ops linearized)")
+        return None
+
+    def best_path(self) -> list[LinOp]:
+        out = []
+        f = self.best_frame
+        while f is not None:
+            out.append(self.det[f[1]] if f[0] == 0 else self.info[f[1]])
+            f = f[4]
+        out.reverse()
+        return out
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "<none>"
+
+
+_NONE = _Unset()
+
+
+def check(history: list[Op], run: dict | None = None, *, model: str = "cas-register",
+          time_limit: float | None = 60.0, memory_limit_mb: int | None = 2048,
+          stop_on_first_failure: bool = False) -> Verdict:
+    """Is `history` linearizable under the named model? Partitions (keys) are
+    checked one by one within one shared budget. `run` is accepted for the
+    checker contract; nothing in it changes the answer."""
+    try:
+        m = get_model(model)
+        parts = prepare(history, m)
+    except ModelError as e:
+        return verdict("unknown", [{"type": "ill-formed-history", "reason": str(e)}],
+                       {"model": model})
+    budget = Budget.of(time_limit, memory_limit_mb)
+    keys = sorted(parts, key=_key_order)
+    jobs = [_Job(parts[k], m, budget, k) for k in keys]
+    # Partitions take turns, a slice each, so one hard key cannot starve an
+    # easy failing one (Porcupine runs them as goroutines for the same reason).
+    active = list(jobs)
+    failed = False
+    while active and not (failed and stop_on_first_failure):
+        still = []
+        for job in active:
+            if job.advance():
+                still.append(job)
+            elif job.search.valid is False:
+                failed = True
+                if stop_on_first_failure:
+                    break
+        active = still
+        if budget.memory_limit_bytes is not None:
+            _shed_memory(active, budget.memory_limit_bytes)
+    for job in active:
+        job.stop("not finished: another key was already found not linearizable")
+    results = [j.result() for j in jobs]
+    return to_verdict(results, m, len(parts))
+
+
+def _shed_memory(active: list[_Job], limit: int) -> None:
+    """Give up on the biggest searches while all live ones together exceed the limit."""
+    total = sum(j.search.memory for j in active)
+    for job in sorted(active, key=lambda j: -j.search.memory):
+        if total <= limit:
+            break
+        total -= job.search.memory
+        job.stop(f"memory limit reached: about {job.search.memory >> 20} MiB in "
+                 f"{job.search.entries} configurations after {job.search.steps} steps")
+        active.remove(job)
+
+
+def _key_order(k: Hashable) -> tuple[str, str]:
+    return (type(k).__name__, repr(k))
+
+
+def to_verdict(results: list[KeyResult], model: Model, n_keys: int) -> Verdict:
+    """One verdict for all partitions: invalid if any key is, else unknown if any is."""
+    anomalies = []
+    for r in results:
+        if r.valid is False:
+            anomalies.append(counterexample(r, model))
+        elif r.valid == "unknown":
+            anomalies.append({"type": "search-incomplete", "key": r.key,
+                              "reason": r.reason, "stats": r.stats})
+    validities = [r.valid for r in results]
+    valid: Validity = (False if False in validities
+                       else "unknown" if "unknown" in validities else True)
+    stats = {"model": model.name, "keys": n_keys, "keys_checked": len(results),
+             "per_key": [{"key": r.key, "valid": r.valid, **r.stats} for r in results]}
+    return verdict(valid, anomalies, stats)
+
+
+def counterexample(r: KeyResult, model: Model) -> dict[str, Any]:
+    """The failing key's longest linearizable prefix and the op that cannot be
+    placed after it, with the ops concurrent with that op."""
+    prefix = [r.ops[i] for i in r.linearized]
+    concurrent = r.concurrent()
+    out: dict[str, Any] = {
+        "type": "nonlinearizable", "key": r.key, "model": model.name,
+        "linearized_count": len(prefix),
+        "linearized": [o.summary(model) for o in prefix[-PREFIX_KEEP:]],
+        "state": r.state,
+        "op": r.ops[r.failing].summary(model) if r.failing is not None else None,
+        "concurrent": [r.ops[i].summary(model) for i in concurrent],
+    }
+    return out

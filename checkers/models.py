@@ -1,0 +1,259 @@
+"""Sequential specifications for the linearizability search.
+
+A model turns each client operation into a compact call (a tuple the search
+can step cheaply and hash), says whether the call is determinate ("det": it
+certainly happened, or its failure is evidence) or indeterminate ("info": it
+may take effect at any point after its invoke, or never), and steps a state.
+States are hashable values, so the search can memoize (linearized set, state).
+
+Calls are tuples whose first element is an opcode; `step` returns
+(legal, new_state) and never raises for a well-formed call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+from checkers.history import Op
+
+DET = "det"
+INFO = "info"
+
+# Register opcodes.
+READ, WRITE, CAS, CAS_FAILED, CAS_MAYBE, READ_ANY = range(6)
+# kv opcodes.
+GET, PUT, APPEND = range(3)
+# mutex opcodes.
+ACQUIRE, RELEASE = range(2)
+
+# Failed cas completions whose error says the comparison itself failed. Any
+# other error (not_leader, bad_request, ...) means the request never reached
+# the register, so it says nothing about the value.
+CAS_MISMATCH_ERRORS = frozenset({None, "cas_mismatch", "cas-mismatch", "mismatch"})
+
+Call = tuple
+Interpretation = tuple[Call, str] | None
+
+
+class ModelError(ValueError):
+    """An op the model has no meaning for (wrong f for the model, malformed value)."""
+
+
+def _freeze(v: Any) -> Hashable:
+    # Values come from msgpack/EDN and may be lists; states must be hashable.
+    if isinstance(v, list):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
+    return v
+
+
+def _pair(value: Any, op: Op) -> tuple[Hashable, Hashable]:
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise ModelError(f"op {op.index}: cas value must be [old, new], not {value!r:.60}")
+    return _freeze(value[0]), _freeze(value[1])
+
+
+@dataclass(frozen=True)
+class Model:
+    """Base: subclasses define interpret/step; `by_key` makes the model
+    P-compositional (each key is checked on its own)."""
+
+    name: str
+    by_key: bool = False
+
+    def init(self) -> Hashable:
+        return None
+
+    def interpret(self, invoke: Op, completion: Op | None) -> Interpretation:
+        raise NotImplementedError
+
+    def step(self, state: Hashable, call: Call) -> tuple[bool, Hashable]:
+        raise NotImplementedError
+
+    def partition_key(self, op: Op) -> Hashable:
+        return _freeze(op.key) if self.by_key else None
+
+    def relevant_infos(self, det: list[Call], info: list[Call]) -> list[bool]:
+        """Which info calls could ever matter; the rest are dropped before the search.
+        The default keeps all of them."""
+        return [True] * len(info)
+
+    def resets(self, call: Call) -> bool:
+        """Whether `call` can set the state regardless of what it was."""
+        return True
+
+    def dead_end(self, state: Hashable, call: Call, resets_pending: bool) -> bool:
+        """Whether `call` can never become legal from `state`, given whether an op
+        that resets the state may still run first. Models that cannot tell leave
+        this undefined and the search skips the check."""
+        return False
+
+    def describe(self, call: Call) -> str:
+        return repr(call)
+
+
+@dataclass(frozen=True)
+class RegisterModel(Model):
+    """A single register (per key when `by_key`): read / write / cas.
+
+    flavour "etcd": a failed cas (compare mismatch) is evidence the value
+    differed at some point in its window; a nil read is legal only while the
+    register was never written. flavour "knossos": failed ops are dropped and
+    a nil read is always legal (Knossos reads nil as "value unknown").
+    """
+
+    allow_cas: bool = True
+    flavour: str = "etcd"
+
+    def interpret(self, invoke: Op, completion: Op | None) -> Interpretation:
+        status = completion.type if completion is not None else "info"
+        f = invoke.f
+        if f == "read":
+            if status != "ok":
+                return None  # an unanswered read constrains nothing
+            value = _freeze(completion.value)
+            if value is None and self.flavour == "knossos":
+                return (READ_ANY,), DET
+            return (READ, value), DET
+        if f == "write":
+            if status == "fail":
+                return None
+            return (WRITE, _freeze(invoke.value)), (DET if status == "ok" else INFO)
+        if f == "cas" and self.allow_cas:
+            old, new = _pair(invoke.value, invoke)
+            if status == "ok":
+                return (CAS, old, new), DET
+            if status == "info":
+                return (CAS_MAYBE, old, new), INFO
+            if self.flavour == "etcd" and completion.error in CAS_MISMATCH_ERRORS:
+                return (CAS_FAILED, old, new), DET
+            return None
+        raise ModelError(f"op {invoke.index}: model {self.name!r} has no operation {f!r}")
+
+    def step(self, state: Hashable, call: Call) -> tuple[bool, Hashable]:
+        code = call[0]
+        if code == READ:
+            return state == call[1], state
+        if code == WRITE:
+            return True, call[1]
+        if code == CAS:
+            return (True, call[2]) if state == call[1] else (False, state)
+        if code == CAS_FAILED:
+            return state != call[1], state
+        if code == CAS_MAYBE:
+            return True, (call[2] if state == call[1] else state)
+        return True, state  # READ_ANY
+
+    def relevant_infos(self, det: list[Call], info: list[Call]) -> list[bool]:
+        # An indeterminate write whose value nobody ever observes can only
+        # matter by making a failed cas's "value differed" hold; without such
+        # evidence in the partition it is dead weight for the search.
+        if any(c[0] == CAS_FAILED for c in det):
+            return [True] * len(info)
+        observed = set()
+        for c in det + info:
+            if c[0] == READ:
+                observed.add(c[1])
+            elif c[0] in (CAS, CAS_MAYBE):
+                observed.add(c[1])
+        return [(c[1] if c[0] == WRITE else c[2]) in observed for c in info]
+
+    def describe(self, call: Call) -> str:
+        code = call[0]
+        if code == READ:
+            return f"read -> {call[1]!r}"
+        if code == READ_ANY:
+            return "read -> nil (unknown)"
+        if code == WRITE:
+            return f"write {call[1]!r}"
+        tag = {CAS: "", CAS_FAILED: " (failed)", CAS_MAYBE: " (maybe)"}[code]
+        return f"cas {call[1]!r}->{call[2]!r}{tag}"
+
+
+@dataclass(frozen=True)
+class KVModel(Model):
+    """Porcupine's kv store, one string per key: get / put / append; "" at start."""
+
+    def init(self) -> Hashable:
+        return ""
+
+    def interpret(self, invoke: Op, completion: Op | None) -> Interpretation:
+        status = completion.type if completion is not None else "info"
+        f = invoke.f
+        if f == "get":
+            if status != "ok":
+                return None
+            value = completion.value
+            return (GET, "" if value is None else value), DET
+        if f in ("put", "append"):
+            if status == "fail":
+                return None
+            code = PUT if f == "put" else APPEND
+            return (code, invoke.value or ""), (DET if status == "ok" else INFO)
+        raise ModelError(f"op {invoke.index}: model {self.name!r} has no operation {f!r}")
+
+    def step(self, state: Hashable, call: Call) -> tuple[bool, Hashable]:
+        code = call[0]
+        if code == GET:
+            return state == call[1], state
+        if code == PUT:
+            return True, call[1]
+        return True, state + call[1]
+
+    def resets(self, call: Call) -> bool:
+        return call[0] == PUT
+
+    def dead_end(self, state: Hashable, call: Call, resets_pending: bool) -> bool:
+        # Appends only extend the string: until a put runs, a get can only
+        # ever see something that starts with the current value.
+        return call[0] == GET and not resets_pending and not call[1].startswith(state)
+
+    def describe(self, call: Call) -> str:
+        name = ("get ->", "put", "append")[call[0]]
+        return f"{name} {call[1]!r}"
+
+
+@dataclass(frozen=True)
+class MutexModel(Model):
+    """A lock: acquire succeeds only when free, release only by the holder."""
+
+    def interpret(self, invoke: Op, completion: Op | None) -> Interpretation:
+        status = completion.type if completion is not None else "info"
+        if invoke.f not in ("acquire", "release"):
+            raise ModelError(f"op {invoke.index}: model {self.name!r} has no operation "
+                             f"{invoke.f!r}")
+        if status == "fail":
+            return None
+        code = ACQUIRE if invoke.f == "acquire" else RELEASE
+        return (code, invoke.process), (DET if status == "ok" else INFO)
+
+    def step(self, state: Hashable, call: Call) -> tuple[bool, Hashable]:
+        if call[0] == ACQUIRE:
+            return (True, call[1]) if state is None else (False, state)
+        return (True, None) if state == call[1] else (False, state)
+
+    def describe(self, call: Call) -> str:
+        return f"{'acquire' if call[0] == ACQUIRE else 'release'} by {call[1]!r}"
+
+
+MODELS: dict[str, Model] = {
+    "register": RegisterModel("register", allow_cas=False),
+    "cas-register": RegisterModel("cas-register"),
+    "cas-register-etcd": RegisterModel("cas-register-etcd"),
+    "cas-register-knossos": RegisterModel("cas-register-knossos", flavour="knossos"),
+    "register-kv": RegisterModel("register-kv", by_key=True),
+    "register-kv-knossos": RegisterModel("register-kv-knossos", by_key=True,
+                                         flavour="knossos"),
+    "kv": KVModel("kv", by_key=True),
+    "mutex": MutexModel("mutex"),
+}
+
+
+def get_model(name: str) -> Model:
+    try:
+        return MODELS[name]
+    except KeyError:
+        raise ModelError(f"unknown model {name!r}; known: {', '.join(sorted(MODELS))}") from None
