@@ -142,6 +142,8 @@ class Core:
         self._fetch_deadline = 0
         self._next_fetch_tick = 0
         self._fetched_from_leader = False
+        self._fetch_in_flight = False
+        self._fetch_sent_tick = 0
         self._granted: set[str] = set()
         self._rejected: set[str] = set()
         self._replicas: dict[str, _ReplicaProgress] = {}
@@ -227,7 +229,7 @@ class Core:
         elif role == FOLLOWER:
             if self._now >= self._fetch_deadline:
                 self._become_prospective()
-            elif self._now >= self._next_fetch_tick:
+            elif self._now >= self._next_fetch_tick and self._may_fetch_again():
                 self._send_fetch()
         elif self._now >= self._election_deadline:
             if role == UNATTACHED:
@@ -519,6 +521,7 @@ class Core:
         if msg["fetch_offset"] != len(self._log) or msg["last_fetched_epoch"] != self.last_epoch:
             return
         self._fetched_from_leader = True
+        self._fetch_in_flight = False
         self._fetch_deadline = self._now + self._cfg.fetch_timeout_ticks
         if msg.get("diverging_epoch") is not None:
             cut = ec.truncation_offset(
@@ -658,8 +661,16 @@ class Core:
         self._fetch_deadline = self._now + self._cfg.fetch_timeout_ticks
         self._send_fetch()
 
+    def _may_fetch_again(self) -> bool:
+        # One fetch in flight at a time (each answer can carry a full batch);
+        # resend only when the answer looks lost.
+        retry_after = max(2, self._cfg.fetch_timeout_ticks // 5)
+        return not self._fetch_in_flight or self._now - self._fetch_sent_tick >= retry_after
+
     def _send_fetch(self) -> None:
         self._next_fetch_tick = self._now + self._cfg.fetch_interval_ticks
+        self._fetch_in_flight = True
+        self._fetch_sent_tick = self._now
         self._send(
             m.FETCH,
             self._leader,
