@@ -1,0 +1,128 @@
+"""A standalone HTML view of a linearizability verdict: for each failing key,
+the ops around the failure as bars over time, one row per process, with the
+op that cannot be placed marked. Everything is inline (CSS and SVG), so the
+file can be mailed or opened years later without a server."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from typing import Any
+
+from checkers.verdict import Verdict
+
+ROW_H = 26
+BAR_H = 16
+LEFT = 90
+WIDTH = 1100
+
+_CSS = """
+body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.3em} h2{font-size:1.1em;margin-top:2em}
+.valid{color:#1a7f37}.invalid{color:#cf222e}.unknown{color:#9a6700}
+table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;padding:2px 6px}
+svg text{font:11px monospace}
+.lin rect{fill:#8cc5ff}.conc rect{fill:#ffd580}.fail rect{fill:#ff8182;stroke:#cf222e;stroke-width:2}
+.info rect{fill-opacity:.45;stroke-dasharray:3 2;stroke:#555}
+"""
+
+
+def write_html(result: Verdict, path: str | os.PathLike[str]) -> None:
+    """Write the view of `result` (a verdict from `linearizability.check`) to `path`."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(render_html(result))
+
+
+def render_html(result: Verdict) -> str:
+    valid = result["valid"]
+    cls = {True: "valid", False: "invalid"}.get(valid, "unknown")
+    word = {True: "linearizable", False: "NOT linearizable"}.get(valid, "unknown")
+    stats = result.get("stats", {})
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>linearizability: "
+             f"{word}</title><style>{_CSS}</style></head><body>",
+             f"<h1>Linearizability: <span class='{cls}'>{word}</span></h1>",
+             f"<p>model <b>{_e(stats.get('model', '?'))}</b>, {stats.get('keys', 0)} key(s), "
+             f"{stats.get('keys_checked', 0)} checked.</p>",
+             _per_key_table(stats.get("per_key", []))]
+    for a in result.get("anomalies", []):
+        if a.get("type") == "nonlinearizable":
+            parts.append(_failure(a))
+        else:
+            parts.append(f"<h2>key {_e(a.get('key'))}: {_e(a.get('type'))}</h2>"
+                         f"<p>{_e(a.get('reason'))}</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _e(x: Any) -> str:
+    return html.escape(x if isinstance(x, str) else json.dumps(x, default=repr))
+
+
+def _per_key_table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return ""
+    cols = ["key", "valid", "ops", "indeterminate", "steps", "configurations",
+            "max_linearized", "seconds"]
+    head = "".join(f"<th>{c}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{_e(r.get(c))}</td>" for c in cols) + "</tr>"
+                   for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _failure(a: dict[str, Any]) -> str:
+    shown = [("lin", o) for o in a.get("linearized", [])[-20:]]
+    shown += [("conc", o) for o in a.get("concurrent", [])]
+    failing = a.get("op")
+    if failing is not None:
+        shown.append(("fail", failing))
+    out = [f"<h2>key {_e(a.get('key'))}: the op in red cannot be linearized</h2>",
+           f"<p>{a.get('linearized_count', 0)} ops linearized before it; state there: "
+           f"<code>{_e(a.get('state'))}</code>. "
+           f"Failing op: <code>{_e(failing.get('what') if failing else None)}</code> "
+           "(blue: the end of the longest linearizable prefix, in order; orange: "
+           "concurrent ops; dashed: indeterminate).</p>"]
+    out.append(_timeline(shown))
+    out.append("<table><tr><th>role</th><th>#</th><th>process</th><th>op</th><th>type</th>"
+               "<th>history index</th></tr>")
+    order = a.get("linearized_count", 0) - len(a.get("linearized", [])[-20:])
+    for role, o in shown:
+        n = ""
+        if role == "lin":
+            order += 1
+            n = str(order)
+        out.append(f"<tr><td>{role}</td><td>{n}</td><td>{_e(o['process'])}</td>"
+                   f"<td>{_e(o['what'])}</td><td>{_e(o['type'])}</td>"
+                   f"<td>{_e(o['index'])}</td></tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _timeline(shown: list[tuple[str, dict[str, Any]]]) -> str:
+    if not shown:
+        return ""
+    starts = [o["invoke_time"] for _, o in shown]
+    ends = [o["complete_time"] for _, o in shown if o["complete_time"] is not None]
+    t0, t1 = min(starts), max(ends + starts) + 1
+    span = max(t1 - t0, 1) * 1.1
+    procs = sorted({o["process"] for _, o in shown}, key=lambda p: (str(type(p)), p))
+    row = {p: i for i, p in enumerate(procs)}
+    height = ROW_H * len(procs) + 30
+    scale = (WIDTH - LEFT - 10) / span
+    svg = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{WIDTH}' height='{height}'>"]
+    for p, i in row.items():
+        svg.append(f"<text x='4' y='{i * ROW_H + 17}'>proc {_e(p)}</text>")
+    for role, o in shown:
+        x = LEFT + (o["invoke_time"] - t0) * scale
+        end = o["complete_time"] if o["complete_time"] is not None else t0 + span
+        if o["type"] == "info":
+            end = t0 + span  # may take effect any time after its invoke
+        w = max((end - o["invoke_time"]) * scale, 3)
+        y = row[o["process"]] * ROW_H + 4
+        cls = role + (" info" if o["type"] == "info" else "")
+        title = _e(f"{o['what']} [{o['type']}] index {o['index']}")
+        svg.append(f"<g class='{cls}'><title>{title}</title>"
+                   f"<rect x='{x:.1f}' y='{y}' width='{w:.1f}' height='{BAR_H}' rx='3'/>"
+                   f"<text x='{x + 3:.1f}' y='{y + 12}'>{_e(o['what'])[:40]}</text></g>")
+    svg.append("</svg>")
+    return "".join(svg)

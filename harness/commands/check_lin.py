@@ -1,0 +1,66 @@
+"""`faultline check-lin FILE --model M`: check one history for linearizability."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from checkers.formats import FORMATS, read_any
+from checkers.linearizability import check
+from checkers.lin_report import write_html
+from checkers.models import MODELS
+from checkers.verdict import exit_code
+from harness.cli import UserError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "check-lin", help="check a history for linearizability",
+        description="Check a history for linearizability. Exit status: 0 linearizable, "
+                    "1 not linearizable, 2 unknown (budget exhausted) or error.")
+    p.add_argument("file", help="history file")
+    p.add_argument("--model", default="cas-register", choices=sorted(MODELS))
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="history format (default: detect from the file)")
+    p.add_argument("--html", metavar="OUT", help="also write an HTML view of the verdict")
+    p.add_argument("--time-limit", type=float, default=60.0, metavar="SECONDS")
+    p.add_argument("--memory-limit", type=int, default=2048, metavar="MB")
+    p.add_argument("--stop-on-first-failure", action="store_true",
+                   help="stop at the first key found not linearizable")
+    p.add_argument("--json", action="store_true", help="print the whole verdict as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    history = read_any(args.file, args.format)
+    for w in history.warnings:
+        print(f"warning: {w}")
+    if args.time_limit <= 0 or args.memory_limit <= 0:
+        raise UserError("--time-limit and --memory-limit must be positive")
+    v = check(history.ops, model=args.model, time_limit=args.time_limit,
+              memory_limit_mb=args.memory_limit,
+              stop_on_first_failure=args.stop_on_first_failure)
+    if args.json:
+        print(json.dumps(v, indent=2, default=repr))
+    else:
+        print(summary(v))
+    if args.html:
+        write_html(v, args.html)
+    return exit_code(v["valid"])
+
+
+def summary(v: dict) -> str:
+    word = {True: "valid", False: "INVALID"}.get(v["valid"], "unknown")
+    stats = v["stats"]
+    lines = [f"linearizability ({stats.get('model')}): {word}; "
+             f"{stats.get('keys_checked', 0)}/{stats.get('keys', 0)} key(s) checked"]
+    for a in v["anomalies"]:
+        if a["type"] == "nonlinearizable":
+            op = a["op"] or {}
+            lines.append(f"  key {a['key']!r}: after {a['linearized_count']} ops (state "
+                         f"{a['state']!r}), cannot place process {op.get('process')}'s "
+                         f"{op.get('what')} (history index {op.get('index')}); "
+                         f"{len(a['concurrent'])} concurrent ops")
+        else:
+            lines.append(f"  key {a.get('key')!r}: {a['type']}: {a.get('reason')}")
+    return "\n".join(lines)
