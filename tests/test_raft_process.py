@@ -9,6 +9,7 @@ import pytest
 
 from nodes.raft import codec
 from nodes.raft.client import NodeClient
+from nodes.raft.db import RaftDB
 from nodes.raft.local_cluster import LocalCluster
 
 pytestmark = pytest.mark.slow
@@ -78,6 +79,26 @@ def test_write_and_read_through_the_client(cluster):
     start = events(cluster, follower)[0]
     assert start["event"] == "start" and start["node"] == follower
     assert start["recovered_truncated_bytes"] == 0 and start["t"] <= time.monotonic_ns()
+
+
+def test_db_adapter_sees_the_cluster(cluster, tmp_path):
+    db = RaftDB()
+    assert db.check_installed() is None
+    leader = cluster.wait_for_leader()
+    specs = cluster.specs()
+    assert db.leader(specs) == leader
+    assert all(db.is_ready(spec) for spec in specs)
+    with NodeClient(cluster.address(leader)) as client:
+        assert client.put("k", 1).ok
+    spec = cluster.spec(leader)
+    files = db.data_files(spec)
+    assert any(f.suffix == ".seg" for f in files) and all(f.exists() for f in files)
+    cluster.stop(leader)
+    assert not db.is_ready(spec)
+    db.dump_log(spec, tmp_path / "out" / "log.msgpack")
+    dumped = msgpack.unpackb((tmp_path / "out" / "log.msgpack").read_bytes(), raw=False)
+    assert dumped["node"] == leader
+    assert any(e["payload"].get("key") == "k" for e in dumped["entries"] if e["committed"])
 
 
 def read_retrying(client, key):

@@ -184,3 +184,34 @@ def test_epoch_checkpoint_and_high_watermark(tmp_path):
     assert storage.read_high_watermark(tmp_path) == 42
     (tmp_path / storage.HIGH_WATERMARK_FILE).write_text("garbage")
     assert storage.read_high_watermark(tmp_path) == 0
+
+
+def test_sync_in_a_thread_while_appending_and_truncating(tmp_path):
+    # The server fsyncs in a worker thread while the loop appends (group commit).
+    import threading
+
+    log, _ = reopen(tmp_path, segment_bytes=4096)
+    stop = threading.Event()
+    reported = []
+
+    def flusher():
+        while not stop.is_set():
+            reported.append(log.sync())
+
+    t = threading.Thread(target=flusher)
+    t.start()
+    try:
+        for start in range(0, 2000, 10):
+            log.append(records(start, 10))
+            if start == 1000:
+                log.truncate(995)
+                log.append(records(995, 15, epoch=2))
+    finally:
+        stop.set()
+        t.join()
+    assert all(r <= 2000 for r in reported)
+    assert log.sync() == 2000
+    log.close()
+    got = reopen(tmp_path)[1].records
+    assert [r.offset for r in got] == list(range(2000))
+    assert [r.epoch for r in got[990:1011]] == [1] * 5 + [2] * 15 + [1]

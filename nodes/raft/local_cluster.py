@@ -12,11 +12,12 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+from nodes.db import NodeSpec
 from nodes.raft.client import ClusterClient, NodeClient
+from nodes.raft.db import RaftDB
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -46,14 +47,18 @@ class LocalCluster:
     def data_dir(self, name: str) -> Path:
         return self.root / name / "data"
 
+    def spec(self, name: str) -> NodeSpec:
+        return NodeSpec(
+            name=name, host=self.host, port=self.ports[name], data_dir=self.data_dir(name),
+            log_dir=self.root / name, options={"cluster_id": "test", "tick_ms": self.tick_ms},
+        )
+
+    def specs(self) -> list[NodeSpec]:
+        return [self.spec(n) for n in self.names]
+
     def argv(self, name: str) -> list[str]:
-        peers = ",".join(f"{n}={self.address(n)}" for n in self.names)
-        return [
-            sys.executable, "-m", "nodes.raft", "--id", name, "--cluster-id", "test",
-            "--listen", self.address(name), "--peers", peers,
-            "--data-dir", str(self.data_dir(name)), "--tick-ms", str(self.tick_ms),
-            *self.extra_args,
-        ]
+        # The harness's own adapter builds the command line, so tests exercise it.
+        return RaftDB().argv(self.spec(name), self.specs(), fresh=False) + self.extra_args
 
     def start(self, name: str) -> None:
         (self.root / name).mkdir(parents=True, exist_ok=True)
