@@ -327,7 +327,7 @@ _NOT_A_WORD = object()
 _WORDS: dict[str, Any] = {"nil": None, "true": True, "false": False}
 _END = r"""(?=[\s,;()\[\]{}"]|\Z)"""
 _FAST = re.compile(
-    r"(?:[\s,]+|;[^\n]*)*(?:"
+    r"(?>(?:[\s,]++|;[^\n]*+)*)(?:"
     r"(?P<open>[\[({])|(?P<close>[\])}])|"
     r'"(?P<str>[^"\\]*)"|'
     rf"(?P<num>[+-]?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?[NM]?){_END}|"
