@@ -220,3 +220,23 @@ def test_bad_requests_do_not_crash_a_node(cluster):
         assert client.put("after", 1).ok
         assert client.get("after").value == 1
     assert all(proc.poll() is None for proc in cluster.procs.values())
+
+
+def test_lost_quorum_gives_indeterminate_then_definite_errors(tmp_path):
+    with LocalCluster(tmp_path, size=3, extra_args=["--request-timeout-ms", "300"]) as cluster:
+        cluster.start_all()
+        leader = cluster.wait_for_leader()
+        with NodeClient(cluster.address(leader)) as client:
+            assert client.put("x", 1).ok
+            for name in cluster.names:
+                if name != leader:
+                    cluster.kill(name)
+            # still leading (check-quorum has not fired yet): the write cannot commit
+            stuck = client.put("x", 2)
+            assert stuck.error in ("timeout", "leader_lost") and stuck.definite is False
+            # once it has noticed it lost the quorum, it refuses outright
+            refused = wait_until(
+                lambda: (r := client.put("x", 3)).error == "not_leader" and r,
+                what="leader resigns",
+            )
+            assert refused.definite is True
