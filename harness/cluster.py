@@ -1,0 +1,341 @@
+"""A running cluster: a Topology plus one node process per namespace.
+
+The harness owns processes; a DB adapter only says what to run
+(docs/contracts.md). Every process is journalled (pid + start time) so
+`faultline clean` can finish the job if this harness dies.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+import psutil
+
+from harness.cli import UserError
+from harness.netns import Topology, popen_in_netns
+from harness.resources import (
+    ResourceLog,
+    become_subreaper,
+    signals_deferred,
+    unmount,
+)
+from nodes.db import DB, NodeSpec
+
+DEFAULT_PORT = 7000
+CAP_NET_ADMIN = 12
+CAP_SYS_ADMIN = 21
+READY_POLL = 0.05
+
+
+class ClusterError(Exception):
+    """A node did not come up, or an operation on one failed."""
+
+
+class NeedsRootError(UserError):
+    """Raised when namespaces cannot be made here; its message is one sentence."""
+
+
+def effective_caps() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("CapEff:"):
+                return int(line.split()[1], 16)
+    return 0
+
+
+def check_privileges() -> None:
+    caps = effective_caps()
+    if not (caps >> CAP_NET_ADMIN) & 1 or not (caps >> CAP_SYS_ADMIN) & 1:
+        raise NeedsRootError(
+            "faultline needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network "
+            "namespaces; run it as root, e.g. with sudo.")
+
+
+@dataclass
+class NodeProcess:
+    popen: Any  # subprocess.Popen[bytes]
+    proc: psutil.Process
+    record: int | None
+    stdout: IO[bytes]
+    stderr: IO[bytes]
+
+
+class Cluster:
+    """Nodes of one run. Methods take node names; all are safe to call from
+    the nemesis thread while clients run."""
+
+    def __init__(self, run_dir: Path, db: DB, names: Sequence[str], run_id: str, *,
+                 port: int = DEFAULT_PORT, node_options: dict[str, Any] | None = None,
+                 data_root: Path | None = None, state_dir: Path | None = None) -> None:
+        self.run_dir = Path(run_dir)
+        self.db = db
+        self.run_id = run_id
+        self.topology = Topology(run_id, list(names))
+        self._data_root = data_root
+        self._state_dir = state_dir
+        self._node_options = dict(node_options or {})
+        self._port = port
+        self.nodes: list[NodeSpec] = []
+        self.resources: ResourceLog | None = None
+        self._procs: dict[str, NodeProcess] = {}
+        self.paused: set[str] = set()
+        self._lock = threading.RLock()
+        self._tempdir_record: int | None = None
+        self._torn_down = False
+
+    # --- names and addresses (the nemesis contract) ---------------------------
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.topology.node_names)
+
+    @property
+    def hub_netns(self) -> str:
+        return self.topology.hub
+
+    def netns_of(self, name: str) -> str:
+        return self.topology.netns[name]
+
+    def ip_of(self, name: str) -> str:
+        return self.topology.ips[name]
+
+    def spec(self, name: str) -> NodeSpec:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(f"no node named {name!r}")
+
+    @contextmanager
+    def in_hub(self) -> Iterator[None]:
+        """Run the body (this thread, and threads it starts) in the client namespace."""
+        with self.topology.in_hub():
+            yield
+
+    # --- lifecycle --------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Namespaces, data dirs and node specs; nothing is started yet."""
+        check_privileges()
+        problem = self.db.check_installed()
+        if problem:
+            raise UserError(problem)
+        become_subreaper()
+        self.resources = ResourceLog(self.run_dir / "resources.jsonl", self.run_id,
+                                     self._state_dir)
+        self.topology.resources = self.resources
+        try:
+            data_root = self._data_root
+            if data_root is None:
+                data_root = Path(tempfile.mkdtemp(prefix=f"faultline-{self.run_id}-"))
+                self._tempdir_record = self.resources.add("tempdir", path=str(data_root))
+                self._data_root = data_root
+            self.topology.build()
+            for name in self.names:
+                log_dir = self.run_dir / "nodes" / name
+                log_dir.mkdir(parents=True, exist_ok=True)
+                self.nodes.append(NodeSpec(name, self.ip_of(name), self._port,
+                                           data_root / name, log_dir,
+                                           dict(self._node_options)))
+            for node in self.nodes:
+                self.db.setup(node, self.nodes)
+        except BaseException:
+            self.teardown()
+            raise
+
+    def start_all(self, timeout: float = 30.0) -> None:
+        self.start(self.names, fresh=True)
+        self.wait_ready(self.names, timeout)
+
+    def __enter__(self) -> Cluster:
+        self.setup()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.teardown()
+
+    # --- processes ----------------------------------------------------------
+
+    def is_running(self, name: str) -> bool:
+        with self._lock:
+            np = self._procs.get(name)
+            return np is not None and np.popen.poll() is None
+
+    def running(self) -> list[str]:
+        return [n for n in self.names if self.is_running(n)]
+
+    def start(self, names: Sequence[str], fresh: bool = False) -> list[str]:
+        """Start the named nodes that are not running; returns those started."""
+        started = []
+        with self._lock:
+            for name in names:
+                if self.is_running(name):
+                    continue
+                self._reap(name)
+                self._spawn(name, fresh)
+                started.append(name)
+        return started
+
+    def _spawn(self, name: str, fresh: bool) -> None:
+        assert self.resources is not None, "setup() first"
+        node = self.spec(name)
+        argv = self.db.argv(node, self.nodes, fresh)
+        stdout = open(node.log_dir / "stdout.log", "ab")
+        stderr = open(node.log_dir / "stderr.log", "ab")
+        try:
+            popen = popen_in_netns(self.netns_of(name), argv, stdin=subprocess.DEVNULL,
+                                   stdout=stdout, stderr=stderr, start_new_session=True,
+                                   close_fds=True)
+        except BaseException:
+            stdout.close()
+            stderr.close()
+            raise
+        # Journalled straight after fork: a window of microseconds, covered
+        # by `clean` also killing whatever lives in the run's namespaces.
+        record = self.resources.add_process(popen.pid)
+        self._procs[name] = NodeProcess(popen, psutil.Process(popen.pid), record,
+                                        stdout, stderr)
+        self.paused.discard(name)
+
+    def _reap(self, name: str) -> None:
+        np = self._procs.pop(name, None)
+        if np is None:
+            return
+        np.popen.wait()
+        np.stdout.close()
+        np.stderr.close()
+        if np.record is not None and self.resources is not None:
+            self.resources.release(np.record)
+
+    def kill(self, names: Sequence[str]) -> list[str]:
+        """SIGKILL each named node's process group; returns the nodes that were running."""
+        killed = []
+        with self._lock:
+            for name in names:
+                np = self._procs.get(name)
+                if np is None:
+                    continue
+                if np.popen.poll() is None:
+                    killed.append(name)
+                    tree = _descendants(np.proc)
+                    try:
+                        os.killpg(np.popen.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    # Helpers that left the group (setsid) are still in the tree.
+                    for p in tree:
+                        _signal(p, signal.SIGKILL)
+                self._reap(name)
+                self.paused.discard(name)
+        return killed
+
+    def pause(self, names: Sequence[str]) -> list[str]:
+        """SIGSTOP each named node's whole process tree."""
+        paused = []
+        with self._lock:
+            for name in names:
+                np = self._procs.get(name)
+                if np is None or np.popen.poll() is not None:
+                    continue
+                for p in [np.proc, *_descendants(np.proc)]:
+                    _signal(p, signal.SIGSTOP)
+                self.paused.add(name)
+                paused.append(name)
+        return paused
+
+    def resume(self, names: Sequence[str]) -> list[str]:
+        resumed = []
+        with self._lock:
+            for name in names:
+                np = self._procs.get(name)
+                if np is not None and np.popen.poll() is None:
+                    for p in [np.proc, *_descendants(np.proc)]:
+                        _signal(p, signal.SIGCONT)
+                    resumed.append(name)
+                self.paused.discard(name)
+        return resumed
+
+    def wait_ready(self, names: Sequence[str] | None = None, timeout: float = 30.0) -> None:
+        """Poll db.is_ready from the hub until every named node answers."""
+        waiting = list(self.names if names is None else names)
+        deadline = time.monotonic() + timeout
+        with self.in_hub():
+            while waiting:
+                for name in list(waiting):
+                    if not self.is_running(name):
+                        raise ClusterError(f"node {name} exited before it was ready; "
+                                           f"see {self.spec(name).log_dir / 'stderr.log'}")
+                    if self.db.is_ready(self.spec(name)):
+                        waiting.remove(name)
+                if waiting and time.monotonic() > deadline:
+                    raise ClusterError(f"nodes {', '.join(waiting)} not ready after "
+                                       f"{timeout:g} s")
+                if waiting:
+                    time.sleep(READY_POLL)
+
+    def leader(self) -> str | None:
+        with self.in_hub():
+            return self.db.leader(self.nodes)
+
+    def dump_logs(self) -> None:
+        """Each node's replicated-log dump into its log dir (nodes must be stopped)."""
+        for node in self.nodes:
+            self.db.dump_log(node, node.log_dir / "log.msgpack")
+
+    def teardown(self) -> None:
+        """Kill every node, delete the namespaces and temp dirs. Idempotent, and
+        not interruptible by Ctrl-C/SIGTERM halfway (they wait until it is done)."""
+        with signals_deferred():
+            if self._torn_down:
+                return
+            self._torn_down = True
+            self.resume(list(self._procs))
+            self.kill(list(self._procs))
+            self._unmount_leftovers()
+            self.topology.teardown()
+            if self._tempdir_record is not None and self._data_root is not None:
+                shutil.rmtree(self._data_root, ignore_errors=True)
+                if self.resources is not None:
+                    self.resources.release(self._tempdir_record)
+                self._tempdir_record = None
+            if self.resources is not None:
+                self.resources.close()
+
+    def _unmount_leftovers(self) -> None:
+        # Mounts are made by disk faults, which unmount in their own teardown;
+        # any still journalled here would pin the data dir we are about to remove.
+        if self.resources is None:
+            return
+        for rec in self.resources.live():
+            if rec["kind"] == "mount":
+                try:
+                    unmount(rec["path"])
+                except OSError:
+                    continue
+                self.resources.release(rec["id"])
+
+
+def _descendants(proc: psutil.Process) -> list[psutil.Process]:
+    try:
+        return proc.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _signal(proc: psutil.Process, sig: int) -> None:
+    try:
+        proc.send_signal(sig)
+    except psutil.NoSuchProcess:
+        pass

@@ -1,0 +1,241 @@
+"""Faults as objects, the registry that names them, the composite nemesis,
+and the executor that plays a schedule and records it into the history.
+
+A fault object (the interface nemesis.disk also implements):
+
+    name: str                                   # f of the op that injects it
+    inject(cluster, rng, params) -> dict        # what was done, to which nodes
+    heal(cluster) -> dict                       # undo everything it did; idempotent
+    heal_f: str  (optional, else HEAL_F[name])  # f of the op that heals it
+    setup(cluster) / teardown(cluster)          # optional
+
+`rng` is seeded per event by the schedule, so a choice made at inject time
+(which node, how many bytes) replays like one made in the schedule.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from checkers.history import NEMESIS, Op
+
+# f of the op that heals each fault kind (contracts.md, "Nemesis ops").
+HEAL_F = {"kill": "start", "pause": "resume", "partition": "heal", "truncate": "start",
+          "lose-unsynced": "start"}
+
+
+class Fault(Protocol):
+    name: str
+
+    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+               ) -> dict[str, Any]: ...
+
+    def heal(self, cluster: Any) -> dict[str, Any]: ...
+
+
+def heal_f(fault: Fault) -> str:
+    return getattr(fault, "heal_f", None) or HEAL_F.get(fault.name, "heal")
+
+
+@dataclass
+class FaultContext:
+    """What a fault factory may need from the run: the DB adapter, and
+    anything else a run prepared (e.g. `mounts`: node -> LazyFS)."""
+    db: Any = None
+    variant: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+FaultFactory = Callable[[FaultContext], Fault]
+
+
+def _disk_truncate(ctx: FaultContext) -> Fault:
+    from nemesis.disk import TruncateFault
+    return TruncateFault(ctx.db)
+
+
+def _disk_lose_unsynced(ctx: FaultContext) -> Fault:
+    from nemesis.disk import LoseUnsyncedFault
+    if "mounts" not in ctx.extras:
+        raise ValueError("lose-unsynced needs the nodes' data dirs on LazyFS mounts")
+    return LoseUnsyncedFault(ctx.extras["mounts"])
+
+
+def _lazy(module: str, attr: str) -> FaultFactory:
+    def factory(ctx: FaultContext) -> Fault:
+        return getattr(importlib.import_module(module), attr)(ctx)
+    return factory
+
+
+# Name -> factory. Modules load only when their fault is asked for, so a
+# run without disk faults never imports FUSE code.
+FAULTS: dict[str, FaultFactory] = {
+    "kill": _lazy("nemesis.process", "kill_fault"),
+    "pause": _lazy("nemesis.process", "pause_fault"),
+    "partition": _lazy("nemesis.partition", "partition_fault"),
+    "truncate": _disk_truncate,
+    "lose-unsynced": _disk_lose_unsynced,
+}
+
+
+def register_fault(name: str, factory: FaultFactory) -> None:
+    FAULTS[name] = factory
+
+
+def split_spec(spec: str) -> tuple[str, str | None]:
+    """`"partition:one-way"` -> (`"partition"`, `"one-way"`)."""
+    name, _, variant = spec.partition(":")
+    return name, (variant or None)
+
+
+def make_fault(spec: str, ctx: FaultContext | None = None) -> Fault:
+    name, variant = split_spec(spec)
+    if name not in FAULTS:
+        raise ValueError(f"unknown fault {name!r}; known: {', '.join(sorted(FAULTS))}")
+    base = ctx or FaultContext()
+    return FAULTS[name](FaultContext(base.db, variant, base.extras))
+
+
+class CompositeNemesis:
+    """The contract's Nemesis: setup(cluster), invoke(op) -> op, teardown().
+
+    Holds fault objects by spec; invoke dispatches on the op's f (an inject
+    name, or a heal f, which heals every fault healed by that f).
+    """
+
+    def __init__(self, faults: Mapping[str, Fault]) -> None:
+        self.faults = dict(faults)
+        self.cluster: Any = None
+
+    @classmethod
+    def from_specs(cls, specs: Sequence[str], ctx: FaultContext | None = None
+                   ) -> CompositeNemesis:
+        return cls({spec: make_fault(spec, ctx) for spec in specs})
+
+    def setup(self, cluster: Any) -> None:
+        self.cluster = cluster
+        for fault in self.faults.values():
+            if hasattr(fault, "setup"):
+                fault.setup(cluster)
+
+    def inject(self, spec: str, rng: random.Random, params: Mapping[str, Any]) -> dict[str, Any]:
+        return self.faults[spec].inject(self.cluster, rng, params)
+
+    def heal(self, spec: str) -> dict[str, Any]:
+        return self.faults[spec].heal(self.cluster)
+
+    def invoke(self, op: Op, rng: random.Random | None = None) -> Op:
+        """Apply one nemesis invoke op; returns its info completion (error set on failure)."""
+        rng = rng or random.Random(0)
+        try:
+            injectors = [s for s, f in self.faults.items() if f.name == op.f or s == op.f]
+            if injectors:
+                value: Any = self.inject(injectors[0], rng, op.value or {})
+            else:
+                healers = [s for s, f in self.faults.items() if heal_f(f) == op.f]
+                if not healers:
+                    raise ValueError(f"no fault is injected or healed by {op.f!r}")
+                value = {s: self.heal(s) for s in healers}
+            return Op(0, 0, NEMESIS, "info", op.f, value)
+        except Exception as e:
+            return Op(0, 0, NEMESIS, "info", op.f, op.value, error=_describe(e))
+
+    def teardown(self) -> dict[str, str]:
+        """Heal every fault, then let each clean up; returns errors by spec."""
+        errors = {}
+        for spec, fault in self.faults.items():
+            try:
+                fault.heal(self.cluster)
+            except Exception as e:
+                errors[spec] = _describe(e)
+        for spec, fault in self.faults.items():
+            if hasattr(fault, "teardown"):
+                try:
+                    fault.teardown(self.cluster)
+                except Exception as e:
+                    errors.setdefault(spec, _describe(e))
+        return errors
+
+
+def _describe(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"
+
+
+class RecordFn(Protocol):
+    """`harness.recorder.Recorder.record`'s shape."""
+
+    def __call__(self, process: int | str, type: str, f: str, value: Any = None,
+                 key: Any = None, node: str | None = None, error: str | None = None
+                 ) -> Op: ...
+
+
+class NemesisRunner:
+    """Plays a schedule against a cluster, recording an invoke and an info op
+    per event. A fault that fails is recorded with its error and the run goes
+    on; at the end every fault injected since its last heal is healed (and
+    recorded), then the nemesis tears down."""
+
+    def __init__(self, nemesis: CompositeNemesis, events: Sequence[Any], record: RecordFn,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.nemesis = nemesis
+        self.events = list(events)
+        self.record = record
+        self.clock = clock
+        self.executed: list[dict[str, Any]] = []
+        self._dirty: set[str] = set()
+
+    def run(self, stop: threading.Event, start: float | None = None) -> list[dict[str, Any]]:
+        """Blocks until the schedule ends or `stop` is set; always heals at the end."""
+        start = self.clock() if start is None else start
+        try:
+            for event in self.events:
+                if stop.wait(max(0.0, start + event.time - self.clock())):
+                    break
+                self.apply(event)
+        finally:
+            self.heal_all()
+        return self.executed
+
+    def apply(self, event: Any) -> Op:
+        fault = self.nemesis.faults[event.fault]
+        if event.action == "inject":
+            f, value = fault.name, dict(event.params)
+            self._dirty.add(event.fault)
+            def act() -> Any:
+                return self.nemesis.inject(event.fault, random.Random(event.seed), event.params)
+        else:
+            f, value = heal_f(fault), None
+            self._dirty.discard(event.fault)
+            def act() -> Any:
+                return self.nemesis.heal(event.fault)
+        return self._recorded(f, value, act, event)
+
+    def _recorded(self, f: str, value: Any, act: Callable[[], Any], event: Any) -> Op:
+        invoke = self.record(NEMESIS, "invoke", f, value)
+        try:
+            done = self.record(NEMESIS, "info", f, act())
+        except Exception as e:
+            done = self.record(NEMESIS, "info", f, value, error=_describe(e))
+        self.executed.append({"time": invoke.time, "end": done.time, "f": f,
+                              "fault": getattr(event, "fault", None),
+                              "value": done.value, "error": done.error})
+        return done
+
+    def heal_all(self) -> None:
+        for spec in sorted(self._dirty):
+            fault = self.nemesis.faults[spec]
+            self._recorded(heal_f(fault), None, lambda spec=spec: self.nemesis.heal(spec),
+                           _FinalHeal(spec))
+        self._dirty.clear()
+        self.nemesis.teardown()
+
+
+@dataclass
+class _FinalHeal:
+    fault: str

@@ -1,0 +1,108 @@
+"""Process faults: kill/start and pause/resume, on one node, a minority or a
+majority (or the current leader).
+
+Which nodes is decided by `choose_targets` from a seeded rng: in the
+schedule when the nodes are known up front, else at inject time.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nemesis.base import FaultContext
+
+TARGETS = ("one", "minority", "majority")
+ALL_TARGETS = (*TARGETS, "leader")
+
+
+def target_count(targets: str, n: int) -> int:
+    majority = n // 2 + 1
+    if targets == "one":
+        return 1
+    if targets == "minority":
+        return max(1, n - majority)
+    if targets == "majority":
+        return majority
+    raise ValueError(f"unknown target set {targets!r}; expected one of {', '.join(TARGETS)}")
+
+
+def choose_targets(rng: random.Random, nodes: Sequence[str], targets: str) -> list[str]:
+    """Pure: a random `targets`-sized subset of `nodes`, sorted."""
+    return sorted(rng.sample(sorted(nodes), target_count(targets, len(nodes))))
+
+
+def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
+    targets = variant or rng.choice(TARGETS)
+    if targets not in ALL_TARGETS:
+        raise ValueError(f"unknown target set {targets!r}; expected one of "
+                         f"{', '.join(ALL_TARGETS)}")
+    if targets == "leader":
+        return {"targets": "leader"}
+    return {"targets": targets, "nodes": choose_targets(rng, nodes, targets)}
+
+
+def resolve_nodes(cluster: Any, rng: random.Random, params: Mapping[str, Any]) -> list[str]:
+    if params.get("nodes"):
+        return list(params["nodes"])
+    targets = params.get("targets", "one")
+    if targets == "leader":
+        leader = cluster.leader()
+        if leader is None:
+            raise RuntimeError("no leader to target")
+        return [leader]
+    return choose_targets(rng, cluster.names, targets)
+
+
+class KillFault:
+    """`kill`: SIGKILL the nodes' process groups; heal (`start`) restarts every
+    node that is down, on its existing data dir."""
+
+    name = "kill"
+    heal_f = "start"
+
+    def __init__(self, variant: str | None = None) -> None:
+        self.variant = variant
+
+    def plan(self, rng: random.Random, nodes: Sequence[str]) -> dict[str, Any]:
+        return plan(rng, nodes, self.variant)
+
+    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+               ) -> dict[str, Any]:
+        nodes = resolve_nodes(cluster, rng, params)
+        return {"nodes": nodes, "targets": params.get("targets"), "killed": cluster.kill(nodes)}
+
+    def heal(self, cluster: Any) -> dict[str, Any]:
+        down = [n for n in cluster.names if not cluster.is_running(n)]
+        return {"nodes": cluster.start(down, fresh=False)}
+
+
+class PauseFault:
+    """`pause`: SIGSTOP the nodes' process trees; heal (`resume`) continues
+    every paused node."""
+
+    name = "pause"
+    heal_f = "resume"
+
+    def __init__(self, variant: str | None = None) -> None:
+        self.variant = variant
+
+    def plan(self, rng: random.Random, nodes: Sequence[str]) -> dict[str, Any]:
+        return plan(rng, nodes, self.variant)
+
+    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+               ) -> dict[str, Any]:
+        nodes = resolve_nodes(cluster, rng, params)
+        return {"nodes": nodes, "targets": params.get("targets"), "paused": cluster.pause(nodes)}
+
+    def heal(self, cluster: Any) -> dict[str, Any]:
+        return {"nodes": cluster.resume(sorted(cluster.paused))}
+
+
+def kill_fault(ctx: FaultContext) -> KillFault:
+    return KillFault(ctx.variant)
+
+
+def pause_fault(ctx: FaultContext) -> PauseFault:
+    return PauseFault(ctx.variant)

@@ -1,0 +1,79 @@
+"""Fault schedules: a pure function from a seed to a timeline.
+
+One fault at a time, Jepsen style: a quiet gap, a fault, a gap while it
+lasts, its heal. Gaps are exponential with the given mean. What each fault
+does (which nodes, which shape) is planned here when the node names are
+enough; what depends on the live cluster (the current leader) is left to
+inject time, with a per-event seed so that choice replays too.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from nemesis.base import split_spec
+
+# Faults that inject and heal in one op (nothing to undo later).
+INSTANT = frozenset({"lose-unsynced"})
+
+
+@dataclass(frozen=True)
+class Event:
+    time: float                    # seconds since the run started
+    action: str                    # "inject" or "heal"
+    fault: str                     # the fault spec, e.g. "partition:one-way"
+    params: Mapping[str, Any] = field(default_factory=dict)
+    seed: int = 0                  # seeds the rng the fault gets at inject time
+
+    def to_map(self) -> dict[str, Any]:
+        m = asdict(self)
+        m["params"] = dict(self.params)
+        return m
+
+
+def plan_params(spec: str, rng: random.Random, nodes: Sequence[str]) -> dict[str, Any]:
+    """Pure: what a fault will do, decided from the rng and the node names."""
+    name, variant = split_spec(spec)
+    if name in ("kill", "pause"):
+        from nemesis.process import plan
+        return plan(rng, nodes, variant)
+    if name == "partition":
+        from nemesis.partition import SHAPES, plan_shape
+        return plan_shape(rng, nodes, variant or rng.choice(SHAPES))
+    # Disk faults and plug-ins: one node, chosen here so the timeline shows it.
+    return {"nodes": [rng.choice(sorted(nodes))]}
+
+
+def schedule(seed: int, faults: Sequence[str], mean_interval: float, time_limit: float,
+             nodes: Sequence[str]) -> list[Event]:
+    """The timeline of fault and heal events for one run; same inputs, same timeline.
+
+    Every injected fault is healed no later than `time_limit`.
+    """
+    if mean_interval <= 0:
+        raise ValueError("mean interval must be positive")
+    if not faults or not nodes or time_limit <= 0:
+        return []
+    rng = random.Random(seed)
+    specs = list(faults)
+    events: list[Event] = []
+    t = 0.0
+    while True:
+        t += rng.expovariate(1.0 / mean_interval)
+        if t >= time_limit:
+            break
+        spec = rng.choice(specs)
+        # A sub-rng per event: a plan drawing more numbers does not shift the times.
+        plan_rng = random.Random(rng.getrandbits(64))
+        params = plan_params(spec, plan_rng, nodes)
+        events.append(Event(round(t, 3), "inject", spec, params, rng.getrandbits(63)))
+        if split_spec(spec)[0] in INSTANT:
+            continue
+        t = min(t + rng.expovariate(1.0 / mean_interval), time_limit)
+        events.append(Event(round(t, 3), "heal", spec))
+        if t >= time_limit:
+            break
+    return events
