@@ -213,15 +213,13 @@ class RaftServer:
             self.process_ready()
 
     async def _hw_checkpoint_loop(self) -> None:
-        loop = asyncio.get_running_loop()
+        # Written inline: it is tiny and not fsynced, and one writer at a time
+        # (this loop, then shutdown) keeps the tmp file uncontended.
         while True:
             await asyncio.sleep(HW_CHECKPOINT_INTERVAL_S)
             if self.flags.hw_dirty:
                 self.flags.hw_dirty = False
-                hw = self.core.high_watermark
-                await loop.run_in_executor(
-                    None, storage.write_high_watermark, self.data_dir, hw
-                )
+                storage.write_high_watermark(self.data_dir, self.core.high_watermark)
 
     # ------------------------------------------------------------ core output
 
