@@ -23,7 +23,8 @@ h1{font-size:1.3em} h2{font-size:1.1em;margin-top:2em}
 .valid{color:#1a7f37}.invalid{color:#cf222e}.unknown{color:#9a6700}
 table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;padding:2px 6px}
 svg text{font:11px monospace}
-.lin rect{fill:#8cc5ff}.conc rect{fill:#ffd580}.fail rect{fill:#ff8182;stroke:#cf222e;stroke-width:2}
+.lin rect{fill:#8cc5ff}.conc rect{fill:#ffd580}
+.fail rect{fill:#ff8182;stroke:#cf222e;stroke-width:2}
 .info rect{fill-opacity:.45;stroke-dasharray:3 2;stroke:#555}
 """
 

@@ -40,6 +40,7 @@ BUDGET_EVERY = 2048
 ENTRY_OVERHEAD = 200
 # Ops of the longest prefix kept in an anomaly; the HTML view needs no more.
 PREFIX_KEEP = 60
+SKIPPED = "not finished: another key was already found not linearizable"
 
 
 @dataclass
@@ -168,6 +169,8 @@ class _Job:
         return not self.done
 
     def stop(self, reason: str) -> None:
+        if self.done:
+            return
         self.slices.close()
         self.search.valid = "unknown"
         self.reason = reason
@@ -486,8 +489,9 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "cas-regis
         active = still
         if budget.memory_limit_bytes is not None:
             _shed_memory(active, budget.memory_limit_bytes)
-    for job in active:
-        job.stop("not finished: another key was already found not linearizable")
+    for job in jobs:
+        if not job.done:
+            job.stop(SKIPPED)
     results = [j.result() for j in jobs]
     return to_verdict(results, m, len(parts))
 
@@ -514,13 +518,14 @@ def to_verdict(results: list[KeyResult], model: Model, n_keys: int) -> Verdict:
     for r in results:
         if r.valid is False:
             anomalies.append(counterexample(r, model))
-        elif r.valid == "unknown":
+        elif r.valid == "unknown" and r.reason != SKIPPED:
             anomalies.append({"type": "search-incomplete", "key": r.key,
                               "reason": r.reason, "stats": r.stats})
     validities = [r.valid for r in results]
     valid: Validity = (False if False in validities
                        else "unknown" if "unknown" in validities else True)
-    stats = {"model": model.name, "keys": n_keys, "keys_checked": len(results),
+    checked = sum(1 for r in results if r.reason != SKIPPED)
+    stats = {"model": model.name, "keys": n_keys, "keys_checked": checked,
              "per_key": [{"key": r.key, "valid": r.valid, **r.stats} for r in results]}
     return verdict(valid, anomalies, stats)
 

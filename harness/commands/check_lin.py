@@ -6,8 +6,8 @@ import argparse
 import json
 
 from checkers.formats import FORMATS, read_any
-from checkers.linearizability import check
 from checkers.lin_report import write_html
+from checkers.linearizability import check
 from checkers.models import MODELS
 from checkers.verdict import exit_code
 from harness.cli import UserError

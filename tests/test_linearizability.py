@@ -1,0 +1,224 @@
+"""Hand-written histories for each model and each tricky rule: a pass and a fail case."""
+
+import argparse
+
+import pytest
+
+from checkers.history import Op
+from checkers.lin_report import render_html, write_html
+from checkers.linearizability import check
+
+
+def H(*events):
+    """Ops from (process, type, f, value[, key]) tuples; position is time."""
+    ops = []
+    for i, e in enumerate(events):
+        p, t, f, v = e[:4]
+        ops.append(Op(i, i * 1000, p, t, f, v, e[4] if len(e) > 4 else None))
+    return ops
+
+
+def valid(history, **kw):
+    return check(history, **kw)["valid"]
+
+
+def seq(p, f, v, result=None, typ="ok", key=None):
+    """An op that runs alone: its invoke and completion back to back."""
+    done = v if result is None else result
+    return [(p, "invoke", f, None if f in ("read", "get") else v, key),
+            (p, typ, f, done, key)]
+
+
+def test_register_sequential():
+    assert valid(H(*seq(0, "write", 1), *seq(1, "read", None, 1)), model="register")
+    assert valid(H(*seq(0, "write", 1), *seq(1, "read", None, 2)), model="register") is False
+
+
+def test_concurrent_write_and_read_may_see_either():
+    for seen in (None, 1):
+        h = H((0, "invoke", "write", 1), (1, "invoke", "read", None),
+              (1, "ok", "read", seen), (0, "ok", "write", 1))
+        assert valid(h) is True
+    stale = H(*seq(0, "write", 1), (0, "invoke", "write", 2), (1, "invoke", "read", None),
+              (1, "ok", "read", None), (0, "ok", "write", 2))
+    assert valid(stale) is False
+
+
+def test_info_write_that_happens_later():
+    h = H((0, "invoke", "write", 1), (0, "info", "write", None),
+          *seq(1, "read", None, None), *seq(2, "read", None, 1))
+    assert valid(h) is True
+    # Once seen, it cannot un-happen.
+    h = H((0, "invoke", "write", 1), (0, "info", "write", None),
+          *seq(1, "read", None, 1), *seq(2, "read", None, None))
+    assert valid(h) is False
+
+
+def test_info_write_that_never_happens():
+    h = H(*seq(0, "write", 1), (1, "invoke", "write", 2), (1, "info", "write", None),
+          *seq(2, "read", None, 1), *seq(3, "read", None, 1))
+    assert valid(h) is True
+    # An ok write cannot be skipped the same way.
+    h = H(*seq(0, "write", 1), *seq(1, "write", 2), *seq(2, "read", None, 1))
+    assert valid(h) is False
+
+
+def test_open_invoke_is_indeterminate():
+    h = H((0, "invoke", "write", 1), *seq(1, "read", None, 1))
+    assert valid(h) is True
+    assert valid(H((0, "invoke", "write", 1), *seq(1, "read", None, 2))) is False
+
+
+def test_info_cas_chain():
+    # Two indeterminate cas ops must both happen, in order, to explain the read.
+    h = H(*seq(0, "write", 1), (1, "invoke", "cas", [2, 3]), (1, "info", "cas", None),
+          (2, "invoke", "cas", [1, 2]), (2, "info", "cas", None), *seq(3, "read", None, 3))
+    assert valid(h) is True
+    h = H(*seq(0, "write", 1), (1, "invoke", "cas", [2, 3]), (1, "info", "cas", None),
+          (2, "invoke", "cas", [5, 2]), (2, "info", "cas", None), *seq(3, "read", None, 3))
+    assert valid(h) is False
+
+
+def test_concurrent_cas():
+    both_from_0 = H(*seq(0, "write", 0), (1, "invoke", "cas", [0, 1]),
+                    (2, "invoke", "cas", [0, 2]), (1, "ok", "cas", [0, 1]),
+                    (2, "ok", "cas", [0, 2]))
+    assert valid(both_from_0) is False
+    chained = H(*seq(0, "write", 0), (2, "invoke", "cas", [1, 2]),
+                (1, "invoke", "cas", [0, 1]), (2, "ok", "cas", [1, 2]),
+                (1, "ok", "cas", [0, 1]), *seq(3, "read", None, 2))
+    assert valid(chained) is True
+
+
+def test_failed_cas_is_evidence_in_etcd_flavour_only():
+    h = H(*seq(0, "write", 1), *seq(1, "cas", [1, 2], typ="fail"))
+    assert valid(h, model="cas-register") is False
+    assert valid(h, model="cas-register-knossos") is True
+    concurrent_write = H(*seq(0, "write", 1), (2, "invoke", "write", 3),
+                         (1, "invoke", "cas", [1, 2]), (1, "fail", "cas", [1, 2]),
+                         (2, "ok", "write", 3))
+    assert valid(concurrent_write, model="cas-register") is True
+
+
+def test_nil_read_flavours():
+    h = H(*seq(0, "write", 1), *seq(1, "read", None, None))
+    assert valid(h, model="cas-register") is False
+    assert valid(h, model="cas-register-knossos") is True
+    assert valid(H(*seq(0, "write", 1), *seq(1, "read", None, 2)),
+                 model="cas-register-knossos") is False
+
+
+def test_read_of_never_written_key():
+    h = H(*seq(0, "write", 1, key="b"), *seq(1, "read", None, None, key="a"),
+          *seq(1, "read", None, 1, key="b"))
+    assert valid(h, model="register-kv") is True
+    h = H(*seq(0, "write", 1, key="b"), *seq(1, "read", None, 1, key="a"))
+    v = check(h, model="register-kv")
+    assert v["valid"] is False
+    assert [a["key"] for a in v["anomalies"]] == ["a"]
+    assert {k["key"]: k["valid"] for k in v["stats"]["per_key"]} == {"a": False, "b": True}
+
+
+def test_kv_model():
+    ok = H(*seq(0, "append", "x ", key="k"), *seq(1, "append", "y ", key="k"),
+           *seq(2, "get", None, "x y ", key="k"), *seq(0, "put", "z", key="k"),
+           *seq(1, "get", None, "z", key="k"), *seq(2, "get", None, "", key="j"))
+    assert valid(ok, model="kv") is True
+    bad = H(*seq(0, "append", "x ", key="k"), *seq(1, "append", "y ", key="k"),
+            *seq(2, "get", None, "y x ", key="k"))
+    assert valid(bad, model="kv") is False
+
+
+def test_mutex():
+    ok = H(*seq(0, "acquire", None), *seq(0, "release", None), *seq(1, "acquire", None))
+    assert valid(ok, model="mutex") is True
+    bad = H(*seq(0, "acquire", None), *seq(1, "acquire", None))
+    assert valid(bad, model="mutex") is False
+    overlapping = H((0, "invoke", "acquire", None), (1, "invoke", "acquire", None),
+                    (0, "ok", "acquire", None), (1, "fail", "acquire", None))
+    assert valid(overlapping, model="mutex") is True
+
+
+def test_nemesis_ops_are_ignored():
+    h = H(("nemesis", "invoke", "kill", {"nodes": ["n1"]}), *seq(0, "write", 1),
+          ("nemesis", "info", "kill", {"nodes": ["n1"]}), *seq(1, "read", None, 1))
+    assert valid(h) is True
+
+
+def test_counterexample_names_the_op_and_its_neighbours():
+    h = H(*seq(0, "write", 1), (1, "invoke", "write", 2), (2, "invoke", "read", None),
+          (2, "ok", "read", 3), (1, "ok", "write", 2))
+    v = check(h)
+    (a,) = v["anomalies"]
+    assert a["type"] == "nonlinearizable"
+    assert a["op"]["what"] == "read -> 3" and a["op"]["process"] == 2
+    assert [o["what"] for o in a["linearized"]][0] == "write 1"
+    assert [o["what"] for o in a["concurrent"]] == ["write 2"]
+
+
+def many_concurrent_writes(n):
+    """n overlapping writes then an impossible read: exhausts about n * 2**n configs."""
+    evs = [(p, "invoke", "write", p) for p in range(n)]
+    evs += [(p, "ok", "write", p) for p in range(n)]
+    return H(*evs, *seq(n, "read", None, -1))
+
+
+def test_budget_time_gives_unknown_not_a_hang():
+    v = check(many_concurrent_writes(16), time_limit=0.05)
+    assert v["valid"] == "unknown"
+    (a,) = v["anomalies"]
+    assert a["type"] == "search-incomplete" and "time limit" in a["reason"]
+    assert a["stats"]["steps"] > 0
+
+
+def test_budget_memory_gives_unknown():
+    v = check(many_concurrent_writes(16), memory_limit_mb=0)
+    assert v["valid"] == "unknown"
+    assert "memory limit" in v["anomalies"][0]["reason"]
+
+
+def test_small_exhaustive_search_fails_within_budget():
+    assert valid(many_concurrent_writes(8)) is False
+
+
+def test_stop_on_first_failure():
+    h = H(*seq(0, "write", 1, key="a"), *seq(1, "read", None, 2, key="a"),
+          *seq(0, "write", 1, key="b"), *seq(1, "read", None, 2, key="b"))
+    assert len(check(h, model="register-kv")["anomalies"]) == 2
+    v = check(h, model="register-kv", stop_on_first_failure=True)
+    assert v["valid"] is False and len(v["anomalies"]) == 1
+
+
+def test_ill_formed_history_is_unknown():
+    v = check(H((0, "ok", "write", 1)))
+    assert v["valid"] == "unknown" and v["anomalies"][0]["type"] == "ill-formed-history"
+    assert check(H(*seq(0, "write", 1)), model="nope")["valid"] == "unknown"
+
+
+def test_html_view(tmp_path):
+    v = check(H(*seq(0, "write", 1), (1, "invoke", "write", 2), (1, "info", "write", None),
+                *seq(2, "read", None, 3)))
+    out = tmp_path / "linearizability.html"
+    write_html(v, out)
+    text = out.read_text()
+    assert "NOT linearizable" in text and "<svg" in text and "class='fail" in text
+    assert "<script src" not in text and "<link" not in text  # standalone
+    assert "linearizable</span>" in render_html(check(H(*seq(0, "write", 1))))
+
+
+@pytest.mark.parametrize("read, code", [(1, 0), (2, 1)])
+def test_cli_exit_codes(tmp_path, capsys, read, code):
+    from checkers.history import pack_op
+    from harness.commands import check_lin
+
+    path = tmp_path / "history.msgpack"
+    path.write_bytes(b"".join(pack_op(o) for o in H(*seq(0, "write", 1),
+                                                    *seq(1, "read", None, read))))
+    parser = argparse.ArgumentParser()
+    check_lin.register(parser.add_subparsers())
+    html = tmp_path / "out.html"
+    args = parser.parse_args(["check-lin", str(path), "--model", "register",
+                              "--html", str(html)])
+    assert args.func(args) == code
+    assert ("valid" if code == 0 else "INVALID") in capsys.readouterr().out
+    assert html.exists()
