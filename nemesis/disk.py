@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from nemesis.lazyfs import LazyFS
+from nemesis.process import resolve_nodes
 
 Mode = Literal["tail", "length"]
 
@@ -22,9 +23,13 @@ Mode = Literal["tail", "length"]
 class DiskCluster(Protocol):
     """What disk faults need from `harness.cluster.Cluster`."""
 
-    def kill(self, names: list[str]) -> Any: ...
+    names: list[str]
 
-    def start(self, names: list[str]) -> Any: ...
+    def spec(self, name: str) -> Any: ...  # nodes.db.NodeSpec
+
+    def kill(self, names: list[str]) -> list[str]: ...  # SIGKILL, returns once reaped
+
+    def start(self, names: list[str]) -> list[str]: ...  # those not running; returns started
 
 
 class DataFiles(Protocol):
@@ -93,49 +98,50 @@ def file_sizes(paths: Iterable[Path]) -> dict[str, int]:
 
 def apply_cuts(cuts: Sequence[Cut]) -> None:
     for cut in cuts:
-        if os.stat(cut.file).st_size != cut.old_size:
-            raise RuntimeError(f"{cut.file} changed size while its node was down")
-        os.truncate(cut.file, cut.new_size)
-
-
-def _node_specs(cluster: Any) -> dict[str, Any]:
-    nodes = cluster.nodes() if callable(cluster.nodes) else cluster.nodes
-    if isinstance(nodes, Mapping):
-        return dict(nodes)
-    return {spec.name: spec for spec in nodes}
+        fd = os.open(cut.file, os.O_WRONLY)
+        try:
+            if os.fstat(fd).st_size != cut.old_size:
+                raise RuntimeError(f"{cut.file} changed size while its node was down")
+            os.ftruncate(fd, cut.new_size)
+            # The cut is the disk's state now: on a LazyFS mount an un-fsynced
+            # truncate would be undone by the next lose-unsynced.
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 class TruncateFault:
     """`truncate`: kill the nodes, cut their data files; `heal` starts them again.
 
-    inject(cluster, rng, params) -> op value; params: `nodes` (names, default
-    one picked by rng) plus the `TruncateChoice` fields.
+    inject(cluster, rng, params) -> op value; params: `nodes` or `targets` (as
+    for kill; default one node picked by rng) plus the `TruncateChoice` fields,
+    whose `mode` defaults to the fault's variant (`truncate:length`).
     """
 
     name = "truncate"
+    heal_f = "start"
 
-    def __init__(self, db: DataFiles) -> None:
+    def __init__(self, db: DataFiles, variant: str | None = None) -> None:
         self.db = db
+        self.variant = variant
         self.down: list[str] = []
 
     def inject(
         self, cluster: DiskCluster, rng: random.Random, params: Mapping[str, Any]
     ) -> dict[str, Any]:
-        specs = _node_specs(cluster)
-        names = list(params.get("nodes") or [rng.choice(sorted(specs))])
-        choice = TruncateChoice.from_params(params)
+        names = resolve_nodes(cluster, rng, params)
+        defaults = {"mode": self.variant} if self.variant else {}
+        choice = TruncateChoice.from_params({**defaults, **params})
         cluster.kill(names)
         self.down = sorted(set(self.down) | set(names))
-        sizes = {n: file_sizes(self.db.data_files(specs[n])) for n in names}
+        sizes = {n: file_sizes(self.db.data_files(cluster.spec(n))) for n in names}
         cuts = plan_truncation(rng, sizes, choice)
         apply_cuts(cuts)
         return {"nodes": names, "mode": choice.mode, "cuts": [asdict(c) for c in cuts]}
 
     def heal(self, cluster: DiskCluster) -> dict[str, Any]:
         names, self.down = self.down, []
-        if names:
-            cluster.start(names)
-        return {"nodes": names}
+        return {"nodes": cluster.start(names) if names else []}
 
 
 class LoseUnsyncedFault:
@@ -147,6 +153,7 @@ class LoseUnsyncedFault:
     """
 
     name = "lose-unsynced"
+    heal_f = "start"
 
     def __init__(self, mounts: Mapping[str, LazyFS]) -> None:
         self.mounts = mounts
@@ -155,7 +162,7 @@ class LoseUnsyncedFault:
     def inject(
         self, cluster: DiskCluster, rng: random.Random, params: Mapping[str, Any]
     ) -> dict[str, Any]:
-        names = list(params.get("nodes") or [rng.choice(sorted(self.mounts))])
+        names = resolve_nodes(cluster, rng, params)
         missing = [n for n in names if n not in self.mounts]
         if missing:
             raise ValueError(f"no LazyFS mount for {', '.join(missing)}")
@@ -175,6 +182,4 @@ class LoseUnsyncedFault:
 
     def heal(self, cluster: DiskCluster) -> dict[str, Any]:
         names, self.down = self.down, []
-        if names:
-            cluster.start(names)
-        return {"nodes": names}
+        return {"nodes": cluster.start(names) if names else []}

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -117,8 +118,12 @@ class LazyFS:
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
-    def start(self, timeout: float = 10.0) -> None:
-        """Spawn the filesystem process and return once the mount serves requests."""
+    def start(self, timeout: float = 10.0, on_spawn: Callable[[int], None] | None = None) -> None:
+        """Spawn the filesystem process and return once the mount serves requests.
+
+        `on_spawn(pid)` runs straight after the fork, before the wait for the
+        mount, so a crash-safety journal can record the process in time.
+        """
         if self._process is not None:
             raise LazyFSError(f"LazyFS on {self.mountpoint} already started")
         problem = check_installed()
@@ -134,6 +139,8 @@ class LazyFS:
             self._process = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
             )
+        if on_spawn is not None:
+            on_spawn(self._process.pid)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
@@ -188,7 +195,9 @@ class LazyFS:
         self.stop()
 
 
-def mount_data_dir(data_dir: Path, timeout: float = 10.0) -> LazyFS:
+def mount_data_dir(
+    data_dir: Path, timeout: float = 10.0, on_spawn: Callable[[int], None] | None = None
+) -> LazyFS:
     """Put a node's data dir on a LazyFS mount, before the node (or DB.setup) writes to it.
 
     The real files live in `<data_dir>.backing`; `<data_dir>.lazyfs.sock` is
@@ -209,7 +218,7 @@ def mount_data_dir(data_dir: Path, timeout: float = 10.0) -> LazyFS:
         control=data_dir.with_name(data_dir.name + ".lazyfs.sock"),
         log_path=data_dir.with_name(data_dir.name + ".lazyfs.log"),
     )
-    lazyfs.start(timeout)
+    lazyfs.start(timeout, on_spawn)
     return lazyfs
 
 

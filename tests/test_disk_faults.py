@@ -94,7 +94,7 @@ NODE = textwrap.dedent(
 
 
 class ProcessCluster:
-    """Real node processes, killed with SIGKILL and restarted, as harness.cluster does."""
+    """Real node processes with harness.cluster.Cluster's methods: SIGKILL, reap, restart."""
 
     def __init__(self, root: Path, names: list[str]) -> None:
         self.root = root
@@ -106,33 +106,45 @@ class ProcessCluster:
         for spec in self.nodes:
             spec.data_dir.mkdir(parents=True, exist_ok=True)
 
-    def _ready_file(self, name: str) -> Path:
-        return self.root / f"{name}.ready"
+    @property
+    def names(self) -> list[str]:
+        return [spec.name for spec in self.nodes]
 
-    def start(self, names: list[str]) -> None:
+    def spec(self, name: str) -> NodeSpec:
+        return next(s for s in self.nodes if s.name == name)
+
+    def is_running(self, name: str) -> bool:
+        process = self.processes.get(name)
+        return process is not None and process.poll() is None
+
+    def start(self, names: list[str], fresh: bool = False) -> list[str]:
+        started = []
         for name in names:
-            spec = next(s for s in self.nodes if s.name == name)
-            ready = self._ready_file(name)
+            if self.is_running(name):
+                continue
+            ready = self.root / f"{name}.ready"
             ready.unlink(missing_ok=True)
             self.processes[name] = subprocess.Popen(
-                [sys.executable, "-c", NODE, str(spec.data_dir), str(ready)],
+                [sys.executable, "-c", NODE, str(self.spec(name).data_dir), str(ready)],
                 start_new_session=True,
             )
             deadline = time.monotonic() + 10
             while not ready.exists() or not ready.read_text():
                 assert time.monotonic() < deadline, f"{name} never became ready"
                 time.sleep(0.01)
+            started.append(name)
+        return started
 
-    def kill(self, names: list[str]) -> None:
+    def kill(self, names: list[str]) -> list[str]:
+        killed = []
         for name in names:
             process = self.processes.pop(name, None)
             if process is not None:
+                if process.poll() is None:
+                    killed.append(name)
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
-
-    def running(self, name: str) -> bool:
-        process = self.processes.get(name)
-        return process is not None and process.poll() is None
+        return killed
 
 
 class DirectoryDB:
@@ -159,7 +171,7 @@ def test_truncate_cuts_a_stopped_nodes_file_and_heal_restarts_it(cluster: Proces
 
     value = fault.inject(cluster, random.Random(3), {"nodes": ["n1"], "bytes": 5})
 
-    assert not cluster.running("n1") and cluster.running("n2")
+    assert not cluster.is_running("n1") and cluster.is_running("n2")
     assert value == {
         "nodes": ["n1"],
         "mode": "tail",
@@ -168,7 +180,7 @@ def test_truncate_cuts_a_stopped_nodes_file_and_heal_restarts_it(cluster: Proces
     assert log.read_bytes() == b"start\nsynced\nvola"
 
     assert fault.heal(cluster) == {"nodes": ["n1"]}
-    assert cluster.running("n1")
+    assert cluster.is_running("n1")
     assert log.read_bytes() == b"start\nsynced\nvolastart\nsynced\nvolatile\n"
     assert fault.heal(cluster) == {"nodes": []}
 
@@ -193,7 +205,7 @@ def test_lose_unsynced_kills_rolls_back_and_restarts(cluster: ProcessCluster) ->
             "lost": {"n1": [{"file": "/log", "old_size": 22, "new_size": 13,
                              "pages_restored": 1}]},
         }
-        assert cluster.running("n1") and cluster.processes["n1"].pid != first_pid
+        assert cluster.is_running("n1") and cluster.processes["n1"].pid != first_pid
         # The restarted node found only what its predecessor fsynced.
         assert (cluster.nodes[0].data_dir / "log").read_bytes() == (
             b"start\nsynced\nstart\nsynced\nvolatile\n"
@@ -212,3 +224,33 @@ def test_lose_unsynced_refuses_a_node_without_a_mount(cluster: ProcessCluster) -
     fault = LoseUnsyncedFault({})
     with pytest.raises(ValueError, match="no LazyFS mount for n1"):
         fault.inject(cluster, random.Random(0), {"nodes": ["n1"]})
+
+
+def test_truncate_picks_nodes_by_targets_and_mode_by_variant(cluster: ProcessCluster) -> None:
+    cluster.start(["n1", "n2"])
+    fault = TruncateFault(DirectoryDB(), variant="length")
+
+    value = fault.inject(cluster, random.Random(5), {"targets": "majority"})
+
+    assert value["nodes"] == ["n1", "n2"] and value["mode"] == "length"
+    for cut in value["cuts"]:
+        assert 0 <= cut["new_size"] < cut["old_size"] == 22
+        assert Path(cut["file"]).stat().st_size == cut["new_size"]
+    assert fault.heal(cluster) == {"nodes": ["n1", "n2"]}
+
+
+@needs_lazyfs
+def test_a_truncation_on_lazyfs_is_durable(cluster: ProcessCluster) -> None:
+    spawned: list[int] = []
+    lazyfs = mount_data_dir(cluster.nodes[0].data_dir, on_spawn=spawned.append)
+    try:
+        assert spawned == [lazyfs.pid]
+        cluster.start(["n1"])
+        fault = TruncateFault(DirectoryDB())
+        fault.inject(cluster, random.Random(0), {"nodes": ["n1"], "bytes": 16})
+        # A later power loss must not bring the cut bytes back.
+        lazyfs.lose_unsynced()
+        assert (cluster.nodes[0].data_dir / "log").read_bytes() == b"start\n"
+    finally:
+        cluster.kill(list(cluster.processes))
+        lazyfs.stop()
