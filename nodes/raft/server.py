@@ -34,6 +34,7 @@ from nodes.raft.state_machine import Outcome, StateMachine
 from nodes.raft.storage import LogRecord, SegmentedLog
 
 HW_CHECKPOINT_INTERVAL_S = 0.5
+RESIGN_GRACE_S = 0.05  # time for the EndQuorumEpoch messages to leave
 
 
 @dataclass
@@ -173,6 +174,11 @@ class RaftServer:
             await self._shutdown(server)
 
     async def _shutdown(self, server: asyncio.Server) -> None:
+        # A leader hands its epoch over (EndQuorumEpoch) instead of leaving the
+        # followers to wait out their fetch timeout.
+        self.core.resign()
+        self.process_ready()
+        await asyncio.sleep(RESIGN_GRACE_S)
         self.flags.stopping = True
         server.close()
         for writer in list(self._connections):
