@@ -157,6 +157,9 @@ def test_candidate_falls_back_to_prospective_on_timeout_and_on_loss():
     assert core.role == CANDIDATE and core.epoch == 2
     for v in ("n2", "n3"):
         core.receive(msg("vote_response", v, "n1", 2, granted=False, pre_vote=False, leader=None))
+    # A lost election backs off for the rest of its timeout, then canvasses again.
+    assert core.role == CANDIDATE
+    tick_until(core, lambda: core.role != CANDIDATE, limit=20)
     assert core.role == PROSPECTIVE and core.epoch == 2
 
 

@@ -564,10 +564,12 @@ class Core:
             else:
                 self._become_leader()
         elif len(self._rejected) > len(self._cfg.voters) - self._majority:
+            # A lost pre-vote backs off in Unattached/Follower. A lost election
+            # waits out its (random) election timeout before canvassing again:
+            # two equal candidates that retried at once would bump the epoch
+            # in lock-step forever, never letting the best log win.
             if self._role == PROSPECTIVE:
                 self._lose_pre_vote()
-            else:
-                self._become_prospective()
 
     def _lose_pre_vote(self) -> None:
         # KIP-996: go back to the known leader if there is one, else wait
@@ -580,8 +582,15 @@ class Core:
     def _become_unattached(self, epoch: int) -> None:
         if epoch > self._epoch:
             self._voted_for = None
+        running = self._role in (UNATTACHED, PROSPECTIVE, CANDIDATE, RESIGNED)
+        deadline = self._election_deadline
         self._transition(UNATTACHED, epoch, None)
         self._reset_election_timer()
+        if running:
+            # Hearing of a higher epoch is no reason to wait longer: a node whose
+            # timer restarted at every rival's epoch bump could starve forever,
+            # though its log may be the only one able to win.
+            self._election_deadline = min(self._election_deadline, deadline)
 
     def _become_prospective(self) -> None:
         self._transition(PROSPECTIVE, self._epoch, self._leader)
