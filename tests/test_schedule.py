@@ -1,0 +1,162 @@
+"""Fault schedules (pure) and the executor that records them into the history."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from echo_db import EchoDB
+
+from checkers.history import read_history, validate
+from harness.cluster import Cluster
+from harness.recorder import Recorder
+from nemesis.base import CompositeNemesis, FaultContext, NemesisRunner, make_fault
+from nemesis.schedule import Event, schedule
+
+NODES = ["n1", "n2", "n3", "n4", "n5"]
+FAULTS = ["kill", "pause", "partition", "partition:isolate-leader", "truncate"]
+
+
+def test_same_seed_same_timeline() -> None:
+    a = schedule(42, FAULTS, 2.0, 60.0, NODES)
+    assert a == schedule(42, FAULTS, 2.0, 60.0, NODES)
+    assert a != schedule(43, FAULTS, 2.0, 60.0, NODES)
+    assert [e.to_map() for e in a] == [e.to_map() for e in schedule(42, FAULTS, 2.0, 60.0,
+                                                                     NODES)]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_every_fault_is_healed_in_time_and_one_at_a_time(seed: int) -> None:
+    events = schedule(seed, FAULTS, 1.5, 30.0, NODES)
+    times = [e.time for e in events]
+    assert times == sorted(times) and all(0 < t <= 30.0 for t in times)
+    assert [e.action for e in events] == ["inject", "heal"] * (len(events) // 2)
+    for inject, heal in zip(events[::2], events[1::2], strict=True):
+        assert inject.fault == heal.fault and inject.fault in FAULTS
+
+
+def test_plans_name_nodes_from_the_seed() -> None:
+    events = schedule(5, ["kill", "truncate", "partition:one-way"], 1.0, 200.0, NODES)
+    injects = [e for e in events if e.action == "inject"]
+    assert {e.fault for e in injects} == {"kill", "truncate", "partition:one-way"}
+    for e in injects:
+        if e.fault == "kill":
+            assert e.params["targets"] in ("one", "minority", "majority")
+            assert len(e.params["nodes"]) == {"one": 1, "minority": 2, "majority": 3}[
+                e.params["targets"]]
+        elif e.fault == "truncate":
+            assert len(e.params["nodes"]) == 1 and e.params["nodes"][0] in NODES
+        else:
+            assert e.params["shape"] == "one-way" and e.params["cut"]
+    assert len({e.seed for e in injects}) == len(injects)
+
+
+def test_leader_dependent_shapes_wait_for_inject_time() -> None:
+    events = schedule(1, ["partition:isolate-leader"], 1.0, 10.0, NODES)
+    assert events and all("cut" not in e.params for e in events)
+
+
+def test_no_faults_no_events_and_bad_interval() -> None:
+    assert schedule(1, [], 1.0, 10.0, NODES) == []
+    with pytest.raises(ValueError):
+        schedule(1, ["kill"], 0, 10.0, NODES)
+
+
+def test_registry_knows_disk_faults_by_name() -> None:
+    class Files:
+        def data_files(self, node: Any) -> list[Path]:
+            return []
+
+    truncate = make_fault("truncate", FaultContext(db=Files()))
+    assert truncate.name == "truncate"
+    assert make_fault("partition:bridge").name == "partition"
+    with pytest.raises(ValueError, match="unknown fault"):
+        make_fault("meteor")
+    with pytest.raises(ValueError, match="LazyFS"):
+        make_fault("lose-unsynced")
+
+
+class FlakyFault:
+    """A fault whose second injection fails: the runner must record and carry on."""
+
+    name = "flaky"
+    heal_f = "unflake"
+
+    def __init__(self) -> None:
+        self.injected = 0
+        self.heals = 0
+
+    def inject(self, cluster: Any, rng: random.Random, params: Any) -> dict[str, Any]:
+        self.injected += 1
+        if self.injected == 2:
+            raise RuntimeError("disk on fire")
+        return {"nodes": list(params.get("nodes", [])), "roll": rng.randrange(1000)}
+
+    def heal(self, cluster: Any) -> dict[str, Any]:
+        self.heals += 1
+        return {"healed": True}
+
+
+def test_runner_records_invoke_info_pairs_errors_and_final_heal(tmp_path: Path) -> None:
+    recorder = Recorder(tmp_path / "history.msgpack")
+    fault = FlakyFault()
+    events = [Event(0.0, "inject", "flaky", {"nodes": ["n1"]}, seed=9),
+              Event(0.01, "heal", "flaky"),
+              Event(0.02, "inject", "flaky", {"nodes": ["n2"]}, seed=10),  # fails
+              Event(0.03, "heal", "flaky"),
+              Event(0.04, "inject", "flaky", {"nodes": ["n3"]}, seed=11)]  # healed at the end
+    runner = NemesisRunner(CompositeNemesis({"flaky": fault}), events, recorder.record)
+    executed = runner.run(threading.Event())
+    recorder.close()
+    ops = read_history(tmp_path / "history.msgpack").ops
+    assert validate(ops) == []
+    assert all(op.process == "nemesis" for op in ops)
+    assert [(op.type, op.f) for op in ops] == [("invoke", "flaky"), ("info", "flaky"),
+                                               ("invoke", "unflake"), ("info", "unflake")] * 3
+    assert ops[1].value == {"nodes": ["n1"], "roll": random.Random(9).randrange(1000)}
+    assert ops[5].error == "RuntimeError: disk on fire" and ops[5].value == {"nodes": ["n2"]}
+    assert [e["f"] for e in executed][-1] == "unflake"
+    # Two scheduled heals, one final heal, one more from teardown's heal-all.
+    assert fault.heals == 4
+
+
+def test_runner_stops_early_and_still_heals(tmp_path: Path) -> None:
+    recorder = Recorder(tmp_path / "history.msgpack")
+    fault = FlakyFault()
+    events = [Event(0.0, "inject", "flaky", {}, seed=1), Event(60.0, "heal", "flaky")]
+    stop = threading.Event()
+    runner = NemesisRunner(CompositeNemesis({"flaky": fault}), events, recorder.record)
+    threading.Timer(0.2, stop.set).start()
+    runner.run(stop)
+    assert [(op.type, op.f) for op in recorder.open_ops()] == []
+    assert [e["f"] for e in runner.executed] == ["flaky", "unflake"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+@pytest.mark.slow
+def test_schedule_against_a_real_cluster(tmp_path: Path) -> None:
+    run_id = f"tsc{uuid.uuid4().hex[:8]}"
+    names = ["n1", "n2", "n3"]
+    with Cluster(tmp_path / run_id, EchoDB(), names, run_id,
+                 state_dir=tmp_path / "state") as c:
+        c.start_all(timeout=20)
+        specs = ["kill", "pause", "partition"]
+        events = schedule(11, specs, 0.15, 2.0, names)
+        recorder = Recorder(c.run_dir / "history.msgpack")
+        nemesis = CompositeNemesis.from_specs(specs)
+        nemesis.setup(c)
+        executed = NemesisRunner(nemesis, events, recorder.record).run(threading.Event())
+        recorder.close()
+        ops = read_history(c.run_dir / "history.msgpack").ops
+        assert validate(ops) == []
+        assert {op.f for op in ops} >= {"kill", "start"} or {op.f for op in ops} >= {
+            "partition", "heal"}
+        assert all(e["error"] is None for e in executed), executed
+        # Everything healed: every node up, none paused, cluster answers.
+        assert c.running() == names and not c.paused
+        c.wait_ready(timeout=20)
