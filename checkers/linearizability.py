@@ -243,6 +243,7 @@ class _Search:
             prv[e] = last
             last = e
         nxt[last] = -1
+        self._record_best(0, None, model.init(), nxt, head)
         entry_pos = [0.0] * (2 * n)
         for i, o in enumerate(det):
             entry_pos[2 * i] = o.invoke_pos
@@ -397,7 +398,7 @@ class _Search:
                 in_info = True
                 ip = idx + 1
 
-    def _record_best(self, depth: int, top: tuple, state: Hashable, nxt: list[int],
+    def _record_best(self, depth: int, top: tuple | None, state: Hashable, nxt: list[int],
                      head: int) -> None:
         self.best_depth = depth
         self.best_frame = top
