@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import time
 import uuid
 from pathlib import Path
@@ -119,3 +120,33 @@ def test_node_that_exits_is_reported(tmp_path: Path) -> None:
         with pytest.raises(ClusterError, match="exited before it was ready"):
             c.start_all(timeout=10)
         assert "no such option" in (c.spec("n1").log_dir / "stderr.log").read_text()
+
+
+@needs_root
+@pytest.mark.slow
+def test_raft_nodes_under_kill_and_leader_isolation(tmp_path: Path) -> None:
+    from nemesis.partition import PartitionFault
+    from nodes.raft.db import RaftDB
+
+    run_id = f"tcr{uuid.uuid4().hex[:8]}"
+    with Cluster(tmp_path / run_id, RaftDB(), ["n1", "n2", "n3"], run_id,
+                 state_dir=tmp_path / "state") as c:
+        c.start_all(timeout=60)
+        old = c.leader()
+        assert old in c.names
+        fault = PartitionFault("isolate-leader")
+        fault.setup(c)
+        try:
+            value = fault.inject(c, random.Random(0), {"shape": "isolate-leader"})
+            assert value["nodes"] == [old]
+            # The majority side elects someone else (it leads in a higher epoch).
+            assert wait_for(lambda: c.leader() not in (None, old), timeout=30)
+            fault.heal(c)
+        finally:
+            fault.teardown(c)
+        leader = c.leader()
+        assert leader is not None
+        assert c.kill([leader]) == [leader]
+        c.start([leader])
+        c.wait_ready(timeout=60)
+        assert "start" in (c.spec(leader).log_dir / "stdout.log").read_text()
