@@ -15,6 +15,7 @@ COMMAND_MODULES: list[str] = [
     "harness.commands.check_elle",
     "harness.commands.ls",
     "harness.commands.history",
+    "harness.commands.check",
     "harness.commands.check_lin",
     "harness.commands.clean",
 ]

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(openjdk-17-jre-headless fuse3 nftables iproute2 procps etcd-server etcd-client)
+debs=(openjdk-17-jre-headless fuse3 libfuse2 nftables iproute2 procps etcd-server etcd-client)
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     missing=()
     for d in "${debs[@]}"; do

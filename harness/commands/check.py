@@ -1,0 +1,78 @@
+"""`faultline check RUN_DIR... | --results DIR [--master URL]`: (re)check saved runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from checkers.verdict import exit_code
+from harness.checking import check_run_dir, overall_validity, rows_from_document
+from harness.cli import UserError
+from harness.store import results_dir
+from harness.summary import print_verdict_rows
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("check", help="check saved runs with Spark (or in-process)",
+                       description="Re-check saved runs: histories become a Spark DataFrame, "
+                       "checkers run per (run, key) and per run, verdicts go to each run's "
+                       "verdicts.json and to verdicts.parquet.")
+    p.add_argument("runs", nargs="*", type=Path, metavar="RUN_DIR")
+    p.add_argument("--results", type=Path, help="check every run under this results dir")
+    p.add_argument("--master", help="Spark master URL (default: embedded local[*])")
+    p.add_argument("--in-process", action="store_true",
+                   help="run the checkers in this process instead of Spark")
+    p.set_defaults(func=run)
+
+
+def find_runs(results: Path) -> list[Path]:
+    if not results.is_dir():
+        raise UserError(f"results dir {results} does not exist")
+    return sorted(d for d in results.iterdir()
+                  if d.is_dir() and (d / "history.msgpack").is_file())
+
+
+def resolve_runs(args: argparse.Namespace) -> tuple[list[Path], Path]:
+    if args.runs and args.results:
+        raise UserError("give run dirs or --results, not both")
+    if args.runs:
+        for d in args.runs:
+            if not (d / "history.msgpack").is_file():
+                raise UserError(f"{d} is not a run dir (it has no history.msgpack)")
+        parents = {d.resolve().parent for d in args.runs}
+        table_dir = parents.pop() if len(parents) == 1 else Path.cwd()
+        return list(args.runs), table_dir
+    results = results_dir(args.results)
+    runs = find_runs(results)
+    if not runs:
+        raise UserError(f"no runs to check under {results}")
+    return runs, results
+
+
+def run(args: argparse.Namespace) -> int:
+    runs, table_dir = resolve_runs(args)
+    say = lambda s: print(f"check: {s}", file=sys.stderr, flush=True)  # noqa: E731
+    if args.in_process:
+        rows = []
+        for i, d in enumerate(runs, 1):
+            rows += rows_from_document(d.name, check_run_dir(d))
+            say(f"checked {i}/{len(runs)}: {d.name}")
+        import pandas as pd
+        table = pd.DataFrame(rows)
+    else:
+        from harness.spark.check_job import check_runs
+        from harness.spark.session import SparkUnavailable, spark_session
+        try:
+            spark = spark_session(args.master)
+        except SparkUnavailable as e:
+            raise UserError(str(e)) from None
+        try:
+            table = check_runs(spark, runs, say)
+        finally:
+            spark.stop()
+    from harness.spark.check_job import update_table
+    out = update_table(table_dir, table)
+    print_verdict_rows(table)
+    say(f"verdict table: {out}")
+    return exit_code(overall_validity(table))

@@ -1,0 +1,167 @@
+"""`faultline check` as a Spark job.
+
+Histories become one DataFrame of ops. P-compositional checkers
+(linearizability) run per (run, key) group, the others per run, both through
+`applyInPandas`, calling the same registry `faultline run` uses in-process.
+The driver folds the rows into each run's `verdicts.json` and into one
+verdict table, `verdicts.parquet`, under the results dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from checkers.verdict import Verdict, merge
+from harness.checking import (
+    CHECKS,
+    checks_for,
+    load_node_files,
+    merge_key_verdicts,
+    read_run_json,
+    run_check,
+    run_from_ops,
+    write_verdicts,
+)
+from harness.spark.ops_table import NEMESIS_PROCESS, cached_parquet, ops_from_rows
+
+VERDICT_COLUMNS = "run string, checker string, key string, valid string, " \
+                  "anomaly_count long, seconds double, verdict_json string"
+TABLE_NAME = "verdicts.parquet"
+
+
+def _validity(v: Any) -> str:
+    return {True: "true", False: "false"}.get(v, "unknown")
+
+
+def _row(run: str, checker: str, key: str | None, v: Verdict, seconds: float) -> dict[str, Any]:
+    return {"run": run, "checker": checker, "key": key, "valid": _validity(v["valid"]),
+            "anomaly_count": len(v.get("anomalies", [])), "seconds": seconds,
+            "verdict_json": json.dumps(v, default=str)}
+
+
+PandasFn = Callable[[pd.DataFrame], pd.DataFrame]
+
+
+def key_check_fn(checker: str, runs: dict[str, dict[str, Any]]) -> PandasFn:
+    """A pandas function for one (run, key) group of client ops."""
+
+    def check_group(rows: pd.DataFrame) -> pd.DataFrame:
+        run_id = rows["run"].iloc[0]
+        key = rows["key"].iloc[0]
+        r = run_from_ops(Path(run_id), runs[run_id], ops_from_rows(rows))
+        v, seconds = run_check(checker, r)
+        return pd.DataFrame([_row(run_id, checker, key if isinstance(key, str) else None,
+                                  v, seconds)])
+
+    return check_group
+
+
+def run_check_fn(checkers_by_run: dict[str, list[str]], runs: dict[str, dict[str, Any]],
+                 run_dirs: dict[str, str]) -> PandasFn:
+    """A pandas function for one run's whole history: its run-scoped checkers."""
+
+    def check_run(rows: pd.DataFrame) -> pd.DataFrame:
+        run_id = rows["run"].iloc[0]
+        names = [n for n in checkers_by_run[run_id] if CHECKS[n].scope == "run"]
+        r = run_from_ops(Path(run_dirs[run_id]), runs[run_id], ops_from_rows(rows))
+        if any(CHECKS[n].needs_node_files for n in names):
+            r.dumps, r.events = load_node_files(r.path)
+        out = []
+        for name in names:
+            v, seconds = run_check(name, r)
+            out.append(_row(run_id, name, None, v, seconds))
+        return pd.DataFrame(out, columns=[c.split()[0] for c in VERDICT_COLUMNS.split(", ")])
+
+    return check_run
+
+
+def check_runs(spark: Any, run_dirs: list[Path],
+               progress: Callable[[str], None] = lambda s: None) -> pd.DataFrame:
+    """Check every run through Spark; returns the verdict rows (also written out)."""
+    runs = {d.name: read_run_json(d) for d in run_dirs}
+    by_id = {d.name: str(d.resolve()) for d in run_dirs}
+    checkers_by_run = {r: checks_for(run) for r, run in runs.items()}
+    started = time.perf_counter()
+    paths = []
+    for i, d in enumerate(run_dirs, 1):
+        paths.append(str(cached_parquet(d)))
+        if i % 10 == 0 or i == len(run_dirs):
+            progress(f"history tables ready: {i}/{len(run_dirs)}")
+    ops = spark.read.parquet(*paths)
+    frames = []
+    for name, spec in CHECKS.items():
+        if spec.scope != "key":
+            continue
+        wanted = [r for r, names in checkers_by_run.items() if name in names]
+        if wanted:
+            groups = ops.filter(ops.run.isin(wanted) & (ops.process != NEMESIS_PROCESS))
+            frames.append(groups.groupBy("run", "key")
+                          .applyInPandas(key_check_fn(name, runs), VERDICT_COLUMNS))
+    run_scoped = [r for r, names in checkers_by_run.items()
+                  if any(CHECKS[n].scope == "run" for n in names)]
+    if run_scoped:
+        frames.append(ops.filter(ops.run.isin(run_scoped)).groupBy("run")
+                      .applyInPandas(run_check_fn(checkers_by_run, runs, by_id), VERDICT_COLUMNS))
+    progress(f"checking {len(runs)} run(s) with Spark")
+    result = frames[0]
+    for f in frames[1:]:
+        result = result.unionByName(f)
+    rows = result.toPandas() if frames else pd.DataFrame(
+        columns=[c.split()[0] for c in VERDICT_COLUMNS.split(", ")])
+    # A run with no ops has no group: its key-scoped checkers saw nothing to judge.
+    missing = [(r, n) for r, names in checkers_by_run.items() for n in names
+               if not ((rows["run"] == r) & (rows["checker"] == n)).any()]
+    if missing:
+        empty = [_row(r, n, None, {"valid": True, "anomalies": [],
+                                   "stats": {"note": "no client ops"}}, 0.0)
+                 for r, n in missing]
+        rows = pd.concat([rows, pd.DataFrame(empty)], ignore_index=True)
+    progress(f"checked {len(runs)} run(s) in {time.perf_counter() - started:.1f}s")
+    for run_id, d in zip(runs, run_dirs, strict=True):
+        write_verdicts(d, run_document(rows[rows["run"] == run_id], checkers_by_run[run_id]))
+    return rows
+
+
+def run_document(rows: pd.DataFrame, names: list[str]) -> dict[str, Any]:
+    """One run's verdicts.json from its verdict rows."""
+    verdicts: dict[str, Verdict] = {}
+    for name in names:
+        mine = rows[rows["checker"] == name]
+        parsed = {k: json.loads(j) for k, j in zip(mine["key"], mine["verdict_json"],
+                                                    strict=True)}
+        if CHECKS[name].scope == "key":
+            v = merge_key_verdicts(parsed)
+        else:
+            v = next(iter(parsed.values()))
+        v["stats"] = {**v.get("stats", {}), "seconds": round(float(mine["seconds"].sum()), 3)}
+        verdicts[name] = v
+    return merge(verdicts)
+
+
+def update_table(results_dir: Path, rows: pd.DataFrame) -> Path:
+    """Replace the checked runs' rows in verdicts.parquet, keeping every other run's:
+    re-checking is idempotent."""
+    out = results_dir / TABLE_NAME
+    table = rows.drop(columns=["verdict_json"]).assign(
+        checked_at=pd.Timestamp.now(tz="UTC").isoformat())
+    if out.exists():
+        try:
+            old = pq.read_table(out).to_pandas()
+            table = pd.concat([old[~old["run"].isin(set(rows["run"]))], table],
+                              ignore_index=True)
+        except (OSError, pa.ArrowException):
+            pass  # a broken table is replaced
+    table = table.sort_values(["run", "checker", "key"], na_position="first")
+    tmp = out.with_name(out.name + ".tmp")
+    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), tmp)
+    os.replace(tmp, out)
+    return out
