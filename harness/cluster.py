@@ -28,6 +28,7 @@ from harness.netns import Topology, popen_in_netns
 from harness.resources import (
     ResourceLog,
     become_subreaper,
+    install_termination_handlers,
     signals_deferred,
     unmount,
 )
@@ -94,6 +95,8 @@ class Cluster:
         self._lock = threading.RLock()
         self._tempdir_record: int | None = None
         self._torn_down = False
+        # Helpers of killed nodes re-parented to us (we are a subreaper): reap them.
+        self._orphans: set[int] = set()
 
     # --- names and addresses (the nemesis contract) ---------------------------
 
@@ -132,6 +135,9 @@ class Cluster:
         if problem:
             raise UserError(problem)
         become_subreaper()
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL):
+            install_termination_handlers()
         self.resources = ResourceLog(self.run_dir / "resources.jsonl", self.run_id,
                                      self._state_dir)
         self.topology.resources = self.resources
@@ -237,9 +243,21 @@ class Cluster:
                     # Helpers that left the group (setsid) are still in the tree.
                     for p in tree:
                         _signal(p, signal.SIGKILL)
+                    self._orphans.update(p.pid for p in tree)
                 self._reap(name)
                 self.paused.discard(name)
+            self._reap_orphans()
         return killed
+
+    def _reap_orphans(self) -> None:
+        for pid in list(self._orphans):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                    continue
+            except ChildProcessError:
+                if psutil.pid_exists(pid):
+                    continue  # not re-parented to us yet; try again later
+            self._orphans.discard(pid)
 
     def pause(self, names: Sequence[str]) -> list[str]:
         """SIGSTOP each named node's whole process tree."""
@@ -303,6 +321,7 @@ class Cluster:
             self._torn_down = True
             self.resume(list(self._procs))
             self.kill(list(self._procs))
+            self._reap_orphans()
             self._unmount_leftovers()
             self.topology.teardown()
             if self._tempdir_record is not None and self._data_root is not None:

@@ -12,7 +12,6 @@ indexes, so neither outlives a reboot.
 from __future__ import annotations
 
 import ctypes
-import errno
 import json
 import os
 import shutil
@@ -172,6 +171,7 @@ def read_journal(path: Path) -> Journal:
 class SweepReport:
     removed: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # runs still alive
 
 
 def kill_process(pid: int, pgid: int | None, start_time: float | None) -> bool:
@@ -288,7 +288,7 @@ def sweep_journal(path: Path, force: bool = False) -> SweepReport:
     report = SweepReport()
     journal = read_journal(path)
     if journal.owner_alive() and not force:
-        report.errors.append(f"run {journal.run_id} is still running (harness pid "
+        report.skipped.append(f"run {journal.run_id} is still running (harness pid "
                              f"{journal.owner_pid}); not cleaned")
         return report
     for kind in SWEEP_ORDER:
@@ -340,7 +340,8 @@ def sweep_all(index_dir: Path | None = None, run_id: str | None = None,
         report = sweep_journal(entry, force=force)
         total.removed += report.removed
         total.errors += report.errors
-        if not report.errors:
+        total.skipped += report.skipped
+        if not report.errors and not report.skipped:
             entry.unlink(missing_ok=True)
     return total
 
@@ -384,7 +385,3 @@ def signals_deferred() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
-def ignore_missing(e: OSError) -> bool:
-    return e.errno in (errno.ENOENT, errno.ESRCH)

@@ -154,7 +154,7 @@ def test_clean_refuses_a_run_whose_harness_is_alive(tmp_path: Path) -> None:
     keep.mkdir()
     log.add("tempdir", path=str(keep))
     report = sweep_journal(tmp_path / "r.jsonl")
-    assert report.removed == [] and "still running" in report.errors[0]
+    assert report.removed == [] and "still running" in report.skipped[0]
     assert keep.exists()
     assert sweep_journal(tmp_path / "r.jsonl", force=True).removed == [f"removed {keep}"]
     log.close()

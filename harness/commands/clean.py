@@ -36,9 +36,11 @@ def run(args: argparse.Namespace) -> int:
     report = sweep_all(args.state_dir, run_id=args.run, force=args.force)
     for line in report.removed:
         print(line)
+    for line in report.skipped:
+        print(f"skipped: {line}")
     for line in report.errors:
         print(f"not cleaned: {line}")
-    if not report.removed and not report.errors:
+    if not (report.removed or report.errors or report.skipped):
         print("nothing to clean")
     if report.errors and not report.removed:
         raise UserError(f"{len(report.errors)} run(s) could not be cleaned; see above.")
