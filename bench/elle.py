@@ -38,13 +38,13 @@ def _reset_peak_rss() -> None:
         pass
 
 
-def measure(txns: int, max_writes: int, seed: int) -> dict:
+def measure(txns: int, max_writes: int, seed: int, stale: float) -> dict:
     from checkers import elle
     from checkers.elle.simulate import serial_history
 
     t0 = time.monotonic()
     ops = serial_history(txns, keys=10, concurrency=10, max_writes_per_key=max_writes,
-                         p_fail=0.02, p_info=0.02, rng=random.Random(seed))
+                         p_fail=0.02, p_info=0.02, p_stale=stale, rng=random.Random(seed))
     generated = time.monotonic() - t0
     _reset_peak_rss()
     t1 = time.monotonic()
@@ -55,7 +55,9 @@ def measure(txns: int, max_writes: int, seed: int) -> dict:
             "valid": verdict["valid"], "anomalies": len(verdict["anomalies"]),
             "graph_s": verdict["stats"]["graph_s"],
             "cycle_search_s": verdict["stats"]["cycle_search_s"],
-            "edges": verdict["stats"]["edges"]}
+            "edges": verdict["stats"]["edges"],
+            "largest_component": verdict["stats"]["largest_component"],
+            "anomaly_counts": verdict["stats"]["anomaly_counts"]}
 
 
 def main() -> None:
@@ -65,14 +67,18 @@ def main() -> None:
     p.add_argument("--max-writes", type=int, default=256,
                    help="appends per key before it is retired (default %(default)s)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--stale", type=float, default=0.0,
+                   help="share of reads a planted bug makes stale (default %(default)s: a "
+                        "valid history); shows the cycle search on large cyclic components")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        print(json.dumps(measure(args.txns[0], args.max_writes, args.seed)))
+        print(json.dumps(measure(args.txns[0], args.max_writes, args.seed, args.stale)))
         return
     for n in args.txns or [10_000, 100_000]:
         out = subprocess.run([sys.executable, __file__, "--child", "--txns", str(n),
-                              "--max-writes", str(args.max_writes), "--seed", str(args.seed)],
+                              "--max-writes", str(args.max_writes), "--seed", str(args.seed),
+                              "--stale", str(args.stale)],
                              check=True, capture_output=True, text=True).stdout
         r = json.loads(out)
         print(f"{r['txns']:>7} txns ({r['ops']} ops): check {r['check_s']:.2f} s "
@@ -80,6 +86,9 @@ def main() -> None:
               f"peak RSS {r['peak_rss_mib']} MiB, valid={r['valid']}, "
               f"anomalies={r['anomalies']}; generated in {r['generate_s']:.2f} s")
         print(f"{'':>7} edges: {r['edges']}")
+        if r["anomaly_counts"]:
+            print(f"{'':>7} largest cyclic component {r['largest_component']} txns; "
+                  f"anomalies {r['anomaly_counts']}")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ class CycleSpec:
     rest: int           # kinds the other edges may be taken as
     min_rw: int
     max_rw: int
-    need_wr: bool = False
+    need: int = 0       # a kind some other edge must be taken as
 
     @property
     def allowed(self) -> int:
@@ -41,21 +41,22 @@ class CycleSpec:
 
 
 _P, _RT = PROCESS, REALTIME
+# Where it can, a spec starts from an rw or wr edge and leaves rw out of the
+# rest: then the rest edges form a near-DAG in a mostly sane history, and the
+# topological pruning in `_find` discards almost every candidate at once.
 SPECS: tuple[CycleSpec, ...] = (
     CycleSpec("G0", WW, WW, 0, 0),
     CycleSpec("G1c", WR, WW | WR, 0, 0),
     CycleSpec("G-single", RW, WW | WR, 1, 1),
     CycleSpec("G2-item", RW, DATA, 2, UNBOUNDED),
-    # Process and realtime variants start from an edge that is only process
-    # (or only realtime) order, so the cycle genuinely needs that order.
     CycleSpec("G0-process", _P, WW | _P, 0, 0),
-    CycleSpec("G1c-process", _P, WW | WR | _P, 0, 0, need_wr=True),
-    CycleSpec("G-single-process", _P, DATA | _P, 1, 1),
-    CycleSpec("G2-item-process", _P, DATA | _P, 2, UNBOUNDED),
+    CycleSpec("G1c-process", WR, WW | WR | _P, 0, 0, need=_P),
+    CycleSpec("G-single-process", RW, WW | WR | _P, 1, 1, need=_P),
+    CycleSpec("G2-item-process", RW, DATA | _P, 2, UNBOUNDED, need=_P),
     CycleSpec("G0-realtime", _RT, WW | _P | _RT, 0, 0),
-    CycleSpec("G1c-realtime", _RT, WW | WR | _P | _RT, 0, 0, need_wr=True),
-    CycleSpec("G-single-realtime", _RT, DATA | _P | _RT, 1, 1),
-    CycleSpec("G2-item-realtime", _RT, DATA | _P | _RT, 2, UNBOUNDED),
+    CycleSpec("G1c-realtime", WR, WW | WR | _P | _RT, 0, 0, need=_RT),
+    CycleSpec("G-single-realtime", RW, WW | WR | _P | _RT, 1, 1, need=_RT),
+    CycleSpec("G2-item-realtime", RW, DATA | _P | _RT, 2, UNBOUNDED, need=_RT),
 )
 
 
@@ -111,53 +112,71 @@ def classify(steps: Iterable[tuple[int, int, int]]) -> str:
     return base
 
 
-def _labels(mask: int) -> list[int]:
-    """The kinds an edge can be taken as, weakest claim first: an edge that is
-    both ww and realtime is read as ww, so a cycle is only called realtime when
-    it needs to be."""
-    out = []
-    for k in (WW, WR, PROCESS, REALTIME, RW):
-        if mask & k:
-            out.append(k)
+def _labels(mask: int, allowed: int) -> list[int]:
+    """The kinds an edge may be taken as, weakest claim first. Process and
+    realtime order count only on edges that are nothing more (no data
+    dependency, and for realtime no process order), so a cycle is only called
+    -process or -realtime when it needs that order."""
+    out = [k for k in (WW, WR) if mask & allowed & k]
+    if mask & allowed & PROCESS and not mask & _NEEDS_PURE[PROCESS]:
+        out.append(PROCESS)
+    if mask & allowed & REALTIME and not mask & _NEEDS_PURE[REALTIME]:
+        out.append(REALTIME)
+    if mask & allowed & RW:
+        out.append(RW)
     return out
 
 
-def _adjacency(g: nx.DiGraph, nodes: set[int], allowed: int) -> dict[int, list[tuple[int, int]]]:
+Adjacency = dict[int, list[tuple[int, int]]]   # txn -> [(successor, kinds bitmask)]
+
+
+def _adjacency(g: nx.DiGraph, nodes: set[int]) -> Adjacency:
     succ = g.succ
-    return {u: [(v, d["kinds"]) for v, d in succ[u].items()
-                if v in nodes and d["kinds"] & allowed] for u in nodes}
+    return {u: [(v, d["kinds"]) for v, d in succ[u].items() if v in nodes] for u in nodes}
 
 
-def _components(adj: dict[int, list[tuple[int, int]]]) -> list[set[int]]:
+def _restrict(adj: Adjacency, allowed: int, nodes: set[int] | None = None) -> Adjacency:
+    if nodes is None:
+        return {u: [(v, m) for v, m in vs if m & allowed] for u, vs in adj.items()}
+    return {u: [(v, m) for v, m in adj[u] if m & allowed and v in nodes] for u in nodes}
+
+
+def _components(adj: Adjacency) -> list[set[int]]:
     h = nx.DiGraph()
     h.add_nodes_from(adj)
     h.add_edges_from((u, v) for u, vs in adj.items() for v, _ in vs)
     return [c for c in nx.strongly_connected_components(h) if len(c) > 1]
 
 
-def _shortest_back(adj: dict[int, list[tuple[int, int]]], spec: CycleSpec, start: int,
-                   goal: int, first_kind: int, clock: _Clock) -> list[tuple[int, int, int]] | None:
-    """The shortest path start -> goal completing a cycle that began goal -> start."""
+def _shortest_back(adj: Adjacency, order: dict[int, int],
+                   spec: CycleSpec, start: int, goal: int,
+                   clock: _Clock) -> list[tuple[int, int, int]] | None:
+    """The shortest path start -> goal completing a cycle that began with the
+    edge goal -> start, as a breadth-first search over (txn, rw edges so far,
+    needed kind seen) states."""
     rw_cap = max(spec.min_rw, 1)
-    s0 = (start, int(first_kind == RW), first_kind == WR)
+    s0 = (start, int(spec.first == RW), spec.first == spec.need)
     parent: dict[tuple[int, int, bool], tuple[tuple[int, int, bool], int] | None] = {s0: None}
     queue = deque([s0])
-    rest = spec.rest
+    rest, need = spec.rest, spec.need
+    limit = order[goal]
     while queue:
         state = queue.popleft()
         clock.tick()
-        node, rw, wr = state
+        node, rw, seen = state
         for v, mask in adj[node]:
-            for kind in _labels(mask & rest):
+            if order[v] > limit:  # past the goal's component: no way back to it
+                continue
+            for kind in _labels(mask, rest):
                 nrw = rw + (kind == RW)
                 if nrw > spec.max_rw:
                     continue
-                nxt = (v, min(nrw, rw_cap), (wr or kind == WR) if spec.need_wr else False)
+                nxt = (v, min(nrw, rw_cap), seen or kind == need)
                 if nxt in parent:
                     continue
                 parent[nxt] = (state, kind)
                 if v == goal:
-                    if nxt[1] >= spec.min_rw and (nxt[2] or not spec.need_wr):
+                    if nxt[1] >= spec.min_rw and (nxt[2] or not need):
                         return _path(parent, nxt)
                     continue  # through the goal would not be a simple cycle
                 queue.append(nxt)
@@ -175,24 +194,39 @@ def _path(parent: dict, end: tuple) -> list[tuple[int, int, int]]:
     return steps
 
 
-def _find(adj: dict[int, list[tuple[int, int]]], spec: CycleSpec, clock: _Clock) -> Cycle | None:
+def _rest_order(adj: Adjacency, rest: int) -> dict[int, int]:
+    """Each node's position in a topological order of the strongly connected
+    components of the graph of `rest` edges. A path of rest edges from x to y
+    needs order[x] <= order[y]; that one comparison rules out most candidate
+    first edges, and bounds each search to the region that can lead back."""
+    h = nx.DiGraph()
+    h.add_nodes_from(adj)
+    h.add_edges_from((u, v) for u, vs in adj.items() for v, m in vs if m & rest)
+    dag = nx.condensation(h)
+    position = {c: i for i, c in enumerate(nx.topological_sort(dag))}
+    return {n: position[c] for n, c in dag.graph["mapping"].items()}
+
+
+def _find(adj: Adjacency, spec: CycleSpec, clock: _Clock) -> Cycle | None:
+    order = _rest_order(adj, spec.rest)
+    candidates = []
     for u, vs in adj.items():
         for v, mask in vs:
-            if not mask & spec.first:
+            if order[v] > order[u] or spec.first not in _labels(mask, spec.first):
                 continue
-            # A process/realtime variant must start from an edge that is nothing
-            # but that order, or it would just rediscover a data cycle.
-            if mask & _NEEDS_PURE.get(spec.first, 0):
-                continue
-            clock.check()
-            back = _shortest_back(adj, spec, v, u, spec.first, clock)
-            if back is None:
-                continue
-            steps = [(u, v, spec.first), *back]
-            nodes = [a for a, _, _ in steps]
-            if len(set(nodes)) != len(nodes) or classify(steps) != spec.name:
-                continue
-            return Cycle(spec.name, steps)
+            candidates.append((order[u] - order[v], u, v))
+    # Edges inside one component of rest edges surely lead back: try them first.
+    candidates.sort(key=lambda c: c[0])
+    for _, u, v in candidates:
+        clock.check()
+        back = _shortest_back(adj, order, spec, v, u, clock)
+        if back is None:
+            continue
+        steps = [(u, v, spec.first), *back]
+        nodes = [a for a, _, _ in steps]
+        if len(set(nodes)) != len(nodes) or classify(steps) != spec.name:
+            continue
+        return Cycle(spec.name, steps)
     return None
 
 
@@ -206,15 +240,17 @@ def find_cycles(g: nx.DiGraph, budget_s: float, specs: tuple[CycleSpec, ...] = S
     components = [c for c in nx.strongly_connected_components(g) if len(c) > 1]
     result.components = len(components)
     result.largest_component = max((len(c) for c in components), default=0)
+    adjacencies = [_adjacency(g, comp) for comp in components]
     for i, spec in enumerate(specs):
         try:
             found = 0
-            for comp in components:
+            for adj in adjacencies:
                 if found >= max_per_spec:
                     break
-                for sub in _components(_adjacency(g, comp, spec.allowed)):
+                usable = _restrict(adj, spec.allowed)
+                for sub in _components(usable):
                     clock.check()
-                    cycle = _find(_adjacency(g, sub, spec.allowed), spec, clock)
+                    cycle = _find(_restrict(usable, spec.allowed, sub), spec, clock)
                     if cycle is not None:
                         result.cycles.append(cycle)
                         found += 1

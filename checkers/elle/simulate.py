@@ -4,6 +4,9 @@ instant between its invoke and its completion, by concurrent client processes.
 Such a history is strict-serializable by construction, so any anomaly the
 checker reports on it is the checker's bug.
 
+`p_stale` plants a bug: that share of reads return a stale prefix, which
+makes the history invalid (for benchmarks of histories with anomalies).
+
 Keys rotate (as in Jepsen's list-append generator): once a key has had
 `max_writes_per_key` appends a fresh key takes its place, which keeps reads
 short however long the history is.
@@ -20,7 +23,7 @@ from checkers.history import Op
 
 def serial_history(n_txns: int, *, keys: int = 10, concurrency: int = 10,
                    max_writes_per_key: int = 256, max_mops: int = 4,
-                   p_fail: float = 0.0, p_info: float = 0.0,
+                   p_fail: float = 0.0, p_info: float = 0.0, p_stale: float = 0.0,
                    rng: random.Random | None = None) -> list[Op]:
     rng = rng or random.Random(0)
     active = list(range(keys))
@@ -85,7 +88,10 @@ def serial_history(n_txns: int, *, keys: int = 10, concurrency: int = 10,
                         store.setdefault(k, []).append(v)
                     result.append([f, k, v])
                 else:
-                    result.append([f, k, list(store.get(k, ())) if applies else None])
+                    seen = list(store.get(k, ())) if applies else None
+                    if seen and rng.random() < p_stale:  # a buggy store: an old snapshot
+                        seen = seen[:rng.randrange(len(seen))]
+                    result.append([f, k, seen])
             push(t + rng.randint(1, 1000), "complete", slot, (mops, status, result))
         else:
             mops, status, result = payload
