@@ -18,7 +18,7 @@ import pytest
 from nodes.raft.sim import NetworkConfig, Sim
 
 FAST_SEEDS = range(200)
-SLOW_SEEDS = range(200, 1200)
+SLOW_SEEDS = range(200, 600)
 
 
 def random_groups(rng: random.Random, names: list[str]) -> list[list[str]]:
