@@ -16,6 +16,7 @@ COMMAND_MODULES: list[str] = [
     "harness.commands.ls",
     "harness.commands.history",
     "harness.commands.check",
+    "harness.commands.run",
     "harness.commands.check_lin",
     "harness.commands.clean",
 ]

@@ -54,6 +54,8 @@ class ClientPool:
         self._preexec_fn = preexec_fn
         self.workers: list[Worker] = []
         self._sel = selectors.DefaultSelector()
+        # Told of every (invoke, completion) pair as it is recorded.
+        self.on_complete: Callable[[Op, Op], None] | None = None
 
     def start(self) -> None:
         self._log_dir.mkdir(parents=True, exist_ok=True)
@@ -98,10 +100,12 @@ class ClientPool:
         typ = msg.get("type")
         if typ not in ("ok", "fail", "info"):
             typ, msg = "info", {"error": f"worker sent a bad completion type {typ!r}"}
-        recorder.record(inv.process, typ, inv.f, msg.get("value"), inv.key,
-                        msg.get("node") or inv.node, msg.get("error"))
+        done = recorder.record(inv.process, typ, inv.f, msg.get("value"), inv.key,
+                               msg.get("node") or inv.node, msg.get("error"))
         if typ == "info":
             w.process += self.concurrency
+        if self.on_complete is not None:
+            self.on_complete(inv, done)
 
     def _worker_died(self, w: Worker, recorder: Recorder) -> None:
         """A crashed worker's open op is indeterminate; a new worker takes its slot."""

@@ -58,3 +58,17 @@ def test_list_append_txns_are_small():
 def test_unknown_workload_is_one_sentence():
     with pytest.raises(ValueError, match="unknown workload 'nope'"):
         get("nope")
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_final_reads_cover_what_was_touched(name):
+    issued = take(name, 4, 3000)
+    finals = get(name).final_reads(issued)
+    assert finals
+    if name == "kv":
+        assert {op.key for op in finals} == {op.key for op in issued}
+    if name == "list-append":
+        read = {k for op in finals for _, k, _ in op.value}
+        assert read == {k for op in issued for _, k, _ in op.value}
+    if name == "log":
+        assert {op.value[0] for op in finals} == {op.value[0] for op in issued if op.f == "append"}

@@ -47,3 +47,9 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
 
 def checker_names(config: dict[str, Any]) -> list[str]:
     return ["linearizability", "durability", "elections", "divergence", "availability"]
+
+
+def final_reads(issued: list[OpSpec]) -> list[OpSpec]:
+    """A read of every key the run touched."""
+    keys = sorted({op.key for op in issued}, key=lambda k: (len(str(k)), str(k)))
+    return [OpSpec("read", None, k) for k in keys]

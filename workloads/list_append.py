@@ -40,3 +40,10 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
 
 def checker_names(config: dict[str, Any]) -> list[str]:
     return ["elle", "durability", "elections", "divergence", "availability"]
+
+
+def final_reads(issued: list[OpSpec]) -> list[OpSpec]:
+    """Read every key the run touched, a few keys per transaction."""
+    keys = sorted({k for op in issued for _, k, _ in op.value})
+    return [OpSpec("txn", [["r", k, None] for k in keys[i:i + 4]])
+            for i in range(0, len(keys), 4)]

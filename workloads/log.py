@@ -34,3 +34,17 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
 
 def checker_names(config: dict[str, Any]) -> list[str]:
     return ["durability", "elections", "divergence", "availability"]
+
+# The node caps one read at this many entries (nodes.raft.requests.MAX_READ_COUNT).
+FINAL_READ_COUNT = 10_000
+
+
+def final_reads(issued: list[OpSpec]) -> list[OpSpec]:
+    """Read each log from offset 0 to past every append the run made."""
+    appends: dict[str, int] = {}
+    for op in issued:
+        if op.f == "append":
+            appends[op.value[0]] = appends.get(op.value[0], 0) + 1
+    return [OpSpec("read", [name, start, FINAL_READ_COUNT])
+            for name in sorted(appends)
+            for start in range(0, appends[name] + 1, FINAL_READ_COUNT)]

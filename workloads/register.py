@@ -35,3 +35,8 @@ def checker_names(config: dict[str, Any]) -> list[str]:
 
 
 LIN_MODEL = "cas-register"
+
+
+def final_reads(issued: list[OpSpec]) -> list[OpSpec]:
+    """After the faults heal: one read, so lost writes show in the final state."""
+    return [OpSpec("read")]

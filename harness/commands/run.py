@@ -1,0 +1,117 @@
+"""`faultline run`: one test run against a cluster, ending with a verdict."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from harness.cli import UserError
+from harness.run_config import ConfigError, RunConfig, parse_nemesis, validate
+
+EXIT_HELP = "exit status: 0 valid, 1 invalid, 2 unknown, 3 harness error"
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    d = RunConfig()
+    p.add_argument("--db", default=d.db, help="system under test: raft or etcd")
+    p.add_argument("--workload", default=d.workload,
+                   help="register, kv, list-append or log")
+    p.add_argument("--nemesis", default=",".join(d.nemesis),
+                   help="comma-separated faults: kill, pause, partition, truncate, "
+                        "lose-unsynced (a variant after a colon, e.g. partition:one-way), "
+                        "or none")
+    p.add_argument("--nodes", type=int, default=d.nodes)
+    p.add_argument("--concurrency", type=int, default=d.concurrency,
+                   help="client worker processes")
+    p.add_argument("--rate", type=float, default=d.rate, help="target ops/s (0: unlimited)")
+    p.add_argument("--time-limit", type=float, default=d.time_limit, help="seconds of workload")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--nemesis-interval", type=float, default=d.nemesis_interval,
+                   help="mean seconds between fault events")
+    p.add_argument("--recovery-time", type=float, default=d.recovery_time)
+    p.add_argument("--op-timeout", type=float, default=d.op_timeout)
+    p.add_argument("--node-choice", default=d.node_choice, help="random or sticky")
+    p.add_argument("--bug", action="append", default=[], dest="bugs",
+                   help="raft bug switch to turn on (repeatable)")
+    p.add_argument("--node-option", action="append", default=[], metavar="K=V",
+                   help="node option, e.g. tick_ms=20 (repeatable; V parsed as JSON if it can be)")
+    p.add_argument("--client-option", action="append", default=[], metavar="K=V",
+                   help="client/workload option, e.g. serializable_reads=true (repeatable)")
+    p.add_argument("--threshold", action="append", default=[], metavar="K=V",
+                   help="availability threshold, e.g. max_leader_changes_per_heal=1")
+    p.add_argument("--consistency-model", default=d.consistency_model)
+    p.add_argument("--results", type=Path, help="results dir (default $FAULTLINE_RESULTS "
+                   "or ./results)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run one test against a cluster and judge it",
+                       description="Build a cluster in network namespaces, run a workload "
+                       "while the nemesis injects faults, and check the history.",
+                       epilog=EXIT_HELP)
+    add_run_arguments(p)
+    p.set_defaults(func=main)
+
+
+def parse_options(pairs: list[str], what: str) -> dict:
+    out = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise UserError(f"{what} {pair!r} must look like KEY=VALUE")
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    try:
+        return validate(RunConfig(
+            db=args.db, workload=args.workload, nemesis=parse_nemesis(args.nemesis),
+            nodes=args.nodes, concurrency=args.concurrency, rate=args.rate,
+            time_limit=args.time_limit, seed=args.seed,
+            nemesis_interval=args.nemesis_interval, recovery_time=args.recovery_time,
+            op_timeout=args.op_timeout, node_choice=args.node_choice, bugs=args.bugs,
+            node_options=parse_options(args.node_option, "--node-option"),
+            workload_options=parse_options(args.client_option, "--client-option"),
+            thresholds=parse_options(args.threshold, "--threshold"),
+            consistency_model=args.consistency_model))
+    except ConfigError as e:
+        raise UserError(str(e)) from None
+
+
+def print_outcome(outcome, stream=sys.stdout) -> None:
+    doc = outcome.verdicts or {}
+    words = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN"}
+    for name, v in (doc.get("checkers") or {}).items():
+        stats = v.get("stats") or {}
+        extra = ""
+        if v.get("anomalies"):
+            first = v["anomalies"][0]
+            extra = f"  first anomaly: {first.get('type', '?')}"
+        elif v.get("valid") == "unknown":
+            extra = f"  ({stats.get('reason') or stats.get('error') or 'undecided'})"
+        print(f"  {name:<16} {words.get(v.get('valid'), '?'):<8} "
+              f"{len(v.get('anomalies') or [])} anomalies{extra}", file=stream)
+    print(f"verdict: {words.get(doc.get('valid'), 'UNKNOWN')}   ({outcome.run_dir})", file=stream)
+
+
+def main(args: argparse.Namespace) -> int:
+    from harness.run import HARNESS_ERROR, run_test
+    from harness.store import results_dir
+    config = config_from_args(args)
+    try:
+        outcome = run_test(config, results_dir(args.results))
+    except UserError:
+        raise
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:
+        print(f"faultline: the run failed: {type(e).__name__}: {e}", file=sys.stderr)
+        return HARNESS_ERROR
+    print_outcome(outcome)
+    return outcome.exit_code

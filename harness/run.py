@@ -1,0 +1,328 @@
+"""One test run, from namespaces to verdict.
+
+The lifecycle, as in Jepsen: build the cluster, start the nodes, run the
+workload while the nemesis plays its schedule, heal, let the cluster recover,
+read the final state, stop and dump the nodes, tear everything down, and
+judge the history in-process. Whatever happens, teardown runs, and the history
+written so far stays on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from checkers.rundir import load_run
+from checkers.verdict import exit_code
+from harness.checking import check_loaded, write_verdicts
+from harness.cli import UserError
+from harness.clients import ClientPool
+from harness.cluster import Cluster, check_privileges
+from harness.netns import preexec_setns
+from harness.progress import Progress
+from harness.recorder import Recorder
+from harness.run_config import RunConfig, validate
+from harness.store import create_run_dir
+from nemesis.base import CompositeNemesis, FaultContext, split_spec
+from nemesis.schedule import Event, schedule
+from nodes.registry import make_db
+from workloads.ops import OpSpec
+from workloads.registry import get as get_workload
+
+HARNESS_ERROR = 3
+LEADER_WAIT_S = 20.0
+# Node options the built-in raft node runs with unless the config says otherwise.
+RAFT_DEFAULTS = {"tick_ms": 50}
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    verdicts: dict[str, Any] | None
+    exit_code: int
+
+
+def node_names(n: int) -> list[str]:
+    return [f"n{i}" for i in range(1, n + 1)]
+
+
+def plan_events(config: RunConfig, names: list[str]) -> list[Event]:
+    """The nemesis timeline: the one a replayed run executed, else a fresh seeded one."""
+    if config.schedule is not None:
+        return [Event(e["time"], e["action"], e["fault"], e.get("params") or {},
+                      e.get("seed", 0)) for e in config.schedule]
+    return schedule(config.seed, config.nemesis, config.nemesis_interval, config.time_limit,
+                    names)
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+    out = {"python": platform.python_version(), "kernel": platform.release()}
+    for pkg in ("faultline", "msgpack", "pyroute2", "networkx", "pyspark"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def write_run_json(run_dir: Path, doc: dict[str, Any]) -> None:
+    tmp = run_dir / "run.json.tmp"
+    tmp.write_text(json.dumps(doc, indent=2, default=str))
+    os.replace(tmp, run_dir / "run.json")
+
+
+class TrackingOps:
+    """The workload's op stream, remembering what was issued (for final reads)."""
+
+    def __init__(self, ops: Any) -> None:
+        self._ops = ops
+        self.issued: list[OpSpec] = []
+
+    def __iter__(self) -> TrackingOps:
+        return self
+
+    def __next__(self) -> OpSpec:
+        op = next(self._ops)
+        self.issued.append(op)
+        return op
+
+
+def active_faults(executed: list[dict[str, Any]]) -> list[str]:
+    """Faults injected and not yet healed, from the runner's executed list."""
+    active: dict[str, str] = {}
+    for e in executed:
+        fault = e.get("fault") or e["f"]
+        if e["f"] == split_spec(fault)[0]:
+            value = e.get("value")
+            nodes = value.get("nodes") if isinstance(value, dict) else None
+            active[fault] = f"{fault}({','.join(nodes)})" if nodes else fault
+        else:
+            active.pop(fault, None)
+    return list(active.values())
+
+
+class Run:
+    def __init__(self, config: RunConfig, results: Path, stream: Any = None) -> None:
+        self.config = validate(config)
+        self.results = results
+        self.stream = stream or sys.stderr
+        self.db = make_db(config.db)
+        self.workload = get_workload(config.workload)
+        self.names = node_names(config.nodes)
+        self.run_dir: Path | None = None
+        self.doc: dict[str, Any] = {}
+        self.mounts: dict[str, Any] = {}
+        self.executed: list[dict[str, Any]] = []
+
+    # --- preflight ----------------------------------------------------------------
+
+    def preflight(self) -> None:
+        """Everything that can be wrong before anything is created: one sentence each."""
+        problem = self.db.check_installed()
+        if problem:
+            raise UserError(problem)
+        check_privileges()
+        if "lose-unsynced" in [split_spec(s)[0] for s in self.config.nemesis]:
+            from nemesis.lazyfs import check_installed
+            problem = check_installed()
+            if problem:
+                raise UserError(problem)
+
+    def node_options(self) -> dict[str, Any]:
+        opts = dict(RAFT_DEFAULTS) if self.config.db == "raft" else {}
+        opts.update(self.config.node_options)
+        if self.config.bugs:
+            opts["bugs"] = list(self.config.bugs)
+        opts.setdefault("seed", self.config.seed)
+        return opts
+
+    def client_options(self) -> dict[str, Any]:
+        return {"op_timeout": self.config.op_timeout, **self.config.workload_options}
+
+    # --- the lifecycle -------------------------------------------------------------
+
+    def execute(self) -> RunOutcome:
+        self.preflight()
+        self.run_dir = create_run_dir(self.results)
+        self.doc = {"run_id": self.run_dir.name, "config": self.config.to_json(),
+                    "status": "running", "start_wall": datetime.now(UTC).isoformat(),
+                    "versions": versions(), "host": platform.node()}
+        write_run_json(self.run_dir, self.doc)
+        progress = Progress(self.config.time_limit, self.stream)
+        progress.say(f"run {self.run_dir.name}: {self.config.db} x {self.config.workload}, "
+                     f"{self.config.nodes} nodes, nemesis "
+                     f"{','.join(self.config.nemesis) or 'none'}, seed {self.config.seed}")
+        cluster = Cluster(self.run_dir, self.db, self.names, self.run_dir.name,
+                          node_options=self.node_options())
+        try:
+            self._run_cluster(cluster, progress)
+            self.doc["status"] = "complete"
+        except BaseException as e:
+            self.doc["status"] = "interrupted" if isinstance(e, KeyboardInterrupt) else "error"
+            self.doc["error"] = f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            progress.close()
+            self._stop_mounts()
+            cluster.teardown()
+            self.doc["end_wall"] = datetime.now(UTC).isoformat()
+            self.doc["schedule"] = self.executed
+            write_run_json(self.run_dir, self.doc)
+        return self._judge()
+
+    def _run_cluster(self, cluster: Cluster, progress: Progress) -> None:
+        cfg = self.config
+        cluster.setup()
+        if "lose-unsynced" in [split_spec(s)[0] for s in cfg.nemesis]:
+            self._mount_lazyfs(cluster)
+        self.doc["nodes"] = {n.name: {"address": n.host, "port": n.port} for n in cluster.nodes}
+        progress.say("starting nodes")
+        cluster.start_all(timeout=60.0)
+        self._wait_for_leader(cluster, progress)
+
+        recorder = Recorder(self.run_dir / "history.msgpack")
+        self.doc["start_monotonic_ns"] = recorder.start_ns
+        write_run_json(self.run_dir, self.doc)
+        events = plan_events(cfg, self.names)
+        nemesis = CompositeNemesis.from_specs(
+            sorted({e.fault for e in events} | set(cfg.nemesis)),
+            FaultContext(self.db, None, {"mounts": self.mounts}))
+        nemesis.setup(cluster)
+        from nemesis.base import NemesisRunner
+        runner = NemesisRunner(nemesis, events, recorder.record)
+        self.executed = runner.executed
+        stop = threading.Event()
+        t0 = time.monotonic()
+        nemesis_thread = threading.Thread(target=runner.run, args=(stop, t0), name="nemesis",
+                                          daemon=True)
+        pool = ClientPool(cfg.concurrency, cfg.db, cfg.workload,
+                          {n.name: (n.host, n.port) for n in cluster.nodes},
+                          self.client_options(), self.run_dir / "clients",
+                          preexec_fn=preexec_setns(cluster.hub_netns), seed=cfg.seed,
+                          node_choice=cfg.node_choice)
+
+        def tick(phase: str) -> Callable[[], None]:
+            return lambda: progress.update(phase, recorder.counts, active_faults(runner.executed))
+
+        try:
+            pool.start()
+            nemesis_thread.start()
+            ops = TrackingOps(self.workload.generate(random.Random(cfg.seed),
+                                                     cfg.workload_options))
+            pool.run(ops, recorder, t0 + cfg.time_limit, cfg.rate or None,
+                     random.Random(cfg.seed + 2), tick("main"))
+            # The nemesis heals everything before it returns.
+            stop.set()
+            nemesis_thread.join()
+            progress.say(f"healed; recovering for {cfg.recovery_time:g}s")
+            pool.run(iter(()), recorder, time.monotonic() + cfg.recovery_time, None,
+                     random.Random(0), tick("recover"))
+            time.sleep(max(0.0, cfg.recovery_time - (time.monotonic() - t0 - cfg.time_limit)))
+            self._final_reads(pool, recorder, self.workload.final_reads(ops.issued),
+                              tick("final"))
+        finally:
+            stop.set()
+            if nemesis_thread.is_alive():
+                nemesis_thread.join()
+            pool.close(recorder)
+            recorder.close()
+        counts = dict(recorder.counts)
+        self.doc["op_counts"] = counts
+        progress.say(f"ops: {sum(counts.values())} "
+                     f"(ok {counts.get('ok', 0)} fail {counts.get('fail', 0)} "
+                     f"info {counts.get('info', 0)}); stopping nodes and dumping logs")
+        cluster.kill(cluster.names)
+        try:
+            cluster.dump_logs()
+        except Exception as e:  # a node whose log cannot be dumped is a finding, not a crash
+            self.doc["dump_error"] = f"{type(e).__name__}: {e}"
+
+    def _wait_for_leader(self, cluster: Cluster, progress: Progress) -> None:
+        deadline = time.monotonic() + LEADER_WAIT_S
+        while time.monotonic() < deadline:
+            try:
+                leader = cluster.leader()
+            except Exception:
+                leader = None
+            if leader is not None:
+                progress.say(f"nodes ready, leader {leader}")
+                return
+            time.sleep(0.2)
+        progress.say(f"no leader after {LEADER_WAIT_S:g}s; running anyway")
+
+    def _final_reads(self, pool: ClientPool, recorder: Recorder, reads: list[OpSpec],
+                     on_tick: Callable[[], None]) -> None:
+        """Issue each final read until it succeeds or the final-read time is up."""
+        pending = list(reads)
+        succeeded: set[int] = set()
+
+        def done(invoke: Any, completion: Any) -> None:
+            if completion.type == "ok":
+                for i, spec in enumerate(pending):
+                    if (spec.f, spec.key, spec.value) == (invoke.f, invoke.key, invoke.value):
+                        succeeded.add(i)
+                        break
+
+        pool.on_complete = done
+        deadline = time.monotonic() + self.config.final_read_timeout
+        try:
+            while time.monotonic() < deadline:
+                todo = [s for i, s in enumerate(pending) if i not in succeeded]
+                if not todo:
+                    break
+                pool.run(iter(todo), recorder, deadline, None, random.Random(0), on_tick)
+                if len(succeeded) < len(pending):
+                    time.sleep(0.2)
+        finally:
+            pool.on_complete = None
+        self.doc["final_reads"] = {"asked": len(pending), "succeeded": len(succeeded)}
+
+    def _mount_lazyfs(self, cluster: Cluster) -> None:
+        from nemesis.lazyfs import mount_data_dir
+        assert cluster.resources is not None
+        for node in cluster.nodes:
+            cluster.resources.add("mount", path=str(node.data_dir))
+            self.mounts[node.name] = mount_data_dir(
+                node.data_dir, on_spawn=lambda pid: cluster.resources.add_process(pid))
+
+    def _stop_mounts(self) -> None:
+        for fs in self.mounts.values():
+            try:
+                fs.stop()
+            except Exception:
+                pass  # the cluster's teardown unmounts whatever is still journalled
+
+    # --- judging -------------------------------------------------------------------
+
+    def _judge(self) -> RunOutcome:
+        assert self.run_dir is not None
+        loaded = load_run(self.run_dir)
+        document = check_loaded(loaded)
+        write_verdicts(self.run_dir, document)
+        self._write_lin_html(loaded, document)
+        return RunOutcome(self.run_dir, document, exit_code(document["valid"]))
+
+    def _write_lin_html(self, loaded: Any, document: dict[str, Any]) -> None:
+        lin = (document.get("checkers") or {}).get("linearizability")
+        if lin is None:
+            return
+        try:
+            from checkers.lin_report import write_html
+            write_html(lin, self.run_dir / "linearizability.html")
+        except Exception as e:  # the view is a convenience; the verdict stands without it
+            print(f"faultline: could not write linearizability.html ({e})", file=self.stream)
+
+
+def run_test(config: RunConfig, results: Path, stream: Any = None) -> RunOutcome:
+    return Run(config, results, stream).execute()
