@@ -53,6 +53,11 @@ def _linearizability(r: Run) -> Verdict:
                                  model=lin_model(r.run), **opts)
 
 
+def _stats(r: Run) -> Verdict:
+    from checkers import stats
+    return stats.check(r.history.ops, r.run)
+
+
 def _elle(r: Run) -> Verdict:
     from checkers import elle
     return elle.check(client_ops(r.history.ops), r.run,
@@ -96,6 +101,7 @@ class CheckSpec:
 
 
 CHECKS: dict[str, CheckSpec] = {c.name: c for c in [
+    CheckSpec("stats", "run", _stats),
     CheckSpec("linearizability", "key", _linearizability),
     CheckSpec("elle", "run", _elle),
     CheckSpec("durability", "run", _durability, needs_node_files=True),

@@ -46,7 +46,7 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
 
 
 def checker_names(config: dict[str, Any]) -> list[str]:
-    return ["linearizability", "durability", "elections", "divergence", "availability"]
+    return ["stats", "linearizability", "durability", "elections", "divergence", "availability"]
 
 
 def final_reads(issued: list[OpSpec]) -> list[OpSpec]:

@@ -43,7 +43,8 @@ class RaftClient:
         elif f == "cas":
             return {"op": "cas", "key": key, "expect": v[0], "value": v[1]}
         elif f == "txn":
-            return {"op": "txn", "ops": v}
+            # The node keys its lists by string; the history keeps the workload's keys.
+            return {"op": "txn", "ops": [[mf, str(k), mv] for mf, k, mv in v]}
         raise ValueError(f"{self.workload} client cannot do f={f!r}")
 
     def ok_value(self, op: Op, resp: dict[str, Any]) -> Any:
@@ -51,8 +52,12 @@ class RaftClient:
             if op.f == "append":
                 return [op.value[0], op.value[1], resp.get("value")]
             return [op.value[0], op.value[1], resp.get("value")]
-        if op.f == "read" or op.f == "txn":
+        if op.f == "read":
             return resp.get("value")
+        if op.f == "txn":
+            done = resp.get("value") or []
+            return [[mf, k, done[i][2] if mf == "r" else mv]
+                    for i, (mf, k, mv) in enumerate(op.value)]
         return op.value
 
     # --- transport ----------------------------------------------------------

@@ -1,0 +1,32 @@
+"""How many ops of each kind succeeded: a run where some kind never succeeded
+shows nothing about it, so its other verdicts are vacuous (Jepsen's stats checker)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from checkers.history import NEMESIS, Op
+from checkers.verdict import Verdict, verdict
+
+
+def check(history: list[Op], run: dict[str, Any] | None = None) -> Verdict:
+    by_f: dict[str, Counter[str]] = {}
+    for op in history:
+        if op.process == NEMESIS or op.type == "invoke":
+            continue
+        by_f.setdefault(op.f, Counter())[op.type] += 1
+    stats = {f: {"ok": c["ok"], "fail": c["fail"], "info": c["info"]}
+             for f, c in sorted(by_f.items())}
+    never = [f for f, c in stats.items() if c["ok"] == 0]
+    if not by_f:
+        return verdict("unknown", stats={"by_f": stats, "reason": "the history has no client ops"})
+    if never:
+        return verdict("unknown", [{"type": "no-successful-ops", "f": f,
+                                    "explanation": f"no {f} op succeeded "
+                                    f"({stats[f]['fail']} failed, {stats[f]['info']} unknown)"}
+                                   for f in never],
+                       {"by_f": stats,
+                        "reason": f"no successful {', '.join(never)} ops: the run shows "
+                                  "nothing about them"})
+    return verdict(True, stats={"by_f": stats})
