@@ -1,0 +1,88 @@
+"""`faultline run` end to end: real raft nodes in namespaces, a real nemesis,
+client worker processes, a recorded history and a verdict (issue 5)."""
+
+import json
+import os
+import subprocess
+
+import psutil
+import pytest
+
+from checkers.history import read_history, validate
+from checkers.rundir import load_run
+from harness.cli import main
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
+]
+
+
+def run(tmp_path, *args):
+    results = tmp_path / "results"
+    code = main(["run", "--db", "raft", "--nodes", "3", "--concurrency", "5",
+                 "--rate", "100", "--recovery-time", "3", "--results", str(results), *args])
+    (run_dir,) = list(results.iterdir())
+    return code, run_dir
+
+
+def assert_complete_and_clean(run_dir):
+    doc = json.loads((run_dir / "run.json").read_text())
+    assert doc["status"] == "complete"
+    assert doc["start_monotonic_ns"] > 0 and doc["schedule"] is not None
+    history = read_history(run_dir / "history.msgpack")
+    assert history.warnings == []
+    assert validate(history.ops) == []          # every invoke has its completion
+    loaded = load_run(run_dir)
+    assert set(loaded.dumps) == {"n1", "n2", "n3"}
+    assert all(loaded.events[n] for n in ("n1", "n2", "n3"))
+    verdicts = json.loads((run_dir / "verdicts.json").read_text())
+    # Nothing of the run is left: no namespace, no process.
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"fl-{run_dir.name}" not in netns
+    for p in psutil.process_iter(["cmdline"]):
+        assert not any(run_dir.name in part for part in (p.info["cmdline"] or []))
+    return doc, history.ops, verdicts
+
+
+def nemesis_fs(ops):
+    return {op.f for op in ops if op.process == "nemesis" and op.error is None}
+
+
+def oks(ops):
+    return sum(op.type == "ok" for op in ops)
+
+
+def test_register_with_partitions_and_kills(tmp_path):
+    code, run_dir = run(tmp_path, "--workload", "register", "--nemesis", "partition,kill",
+                        "--time-limit", "20", "--nemesis-interval", "2", "--seed", "3")
+    doc, ops, verdicts = assert_complete_and_clean(run_dir)
+    assert {"partition", "heal"} <= nemesis_fs(ops) or {"kill", "start"} <= nemesis_fs(ops)
+    assert oks(ops) > 100
+    assert verdicts["valid"] is True, verdicts
+    assert code == 0
+    assert (run_dir / "linearizability.html").exists()
+
+
+def test_list_append_with_pauses(tmp_path):
+    code, run_dir = run(tmp_path, "--workload", "list-append", "--nemesis", "pause",
+                        "--time-limit", "20", "--nemesis-interval", "2", "--seed", "5")
+    doc, ops, verdicts = assert_complete_and_clean(run_dir)
+    assert {"pause", "resume"} <= nemesis_fs(ops)
+    assert oks(ops) > 100
+    assert verdicts["checkers"]["elle"]["valid"] is True
+    assert verdicts["valid"] is True, verdicts
+    assert code == 0
+
+
+def test_log_with_truncation(tmp_path):
+    code, run_dir = run(tmp_path, "--workload", "log", "--nemesis", "truncate",
+                        "--time-limit", "20", "--nemesis-interval", "2", "--seed", "7")
+    doc, ops, verdicts = assert_complete_and_clean(run_dir)
+    cuts = [op for op in ops if op.process == "nemesis" and op.f == "truncate"
+            and op.type == "info" and op.error is None]
+    assert cuts, "the nemesis truncated nothing"
+    assert oks(ops) > 100
+    assert verdicts["checkers"]["durability"]["valid"] is True
+    assert verdicts["valid"] is True, verdicts
+    assert code == 0
