@@ -248,9 +248,15 @@ class _Search:
         for i, o in enumerate(det):
             entry_pos[2 * i] = o.invoke_pos
             entry_pos[2 * i + 1] = o.return_pos
-        calls = [o.call for o in det]
+        calls, info_calls = model.canonical([o.call for o in det], [o.call for o in info])
         bits = [1 << i for i in range(n)]
-        info_calls = [o.call for o in info]
+        # Identical info calls are interchangeable, and a later one is available
+        # whenever an earlier one is, so only the earliest unused one is tried.
+        prev_same = [-1] * len(info)
+        last_of: dict[Call, int] = {}
+        for j, c in enumerate(info_calls):
+            prev_same[j] = last_of.get(c, -1)
+            last_of[c] = j
         info_pos = [o.invoke_pos for o in info]
         info_bits = [1 << i for i in range(len(info))]
         n_info = len(info)
@@ -336,7 +342,8 @@ class _Search:
             pushed = False
             while ip < n_info and info_pos[ip] < first_ret:
                 b = info_bits[ip]
-                if not iset & b:
+                ps = prev_same[ip]
+                if not iset & b and (ps < 0 or iset & info_bits[ps]):
                     call = info_calls[ip]
                     ok, ns = step(state, call)
                     if ok and ns != state and (

@@ -81,6 +81,11 @@ class Model:
         The default keeps all of them."""
         return [True] * len(info)
 
+    def canonical(self, det: list[Call], info: list[Call]) -> tuple[list[Call], list[Call]]:
+        """The calls with states that no op can tell apart merged into one, so the
+        search's cache and its symmetry rule see them as the same. Default: as is."""
+        return det, info
+
     def resets(self, call: Call) -> bool:
         """Whether `call` can set the state regardless of what it was."""
         return True
@@ -153,13 +158,23 @@ class RegisterModel(Model):
         # evidence in the partition it is dead weight for the search.
         if any(c[0] == CAS_FAILED for c in det):
             return [True] * len(info)
-        observed = set()
-        for c in det + info:
-            if c[0] == READ:
-                observed.add(c[1])
-            elif c[0] in (CAS, CAS_MAYBE):
-                observed.add(c[1])
+        observed = _observed(det + info)
         return [(c[1] if c[0] == WRITE else c[2]) in observed for c in info]
+
+    def canonical(self, det: list[Call], info: list[Call]) -> tuple[list[Call], list[Call]]:
+        # A value nobody reads or compares against behaves like any other such
+        # value under every op (reads and cas fail, failed cas holds), so all
+        # of them become one state.
+        observed = _observed(det + info)
+
+        def canon(c: Call) -> Call:
+            if c[0] == WRITE and c[1] not in observed and c[1] is not None:
+                return (WRITE, UNOBSERVED)
+            if c[0] in (CAS, CAS_MAYBE) and c[2] not in observed and c[2] is not None:
+                return (c[0], c[1], UNOBSERVED)
+            return c
+
+        return [canon(c) for c in det], [canon(c) for c in info]
 
     def describe(self, call: Call) -> str:
         code = call[0]
@@ -171,6 +186,19 @@ class RegisterModel(Model):
             return f"write {call[1]!r}"
         tag = {CAS: "", CAS_FAILED: " (failed)", CAS_MAYBE: " (maybe)"}[code]
         return f"cas {call[1]!r}->{call[2]!r}{tag}"
+
+
+class _Unobserved:
+    def __repr__(self) -> str:
+        return "<a value nobody observed>"
+
+
+UNOBSERVED = _Unobserved()
+
+
+def _observed(calls: list[Call]) -> set:
+    """Values some op reads or compares against."""
+    return {c[1] for c in calls if c[0] in (READ, CAS, CAS_FAILED, CAS_MAYBE)}
 
 
 @dataclass(frozen=True)
