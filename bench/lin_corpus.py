@@ -7,7 +7,7 @@
    and peak memory.
 
 Prints figures; asserts nothing. Usage: python bench/lin_corpus.py [--repeat N]
-[--ops N] [--skip-corpus] [--skip-big]
+[--ops N] [--skip-corpus] [--skip-big] [--tracemalloc]
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def generate(n_ops: int, keys: int = 10, processes: int = 20, info_rate: float =
     return history
 
 
-def bench_big(n_ops: int) -> None:
+def bench_big(n_ops: int, trace: bool) -> None:
     history = generate(n_ops)
     n_info = sum(1 for o in history if o.type == "info")
     print(f"generated: {n_ops} ops ({len(history)} events), 10 keys, {n_info} info ops")
@@ -141,6 +141,8 @@ def bench_big(n_ops: int) -> None:
     steps = sum(k["steps"] for k in v["stats"]["per_key"])
     print(f"  verdict {v['valid']}, {elapsed:.2f} s, {steps} steps, peak RSS "
           f"{rss_after / 1024:.0f} MiB (was {rss_before / 1024:.0f} MiB before the check)")
+    if not trace:
+        return
     tracemalloc.start()
     check(history, model="register-kv", time_limit=600, memory_limit_mb=4096)
     peak = tracemalloc.get_traced_memory()[1]
@@ -154,11 +156,13 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=100_000)
     ap.add_argument("--skip-corpus", action="store_true")
     ap.add_argument("--skip-big", action="store_true")
+    ap.add_argument("--tracemalloc", action="store_true",
+                    help="also rerun the big check under tracemalloc (several times slower)")
     args = ap.parse_args()
     if not args.skip_corpus:
         bench_corpus(args.repeat)
     if not args.skip_big:
-        bench_big(args.ops)
+        bench_big(args.ops, args.tracemalloc)
 
 
 if __name__ == "__main__":
