@@ -1,0 +1,1 @@
+"""etcd (3.4, Debian's etcd-server) as a system under test."""

@@ -1,0 +1,126 @@
+"""DB adapter for etcd 3.4 (the `nodes.db.DB` protocol in docs/contracts.md).
+
+Ports: a member serves clients on `node.host:node.port` and talks raft to its
+peers on `node.host:node.port + 1`; it listens on nothing else (no metrics or
+pprof listener is configured), so it is reachable only at the address the
+harness gave it.
+
+Node options understood: "cluster_token" (default "faultline"),
+"heartbeat_ms" (100), "election_ms" (1000), "pre_vote" (bool, etcd's default
+when unset).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import urllib3
+
+from nodes.db import NodeSpec
+from nodes.etcd.codec import client_url, parse_status, peer_port
+
+STATUS_TIMEOUT_S = 1.0
+INSTALL_HINT = "etcd is not installed: apt-get install etcd-server etcd-client"
+
+
+def peer_url(node: NodeSpec) -> str:
+    return client_url(node.host, peer_port(node.port))
+
+
+def member_dir(node: NodeSpec) -> Path:
+    return node.data_dir / "member"
+
+
+class EtcdDB:
+    kind = "etcd"
+
+    def __init__(self) -> None:
+        # One pool per adapter, no retries: a status probe that fails says so.
+        self._http = urllib3.PoolManager(retries=False, maxsize=4)
+
+    def check_installed(self) -> str | None:
+        return None if shutil.which("etcd") else INSTALL_HINT
+
+    def setup(self, node: NodeSpec, cluster: list[NodeSpec]) -> None:
+        node.data_dir.mkdir(parents=True, exist_ok=True)
+
+    def argv(self, node: NodeSpec, cluster: list[NodeSpec], fresh: bool) -> list[str]:
+        options = node.options
+        url = client_url(node.host, node.port)
+        # A member restarted with its data dir ignores every --initial-* flag
+        # and recovers from its WAL. One restarted without one (wiped or never
+        # written) must not bootstrap a second cluster of its own, so any
+        # start after the first says "existing": it then joins the running
+        # cluster as the member the static --initial-cluster already names.
+        argv = [
+            shutil.which("etcd") or "etcd",
+            "--name", node.name,
+            "--data-dir", str(node.data_dir),
+            "--listen-client-urls", url,
+            "--advertise-client-urls", url,
+            "--listen-peer-urls", peer_url(node),
+            "--initial-advertise-peer-urls", peer_url(node),
+            "--initial-cluster", ",".join(f"{n.name}={peer_url(n)}" for n in cluster),
+            "--initial-cluster-state", "new" if fresh else "existing",
+            "--initial-cluster-token", str(options.get("cluster_token", "faultline")),
+            "--heartbeat-interval", str(int(options.get("heartbeat_ms", 100))),
+            "--election-timeout", str(int(options.get("election_ms", 1000))),
+        ]
+        if options.get("pre_vote") is not None:
+            # etcd's boolean flags take their value only after '='.
+            argv.append(f"--pre-vote={'true' if options['pre_vote'] else 'false'}")
+        return argv
+
+    def _status(self, node: NodeSpec) -> tuple[int, int, int] | None:
+        try:
+            resp = self._http.request(
+                "POST", client_url(node.host, node.port) + "/v3/maintenance/status",
+                body=b"{}", headers={"Content-Type": "application/json"},
+                timeout=urllib3.Timeout(STATUS_TIMEOUT_S))
+        except urllib3.exceptions.HTTPError:
+            return None
+        if resp.status != 200:
+            return None
+        try:
+            return parse_status(json.loads(resp.data))
+        except (ValueError, TypeError):
+            return None
+
+    def is_ready(self, node: NodeSpec) -> bool:
+        """Serving clients and aware of a leader. etcd opens its client port only
+        once it has joined a quorum, so an answer with a leader means ready."""
+        status = self._status(node)
+        return status is not None and status[1] != 0
+
+    def leader(self, cluster: list[NodeSpec]) -> str | None:
+        """The member that says it leads (its leader id is its own id), in the
+        highest term any such member reports."""
+        best: tuple[int, str] | None = None
+        for node in cluster:
+            status = self._status(node)
+            if status is None:
+                continue
+            member_id, leader_id, term = status
+            if member_id and member_id == leader_id:
+                claim = (term, node.name)
+                best = claim if best is None or claim > best else best
+        return best[1] if best else None
+
+    def data_files(self, node: NodeSpec) -> list[Path]:
+        """The WAL segments and raft snapshots, oldest first. Not the bbolt `db`
+        file: it is a page-structured B+tree that etcd rebuilds from the WAL on
+        restart only up to its last snapshot, and a truncated B+tree is a
+        corrupt file, not a lost tail of writes."""
+        member = member_dir(node)
+        wal = sorted((member / "wal").glob("*.wal"))
+        snaps = sorted((member / "snap").glob("*.snap"))
+        return wal + snaps
+
+    def dump_log(self, node: NodeSpec, out: Path) -> None:
+        """Writes nothing. etcd has no offline dump of its raft log in our shape
+        (offset, epoch, committed, payload digest) short of parsing its WAL
+        format, and a partial dump would make the divergence checker report
+        lost or diverging entries that are not; so etcd runs have no dumps and
+        divergence says "unknown" rather than guessing."""

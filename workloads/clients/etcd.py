@@ -1,0 +1,224 @@
+"""The workload client for etcd, over its v3 JSON gateway (one HTTP
+connection kept per node, no retries by the HTTP library: every retry is a
+decision about the history, made here).
+
+register / kv: read -> range (linearizable unless the client option
+`serializable_reads` asks for etcd's serializable reads, which a member
+answers from its own, possibly stale, state); write -> put; cas -> a txn
+comparing the value. list-append: each key's list is a JSON value; a txn reads
+every key it touches, then commits its appends in one etcd txn guarded by the
+mod_revision of every one of those keys, so it lands only if nothing it read
+changed in between.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import urllib3
+from urllib3.exceptions import ConnectTimeoutError, HTTPError, ReadTimeoutError
+
+from checkers.history import Op
+from nodes.etcd.codec import as_int, b64, unb64
+from workloads.clients.outcome import fail, info, ok
+
+KEY_PREFIX = {"register": "register", "kv": "kv/", "list-append": "la/"}
+# gRPC codes etcd returns for requests it rejected before proposing them:
+# InvalidArgument, NotFound, PermissionDenied, ResourceExhausted ("too many
+# requests"), FailedPrecondition, OutOfRange, Unimplemented, Unauthenticated.
+DEFINITE_CODES = {3, 5, 7, 8, 9, 11, 12, 16}
+
+
+class _Unsent(Exception):
+    """No connection was made: the request certainly did not reach etcd."""
+
+
+class _Rejected(Exception):
+    """etcd answered with an error; `definite` if it certainly had no effect."""
+
+    def __init__(self, message: str, definite: bool) -> None:
+        super().__init__(message)
+        self.definite = definite
+
+
+class _Ambiguous(Exception):
+    """Sent, and then no answer (timeout, connection lost)."""
+
+
+def encode_value(value: Any) -> str:
+    return b64(json.dumps(value))
+
+
+def decode_value(kv: dict[str, Any] | None) -> Any:
+    return json.loads(unb64(kv.get("value"))) if kv else None
+
+
+def first_kv(range_response: dict[str, Any]) -> dict[str, Any] | None:
+    kvs = range_response.get("kvs") or []
+    return kvs[0] if kvs else None
+
+
+def rejection(status: int, body: bytes) -> _Rejected:
+    """An error answer, judged by its gRPC code where the gateway sent one.
+    Without one, a 4xx is the gateway refusing the request, and anything else
+    might have been proposed."""
+    try:
+        doc = json.loads(body)
+        code = int(doc.get("code"))
+        message = str(doc.get("error") or doc.get("message") or f"http {status}")
+    except (ValueError, TypeError, AttributeError):
+        return _Rejected(f"http {status}", 400 <= status < 500)
+    return _Rejected(message, code in DEFINITE_CODES)
+
+
+class EtcdClient:
+    def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
+                 options: dict[str, Any]) -> None:
+        if workload not in KEY_PREFIX:
+            raise ValueError(f"the etcd client has no {workload!r} workload")
+        self.workload = workload
+        self.nodes = nodes
+        self.serializable = bool(options.get("serializable_reads", False))
+        self.txn_attempts = max(1, int(options.get("txn_attempts", 3)))
+        self._timeout = urllib3.Timeout(connect=float(options.get("connect_timeout", 1.0)),
+                                        read=float(options.get("op_timeout", 2.0)))
+        self._pools: dict[str, urllib3.HTTPConnectionPool] = {}
+
+    # --- transport ----------------------------------------------------------
+
+    def _pool(self, node: str) -> urllib3.HTTPConnectionPool:
+        pool = self._pools.get(node)
+        if pool is None:
+            host, port = self.nodes[node]
+            pool = urllib3.HTTPConnectionPool(host, port, maxsize=1, retries=False,
+                                              timeout=self._timeout)
+            self._pools[node] = pool
+        return pool
+
+    def _post(self, node: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            resp = self._pool(node).request(
+                "POST", path, body=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"})
+        except ConnectTimeoutError as e:
+            # Includes refused connections (NewConnectionError): nothing was sent.
+            raise _Unsent(str(e)) from None
+        except ReadTimeoutError:
+            raise _Ambiguous("timeout") from None
+        except HTTPError as e:
+            # urllib3 closes the connection on any error, so a late answer to
+            # this request can never be read as the next one's.
+            raise _Ambiguous(f"connection lost: {e}") from None
+        if resp.status != 200:
+            raise rejection(resp.status, resp.data)
+        try:
+            return json.loads(resp.data)
+        except ValueError:
+            raise _Rejected("undecodable answer", False) from None
+
+    def key(self, op: Op) -> str:
+        prefix = KEY_PREFIX[self.workload]
+        return prefix if self.workload == "register" else f"{prefix}{op.key}"
+
+    # --- requests -----------------------------------------------------------
+
+    def _range(self, key: str) -> dict[str, Any]:
+        req: dict[str, Any] = {"key": b64(key)}
+        if self.serializable:
+            req["serializable"] = True
+        return req
+
+    def read(self, node: str, op: Op) -> Any:
+        return decode_value(first_kv(self._post(node, "/v3/kv/range", self._range(self.key(op)))))
+
+    def write(self, node: str, op: Op) -> None:
+        self._post(node, "/v3/kv/put", {"key": b64(self.key(op)), "value": encode_value(op.value)})
+
+    def cas(self, node: str, op: Op) -> bool:
+        old, new = op.value
+        key = b64(self.key(op))
+        if old is None:
+            compare = {"key": key, "target": "VERSION", "result": "EQUAL", "version": "0"}
+        else:
+            compare = {"key": key, "target": "VALUE", "result": "EQUAL",
+                       "value": encode_value(old)}
+        resp = self._post(node, "/v3/kv/txn", {
+            "compare": [compare],
+            "success": [{"request_put": {"key": key, "value": encode_value(new)}}]})
+        return bool(resp.get("succeeded"))
+
+    def read_lists(self, node: str, keys: list[str]) -> dict[str, tuple[list, int]]:
+        """Each key's list and mod_revision (0: absent), read in one snapshot."""
+        resp = self._post(node, "/v3/kv/txn", {
+            "success": [{"request_range": self._range(k)} for k in keys]})
+        out = {}
+        for k, r in zip(keys, resp.get("responses") or [], strict=True):
+            kv = first_kv(r.get("response_range") or {})
+            out[k] = (decode_value(kv) or [], as_int(kv.get("mod_revision")) if kv else 0)
+        return out
+
+    def commit_lists(self, node: str, seen: dict[str, tuple[list, int]],
+                     new: dict[str, list]) -> bool:
+        """Write `new` if no key in `seen` has changed since it was read."""
+        resp = self._post(node, "/v3/kv/txn", {
+            "compare": [{"key": b64(k), "target": "MOD", "result": "EQUAL",
+                         "mod_revision": str(rev)} for k, (_, rev) in seen.items()],
+            "success": [{"request_put": {"key": b64(k), "value": encode_value(v)}}
+                        for k, v in new.items()]})
+        return bool(resp.get("succeeded"))
+
+    def txn(self, node: str, op: Op) -> Op:
+        prefix = KEY_PREFIX["list-append"]
+        keys = list(dict.fromkeys(f"{prefix}{k}" for _, k, _ in op.value))
+        for _ in range(self.txn_attempts):
+            try:
+                seen = self.read_lists(node, keys)
+            except (_Unsent, _Rejected, _Ambiguous) as e:
+                return fail(op, f"read step: {e}", node)   # nothing was written yet
+            lists = {k: list(v) for k, (v, _) in seen.items()}
+            result, appended = [], {}
+            for mf, k, mv in op.value:
+                key = f"{prefix}{k}"
+                if mf == "append":
+                    lists[key].append(mv)
+                    appended[key] = lists[key]
+                    result.append([mf, k, mv])
+                else:
+                    result.append([mf, k, list(lists[key])])
+            if not appended:
+                return ok(op, result, node)
+            if self.commit_lists(node, seen, appended):
+                return ok(op, result, node)
+            # A guard failed: nothing was written, so trying again is safe.
+        return fail(op, "txn-conflict: keys kept changing", node)
+
+    # --- outcomes -----------------------------------------------------------
+
+    def invoke(self, op: Op) -> Op:
+        node = op.node if op.node in self.nodes else next(iter(self.nodes))
+        try:
+            if op.f == "read":
+                return ok(op, self.read(node, op), node)
+            if op.f == "write":
+                self.write(node, op)
+                return ok(op, op.value, node)
+            if op.f == "cas":
+                if self.cas(node, op):
+                    return ok(op, op.value, node)
+                return fail(op, "cas-mismatch", node)
+            if op.f == "txn" and self.workload == "list-append":
+                return self.txn(node, op)
+        except _Unsent as e:
+            return fail(op, f"unsent: {e}", node)
+        except (_Rejected, _Ambiguous) as e:
+            # A read has no effect, so one that did not answer certainly did not happen.
+            if op.f == "read" or (isinstance(e, _Rejected) and e.definite):
+                return fail(op, str(e), node)
+            return info(op, str(e), node)
+        raise ValueError(f"the etcd {self.workload} client cannot do f={op.f!r}")
+
+    def close(self) -> None:
+        for pool in self._pools.values():
+            pool.close()
+        self._pools.clear()
