@@ -1,0 +1,149 @@
+"""The etcd adapter: command line, readiness, leader, files; real members on loopback."""
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from nodes.db import NodeSpec
+from nodes.etcd.db import INSTALL_HINT, EtcdDB
+from nodes.etcd.local_cluster import LocalEtcdCluster
+
+needs_etcd = pytest.mark.skipif(EtcdDB().check_installed() is not None, reason=INSTALL_HINT)
+
+
+def specs(tmp_path: Path, host: str = "10.9.0.2") -> list[NodeSpec]:
+    return [NodeSpec(f"n{i}", host if i == 1 else f"10.9.0.{i + 1}", 7000 + 10 * i,
+                     tmp_path / f"n{i}" / "data", tmp_path / f"n{i}") for i in (1, 2, 3)]
+
+
+def flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def test_argv_binds_only_the_given_address(tmp_path):
+    cluster = specs(tmp_path)
+    argv = EtcdDB().argv(cluster[0], cluster, fresh=True)
+    assert flag(argv, "--listen-client-urls") == "http://10.9.0.2:7010"
+    assert flag(argv, "--advertise-client-urls") == "http://10.9.0.2:7010"
+    assert flag(argv, "--listen-peer-urls") == "http://10.9.0.2:7011"
+    assert flag(argv, "--initial-advertise-peer-urls") == "http://10.9.0.2:7011"
+    assert flag(argv, "--initial-cluster") == (
+        "n1=http://10.9.0.2:7011,n2=http://10.9.0.3:7021,n3=http://10.9.0.4:7031")
+    assert flag(argv, "--data-dir") == str(cluster[0].data_dir)
+    # Nothing else that could open a listener (metrics, pprof) is configured.
+    assert not [a for a in argv if "metrics" in a or "pprof" in a]
+
+
+def test_first_start_bootstraps_and_restarts_join(tmp_path):
+    cluster = specs(tmp_path)
+    db = EtcdDB()
+    assert flag(db.argv(cluster[1], cluster, fresh=True), "--initial-cluster-state") == "new"
+    assert flag(db.argv(cluster[1], cluster, fresh=False),
+                "--initial-cluster-state") == "existing"
+
+
+def test_boolean_options_use_equals(tmp_path):
+    cluster = specs(tmp_path)
+    for node in cluster:
+        node.options = {"pre_vote": False, "election_ms": 500}
+    argv = EtcdDB().argv(cluster[0], cluster, fresh=True)
+    assert "--pre-vote=false" in argv
+    assert flag(argv, "--election-timeout") == "500"
+
+
+def test_check_installed_names_the_packages(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert EtcdDB().check_installed() == INSTALL_HINT
+
+
+def test_nothing_answers_means_not_ready_and_no_leader(tmp_path):
+    cluster = specs(tmp_path, host="127.0.0.1")
+    for node in cluster:
+        node.host, node.port = "127.0.0.1", 1   # nothing listens on port 1
+    db = EtcdDB()
+    assert db.is_ready(cluster[0]) is False
+    assert db.leader(cluster) is None
+
+
+def test_dump_log_writes_nothing(tmp_path):
+    node = specs(tmp_path)[0]
+    EtcdDB().dump_log(node, tmp_path / "log.msgpack")
+    assert not (tmp_path / "log.msgpack").exists()
+
+
+@pytest.fixture
+def etcd(tmp_path):
+    c = LocalEtcdCluster(tmp_path)
+    try:
+        c.start_all()
+        c.wait_ready()
+        yield c
+    finally:
+        c.close()
+
+
+def listening(pid: int) -> set[tuple[str, int]]:
+    proc = psutil.Process(pid)
+    procs = [proc, *proc.children(recursive=True)]
+    return {(c.laddr.ip, c.laddr.port) for p in procs for c in p.net_connections("inet")
+            if c.status == psutil.CONN_LISTEN}
+
+
+@pytest.mark.slow
+@needs_etcd
+def test_members_listen_only_on_their_client_and_peer_port(etcd):
+    for node in etcd.specs:
+        assert listening(etcd.procs[node.name].pid) == {("127.0.0.1", node.port),
+                                                        ("127.0.0.1", node.port + 1)}
+
+
+@pytest.mark.slow
+@needs_etcd
+def test_leader_is_one_member_and_data_files_exist(etcd):
+    leader = etcd.wait_for_leader()
+    assert leader in etcd.names
+    for node in etcd.specs:
+        files = EtcdDB().data_files(node)
+        assert any(f.suffix == ".wal" for f in files)
+        assert all(f.is_file() for f in files)
+
+
+@pytest.mark.slow
+@needs_etcd
+def test_killed_leader_is_replaced_and_rejoins_from_its_data_dir(etcd):
+    db = EtcdDB()
+    old = etcd.wait_for_leader()
+    etcd.kill(old)
+    rest = [n for n in etcd.names if n != old]
+    started = time.monotonic()
+    new = etcd.wait_for_leader(rest, timeout=15)
+    assert new != old
+    assert time.monotonic() - started < 15
+    etcd.start(old)   # not fresh: --initial-cluster-state existing, recovers its WAL
+    etcd.wait_ready([old])
+    assert db.is_ready(etcd.spec(old))
+    assert db.leader(etcd.specs) in etcd.names
+
+
+@pytest.mark.slow
+@needs_etcd
+def test_paused_member_is_not_ready(etcd):
+    name = etcd.names[0]
+    pid = etcd.procs[name].pid
+    os.killpg(pid, signal.SIGSTOP)
+    try:
+        # Every thread of the Go process must have stopped, not just the first.
+        deadline = time.monotonic() + 5
+        while psutil.Process(pid).status() != psutil.STATUS_STOPPED:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        time.sleep(0.1)
+        started = time.monotonic()
+        assert EtcdDB().is_ready(etcd.spec(name)) is False
+        assert time.monotonic() - started < 3
+    finally:
+        os.killpg(pid, signal.SIGCONT)
