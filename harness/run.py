@@ -113,8 +113,11 @@ def active_faults(executed: list[dict[str, Any]]) -> list[str]:
 
 
 class Run:
-    def __init__(self, config: RunConfig, results: Path, stream: Any = None) -> None:
+    def __init__(self, config: RunConfig, results: Path, stream: Any = None,
+                 extra_doc: dict[str, Any] | None = None) -> None:
         self.config = validate(config)
+        # Fields a caller adds to run.json (a replay's "replay_of", a campaign's entry).
+        self.extra_doc = dict(extra_doc or {})
         self.results = results
         self.stream = stream or sys.stderr
         self.db = make_db(config.db)
@@ -157,7 +160,7 @@ class Run:
         self.run_dir = create_run_dir(self.results)
         self.doc = {"run_id": self.run_dir.name, "config": self.config.to_json(),
                     "status": "running", "start_wall": datetime.now(UTC).isoformat(),
-                    "versions": versions(), "host": platform.node()}
+                    "versions": versions(), "host": platform.node(), **self.extra_doc}
         write_run_json(self.run_dir, self.doc)
         progress = Progress(self.config.time_limit, self.stream)
         progress.say(f"run {self.run_dir.name}: {self.config.db} x {self.config.workload}, "
@@ -195,6 +198,10 @@ class Run:
         self.doc["start_monotonic_ns"] = recorder.start_ns
         write_run_json(self.run_dir, self.doc)
         events = plan_events(cfg, self.names)
+        # The plan (with per-event seeds and params) and where schedule time 0
+        # falls in history time: with "schedule" they let a replay rebuild
+        # exactly what was executed.
+        self.doc["planned_schedule"] = [e.to_map() for e in events]
         nemesis = CompositeNemesis.from_specs(
             sorted({e.fault for e in events} | set(cfg.nemesis)),
             FaultContext(self.db, None, {"mounts": self.mounts}))
@@ -204,6 +211,7 @@ class Run:
         self.executed = runner.executed
         stop = threading.Event()
         t0 = time.monotonic()
+        self.doc["schedule_offset_ns"] = int(t0 * 1e9) - recorder.start_ns
         nemesis_thread = threading.Thread(target=runner.run, args=(stop, t0), name="nemesis",
                                           daemon=True)
         pool = ClientPool(cfg.concurrency, cfg.db, cfg.workload,
@@ -324,5 +332,6 @@ class Run:
             print(f"faultline: could not write linearizability.html ({e})", file=self.stream)
 
 
-def run_test(config: RunConfig, results: Path, stream: Any = None) -> RunOutcome:
-    return Run(config, results, stream).execute()
+def run_test(config: RunConfig, results: Path, stream: Any = None,
+             extra_doc: dict[str, Any] | None = None) -> RunOutcome:
+    return Run(config, results, stream, extra_doc).execute()
