@@ -95,6 +95,18 @@ class _ReplicaProgress:
     flushed_end: int = 0
     # Fetched or acknowledged BeginQuorumEpoch: no need to re-announce.
     acknowledged: bool = False
+    # The high watermark our last fetch response to it carried: a fetch at our
+    # log end is only worth holding while it would learn nothing new.
+    hw_sent: int = 0
+
+
+@dataclass(frozen=True)
+class _HeldFetch:
+    """A fetch at the leader's log end, held until there is news (KIP-595 long-poll)."""
+
+    fetch_offset: int
+    last_fetched_epoch: int
+    since_tick: int
 
 
 class Core:
@@ -147,6 +159,7 @@ class Core:
         self._granted: set[str] = set()
         self._rejected: set[str] = set()
         self._replicas: dict[str, _ReplicaProgress] = {}
+        self._held_fetches: dict[str, _HeldFetch] = {}
         self._leader_since = 0
         self._next_announce_tick = 0
 
@@ -268,6 +281,10 @@ class Core:
         if end > self._flushed_end:
             self._flushed_end = end
             self._maybe_advance_hw()
+            if self._role == FOLLOWER:
+                # The leader commits on flushed offsets, and it only learns ours
+                # from a fetch: tell it now rather than at the next fetch.
+                self._send_fetch()
 
     def receive(self, msg: dict) -> None:
         try:
@@ -285,6 +302,8 @@ class Core:
             raise MalformedMessage(f"malformed {msg.get('type')!r} message: {exc!r}") from exc
 
     def ready(self) -> Ready:
+        # Once per batch of input, so a burst of proposals goes out in one response.
+        self._answer_held_fetches(expired_only=False)
         ready = Ready(
             quorum_state=self._pending_state,
             truncate_to=self._pending_truncate,
@@ -460,36 +479,72 @@ class Core:
         if progress is not None:
             progress.last_fetch_tick = self._now
             progress.acknowledged = True
+        # A newer fetch from the same follower supersedes the one we hold.
+        self._held_fetches.pop(follower, None)
         consistent, diverging_epoch, diverging_end = ec.fetch_is_consistent(
             self._cache, len(self._log), fetch_offset, last_fetched_epoch
         )
-        reply = {
-            "leader": self.node_id,
-            "error": None,
-            "fetch_offset": fetch_offset,
-            "last_fetched_epoch": last_fetched_epoch,
-            "high_watermark": self._hw,
-        }
         if not consistent:
-            reply.update(
+            self._send(
+                m.FETCH_RESPONSE,
+                follower,
+                leader=self.node_id,
+                error=None,
+                fetch_offset=fetch_offset,
+                last_fetched_epoch=last_fetched_epoch,
+                high_watermark=self._hw,
                 entries=[],
                 diverging_epoch=diverging_epoch,
                 diverging_end_offset=diverging_end,
             )
-            self._send(m.FETCH_RESPONSE, follower, **reply)
             return
         if progress is not None:
             progress.match_end = fetch_offset
             reported = min(int(msg["flushed_offset"]), fetch_offset)
             progress.flushed_end = max(progress.flushed_end, reported)
+            self._maybe_advance_hw()
+            if fetch_offset == len(self._log) and progress.hw_sent >= self._hw:
+                # Nothing new for it: hold the fetch and answer the moment there
+                # is (ready()), or empty after the fetch interval (tick()).
+                self._held_fetches[follower] = _HeldFetch(
+                    fetch_offset, last_fetched_epoch, self._now
+                )
+                return
+        self._answer_fetch(follower, fetch_offset, last_fetched_epoch)
+
+    def _answer_fetch(self, follower: str, fetch_offset: int, last_fetched_epoch: int) -> None:
         batch = self._log[fetch_offset : fetch_offset + self._cfg.max_fetch_entries]
-        reply.update(
+        progress = self._replicas.get(follower)
+        if progress is not None:
+            progress.hw_sent = self._hw
+        self._send(
+            m.FETCH_RESPONSE,
+            follower,
+            leader=self.node_id,
+            error=None,
+            fetch_offset=fetch_offset,
+            last_fetched_epoch=last_fetched_epoch,
+            high_watermark=self._hw,
             entries=m.entries_to_wire(batch),
             diverging_epoch=None,
             diverging_end_offset=None,
         )
-        self._send(m.FETCH_RESPONSE, follower, **reply)
-        self._maybe_advance_hw()
+
+    def _answer_held_fetches(self, expired_only: bool) -> None:
+        """Answer held fetches that now have news (new entries or a higher HW),
+        or, with ``expired_only``, those held for a whole fetch interval."""
+        if not self._held_fetches:
+            return
+        max_wait = max(1, self._cfg.fetch_interval_ticks)
+        for follower, held in list(self._held_fetches.items()):
+            if expired_only:
+                due = self._now - held.since_tick >= max_wait
+            else:
+                progress = self._replicas[follower]
+                due = len(self._log) > held.fetch_offset or self._hw > progress.hw_sent
+            if due:
+                del self._held_fetches[follower]
+                self._answer_fetch(follower, held.fetch_offset, held.last_fetched_epoch)
 
     def _send_fetch_error(self, to: str, error: str, request: dict) -> None:
         self._send(
@@ -541,10 +596,9 @@ class Core:
         leader_hw = msg.get("high_watermark")
         if leader_hw is not None:
             self._raise_hw(min(int(leader_hw), len(self._log)))
-        if entries:
-            self._send_fetch()
-        else:
-            self._next_fetch_tick = self._now + self._cfg.fetch_interval_ticks
+        # The leader holds a fetch that has nothing to return (long-poll), so
+        # asking again at once costs nothing while idle and nothing waits on a timer.
+        self._send_fetch()
 
     # ------------------------------------------------------------- elections
 
@@ -653,6 +707,8 @@ class Core:
         check_transition(self._role, role)
         if self._role == LEADER and role != LEADER:
             self._replicas = {}
+            # Their fetchers retry and learn of the change from the answer.
+            self._held_fetches = {}
         self._role = role
         self._epoch = epoch
         self._leader = leader
@@ -699,6 +755,7 @@ class Core:
                 return
         if self._now >= self._next_announce_tick:
             self._announce()
+        self._answer_held_fetches(expired_only=True)
 
     def _announce(self) -> None:
         """(Re)send BeginQuorumEpoch to voters that have not shown up yet."""
