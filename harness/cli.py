@@ -19,6 +19,9 @@ COMMAND_MODULES: list[str] = [
     "harness.commands.run",
     "harness.commands.check_lin",
     "harness.commands.clean",
+    "harness.commands.campaign",
+    "harness.commands.gate",
+    "harness.commands.replay",
 ]
 
 

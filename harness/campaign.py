@@ -1,0 +1,242 @@
+"""Running a campaign: its runs one after another or K at once, then one Spark
+check over all of them, then the verdict table and the summary.
+
+Each run is a `harness.campaign_worker` process (its own namespaces and
+subnet world, its own signal handlers); its output goes to
+`logs/<index>.log` in the campaign dir, and the campaign's own progress
+(run i of N, each verdict as it finishes) to stderr. runs.json is rewritten
+after every run, so a killed campaign resumes from what is on disk.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.campaign_report import summarize, summary_text
+from harness.campaign_spec import Campaign, estimated_seconds, load_campaign
+from harness.campaign_store import (
+    CAMPAIGN_JSON,
+    RUNS_JSON,
+    campaign_dir,
+    create_campaign_dir,
+    new_entry,
+    plan_resume,
+    read_json,
+    read_run_state,
+    redo_reason,
+    write_json,
+)
+from harness.cli import UserError
+from harness.gate import load_verdicts
+
+Say = Callable[[str], None]
+EXIT_VALID, EXIT_INVALID, EXIT_UNKNOWN, EXIT_HARNESS_ERROR = 0, 1, 2, 3
+
+
+@dataclass
+class CampaignResult:
+    campaign_dir: Path
+    summary: dict[str, Any]
+    exit_code: int
+
+
+def duration_text(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def start_campaign(path: Path, results: Path, parallel: int, master: str | None,
+                   say: Say) -> CampaignResult:
+    campaign = load_campaign(path)
+    cdir = create_campaign_dir(results)
+    doc = {"id": cdir.name, "name": campaign.name, "description": campaign.description,
+           "source": str(path.resolve()), "results": str(results.resolve()),
+           "parallel": parallel, "created": datetime.now(UTC).isoformat(),
+           "source_text": path.read_text()}
+    write_json(cdir / CAMPAIGN_JSON, doc)
+    entries = [new_entry(r.index, r.label, r.config.to_json()) for r in campaign.runs]
+    write_json(cdir / RUNS_JSON, entries)
+    say(f"campaign {campaign.name} ({cdir.name}): {len(entries)} runs, parallel {parallel}, "
+        f"about {duration_text(estimated_seconds(campaign.runs, parallel))}; {cdir}")
+    return execute(cdir, doc, entries, [e["index"] for e in entries], results, parallel,
+                   master, say)
+
+
+def resume_campaign(campaign_id: str, results: Path, parallel: int | None,
+                    master: str | None, say: Say) -> CampaignResult:
+    cdir = campaign_dir(results, campaign_id)
+    if not (cdir / RUNS_JSON).is_file():
+        raise UserError(f"there is no campaign {campaign_id!r} under {cdir.parent}")
+    doc = read_json(cdir / CAMPAIGN_JSON)
+    entries = read_json(cdir / RUNS_JSON)
+    _collect_orphan_outcomes(cdir, entries)
+    todo = plan_resume(entries, {e["index"]: read_run_state(e.get("run_dir"))
+                                 for e in entries})
+    parallel = parallel or int(doc.get("parallel", 1))
+    say(f"campaign {doc['name']} ({cdir.name}): resuming, {len(entries) - len(todo)} of "
+        f"{len(entries)} runs complete, {len(todo)} to run")
+    for index, reason in sorted(todo.items()):
+        e = entries[index]
+        if e.get("run_dir"):
+            e.setdefault("previous_attempts", []).append(
+                {"run_dir": e["run_dir"], "status": e["status"], "error": e.get("error")})
+        entries[index] = {**new_entry(index, e["label"], e["config"]),
+                          "previous_attempts": e.get("previous_attempts", [])}
+        say(f"  run {index + 1} of {len(entries)} again ({reason}): {e['label']}")
+    doc["resumed"] = [*doc.get("resumed", []), datetime.now(UTC).isoformat()]
+    write_json(cdir / CAMPAIGN_JSON, doc)
+    write_json(cdir / RUNS_JSON, entries)
+    return execute(cdir, doc, entries, sorted(todo), results, parallel, master, say)
+
+
+def _collect_orphan_outcomes(cdir: Path, entries: list[dict[str, Any]]) -> None:
+    """A campaign killed while workers ran never recorded their outcomes; the
+    workers still wrote them (they finish on their own)."""
+    for e in entries:
+        path = cdir / "work" / f"{e['index']}.outcome.json"
+        if e.get("run_dir") is None and path.is_file():
+            try:
+                _apply_outcome(e, read_json(path))
+            except (OSError, ValueError):
+                pass  # a torn outcome: the run is simply re-done
+
+
+def _apply_outcome(entry: dict[str, Any], outcome: dict[str, Any]) -> None:
+    run_dir = outcome.get("run_dir")
+    state = read_run_state(run_dir)
+    entry.update(run_dir=run_dir, run_id=Path(run_dir).name if run_dir else None,
+                 status=state.status or "error", verdict=outcome.get("verdict"),
+                 exit_code=outcome.get("exit_code"), error=outcome.get("error"),
+                 seconds=outcome.get("seconds"))
+
+
+def run_one(cdir: Path, campaign_id: str, entry: dict[str, Any], results: Path
+            ) -> dict[str, Any]:
+    """One run in a worker process; returns its outcome (never raises for a failed run)."""
+    index = entry["index"]
+    work, logs = cdir / "work", cdir / "logs"
+    work.mkdir(exist_ok=True)
+    logs.mkdir(exist_ok=True)
+    spec_path, outcome_path = work / f"{index}.spec.json", work / f"{index}.outcome.json"
+    outcome_path.unlink(missing_ok=True)
+    write_json(spec_path, {
+        "config": entry["config"], "results": str(results.resolve()),
+        "outcome": str(outcome_path),
+        "extra_doc": {"campaign": {"id": campaign_id, "index": index, "label": entry["label"]}}})
+    with open(logs / f"{index}.log", "w") as log:
+        proc = subprocess.run([sys.executable, "-m", "harness.campaign_worker", str(spec_path)],
+                              stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        return read_json(outcome_path)
+    except (OSError, ValueError):
+        return {"run_dir": None, "exit_code": EXIT_HARNESS_ERROR, "verdict": None,
+                "error": f"the run's worker exited with status {proc.returncode} and left no "
+                         f"outcome (see {logs / f'{index}.log'})"}
+
+
+def run_entries(cdir: Path, entries: list[dict[str, Any]], todo: list[int], results: Path,
+                parallel: int, say: Say) -> None:
+    n = len(entries)
+    lock = threading.Lock()
+
+    def task(entry: dict[str, Any]) -> dict[str, Any]:
+        with lock:
+            entry["status"] = "running"
+            write_json(cdir / RUNS_JSON, entries)
+        say(f"run {entry['index'] + 1} of {n} started: {entry['label']}")
+        return run_one(cdir, cdir.name, entry, results)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="campaign-run")
+    try:
+        futures: dict[Future[dict[str, Any]], dict[str, Any]] = {
+            pool.submit(task, entries[i]): entries[i] for i in todo}
+        for done, future in enumerate(as_completed(futures), 1):
+            entry = futures[future]
+            with lock:
+                _apply_outcome(entry, future.result())
+                write_json(cdir / RUNS_JSON, entries)
+            word = (entry["verdict"] or "error").upper()
+            detail = f": {entry['error']}" if entry["error"] else ""
+            say(f"run {entry['index'] + 1} of {n} {word} in {entry['seconds'] or 0:.0f} s "
+                f"({done}/{len(todo)} done) {entry['label']} -> "
+                f"{entry['run_id'] or 'no run dir'}{detail}")
+    except BaseException:
+        # Ctrl-C reaches the workers too (same process group); wait for their
+        # teardown rather than leave namespaces behind, but start nothing new.
+        pool.shutdown(wait=True, cancel_futures=True)
+        with lock:
+            for e in entries:
+                if e["status"] == "running":
+                    e["status"] = "interrupted"
+            write_json(cdir / RUNS_JSON, entries)
+        raise
+    pool.shutdown(wait=True)
+
+
+def check_all(cdir: Path, entries: list[dict[str, Any]], master: str | None, say: Say
+              ) -> dict[int, dict[str, Any] | None]:
+    """One Spark job over every complete run; returns each run's verdicts document."""
+    from harness.spark.check_job import check_runs, update_table
+    from harness.spark.session import SparkUnavailable, spark_session
+    checkable = [e for e in entries if redo_reason(read_run_state(e.get("run_dir"))) is None]
+    if not checkable:
+        say("no complete runs to check")
+        return {}
+    say(f"checking {len(checkable)} run(s) with Spark ({master or 'local[*]'})")
+    try:
+        spark = spark_session(master)
+    except SparkUnavailable as e:
+        raise UserError(f"{e} The runs are saved; `faultline campaign --resume {cdir.name}` "
+                        f"checks them.") from None
+    try:
+        rows = check_runs(spark, [Path(e["run_dir"]) for e in checkable], say)
+    finally:
+        spark.stop()
+    update_table(cdir, rows)
+    return {e["index"]: load_verdicts(Path(e["run_dir"])) for e in checkable}
+
+
+def exit_code_of(counts: dict[str, int]) -> int:
+    if counts["invalid"]:
+        return EXIT_INVALID
+    if counts["error"]:
+        return EXIT_HARNESS_ERROR
+    if counts["unknown"]:
+        return EXIT_UNKNOWN
+    return EXIT_VALID
+
+
+def execute(cdir: Path, doc: dict[str, Any], entries: list[dict[str, Any]], todo: list[int],
+            results: Path, parallel: int, master: str | None, say: Say) -> CampaignResult:
+    run_entries(cdir, entries, todo, results, parallel, say)
+    documents = check_all(cdir, entries, master, say)
+    for e in entries:
+        document = documents.get(e["index"])
+        if document is not None:
+            e["verdict"] = {True: "valid", False: "invalid"}.get(document.get("valid"),
+                                                                  "unknown")
+        elif e["status"] != "complete":
+            e["verdict"] = None
+    write_json(cdir / RUNS_JSON, entries)
+    summary = summarize(doc, entries, documents)
+    write_json(cdir / "summary.json", summary)
+    (cdir / "summary.txt").write_text(summary_text(summary, entries))
+    doc["finished"] = datetime.now(UTC).isoformat()
+    write_json(cdir / CAMPAIGN_JSON, doc)
+    return CampaignResult(cdir, summary, exit_code_of(summary["counts"]))
+
+
+def planned(campaign: Campaign) -> list[str]:
+    """The run labels of a campaign, for --dry-run."""
+    return [f"{r.index + 1:>4}  {r.label}" for r in campaign.runs]

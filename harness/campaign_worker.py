@@ -1,0 +1,61 @@
+"""One campaign run in its own process: `python -m harness.campaign_worker SPEC.json`.
+
+A process per run because a run installs signal handlers (main thread only)
+and owns namespaces and children: a crash, or K runs at once, stays contained.
+The spec names the config, the results dir, fields to add to run.json and
+where to write the outcome; the outcome is written whatever happens, so the
+campaign learns the run dir even of a run that failed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from harness.campaign_store import read_json, write_json
+from harness.run_config import RunConfig
+
+VERDICT_WORDS = {True: "valid", False: "invalid", "unknown": "unknown"}
+
+
+def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    from harness.cli import UserError
+    from harness.run import HARNESS_ERROR, Run
+    started = time.monotonic()
+    outcome: dict[str, Any] = {"run_dir": None, "exit_code": HARNESS_ERROR, "verdict": None,
+                               "error": None}
+    run = None
+    try:
+        run = Run(RunConfig.from_json(spec["config"]), Path(spec["results"]), sys.stderr,
+                  spec.get("extra_doc"))
+        result = run.execute()
+        outcome["exit_code"] = result.exit_code
+        outcome["verdict"] = VERDICT_WORDS.get((result.verdicts or {}).get("valid"), "unknown")
+    except UserError as e:
+        outcome["error"] = str(e)
+    except BaseException as e:  # a crashed run is an entry with an error, not a lost entry
+        outcome["error"] = f"{type(e).__name__}: {e}"
+        traceback.print_exc()
+    finally:
+        if run is not None and run.run_dir is not None:
+            outcome["run_dir"] = str(run.run_dir.resolve())
+        outcome["seconds"] = round(time.monotonic() - started, 1)
+        write_json(Path(spec["outcome"]), outcome)
+    return outcome
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m harness.campaign_worker SPEC.json", file=sys.stderr)
+        return 2
+    outcome = run_spec(read_json(Path(argv[0])))
+    print(json.dumps(outcome), file=sys.stderr)
+    return 0 if outcome["error"] is None else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,89 @@
+"""`faultline gate CAMPAIGN_ID | RUN_DIR... [--allow-unknown] [--junit FILE]`:
+the release gate over checked verdicts."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.campaign_store import RUNS_JSON, campaign_dir, read_json
+from harness.cli import UserError
+from harness.gate import GateCase, cases_from_verdicts, decide, junit_xml, load_verdicts
+from harness.store import results_dir
+
+EPILOG = ("exit status: 0 every verdict valid, 1 any invalid, 2 any unknown and none "
+          "invalid (0 with --allow-unknown)")
+WORD = {True: "valid", False: "INVALID"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("gate", help="pass or fail a release on checked verdicts",
+                       description="Read the verdicts of a campaign's runs (or of run dirs) "
+                       "and exit 0/1/2; optionally write a JUnit XML report with one "
+                       "testcase per run and checker.", epilog=EPILOG)
+    p.add_argument("targets", nargs="+", metavar="CAMPAIGN_ID|RUN_DIR")
+    p.add_argument("--results", type=Path, help="where campaigns live (default "
+                   "$FAULTLINE_RESULTS or ./results)")
+    p.add_argument("--allow-unknown", action="store_true", help="treat unknown as a pass")
+    p.add_argument("--junit", type=Path, metavar="FILE", help="write a JUnit XML report")
+    p.set_defaults(func=main)
+
+
+def campaign_cases(cdir: Path) -> list[GateCase]:
+    """A campaign's runs; a run that never finished is an unknown case, not a pass."""
+    try:
+        entries = read_json(cdir / RUNS_JSON)
+    except (OSError, ValueError) as e:
+        raise UserError(f"cannot read {cdir / RUNS_JSON}: {e}") from None
+    cases = []
+    for e in entries:
+        run_dir = e.get("run_dir")
+        name = e.get("run_id") or f"{cdir.name}#{e['index'] + 1}"
+        if e.get("status") != "complete" or not run_dir:
+            cases.append(GateCase(name, "run", "unknown",
+                                  f"{e['label']}: the run did not complete "
+                                  f"({e.get('error') or e.get('status')})"))
+        else:
+            cases += cases_from_verdicts(name, load_verdicts(Path(run_dir)))
+    return cases
+
+
+def resolve(targets: list[str], results: Path) -> tuple[list[GateCase], str]:
+    """Cases from one campaign (id or dir) or from run dirs; the JUnit suite name."""
+    if len(targets) == 1:
+        target = Path(targets[0])
+        cdir = campaign_dir(results, targets[0])
+        if (target / RUNS_JSON).is_file():
+            cdir = target
+        if (cdir / RUNS_JSON).is_file():
+            return campaign_cases(cdir), f"faultline campaign {cdir.name}"
+    cases = []
+    for t in targets:
+        run_dir = Path(t)
+        if not (run_dir / "run.json").is_file() and not (run_dir / "verdicts.json").is_file():
+            raise UserError(f"{t} is neither a campaign under {results / 'campaigns'} nor a "
+                            f"run dir (no run.json)")
+        cases += cases_from_verdicts(run_dir.name, load_verdicts(run_dir))
+    return cases, "faultline"
+
+
+def main(args: argparse.Namespace) -> int:
+    cases, suite = resolve(args.targets, results_dir(args.results))
+    code = decide(cases, args.allow_unknown)
+    if args.junit:
+        try:
+            args.junit.write_bytes(junit_xml(cases, suite))
+        except OSError as e:
+            raise UserError(f"cannot write {args.junit}: {e.strerror}") from None
+    for c in cases:
+        if c.valid is not True:
+            print(f"  {WORD.get(c.valid, 'unknown'):<8} {c.run} {c.checker}: {c.detail[:300]}")
+    invalid = sum(c.valid is False for c in cases)
+    unknown = sum(c.valid not in (True, False) for c in cases)
+    runs = len({c.run for c in cases})
+    verdict = {0: "PASS", 1: "FAIL", 2: "UNDECIDED"}[code]
+    print(f"gate: {verdict}: {runs} runs, {len(cases)} checks, {invalid} invalid, "
+          f"{unknown} unknown{' (allowed)' if args.allow_unknown and unknown else ''}")
+    sys.stdout.flush()
+    return code

@@ -1,0 +1,44 @@
+"""`faultline replay RUN_DIR [--results DIR]`: run a saved run again, as it was."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.cli import UserError
+from harness.store import results_dir
+
+EPILOG = ("exit status: the replay's verdict (0 valid, 1 invalid, 2 unknown, 3 harness "
+          "error); the output says whether the original verdict reproduced")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("replay", help="re-run a saved run with its seed and executed schedule",
+                       description="Re-run a saved run with its config, seed and nemesis "
+                       "schedule as executed (times included) into a new run dir whose "
+                       "run.json has replay_of; check it and compare the verdicts. To "
+                       "re-check the saved history without re-running, use faultline check.",
+                       epilog=EPILOG)
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    p.add_argument("--results", type=Path, help="where the new run goes (default "
+                   "$FAULTLINE_RESULTS or ./results)")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from harness.replay import ReplayError, comparison_lines, replay
+    from harness.run import HARNESS_ERROR
+    if not (args.run_dir / "run.json").is_file():
+        raise UserError(f"{args.run_dir} is not a run dir (it has no run.json)")
+    try:
+        outcome = replay(args.run_dir, results_dir(args.results))
+    except ReplayError as e:
+        raise UserError(f"cannot replay {args.run_dir}: {e}") from None
+    except (UserError, KeyboardInterrupt):
+        raise
+    except Exception as e:
+        print(f"faultline: the replay failed: {type(e).__name__}: {e}", file=sys.stderr)
+        return HARNESS_ERROR
+    print("\n".join(comparison_lines(outcome)))
+    return outcome.exit_code

@@ -1,0 +1,128 @@
+"""Replaying a saved run: same config, same seed, and the nemesis schedule as it
+was executed, times included, into a new run dir that links back to the old.
+
+run.json keeps three things that together pin a schedule down: "schedule"
+(what the runner executed, times in history ns), "planned_schedule" (the
+events it was given, with their per-event seeds and params) and
+"schedule_offset_ns" (where schedule time 0 falls in history time). A replay
+executes each executed event at its executed time, with the nodes and cut
+it resolved to at the time (e.g. which node "the leader" was), so a replay
+hits the same nodes even when another node wins an election this time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from checkers.rundir import load_json
+from harness.run_config import RunConfig
+from nemesis.base import split_spec
+
+# Keys of an inject's recorded value that pin down what it did to which nodes;
+# every fault accepts them back as params (nemesis.process.resolve_nodes,
+# partition's "cut").
+RESOLVED_KEYS = ("nodes", "shape", "cut")
+WORDS = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN", None: "UNCHECKED"}
+
+
+class ReplayError(ValueError):
+    """One sentence: why this run dir cannot be replayed."""
+
+
+def executed_action(e: dict[str, Any]) -> str:
+    """An executed entry injected if its f is its fault's own name (else it healed)."""
+    fault = e.get("fault") or e["f"]
+    return "inject" if e["f"] == split_spec(fault)[0] else "heal"
+
+
+def replay_events(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """Pure: the schedule (RunConfig.schedule form) that re-executes a run's executed list."""
+    executed = run.get("schedule")
+    if not isinstance(executed, list):
+        raise ReplayError("its run.json has no executed schedule (the run stopped before "
+                          "the nemesis started)")
+    planned = run.get("planned_schedule") or (run.get("config") or {}).get("schedule") or []
+    offset_ns = int(run.get("schedule_offset_ns") or 0)
+    events, j = [], 0
+    for e in executed:
+        action, fault = executed_action(e), e.get("fault") or e["f"]
+        plan = planned[j] if j < len(planned) else None
+        if plan is not None and (plan["fault"], plan["action"]) == (fault, action):
+            j += 1
+            params, seed = dict(plan.get("params") or {}), int(plan.get("seed", 0))
+        elif action == "heal":
+            continue  # a heal-everything at the end: the replay's runner does it again
+        else:  # a run saved before plans were kept: the recorded value is all there is
+            params, seed = {}, 0
+        value = e.get("value")
+        if action == "inject" and e.get("error") is None and isinstance(value, dict):
+            params.update({k: value[k] for k in RESOLVED_KEYS if k in value})
+        events.append({"time": round(max(0.0, (e["time"] - offset_ns) / 1e9), 3),
+                       "action": action, "fault": fault, "params": params, "seed": seed})
+    return events
+
+
+def replay_config(run: dict[str, Any]) -> RunConfig:
+    config = run.get("config")
+    if not isinstance(config, dict):
+        raise ReplayError("its run.json has no config")
+    replayed = RunConfig.from_json(config)
+    replayed.schedule = replay_events(run)
+    return replayed
+
+
+def old_verdict(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        return load_json(run_dir / "verdicts.json")
+    except Exception:  # unchecked or unreadable: the comparison says so
+        return None
+
+
+@dataclass
+class ReplayOutcome:
+    old_dir: Path
+    new_dir: Path
+    old: dict[str, Any] | None
+    new: dict[str, Any] | None
+    exit_code: int
+
+    @property
+    def reproduced(self) -> bool:
+        return self.old is not None and self.new is not None and \
+            self.old.get("valid") == self.new.get("valid")
+
+
+def replay(run_dir: Path, results: Path, stream: Any = None) -> ReplayOutcome:
+    from harness.run import run_test
+    try:
+        run = load_json(run_dir / "run.json")
+    except Exception as e:
+        raise ReplayError(f"{run_dir} has no readable run.json ({e})") from None
+    config = replay_config(run)
+    outcome = run_test(config, results, stream,
+                       {"replay_of": {"run_id": run.get("run_id", run_dir.name),
+                                      "run_dir": str(run_dir.resolve())}})
+    return ReplayOutcome(run_dir, outcome.run_dir, old_verdict(run_dir), outcome.verdicts,
+                         outcome.exit_code)
+
+
+def comparison_lines(outcome: ReplayOutcome) -> list[str]:
+    """Both verdicts, checker by checker, and whether the old one reproduced."""
+    old = (outcome.old or {}).get("checkers") or {}
+    new = (outcome.new or {}).get("checkers") or {}
+    lines = [f"  {'checker':<16} {'original':<10} replay"]
+    for name in list(old) + [n for n in new if n not in old]:
+        lines.append(f"  {name:<16} {WORDS.get((old.get(name) or {}).get('valid'), '-'):<10} "
+                     f"{WORDS.get((new.get(name) or {}).get('valid'), '-')}")
+    old_word = WORDS.get((outcome.old or {}).get("valid"), "UNKNOWN")
+    new_word = WORDS.get((outcome.new or {}).get("valid"), "UNKNOWN")
+    if outcome.old is None:
+        result = "the original was never checked (faultline check it to compare)"
+    else:
+        result = "reproduced" if outcome.reproduced else "NOT reproduced"
+    lines.append(f"original: {old_word}   replay: {new_word}   -> {result}")
+    lines.append(f"original run: {outcome.old_dir}")
+    lines.append(f"replay run:   {outcome.new_dir}")
+    return lines
