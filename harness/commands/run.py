@@ -84,7 +84,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         raise UserError(str(e)) from None
 
 
-def print_outcome(outcome, stream=sys.stdout) -> None:
+def print_outcome(outcome, stream=None) -> None:
+    stream = stream or sys.stdout
     doc = outcome.verdicts or {}
     words = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN"}
     for name, v in (doc.get("checkers") or {}).items():
