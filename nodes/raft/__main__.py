@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from nodes.raft import bugs
 from nodes.raft.client import parse_address
 
 
@@ -36,6 +37,10 @@ def node_main(argv: list[str]) -> None:
     args = p.parse_args(argv)
     if args.id not in args.peers:
         p.error(f"--peers must include this node ({args.id})")
+    try:
+        bug_switches = bugs.validate(args.bug)
+    except bugs.UnknownBug as e:
+        p.error(str(e))
     run(NodeOptions(
         node_id=args.id,
         cluster_id=args.cluster_id,
@@ -43,7 +48,7 @@ def node_main(argv: list[str]) -> None:
         peers=args.peers,
         data_dir=args.data_dir,
         tick_ms=args.tick_ms,
-        bugs=frozenset(args.bug),
+        bugs=bug_switches,
         request_timeout_s=args.request_timeout_ms / 1000,
         seed=args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big"),
     ))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from nodes.raft import bugs
 from nodes.raft import epoch_cache as ec
 from nodes.raft import messages as m
 from nodes.raft.messages import Entry, QuorumState
@@ -122,6 +123,7 @@ class Core:
         for i, entry in enumerate(log):
             if entry.offset != i:
                 raise ValueError(f"recovered log is not contiguous from 0 at index {i}")
+        self._bugs = bugs.validate(config.bugs)
         self._cfg = config
         self._rng = random.Random(seed)
         self._majority = len(config.voters) // 2 + 1
@@ -375,7 +377,11 @@ class Core:
                 granted = log_ok and self._may_vote()
                 if granted:
                     self._voted_for = candidate
-                    self._persist()  # persisted before the grant leaves (Ready order)
+                    if bugs.VOTE_BEFORE_PERSIST not in self._bugs:
+                        self._persist()  # persisted before the grant leaves (Ready order)
+                    # else BUG (KIP-595 requires the vote durable first): the
+                    # grant leaves now and the vote reaches disk only with the
+                    # next state change, so a crash in between forgets it.
                     self._reset_election_timer()
         self._send(
             m.VOTE_RESPONSE,
@@ -484,6 +490,11 @@ class Core:
         consistent, diverging_epoch, diverging_end = ec.fetch_is_consistent(
             self._cache, len(self._log), fetch_offset, last_fetched_epoch
         )
+        if bugs.TRUNCATE_TO_HW in self._bugs:
+            # BUG (pre-KIP-101): offsets alone decide; a follower whose log end
+            # is within ours keeps whatever suffix it has, from any epoch.
+            consistent = fetch_offset <= len(self._log)
+            diverging_epoch, diverging_end = self.last_epoch, len(self._log)
         if not consistent:
             self._send(
                 m.FETCH_RESPONSE,
@@ -585,6 +596,10 @@ class Core:
                 int(msg["diverging_epoch"]),
                 int(msg["diverging_end_offset"]),
             )
+            if bugs.TRUNCATE_TO_HW in self._bugs:
+                # BUG (pre-KIP-101): fall back to our high watermark instead of
+                # the largest common epoch.
+                cut = self._hw
             self._truncate(cut, "diverging-epoch")
             self._send_fetch()
             return
@@ -651,7 +666,10 @@ class Core:
         self._reset_election_timer()
         self._granted = {self.node_id}
         self._rejected = set()
-        if not self._cfg.pre_vote:
+        if not self._cfg.pre_vote or bugs.NO_PRE_VOTE in self._bugs:
+            # BUG when switched on (KIP-996's motivation): canvass by bumping
+            # the epoch at once, so a node back from a partition unseats a
+            # healthy leader with its higher epoch.
             self._become_candidate()
             return
         self._request_votes(pre_vote=True)
@@ -746,7 +764,10 @@ class Core:
 
     def _leader_tick(self) -> None:
         window = self._cfg.fetch_timeout_ticks
-        if self._cfg.check_quorum and self._now - self._leader_since >= window:
+        # BUG when switched off (KIP-595 check quorum): a leader cut off from
+        # the majority never resigns and keeps taking writes it cannot commit.
+        check_quorum = self._cfg.check_quorum and bugs.NO_CHECK_QUORUM not in self._bugs
+        if check_quorum and self._now - self._leader_since >= window:
             recent = 1 + sum(
                 1 for p in self._replicas.values() if self._now - p.last_fetch_tick < window
             )
@@ -769,10 +790,18 @@ class Core:
             return
         # Redpanda recovery RFC: only offsets durable on a majority count;
         # entries merely written (dirty) on a majority may still be lost.
-        durable = sorted(
-            [self._flushed_end] + [p.flushed_end for p in self._replicas.values()],
-            reverse=True,
-        )
+        if bugs.COMMIT_DIRTY in self._bugs:
+            # BUG (what the Redpanda RFC warns of): written-but-unflushed
+            # (dirty) offsets count, so a power cut can lose a committed entry.
+            durable = sorted(
+                [len(self._log)] + [p.match_end for p in self._replicas.values()],
+                reverse=True,
+            )
+        else:
+            durable = sorted(
+                [self._flushed_end] + [p.flushed_end for p in self._replicas.values()],
+                reverse=True,
+            )
         candidate = durable[self._majority - 1]
         # Raft: only an entry of our own epoch is committed by counting replicas.
         if candidate > self._hw and self._log[candidate - 1].epoch == self._epoch:

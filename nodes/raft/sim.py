@@ -82,6 +82,8 @@ class Sim:
         self.committed: list[Entry] = []
         self.leaders_by_epoch: dict[int, set[str]] = {}
         self.delivered = 0
+        # Tick since which each leader could reach no live majority.
+        self._stranded_since: dict[str, int] = {}
         self.nodes: dict[str, SimNode] = {}
         overrides = config or {}
         for name in names:
@@ -121,6 +123,7 @@ class Sim:
                 self._flush(node)
         if self.now % 10 == 0:
             self.check_committed_durable()
+        self.check_no_stranded_leader()
 
     def run(self, ticks: int) -> None:
         for _ in range(ticks):
@@ -245,6 +248,40 @@ class Sim:
             self.violations.append(
                 f"t={self.now}: committed prefix of {k} entries durable on only {holders} nodes"
             )
+
+    def check_no_stranded_leader(self) -> None:
+        """Liveness: a leader that can reach no live majority must step down within
+        two fetch timeouts (check quorum), else clients wait on it for nothing."""
+        for node in self.nodes.values():
+            if not (node.alive and node.core.role == LEADER):
+                self._stranded_since.pop(node.name, None)
+                continue
+            reachable = 1 + sum(
+                1
+                for other in self.nodes.values()
+                if other is not node
+                and other.alive
+                and (node.name, other.name) not in self._blocked
+            )
+            if reachable >= len(self.nodes) // 2 + 1:
+                self._stranded_since.pop(node.name, None)
+                continue
+            since = self._stranded_since.setdefault(node.name, self.now)
+            if self.now - since == 2 * node.config.fetch_timeout_ticks:
+                self.violations.append(
+                    f"t={self.now}: leader {node.name} cut off from the majority since "
+                    f"t={since} still leads epoch {node.core.epoch}"
+                )
+
+    def check_leader_kept(self, name: str, epoch: int) -> None:
+        """Liveness under KIP-996: a leader that kept a majority must not be
+        unseated, nor the epoch raised, by a node coming back from a partition."""
+        node = self.nodes[name]
+        if not node.alive or node.core.role != LEADER or node.core.epoch != epoch:
+            self.violations.append(f"t={self.now}: stable leader {name} of epoch {epoch} disrupted")
+        top = max(n.core.epoch for n in self.nodes.values() if n.alive)
+        if top > epoch:
+            self.violations.append(f"t={self.now}: epoch raised to {top} past stable epoch {epoch}")
 
     def check_logs_agree(self) -> None:
         """Each live node's log below its own high watermark is the committed prefix."""

@@ -1,0 +1,30 @@
+"""Bug switches: names of the historical bugs from the protocol seeds that the
+core can put back, one at a time, so the harness can prove it catches them.
+What each one breaks and which checker should notice: nodes/raft/BUGS.md."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+NO_PRE_VOTE = "no-pre-vote"
+NO_CHECK_QUORUM = "no-check-quorum"
+VOTE_BEFORE_PERSIST = "vote-before-persist"
+TRUNCATE_TO_HW = "truncate-to-hw"
+COMMIT_DIRTY = "commit-dirty"
+
+KNOWN = frozenset({NO_PRE_VOTE, NO_CHECK_QUORUM, VOTE_BEFORE_PERSIST, TRUNCATE_TO_HW, COMMIT_DIRTY})
+
+
+class UnknownBug(ValueError):
+    pass
+
+
+def validate(names: Iterable[str]) -> frozenset[str]:
+    """The names as a set, or UnknownBug naming the ones that are not switches."""
+    chosen = frozenset(names)
+    unknown = sorted(chosen - KNOWN)
+    if unknown:
+        raise UnknownBug(
+            f"unknown bug switch {', '.join(unknown)}; known: {', '.join(sorted(KNOWN))}"
+        )
+    return chosen

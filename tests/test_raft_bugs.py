@@ -1,0 +1,177 @@
+"""Each bug switch (nodes/raft/BUGS.md) puts back a bug from the seeds; the
+simulation's checks must flag it with the switch on and stay clean with it off.
+This is the proof that the harness can catch the bug at all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nodes.raft import bugs
+from nodes.raft.core import Config, Core, Entry, QuorumState
+from nodes.raft.roles import FOLLOWER
+from nodes.raft.sim import NetworkConfig, Sim
+
+FIVE = ("n1", "n2", "n3", "n4", "n5")
+
+
+def switches(*names: str) -> dict:
+    return {"bugs": frozenset(names)}
+
+
+def commit(sim: Sim, payload: bytes, ticks: int = 100) -> int:
+    proposed = sim.propose(payload)
+    assert proposed is not None, sim.describe()
+    name, offset = proposed
+    sim.run_until(lambda: sim.core(name).high_watermark > offset, ticks)
+    return offset
+
+
+def test_unknown_switch_is_rejected_in_one_sentence():
+    with pytest.raises(bugs.UnknownBug, match=r"^unknown bug switch no-such-bug; known: "):
+        Core(Config("n1", ("n1",), "c", bugs=frozenset({"no-such-bug"})), None, [], seed=0)
+
+
+# ------------------------------------------------- no-pre-vote (KIP-996)
+
+
+def rejoin_after_partition(*bug_names: str) -> Sim:
+    sim = Sim(FIVE, seed=7, config=switches(*bug_names))
+    leader = sim.settle()
+    epoch = sim.core(leader).epoch
+    follower = next(n for n in FIVE if n != leader)
+    sim.isolate(follower)
+    sim.run(300)
+    sim.heal()
+    sim.run(100)
+    sim.check_leader_kept(leader, epoch)
+    return sim
+
+
+def test_no_pre_vote_rejoining_node_disrupts_the_leader():
+    assert rejoin_after_partition().violations == []
+    violations = rejoin_after_partition(bugs.NO_PRE_VOTE).violations
+    assert any("disrupted" in v for v in violations), violations
+    assert any("epoch raised" in v for v in violations), violations
+
+
+# --------------------------------------------- no-check-quorum (KIP-595)
+
+
+def isolated_leader(*bug_names: str) -> Sim:
+    sim = Sim(seed=14, config=switches(*bug_names))
+    leader = sim.settle()
+    sim.isolate(leader)
+    sim.run(100)
+    return sim
+
+
+def test_no_check_quorum_leaves_a_stranded_leader():
+    assert isolated_leader().violations == []
+    violations = isolated_leader(bugs.NO_CHECK_QUORUM).violations
+    assert any("cut off from the majority" in v for v in violations), violations
+
+
+# -------------------------------------------------- vote-before-persist (KIP-595)
+
+
+def vote_then_crash(seed: int, *bug_names: str) -> Sim:
+    """n1 and n2 cannot talk; both canvass n3. As soon as n3 grants a vote it
+    loses power and restarts; the rival's request may still be on the wire."""
+    sim = Sim(
+        seed=seed,
+        network=NetworkConfig(min_delay=1, max_delay=4),
+        config=switches(*bug_names),
+    )
+    sim.cut("n1", "n2")
+    assert sim.run_until(lambda: sim.core("n3").voted_for is not None, 300)
+    sim.crash("n3")
+    sim.restart("n3")
+    sim.run(100)
+    return sim
+
+
+def test_vote_before_persist_elects_two_leaders_in_one_epoch():
+    def two_leaders(seed: int) -> bool:
+        sim = vote_then_crash(seed, bugs.VOTE_BEFORE_PERSIST)
+        return any("two leaders" in v for v in sim.violations)
+
+    caught = [seed for seed in range(40) if two_leaders(seed)]
+    assert caught, "no seed shows the forgotten vote"
+    for seed in caught:
+        assert vote_then_crash(seed).violations == []
+
+
+# ------------------------------------------------ truncate-to-hw (KIP-101 / KIP-279)
+
+
+def diverged_follower(*bug_names: str) -> Sim:
+    """n1 led epoch 2 and wrote two entries nobody else got; n2 and n3 move on
+    to epoch 3 without it and commit their own entries at the same offsets."""
+    state = QuorumState(2, "n1", "n1", "sim-cluster")
+    common = [Entry(0, 1, b"a"), Entry(1, 1, b"b")]
+    n1_log = common + [Entry(2, 2, b"lost-1"), Entry(3, 2, b"lost-2")]
+    sim = Sim(
+        seed=5,
+        config=switches(*bug_names),
+        initial={
+            "n1": (state, n1_log),
+            "n2": (QuorumState(2, "n1", None, "sim-cluster"), common),
+            "n3": (QuorumState(2, "n1", None, "sim-cluster"), common),
+        },
+    )
+    sim.crash("n1")
+    leader = sim.settle()
+    for i in range(3):
+        commit(sim, b"new-%d" % i)
+    sim.restart("n1")
+    assert sim.run_until(lambda: sim.core("n1").role == FOLLOWER, 300), sim.describe()
+    commit(sim, b"after-rejoin")
+    sim.run(50)
+    assert sim.stable_leader() == leader
+    sim.check_logs_agree()
+    return sim
+
+
+def test_truncate_to_hw_keeps_a_divergent_suffix_and_commits_it():
+    assert diverged_follower().violations == []
+    violations = diverged_follower(bugs.TRUNCATE_TO_HW).violations
+    assert any("was committed as" in v for v in violations), violations
+
+
+# ------------------------------------------- commit-dirty (Redpanda recovery RFC)
+
+
+def power_cut_after_dirty_commit(*bug_names: str) -> tuple[Sim, bytes]:
+    sim = Sim(seed=12, config=switches(*bug_names))
+    sim.settle()
+    commit(sim, b"warm-up")
+    for name in sim.nodes:
+        sim.stall_flush(name)
+    proposed = sim.propose(b"volatile")
+    assert proposed is not None
+    sim.run(20)
+    for name in list(sim.nodes):
+        sim.crash(name)
+    for name in list(sim.nodes):
+        sim.stall_flush(name, False)
+        sim.restart(name)
+    sim.settle()
+    for i in range(3):
+        commit(sim, b"after-power-cut-%d" % i)
+    sim.check_logs_agree()
+    return sim
+
+
+def test_commit_dirty_loses_a_committed_entry_in_a_power_cut():
+    assert power_cut_after_dirty_commit().violations == []
+    violations = power_cut_after_dirty_commit(bugs.COMMIT_DIRTY).violations
+    assert any("holding it durably" in v for v in violations), violations
+    assert any("was committed as" in v for v in violations), violations
+
+
+@pytest.mark.parametrize("bug", sorted(bugs.KNOWN))
+def test_every_switch_is_documented(bug):
+    text = (Path(__file__).parent.parent / "nodes" / "raft" / "BUGS.md").read_text()
+    assert f"`{bug}`" in text
