@@ -111,7 +111,34 @@ CHECKS: dict[str, CheckSpec] = {c.name: c for c in [
 ]}
 
 
-def checks_for(run: dict[str, Any]) -> list[str]:
+# What each checker needs from the nodes, beyond the history. Durability can
+# judge list-append and log histories from their reads alone; for registers
+# only the committed log shows whether an acknowledged write survived.
+NODE_NEEDS: dict[str, Callable[[dict[str, Any]], set[str]]] = {
+    "divergence": lambda config: {"log_dump"},
+    "elections": lambda config: {"events"},
+    "durability": lambda config: ({"log_dump"} if config.get("workload") in ("register", "kv")
+                                  else set()),
+}
+
+
+def skipped_checks(run: dict[str, Any], names: list[str]) -> dict[str, str]:
+    """Checkers that cannot judge this run because its system leaves no such
+    artefacts (run.json `artifacts`, from the DB adapter), with the reason."""
+    if "artifacts" not in run:
+        return {}
+    have = set(run["artifacts"])
+    config = run.get("config") or {}
+    out = {}
+    for name in names:
+        missing = NODE_NEEDS.get(name, lambda c: set())(config) - have
+        if missing:
+            out[name] = (f"{config.get('db', 'this system')} leaves no "
+                         f"{' or '.join(sorted(missing)).replace('_', ' ')}s")
+    return out
+
+
+def requested_checks(run: dict[str, Any]) -> list[str]:
     """The checkers a run asked for (run.json `config.checkers`), else its workload's."""
     config = run.get("config") or {}
     names = config.get("checkers")
@@ -122,6 +149,13 @@ def checks_for(run: dict[str, Any]) -> list[str]:
     if unknown:
         raise ValueError(f"unknown checker(s) {', '.join(unknown)}; known: {', '.join(CHECKS)}")
     return list(names)
+
+
+def checks_for(run: dict[str, Any]) -> list[str]:
+    """The checkers that will judge a run: those requested that its system can feed."""
+    names = requested_checks(run)
+    skipped = skipped_checks(run, names)
+    return [n for n in names if n not in skipped]
 
 
 def run_check(name: str, r: Run) -> tuple[Verdict, float]:
@@ -142,7 +176,15 @@ def check_loaded(r: Run, names: list[str] | None = None) -> dict[str, Any]:
         v, seconds = run_check(name, r)
         v["stats"] = {**v.get("stats", {}), "seconds": round(seconds, 3)}
         verdicts[name] = v
-    return merge(verdicts)
+    return with_skipped(merge(verdicts), r.run)
+
+
+def with_skipped(document: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """Say in verdicts.json which checkers did not run and why."""
+    skipped = skipped_checks(run, requested_checks(run))
+    if skipped:
+        document["skipped"] = skipped
+    return document
 
 
 def check_run_dir(run_dir: Path) -> dict[str, Any]:

@@ -160,7 +160,8 @@ class Run:
         self.run_dir = create_run_dir(self.results)
         self.doc = {"run_id": self.run_dir.name, "config": self.config.to_json(),
                     "status": "running", "start_wall": datetime.now(UTC).isoformat(),
-                    "versions": versions(), "host": platform.node(), **self.extra_doc}
+                    "versions": versions(), "host": platform.node(),
+                    "artifacts": sorted(self.db.artifacts), **self.extra_doc}
         write_run_json(self.run_dir, self.doc)
         progress = Progress(self.config.time_limit, self.stream)
         progress.say(f"run {self.run_dir.name}: {self.config.db} x {self.config.workload}, "

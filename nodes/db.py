@@ -27,6 +27,9 @@ class NodeSpec:
 
 class DB(Protocol):
     kind: str
+    # Node artefacts a run leaves for the checkers: "log_dump" (nodes/<n>/log.msgpack)
+    # and/or "events" (JSON event lines on stdout). Checkers needing others are skipped.
+    artifacts: frozenset[str]
 
     def check_installed(self) -> str | None:
         """None when the system can run here, else one sentence saying how to install it."""

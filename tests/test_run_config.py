@@ -28,3 +28,16 @@ def test_bad_arguments_are_one_sentence(change, words):
 def test_parse_nemesis():
     assert parse_nemesis("partition, kill,pause") == ["partition", "kill", "pause"]
     assert parse_nemesis("none") == []
+
+
+def test_checkers_a_system_cannot_feed_are_skipped_with_a_reason():
+    from harness.checking import checks_for, skipped_checks
+    etcd = {"config": {"db": "etcd", "workload": "register"}, "artifacts": []}
+    assert checks_for(etcd) == ["stats", "linearizability", "availability"]
+    assert skipped_checks(etcd, ["divergence"]) == {"divergence": "etcd leaves no log dumps"}
+    appends = {"config": {"db": "etcd", "workload": "list-append"}, "artifacts": []}
+    assert "durability" in checks_for(appends)
+    raft = {"config": {"db": "raft", "workload": "register"}, "artifacts": ["events", "log_dump"]}
+    assert "divergence" in checks_for(raft) and "elections" in checks_for(raft)
+    # A run.json from before artefacts were recorded keeps every requested checker.
+    assert "divergence" in checks_for({"config": {"workload": "register"}})

@@ -35,6 +35,8 @@ def member_dir(node: NodeSpec) -> Path:
 
 class EtcdDB:
     kind = "etcd"
+    # No log dump (etcd has no honest offline one) and no event lines.
+    artifacts: frozenset[str] = frozenset()
 
     def __init__(self) -> None:
         # One pool per adapter, no retries: a status probe that fails says so.

@@ -21,6 +21,9 @@ STATUS_TIMEOUT_S = 1.0
 
 class RaftDB:
     kind = "raft"
+    # What a run can judge besides the history: the replicated-log dump and
+    # the JSON event lines on stdout.
+    artifacts = frozenset({"log_dump", "events"})
 
     def check_installed(self) -> str | None:
         if importlib.util.find_spec("msgpack") is None:
