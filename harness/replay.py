@@ -43,7 +43,9 @@ def replay_events(run: dict[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(executed, list):
         raise ReplayError("its run.json has no executed schedule (the run stopped before "
                           "the nemesis started)")
-    planned = run.get("planned_schedule") or (run.get("config") or {}).get("schedule") or []
+    planned = run.get("planned_schedule") or (run.get("config") or {}).get("schedule")
+    legacy = planned is None    # saved before plans were kept: the recorded values are all
+    planned = planned or []
     offset_ns = int(run.get("schedule_offset_ns") or 0)
     events, j = [], 0
     for e in executed:
@@ -52,9 +54,9 @@ def replay_events(run: dict[str, Any]) -> list[dict[str, Any]]:
         if plan is not None and (plan["fault"], plan["action"]) == (fault, action):
             j += 1
             params, seed = dict(plan.get("params") or {}), int(plan.get("seed", 0))
-        elif action == "heal":
+        elif action == "heal" and not legacy:
             continue  # a heal-everything at the end: the replay's runner does it again
-        else:  # a run saved before plans were kept: the recorded value is all there is
+        else:
             params, seed = {}, 0
         value = e.get("value")
         if action == "inject" and e.get("error") is None and isinstance(value, dict):

@@ -1,0 +1,86 @@
+"""`faultline gate` on hand-made verdicts.json files: exit codes and JUnit XML."""
+
+import json
+import xml.etree.ElementTree as ET
+
+from harness.cli import main
+
+VALID = {"valid": True, "checkers": {
+    "linearizability": {"valid": True, "anomalies": [], "stats": {"seconds": 0.2}},
+    "stats": {"valid": True, "anomalies": [], "stats": {}}}}
+INVALID = {"valid": False, "checkers": {
+    "linearizability": {"valid": False, "anomalies": [{"type": "nonlinearizable",
+                                                       "explanation": "read 3 after 4"}],
+                        "stats": {}}}}
+UNKNOWN = {"valid": "unknown", "checkers": {
+    "elle": {"valid": "unknown", "anomalies": [], "stats": {"reason": "search budget"}}}}
+
+
+def run_dir(results, name, verdicts, status="complete"):
+    d = results / name
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"run_id": name, "status": status}))
+    if verdicts is not None:
+        (d / "verdicts.json").write_text(json.dumps(verdicts))
+    return d
+
+
+def gate(*args):
+    return main(["gate", *map(str, args)])
+
+
+def test_run_dirs_exit_codes(tmp_path, capsys):
+    ok1, ok2 = run_dir(tmp_path, "r1", VALID), run_dir(tmp_path, "r2", VALID)
+    bad, unk = run_dir(tmp_path, "r3", INVALID), run_dir(tmp_path, "r4", UNKNOWN)
+    assert gate(ok1, ok2) == 0
+    assert gate(ok1, bad, unk) == 1
+    assert gate(ok1, bad, unk, "--allow-unknown") == 1
+    assert gate(ok1, unk) == 2
+    assert gate(ok1, unk, "--allow-unknown") == 0
+    out = capsys.readouterr().out
+    assert "gate: FAIL" in out and "read 3 after 4" in out and "(allowed)" in out
+
+
+def test_unchecked_run_is_unknown(tmp_path):
+    assert gate(run_dir(tmp_path, "r1", None)) == 2
+
+
+def test_junit_has_a_testcase_per_run_and_checker(tmp_path):
+    dirs = [run_dir(tmp_path, "r1", VALID), run_dir(tmp_path, "r2", INVALID),
+            run_dir(tmp_path, "r3", UNKNOWN)]
+    junit = tmp_path / "out" / "gate.xml"
+    junit.parent.mkdir()
+    assert gate(*dirs, "--junit", junit) == 1
+    suite = ET.parse(junit).getroot().find("testsuite")
+    cases = [(t.get("classname"), t.get("name")) for t in suite.findall("testcase")]
+    assert cases == [("r1", "linearizability"), ("r1", "stats"), ("r2", "linearizability"),
+                     ("r3", "elle")]
+    assert suite.get("failures") == "1" and suite.get("skipped") == "1"
+
+
+def test_campaign_id_gates_its_runs_and_unfinished_runs_are_unknown(tmp_path):
+    results = tmp_path / "results"
+    r1, r2 = run_dir(results, "r1", VALID), run_dir(results, "r2", VALID)
+    cdir = results / "campaigns" / "c1"
+    cdir.mkdir(parents=True)
+    entries = [{"index": 0, "label": "a", "run_id": "r1", "run_dir": str(r1),
+                "status": "complete"},
+               {"index": 1, "label": "b", "run_id": "r2", "run_dir": str(r2),
+                "status": "complete"}]
+    (cdir / "runs.json").write_text(json.dumps(entries))
+    assert gate("c1", "--results", results) == 0
+    assert gate(cdir) == 0                        # the campaign dir works too
+    entries.append({"index": 2, "label": "c", "run_id": None, "run_dir": None,
+                    "status": "error", "error": "RuntimeError: boom"})
+    (cdir / "runs.json").write_text(json.dumps(entries))
+    junit = tmp_path / "c.xml"
+    assert gate("c1", "--results", results, "--junit", junit) == 2
+    assert gate("c1", "--results", results, "--allow-unknown") == 0
+    skipped = ET.parse(junit).getroot().find("testsuite").findall("testcase")[-1]
+    assert "boom" in skipped.find("skipped").get("message")
+
+
+def test_unknown_target_is_one_sentence(tmp_path, capsys):
+    assert gate("no-such", "--results", tmp_path) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "neither a campaign" in err[0]

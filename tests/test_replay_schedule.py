@@ -1,0 +1,102 @@
+"""Rebuilding a run's schedule as executed (fast: hand-made run.json)."""
+
+import pytest
+
+from harness.replay import (
+    ReplayError,
+    ReplayOutcome,
+    comparison_lines,
+    replay_config,
+    replay_events,
+)
+from nemesis.schedule import Event
+
+OFFSET = 50_000_000     # schedule time 0 is 50 ms into the history
+CUT = [["n1", "n2"], ["n1", "n3"], ["n2", "n1"], ["n3", "n1"]]
+
+
+def executed(t_s, f, fault, value=None, error=None):
+    return {"time": int(t_s * 1e9) + OFFSET, "end": int(t_s * 1e9) + OFFSET + 1000, "f": f,
+            "fault": fault, "value": value, "error": error}
+
+
+PLANNED = [Event(0.289, "inject", "partition", {"shape": "isolate-leader"}, 11).to_map(),
+           Event(1.482, "heal", "partition").to_map(),
+           Event(2.0, "inject", "kill", {"targets": "leader"}, 22).to_map(),
+           Event(3.0, "heal", "kill").to_map(),
+           Event(4.0, "inject", "pause", {"nodes": ["n2"]}, 33).to_map(),
+           Event(9.0, "heal", "pause").to_map()]
+RUN = {"config": {"db": "raft", "workload": "register", "seed": 5, "time_limit": 8.0,
+                  "nemesis": ["partition", "kill", "pause"]},
+       "planned_schedule": PLANNED, "schedule_offset_ns": OFFSET,
+       "schedule": [
+           executed(0.2916, "partition", "partition",
+                    {"shape": "isolate-leader", "nodes": ["n1"], "cut": CUT}),
+           executed(1.4821, "heal", "partition", {"healed": CUT}),
+           executed(2.0007, "kill", "kill", {"targets": "leader"}, error="no leader to target"),
+           executed(3.0004, "start", "kill", {"nodes": []}),
+           executed(4.0002, "pause", "pause", {"nodes": ["n2"], "paused": ["n2"]}),
+           # the run stopped before the planned heal at 9 s: the final heal-all
+           executed(8.01, "resume", "pause", {"nodes": ["n2"]})]}
+
+
+def test_events_take_executed_times_and_resolved_nodes():
+    events = replay_events(RUN)
+    assert [(e["action"], e["fault"], e["time"]) for e in events] == [
+        ("inject", "partition", 0.292), ("heal", "partition", 1.482),
+        ("inject", "kill", 2.001), ("heal", "kill", 3.0), ("inject", "pause", 4.0),
+        ("heal", "pause", 8.01)]
+    # the leader it isolated then, pinned: the replay cuts the same node off
+    assert events[0]["params"] == {"shape": "isolate-leader", "nodes": ["n1"], "cut": CUT}
+    assert events[0]["seed"] == 11
+    # a failed inject keeps what was planned; it is replayed as it was tried
+    assert events[2]["params"] == {"targets": "leader"} and events[2]["seed"] == 22
+    assert events[4]["params"] == {"nodes": ["n2"]}
+
+
+def test_final_heal_without_a_plan_is_left_to_the_runner():
+    run = {**RUN, "planned_schedule": PLANNED[:2], "schedule": RUN["schedule"][:2] + [
+        executed(8.0, "heal", "partition", {"healed": []})]}
+    assert [e["action"] for e in replay_events(run)] == ["inject", "heal"]
+
+
+def test_replay_of_a_replay_uses_its_config_schedule():
+    first = replay_events(RUN)
+    again = {**RUN, "planned_schedule": None, "config": {**RUN["config"], "schedule": first}}
+    assert replay_events(again) == first
+
+
+def test_runs_saved_without_a_plan_replay_their_recorded_values():
+    legacy = {k: v for k, v in RUN.items() if k not in ("planned_schedule",
+                                                        "schedule_offset_ns")}
+    events = replay_events(legacy)
+    assert events[0] == {"time": 0.342, "action": "inject", "fault": "partition",
+                         "params": {"shape": "isolate-leader", "nodes": ["n1"], "cut": CUT},
+                         "seed": 0}
+    assert [e["action"] for e in events] == ["inject", "heal"] * 3
+
+
+def test_config_keeps_everything_but_the_schedule():
+    config = replay_config(RUN)
+    assert (config.seed, config.time_limit, config.nemesis) == (5, 8.0,
+                                                                ["partition", "kill", "pause"])
+    assert config.schedule == replay_events(RUN)
+
+
+def test_unreplayable_runs_say_why():
+    with pytest.raises(ReplayError, match="no executed schedule"):
+        replay_events({"config": {}})
+    with pytest.raises(ReplayError, match="no config"):
+        replay_config({"schedule": []})
+
+
+def test_comparison_prints_both_verdicts(tmp_path):
+    old = {"valid": False, "checkers": {"divergence": {"valid": False},
+                                        "stats": {"valid": True}}}
+    new = {"valid": True, "checkers": {"divergence": {"valid": True},
+                                       "stats": {"valid": True}}}
+    lines = comparison_lines(ReplayOutcome(tmp_path / "a", tmp_path / "b", old, new, 0))
+    assert lines[1].split() == ["divergence", "INVALID", "VALID"]
+    assert "original: INVALID   replay: VALID   -> NOT reproduced" in lines
+    same = ReplayOutcome(tmp_path / "a", tmp_path / "b", old, old, 1)
+    assert same.reproduced and "-> reproduced" in comparison_lines(same)[-3]
