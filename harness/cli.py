@@ -22,6 +22,7 @@ COMMAND_MODULES: list[str] = [
     "harness.commands.campaign",
     "harness.commands.gate",
     "harness.commands.replay",
+    "harness.commands.report",
 ]
 
 

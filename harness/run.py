@@ -320,6 +320,7 @@ class Run:
         document = check_loaded(loaded)
         write_verdicts(self.run_dir, document)
         self._write_lin_html(loaded, document)
+        self._write_report()
         return RunOutcome(self.run_dir, document, exit_code(document["valid"]))
 
     def _write_lin_html(self, loaded: Any, document: dict[str, Any]) -> None:
@@ -331,6 +332,13 @@ class Run:
             write_html(lin, self.run_dir / "linearizability.html")
         except Exception as e:  # the view is a convenience; the verdict stands without it
             print(f"faultline: could not write linearizability.html ({e})", file=self.stream)
+
+    def _write_report(self) -> None:
+        try:
+            from harness.report import write_report
+            write_report(self.run_dir)
+        except Exception as e:  # the page is a view; the verdict stands without it
+            print(f"faultline: could not write report.html ({e})", file=self.stream)
 
 
 def run_test(config: RunConfig, results: Path, stream: Any = None,

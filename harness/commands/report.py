@@ -1,0 +1,29 @@
+"""`faultline report RUN_DIR...`: (re)make each run's report.html."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness.cli import UserError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="write a run's report.html (verdict, timeline, faults)",
+                       description="Write RUN_DIR/report.html from the run dir alone: the "
+                       "verdict, each checker's anomalies, a timeline of throughput, faults, "
+                       "leader changes and latency, op counts, the config and links to the "
+                       "raw files. Works for old, imported and crashed runs; missing pieces "
+                       "are noted on the page.")
+    p.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from harness.report import write_report
+    for run_dir in args.run_dirs:
+        if not run_dir.is_dir():
+            raise UserError(f"{run_dir} is not a directory")
+    for run_dir in args.run_dirs:
+        print(write_report(run_dir))
+    return 0

@@ -1,0 +1,175 @@
+"""The numbers a run report draws, computed from a run's pieces: op counts,
+throughput and latency binned by time, fault windows, leader changes.
+
+Pure functions over already-loaded data (`harness.report` does the reading).
+Everything is binned by time, so a history of a million ops becomes a few
+hundred numbers: the report stays small and fast whatever the run's size.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from checkers.availability import fault_windows
+from checkers.elections import leader_elections
+from checkers.history import NEMESIS, Op, pair_ops
+
+NS = 1_000_000_000
+OUTCOMES = ("ok", "fail", "info")
+# Bin widths (seconds) a reader can count in; the smallest giving at most
+# MAX_BINS bins over the run is used.
+NICE_BINS_S = (0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300,
+               600, 1800, 3600)
+MAX_BINS = 200
+PERCENTILES = (50, 95, 99, 100)
+
+
+@dataclass
+class FaultWindow:
+    f: str
+    start: int           # ns since run start
+    end: int
+    nodes: list[str]
+    label: str           # "kill n3", "partition isolate-leader n1 | n2 n3"
+
+
+@dataclass
+class LeaderChange:
+    time: int            # ns since run start
+    node: str
+    epoch: int
+    first: bool          # the run's first election: a start, not a change
+
+
+@dataclass
+class Timeline:
+    bin_ns: int
+    end: int                                       # ns; the plot spans 0..end
+    counts: dict[str, list[int]]                   # outcome -> completions per bin
+    latency_ms: dict[int, list[float | None]]      # percentile -> per bin (ok ops)
+    faults: list[FaultWindow] = field(default_factory=list)
+    leaders: list[LeaderChange] = field(default_factory=list)
+
+    @property
+    def bins(self) -> int:
+        return len(self.counts["ok"])
+
+
+def op_counts(ops: list[Op]) -> dict[str, Counter[str]]:
+    """f -> outcome -> number of client completions."""
+    out: dict[str, Counter[str]] = defaultdict(Counter)
+    for op in ops:
+        if op.process != NEMESIS and op.type in OUTCOMES:
+            out[str(op.f)][op.type] += 1
+    return dict(sorted(out.items()))
+
+
+def bin_width_ns(span_ns: int) -> int:
+    for s in NICE_BINS_S:
+        if span_ns / (s * NS) <= MAX_BINS:
+            return int(s * NS)
+    return int(span_ns / MAX_BINS) + 1
+
+
+def timeline(ops: list[Op], events: dict[str, list[dict[str, Any]]],
+             start_monotonic_ns: int | None) -> Timeline:
+    """Throughput and latency per time bin, with the faults and leader changes."""
+    times = [op.time for op in ops if isinstance(op.time, int) and op.time >= 0]
+    end = max(times, default=0)
+    faults = fault_list(ops, end)
+    leaders = leader_list(events, start_monotonic_ns, end)
+    bin_ns = bin_width_ns(max(end, 1))
+    n = end // bin_ns + 1
+    counts = {o: [0] * n for o in OUTCOMES}
+    lat: list[list[int]] = [[] for _ in range(n)]
+    client = [op for op in ops if op.process != NEMESIS and isinstance(op.time, int)
+              and op.time >= 0]
+    for inv, done in pair_ops(client):
+        if done is None or done.type not in OUTCOMES:
+            continue
+        b = done.time // bin_ns
+        counts[done.type][b] += 1
+        if done.type == "ok" and done.time >= inv.time:
+            lat[b].append(done.time - inv.time)
+    latency_ms = {p: [_percentile(sorted(xs), p) for xs in lat] for p in PERCENTILES}
+    return Timeline(bin_ns, end, counts, latency_ms, faults, leaders)
+
+
+def _percentile(xs: list[int], p: int) -> float | None:
+    if not xs:
+        return None
+    i = min(len(xs) - 1, max(0, round(p / 100 * len(xs)) - 1))
+    return xs[i] / 1e6
+
+
+def fault_list(ops: list[Op], end: int) -> list[FaultWindow]:
+    """Each fault from inject to heal (availability's windows), labelled.
+
+    The label reads the completion too: a fault aimed at "the leader" only
+    learns which node that was when it is applied.
+    """
+    nemesis = [op for op in ops if op.process == NEMESIS and isinstance(op.time, int)]
+    applied = {(inv.f, inv.time): _merged(inv.value, done.value if done else None)
+               for inv, done in pair_ops(nemesis)}
+    faults, _ = fault_windows(nemesis, end)
+    out = []
+    for w in faults:
+        value = applied.get((w["f"], w["start"]), w["value"])
+        nodes = value.get("nodes") if isinstance(value, dict) else None
+        nodes = [str(n) for n in nodes] if isinstance(nodes, list) else []
+        out.append(FaultWindow(str(w["f"]), max(0, w["start"]), max(w["start"], w["end"]),
+                               nodes, fault_label(str(w["f"]), value)))
+    return out
+
+
+def _merged(invoked: Any, applied: Any) -> Any:
+    if isinstance(invoked, dict) and isinstance(applied, dict):
+        return {**invoked, **applied}
+    return applied if isinstance(applied, dict) else invoked
+
+
+def fault_label(f: str, value: Any) -> str:
+    """A few words: the fault, its shape or mode, and the nodes it hit."""
+    parts = [f]
+    if isinstance(value, dict):
+        for k in ("shape", "mode"):
+            if isinstance(value.get(k), str):
+                parts.append(value[k])
+        nodes, receivers = value.get("nodes"), value.get("receivers")
+        if isinstance(nodes, list) and nodes:
+            parts.append(" ".join(map(str, nodes)))
+        if isinstance(receivers, list) and receivers:
+            parts.append("-> " + " ".join(map(str, receivers)))
+    return " ".join(parts)
+
+
+def leader_list(events: dict[str, list[dict[str, Any]]], start_monotonic_ns: int | None,
+                end: int) -> list[LeaderChange]:
+    """Elections in history time; the first one before the history started is kept
+    (flagged `first`) so the plot can say who led at the start."""
+    if type(start_monotonic_ns) is not int:
+        return []
+    elections = [e for e in leader_elections(events) if type(e["t"]) is int]
+    out = []
+    for i, e in enumerate(elections):
+        t = e["t"] - start_monotonic_ns
+        if t <= end:
+            out.append(LeaderChange(max(0, t), str(e["node"]), e["epoch"], i == 0))
+    # Before the history began only the latest election matters: who led at time 0.
+    early = [c for c in out if c.time == 0]
+    return early[-1:] + [c for c in out if c.time > 0]
+
+
+@dataclass
+class RunReport:
+    """Everything `harness.report_html.render` shows; any piece may be missing
+    (an imported or crashed run), and the page says so instead of failing."""
+    run_id: str
+    run: dict[str, Any]                       # run.json, {} when missing
+    verdicts: dict[str, Any] | None           # verdicts.json, None when never judged
+    counts: dict[str, Counter[str]]
+    timeline: Timeline | None                 # None without a history
+    links: list[tuple[str, str]]              # (relative href, label), files that exist
+    notes: list[str] = field(default_factory=list)   # what was missing or torn

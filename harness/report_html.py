@@ -1,0 +1,339 @@
+"""The run report page: the verdict first and big, then what each checker
+found, the timeline, op counts, the config and links to the raw files.
+
+Pure: a `RunReport` in, one self-contained HTML string out (inline CSS and
+SVG, nothing fetched), so the file opens offline years later. Everything that
+came from the run (histories, run.json, node names) is escaped: a run dir is
+data from a possibly broken or hostile source.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+from urllib.parse import quote
+
+from harness.report_data import NS, OUTCOMES, PERCENTILES, RunReport
+from harness.report_svg import FAULT_COLOR, OUTCOME_COLOR, PCT_NAME, PCT_STYLE, render_timeline
+
+ANOMALIES_SHOWN = 5
+STATS_JSON_CHARS = 4000
+VALUE_CHARS = 120
+
+VERDICT_WORD = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN"}
+VERDICT_CLASS = {True: "valid", False: "invalid", "unknown": "unknown"}
+# The config fields a reader looks for first, in this order; the rest follow.
+CONFIG_FIRST = ("db", "workload", "nodes", "nemesis", "seed", "time_limit", "bugs",
+                "concurrency", "rate", "nemesis_interval", "op_timeout", "node_options",
+                "workload_options", "thresholds", "consistency_model", "lin_model")
+CONFIG_HIDDEN = ("schedule",)
+
+_CSS = """
+body{font:14px system-ui,sans-serif;margin:1.5em auto;max-width:1240px;padding:0 1em;color:#222}
+h1{font-size:1.2em;font-weight:normal;margin:0 0 .4em;color:#57606a}
+h2{font-size:1.1em;margin-top:1.8em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+code,.mono{font:12px ui-monospace,monospace}
+.valid{color:#1a7f37}.invalid{color:#cf222e}.unknown{color:#9a6700}.unjudged{color:#57606a}
+.banner{border-radius:8px;padding:.8em 1.2em;margin:.4em 0 1em;border:2px solid}
+.banner.valid{background:#dafbe1;border-color:#1a7f37}
+.banner.invalid{background:#ffebe9;border-color:#cf222e}
+.banner.unknown{background:#fff8c5;border-color:#9a6700}
+.banner.unjudged{background:#f6f8fa;border-color:#8c959f}
+.banner .word{font-size:2.6em;font-weight:700;letter-spacing:.04em}
+.banner .why{font-size:1.05em;color:#222;margin-top:.2em}
+.facts{color:#57606a}
+table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:3px 8px;
+text-align:left;vertical-align:top}th{background:#f6f8fa}td.n{text-align:right;
+font-variant-numeric:tabular-nums}
+.checker{margin:1em 0 1.2em}.checker h3{font-size:1.05em;margin:.2em 0}
+.checker ol{margin:.3em 0;padding-left:1.6em}.checker li{margin:.25em 0}
+.stats{color:#57606a;font-size:12px}
+details pre{font:11px ui-monospace,monospace;background:#f6f8fa;padding:.6em;overflow:auto;
+max-height:24em;white-space:pre-wrap;word-break:break-all}
+.note{color:#9a6700}.bug{color:#cf222e;font-weight:600}
+.legend span{display:inline-block;margin-right:1.2em;font-size:12px}
+.legend i{display:inline-block;width:14px;height:10px;margin-right:4px;vertical-align:middle}
+svg.timeline{display:block;margin:.4em 0}
+svg text{font:11px system-ui,sans-serif;fill:#333}
+svg text.tick{fill:#57606a}svg text.panel{font-weight:600;fill:#444}
+svg text.lane{fill:#111}svg text.axis{fill:#57606a}
+svg .frame{fill:none;stroke:#c9d1d9}svg .grid{stroke:#eaeef2;stroke-width:1}
+svg .leader{stroke:#24292f;stroke-width:1;stroke-dasharray:2 3;opacity:.55}
+svg .leader-mark{fill:#24292f}
+ul.links{columns:3;font-size:13px}
+"""
+
+
+def _e(x: Any) -> str:
+    return escape(x if isinstance(x, str) else _json(x), quote=True)
+
+
+def _json(x: Any, limit: int = VALUE_CHARS) -> str:
+    try:
+        s = json.dumps(x, default=repr, sort_keys=True)
+    except (ValueError, RecursionError):
+        s = repr(x)
+    return s if len(s) <= limit else s[:limit - 1] + "…"
+
+
+def _word(valid: Any) -> tuple[str, str]:
+    if valid in VERDICT_WORD and type(valid) in (bool, str):
+        return VERDICT_WORD[valid], VERDICT_CLASS[valid]
+    return "NOT CHECKED", "unjudged"
+
+
+def render(report: RunReport) -> str:
+    """The whole report page."""
+    config = report.run.get("config") if isinstance(report.run.get("config"), dict) else {}
+    word, cls = _word((report.verdicts or {}).get("valid"))
+    title = f"{word}: {config.get('db', '?')} x {config.get('workload', '?')} {report.run_id}"
+    parts = ["<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+             f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
+             f"<h1>faultline run <span class='mono'>{_e(report.run_id)}</span></h1>",
+             _banner(report, config, word, cls),
+             _notes(report.notes),
+             _checkers(report.verdicts),
+             _timeline_section(report),
+             _counts(report),
+             _config(report.run, config),
+             _links(report.links),
+             "</body></html>"]
+    return "\n".join(p for p in parts if p)
+
+
+# --- the verdict -------------------------------------------------------------------
+
+
+def _banner(report: RunReport, config: dict[str, Any], word: str, cls: str) -> str:
+    checkers = _checker_map(report.verdicts)
+    if report.verdicts is None:
+        why = "No verdicts.json: this run was never judged. <code>faultline check</code> " \
+              "judges it."
+    elif not checkers:
+        why = "verdicts.json names no checkers."
+    else:
+        bad = [n for n, v in checkers.items() if v.get("valid") is False]
+        unsure = [n for n, v in checkers.items() if v.get("valid") == "unknown"]
+        if bad:
+            why = (f"{len(bad)} of {len(checkers)} checkers found anomalies: "
+                   + ", ".join(f"<b>{_e(n)}</b>" for n in bad))
+        elif unsure:
+            why = (f"No anomaly found, but {len(unsure)} of {len(checkers)} checkers could "
+                   "not decide: " + ", ".join(f"<b>{_e(n)}</b>" for n in unsure))
+        else:
+            why = f"All {len(checkers)} checkers passed."
+    bugs = config.get("bugs") or []
+    bug_line = ""
+    if bugs:
+        bug_line = ("<div class='why'>Bug switches on: <span class='bug'>"
+                    f"{_e(', '.join(map(str, bugs)))}</span> (an anomaly is expected)</div>")
+    status = report.run.get("status")
+    status_line = ""
+    if status not in (None, "complete"):
+        err = report.run.get("error")
+        status_line = (f"<div class='why'>Run status: <b>{_e(status)}</b>"
+                       f"{': ' + _e(err) if err else ''}</div>")
+    return (f"<div class='banner {cls}'><div class='word {cls}'>{_e(word)}</div>"
+            f"<div class='why'>{why}</div>{bug_line}{status_line}"
+            f"<div class='facts'>{_facts(report, config)}</div></div>")
+
+
+def _facts(report: RunReport, config: dict[str, Any]) -> str:
+    bits = [f"{_e(config.get('db', '?'))} x {_e(config.get('workload', '?'))}"]
+    if config.get("nodes") is not None:
+        bits.append(f"{_e(config['nodes'])} nodes")
+    nemesis = config.get("nemesis")
+    if isinstance(nemesis, list):
+        bits.append("nemesis " + (_e(",".join(map(str, nemesis))) or "none"))
+    if config.get("seed") is not None:
+        bits.append(f"seed {_e(config['seed'])}")
+    total = sum(sum(c.values()) for c in report.counts.values())
+    ok = sum(c.get("ok", 0) for c in report.counts.values())
+    bits.append(f"{total} client ops, {ok} ok")
+    tl = report.timeline
+    if tl is not None:
+        bits.append(f"{tl.end / NS:.1f} s of history")
+        bits.append(f"{len(tl.faults)} fault{'s' if len(tl.faults) != 1 else ''}")
+        changes = sum(1 for c in tl.leaders if not c.first)
+        bits.append(f"{changes} leader change{'s' if changes != 1 else ''}")
+    return " · ".join(bits)
+
+
+def _notes(notes: list[str]) -> str:
+    if not notes:
+        return ""
+    items = "".join(f"<li>{_e(n)}</li>" for n in notes)
+    return f"<ul class='note'>{items}</ul>"
+
+
+def _checker_map(verdicts: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    checkers = (verdicts or {}).get("checkers")
+    if not isinstance(checkers, dict):
+        return {}
+    return {str(k): v for k, v in checkers.items() if isinstance(v, dict)}
+
+
+def _checkers(verdicts: dict[str, Any] | None) -> str:
+    checkers = _checker_map(verdicts)
+    if not checkers:
+        return ""
+    # Problems first: a reader should not scroll past passing checkers to find them.
+    rank = {False: 0, "unknown": 1, True: 2}
+    order = sorted(checkers, key=lambda n: rank.get(checkers[n].get("valid"), 1))
+    rows = []
+    for name in order:
+        v = checkers[name]
+        word, cls = _word(v.get("valid"))
+        anomalies = v.get("anomalies") if isinstance(v.get("anomalies"), list) else []
+        rows.append(f"<tr><td><a href='#checker-{_e(name)}'>{_e(name)}</a></td>"
+                    f"<td class='{cls}'><b>{word}</b></td><td class='n'>{len(anomalies)}</td>"
+                    f"<td>{_e(_first_line(anomalies))}</td></tr>")
+    table = ("<table><tr><th>checker</th><th>verdict</th><th>anomalies</th>"
+             "<th>first anomaly</th></tr>" + "".join(rows) + "</table>")
+    return ("<h2>Checkers</h2>" + table
+            + "".join(_checker_detail(n, checkers[n]) for n in order))
+
+
+def _first_line(anomalies: list[Any]) -> str:
+    if not anomalies:
+        return ""
+    text = explain(anomalies[0])
+    return text if len(text) <= 110 else text[:109] + "…"
+
+
+def _checker_detail(name: str, v: dict[str, Any]) -> str:
+    word, cls = _word(v.get("valid"))
+    anomalies = v.get("anomalies") if isinstance(v.get("anomalies"), list) else []
+    out = [f"<div class='checker' id='checker-{_e(name)}'>"
+           f"<h3>{_e(name)}: <span class='{cls}'>{word}</span>"
+           f"{f' ({len(anomalies)} anomalies)' if anomalies else ''}</h3>"]
+    if anomalies:
+        items = "".join(f"<li>{_e(explain(a))}</li>" for a in anomalies[:ANOMALIES_SHOWN])
+        out.append(f"<ol>{items}</ol>")
+        if len(anomalies) > ANOMALIES_SHOWN:
+            out.append(f"<p class='stats'>... and {len(anomalies) - ANOMALIES_SHOWN} more "
+                       "in verdicts.json.</p>")
+    stats = v.get("stats") if isinstance(v.get("stats"), dict) else {}
+    scalars = [(k, s) for k, s in stats.items()
+               if isinstance(s, (int, float, str, bool)) or s is None]
+    if scalars:
+        out.append("<div class='stats'>" + " · ".join(
+            f"{_e(k)} <b>{_e(s)}</b>" for k, s in scalars[:16]) + "</div>")
+    if stats:
+        out.append(f"<details><summary class='stats'>all stats</summary><pre>"
+                   f"{_e(_json(stats, STATS_JSON_CHARS))}</pre></details>")
+    out.append("</div>")
+    return "".join(out)
+
+
+def explain(anomaly: Any) -> str:
+    """One anomaly in words: its own explanation if it carries one, else a
+    reading of the common shapes, else its fields compactly."""
+    if not isinstance(anomaly, dict):
+        return _json(anomaly, 300)
+    if isinstance(anomaly.get("explanation"), str):
+        return anomaly["explanation"]
+    kind = anomaly.get("type")
+    if kind == "nonlinearizable":
+        op = anomaly.get("op") if isinstance(anomaly.get("op"), dict) else {}
+        key = anomaly.get("key")
+        return (f"Not linearizable{'' if key is None else f' (key {_json(key)})'}: after "
+                f"{_json(anomaly.get('linearized_count'))} ops in a valid order, with state "
+                f"{_json(anomaly.get('state'))}, op {_json(op.get('what'))} by process "
+                f"{_json(op.get('process'))} (history index {_json(op.get('index'))}) has no "
+                "valid place. See linearizability.html.")
+    if kind == "unavailable":
+        return (f"No op succeeded for {_json(anomaly.get('duration_s'))} s, from "
+                f"{_json(anomaly.get('start_s'))} s to {_json(anomaly.get('end_s'))} s "
+                f"(limit {_json(anomaly.get('limit_s'))} s); faults then: "
+                + (", ".join(str(f.get("f")) for f in anomaly.get("faults") or []
+                             if isinstance(f, dict)) or "none"))
+    rest = ", ".join(f"{k}={_json(v)}" for k, v in anomaly.items() if k != "type")
+    text = f"{kind}: {rest}" if kind is not None else rest
+    return text if len(text) <= 400 else text[:399] + "…"
+
+
+# --- the timeline ------------------------------------------------------------------
+
+
+def _legend() -> str:
+    items = [f"<span><i style='background:{OUTCOME_COLOR[o]}'></i>{o}</span>"
+             for o in OUTCOMES]
+    items += [f"<span><i style='background:{c};opacity:.75'></i>{f}</span>"
+              for f, c in FAULT_COLOR.items()]
+    items += [f"<span><i style='height:2px;background:{PCT_STYLE[p][0]}'></i>"
+              f"{PCT_NAME[p]} latency</span>" for p in PERCENTILES]
+    items.append("<span>▼ dashed line: new leader (node, epoch)</span>")
+    return "<div class='legend'>" + "".join(items) + "</div>"
+
+
+def _timeline_section(report: RunReport) -> str:
+    if report.timeline is None:
+        return "<h2>Timeline</h2><p class='note'>No history to plot.</p>"
+    return ("<h2>Timeline</h2>" + _legend() + render_timeline(report.timeline)
+            + "<p class='stats'>Shaded: a fault in force. Hover a band, bar or marker for "
+              "its exact times.</p>")
+
+
+# --- op counts, config, files ------------------------------------------------------
+
+
+def _counts(report: RunReport) -> str:
+    if not report.counts:
+        return "<h2>Operations</h2><p class='note'>No client operations.</p>"
+    head = "".join(f"<th>{o}</th>" for o in OUTCOMES)
+    rows = []
+    totals = {o: 0 for o in OUTCOMES}
+    for f, c in report.counts.items():
+        n = sum(c.values())
+        for o in OUTCOMES:
+            totals[o] += c.get(o, 0)
+        rows.append(f"<tr><td>{_e(f)}</td>" + "".join(
+            f"<td class='n'>{c.get(o, 0)}</td>" for o in OUTCOMES)
+            + f"<td class='n'>{n}</td><td class='n'>{_pct(c.get('ok', 0), n)}</td></tr>")
+    n = sum(totals.values())
+    rows.append("<tr><th>all</th>" + "".join(f"<th class='n'>{totals[o]}</th>"
+                                                for o in OUTCOMES)
+                + f"<th class='n'>{n}</th><th class='n'>{_pct(totals['ok'], n)}</th></tr>")
+    return ("<h2>Operations</h2><table><tr><th>f</th>" + head
+            + "<th>total</th><th>ok %</th></tr>" + "".join(rows) + "</table>"
+            "<p class='stats'>ok: happened · fail: certainly did not · info: unknown "
+            "(timeout, crash)</p>")
+
+
+def _pct(a: int, n: int) -> str:
+    return f"{100 * a / n:.1f}" if n else "-"
+
+
+def _config(run: dict[str, Any], config: dict[str, Any]) -> str:
+    rows = []
+    keys = [k for k in CONFIG_FIRST if k in config]
+    keys += [k for k in config if k not in CONFIG_FIRST and k not in CONFIG_HIDDEN]
+    for k in keys:
+        v = config[k]
+        cls = " class='bug'" if k == "bugs" and v else ""
+        rows.append(f"<tr><th>{_e(k)}</th><td{cls}>{_e(_plain(v))}</td></tr>")
+    for k in ("status", "error", "start_wall", "end_wall", "host", "replay_of", "campaign",
+              "final_reads", "dump_error", "versions"):
+        if k in run:
+            rows.append(f"<tr><th>{_e(k)}</th><td>{_e(_plain(run[k]))}</td></tr>")
+    if not rows:
+        return "<h2>Config</h2><p class='note'>No run.json config.</p>"
+    return "<h2>Config</h2><table>" + "".join(rows) + "</table>"
+
+
+def _plain(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list) and all(isinstance(x, (str, int, float)) for x in v):
+        return ", ".join(map(str, v)) if v else "none"
+    return _json(v, 600)
+
+
+def _links(links: list[tuple[str, str]]) -> str:
+    if not links:
+        return ""
+    items = "".join(f"<li><a href='{_e(quote(href))}'>{_e(label)}</a></li>"
+                    for href, label in links)
+    return f"<h2>Files</h2><ul class='links'>{items}</ul>"

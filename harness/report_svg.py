@@ -1,0 +1,294 @@
+"""The run report's timeline as one inline SVG: throughput (ok/fail/info
+stacked), the fault windows in lanes and shaded across the charts, leader
+changes as markers, and ok-op latency percentiles on a log scale, all on one
+time axis.
+
+Pure: a `Timeline` in, SVG text out. One element per time bin or per fault,
+never per op, so the picture costs the same for 1k or 1M ops.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+from harness.report_data import NS, OUTCOMES, FaultWindow, LeaderChange, Timeline
+
+WIDTH = 1200
+LEFT = 64
+RIGHT = 16
+PLOT_W = WIDTH - LEFT - RIGHT
+LEADER_H = 26
+RATE_H = 190
+LANE_H = 18
+LAT_H = 170
+GAP = 30
+AXIS_H = 24
+
+OUTCOME_COLOR = {"ok": "#2da44e", "fail": "#e5534b", "info": "#d4a72c"}
+FAULT_COLOR = {"partition": "#8250df", "kill": "#bc4c00", "pause": "#0969da",
+               "truncate": "#57606a", "lose-unsynced": "#bf3989"}
+OTHER_FAULT_COLOR = "#6e7781"
+PCT_STYLE = {50: ("#0969da", ""), 95: ("#8250df", ""), 99: ("#bf3989", ""),
+             100: ("#8c959f", "stroke-dasharray='3 3'")}
+PCT_NAME = {50: "p50", 95: "p95", 99: "p99", 100: "max"}
+
+
+def fault_color(f: str) -> str:
+    return FAULT_COLOR.get(f, OTHER_FAULT_COLOR)
+
+
+def _e(x: object) -> str:
+    return escape(str(x), quote=True)
+
+
+def nice_ceiling(x: float) -> float:
+    """The smallest 1, 2, 2.5 or 5 times a power of ten that is >= x."""
+    if x <= 0:
+        return 1.0
+    exp = 10 ** math.floor(math.log10(x))
+    for m in (1, 2, 2.5, 5, 10):
+        if m * exp >= x:
+            return m * exp
+    return 10 * exp
+
+
+def _seconds(ns: float) -> str:
+    s = ns / NS
+    return f"{s:.0f}" if abs(s - round(s)) < 1e-9 else f"{s:g}"
+
+
+class _X:
+    """History time (ns) -> x pixel."""
+
+    def __init__(self, end_ns: int) -> None:
+        self.end = max(end_ns, 1)
+
+    def __call__(self, t: float) -> float:
+        return LEFT + PLOT_W * min(max(t, 0), self.end) / self.end
+
+
+def render_timeline(tl: Timeline) -> str:
+    """The whole timeline figure, or a short note when there is nothing to plot."""
+    if tl.end <= 0:
+        return "<p class='note'>No timed operations in the history: nothing to plot.</p>"
+    x = _X(tl.bins * tl.bin_ns)
+    lanes = _fault_lanes(tl.faults)
+    y_rate = LEADER_H
+    y_lanes = y_rate + RATE_H + GAP
+    lanes_h = max(len(lanes), 1) * LANE_H
+    y_lat = y_lanes + lanes_h + GAP
+    y_axis = y_lat + LAT_H
+    height = y_axis + AXIS_H + 8
+    out = [f"<svg class='timeline' xmlns='http://www.w3.org/2000/svg' width='{WIDTH}' "
+           f"height='{height}' viewBox='0 0 {WIDTH} {height}' role='img' "
+           "aria-label='throughput, faults and latency over time'>"]
+    out += _fault_shading(tl.faults, x, y_rate, y_axis)
+    out += _x_grid(tl, x, y_rate, y_axis)
+    out += _rate_panel(tl, x, y_rate)
+    out += _lanes_panel(lanes, x, y_lanes)
+    out += _latency_panel(tl, x, y_lat)
+    out += _leader_markers(tl.leaders, x, y_rate, y_axis)
+    out.append("</svg>")
+    return "".join(out)
+
+
+# --- axes --------------------------------------------------------------------------
+
+
+def _x_grid(tl: Timeline, x: _X, top: int, bottom: int) -> list[str]:
+    step = nice_ceiling(x.end / NS / 12) * NS
+    out = []
+    t = 0.0
+    while t <= x.end + 1:
+        px = x(t)
+        out.append(f"<line class='grid' x1='{px:.1f}' y1='{top}' x2='{px:.1f}' "
+                   f"y2='{bottom}'/>")
+        out.append(f"<text class='tick' x='{px:.1f}' y='{bottom + 15}' "
+                   f"text-anchor='middle'>{_seconds(t)}</text>")
+        t += step
+    out.append(f"<text class='axis' x='{LEFT + PLOT_W}' y='{bottom + AXIS_H + 4}' "
+               "text-anchor='end'>seconds since the history began</text>")
+    return out
+
+
+def _panel_frame(y: int, h: int, title: str) -> list[str]:
+    return [f"<rect class='frame' x='{LEFT}' y='{y}' width='{PLOT_W}' height='{h}'/>",
+            f"<text class='panel' x='{LEFT + 6}' y='{y + 14}'>{_e(title)}</text>"]
+
+
+# --- throughput --------------------------------------------------------------------
+
+
+def _rate_panel(tl: Timeline, x: _X, y0: int) -> list[str]:
+    per_s = NS / tl.bin_ns
+    stacked = [0.0] * tl.bins
+    layers = []
+    for o in OUTCOMES:
+        low = list(stacked)
+        stacked = [s + c * per_s for s, c in zip(stacked, tl.counts[o], strict=True)]
+        layers.append((o, low, list(stacked)))
+    top = nice_ceiling(max(stacked, default=0) * 1.05) if any(stacked) else 1.0
+
+    def y(v: float) -> float:
+        return y0 + RATE_H - RATE_H * v / top
+
+    out = _panel_frame(y0, RATE_H, f"completed ops/s (bins of {_seconds(tl.bin_ns)} s)")
+    for v in (top / 2, top):
+        out.append(f"<line class='grid' x1='{LEFT}' y1='{y(v):.1f}' x2='{LEFT + PLOT_W}' "
+                   f"y2='{y(v):.1f}'/>")
+        out.append(f"<text class='tick' x='{LEFT - 4}' y='{y(v) + 4:.1f}' "
+                   f"text-anchor='end'>{v:g}</text>")
+    out.append(f"<text class='tick' x='{LEFT - 4}' y='{y0 + RATE_H + 4}' "
+               "text-anchor='end'>0</text>")
+    for o, low, high in layers:
+        if not any(h > lo for h, lo in zip(high, low, strict=True)):
+            continue
+        out.append(f"<path fill='{OUTCOME_COLOR[o]}' fill-opacity='0.8' "
+                   f"d='{_step_band(low, high, tl.bin_ns, x, y)}'><title>{o}</title></path>")
+    return out
+
+
+def _step_band(low: list[float], high: list[float], bin_ns: int, x: _X, y) -> str:
+    """A filled step outline between two per-bin series."""
+    pts = []
+    for i, v in enumerate(high):
+        pts.append(f"{x(i * bin_ns):.1f},{y(v):.1f}")
+        pts.append(f"{x((i + 1) * bin_ns):.1f},{y(v):.1f}")
+    for i in range(len(low) - 1, -1, -1):
+        pts.append(f"{x((i + 1) * bin_ns):.1f},{y(low[i]):.1f}")
+        pts.append(f"{x(i * bin_ns):.1f},{y(low[i]):.1f}")
+    return "M" + "L".join(pts) + "Z"
+
+
+# --- faults ------------------------------------------------------------------------
+
+
+def _fault_lanes(faults: list[FaultWindow]) -> list[tuple[str, list[FaultWindow]]]:
+    """One lane per fault kind, in order of first appearance."""
+    lanes: dict[str, list[FaultWindow]] = {}
+    for w in sorted(faults, key=lambda w: w.start):
+        lanes.setdefault(w.f, []).append(w)
+    return list(lanes.items())
+
+
+def _fault_title(w: FaultWindow) -> str:
+    return f"{w.label}: {w.start / NS:.2f} s -> {w.end / NS:.2f} s"
+
+
+def _fault_shading(faults: list[FaultWindow], x: _X, top: int, bottom: int) -> list[str]:
+    out = []
+    for w in faults:
+        x0, x1 = x(w.start), x(w.end)
+        out.append(f"<rect x='{x0:.1f}' y='{top}' width='{max(x1 - x0, 1.5):.1f}' "
+                   f"height='{bottom - top}' fill='{fault_color(w.f)}' fill-opacity='0.09'>"
+                   f"<title>{_e(_fault_title(w))}</title></rect>")
+    return out
+
+
+def _lanes_panel(lanes: list[tuple[str, list[FaultWindow]]], x: _X, y0: int) -> list[str]:
+    out = [f"<text class='panel' x='{LEFT + 6}' y='{y0 - 6}'>faults (inject -> heal)</text>"]
+    if not lanes:
+        out.append(f"<text class='tick' x='{LEFT + 6}' y='{y0 + 13}'>no faults injected"
+                   "</text>")
+    for i, (f, windows) in enumerate(lanes):
+        y = y0 + i * LANE_H
+        out.append(f"<text class='tick' x='{LEFT - 4}' y='{y + 13}' text-anchor='end'>"
+                   f"{_e(f)[:10]}</text>")
+        for w in windows:
+            x0, x1 = x(w.start), x(w.end)
+            width = max(x1 - x0, 2.0)
+            # Label only what fits: roughly 6.5 px per character at 11 px.
+            fits = int((width - 6) / 6.5)
+            label = w.label if len(w.label) <= fits else w.label[:max(fits - 1, 0)] + "…"
+            out.append(f"<g><title>{_e(_fault_title(w))}</title>"
+                       f"<rect x='{x0:.1f}' y='{y + 2}' width='{width:.1f}' "
+                       f"height='{LANE_H - 4}' rx='3' fill='{fault_color(w.f)}' "
+                       f"fill-opacity='0.75'/>")
+            if fits >= 2:
+                out.append(f"<text class='lane' x='{x0 + 3:.1f}' y='{y + 13}'>"
+                           f"{_e(label)}</text>")
+            out.append("</g>")
+    return out
+
+
+# --- leader changes ----------------------------------------------------------------
+
+
+def _leader_markers(leaders: list[LeaderChange], x: _X, top: int, bottom: int) -> list[str]:
+    out = [f"<text class='panel' x='{LEFT - 4}' y='{top - 12}' text-anchor='end'>"
+           "leader</text>"]
+    last_label_x = -1e9
+    for c in leaders:
+        px = x(c.time)
+        what = "leader at start" if c.first and c.time == 0 else "new leader"
+        title = _e(f"{what}: {c.node}, epoch {c.epoch}, at {c.time / NS:.2f} s")
+        out.append(f"<g><title>{title}</title>")
+        if c.time > 0:
+            out.append(f"<line class='leader' x1='{px:.1f}' y1='{top - 6}' x2='{px:.1f}' "
+                       f"y2='{bottom}'/>")
+        out.append(f"<path class='leader-mark' d='M{px - 5:.1f},{top - 14} "
+                   f"L{px + 5:.1f},{top - 14} L{px:.1f},{top - 5} Z'/>")
+        # Labels would overprint when elections cluster: the marker stays, the
+        # label (also in the tooltip) is dropped.
+        if px - last_label_x > 56:
+            out.append(f"<text class='lane' x='{px + 7:.1f}' y='{top - 7}'>"
+                       f"{_e(c.node)} e{_e(c.epoch)}</text>")
+            last_label_x = px
+        out.append("</g>")
+    return out
+
+
+# --- latency -----------------------------------------------------------------------
+
+
+def _latency_panel(tl: Timeline, x: _X, y0: int) -> list[str]:
+    values = [v for series in tl.latency_ms.values() for v in series if v is not None]
+    out = _panel_frame(y0, LAT_H, "latency of ok ops, ms (log scale; per bin of completion)")
+    if not values:
+        out.append(f"<text class='tick' x='{LEFT + 6}' y='{y0 + 34}'>no ok ops</text>")
+        return out
+    lo = 10 ** math.floor(math.log10(max(min(values), 1e-3)))
+    hi = 10 ** math.ceil(math.log10(max(max(values), lo * 10)))
+    span = math.log10(hi) - math.log10(lo)
+
+    def y(v: float) -> float:
+        return y0 + LAT_H - LAT_H * (math.log10(max(v, lo)) - math.log10(lo)) / span
+
+    decade = lo
+    while decade <= hi * 1.001:
+        out.append(f"<line class='grid' x1='{LEFT}' y1='{y(decade):.1f}' "
+                   f"x2='{LEFT + PLOT_W}' y2='{y(decade):.1f}'/>")
+        out.append(f"<text class='tick' x='{LEFT - 4}' y='{y(decade) + 4:.1f}' "
+                   f"text-anchor='end'>{decade:g}</text>")
+        decade *= 10
+    for p in sorted(tl.latency_ms, reverse=True):
+        color, dash = PCT_STYLE.get(p, ("#57606a", ""))
+        d = _broken_line(tl.latency_ms[p], tl.bin_ns, x, y)
+        if d:
+            out.append(f"<path fill='none' stroke='{color}' stroke-width='1.6' {dash} "
+                       f"d='{d}'><title>{PCT_NAME.get(p, f'p{p}')}</title></path>")
+    return out
+
+
+def _broken_line(series: list[float | None], bin_ns: int, x: _X, y) -> str:
+    """A line through the bins' centres, broken where a bin had no ok op; a lone
+    point becomes a short tick so it stays visible."""
+    parts = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            px, py = run[0].split(",")
+            parts.append(f"M{float(px) - 2:.1f},{py}L{float(px) + 2:.1f},{py}")
+        elif run:
+            parts.append("M" + "L".join(run))
+        run.clear()
+
+    for i, v in enumerate(series):
+        if v is None:
+            flush()
+            continue
+        run.append(f"{x((i + 0.5) * bin_ns):.1f},{y(v):.1f}")
+    flush()
+    return "".join(parts)
