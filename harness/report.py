@@ -53,7 +53,7 @@ def gather(run_dir: Path) -> RunReport:
     ops = _history(run_dir / HISTORY, notes)
     events = _events(run_dir, notes)
     start = run.get("start_monotonic_ns")
-    tl = timeline(ops, events, start) if ops is not None else None
+    tl = timeline(ops, events, run) if ops is not None else None
     if tl is not None and events and type(start) is not int:
         notes.append("run.json has no start_monotonic_ns: leader changes are not plotted")
     run_id = str(run.get("run_id") or run_dir.name)

@@ -51,6 +51,7 @@ class Timeline:
     latency_ms: dict[int, list[float | None]]      # percentile -> per bin (ok ops)
     faults: list[FaultWindow] = field(default_factory=list)
     leaders: list[LeaderChange] = field(default_factory=list)
+    marks: list[tuple[int, str]] = field(default_factory=list)   # (ns, what happened)
 
     @property
     def bins(self) -> int:
@@ -74,8 +75,9 @@ def bin_width_ns(span_ns: int) -> int:
 
 
 def timeline(ops: list[Op], events: dict[str, list[dict[str, Any]]],
-             start_monotonic_ns: int | None) -> Timeline:
+             run: dict[str, Any]) -> Timeline:
     """Throughput and latency per time bin, with the faults and leader changes."""
+    start_monotonic_ns = run.get("start_monotonic_ns")
     times = [op.time for op in ops if isinstance(op.time, int) and op.time >= 0]
     end = max(times, default=0)
     faults = fault_list(ops, end)
@@ -94,7 +96,21 @@ def timeline(ops: list[Op], events: dict[str, list[dict[str, Any]]],
         if done.type == "ok" and done.time >= inv.time:
             lat[b].append(done.time - inv.time)
     latency_ms = {p: [_percentile(sorted(xs), p) for xs in lat] for p in PERCENTILES}
-    return Timeline(bin_ns, end, counts, latency_ms, faults, leaders)
+    marks = []
+    workload_end = workload_end_ns(run)
+    if workload_end is not None and 0 < workload_end < end:
+        marks.append((workload_end, "workload ends: all healed, recovery, final reads"))
+    return Timeline(bin_ns, end, counts, latency_ms, faults, leaders, marks)
+
+
+def workload_end_ns(run: dict[str, Any]) -> int | None:
+    """When the nemesis stopped and the cluster was left to recover, in history time."""
+    offset = run.get("schedule_offset_ns")
+    config = run.get("config")
+    limit = config.get("time_limit") if isinstance(config, dict) else None
+    if type(offset) is not int or not isinstance(limit, (int, float)) or isinstance(limit, bool):
+        return None
+    return offset + int(limit * NS)
 
 
 def _percentile(xs: list[int], p: int) -> float | None:

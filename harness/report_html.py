@@ -49,6 +49,7 @@ font-variant-numeric:tabular-nums}
 .checker{margin:1em 0 1.2em}.checker h3{font-size:1.05em;margin:.2em 0}
 .checker ol{margin:.3em 0;padding-left:1.6em}.checker li{margin:.25em 0}
 .stats{color:#57606a;font-size:12px}
+table.checkers td{max-width:900px}
 details pre{font:11px ui-monospace,monospace;background:#f6f8fa;padding:.6em;overflow:auto;
 max-height:24em;white-space:pre-wrap;word-break:break-all}
 .note{color:#9a6700}.bug{color:#cf222e;font-weight:600}
@@ -61,6 +62,7 @@ svg text.lane{fill:#111}svg text.axis{fill:#57606a}
 svg .frame{fill:none;stroke:#c9d1d9}svg .grid{stroke:#eaeef2;stroke-width:1}
 svg .leader{stroke:#24292f;stroke-width:1;stroke-dasharray:2 3;opacity:.55}
 svg .leader-mark{fill:#24292f}
+svg .phase{stroke:#57606a;stroke-width:1.5}
 ul.links{columns:3;font-size:13px}
 """
 
@@ -185,26 +187,54 @@ def _checkers(verdicts: dict[str, Any] | None) -> str:
     for name in order:
         v = checkers[name]
         word, cls = _word(v.get("valid"))
-        anomalies = v.get("anomalies") if isinstance(v.get("anomalies"), list) else []
-        rows.append(f"<tr><td><a href='#checker-{_e(name)}'>{_e(name)}</a></td>"
-                    f"<td class='{cls}'><b>{word}</b></td><td class='n'>{len(anomalies)}</td>"
-                    f"<td>{_e(_first_line(anomalies))}</td></tr>")
-    table = ("<table><tr><th>checker</th><th>verdict</th><th>anomalies</th>"
-             "<th>first anomaly</th></tr>" + "".join(rows) + "</table>")
-    return ("<h2>Checkers</h2>" + table
-            + "".join(_checker_detail(n, checkers[n]) for n in order))
+        anomalies = _anomalies(v)
+        if anomalies or v.get("valid") is not True:
+            summary = (f"<a href='#checker-{_e(name)}'>{_e(_first_line(anomalies))}</a>"
+                       if anomalies else _stats_line(v))
+        else:
+            summary = _stats_line(v) + _all_stats(v)
+        rows.append(f"<tr><td><b>{_e(name)}</b></td><td class='{cls}'><b>{word}</b></td>"
+                    f"<td class='n'>{len(anomalies)}</td><td>{summary}</td></tr>")
+    table = ("<table class='checkers'><tr><th>checker</th><th>verdict</th><th>anomalies</th>"
+             "<th>first anomaly, or what it saw</th></tr>" + "".join(rows) + "</table>")
+    details = [_checker_detail(n, checkers[n]) for n in order
+               if _anomalies(checkers[n]) or checkers[n].get("valid") is not True]
+    return "<h2>Checkers</h2>" + table + "".join(details)
+
+
+def _anomalies(v: dict[str, Any]) -> list[Any]:
+    return v["anomalies"] if isinstance(v.get("anomalies"), list) else []
+
+
+def _stats(v: dict[str, Any]) -> dict[str, Any]:
+    return v["stats"] if isinstance(v.get("stats"), dict) else {}
+
+
+def _stats_line(v: dict[str, Any]) -> str:
+    """The checker's scalar stats: what it looked at, in a line."""
+    scalars = [(k, s) for k, s in _stats(v).items()
+               if isinstance(s, (int, float, str, bool)) or s is None]
+    return ("<span class='stats'>" + " · ".join(
+        f"{_e(k)} <b>{_e(s)}</b>" for k, s in scalars[:16]) + "</span>")
+
+
+def _all_stats(v: dict[str, Any]) -> str:
+    if not _stats(v):
+        return ""
+    return (f"<details><summary class='stats'>all stats</summary><pre>"
+            f"{_e(_json(_stats(v), STATS_JSON_CHARS))}</pre></details>")
 
 
 def _first_line(anomalies: list[Any]) -> str:
     if not anomalies:
         return ""
     text = explain(anomalies[0])
-    return text if len(text) <= 110 else text[:109] + "…"
+    return text if len(text) <= 140 else text[:139] + "…"
 
 
 def _checker_detail(name: str, v: dict[str, Any]) -> str:
     word, cls = _word(v.get("valid"))
-    anomalies = v.get("anomalies") if isinstance(v.get("anomalies"), list) else []
+    anomalies = _anomalies(v)
     out = [f"<div class='checker' id='checker-{_e(name)}'>"
            f"<h3>{_e(name)}: <span class='{cls}'>{word}</span>"
            f"{f' ({len(anomalies)} anomalies)' if anomalies else ''}</h3>"]
@@ -214,16 +244,7 @@ def _checker_detail(name: str, v: dict[str, Any]) -> str:
         if len(anomalies) > ANOMALIES_SHOWN:
             out.append(f"<p class='stats'>... and {len(anomalies) - ANOMALIES_SHOWN} more "
                        "in verdicts.json.</p>")
-    stats = v.get("stats") if isinstance(v.get("stats"), dict) else {}
-    scalars = [(k, s) for k, s in stats.items()
-               if isinstance(s, (int, float, str, bool)) or s is None]
-    if scalars:
-        out.append("<div class='stats'>" + " · ".join(
-            f"{_e(k)} <b>{_e(s)}</b>" for k, s in scalars[:16]) + "</div>")
-    if stats:
-        out.append(f"<details><summary class='stats'>all stats</summary><pre>"
-                   f"{_e(_json(stats, STATS_JSON_CHARS))}</pre></details>")
-    out.append("</div>")
+    out.append(_stats_line(v) + _all_stats(v) + "</div>")
     return "".join(out)
 
 

@@ -18,7 +18,8 @@ WIDTH = 1200
 LEFT = 64
 RIGHT = 16
 PLOT_W = WIDTH - LEFT - RIGHT
-LEADER_H = 26
+LEADER_H = 24
+TITLE_H = 18
 RATE_H = 190
 LANE_H = 18
 LAT_H = 170
@@ -74,10 +75,10 @@ def render_timeline(tl: Timeline) -> str:
         return "<p class='note'>No timed operations in the history: nothing to plot.</p>"
     x = _X(tl.bins * tl.bin_ns)
     lanes = _fault_lanes(tl.faults)
-    y_rate = LEADER_H
-    y_lanes = y_rate + RATE_H + GAP
+    y_rate = LEADER_H + TITLE_H
+    y_lanes = y_rate + RATE_H + TITLE_H + 8
     lanes_h = max(len(lanes), 1) * LANE_H
-    y_lat = y_lanes + lanes_h + GAP
+    y_lat = y_lanes + lanes_h + TITLE_H + 12
     y_axis = y_lat + LAT_H
     height = y_axis + AXIS_H + 8
     out = [f"<svg class='timeline' xmlns='http://www.w3.org/2000/svg' width='{WIDTH}' "
@@ -88,7 +89,8 @@ def render_timeline(tl: Timeline) -> str:
     out += _rate_panel(tl, x, y_rate)
     out += _lanes_panel(lanes, x, y_lanes)
     out += _latency_panel(tl, x, y_lat)
-    out += _leader_markers(tl.leaders, x, y_rate, y_axis)
+    out += _phase_marks(tl.marks, x, y_rate, y_axis)
+    out += _leader_markers(tl.leaders, x, LEADER_H, y_axis)
     out.append("</svg>")
     return "".join(out)
 
@@ -114,7 +116,20 @@ def _x_grid(tl: Timeline, x: _X, top: int, bottom: int) -> list[str]:
 
 def _panel_frame(y: int, h: int, title: str) -> list[str]:
     return [f"<rect class='frame' x='{LEFT}' y='{y}' width='{PLOT_W}' height='{h}'/>",
-            f"<text class='panel' x='{LEFT + 6}' y='{y + 14}'>{_e(title)}</text>"]
+            f"<text class='panel' x='{LEFT}' y='{y - 5}'>{_e(title)}</text>"]
+
+
+def _phase_marks(marks: list[tuple[int, str]], x: _X, top: int, bottom: int) -> list[str]:
+    out = []
+    for t, label in marks:
+        px = x(t)
+        # Near the right edge the label goes on the line's left, inside the plot.
+        left = px > LEFT + PLOT_W * 0.6
+        tx, anchor = (px - 4, "end") if left else (px + 4, "start")
+        out.append(f"<line class='phase' x1='{px:.1f}' y1='{top}' x2='{px:.1f}' "
+                   f"y2='{bottom}'/><text class='tick' x='{tx:.1f}' y='{top + 12}' "
+                   f"text-anchor='{anchor}'>{_e(label)}</text>")
+    return out
 
 
 # --- throughput --------------------------------------------------------------------
@@ -187,7 +202,7 @@ def _fault_shading(faults: list[FaultWindow], x: _X, top: int, bottom: int) -> l
 
 
 def _lanes_panel(lanes: list[tuple[str, list[FaultWindow]]], x: _X, y0: int) -> list[str]:
-    out = [f"<text class='panel' x='{LEFT + 6}' y='{y0 - 6}'>faults (inject -> heal)</text>"]
+    out = [f"<text class='panel' x='{LEFT}' y='{y0 - 5}'>faults (inject -> heal)</text>"]
     if not lanes:
         out.append(f"<text class='tick' x='{LEFT + 6}' y='{y0 + 13}'>no faults injected"
                    "</text>")
@@ -216,7 +231,7 @@ def _lanes_panel(lanes: list[tuple[str, list[FaultWindow]]], x: _X, y0: int) -> 
 
 
 def _leader_markers(leaders: list[LeaderChange], x: _X, top: int, bottom: int) -> list[str]:
-    out = [f"<text class='panel' x='{LEFT - 4}' y='{top - 12}' text-anchor='end'>"
+    out = [f"<text class='tick' x='{LEFT - 10}' y='{top - 6}' text-anchor='end'>"
            "leader</text>"]
     last_label_x = -1e9
     for c in leaders:
