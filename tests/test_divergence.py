@@ -212,3 +212,29 @@ def test_malformed_entries_and_absurd_hw_do_not_crash_or_hang():
     events = {"n1": [{"t": 1, "node": "n1", "event": "hw", "hw": 10**15, "epoch": 1}]}
     v = divergence.check({"n1": n1}, events)
     assert v["anomalies"][0]["offsets"] == [[4, 10**15 - 1]]
+
+
+# --- a follower that has not caught up yet is not a divergence --------------
+
+
+def test_uncommitted_stale_tail_on_a_lagging_follower_is_unconverged_not_invalid():
+    # n1 led epoch 1 and appended 10-14 that never committed; n2 and n3 moved on in
+    # epoch 2 and committed 10-19. n1 was cut off to the end and never fetched again.
+    lagging = dump("n1", [(0, 14, 1)], hw=10, epoch=1)
+    leader = dump("n2", [(0, 9, 1), (10, 19, 2)], hw=20, epoch=2)
+    follower = dump("n3", [(0, 9, 1), (10, 19, 2)], hw=20, epoch=2)
+    v = divergence.check({"n1": lagging, "n2": leader, "n3": follower})
+    assert v["valid"] is True, v["anomalies"]
+    (first, *_rest) = v["stats"]["unconverged"]
+    assert first["node"] == "n1" and first["offsets"] == [10, 14]
+    assert first["epochs"]["n1"] == [1]
+
+
+def test_the_same_offsets_committed_on_both_sides_are_divergence():
+    # As above, but n1 believes 10-14 committed: two committed histories.
+    lagging = dump("n1", [(0, 14, 1)], hw=15, epoch=1)
+    leader = dump("n2", [(0, 9, 1), (10, 19, 2)], hw=20, epoch=2)
+    v = divergence.check({"n1": lagging, "n2": leader})
+    assert v["valid"] is False
+    (a,) = [a for a in v["anomalies"] if a["type"] == "divergence"]
+    assert a["why"] == "committed" and a["offsets"] == [10, 14]
