@@ -9,17 +9,16 @@ data from a possibly broken or hostile source.
 
 from __future__ import annotations
 
-import json
 from html import escape
 from typing import Any
 from urllib.parse import quote
 
 from harness.report_data import NS, OUTCOMES, PERCENTILES, RunReport
+from harness.report_explain import compact, explain
 from harness.report_svg import FAULT_COLOR, OUTCOME_COLOR, PCT_NAME, PCT_STYLE, render_timeline
 
 ANOMALIES_SHOWN = 5
 STATS_JSON_CHARS = 4000
-VALUE_CHARS = 120
 
 VERDICT_WORD = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN"}
 VERDICT_CLASS = {True: "valid", False: "invalid", "unknown": "unknown"}
@@ -68,15 +67,7 @@ ul.links{columns:3;font-size:13px}
 
 
 def _e(x: Any) -> str:
-    return escape(x if isinstance(x, str) else _json(x), quote=True)
-
-
-def _json(x: Any, limit: int = VALUE_CHARS) -> str:
-    try:
-        s = json.dumps(x, default=repr, sort_keys=True)
-    except (ValueError, RecursionError):
-        s = repr(x)
-    return s if len(s) <= limit else s[:limit - 1] + "…"
+    return escape(x if isinstance(x, str) else compact(x), quote=True)
 
 
 def _word(valid: Any) -> tuple[str, str]:
@@ -222,7 +213,7 @@ def _all_stats(v: dict[str, Any]) -> str:
     if not _stats(v):
         return ""
     return (f"<details><summary class='stats'>all stats</summary><pre>"
-            f"{_e(_json(_stats(v), STATS_JSON_CHARS))}</pre></details>")
+            f"{_e(compact(_stats(v), STATS_JSON_CHARS))}</pre></details>")
 
 
 def _first_line(anomalies: list[Any]) -> str:
@@ -246,33 +237,6 @@ def _checker_detail(name: str, v: dict[str, Any]) -> str:
                        "in verdicts.json.</p>")
     out.append(_stats_line(v) + _all_stats(v) + "</div>")
     return "".join(out)
-
-
-def explain(anomaly: Any) -> str:
-    """One anomaly in words: its own explanation if it carries one, else a
-    reading of the common shapes, else its fields compactly."""
-    if not isinstance(anomaly, dict):
-        return _json(anomaly, 300)
-    if isinstance(anomaly.get("explanation"), str):
-        return anomaly["explanation"]
-    kind = anomaly.get("type")
-    if kind == "nonlinearizable":
-        op = anomaly.get("op") if isinstance(anomaly.get("op"), dict) else {}
-        key = anomaly.get("key")
-        return (f"Not linearizable{'' if key is None else f' (key {_json(key)})'}: after "
-                f"{_json(anomaly.get('linearized_count'))} ops in a valid order, with state "
-                f"{_json(anomaly.get('state'))}, op {_json(op.get('what'))} by process "
-                f"{_json(op.get('process'))} (history index {_json(op.get('index'))}) has no "
-                "valid place. See linearizability.html.")
-    if kind == "unavailable":
-        return (f"No op succeeded for {_json(anomaly.get('duration_s'))} s, from "
-                f"{_json(anomaly.get('start_s'))} s to {_json(anomaly.get('end_s'))} s "
-                f"(limit {_json(anomaly.get('limit_s'))} s); faults then: "
-                + (", ".join(str(f.get("f")) for f in anomaly.get("faults") or []
-                             if isinstance(f, dict)) or "none"))
-    rest = ", ".join(f"{k}={_json(v)}" for k, v in anomaly.items() if k != "type")
-    text = f"{kind}: {rest}" if kind is not None else rest
-    return text if len(text) <= 400 else text[:399] + "…"
 
 
 # --- the timeline ------------------------------------------------------------------
@@ -349,7 +313,7 @@ def _plain(v: Any) -> str:
         return v
     if isinstance(v, list) and all(isinstance(x, (str, int, float)) for x in v):
         return ", ".join(map(str, v)) if v else "none"
-    return _json(v, 600)
+    return compact(v, 600)
 
 
 def _links(links: list[tuple[str, str]]) -> str:

@@ -15,7 +15,7 @@ from checkers.history import Op, pack_op
 from harness.cli import main as cli_main
 from harness.report import write_report
 from harness.report_data import bin_width_ns, fault_label, timeline
-from harness.report_html import explain
+from harness.report_explain import explain
 
 S = 1_000_000_000
 START = 5 * 10**12  # CLOCK_MONOTONIC at history time 0
@@ -92,7 +92,9 @@ def invalid_run(tmp_path: Path) -> RunDir:
         "stats": {"valid": True, "anomalies": [], "stats": {"ops": 300}},
         "linearizability": {"valid": False, "anomalies": [NONLIN], "stats": {"keys": 1}},
         "divergence": {"valid": False, "anomalies": [
-            {"type": "divergence", "nodes": ["n1", "n2"], "offsets": [1045, 1049]}],
+            {"type": "divergence", "why": "committed", "nodes": ["n1", "n2"],
+             "offsets": [1045, 1049], "count": 5,
+             "sides": {"n1": {"epochs": [1]}, "n2": {"epochs": [3]}}}],
             "stats": {}},
         "elle": {"valid": "unknown", "anomalies": [
             {"type": "cycle-search-timeout",
@@ -115,7 +117,7 @@ def test_invalid_run_says_so_and_explains(tmp_path: Path) -> None:
     # The anomalies, explained: own explanation, the lin reading, a compact one.
     assert "The cycle search used up its 10 s budget." in page
     assert "read -&gt; 5" in page and "history index 99" in page
-    assert "divergence: nodes=[&quot;n1&quot;, &quot;n2&quot;]" in page
+    assert "Replicas n1 and n2 disagree" in page and "offsets 1045..1049" in page
     # Problems are listed before passing checkers.
     assert page.index("<b>linearizability</b>") < page.index("<b>stats</b>")
     assert page.index("<b>elle</b>") < page.index("<b>stats</b>")
@@ -229,7 +231,13 @@ def test_bins_and_labels() -> None:
 
 
 def test_explain_falls_back_to_fields() -> None:
-    assert explain({"type": "lost-write", "value": 7}) == "lost-write: value=7"
+    assert explain({"type": "lost-write", "value": 7, "ack": {"f": "write", "value": 7,
+                                                           "process": 2, "index": 9}}) == \
+        "Lost write: 7 was acknowledged (write 7 by process 2 (history index 9)) but is " \
+        "in no final read or replica log."
+    # A known type in an unexpected shape is still shown, field by field.
+    assert explain({"type": "divergence", "offsets": 3}) == "divergence: offsets=3"
+    assert explain({"odd": [1]}) == "odd=[1]"
     assert explain({"type": "unavailable", "start_s": 1.0, "end_s": 4.0, "duration_s": 3.0,
                     "limit_s": 2, "faults": [{"f": "kill"}]}).startswith(
         "No op succeeded for 3.0 s, from 1.0 s to 4.0 s")
