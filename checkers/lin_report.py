@@ -50,7 +50,7 @@ def render_html(result: Verdict) -> str:
         if a.get("type") == "nonlinearizable":
             parts.append(_failure(a))
         else:
-            parts.append(f"<h2>key {_e(a.get('key'))}: {_e(a.get('type'))}</h2>"
+            parts.append(f"<h2>{_key_name(a.get('key'))}: {_e(a.get('type'))}</h2>"
                          f"<p>{_e(a.get('reason'))}</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
@@ -58,6 +58,11 @@ def render_html(result: Verdict) -> str:
 
 def _e(x: Any) -> str:
     return html.escape(x if isinstance(x, str) else json.dumps(x, default=repr))
+
+
+def _key_name(key: Any) -> str:
+    # A register history has no keys; "key null" would read like a bug.
+    return "the register" if key is None else f"key {_e(key)}"
 
 
 def _per_key_table(rows: list[dict[str, Any]]) -> str:
@@ -77,13 +82,13 @@ def _failure(a: dict[str, Any]) -> str:
     failing = a.get("op")
     if failing is not None:
         shown.append(("fail", failing))
-    out = [f"<h2>key {_e(a.get('key'))}: the op in red cannot be linearized</h2>",
+    out = [f"<h2>{_key_name(a.get('key'))}: the op in red cannot be linearized</h2>",
            f"<p>{a.get('linearized_count', 0)} ops linearized before it; state there: "
            f"<code>{_e(a.get('state'))}</code>. "
            f"Failing op: <code>{_e(failing.get('what') if failing else None)}</code> "
            "(blue: the end of the longest linearizable prefix, in order; orange: "
            "concurrent ops; dashed: indeterminate).</p>"]
-    out.append(_timeline(shown))
+    out.append(_timeline(_once_each(shown)))
     out.append("<table><tr><th>role</th><th>#</th><th>process</th><th>op</th><th>type</th>"
                "<th>history index</th></tr>")
     order = a.get("linearized_count", 0) - len(a.get("linearized", [])[-20:])
@@ -97,6 +102,18 @@ def _failure(a: dict[str, Any]) -> str:
                    f"<td>{_e(o['index'])}</td></tr>")
     out.append("</table>")
     return "\n".join(out)
+
+
+def _once_each(shown: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """One bar per op: an op both in the prefix and concurrent with the failing op
+    would otherwise be drawn twice, one bar over the other."""
+    seen: set[Any] = set()
+    out = []
+    for role, o in shown:
+        if o.get("index") not in seen:
+            seen.add(o.get("index"))
+            out.append((role, o))
+    return out
 
 
 def _timeline(shown: list[tuple[str, dict[str, Any]]]) -> str:

@@ -250,3 +250,15 @@ def test_report_command(tmp_path: Path, capsys: Any) -> None:
     assert (rd.path / "report.html").is_file()
     assert str(rd.path / "report.html") in capsys.readouterr().out
     assert cli_main(["report", str(tmp_path / "nope")]) == 2
+
+
+def test_lin_view_names_the_register_and_draws_each_op_once() -> None:
+    from checkers.lin_report import render_html
+    both = {"process": 2, "what": "write 3", "type": "info", "index": 7,
+            "invoke_time": 1, "complete_time": None}
+    failing = dict(NONLIN["op"], invoke_time=5, complete_time=6)
+    page = render_html({"valid": False, "stats": {}, "anomalies": [
+        dict(NONLIN, op=failing, linearized=[both], concurrent=[both])]})
+    assert "the register: the op in red cannot be linearized" in page
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    assert svg.count("write 3 [info] index 7") == 1
