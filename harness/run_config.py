@@ -57,10 +57,12 @@ def validate(c: RunConfig) -> RunConfig:
     if c.workload not in WORKLOADS:
         raise ConfigError(f"unknown workload {c.workload!r}: choose one of "
                           f"{', '.join(sorted(WORKLOADS))}")
-    bad = [n for n in c.nemesis if n not in NEMESES]
+    bad = [n for n in c.nemesis if n.partition(":")[0] not in NEMESES]
     if bad:
         raise ConfigError(f"unknown nemesis {', '.join(map(repr, bad))}: choose from "
                           f"{', '.join(NEMESES)} (comma-separated, or 'none')")
+    for spec in c.nemesis:
+        check_variant(spec, c.nodes)
     if c.nodes < 1:
         raise ConfigError(f"--nodes must be at least 1, not {c.nodes}")
     if c.concurrency < 1:
@@ -76,6 +78,18 @@ def validate(c: RunConfig) -> RunConfig:
     if c.db != "raft" and c.bugs:
         raise ConfigError("--bug switches exist only for the built-in raft db")
     return c
+
+
+def check_variant(spec: str, nodes: int) -> None:
+    """A variant (`partition:one-way`) the planner does not know is a config error,
+    found before anything starts rather than when the fault first fires."""
+    import random
+
+    from nemesis.schedule import plan_params
+    try:
+        plan_params(spec, random.Random(0), [f"n{i}" for i in range(1, max(nodes, 1) + 1)])
+    except (ValueError, KeyError) as e:
+        raise ConfigError(f"bad nemesis variant {spec!r}: {e}") from None
 
 
 def parse_nemesis(text: str) -> list[str]:

@@ -43,6 +43,13 @@ def plan_params(spec: str, rng: random.Random, nodes: Sequence[str]) -> dict[str
     if name == "partition":
         from nemesis.partition import SHAPES, plan_shape
         return plan_shape(rng, nodes, variant or rng.choice(SHAPES))
+    if name == "lose-unsynced" and variant is not None:
+        # A power cut of a majority (or all) at once is what loses data a
+        # quorum acknowledged but had not flushed (the Redpanda RFC's case).
+        from nemesis.process import choose_targets
+        if variant == "all":
+            return {"targets": "all", "nodes": sorted(nodes)}
+        return {"targets": variant, "nodes": choose_targets(rng, nodes, variant)}
     # Disk faults and plug-ins: one node, chosen here so the timeline shows it.
     return {"nodes": [rng.choice(sorted(nodes))]}
 

@@ -41,3 +41,9 @@ def test_checkers_a_system_cannot_feed_are_skipped_with_a_reason():
     assert "divergence" in checks_for(raft) and "elections" in checks_for(raft)
     # A run.json from before artefacts were recorded keeps every requested checker.
     assert "divergence" in checks_for({"config": {"workload": "register"}})
+
+
+def test_nemesis_variants():
+    validate(RunConfig(nemesis=["partition:one-way", "kill:majority", "lose-unsynced:all"]))
+    with pytest.raises(ConfigError, match="bad nemesis variant 'partition:sideways'"):
+        validate(RunConfig(nemesis=["partition:sideways"]))

@@ -160,3 +160,13 @@ def test_schedule_against_a_real_cluster(tmp_path: Path) -> None:
         # Everything healed: every node up, none paused, cluster answers.
         assert c.running() == names and not c.paused
         c.wait_ready(timeout=20)
+
+
+def test_lose_unsynced_variants_pick_that_many_nodes():
+    import random
+
+    from nemesis.schedule import plan_params
+    nodes = ["n1", "n2", "n3", "n4", "n5"]
+    assert len(plan_params("lose-unsynced", random.Random(1), nodes)["nodes"]) == 1
+    assert len(plan_params("lose-unsynced:majority", random.Random(1), nodes)["nodes"]) == 3
+    assert plan_params("lose-unsynced:all", random.Random(1), nodes)["nodes"] == nodes
