@@ -20,6 +20,7 @@ from checkers.rundir import (
     RUN_JSON,
     STDOUT_LOG,
     VERDICTS_JSON,
+    Run,
     RunDirError,
     iter_events,
     load_json,
@@ -33,25 +34,34 @@ LIN_HTML = "linearizability.html"
 NODE_FILES = ("stdout.log", "stderr.log", "log.msgpack")
 
 
-def write_report(run_dir: str | os.PathLike[str]) -> Path:
-    """Write `run_dir/report.html` from what the run dir holds; returns its path."""
+def write_report(run_dir: str | os.PathLike[str], loaded: Run | None = None) -> Path:
+    """Write `run_dir/report.html` from what the run dir holds; returns its path.
+
+    `loaded`: the run as the checkers just loaded it (`checkers.rundir.load_run`),
+    so a run that ends with a big history does not read it twice.
+    """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise RunDirError(run_dir, None, None, "not a run directory")
     out = run_dir / REPORT_HTML
     tmp = run_dir / (REPORT_HTML + ".tmp")
-    tmp.write_text(render(gather(run_dir)), encoding="utf-8")
+    tmp.write_text(render(gather(run_dir, loaded)), encoding="utf-8")
     os.replace(tmp, out)
     return out
 
 
-def gather(run_dir: Path) -> RunReport:
+def gather(run_dir: Path, loaded: Run | None = None) -> RunReport:
     """The report's data; each missing or unreadable piece becomes a note."""
     notes: list[str] = []
     run = _optional_json(run_dir / RUN_JSON, notes) or {}
     verdicts = _optional_json(run_dir / VERDICTS_JSON, notes)
-    ops = _history(run_dir / HISTORY, notes)
-    events = _events(run_dir, notes)
+    if loaded is not None:
+        ops: list[Op] | None = loaded.history.ops
+        notes += loaded.history.warnings
+        events = loaded.events
+    else:
+        ops = _history(run_dir / HISTORY, notes)
+        events = _events(run_dir, notes)
     start = run.get("start_monotonic_ns")
     tl = timeline(ops, events, run) if ops is not None else None
     if tl is not None and events and type(start) is not int:

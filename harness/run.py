@@ -320,7 +320,7 @@ class Run:
         document = check_loaded(loaded)
         write_verdicts(self.run_dir, document)
         self._write_lin_html(loaded, document)
-        self._write_report()
+        self._write_report(loaded)
         return RunOutcome(self.run_dir, document, exit_code(document["valid"]))
 
     def _write_lin_html(self, loaded: Any, document: dict[str, Any]) -> None:
@@ -333,10 +333,10 @@ class Run:
         except Exception as e:  # the view is a convenience; the verdict stands without it
             print(f"faultline: could not write linearizability.html ({e})", file=self.stream)
 
-    def _write_report(self) -> None:
+    def _write_report(self, loaded: Any) -> None:
         try:
             from harness.report import write_report
-            write_report(self.run_dir)
+            write_report(self.run_dir, loaded)
         except Exception as e:  # the page is a view; the verdict stands without it
             print(f"faultline: could not write report.html ({e})", file=self.stream)
 

@@ -262,3 +262,12 @@ def test_lin_view_names_the_register_and_draws_each_op_once() -> None:
     assert "the register: the op in red cannot be linearized" in page
     svg = page[page.index("<svg"):page.index("</svg>")]
     assert svg.count("write 3 [info] index 7") == 1
+
+
+def test_an_already_loaded_run_is_not_read_again(tmp_path: Path) -> None:
+    from checkers.rundir import load_run
+    rd = invalid_run(tmp_path)
+    loaded = load_run(rd.path)
+    (rd.path / "history.msgpack").write_bytes(b"")  # would plot nothing if re-read
+    page = write_report(rd.path, loaded).read_text()
+    assert ">kill n3<" in page and "new leader: n2" in page
