@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from harness.report_data import NS, OUTCOMES, PERCENTILES, RunReport
 from harness.report_explain import compact, explain
-from harness.report_svg import FAULT_COLOR, OUTCOME_COLOR, PCT_NAME, PCT_STYLE, render_timeline
+from harness.report_svg import OUTCOME_COLOR, PCT_NAME, PCT_STYLE, fault_color, render_timeline
 
 ANOMALIES_SHOWN = 5
 STATS_JSON_CHARS = 4000
@@ -242,11 +242,11 @@ def _checker_detail(name: str, v: dict[str, Any]) -> str:
 # --- the timeline ------------------------------------------------------------------
 
 
-def _legend() -> str:
+def _legend(fault_kinds: list[str]) -> str:
     items = [f"<span><i style='background:{OUTCOME_COLOR[o]}'></i>{o}</span>"
              for o in OUTCOMES]
-    items += [f"<span><i style='background:{c};opacity:.75'></i>{f}</span>"
-              for f, c in FAULT_COLOR.items()]
+    items += [f"<span><i style='background:{fault_color(f)};opacity:.75'></i>{_e(f)}</span>"
+              for f in fault_kinds]
     items += [f"<span><i style='height:2px;background:{PCT_STYLE[p][0]}'></i>"
               f"{PCT_NAME[p]} latency</span>" for p in PERCENTILES]
     items.append("<span>▼ dashed line: new leader (node, epoch)</span>")
@@ -256,7 +256,8 @@ def _legend() -> str:
 def _timeline_section(report: RunReport) -> str:
     if report.timeline is None:
         return "<h2>Timeline</h2><p class='note'>No history to plot.</p>"
-    return ("<h2>Timeline</h2>" + _legend() + render_timeline(report.timeline)
+    return ("<h2>Timeline</h2>" + _legend(sorted({w.f for w in report.timeline.faults}))
+            + render_timeline(report.timeline)
             + "<p class='stats'>Shaded: a fault in force. Hover a band, bar or marker for "
               "its exact times.</p>")
 
