@@ -231,6 +231,8 @@ def _lanes_panel(lanes: list[tuple[str, list[FaultWindow]]], x: _X, y0: int) -> 
 
 
 def _leader_markers(leaders: list[LeaderChange], x: _X, top: int, bottom: int) -> list[str]:
+    if not leaders:
+        return []
     out = [f"<text class='tick' x='{LEFT - 10}' y='{top - 6}' text-anchor='end'>"
            "leader</text>"]
     last_label_x = -1e9
