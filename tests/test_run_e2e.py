@@ -86,3 +86,25 @@ def test_log_with_truncation(tmp_path):
     assert verdicts["checkers"]["durability"]["valid"] is True
     assert verdicts["valid"] is True, verdicts
     assert code == 0
+
+
+def test_truncate_to_hw_bug_is_caught(tmp_path):
+    """KIP-279's pre-fix truncation put back with a bug switch: the harness must
+    see the replicas diverge at committed offsets. The bug needs a partition to
+    land at the right moment, so two seeded schedules are tried (each was
+    INVALID when measured); one catch is enough, a clean pass of both fails."""
+    verdicts = []
+    for seed in ("0", "1"):
+        code, run_dir = run(tmp_path / seed, "--workload", "register", "--nemesis", "partition",
+                            "--nemesis-interval", "3", "--time-limit", "20",
+                            "--bug", "truncate-to-hw", "--seed", seed)
+        doc = json.loads((run_dir / "run.json").read_text())
+        assert doc["config"]["bugs"] == ["truncate-to-hw"]
+        verdicts.append(json.loads((run_dir / "verdicts.json").read_text()))
+        if code == 1:
+            break
+    assert code == 1, [v["checkers"]["divergence"] for v in verdicts]
+    divergence = verdicts[-1]["checkers"]["divergence"]
+    assert divergence["valid"] is False
+    assert any(a["type"] == "divergence" and a["why"] == "committed"
+               for a in divergence["anomalies"])
