@@ -31,10 +31,17 @@ from harness.checking import (
     run_from_ops,
     write_verdicts,
 )
-from harness.spark.ops_table import NEMESIS_PROCESS, cached_parquet, ops_from_rows
+from harness.spark.ops_table import (
+    CHECK_COLUMNS,
+    NEMESIS_PROCESS,
+    SPARK_DDL,
+    cached_parquet,
+    ops_from_rows,
+)
 
 VERDICT_COLUMNS = "run string, checker string, key string, valid string, " \
                   "anomaly_count long, seconds double, verdict_json string"
+VERDICT_NAMES = [c.split()[0] for c in VERDICT_COLUMNS.split(", ")]
 TABLE_NAME = "verdicts.parquet"
 
 
@@ -79,7 +86,7 @@ def run_check_fn(checkers_by_run: dict[str, list[str]], runs: dict[str, dict[str
         for name in names:
             v, seconds = run_check(name, r)
             out.append(_row(run_id, name, None, v, seconds))
-        return pd.DataFrame(out, columns=[c.split()[0] for c in VERDICT_COLUMNS.split(", ")])
+        return pd.DataFrame(out, columns=VERDICT_NAMES)
 
     return check_run
 
@@ -96,7 +103,7 @@ def check_runs(spark: Any, run_dirs: list[Path],
         paths.append(str(cached_parquet(d)))
         if i % 10 == 0 or i == len(run_dirs):
             progress(f"history tables ready: {i}/{len(run_dirs)}")
-    ops = spark.read.parquet(*paths)
+    ops = spark.read.schema(SPARK_DDL).parquet(*paths).select(*CHECK_COLUMNS)
     frames = []
     for name, spec in CHECKS.items():
         if spec.scope != "key":
@@ -115,19 +122,21 @@ def check_runs(spark: Any, run_dirs: list[Path],
     result = frames[0]
     for f in frames[1:]:
         result = result.unionByName(f)
-    rows = result.toPandas() if frames else pd.DataFrame(
-        columns=[c.split()[0] for c in VERDICT_COLUMNS.split(", ")])
+    rows = result.toPandas() if frames else pd.DataFrame(columns=VERDICT_NAMES)
     # A run with no ops has no group: its key-scoped checkers saw nothing to judge.
+    judged = set(zip(rows["run"], rows["checker"], strict=True))
     missing = [(r, n) for r, names in checkers_by_run.items() for n in names
-               if not ((rows["run"] == r) & (rows["checker"] == n)).any()]
+               if (r, n) not in judged]
     if missing:
         empty = [_row(r, n, None, {"valid": True, "anomalies": [],
                                    "stats": {"note": "no client ops"}}, 0.0)
                  for r, n in missing]
         rows = pd.concat([rows, pd.DataFrame(empty)], ignore_index=True)
     progress(f"checked {len(runs)} run(s) in {time.perf_counter() - started:.1f}s")
+    by_run = dict(iter(rows.groupby("run", sort=False)))
     for run_id, d in zip(runs, run_dirs, strict=True):
-        write_verdicts(d, run_document(rows[rows["run"] == run_id], checkers_by_run[run_id]))
+        write_verdicts(d, run_document(by_run.get(run_id, rows.iloc[:0]),
+                                       checkers_by_run[run_id]))
     return rows
 
 

@@ -39,6 +39,13 @@ SCHEMA = pa.schema([
 ])
 
 
+_SPARK_TYPES = {pa.string(): "string", pa.int64(): "long", pa.binary(): "binary"}
+# Given to Spark's reader, so it need not open a file to infer it.
+SPARK_DDL = ", ".join(f"`{f.name}` {_SPARK_TYPES[f.type]}" for f in SCHEMA)
+# What the checkers read back (value_json is for people and SQL).
+CHECK_COLUMNS = [n for n in SCHEMA.names if n != "value_json"]
+
+
 def _json(v: Any) -> str:
     return json.dumps(v, default=repr, separators=(",", ":"))
 

@@ -7,6 +7,8 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,15 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = spark: %p %c{1}: %m%n
+# A shell's default level is this logger's, else WARN; at ERROR like the root,
+# Spark does not announce "Setting default log level".
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
 """
+
+# The JVM's own stderr (its module warnings, anything that bypasses log4j, the
+# Python workers' stderr) goes here instead of the user's terminal.
+JVM_LOG = Path(tempfile.gettempdir()) / "faultline-spark.log"
 
 
 class SparkUnavailable(Exception):
@@ -30,9 +40,13 @@ class SparkUnavailable(Exception):
 
 
 def java_missing() -> str | None:
+    """Why Spark's launcher would find no Java (it looks where this does), or None."""
     java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").exists():
-        return None
+    if java_home:
+        if (Path(java_home) / "bin" / "java").exists():
+            return None
+        return (f"JAVA_HOME is {java_home} but has no bin/java, and Spark needs Java: "
+                f"point JAVA_HOME at a Java install or unset it.")
     if shutil.which("java"):
         return None
     return f"Java is missing, and Spark needs it: install it with `{JAVA_INSTALL}`."
@@ -45,9 +59,41 @@ def local_settings(cores: int | None = None) -> dict[str, str]:
     cores = cores or os.cpu_count() or 2
     return {
         "spark.driver.memory": "4g",
-        "spark.sql.shuffle.partitions": str(max(2, 2 * cores)),
+        # A checker's cost has nothing to do with its group's bytes (230 ops can
+        # take a minute), so several tasks per core let a free core pick up the
+        # rest while one grinds on a hard key.
+        "spark.sql.shuffle.partitions": str(8 * cores),
         "spark.default.parallelism": str(max(2, 2 * cores)),
+        # C1 only: a check is a few short queries, and C2 compiling Catalyst
+        # competes with the Python workers for the cores.
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
     }
+
+
+def job_settings() -> dict[str, str]:
+    """Settings for any master, for jobs whose cost is in the Python checkers."""
+    return {
+        # AQE would merge the shuffle's small partitions into one task, one
+        # Python worker checking every group in turn while the other cores idle.
+        "spark.sql.adaptive.coalescePartitions.enabled": "false",
+        # Many runs' files are listed in the driver, not by a Spark job.
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
+        "spark.python.worker.reuse": "true",
+    }
+
+
+@contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """Point fd 2 at `path` while the JVM starts, so it and its children inherit it."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(path, "wb") as log:
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def spark_session(master: str | None = None, app: str = "faultline") -> Any:
@@ -68,15 +114,20 @@ def spark_session(master: str | None = None, app: str = "faultline") -> Any:
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-               .config("spark.driver.extraJavaOptions",
-                       f"-Dlog4j2.configurationFile=file:{log_conf}")
                .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"]))
+    settings = job_settings()
+    java_opts = f"-Dlog4j2.configurationFile=file:{log_conf}"
     if master is None or master.startswith("local"):
-        for k, v in local_settings().items():
-            builder = builder.config(k, v)
+        settings |= local_settings()
+        java_opts += " " + settings.pop("spark.driver.extraJavaOptions")
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    builder = builder.config("spark.driver.extraJavaOptions", java_opts)
     try:
-        session = builder.getOrCreate()
+        with _stderr_to(JVM_LOG):
+            session = builder.getOrCreate()
     except Exception as e:  # py4j surfaces JVM start failures as bare exceptions
-        raise SparkUnavailable(f"Spark did not start ({type(e).__name__}: {e}).") from None
+        raise SparkUnavailable(f"Spark did not start ({type(e).__name__}: {e}); "
+                               f"its log is {JVM_LOG}.") from None
     session.sparkContext.setLogLevel("ERROR")
     return session
