@@ -2,21 +2,19 @@
 
 Not used by the harness (which runs members in namespaces through
 nodes.etcd.db); the command lines come from that adapter, so tests exercise
-it. Every member runs in its own session so a kill takes its whole group, and
-`close()` reaps everything even when a test fails halfway.
+it. Process lifecycle in nodes.local_processes.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import socket
-import subprocess
 import time
 from pathlib import Path
 
 from nodes.db import NodeSpec
 from nodes.etcd.db import EtcdDB
+from nodes.local_processes import LocalProcesses
 
 
 def free_port_pair(host: str = "127.0.0.1") -> int:
@@ -34,9 +32,10 @@ def free_port_pair(host: str = "127.0.0.1") -> int:
     raise OSError("no two adjacent free ports")
 
 
-class LocalEtcdCluster:
+class LocalEtcdCluster(LocalProcesses):
     def __init__(self, root: Path, size: int = 3, host: str = "127.0.0.1",
                  options: dict | None = None) -> None:
+        super().__init__()
         self.root = Path(root)
         self.host = host
         self.options = {"cluster_token": f"test-{os.getpid()}", **(options or {})}
@@ -44,7 +43,6 @@ class LocalEtcdCluster:
         self.db = EtcdDB()
         self.specs = [NodeSpec(name, host, free_port_pair(host), self.root / name / "data",
                                self.root / name, dict(self.options)) for name in self.names]
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self._started: set[str] = set()
 
     def spec(self, name: str) -> NodeSpec:
@@ -59,34 +57,11 @@ class LocalEtcdCluster:
         self.db.setup(node, self.specs)
         fresh = name not in self._started
         self._started.add(name)
-        with open(node.log_dir / "stdout.log", "ab") as out, \
-                open(node.log_dir / "stderr.log", "ab") as err:
-            self.procs[name] = subprocess.Popen(
-                self.db.argv(node, self.specs, fresh), stdout=out, stderr=err,
-                start_new_session=True)
+        self.spawn(name, self.db.argv(node, self.specs, fresh), node.log_dir)
 
     def start_all(self) -> None:
         for name in self.names:
             self.start(name)
-
-    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
-        proc = self.procs.pop(name, None)
-        if proc is None:
-            return
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                pass
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-    def close(self) -> None:
-        for name in list(self.procs):
-            self.kill(name)
 
     def wait_ready(self, names: list[str] | None = None, timeout: float = 30.0) -> None:
         names = names or list(self.procs)
@@ -109,6 +84,3 @@ class LocalEtcdCluster:
 
     def __enter__(self) -> LocalEtcdCluster:
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

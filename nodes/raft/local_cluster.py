@@ -1,21 +1,15 @@
-"""A raft cluster of real node processes on one address, for tests and benchmarks.
-
-Not used by the harness (which runs nodes in namespaces through nodes.raft.db);
-this is the smallest thing that starts, kills and restarts real processes.
-Every process runs in its own session so a kill takes its whole group, and
-`close()` reaps everything even when a test fails halfway.
-"""
+"""A raft cluster of real node processes on one address, for tests and benchmarks
+(process lifecycle in nodes.local_processes)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
-import subprocess
 import time
 from pathlib import Path
 
 from nodes.db import NodeSpec
+from nodes.local_processes import LocalProcesses
 from nodes.raft.client import ClusterClient, NodeClient
 from nodes.raft.db import RaftDB
 
@@ -26,16 +20,16 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-class LocalCluster:
+class LocalCluster(LocalProcesses):
     def __init__(self, root: Path, size: int = 3, host: str = "127.0.0.1",
                  tick_ms: int = 50, extra_args: list[str] | None = None) -> None:
+        super().__init__()
         self.root = Path(root)
         self.host = host
         self.tick_ms = tick_ms
         self.extra_args = extra_args or []
         self.names = [f"n{i}" for i in range(1, size + 1)]
         self.ports = {name: free_port(host) for name in self.names}
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def address(self, name: str) -> str:
         return f"{self.host}:{self.ports[name]}"
@@ -61,39 +55,15 @@ class LocalCluster:
         return RaftDB().argv(self.spec(name), self.specs(), fresh=False) + self.extra_args
 
     def start(self, name: str) -> None:
-        (self.root / name).mkdir(parents=True, exist_ok=True)
-        with open(self.root / name / "stdout.log", "ab") as out, \
-                open(self.root / name / "stderr.log", "ab") as err:
-            self.procs[name] = subprocess.Popen(
-                self.argv(name), stdout=out, stderr=err, start_new_session=True
-            )
+        self.spawn(name, self.argv(name), self.root / name)
 
     def start_all(self) -> None:
         for name in self.names:
             self.start(name)
 
-    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
-        proc = self.procs.pop(name, None)
-        if proc is None:
-            return
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                pass
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
     def stop(self, name: str) -> None:
         """Graceful stop (SIGTERM): the node syncs its log and HW checkpoint."""
         self.kill(name, signal.SIGTERM)
-
-    def close(self) -> None:
-        for name in list(self.procs):
-            self.kill(name)
 
     def status(self, name: str) -> dict | None:
         try:
@@ -126,6 +96,3 @@ class LocalCluster:
 
     def __enter__(self) -> LocalCluster:
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
