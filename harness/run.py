@@ -151,7 +151,10 @@ class Run:
         return opts
 
     def client_options(self) -> dict[str, Any]:
-        return {"op_timeout": self.config.op_timeout, **self.config.workload_options}
+        # Sticky clients stay on their node; others follow leader hints.
+        return {"op_timeout": self.config.op_timeout,
+                "follow_leader": self.config.node_choice != "sticky",
+                **self.config.workload_options}
 
     # --- the lifecycle -------------------------------------------------------------
 

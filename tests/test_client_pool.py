@@ -122,12 +122,15 @@ def test_refused_connection_is_fail(tmp_path):
 
 
 def test_rate_limits_dispatch(tmp_path):
+    # Unlimited, this server takes thousands of ops a second; at 100/s the
+    # dispatcher must hold back (worker start-up eats part of the window, so
+    # the lower bound is loose).
     started = time.monotonic()
-    history = run_pool(tmp_path, RegisterServer(), ops(10_000), seconds=1.0, rate=100)
+    history = run_pool(tmp_path, RegisterServer(), ops(10_000), seconds=3.0, rate=100)
     elapsed = time.monotonic() - started
     invokes = sum(op.type == "invoke" for op in history)
-    assert elapsed < 5
-    assert 40 <= invokes <= 200
+    assert elapsed < 8
+    assert 30 <= invokes <= 450
 
 
 def test_bad_concurrency_is_refused(tmp_path):

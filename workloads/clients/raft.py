@@ -25,6 +25,10 @@ class RaftClient:
         self.connect_timeout = float(options.get("connect_timeout", 1.0))
         self._conns: dict[str, socket.socket] = {}
         self._next_id = 1
+        # The leader the last not_leader answer named: asked first next time, as
+        # a client library that follows redirects would, unless told to stay put.
+        self.follow_leader = bool(options.get("follow_leader", True))
+        self._leader: str | None = None
 
     # --- requests and completions -------------------------------------------
 
@@ -105,15 +109,20 @@ class RaftClient:
 
     def invoke(self, op: Op) -> Op:
         node = op.node if op.node in self.nodes else next(iter(self.nodes))
+        if self.follow_leader and self._leader is not None:
+            node = self._leader
         req = self.request(op)
         for _ in range(2):
             try:
                 resp = self._call(node, req)
             except _Unsent as e:
+                self._forget_leader(node)
                 return fail(op, f"unsent: {e}", node)
             except TimeoutError:
+                self._forget_leader(node)
                 return info(op, "timeout", node)
             except (OSError, FrameError, BadMessage) as e:
+                self._forget_leader(node)
                 return info(op, f"connection lost: {e}", node)
             if resp.get("ok"):
                 return ok(op, self.ok_value(op, resp), node)
@@ -121,10 +130,18 @@ class RaftClient:
             hint = resp.get("leader")
             # not_leader is definite, so trying the leader it names is safe.
             if error == "not_leader" and hint in self.nodes and hint != node:
-                node = hint
+                node = self._leader = hint
                 continue
+            if error == "not_leader":
+                self._leader = None
             return (fail if resp.get("definite") else info)(op, error, node)
         return fail(op, "not_leader", node)
+
+    def _forget_leader(self, node: str) -> None:
+        """A leader that stops answering may be dead or cut off: go back to the
+        node the harness chose, which will name the new leader."""
+        if self._leader == node:
+            self._leader = None
 
     def close(self) -> None:
         for node in list(self._conns):
