@@ -136,3 +136,45 @@ def test_rate_limits_dispatch(tmp_path):
 def test_bad_concurrency_is_refused(tmp_path):
     with pytest.raises(ValueError):
         ClientPool(0, "raft", "register", {}, {}, tmp_path)
+
+
+class Redirector(RegisterServer):
+    """A follower: answers everything with not_leader, naming n2."""
+
+    def __init__(self):
+        self.seen = 0
+        super().__init__()
+
+    def serve(self, c):
+        try:
+            while True:
+                head = c.recv(4, socket.MSG_WAITALL)
+                if len(head) < 4:
+                    return
+                req = msgpack.unpackb(c.recv(LEN.unpack(head)[0], socket.MSG_WAITALL))
+                self.seen += 1
+                body = msgpack.packb({"id": req["id"], "ok": False, "error": "not_leader",
+                                      "definite": True, "leader": "n2"})
+                c.sendall(LEN.pack(len(body)) + body)
+        except OSError:
+            pass
+
+
+def test_client_follows_the_leader_hint_and_forgets_a_dead_leader():
+    from checkers.history import Op
+    from workloads.clients.raft import RaftClient
+    follower, leader = Redirector(), RegisterServer()
+    nodes = {"n1": ("127.0.0.1", follower.port), "n2": ("127.0.0.1", leader.port)}
+    client = RaftClient("register", nodes, {"op_timeout": 0.5})
+    write = Op(0, 0, 0, "invoke", "write", 1, node="n1")
+    done = client.invoke(write)
+    assert (done.type, done.node) == ("ok", "n2") and follower.seen == 1
+    for _ in range(5):
+        assert client.invoke(write).node == "n2"
+    assert follower.seen == 1                       # straight to the leader now
+    leader.sock.close()
+    client._drop("n2")
+    assert client.invoke(write).type == "fail"      # refused: certainly not applied
+    client.invoke(write)
+    assert follower.seen == 2                       # back to the node it was given
+    client.close()
