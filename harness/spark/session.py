@@ -24,10 +24,6 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = spark: %p %c{1}: %m%n
-# A shell's default level is this logger's, else WARN; at ERROR like the root,
-# Spark does not announce "Setting default log level".
-logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = error
 """
 
 # The JVM's own stderr (its module warnings, anything that bypasses log4j, the
