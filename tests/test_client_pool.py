@@ -172,6 +172,9 @@ def test_client_follows_the_leader_hint_and_forgets_a_dead_leader():
     for _ in range(5):
         assert client.invoke(write).node == "n2"
     assert follower.seen == 1                       # straight to the leader now
+    # shutdown, not just close: close leaves a socket that a thread is blocked
+    # accepting on still listening.
+    leader.sock.shutdown(socket.SHUT_RDWR)
     leader.sock.close()
     client._drop("n2")
     assert client.invoke(write).type == "fail"      # refused: certainly not applied
