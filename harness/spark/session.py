@@ -79,12 +79,12 @@ def job_settings() -> dict[str, str]:
 
 
 @contextmanager
-def _stderr_to(path: Path) -> Iterator[None]:
+def _stderr_to(path: Path, fresh: bool) -> Iterator[None]:
     """Point fd 2 at `path` while the JVM starts, so it and its children inherit it."""
     sys.stderr.flush()
     saved = os.dup(2)
     try:
-        with open(path, "wb") as log:
+        with open(path, "wb" if fresh else "ab") as log:
             os.dup2(log.fileno(), 2)
         yield
     finally:
@@ -100,6 +100,7 @@ def spark_session(master: str | None = None, app: str = "faultline") -> Any:
     # pandas installed, not whatever `python3` is first on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     log_conf = Path(tempfile.gettempdir()) / "faultline-log4j2.properties"
@@ -120,7 +121,8 @@ def spark_session(master: str | None = None, app: str = "faultline") -> Any:
         builder = builder.config(k, v)
     builder = builder.config("spark.driver.extraJavaOptions", java_opts)
     try:
-        with _stderr_to(JVM_LOG):
+        # A JVM left from an earlier session in this process still writes to the log.
+        with _stderr_to(JVM_LOG, fresh=SparkContext._gateway is None):
             session = builder.getOrCreate()
     except Exception as e:  # py4j surfaces JVM start failures as bare exceptions
         raise SparkUnavailable(f"Spark did not start ({type(e).__name__}: {e}); "
