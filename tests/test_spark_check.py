@@ -121,3 +121,29 @@ def test_check_without_java_says_so_in_one_sentence(tmp_path, monkeypatch, capfd
     else:
         assert "JAVA_HOME" in lines[0]
     assert not (run / "verdicts.json").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(java_missing() is not None, reason="Java is not installed")
+def test_spark_skips_what_the_system_cannot_feed_like_in_process(tmp_path):
+    # A run of a system with no log dumps or event lines (as etcd): both paths
+    # must run the same checkers and say which were skipped and why.
+    results = tmp_path / "results"
+    run_dir = create_run_dir(results)
+    with HistoryWriter(run_dir / "history.msgpack") as w:
+        for i in range(20):
+            w.append(Op(0, 4 * i, 0, "invoke", "write", i))
+            w.append(Op(0, 4 * i + 1, 0, "ok", "write", i))
+            w.append(Op(0, 4 * i + 2, 1, "invoke", "read"))
+            w.append(Op(0, 4 * i + 3, 1, "ok", "read", i))
+    (run_dir / "run.json").write_text(json.dumps({
+        "run_id": run_dir.name, "status": "complete", "artifacts": [],
+        "config": {"db": "etcd", "workload": "register"}}))
+    in_process = check_loaded(load_run(run_dir))
+    assert main(["check", str(run_dir)]) == 0
+    spark = json.loads((run_dir / "verdicts.json").read_text())
+    assert set(spark["skipped"]) == {"divergence", "elections", "durability"}
+    assert spark["skipped"] == in_process["skipped"]
+    assert set(spark["checkers"]) == set(in_process["checkers"]) == {
+        "stats", "linearizability", "availability"}
+    assert spark["valid"] is True and in_process["valid"] is True

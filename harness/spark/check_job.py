@@ -29,6 +29,7 @@ from harness.checking import (
     read_run_json,
     run_check,
     run_from_ops,
+    with_skipped,
     write_verdicts,
 )
 from harness.spark.ops_table import (
@@ -135,8 +136,8 @@ def check_runs(spark: Any, run_dirs: list[Path],
     progress(f"checked {len(runs)} run(s) in {time.perf_counter() - started:.1f}s")
     by_run = dict(iter(rows.groupby("run", sort=False)))
     for run_id, d in zip(runs, run_dirs, strict=True):
-        write_verdicts(d, run_document(by_run.get(run_id, rows.iloc[:0]),
-                                       checkers_by_run[run_id]))
+        document = run_document(by_run.get(run_id, rows.iloc[:0]), checkers_by_run[run_id])
+        write_verdicts(d, with_skipped(document, runs[run_id]))
     return rows
 
 
