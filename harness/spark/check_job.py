@@ -92,6 +92,16 @@ def run_check_fn(checkers_by_run: dict[str, list[str]], runs: dict[str, dict[str
     return check_run
 
 
+def size_shuffle(spark: Any, runs: int) -> None:
+    """A few shuffle partitions per run, up to the session's setting: each
+    partition is a task with its own Python round trip, and for one or ten
+    runs most of a fixed 16 would be empty."""
+    # The launch setting, not the session's current one, which an earlier
+    # call in this session may have lowered.
+    limit = int(spark.sparkContext.getConf().get("spark.sql.shuffle.partitions", "200"))
+    spark.conf.set("spark.sql.shuffle.partitions", str(min(limit, max(2, 2 * runs))))
+
+
 def check_runs(spark: Any, run_dirs: list[Path],
                progress: Callable[[str], None] = lambda s: None) -> pd.DataFrame:
     """Check every run through Spark; returns the verdict rows (also written out)."""
@@ -105,6 +115,7 @@ def check_runs(spark: Any, run_dirs: list[Path],
         if i % 10 == 0 or i == len(run_dirs):
             progress(f"history tables ready: {i}/{len(run_dirs)}")
     ops = spark.read.schema(SPARK_DDL).parquet(*paths).select(*CHECK_COLUMNS)
+    size_shuffle(spark, len(runs))
     frames = []
     for name, spec in CHECKS.items():
         if spec.scope != "key":
