@@ -60,7 +60,7 @@ def check_privileges() -> None:
     caps = effective_caps()
     if not (caps >> CAP_NET_ADMIN) & 1 or not (caps >> CAP_SYS_ADMIN) & 1:
         raise NeedsRootError(
-            "faultline needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network "
+            "running a cluster needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network "
             "namespaces, so run it as root (for example with sudo).")
 
 
