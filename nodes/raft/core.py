@@ -496,18 +496,8 @@ class Core:
             consistent = fetch_offset <= len(self._log)
             diverging_epoch, diverging_end = self.last_epoch, len(self._log)
         if not consistent:
-            self._send(
-                m.FETCH_RESPONSE,
-                follower,
-                leader=self.node_id,
-                error=None,
-                fetch_offset=fetch_offset,
-                last_fetched_epoch=last_fetched_epoch,
-                high_watermark=self._hw,
-                entries=[],
-                diverging_epoch=diverging_epoch,
-                diverging_end_offset=diverging_end,
-            )
+            self._send_fetch_response(follower, fetch_offset, last_fetched_epoch, [],
+                                      diverging_epoch, diverging_end)
             return
         if progress is not None:
             progress.match_end = fetch_offset
@@ -528,6 +518,14 @@ class Core:
         progress = self._replicas.get(follower)
         if progress is not None:
             progress.hw_sent = self._hw
+        self._send_fetch_response(follower, fetch_offset, last_fetched_epoch,
+                                  m.entries_to_wire(batch))
+
+    def _send_fetch_response(self, follower: str, fetch_offset: int, last_fetched_epoch: int,
+                             entries: list, diverging_epoch: int | None = None,
+                             diverging_end: int | None = None) -> None:
+        """Entries from fetch_offset, or (entries empty) where the follower's log
+        diverges from ours (KIP-595 DivergingEpoch)."""
         self._send(
             m.FETCH_RESPONSE,
             follower,
@@ -536,9 +534,9 @@ class Core:
             fetch_offset=fetch_offset,
             last_fetched_epoch=last_fetched_epoch,
             high_watermark=self._hw,
-            entries=m.entries_to_wire(batch),
-            diverging_epoch=None,
-            diverging_end_offset=None,
+            entries=entries,
+            diverging_epoch=diverging_epoch,
+            diverging_end_offset=diverging_end,
         )
 
     def _answer_held_fetches(self, expired_only: bool) -> None:
