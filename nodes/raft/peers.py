@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import sys
 from typing import Any
 
@@ -18,6 +19,12 @@ from nodes.raft import codec
 MAX_QUEUED = 10_000
 RECONNECT_DELAY_S = 0.05
 CONNECT_TIMEOUT_S = 1.0
+# A partition drops packets silently: the kernel keeps accepting our frames
+# into the send buffer and retransmits them with exponential back-off, so
+# after the heal the link could stay mute for many seconds and then deliver
+# stale messages. Unacknowledged data for this long kills the connection
+# instead, and the next message reconnects at once.
+UNACKED_TIMEOUT_MS = 1000
 
 
 def fit_to_frame(msg: dict[str, Any], max_bytes: int = codec.MAX_FRAME_BYTES) -> bytes | None:
@@ -70,6 +77,10 @@ class PeerLink:
                 self._drop_queued()
                 await asyncio.sleep(RECONNECT_DELAY_S)
                 continue
+            sock = writer.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, UNACKED_TIMEOUT_MS)
             drain_replies = asyncio.get_running_loop().create_task(self._discard(reader))
             try:
                 await self._pump(first, writer)
