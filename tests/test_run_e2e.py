@@ -108,3 +108,23 @@ def test_truncate_to_hw_bug_is_caught(tmp_path):
     assert divergence["valid"] is False
     assert any(a["type"] == "divergence" and a["why"] == "committed"
                for a in divergence["anomalies"])
+
+
+def test_rejoining_node_does_not_disrupt_the_leader_unless_pre_vote_is_off(tmp_path):
+    """KIP-996 on real processes: with a threshold of no leader change after a
+    heal, the correct build passes and `no-pre-vote` (a node back from a
+    partition bumps the epoch) is flagged by the availability checker. The
+    same run once caught our own peer links staying mute for seconds after a
+    heal (TCP back-off), which cost the quorum on the next partition."""
+    common = ["--workload", "register", "--nemesis", "partition:isolate-one",
+              "--nemesis-interval", "4", "--time-limit", "30", "--seed", "3",
+              "--threshold", "max_leader_changes_per_heal=0"]
+    code, run_dir = run(tmp_path / "correct", *common)
+    availability = json.loads((run_dir / "verdicts.json").read_text())["checkers"]["availability"]
+    assert availability["valid"] is True, availability["anomalies"]
+    assert code == 0
+    code, run_dir = run(tmp_path / "bug", *common, "--bug", "no-pre-vote")
+    availability = json.loads((run_dir / "verdicts.json").read_text())["checkers"]["availability"]
+    assert availability["valid"] is False
+    assert {a["type"] for a in availability["anomalies"]} == {"leader-changes-after-heal"}
+    assert code == 1
