@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import random
 import resource
 import time
@@ -24,7 +25,10 @@ from checkers.formats.porcupine import read_etcd_log, read_kv_log
 from checkers.history import Op
 from checkers.linearizability import check
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "porcupine"
+# The corpus lives in the workspace's shared/ beside the clone; FAULTLINE_CORPUS
+# names it when the clone lives elsewhere.
+CORPUS = Path(os.environ.get("FAULTLINE_CORPUS")
+              or Path(__file__).resolve().parents[2] / "shared" / "corpus") / "porcupine"
 MODEL_OF = {"etcd-cas-register": "cas-register", "kv-append-by-key": "kv"}
 
 
@@ -160,6 +164,8 @@ def main() -> None:
                     help="also rerun the big check under tracemalloc (several times slower)")
     args = ap.parse_args()
     if not args.skip_corpus:
+        if not (CORPUS / "TIMINGS.tsv").exists():
+            raise SystemExit(f"no corpus at {CORPUS}: set FAULTLINE_CORPUS or pass --skip-corpus")
         bench_corpus(args.repeat)
     if not args.skip_big:
         bench_big(args.ops, args.tracemalloc)

@@ -1,7 +1,7 @@
 import json
-from pathlib import Path
 
 import pytest
+from shared_corpus import MISSING_REASON, PORCUPINE
 
 from checkers.formats.jepsen import write_edn_history
 from checkers.history import Op, read_history
@@ -9,7 +9,7 @@ from harness.cli import main
 from harness.history import HistoryWriter
 from harness.store import create_run_dir
 
-CORPUS = Path("/work/shared/corpus/porcupine")
+CORPUS = PORCUPINE
 
 
 def ops():
@@ -48,7 +48,7 @@ def test_show_msgpack(tmp_path, capsys):
 def test_show_porcupine_uses_line_clock(capsys):
     path = CORPUS / "jepsen" / "etcd_000.log"
     if not path.exists():
-        pytest.skip("porcupine corpus not present")
+        pytest.skip(MISSING_REASON)
     assert main(["history", "show", str(path), "--format", "porcupine-etcd"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 170 and "line 1" in out[0]
@@ -100,7 +100,7 @@ def test_convert_independent(tmp_path, capsys):
 def test_convert_porcupine_kv(tmp_path, capsys):
     src = CORPUS / "kv" / "c01-ok.txt"
     if not src.exists():
-        pytest.skip("porcupine corpus not present")
+        pytest.skip(MISSING_REASON)
     out = tmp_path / "kv.msgpack"
     assert main(["history", "convert", str(src), str(out)]) == 0
     converted = read_history(out).ops

@@ -1,13 +1,13 @@
 import csv
-from pathlib import Path
 
 import pytest
+from shared_corpus import MISSING_REASON, PORCUPINE
 
 from checkers.formats import detect_format, read_any
 from checkers.formats.porcupine import read_etcd_log, read_kv_log
 from checkers.history import HistoryError, Op, validate
 
-CORPUS = Path("/work/shared/corpus/porcupine")
+CORPUS = PORCUPINE
 
 
 def manifest():
@@ -22,7 +22,7 @@ ROWS = manifest()
 
 def test_corpus_is_complete():
     if not ROWS:
-        pytest.skip("porcupine corpus not present")
+        pytest.skip(MISSING_REASON)
     assert len(ROWS) == 108
 
 

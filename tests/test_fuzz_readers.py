@@ -7,6 +7,7 @@ import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shared_corpus import PORCUPINE
 
 from checkers.formats import read_any
 from checkers.formats.jepsen import read_edn_history, write_edn_history
@@ -14,7 +15,7 @@ from checkers.formats.porcupine import read_etcd_log, read_kv_log
 from checkers.history import HistoryError, Op, read_history
 from harness.history import HistoryWriter
 
-CORPUS = Path("/work/shared/corpus/porcupine")
+CORPUS = PORCUPINE
 
 
 def read_edn_independent(path):

@@ -2,14 +2,14 @@
 etcd logs with the etcd cas-register model, kv logs with the kv model."""
 
 import csv
-from pathlib import Path
 
 import pytest
+from shared_corpus import MISSING_REASON, PORCUPINE
 
 from checkers.formats.porcupine import read_etcd_log, read_kv_log
 from checkers.linearizability import check
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "porcupine"
+CORPUS = PORCUPINE
 MANIFEST = CORPUS / "MANIFEST.tsv"
 
 
@@ -21,7 +21,7 @@ def rows():
 
 
 ROWS = rows()
-pytestmark = pytest.mark.skipif(not ROWS, reason=f"corpus not found at {CORPUS}")
+pytestmark = pytest.mark.skipif(not ROWS, reason=MISSING_REASON)
 
 
 def load(row):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from shared_corpus import MISSING_REASON, PORCUPINE
 
 from checkers.history import Op
 from checkers.rundir import load_run
@@ -16,9 +17,7 @@ from harness.importing import import_history
 from harness.spark.session import JAVA_INSTALL, java_missing
 from harness.store import create_run_dir
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "porcupine"
-if not CORPUS.exists():
-    CORPUS = Path("/work/shared/corpus/porcupine")
+CORPUS = PORCUPINE
 
 MODELS = {"etcd-cas-register": ("porcupine-etcd", "cas-register"),
           "kv-append-by-key": ("porcupine-kv", "kv")}
@@ -55,7 +54,7 @@ def only_our_lines(err: str) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(java_missing() is not None, reason="Java is not installed")
-@pytest.mark.skipif(not CORPUS.exists(), reason="shared corpus not found")
+@pytest.mark.skipif(not CORPUS.exists(), reason=MISSING_REASON)
 def test_spark_agrees_with_manifest_and_in_process(tmp_path, capfd):
     rows = manifest()
     results = tmp_path / "results"

@@ -1,0 +1,32 @@
+"""Where the externally written histories with known verdicts live.
+
+The corpus sits in the workspace's `shared/` beside the clone, not in the
+repository; `FAULTLINE_CORPUS` points elsewhere when a clone lives apart
+from it. Tests that need it skip naming the places they looked."""
+
+import os
+from pathlib import Path
+
+_REPO = Path(__file__).resolve().parents[1]
+
+
+def _candidates() -> list[Path]:
+    places = [_REPO.parent / "shared" / "corpus", Path("/work/shared/corpus")]
+    if os.environ.get("FAULTLINE_CORPUS"):
+        places.insert(0, Path(os.environ["FAULTLINE_CORPUS"]))
+    return places
+
+
+def find_porcupine_corpus() -> Path:
+    """The first place holding `porcupine/MANIFEST.tsv`, else the first place
+    looked at (so a skip reason can name it)."""
+    for place in _candidates():
+        if (place / "porcupine" / "MANIFEST.tsv").exists():
+            return place / "porcupine"
+    return _candidates()[0] / "porcupine"
+
+
+PORCUPINE = find_porcupine_corpus()
+MISSING_REASON = ("shared corpus not found (looked in "
+                  + ", ".join(str(p) for p in _candidates())
+                  + "; set FAULTLINE_CORPUS)")
