@@ -55,18 +55,22 @@ def resolve_nodes(cluster: Any, rng: random.Random, params: Mapping[str, Any]) -
     return choose_targets(rng, cluster.names, targets)
 
 
-class KillFault:
-    """`kill`: SIGKILL the nodes' process groups; heal (`start`) restarts every
-    node that is down, on its existing data dir."""
-
-    name = "kill"
-    heal_f = "start"
+class _TargetedFault:
+    """A fault on a set of nodes chosen by `plan`; the variant names the set."""
 
     def __init__(self, variant: str | None = None) -> None:
         self.variant = variant
 
     def plan(self, rng: random.Random, nodes: Sequence[str]) -> dict[str, Any]:
         return plan(rng, nodes, self.variant)
+
+
+class KillFault(_TargetedFault):
+    """`kill`: SIGKILL the nodes' process groups; heal (`start`) restarts every
+    node that is down, on its existing data dir."""
+
+    name = "kill"
+    heal_f = "start"
 
     def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
@@ -78,18 +82,12 @@ class KillFault:
         return {"nodes": cluster.start(down, fresh=False)}
 
 
-class PauseFault:
+class PauseFault(_TargetedFault):
     """`pause`: SIGSTOP the nodes' process trees; heal (`resume`) continues
     every paused node."""
 
     name = "pause"
     heal_f = "resume"
-
-    def __init__(self, variant: str | None = None) -> None:
-        self.variant = variant
-
-    def plan(self, rng: random.Random, nodes: Sequence[str]) -> dict[str, Any]:
-        return plan(rng, nodes, self.variant)
 
     def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
