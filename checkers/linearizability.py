@@ -249,7 +249,6 @@ class _Search:
             entry_pos[2 * i] = o.invoke_pos
             entry_pos[2 * i + 1] = o.return_pos
         calls, info_calls = model.canonical([o.call for o in det], [o.call for o in info])
-        bits = [1 << i for i in range(n)]
         # Identical info calls are interchangeable, and a later one is available
         # whenever an earlier one is, so only the earliest unused one is tried.
         prev_same = [-1] * len(info)
@@ -262,12 +261,18 @@ class _Search:
         n_info = len(info)
         dead_end = model.dead_end if type(model).dead_end is not Model.dead_end else None
 
-        # (det set, state) -> info sets seen there, for configs reached by a
+        # The set of linearized det ops is kept as (low, win): ops below `low`
+        # are all in it, op `low` is not, and `win` holds the ops from `low`
+        # on, bit 0 for `low`. The search linearizes roughly in call order, so
+        # `win` stays as narrow as the concurrency while a plain bitset would
+        # grow to the history's length, and every key hashed and kept with it.
+        # (low, win, state) -> info sets seen there, for configs reached by a
         # det op; `chained` the same keyed also by the state before an info op.
-        cache: dict[tuple[int, Hashable], list[int]] = {}
-        chained: dict[tuple[int, Hashable, Hashable], list[int]] = {}
+        cache: dict[tuple[int, int, Hashable], list[int]] = {}
+        chained: dict[tuple[int, int, Hashable, Hashable], list[int]] = {}
         state = model.init()
-        dset = 0
+        low = 0
+        win = 0
         iset = 0
         depth = 0
         top: tuple | None = None      # the frame that reached the current config
@@ -278,14 +283,15 @@ class _Search:
         first_ret = 0.0
         steps = 0
         budget_at = BUDGET_EVERY
-        entry_bytes = ENTRY_OVERHEAD + (n + n_info) // 8
+        info_bytes = n_info // 8
+        memory = 0
 
         while True:
             steps += 1
             if steps >= budget_at:
                 budget_at += BUDGET_EVERY
                 self.steps, self.entries = steps, len(cache) + len(chained)
-                self.memory = self.entries * entry_bytes
+                self.memory = memory
                 yield
             if not in_info:
                 if entry & 1 == 0:
@@ -293,11 +299,17 @@ class _Search:
                     call = calls[i]
                     ok, ns = step(state, call)
                     if ok and (chain_prev is _NONE or step(chain_prev, call) != (ok, ns)):
-                        nd = dset | bits[i]
-                        ck = (nd, ns)
+                        nwin = win | 1 << (i - low)
+                        nlow = low
+                        if nwin & 1:
+                            ones = (~nwin & (nwin + 1)).bit_length() - 1
+                            nwin >>= ones
+                            nlow += ones
+                        ck = (nlow, nwin, ns)
                         seen = cache.get(ck)
                         if seen is None:
                             cache[ck] = [iset]
+                            memory += ENTRY_OVERHEAD + info_bytes + (nwin.bit_length() >> 3)
                             fresh = True
                         else:
                             fresh = True
@@ -307,6 +319,7 @@ class _Search:
                                     break
                             if fresh:
                                 seen.append(iset)
+                                memory += info_bytes + 8
                         if fresh:
                             top = (0, i, state, 0.0, top, chain_prev)
                             # Lift the op out of the list (dancing links).
@@ -316,7 +329,7 @@ class _Search:
                             nxt[prv[r]] = nxt[r]
                             if nxt[r] >= 0:
                                 prv[nxt[r]] = prv[r]
-                            state, dset = ns, nd
+                            state, low, win = ns, nlow, nwin
                             depth += 1
                             chain_prev = _NONE
                             if depth > self.best_depth:
@@ -353,17 +366,18 @@ class _Search:
                         # A config reached by an info op is restricted by the
                         # chain rule, so only an unrestricted config, or one
                         # restricted the same way, can stand in for it.
-                        seen = cache.get((dset, ns))
+                        seen = cache.get((low, win, ns))
                         if seen is not None:
                             for s in seen:
                                 if s & ~ni == 0:
                                     fresh = False
                                     break
                         if fresh:
-                            ck = (dset, ns, state)
+                            ck = (low, win, ns, state)
                             seen = chained.get(ck)
                             if seen is None:
                                 chained[ck] = [ni]
+                                memory += ENTRY_OVERHEAD + info_bytes + (win.bit_length() >> 3)
                             else:
                                 for s in seen:
                                     if s & ~ni == 0:
@@ -371,6 +385,7 @@ class _Search:
                                         break
                                 if fresh:
                                     seen.append(ni)
+                                    memory += info_bytes + 8
                         if fresh:
                             top = (1, ip, state, first_ret, top, chain_prev)
                             chain_prev = state
@@ -396,7 +411,13 @@ class _Search:
                 nxt[prv[r]] = r
                 prv[nxt[c]] = c
                 nxt[prv[c]] = c
-                dset ^= bits[idx]
+                if idx > low:
+                    win ^= 1 << (idx - low)
+                else:
+                    # Ops idx+1 .. low-1 stay linearized; idx no longer is.
+                    gap = low - idx
+                    win = win << gap | ((1 << gap) - 2)
+                    low = idx
                 depth -= 1
                 in_info = False
                 entry = nxt[c]
