@@ -68,8 +68,8 @@ def _key_name(key: Any) -> str:
 def _per_key_table(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return ""
-    cols = ["key", "valid", "ops", "indeterminate", "steps", "configurations",
-            "max_linearized", "seconds"]
+    cols = ["key", "valid", "ops", "indeterminate", "indeterminate_witnessed", "steps",
+            "configurations", "max_linearized", "seconds"]
     head = "".join(f"<th>{c}</th>" for c in cols)
     body = "".join("<tr>" + "".join(f"<td>{_e(r.get(c))}</td>" for c in cols) + "</tr>"
                    for r in rows)

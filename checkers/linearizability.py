@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Hashable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from checkers.history import NEMESIS, Op
@@ -138,6 +138,30 @@ def prepare(history: list[Op], model: Model) -> dict[Hashable, list[LinOp]]:
     return parts
 
 
+def _promote_witnessed(model: Model, det: list[LinOp], info: list[LinOp]
+                       ) -> tuple[list[LinOp], list[LinOp]]:
+    """Info ops the model knows took effect become determinate ops whose
+    return is the first return of an op that saw them. An info op may land
+    anywhere after its invoke, so every one still open multiplies the
+    configurations; one pinned down this way costs what a completed op costs.
+    An op seen before it was even invoked stays info: the search refutes it."""
+    witnessed = model.witnessed([o.call for o in det], [o.call for o in info])
+    promoted, rest = [], []
+    for o, w in zip(info, witnessed, strict=True):
+        if w is None:
+            rest.append(o)
+            continue
+        call, seers = w
+        deadline = min(det[j].return_pos for j in seers)
+        if deadline < o.invoke_pos:
+            rest.append(o)
+        else:
+            promoted.append(replace(o, call=call, return_pos=deadline))
+    if not promoted:
+        return det, info
+    return sorted(det + promoted, key=lambda o: o.invoke_pos), rest
+
+
 class _Job:
     """One partition's search, advanced a slice at a time."""
 
@@ -148,6 +172,8 @@ class _Job:
         self.n_info = sum(1 for o in ops if not o.det)
         info_all = sorted((o for o in ops if not o.det), key=lambda o: o.invoke_pos)
         det_ops = [o for o in ops if o.det]
+        det_ops, info_all = _promote_witnessed(model, det_ops, info_all)
+        self.n_witnessed = self.n_info - len(info_all)
         keep = model.relevant_infos([o.call for o in det_ops], [o.call for o in info_all])
         info_ops = [o for o, k in zip(info_all, keep, strict=True) if k]
         self.search = _Search(model, det_ops, info_ops, budget)
@@ -181,7 +207,8 @@ class _Job:
         search = self.search
         valid = search.valid
         stats = {"ops": len(self.ops), "determinate": len(search.det),
-                 "indeterminate": self.n_info, "indeterminate_searched": len(search.info),
+                 "indeterminate": self.n_info, "indeterminate_witnessed": self.n_witnessed,
+                 "indeterminate_searched": len(search.info),
                  "steps": search.steps, "configurations": search.entries,
                  "max_linearized": search.best_depth, "seconds": round(self.seconds, 6)}
         r = KeyResult(self.key, valid, self.ops, self.reason, stats=stats)

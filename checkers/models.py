@@ -12,6 +12,7 @@ Calls are tuples whose first element is an opcode; `step` returns
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -80,6 +81,16 @@ class Model:
         """Which info calls could ever matter; the rest are dropped before the search.
         The default keeps all of them."""
         return [True] * len(info)
+
+    def witnessed(self, det: list[Call], info: list[Call]
+                  ) -> list[tuple[Call, list[int]] | None]:
+        """For each info call that certainly took effect, the determinate call
+        it amounts to and the det calls that saw its effect (so it took effect
+        before each of them returned); None where that is not known. The
+        search then treats it as determinate with that deadline, instead of
+        an op that may land anywhere in the rest of the history. Default:
+        nothing is known."""
+        return [None] * len(info)
 
     def canonical(self, det: list[Call], info: list[Call]) -> tuple[list[Call], list[Call]]:
         """The calls with states that no op can tell apart merged into one, so the
@@ -160,6 +171,32 @@ class RegisterModel(Model):
             return [True] * len(info)
         observed = _observed(det + info)
         return [(c[1] if c[0] == WRITE else c[2]) in observed for c in info]
+
+    def witnessed(self, det: list[Call], info: list[Call]
+                  ) -> list[tuple[Call, list[int]] | None]:
+        # A value only one op ever produces, seen by a completed read or cas:
+        # that op took effect, before the reader's linearization point. (With
+        # two producers of a value, or the initial value, nobody can say which.)
+        producers: Counter = Counter()
+        for c in (*det, *info):
+            if c[0] == WRITE:
+                producers[c[1]] += 1
+            elif c[0] in (CAS, CAS_MAYBE):
+                producers[c[2]] += 1
+        seen_by: dict[Hashable, list[int]] = {}
+        for j, c in enumerate(det):
+            if c[0] in (READ, CAS):
+                seen_by.setdefault(c[1], []).append(j)
+        out: list[tuple[Call, list[int]] | None] = []
+        for c in info:
+            value = c[1] if c[0] == WRITE else c[2]
+            seers = seen_by.get(value)
+            if (value is None or value == self.init() or producers[value] != 1
+                    or not seers or (c[0] == CAS_MAYBE and c[1] == c[2])):
+                out.append(None)
+            else:
+                out.append(((WRITE, value) if c[0] == WRITE else (CAS, c[1], c[2]), seers))
+        return out
 
     def canonical(self, det: list[Call], info: list[Call]) -> tuple[list[Call], list[Call]]:
         # A value nobody reads or compares against behaves like any other such

@@ -24,18 +24,28 @@ class Call:
     ret: float            # INF for info: it may take effect any time later
 
 
-def random_calls(rng: random.Random) -> list[Call]:
-    calls = []
+def random_calls(rng: random.Random, unique: bool) -> list[Call]:
+    """With `unique`, every write and cas writes a value of its own (as the
+    register workload does), so reads pin down which info ops took effect."""
+    calls: list[Call] = []
+    fresh = iter(range(1, 100))
+
+    def new_value() -> int:
+        return next(fresh) if unique else rng.randint(1, 3)
+
+    def seen_value() -> int:
+        return rng.randint(1, 4) if unique else rng.randint(1, 3)
+
     for _ in range(rng.randint(2, 7)):
         f = rng.choice(("read", "write", "cas"))
         status = rng.choices(("ok", "info", "fail"), (6, 2, 1 if f == "cas" else 0))[0]
         if f == "read":
-            value = rng.choice((None, 1, 2, 3))
+            value = rng.choice((None, seen_value()))
             status = "ok"
         elif f == "write":
-            value = rng.randint(1, 3)
+            value = new_value()
         else:
-            value = (rng.randint(1, 3), rng.randint(1, 3))
+            value = (seen_value(), new_value())
         start = rng.randint(0, 12)
         calls.append(Call(f, value, status, start, INF if status == "info"
                           else start + rng.randint(1, 6)))
@@ -90,12 +100,13 @@ def oracle(calls: list[Call], knossos: bool) -> bool:
                for k in range(len(maybe) + 1) for extra in combinations(maybe, k))
 
 
+@pytest.mark.parametrize("unique", [False, True], ids=["shared-values", "unique-values"])
 @pytest.mark.parametrize("model", ["cas-register", "cas-register-knossos"])
-def test_search_agrees_with_brute_force(model):
+def test_search_agrees_with_brute_force(model, unique):
     rng = random.Random(20261121)
     verdicts = {True: 0, False: 0}
     for _ in range(1500):
-        calls = random_calls(rng)
+        calls = random_calls(rng, unique)
         expected = oracle(calls, knossos=model.endswith("knossos"))
         got = check(to_history(calls, rng), model=model)["valid"]
         assert got is expected, calls
