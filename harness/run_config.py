@@ -40,6 +40,10 @@ class RunConfig:
     thresholds: dict[str, Any] = field(default_factory=dict)
     consistency_model: str = "strict-serializable"
     lin_model: str | None = None
+    # The linearizability search's budget: time_limit (s), memory_limit_mb
+    # (null for none), stop_on_first_failure. A long single-register run
+    # needs more than the default 60 s.
+    lin_options: dict[str, Any] = field(default_factory=dict)
     schedule: list[dict[str, Any]] | None = None   # replay: the events to execute as they were
 
     def to_json(self) -> dict[str, Any]:
@@ -75,6 +79,7 @@ def validate(c: RunConfig) -> RunConfig:
         raise ConfigError(f"--nemesis-interval must be positive, not {c.nemesis_interval}")
     if c.node_choice not in ("random", "sticky"):
         raise ConfigError(f"--node-choice must be random or sticky, not {c.node_choice!r}")
+    _check_lin_options(c.lin_options)
     if c.db != "raft" and c.bugs:
         raise ConfigError("--bug switches exist only for the built-in raft db")
     return c
@@ -97,3 +102,21 @@ def parse_nemesis(text: str) -> list[str]:
     if text in ("", "none"):
         return []
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+LIN_OPTIONS = ("time_limit", "memory_limit_mb", "stop_on_first_failure")
+
+
+def _check_lin_options(options: dict[str, Any]) -> None:
+    for key, value in options.items():
+        if key not in LIN_OPTIONS:
+            raise ConfigError(f"unknown linearizability option {key!r}: choose from "
+                              f"{', '.join(LIN_OPTIONS)}")
+        if key == "stop_on_first_failure":
+            if not isinstance(value, bool):
+                raise ConfigError(f"linearizability option {key} must be true or false, "
+                                  f"not {value!r}")
+        elif value is not None and (isinstance(value, bool)
+                                    or not isinstance(value, (int, float)) or value <= 0):
+            raise ConfigError(f"linearizability option {key} must be a positive number "
+                              f"or null (no limit), not {value!r}")

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from harness.run_config import ConfigError, RunConfig, parse_nemesis, validate
@@ -17,12 +19,44 @@ def test_defaults_are_valid_and_round_trip():
     ({"concurrency": 0}, "--concurrency"),
     ({"time_limit": 0}, "--time-limit"),
     ({"db": "etcd", "bugs": ["x"]}, "--bug switches exist only"),
+    ({"lin_options": {"deadline": 5}}, "unknown linearizability option 'deadline'"),
+    ({"lin_options": {"time_limit": -1}}, "time_limit must be a positive number or null"),
+    ({"lin_options": {"memory_limit_mb": "lots"}}, "memory_limit_mb must be a positive"),
+    ({"lin_options": {"stop_on_first_failure": 1}}, "must be true or false"),
 ])
 def test_bad_arguments_are_one_sentence(change, words):
     with pytest.raises(ConfigError) as e:
         validate(RunConfig(**change))
     assert words in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_lin_options_reach_the_linearizability_checker(tmp_path):
+    from checkers.history import Op
+    from checkers.rundir import load_run
+    from harness.checking import check_loaded
+    from harness.cli import main
+    from harness.history import HistoryWriter
+    from harness.store import create_run_dir
+
+    # 16 overlapping writes then an impossible read: ~16 * 2**16 configurations.
+    run_dir = create_run_dir(tmp_path)
+    with HistoryWriter(run_dir / "history.msgpack") as w:
+        for p in range(16):
+            w.append(Op(0, p, p, "invoke", "write", p))
+        for p in range(16):
+            w.append(Op(0, 16 + p, p, "ok", "write", p))
+        w.append(Op(0, 40, 99, "invoke", "read"))
+        w.append(Op(0, 41, 99, "ok", "read", -1))
+    config = validate(RunConfig(lin_options={"time_limit": 0.01, "memory_limit_mb": None}))
+    (run_dir / "run.json").write_text(json.dumps({
+        "run_id": run_dir.name, "status": "complete", "artifacts": [],
+        "config": config.to_json()}))
+    lin = check_loaded(load_run(run_dir))["checkers"]["linearizability"]
+    assert lin["valid"] == "unknown"
+    assert "time limit" in lin["anomalies"][0]["reason"]
+    # On the command line: K=V pairs, values read as JSON.
+    assert main(["run", "--lin-option", "time_limit=oops", "--results", str(tmp_path)]) == 2
 
 
 def test_parse_nemesis():

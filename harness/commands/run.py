@@ -42,6 +42,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threshold", action="append", default=[], metavar="K=V",
                    help="availability threshold, e.g. max_leader_changes_per_heal=1")
     p.add_argument("--consistency-model", default=d.consistency_model)
+    p.add_argument("--lin-option", action="append", default=[], metavar="K=V",
+                   help="linearizability search budget: time_limit=600, memory_limit_mb=4096 "
+                   "(null: none), stop_on_first_failure=true")
     p.add_argument("--results", type=Path, help="results dir (default $FAULTLINE_RESULTS "
                    "or ./results)")
 
@@ -79,7 +82,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             node_options=parse_options(args.node_option, "--node-option"),
             workload_options=parse_options(args.client_option, "--client-option"),
             thresholds=parse_options(args.threshold, "--threshold"),
-            consistency_model=args.consistency_model))
+            consistency_model=args.consistency_model,
+            lin_options=parse_options(args.lin_option, "--lin-option")))
     except ConfigError as e:
         raise UserError(str(e)) from None
 
