@@ -126,6 +126,7 @@ class Run:
         self.run_dir: Path | None = None
         self.doc: dict[str, Any] = {}
         self.mounts: dict[str, Any] = {}
+        self.mount_processes: dict[str, int] = {}    # node -> journal record of its FUSE process
         self.executed: list[dict[str, Any]] = []
 
     # --- preflight ----------------------------------------------------------------
@@ -181,7 +182,7 @@ class Run:
             raise
         finally:
             progress.close()
-            self._stop_mounts()
+            self._stop_mounts(cluster)
             cluster.teardown()
             self.doc["end_wall"] = datetime.now(UTC).isoformat()
             self.doc["schedule"] = self.executed
@@ -303,17 +304,26 @@ class Run:
     def _mount_lazyfs(self, cluster: Cluster) -> None:
         from nemesis.lazyfs import mount_data_dir
         assert cluster.resources is not None
+        resources = cluster.resources
         for node in cluster.nodes:
-            cluster.resources.add("mount", path=str(node.data_dir))
-            self.mounts[node.name] = mount_data_dir(
-                node.data_dir, on_spawn=lambda pid: cluster.resources.add_process(pid))
+            resources.add("mount", path=str(node.data_dir))
 
-    def _stop_mounts(self) -> None:
-        for fs in self.mounts.values():
+            def journal(pid: int, name: str = node.name) -> None:
+                self.mount_processes[name] = resources.add_process(pid)
+
+            self.mounts[node.name] = mount_data_dir(node.data_dir, on_spawn=journal)
+
+    def _stop_mounts(self, cluster: Cluster) -> None:
+        for name, fs in self.mounts.items():
             try:
                 fs.stop()
             except Exception:
-                pass  # the cluster's teardown unmounts whatever is still journalled
+                continue  # the cluster's teardown sweeps whatever is still journalled
+            # Its FUSE process has exited: the journal must not keep the run
+            # indexed as having something left to sweep.
+            rid = self.mount_processes.pop(name, None)
+            if rid is not None and cluster.resources is not None:
+                cluster.resources.release(rid)
 
     # --- judging -------------------------------------------------------------------
 

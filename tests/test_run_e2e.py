@@ -11,6 +11,7 @@ import pytest
 from checkers.history import read_history, validate
 from checkers.rundir import load_run
 from harness.cli import main
+from harness.resources import read_journal, state_dir
 
 pytestmark = [
     pytest.mark.slow,
@@ -42,6 +43,9 @@ def assert_complete_and_clean(run_dir):
     assert f"fl-{run_dir.name}" not in netns
     for p in psutil.process_iter(["cmdline"]):
         assert not any(run_dir.name in part for part in (p.info["cmdline"] or []))
+    # And its journal agrees: nothing live, so `faultline clean` has nothing to do.
+    assert read_journal(run_dir / "resources.jsonl").live == []
+    assert not (state_dir() / f"{run_dir.name}.jsonl").is_symlink()
     return doc, history.ops, verdicts
 
 
@@ -84,6 +88,17 @@ def test_log_with_truncation(tmp_path):
     assert cuts, "the nemesis truncated nothing"
     assert oks(ops) > 100
     assert verdicts["checkers"]["durability"]["valid"] is True
+    assert verdicts["valid"] is True, verdicts
+    assert code == 0
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/fuse"), reason="needs /dev/fuse for LazyFS")
+def test_kv_losing_unsynced_writes(tmp_path):
+    code, run_dir = run(tmp_path, "--workload", "kv", "--nemesis", "lose-unsynced",
+                        "--time-limit", "20", "--nemesis-interval", "2", "--seed", "11")
+    doc, ops, verdicts = assert_complete_and_clean(run_dir)
+    assert "lose-unsynced" in nemesis_fs(ops)
+    assert oks(ops) > 100
     assert verdicts["valid"] is True, verdicts
     assert code == 0
 
