@@ -111,6 +111,14 @@ def fetch_ok(core: Core, leader: str = "n2", hw: int = 0, rows: list | None = No
     )
 
 
+def diverging(core: Core, fetch_offset: int, last_fetched_epoch: int, epoch: int,
+              end_offset: int, leader: str = "n2") -> dict:
+    """The leader's answer to a fetch whose (offset, epoch) is not in its log."""
+    return msg("fetch_response", leader, core.node_id, core.epoch, leader=leader, error=None,
+               fetch_offset=fetch_offset, last_fetched_epoch=last_fetched_epoch, entries=[],
+               diverging_epoch=epoch, diverging_end_offset=end_offset, high_watermark=0)
+
+
 # ------------------------------------------------------------------ roles
 
 
@@ -315,20 +323,7 @@ def test_leader_answers_unknown_epoch_with_diverging_epoch():
 def test_follower_truncates_and_refetches_then_ignores_stale_response():
     core = follower_of("n2", 3, log=entries(1, 1, 2, 2), state=QuorumState(3, None, None, CID))
     core.ready()
-    stale = msg(
-        "fetch_response",
-        "n2",
-        "n1",
-        3,
-        leader="n2",
-        error=None,
-        fetch_offset=4,
-        last_fetched_epoch=2,
-        entries=[],
-        diverging_epoch=1,
-        diverging_end_offset=3,
-        high_watermark=0,
-    )
+    stale = diverging(core, fetch_offset=4, last_fetched_epoch=2, epoch=1, end_offset=3)
     core.receive(dict(stale))
     ready = core.ready()
     assert ready.truncate_to == 2
@@ -420,22 +415,7 @@ def test_check_quorum_keeps_leader_with_fetching_majority():
 def test_flushed_claim_is_clamped_by_undrained_truncation():
     core = follower_of("n2", 2, log=entries(1, 1, 1, 1), state=QuorumState(2, None, None, CID))
     core.ready()
-    core.receive(
-        msg(
-            "fetch_response",
-            "n2",
-            "n1",
-            2,
-            leader="n2",
-            error=None,
-            fetch_offset=4,
-            last_fetched_epoch=1,
-            entries=[],
-            diverging_epoch=1,
-            diverging_end_offset=2,
-            high_watermark=0,
-        )
-    )
+    core.receive(diverging(core, fetch_offset=4, last_fetched_epoch=1, epoch=1, end_offset=2))
     assert core.log_end == 2 and core.flushed_end == 2
     core.flushed(4)  # an fsync of the old disk log, before the truncation was applied
     assert core.flushed_end == 2
@@ -447,22 +427,7 @@ def test_truncation_drops_undrained_appends():
     core = follower_of("n2", 2, log=entries(1, 1), state=QuorumState(2, None, None, CID))
     core.ready()
     fetch_ok(core, rows=[[2, 1, b"x"], [3, 1, b"y"]])
-    core.receive(
-        msg(
-            "fetch_response",
-            "n2",
-            "n1",
-            2,
-            leader="n2",
-            error=None,
-            fetch_offset=4,
-            last_fetched_epoch=1,
-            entries=[],
-            diverging_epoch=1,
-            diverging_end_offset=3,
-            high_watermark=0,
-        )
-    )
+    core.receive(diverging(core, fetch_offset=4, last_fetched_epoch=1, epoch=1, end_offset=3))
     ready = core.ready()
     assert ready.truncate_to is None  # never reached the disk
     assert [e.offset for e in ready.append] == [2]
