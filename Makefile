@@ -1,4 +1,4 @@
-.PHONY: demo test setup
+.PHONY: demo test setup mutate
 
 setup:
 	bash scripts/setup.sh
@@ -8,3 +8,12 @@ demo: setup
 
 test: setup
 	.venv/bin/python -m pytest -n auto
+
+# Mutation testing of checkers/ and the raft core against the fast tests (not
+# part of CI; part of finishing a change to a checker). Slow: hours on 2 cores.
+# Writes docs/mutation.md (score and surviving mutants).
+mutate: setup
+	.venv/bin/pip install -q --disable-pip-version-check -e '.[test,mutation]'
+	.venv/bin/mutmut run --max-children $${MUTATE_JOBS:-2} || true
+	.venv/bin/python scripts/mutation_report.py > docs/mutation.md
+	@head -n 20 docs/mutation.md

@@ -1,0 +1,17 @@
+"""Per-test time limits (pytest-timeout).
+
+A fast test gets the pyproject default (seconds); an end-to-end test marked
+`slow` starts real processes and may wait out elections and heals, so it gets
+minutes. Either way a hang fails that one test with a stack, instead of
+stalling the whole suite. The `signal` method raises inside the test, so the
+fixtures' teardown still removes the namespaces and processes it made."""
+
+import pytest
+
+SLOW_TEST_TIMEOUT_S = 600
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TEST_TIMEOUT_S))
