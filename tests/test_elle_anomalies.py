@@ -218,3 +218,61 @@ def test_fixed_twin_is_valid(make: Any, anomaly: set[str]) -> None:
     assert v["anomalies"] == []
     assert v["valid"] is True
 
+
+
+# --- realtime order and indeterminate (info) txns -------------------------------
+# An info txn may have taken effect at any time after its invoke, or never: it
+# follows in real time every txn that completed before its invoke, and precedes
+# nothing (it never completed).
+
+
+def _info_appends_x2(h: History, *, invoked_after_read: bool) -> None:
+    if invoked_after_read:
+        h.txn(1, [["r", "x", [2]]])
+        h.invoke(2, [["append", "x", 2]])
+    else:
+        h.invoke(2, [["append", "x", 2]])
+        h.txn(1, [["r", "x", [2]]])
+    h.info(2)
+
+
+def test_read_completed_before_an_info_append_was_invoked_is_g1c_realtime() -> None:
+    h = History()
+    _info_appends_x2(h, invoked_after_read=True)
+    v = elle.check(h.ops)
+    assert v["valid"] is False
+    [a] = v["anomalies"]
+    assert a["type"] == "G1c-realtime"
+    # The cycle names both txns: the read (ops 0-1) and the info append (op 2).
+    assert {(t["invoke"], t["status"]) for t in a["cycle"]} == {(0, "ok"), (2, "info")}
+    assert {s["kind"] for s in a["steps"]} == {"wr", "realtime"}
+
+
+def test_read_overlapping_an_info_append_may_see_it() -> None:
+    h = History()
+    _info_appends_x2(h, invoked_after_read=False)
+    v = elle.check(h.ops)
+    assert v["anomalies"] == [] and v["valid"] is True
+
+
+def test_an_info_txn_precedes_nothing_in_real_time() -> None:
+    # The info append may take effect after T2's read of [], and before T3's.
+    # Were its info completion taken for a commit, T2 would be G-single-realtime.
+    h = History()
+    h.invoke(1, [["append", "x", 1]])
+    h.info(1)
+    h.txn(2, [["r", "x", []]])
+    h.txn(3, [["r", "x", [1]]])
+    v = elle.check(h.ops)
+    assert v["anomalies"] == [] and v["valid"] is True
+
+
+def test_a_read_after_an_acked_append_missing_it_is_g_single_realtime() -> None:
+    # The ok twin of the case above: the same steps with the append acknowledged.
+    h = History()
+    h.txn(1, [["append", "x", 1]])
+    h.txn(2, [["r", "x", []]])
+    h.txn(3, [["r", "x", [1]]])
+    v = elle.check(h.ops)
+    assert [a["type"] for a in v["anomalies"]] == ["G-single-realtime"]
+    assert {t["invoke"] for t in v["anomalies"][0]["cycle"]} == {0, 2}
