@@ -238,3 +238,58 @@ def test_the_same_offsets_committed_on_both_sides_are_divergence():
     assert v["valid"] is False
     (a,) = [a for a in v["anomalies"] if a["type"] == "divergence"]
     assert a["why"] == "committed" and a["offsets"] == [10, 14]
+
+
+# --- the committed-truncation boundary, and which truncation excuses a loss ----
+
+
+def _truncation_after_hw(hw: int, to: int, reason: str = "diverging-epoch") -> dict:
+    return {"n2": [{"t": 5, "node": "n2", "event": "hw", "hw": hw, "epoch": 1},
+                   {"t": 6, "node": "n2", "event": "truncate", "to": to, "from": 9,
+                    "reason": reason}],
+            "n1": [role(1, "n1", "Leader", 1, "n1")]}
+
+
+def test_truncation_to_exactly_hw_keeps_every_committed_offset_and_passes():
+    n1 = dump("n1", [(0, 9, 1)], hw=10, epoch=2)
+    n2 = dump("n2", [(0, 9, 1)], hw=10, epoch=2)
+    v = divergence.check({"n1": n1, "n2": n2}, _truncation_after_hw(hw=8, to=8))
+    assert v["valid"] is True, v["anomalies"]
+
+
+def test_truncation_to_hw_minus_one_cuts_the_last_committed_offset_and_fails():
+    n1 = dump("n1", [(0, 9, 1)], hw=10, epoch=2)
+    n2 = dump("n2", [(0, 9, 1)], hw=10, epoch=2)
+    v = divergence.check({"n1": n1, "n2": n2}, _truncation_after_hw(hw=8, to=7))
+    assert types(v) == ["committed-truncated"]
+    [a] = v["anomalies"]
+    assert a["node"] == "n2" and a["offsets"] == [7, 7]
+
+
+def _lost_after_truncations(reasons: list[str]) -> dict:
+    """n2 reported hw 10, then truncated once per reason (the last one to 6),
+    and ends holding [0, 5]: committed offsets 6..9 are gone from it."""
+    evs: list[dict] = [{"t": 5, "node": "n2", "event": "hw", "hw": 10, "epoch": 1}]
+    for i, reason in enumerate(reasons):
+        evs.append({"t": 6 + i, "node": "n2", "event": "truncate", "to": 6 + len(reasons) - 1 - i,
+                    "from": 10, "reason": reason})
+    return {"n2": evs, "n1": [role(1, "n1", "Leader", 1, "n1")]}
+
+
+def test_an_earlier_recovery_truncation_does_not_excuse_a_later_committed_loss():
+    n1 = dump("n1", [(0, 9, 1)], hw=10, epoch=1)
+    n2 = dump("n2", [(0, 5, 1)], hw=6, epoch=1)
+    v = divergence.check({"n1": n1, "n2": n2},
+                         _lost_after_truncations(["recovery", "diverging-epoch"]))
+    lost = [a for a in v["anomalies"] if a["type"] == "lost-committed"]
+    assert len(lost) == 1 and lost[0]["node"] == "n2" and lost[0]["offsets"] == [[6, 9]]
+    assert "n2" not in v["stats"]["lagging_after_recovery"]
+
+
+def test_a_node_whose_last_truncation_was_recovery_is_lagging_not_lost():
+    n1 = dump("n1", [(0, 9, 1)], hw=10, epoch=1)
+    n2 = dump("n2", [(0, 5, 1)], hw=6, epoch=1)
+    v = divergence.check({"n1": n1, "n2": n2},
+                         _lost_after_truncations(["diverging-epoch", "recovery"]))
+    assert "lost-committed" not in types(v)
+    assert v["stats"]["lagging_after_recovery"] == ["n2"]
