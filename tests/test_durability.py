@@ -154,6 +154,30 @@ def test_list_append_read_invoked_before_the_ack_need_not_show_it():
     assert durability.check(h.ops, None, "list-append")["valid"] is True
 
 
+
+def test_list_append_is_judged_on_a_keys_last_read_not_its_first():
+    # The first read, after the ack, shows 1; the last read no longer does.
+    h = H()
+    h.call(0, "txn", [["append", "x", 1]])
+    h.call(1, "txn", [["r", "x", None]], result=[["r", "x", [1]]])
+    h.call(1, "txn", [["r", "x", None]], result=[["r", "x", []]])
+    v = durability.check(h.ops, None, "list-append")
+    assert types(v) == ["lost-write"]
+    [lost] = v["anomalies"]
+    assert lost["value"] == 1 and lost["key"] == "x"
+    assert lost["final_read"]["index"] == 5  # the second read's completion
+
+
+def test_list_append_last_read_showing_the_append_passes_after_an_early_read():
+    # The first read, invoked before the ack, need not show 1; the last one does.
+    h = H()
+    h.add(0, "invoke", "txn", [["append", "x", 1]])
+    h.call(1, "txn", [["r", "x", None]], result=[["r", "x", []]])
+    h.add(0, "ok", "txn", [["append", "x", 1]])
+    h.call(1, "txn", [["r", "x", None]], result=[["r", "x", [1]]])
+    v = durability.check(h.ops, None, "list-append")
+    assert v["valid"] is True, v["anomalies"]
+
 def test_list_append_duplicate_in_a_read_fails():
     h = H()
     h.call(0, "txn", [["append", "x", 1]])

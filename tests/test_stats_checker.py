@@ -21,7 +21,35 @@ def test_a_kind_that_never_succeeded_is_unknown():
     assert v["anomalies"][0]["f"] == "txn"
 
 
-def test_empty_history_is_unknown_and_nemesis_ops_do_not_count():
-    assert check([])["valid"] == "unknown"
-    nemesis = [Op(0, 0, "nemesis", "invoke", "kill"), Op(1, 1, "nemesis", "info", "kill")]
-    assert check(nemesis)["valid"] == "unknown"
+def test_empty_history_is_unknown():
+    v = check([])
+    assert v["valid"] == "unknown" and v["stats"]["reason"] == "the history has no client ops"
+
+
+def nemesis_ops(start: int) -> list[Op]:
+    # A kill whose outcome the nemesis could not confirm (info), and a heal
+    # that failed: as client ops these would be two kinds that never succeeded.
+    return [Op(start, start, "nemesis", "invoke", "kill"),
+            Op(start + 1, start + 1, "nemesis", "info", "kill"),
+            Op(start + 2, start + 2, "nemesis", "invoke", "heal"),
+            Op(start + 3, start + 3, "nemesis", "fail", "heal")]
+
+
+def test_nemesis_ops_are_not_counted_as_client_ops():
+    history = ops(("read", "ok"), ("write", "ok"))
+    v = check(history + nemesis_ops(len(history)))
+    assert v["valid"] is True, v["anomalies"]
+    assert set(v["stats"]["by_f"]) == {"read", "write"}
+
+
+def test_only_nemesis_ops_is_a_history_with_no_client_ops():
+    v = check(nemesis_ops(0))
+    assert v["valid"] == "unknown" and v["anomalies"] == []
+    assert v["stats"]["by_f"] == {}
+
+
+def test_a_client_kind_that_never_succeeded_is_named_among_nemesis_ops():
+    history = ops(("read", "ok"), ("write", "info"))
+    v = check(history + nemesis_ops(len(history)))
+    assert v["valid"] == "unknown"
+    assert [a["f"] for a in v["anomalies"]] == ["write"]
