@@ -182,3 +182,34 @@ def test_kill_of_one_node_stays_in_force_until_that_node_starts():
     assert [(f["value"]["nodes"], f["end"]) for f in faults] == [
         (["n1"], int(3.1 * S)), (["n2"], 4 * S)]
     assert len(heals) == 1
+
+
+def failing_reads(h: H, from_s: float, to_s: float, every_s: float = 0.5) -> None:
+    t = from_s
+    while t <= to_s:
+        h.add(t, 0, "invoke", "read")
+        h.add(t + 0.01, 0, "fail", "read")
+        t += every_s
+
+
+def test_an_outage_lasting_until_the_end_of_the_history_is_a_gap():
+    h = H()
+    h.reads(0.5, 5)
+    h.nemesis(5.2, "kill", {"nodes": ["n1", "n2"]})
+    failing_reads(h, 5.5, 14)  # never healed: nothing succeeds again
+    v = availability.check(h.ops, None, run(), {"max_unavailable_s": 5})
+    assert v["valid"] is False
+    [a] = v["anomalies"]
+    assert a["type"] == "unavailable"
+    assert (a["start_s"], a["end_s"]) == (5.01, 14.01)
+    assert a["explained"] is True and a["faults"][0]["f"] == "kill"
+
+
+def test_a_short_outage_at_the_end_of_the_history_passes_its_limit():
+    h = H()
+    h.reads(0.5, 11)
+    failing_reads(h, 11.5, 14)
+    v = availability.check(h.ops, None, run(), {"max_unavailable_s": 5})
+    assert v["valid"] is True, v["anomalies"]
+    [gap] = v["stats"]["gaps"]
+    assert (gap["start_s"], gap["end_s"]) == (11.01, 14.01)
