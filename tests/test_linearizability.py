@@ -22,6 +22,16 @@ def valid(history, **kw):
     return check(history, **kw)["valid"]
 
 
+def failing_op(history, **kw):
+    """(index, description) of the op the search could not linearize; asserts
+    the history was judged not linearizable."""
+    v = check(history, **kw)
+    assert v["valid"] is False, v
+    a = v["anomalies"][0]
+    assert a["type"] == "nonlinearizable"
+    return a["op"]["index"], a["op"]["what"]
+
+
 def seq(p, f, v, result=None, typ="ok", key=None):
     """An op that runs alone: its invoke and completion back to back."""
     done = v if result is None else result
@@ -31,7 +41,8 @@ def seq(p, f, v, result=None, typ="ok", key=None):
 
 def test_register_sequential():
     assert valid(H(*seq(0, "write", 1), *seq(1, "read", None, 1)), model="register")
-    assert valid(H(*seq(0, "write", 1), *seq(1, "read", None, 2)), model="register") is False
+    assert failing_op(H(*seq(0, "write", 1), *seq(1, "read", None, 2)),
+                      model="register") == (2, "read -> 2")
 
 
 def test_concurrent_write_and_read_may_see_either():
@@ -41,7 +52,7 @@ def test_concurrent_write_and_read_may_see_either():
         assert valid(h) is True
     stale = H(*seq(0, "write", 1), (0, "invoke", "write", 2), (1, "invoke", "read", None),
               (1, "ok", "read", None), (0, "ok", "write", 2))
-    assert valid(stale) is False
+    assert failing_op(stale) == (3, "read -> None")
 
 
 def test_info_write_that_happens_later():
@@ -51,7 +62,7 @@ def test_info_write_that_happens_later():
     # Once seen, it cannot un-happen.
     h = H((0, "invoke", "write", 1), (0, "info", "write", None),
           *seq(1, "read", None, 1), *seq(2, "read", None, None))
-    assert valid(h) is False
+    assert failing_op(h) == (4, "read -> None")
 
 
 def test_info_write_that_never_happens():
@@ -60,13 +71,32 @@ def test_info_write_that_never_happens():
     assert valid(h) is True
     # An ok write cannot be skipped the same way.
     h = H(*seq(0, "write", 1), *seq(1, "write", 2), *seq(2, "read", None, 1))
-    assert valid(h) is False
+    assert failing_op(h) == (4, "read -> 1")
+
+
+def test_failed_write_did_not_happen():
+    # A write that failed definitively is not indeterminate: nothing may read it.
+    h = H((0, "invoke", "write", 1), (0, "fail", "write", 1), *seq(1, "read", None, 1))
+    assert failing_op(h) == (2, "read -> 1")
+    assert failing_op(h, model="cas-register-knossos") == (2, "read -> 1")
+    maybe = H((0, "invoke", "write", 1), (0, "info", "write", None), *seq(1, "read", None, 1))
+    assert valid(maybe) is True
+
+
+def test_failed_kv_put_and_append_did_not_happen():
+    for f in ("put", "append"):
+        h = H((0, "invoke", f, "x", "k"), (0, "fail", f, "x", "k"),
+              *seq(1, "get", None, "x", key="k"))
+        assert failing_op(h, model="kv") == (2, "get -> 'x'")
+        maybe = H((0, "invoke", f, "x", "k"), (0, "info", f, None, "k"),
+                  *seq(1, "get", None, "x", key="k"))
+        assert valid(maybe, model="kv") is True
 
 
 def test_open_invoke_is_indeterminate():
     h = H((0, "invoke", "write", 1), *seq(1, "read", None, 1))
     assert valid(h) is True
-    assert valid(H((0, "invoke", "write", 1), *seq(1, "read", None, 2))) is False
+    assert failing_op(H((0, "invoke", "write", 1), *seq(1, "read", None, 2))) == (1, "read -> 2")
 
 
 def test_info_cas_chain():
@@ -76,14 +106,15 @@ def test_info_cas_chain():
     assert valid(h) is True
     h = H(*seq(0, "write", 1), (1, "invoke", "cas", [2, 3]), (1, "info", "cas", None),
           (2, "invoke", "cas", [5, 2]), (2, "info", "cas", None), *seq(3, "read", None, 3))
-    assert valid(h) is False
+    # The read of 3 says cas 2->3 happened before it, which no order allows.
+    assert failing_op(h) == (2, "cas 2->3 (maybe)")
 
 
 def test_concurrent_cas():
     both_from_0 = H(*seq(0, "write", 0), (1, "invoke", "cas", [0, 1]),
                     (2, "invoke", "cas", [0, 2]), (1, "ok", "cas", [0, 1]),
                     (2, "ok", "cas", [0, 2]))
-    assert valid(both_from_0) is False
+    assert failing_op(both_from_0) == (3, "cas 0->2")
     chained = H(*seq(0, "write", 0), (2, "invoke", "cas", [1, 2]),
                 (1, "invoke", "cas", [0, 1]), (2, "ok", "cas", [1, 2]),
                 (1, "ok", "cas", [0, 1]), *seq(3, "read", None, 2))
@@ -92,7 +123,7 @@ def test_concurrent_cas():
 
 def test_failed_cas_is_evidence_in_etcd_flavour_only():
     h = H(*seq(0, "write", 1), *seq(1, "cas", [1, 2], typ="fail"))
-    assert valid(h, model="cas-register") is False
+    assert failing_op(h, model="cas-register") == (2, "cas 1->2 (failed)")
     assert valid(h, model="cas-register-knossos") is True
     concurrent_write = H(*seq(0, "write", 1), (2, "invoke", "write", 3),
                          (1, "invoke", "cas", [1, 2]), (1, "fail", "cas", [1, 2]),
@@ -102,10 +133,10 @@ def test_failed_cas_is_evidence_in_etcd_flavour_only():
 
 def test_nil_read_flavours():
     h = H(*seq(0, "write", 1), *seq(1, "read", None, None))
-    assert valid(h, model="cas-register") is False
+    assert failing_op(h, model="cas-register") == (2, "read -> None")
     assert valid(h, model="cas-register-knossos") is True
-    assert valid(H(*seq(0, "write", 1), *seq(1, "read", None, 2)),
-                 model="cas-register-knossos") is False
+    assert failing_op(H(*seq(0, "write", 1), *seq(1, "read", None, 2)),
+                      model="cas-register-knossos") == (2, "read -> 2")
 
 
 def test_read_of_never_written_key():
@@ -126,14 +157,14 @@ def test_kv_model():
     assert valid(ok, model="kv") is True
     bad = H(*seq(0, "append", "x ", key="k"), *seq(1, "append", "y ", key="k"),
             *seq(2, "get", None, "y x ", key="k"))
-    assert valid(bad, model="kv") is False
+    assert failing_op(bad, model="kv") == (4, "get -> 'y x '")
 
 
 def test_mutex():
     ok = H(*seq(0, "acquire", None), *seq(0, "release", None), *seq(1, "acquire", None))
     assert valid(ok, model="mutex") is True
     bad = H(*seq(0, "acquire", None), *seq(1, "acquire", None))
-    assert valid(bad, model="mutex") is False
+    assert failing_op(bad, model="mutex") == (2, "acquire by 1")
     overlapping = H((0, "invoke", "acquire", None), (1, "invoke", "acquire", None),
                     (0, "ok", "acquire", None), (1, "fail", "acquire", None))
     assert valid(overlapping, model="mutex") is True
@@ -178,7 +209,7 @@ def test_budget_memory_gives_unknown():
 
 
 def test_small_exhaustive_search_fails_within_budget():
-    assert valid(many_concurrent_writes(8)) is False
+    assert failing_op(many_concurrent_writes(8)) == (16, "read -> -1")
 
 
 def test_stop_on_first_failure():
