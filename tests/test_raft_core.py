@@ -258,6 +258,24 @@ def test_pre_vote_granted_when_log_at_least_as_up_to_date(candidate_last, expect
     assert core.epoch == 2 and core.voted_for is None  # pre-votes bind nothing
 
 
+
+@pytest.mark.parametrize(
+    "candidate_last, expect",
+    [((2, 3), True), ((2, 5), True), ((3, 0), True), ((2, 2), False), ((1, 9), False)],
+)
+def test_standard_vote_granted_only_when_log_at_least_as_up_to_date(candidate_last, expect):
+    # Raft's election restriction on the real vote (not the pre-vote): a
+    # candidate missing a committed entry must not win this voter.
+    core = make(state=QuorumState(2, None, None, CID), log=entries(1, 2, 2))
+    core.ready()
+    last_epoch, log_end = candidate_last
+    response = vote_request(core, "n2", 3, False, last_epoch, log_end)
+    assert response["granted"] is expect and response["pre_vote"] is False
+    assert core.epoch == 3
+    assert core.voted_for == ("n2" if expect else None)
+    # A stale candidate's request leaves the vote free for an up-to-date one.
+    assert vote_request(core, "n3", 3, False, 2, 3)["granted"] is (not expect)
+
 def test_leader_rejects_pre_vote():
     core = make()
     elect(core)
@@ -336,6 +354,39 @@ def test_follower_truncates_and_refetches_then_ignores_stale_response():
     core.receive(stale)
     assert core.log_end == 2 and core.ready().truncate_to is None
 
+
+
+def _response_in_epoch(core: Core, epoch: int, **fields) -> dict:
+    base = dict(leader="n2", error=None, fetch_offset=core.log_end,
+                last_fetched_epoch=core.last_epoch, entries=[], diverging_epoch=None,
+                diverging_end_offset=None, high_watermark=0)
+    return msg("fetch_response", "n2", core.node_id, epoch, **dict(base, **fields))
+
+
+@pytest.mark.parametrize("answer_epoch, applied", [(3, True), (2, False)])
+def test_follower_applies_a_fetch_response_only_from_its_current_epoch(answer_epoch, applied):
+    # n2 led epoch 2 and leads epoch 3: an answer it sent in epoch 2, arriving
+    # late, describes a leader's log from before this epoch's election.
+    core = follower_of("n2", 3, log=entries(1, 1, 2), state=QuorumState(3, None, None, CID))
+    core.ready()
+    core.receive(_response_in_epoch(core, answer_epoch, entries=[[3, 2, b"x"]],
+                                    high_watermark=4))
+    ready = core.ready()
+    assert core.log_end == (4 if applied else 3)
+    assert core.high_watermark == (4 if applied else 0)
+    assert [e.offset for e in ready.append] == ([3] if applied else [])
+
+
+@pytest.mark.parametrize("answer_epoch, truncated", [(3, True), (2, False)])
+def test_follower_truncates_only_on_a_diverging_answer_from_its_current_epoch(
+        answer_epoch, truncated):
+    core = follower_of("n2", 3, log=entries(1, 1, 2, 2), state=QuorumState(3, None, None, CID))
+    core.ready()
+    core.receive(_response_in_epoch(core, answer_epoch, diverging_epoch=1,
+                                    diverging_end_offset=2))
+    ready = core.ready()
+    assert ready.truncate_to == (2 if truncated else None)
+    assert core.log_end == (2 if truncated else 4)
 
 def test_follower_hw_is_min_of_leader_hw_and_own_end_and_never_goes_back():
     core = follower_of("n2", 1)
