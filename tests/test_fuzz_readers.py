@@ -44,24 +44,32 @@ def sample_ops():
     ]
 
 
-def seeds(tmp_path):
-    """Valid files of every format, to mutate."""
-    out = []
+def seeds(tmp_path) -> list[tuple[bytes, dict[str, int]]]:
+    """Files to mutate, each with the readers that must accept it unmutated and
+    how many ops they must read from it (so a reader rejecting everything
+    cannot pass). Corpus excerpts, cut at an arbitrary byte, promise nothing."""
+    out: list[tuple[bytes, dict[str, int]]] = []
+    n = len(sample_ops())
     msgpack_path = tmp_path / "seed.msgpack"
     with HistoryWriter(msgpack_path) as w:
         for op in sample_ops():
             w.append(op)
-    out.append(msgpack_path.read_bytes())
+    out.append((msgpack_path.read_bytes(), {"msgpack": n, "any": n}))
     edn_path = tmp_path / "seed.edn"
     write_edn_history(sample_ops(), edn_path)
-    out.append(edn_path.read_bytes())
-    out.append(b"[" + edn_path.read_bytes() + b"]")
-    out.append(b'{:type :invoke, :f :write, :value [7 3], :process 0}\n'
-               b'{:type :ok, :f :write, :value [7 3], :process 0, :error #{:a "b"}}\n')
+    out.append((edn_path.read_bytes(), {"edn": n, "any": n}))
+    out.append((b"[" + edn_path.read_bytes() + b"]", {"edn": n, "any": n}))
+    out.append((b'{:type :invoke, :f :write, :value [7 3], :process 0}\n'
+                b'{:type :ok, :f :write, :value [7 3], :process 0, :error #{:a "b"}}\n',
+                {"edn": 2, "edn-independent": 2, "any": 2}))
     for name in ("jepsen/etcd_000.log", "jepsen/etcd_050.log", "kv/c01-ok.txt"):
         if (CORPUS / name).exists():
-            out.append((CORPUS / name).read_bytes()[:3000])
+            out.append(((CORPUS / name).read_bytes()[:3000], {}))
     return out
+
+
+def op_count(history) -> int:
+    return len(history.ops) if hasattr(history, "ops") else len(history)
 
 
 def check_all_readers(path: Path, data: bytes) -> None:
@@ -101,8 +109,10 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
 def test_seeded_mutations_of_real_files(tmp_path):
     rng = random.Random(20240611)
     path = tmp_path / "fuzz"
-    for seed in seeds(tmp_path):
+    for seed, accepted_by in seeds(tmp_path):
         check_all_readers(path, seed)  # the unmutated file too
+        for name, count in accepted_by.items():
+            assert op_count(READERS[name](path)) == count, (name, seed[:60])
         for _ in range(150):
             check_all_readers(path, mutate(rng, seed))
 
@@ -153,9 +163,8 @@ def test_hypothesis_msgpack_structures(tmp_path, objs):
 
 
 def test_missing_file(tmp_path):
-    for name, reader in READERS.items():
+    for reader in READERS.values():
         with pytest.raises(HistoryError):
             reader(tmp_path / "nope")
         with pytest.raises(HistoryError):
             reader(tmp_path)  # a directory
-        assert name
