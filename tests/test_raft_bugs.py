@@ -24,7 +24,9 @@ def commit(sim: Sim, payload: bytes, ticks: int = 100) -> int:
     proposed = sim.propose(payload)
     assert proposed is not None, sim.describe()
     name, offset = proposed
-    sim.run_until(lambda: sim.core(name).high_watermark > offset, ticks)
+    committed = sim.run_until(lambda: sim.core(name).high_watermark > offset, ticks)
+    assert committed, f"offset {offset} not committed by {name} in {ticks} ticks: " + (
+        sim.describe())
     return offset
 
 
