@@ -40,6 +40,10 @@ def events(cluster, name):
     return [json.loads(line) for line in lines if line.startswith("{")]
 
 
+def starts(cluster, name) -> int:
+    return sum(e["event"] == "start" for e in events(cluster, name))
+
+
 def dump(cluster, name, tmp_path):
     out = tmp_path / f"{name}.msgpack"
     subprocess.run(
@@ -134,15 +138,17 @@ def test_leader_kill_keeps_acknowledged_writes_and_restart_catches_up(cluster, t
         for i in range(60, 80):
             assert client.call("put", key=f"k{i % 20}", value=i).ok
         assert read_retrying(client, "k19") == 79
+        # stdout.log is appended to across restarts: the new incarnation's
+        # start is the one beyond those logged before it.
+        starts_before = starts(cluster, first_leader)
         cluster.start(first_leader)
-        start = events(cluster, first_leader)[-1]
-        wait_until(lambda: any(e["event"] == "start" for e in events(cluster, first_leader)))
+        wait_until(lambda: starts(cluster, first_leader) > starts_before,
+                   what="the restarted node logs its start")
         leader_status = cluster.status(cluster.wait_for_leader())
         wait_until(
             lambda: (s := cluster.status(first_leader)) and s["hw"] >= leader_status["hw"],
             what="restarted node catches up",
         )
-        assert start  # the restarted node logged its start
     finally:
         client.close()
     for name in cluster.names:
@@ -223,7 +229,12 @@ def test_bad_requests_do_not_crash_a_node(cluster):
 
 
 def test_lost_quorum_gives_indeterminate_then_definite_errors(tmp_path):
-    with LocalCluster(tmp_path, size=3, extra_args=["--request-timeout-ms", "300"]) as cluster:
+    # Check quorum fires after fetch_timeout_ticks (15) ticks without a
+    # fetching majority: 200 ms ticks put that 3 s out, ten times the 300 ms
+    # request timeout, so the put below times out before the leader resigns
+    # even on a loaded machine.
+    args = ["--request-timeout-ms", "300", "--tick-ms", "200"]
+    with LocalCluster(tmp_path, size=3, extra_args=args) as cluster:
         cluster.start_all()
         leader = cluster.wait_for_leader()
         with NodeClient(cluster.address(leader)) as client:
