@@ -71,11 +71,16 @@ def ops(n):
         yield OpSpec("write", i) if i % 2 else OpSpec("read")
 
 
+# Long enough that no answered op times out on a loaded machine; the test of
+# timeouts sets its own.
+OP_TIMEOUT_S = 5.0
+
+
 def run_pool(tmp_path, server, specs, concurrency=3, seconds=5.0, rate=None,
              options=None):
     rec = Recorder(tmp_path / "history.msgpack")
     pool = ClientPool(concurrency, "raft", "register", {"n1": ("127.0.0.1", server.port)},
-                      options or {"op_timeout": 0.3}, tmp_path / "workers")
+                      options or {"op_timeout": OP_TIMEOUT_S}, tmp_path / "workers")
     pool.start()
     try:
         pool.run(specs, rec, time.monotonic() + seconds, rate, random.Random(0))
@@ -94,10 +99,13 @@ def test_every_op_completes_and_history_is_valid(tmp_path):
 
 
 def test_timeout_is_info_and_process_is_retired(tmp_path):
-    history = run_pool(tmp_path, RegisterServer(silent={3, 7}), ops(300), rate=300)
+    history = run_pool(tmp_path, RegisterServer(silent={3, 7}), ops(300), rate=300,
+                       options={"op_timeout": 1.0})
     assert validate(history) == []
     infos = [op for op in history if op.type == "info"]
-    assert sorted(op.value for op in infos) == [3, 7]
+    # The two writes the server never answers time out; on a loaded machine an
+    # answered op may too, so the claim is about these two, not an exact list.
+    assert {3, 7} <= {op.value for op in infos}
     assert all(op.error == "timeout" for op in infos)
     for i in infos:
         assert not [op for op in history if op.process == i.process and op.index > i.index]
@@ -123,14 +131,16 @@ def test_refused_connection_is_fail(tmp_path):
 
 def test_rate_limits_dispatch(tmp_path):
     # Unlimited, this server takes thousands of ops a second; at 100/s the
-    # dispatcher must hold back (worker start-up eats part of the window, so
-    # the lower bound is loose).
-    started = time.monotonic()
-    history = run_pool(tmp_path, RegisterServer(), ops(10_000), seconds=3.0, rate=100)
-    elapsed = time.monotonic() - started
-    invokes = sum(op.type == "invoke" for op in history)
-    assert elapsed < 8
-    assert 30 <= invokes <= 450
+    # dispatcher must hold back. Judged on the recorded invoke times, not on
+    # wall-clock time: a loaded machine only dispatches fewer, never more.
+    rate = 100
+    history = run_pool(tmp_path, RegisterServer(), ops(10_000), seconds=3.0, rate=rate)
+    times = sorted(op.time for op in history if op.type == "invoke")
+    assert len(times) >= 10  # it dispatched at all
+    assert len(times) <= 3.0 * rate * 1.5
+    span_s = (times[-1] - times[0]) / 1e9
+    # After a stall the dispatcher catches up at most 0.1 s of ops (10 here).
+    assert len(times) - 1 <= rate * 1.5 * span_s + 0.1 * rate
 
 
 def test_bad_concurrency_is_refused(tmp_path):
