@@ -23,7 +23,7 @@ from typing import IO, Any
 
 import psutil
 
-from harness.cli import UserError
+from harness.errors import UserError
 from harness.netns import Topology, popen_in_netns
 from harness.resources import (
     ResourceLog,

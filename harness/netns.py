@@ -19,15 +19,18 @@ from typing import Any
 
 from pyroute2 import IPRoute, netns
 
+from harness.address_plan import (  # noqa: F401 (re-exported: the plan's names)
+    FIRST_NODE_HOST,
+    HUB_ADDRESS,
+    MAX_NODES,
+    PREFIX_LEN,
+    SUBNET_PREFIX,
+    node_address,
+)
 from harness.resources import NETNS_DIR, ResourceLog, netns_prefix, remove_netns
 
 CLONE_NEWNET = 0x40000000
-SUBNET_PREFIX = "10.77.0."
-PREFIX_LEN = 24
-HUB_ADDRESS = SUBNET_PREFIX + "1"
-FIRST_NODE_HOST = 10
 BRIDGE = "br0"
-MAX_NODES = 200
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -81,12 +84,6 @@ def popen_in_netns(name: str, argv: list[str], **kwargs: Any) -> subprocess.Pope
 
 def run_in_netns(name: str, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[Any]:
     return subprocess.run(argv, preexec_fn=preexec_setns(name), **kwargs)
-
-
-def node_address(i: int) -> str:
-    if not 0 <= i < MAX_NODES:
-        raise ValueError(f"node index {i} outside 0..{MAX_NODES - 1}")
-    return f"{SUBNET_PREFIX}{FIRST_NODE_HOST + i}"
 
 
 class Topology:

@@ -40,6 +40,17 @@ SHAPES = ("isolate-one", "isolate-leader", "random-halves", "majorities-ring", "
           "one-way")
 
 Cut = list[tuple[str, str]]
+# Shapes that cut nothing below a cluster size: a 3-node "majorities ring" is
+# a full mesh. Never drawn at random there, and refused when asked for by name.
+MIN_NODES = {"majorities-ring": 5}
+MIN_NODES_ANY = 2
+
+
+def shapes_for(n: int) -> tuple[str, ...]:
+    """The shapes that cut at least one link on `n` nodes."""
+    if n < MIN_NODES_ANY:
+        return ()
+    return tuple(s for s in SHAPES if n >= MIN_NODES.get(s, MIN_NODES_ANY))
 
 
 # --- shapes (pure) --------------------------------------------------------------

@@ -41,8 +41,16 @@ def plan_params(spec: str, rng: random.Random, nodes: Sequence[str]) -> dict[str
         from nemesis.process import plan
         return plan(rng, nodes, variant)
     if name == "partition":
-        from nemesis.partition import SHAPES, plan_shape
-        return plan_shape(rng, nodes, variant or rng.choice(SHAPES))
+        from nemesis.partition import plan_shape, shapes_for
+        shapes = shapes_for(len(nodes))
+        if variant is not None and variant not in shapes:
+            plan_shape(rng, nodes, variant)  # an unknown name: the shape's own error
+            raise ValueError(f"partition shape {variant!r} cannot act on {len(nodes)} "
+                             f"node(s); there, use one of "
+                             f"{', '.join(shapes) or '(none: add nodes)'}")
+        if not shapes:
+            raise ValueError(f"no partition can cut a link on {len(nodes)} node(s)")
+        return plan_shape(rng, nodes, variant or rng.choice(shapes))
     if name == "lose-unsynced" and variant is not None:
         # A power cut of a majority (or all) at once is what loses data a
         # quorum acknowledged but had not flushed (the Redpanda RFC's case).

@@ -75,16 +75,16 @@ def test_validation_errors_are_one_sentence(change, words):
 def test_cli_reports_bad_toml_in_one_line_and_fails(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\n[[matrix]]\ndb = ["raft"\n')
-    assert main(["campaign", str(bad), "--results", str(tmp_path / "r")]) == 2
+    assert main(["campaign", str(bad), "--results", str(tmp_path / "r")]) == 254
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is not valid TOML" in err[0]
     assert not (tmp_path / "r").exists()     # nothing was created for a bad file
 
 
 def test_cli_rejects_both_or_neither_of_file_and_resume(tmp_path, capsys):
-    assert main(["campaign", "--results", str(tmp_path)]) == 2
-    assert main(["campaign", "x.toml", "--resume", "abc", "--results", str(tmp_path)]) == 2
-    assert main(["campaign", "--resume", "nope", "--results", str(tmp_path)]) == 2
+    assert main(["campaign", "--results", str(tmp_path)]) == 254
+    assert main(["campaign", "x.toml", "--resume", "abc", "--results", str(tmp_path)]) == 254
+    assert main(["campaign", "--resume", "nope", "--results", str(tmp_path)]) == 254
     assert "no campaign 'nope'" in capsys.readouterr().err
 
 

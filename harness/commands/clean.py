@@ -12,8 +12,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.cli import UserError
 from harness.cluster import check_privileges
+from harness.errors import UserError
 from harness.resources import sweep_all
 
 
