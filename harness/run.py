@@ -32,7 +32,7 @@ from harness.errors import UserError
 from harness.netns import preexec_setns
 from harness.progress import Progress
 from harness.recorder import Recorder
-from harness.resources import Terminated, process_start_time
+from harness.resources import Terminated, dead_runs_with_leftovers, process_start_time
 from harness.run_config import RunConfig, validate
 from harness.run_state import COMPLETE, ERROR, INTERRUPTED, RUNNING, harness_fields
 from harness.store import check_results_dir, create_run_dir
@@ -165,6 +165,11 @@ class Run:
 
     def execute(self) -> RunOutcome:
         self.preflight()
+        dead = dead_runs_with_leftovers()
+        if dead:
+            print(f"faultline: {len(dead)} earlier run(s) whose harness died left processes, "
+                  f"namespaces or mounts ({', '.join(dead[:3])}{' ...' if len(dead) > 3 else ''}"
+                  f"); `faultline clean` removes them", file=self.stream, flush=True)
         self.run_dir = create_run_dir(self.results)
         self.doc = {"run_id": self.run_dir.name, "config": self.config.to_json(),
                     "status": RUNNING, "start_wall": datetime.now(UTC).isoformat(),
@@ -242,7 +247,8 @@ class Run:
         pool = ClientPool(cfg.concurrency, cfg.db, cfg.workload,
                           {n.name: (n.host, n.port) for n in cluster.nodes},
                           self.client_options(), self.run_dir / "clients",
-                          preexec_fn=preexec_setns(cluster.hub_netns), seed=cfg.seed,
+                          preexec_fn=preexec_setns(cluster.hub_netns, die_with_parent_thread=True),
+                          seed=cfg.seed,
                           node_choice=cfg.node_choice)
 
         def tick(phase: str) -> Callable[[], None]:
