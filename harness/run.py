@@ -106,6 +106,8 @@ def active_faults(executed: list[dict[str, Any]]) -> list[str]:
     active: dict[str, str] = {}
     for e in executed:
         fault = e.get("fault") or e["f"]
+        if e.get("noop"):
+            continue  # it changed nothing: not an active fault
         if e["f"] == split_spec(fault)[0]:
             value = e.get("value")
             nodes = value.get("nodes") if isinstance(value, dict) else None

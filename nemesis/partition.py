@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from nemesis.base import FaultContext
+from nemesis.base import NOOP, FaultContext
 
 TABLE = "faultline"
 SET = "cut"
@@ -245,7 +245,7 @@ class PartitionFault:
         self._partitioners: dict[str, Partitioner] = {}
 
     def plan(self, rng: random.Random, nodes: Sequence[str]) -> dict[str, Any]:
-        return plan_shape(rng, nodes, self.variant or rng.choice(SHAPES))
+        return plan_shape(rng, nodes, self.variant or rng.choice(shapes_for(len(nodes))))
 
     def partitioner(self, cluster: Any) -> Partitioner:
         key = cluster.hub_netns
@@ -261,7 +261,8 @@ class PartitionFault:
         if "cut" in params:
             value = dict(params)
         else:
-            shape = params.get("shape") or self.variant or rng.choice(SHAPES)
+            shape = (params.get("shape") or self.variant
+                     or rng.choice(shapes_for(len(cluster.names)) or SHAPES))
             leader = None
             if shape == "isolate-leader":
                 leader = cluster.leader()
@@ -271,13 +272,16 @@ class PartitionFault:
         cut = [tuple(pair) for pair in value["cut"]]
         self.partitioner(cluster).apply(cut)
         value["cut"] = [list(pair) for pair in cut]
+        if not cut:
+            value[NOOP] = (f"{value.get('shape', 'this partition')} cuts no link on "
+                           f"{len(cluster.names)} nodes")
         return value
 
     def heal(self, cluster: Any) -> dict[str, Any]:
         p = self.partitioner(cluster)
         healed = [list(pair) for pair in p.cut]
         p.heal()
-        return {"healed": healed}
+        return {"healed": healed} if healed else {"healed": [], NOOP: "no link was cut"}
 
     def teardown(self, cluster: Any) -> None:
         p = self._partitioners.pop(cluster.hub_netns, None)
