@@ -105,3 +105,17 @@ def test_dry_run_lists_runs(capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0].split(None, 1) == ["1", "raft register partition,kill seed 1"]
     assert out[-1].startswith("3 runs, about")
+
+
+def test_a_matrix_typo_lists_every_allowed_key():
+    """Finding 8: the list of allowed keys left out the matrix axes."""
+    from harness.campaign_spec import AXES, SETTABLE, CampaignError, parse_campaign
+    doc = {"name": "x", "matrix": [{"db": ["raft"], "workload": ["register"], "seeds": [1],
+                                    "nemesiss": ["kill"]}]}
+    with pytest.raises(CampaignError) as e:
+        parse_campaign(doc)
+    message = str(e.value)
+    assert "unknown key 'nemesiss'" in message
+    allowed = message.split("allowed: ")[1].split(", ")
+    assert set(allowed) == {*AXES, "repeats", *SETTABLE}
+    assert {"db", "workload", "nemesis", "seeds"} <= set(allowed)
