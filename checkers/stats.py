@@ -9,6 +9,9 @@ from typing import Any
 from checkers.history import NEMESIS, Op
 from checkers.verdict import Verdict, verdict
 
+# Why a history with nothing to judge is unknown, never vacuously valid.
+NO_CLIENT_OPS = "no client operations"
+
 
 def check(history: list[Op], run: dict[str, Any] | None = None) -> Verdict:
     by_f: dict[str, Counter[str]] = {}
@@ -20,7 +23,7 @@ def check(history: list[Op], run: dict[str, Any] | None = None) -> Verdict:
              for f, c in sorted(by_f.items())}
     never = [f for f, c in stats.items() if c["ok"] == 0]
     if not by_f:
-        return verdict("unknown", stats={"by_f": stats, "reason": "the history has no client ops"})
+        return verdict("unknown", stats={"by_f": stats, "reason": NO_CLIENT_OPS})
     if never:
         return verdict("unknown", [{"type": "no-successful-ops", "f": f,
                                     "explanation": f"no {f} op succeeded "

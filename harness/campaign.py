@@ -34,11 +34,10 @@ from harness.campaign_store import (
     redo_reason,
     write_json,
 )
-from harness.cli import UserError
+from harness.errors import EXIT_HARNESS_ERROR, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, UserError
 from harness.gate import load_verdicts
 
 Say = Callable[[str], None]
-EXIT_VALID, EXIT_INVALID, EXIT_UNKNOWN, EXIT_HARNESS_ERROR = 0, 1, 2, 3
 
 
 @dataclass

@@ -85,14 +85,19 @@ def parse_campaign(doc: dict[str, Any], where: str = "campaign") -> Campaign:
     return Campaign(name.strip(), str(doc.get("description", "")), runs)
 
 
-def check_settings(settings: dict[str, Any], where: str) -> None:
-    """Run settings must be RunConfig fields of the right type."""
+def check_settings(settings: dict[str, Any], where: str, in_matrix: bool = False) -> None:
+    """Run settings must be RunConfig fields of the right type. In a [[matrix]]
+    table the axes and `repeats` are allowed too, and the error lists them."""
     defaults = RunConfig()
+    allowed = [*AXES, "repeats", *SETTABLE] if in_matrix else list(SETTABLE)
     for key, value in settings.items():
         if key not in SETTABLE:
-            hint = " (a matrix axis: set it in [[matrix]])" if key in NOT_SETTABLE else ""
-            raise CampaignError(f"{where}: unknown run setting {key!r}{hint}; allowed: "
-                                f"{', '.join(SETTABLE)}")
+            hint = (" (a matrix axis: set it in [[matrix]])"
+                    if key in NOT_SETTABLE and not in_matrix else "")
+            if in_matrix and key == "seed":
+                hint = " (the axis is seeds, a list)"
+            raise CampaignError(f"{where}: unknown {'key' if in_matrix else 'run setting'} "
+                                f"{key!r}{hint}; allowed: {', '.join(allowed)}")
         expected = _expected_type(getattr(defaults, key))
         if (isinstance(value, bool) and bool not in expected) or not isinstance(value, expected):
             names = " or ".join(t.__name__ for t in expected)
@@ -133,7 +138,7 @@ def expand_matrix(matrix: dict[str, Any], defaults: dict[str, Any], where: str,
                   start: int = 0) -> list[PlannedRun]:
     """Pure: one matrix table -> its runs, indexed from `start`."""
     settings = {k: v for k, v in matrix.items() if k not in (*AXES, "repeats")}
-    check_settings(settings, where)
+    check_settings(settings, where, in_matrix=True)
     dbs = _axis(matrix, "db", where)
     workloads = _axis(matrix, "workload", where)
     nemeses = [_nemesis_set(n, where) for n in _axis(matrix, "nemesis", where)]

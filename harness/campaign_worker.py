@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.campaign_store import read_json, write_json
+from harness.errors import EXIT_BAD_INPUT, EXIT_HARNESS_ERROR
 from harness.run_config import RunConfig
 
 VERDICT_WORDS = {True: "valid", False: "invalid", "unknown": "unknown"}
 
 
 def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    from harness.cli import UserError
+    from harness.errors import UserError
     from harness.run import HARNESS_ERROR, Run
     started = time.monotonic()
     outcome: dict[str, Any] = {"run_dir": None, "exit_code": HARNESS_ERROR, "verdict": None,
@@ -51,10 +52,10 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m harness.campaign_worker SPEC.json", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     outcome = run_spec(read_json(Path(argv[0])))
     print(json.dumps(outcome), file=sys.stderr)
-    return 0 if outcome["error"] is None else 3
+    return 0 if outcome["error"] is None else EXIT_HARNESS_ERROR
 
 
 if __name__ == "__main__":

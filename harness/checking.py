@@ -7,16 +7,17 @@ One registry serves `faultline run` (in-process, at the end of a run) and
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checkers.history import History, Op, client_ops
+from checkers.history import NEMESIS, History, Op, client_ops
 from checkers.rundir import Run, load_dumps, load_events, load_json, load_run
+from checkers.stats import NO_CLIENT_OPS
 from checkers.verdict import Verdict, combine, merge, verdict
+from harness.verdict_store import history_digest, write_verdicts  # noqa: F401 (re-export)
 from workloads.registry import WORKLOADS
 
 
@@ -162,6 +163,9 @@ def run_check(name: str, r: Run) -> tuple[Verdict, float]:
     """One checker's verdict and the seconds it took; a crash is an `unknown`
     verdict naming the exception, so one broken checker never hides the others."""
     started = time.perf_counter()
+    if not any(op.process != NEMESIS for op in r.history.ops):
+        # Nothing a client did: every verdict would be vacuous.
+        return verdict("unknown", stats={"reason": NO_CLIENT_OPS}), 0.0
     try:
         v = CHECKS[name].fn(r)
     except Exception as e:  # a checker bug must not take the other verdicts down
@@ -188,9 +192,11 @@ def with_skipped(document: dict[str, Any], run: dict[str, Any]) -> dict[str, Any
 
 
 def check_run_dir(run_dir: Path) -> dict[str, Any]:
-    """Check a saved run in-process and write its verdicts.json."""
+    """Check a saved run in-process and write its verdicts.json, bound to the
+    history it judged (digest taken before reading it)."""
+    digest = history_digest(run_dir)
     document = check_loaded(load_run(run_dir))
-    write_verdicts(run_dir, document)
+    write_verdicts(run_dir, document, digest)
     return document
 
 
@@ -205,13 +211,6 @@ def merge_key_verdicts(per_key: dict[Any, Verdict]) -> Verdict:
     for v in per_key.values():
         counts[{True: "valid", False: "invalid"}.get(v["valid"], "unknown")] += 1
     return verdict(validity, anomalies, {"keys": len(per_key), "keys_by_validity": counts})
-
-
-def write_verdicts(run_dir: Path, document: dict[str, Any]) -> None:
-    """Replace verdicts.json atomically: a reader never sees half a verdict."""
-    tmp = run_dir / "verdicts.json.tmp"
-    tmp.write_text(json.dumps(document, indent=2, default=str, sort_keys=False))
-    os.replace(tmp, run_dir / "verdicts.json")
 
 
 def rows_from_document(run_id: str, document: dict[str, Any]) -> list[dict[str, Any]]:

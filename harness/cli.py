@@ -8,6 +8,14 @@ import importlib
 import sys
 
 from checkers.history import HistoryError
+from harness.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_HARNESS_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_STATUS_HELP,
+    HarnessError,
+    UserError,
+)
 
 # One module per subcommand; each has `register(subparsers)` which sets
 # `func(args) -> int` as the parser default.
@@ -26,15 +34,24 @@ COMMAND_MODULES: list[str] = [
 ]
 
 
-class UserError(Exception):
-    """A mistake of the user's: printed as one sentence, exit status 2."""
+__all__ = ["UserError", "build_parser", "main"]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error exits 254 (bad arguments), never 2 (unknown)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="faultline",
-        description="Jepsen-style fault injection: run, check and gate chaos campaigns.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+        description="Jepsen-style fault injection: run, check and gate chaos campaigns.",
+        epilog=EXIT_STATUS_HELP)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
@@ -43,14 +60,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help (0) or a usage error (254)
+        return int(e.code or 0)
     try:
         return int(args.func(args) or 0)
     except (UserError, HistoryError) as e:
         print(f"faultline: {e}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("faultline: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
+    except HarnessError as e:
+        print(f"faultline: {e}", file=sys.stderr)
+        return EXIT_HARNESS_ERROR
+    except Exception as e:  # a bug of ours: say so in one line, with the status that says so
+        print(f"faultline: harness error: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_HARNESS_ERROR

@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import IO, Any
 
 import psutil
 
-from harness.cli import UserError
+from harness.errors import UserError
 from harness.netns import Topology, popen_in_netns
 from harness.resources import (
     ResourceLog,
@@ -32,6 +33,7 @@ from harness.resources import (
     signals_deferred,
     unmount,
 )
+from harness.watchdog import start_watchdog
 from nodes.db import DB, NodeSpec
 
 DEFAULT_PORT = 7000
@@ -79,7 +81,8 @@ class Cluster:
 
     def __init__(self, run_dir: Path, db: DB, names: Sequence[str], run_id: str, *,
                  port: int = DEFAULT_PORT, node_options: dict[str, Any] | None = None,
-                 data_root: Path | None = None, state_dir: Path | None = None) -> None:
+                 data_root: Path | None = None, state_dir: Path | None = None,
+                 watchdog: bool = True) -> None:
         self.run_dir = Path(run_dir)
         self.db = db
         self.run_id = run_id
@@ -97,6 +100,13 @@ class Cluster:
         self._torn_down = False
         # Helpers of killed nodes re-parented to us (we are a subreaper): reap them.
         self._orphans: set[int] = set()
+        # A process outside us that sweeps the run if we die without teardown.
+        self._watchdog = watchdog
+        self._watchdog_fd: int | None = None
+        # Node processes die with the thread that forked them (PR_SET_PDEATHSIG
+        # is per thread): fork them all from one thread that lives as long as
+        # the cluster, never from a nemesis thread that ends mid-run.
+        self._spawner = ThreadPoolExecutor(1, thread_name_prefix="node-spawner")
 
     # --- names and addresses (the nemesis contract) ---------------------------
 
@@ -140,6 +150,8 @@ class Cluster:
             install_termination_handlers()
         self.resources = ResourceLog(self.run_dir / "resources.jsonl", self.run_id,
                                      self._state_dir)
+        if self._watchdog:
+            self._watchdog_fd = start_watchdog(self.resources.path, self._state_dir)
         self.topology.resources = self.resources
         try:
             data_root = self._data_root
@@ -201,9 +213,10 @@ class Cluster:
         stdout = open(node.log_dir / "stdout.log", "ab")
         stderr = open(node.log_dir / "stderr.log", "ab")
         try:
-            popen = popen_in_netns(self.netns_of(name), argv, stdin=subprocess.DEVNULL,
-                                   stdout=stdout, stderr=stderr, start_new_session=True,
-                                   close_fds=True)
+            popen = self._spawner.submit(
+                popen_in_netns, self.netns_of(name), argv, stdin=subprocess.DEVNULL,
+                stdout=stdout, stderr=stderr, start_new_session=True, close_fds=True,
+                die_with_parent=True).result()
         except BaseException:
             stdout.close()
             stderr.close()
@@ -331,6 +344,11 @@ class Cluster:
                 self._tempdir_record = None
             if self.resources is not None:
                 self.resources.close()
+            self._spawner.shutdown(wait=True)
+            if self._watchdog_fd is not None:
+                # Everything is gone: the watchdog reads EOF, finds the journal empty, exits.
+                os.close(self._watchdog_fd)
+                self._watchdog_fd = None
 
     def _unmount_leftovers(self) -> None:
         # Mounts are made by disk faults, which unmount in their own teardown;

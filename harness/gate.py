@@ -1,4 +1,10 @@
-"""The release gate: verdicts in, an exit status and a JUnit report out."""
+"""The release gate: verdicts in, an exit status and a JUnit report out.
+
+A gate only passes what it can stand behind: a run that is not `complete`
+(crashed, interrupted, error, still running) or whose verdicts are absent or
+judged another history is an `error` case, which fails the gate with or
+without --allow-unknown (JUnit: <error>).
+"""
 
 from __future__ import annotations
 
@@ -8,12 +14,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
+from harness.run_state import COMPLETE, read_state
+from harness.verdict_store import read_verdicts
+
+ERROR = "error"   # a case the gate cannot judge: never passes
+
 
 @dataclass(frozen=True)
 class GateCase:
     run: str
     checker: str
-    valid: bool | str          # True, False or "unknown"
+    valid: bool | str          # True, False, "unknown" or "error"
     detail: str                # first anomaly or the reason it is unknown
     seconds: float = 0.0
 
@@ -26,47 +38,69 @@ def first_detail(v: dict[str, Any]) -> str:
         more = f" (+{len(anomalies) - 1} more)" if len(anomalies) > 1 else ""
         return f"{a.get('type', 'anomaly')}: {text}"[:2000] + more
     stats = v.get("stats") or {}
-    return str(stats.get("reason") or stats.get("error") or "")
+    reason = stats.get("reason") or stats.get("error") or stats.get("note")
+    if reason:
+        return str(reason)
+    return "" if v.get("valid") is True else "the checker gave no reason"
 
 
-def cases_from_verdicts(run: str, document: dict[str, Any] | None) -> list[GateCase]:
-    """Gate cases of one run; a run with no verdicts is one unknown case."""
+def cases_from_verdicts(run: str, document: dict[str, Any] | None,
+                        problem: str | None = None) -> list[GateCase]:
+    """Gate cases of one run; a run with no usable verdicts is one error case."""
     if not document or not document.get("checkers"):
-        return [GateCase(run, "verdicts", "unknown",
-                         "the run has no verdicts.json: check it first")]
+        return [GateCase(run, "verdicts", ERROR,
+                         problem or "the run has no verdicts.json: check it first")]
     return [GateCase(run, name, v.get("valid", "unknown"), first_detail(v),
                      float((v.get("stats") or {}).get("seconds", 0.0)))
             for name, v in document["checkers"].items()]
 
 
+def cases_of_run_dir(run_dir: Path, name: str | None = None) -> list[GateCase]:
+    """A run dir's cases: an error case unless it is complete and its verdicts
+    judged the history it holds."""
+    name = name or run_dir.name
+    state = read_state(run_dir)
+    if state.problem is not None:
+        return [GateCase(name, "run", ERROR, state.problem)]
+    if state.status != COMPLETE:
+        return [GateCase(name, "run", ERROR, f"the run is {state.status}, not complete: "
+                                             "its verdicts (if any) cannot pass a gate")]
+    stored = read_verdicts(run_dir)
+    return cases_from_verdicts(name, stored.document, stored.problem)
+
+
 def decide(cases: list[GateCase], allow_unknown: bool = False) -> int:
-    """0 all valid, 1 any invalid, 2 any unknown and none invalid (0 with allow_unknown)."""
+    """1 any invalid; else 2 any error (even with allow_unknown) or any unknown
+    (0 with allow_unknown); else 0."""
     if any(c.valid is False for c in cases):
-        return 1
+        return EXIT_INVALID
+    if any(c.valid == ERROR for c in cases):
+        return EXIT_UNKNOWN
     if any(c.valid not in (True, False) for c in cases) and not allow_unknown:
-        return 2
-    return 0
+        return EXIT_UNKNOWN
+    return EXIT_VALID
 
 
 def junit_xml(cases: list[GateCase], suite: str = "faultline") -> bytes:
     failures = sum(c.valid is False for c in cases)
-    unknown = sum(c.valid not in (True, False) for c in cases)
+    errors = sum(c.valid == ERROR for c in cases)
+    unknown = sum(c.valid not in (True, False, ERROR) for c in cases)
     root = ET.Element("testsuites")
     ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases)),
-                       failures=str(failures), errors="0", skipped=str(unknown),
+                       failures=str(failures), errors=str(errors), skipped=str(unknown),
                        time=f"{sum(c.seconds for c in cases):.3f}")
     for c in cases:
         tc = ET.SubElement(ts, "testcase", classname=c.run, name=c.checker,
                            time=f"{c.seconds:.3f}")
         if c.valid is False:
             ET.SubElement(tc, "failure", message="invalid", type="anomaly").text = c.detail
-        elif c.valid not in (True, False):
+        elif c.valid == ERROR:
+            ET.SubElement(tc, "error", message=c.detail[:500], type="incomplete").text = c.detail
+        elif c.valid is not True:
             ET.SubElement(tc, "skipped", message=f"unknown: {c.detail}"[:500])
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
 
 
 def load_verdicts(run_dir: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((run_dir / "verdicts.json").read_text())
-    except (OSError, ValueError):
-        return None
+    """The run's verdicts if they judged the history it holds, else None."""
+    return read_verdicts(run_dir).document

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
@@ -19,15 +20,18 @@ from typing import Any
 
 from pyroute2 import IPRoute, netns
 
+from harness.address_plan import (  # noqa: F401 (re-exported: the plan's names)
+    FIRST_NODE_HOST,
+    HUB_ADDRESS,
+    MAX_NODES,
+    PREFIX_LEN,
+    SUBNET_PREFIX,
+    node_address,
+)
 from harness.resources import NETNS_DIR, ResourceLog, netns_prefix, remove_netns
 
 CLONE_NEWNET = 0x40000000
-SUBNET_PREFIX = "10.77.0."
-PREFIX_LEN = 24
-HUB_ADDRESS = SUBNET_PREFIX + "1"
-FIRST_NODE_HOST = 10
 BRIDGE = "br0"
-MAX_NODES = 200
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -67,26 +71,41 @@ def in_netns(name: str) -> Iterator[None]:
         os.close(saved)
 
 
-def preexec_setns(name: str) -> Callable[[], None]:
+def preexec_setns(name: str, die_with_parent_thread: bool = False) -> Callable[[], None]:
     """A Popen preexec_fn putting the child in `name` (not `ip netns exec`,
     which also unshares the mount namespace and hides later FUSE mounts)."""
+    return preexec_in_netns(name, die_with_parent_thread)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In a child, before exec: SIGKILL me when the thread that forked me exits
+    (the harness, SIGKILLed or not). Fails only on a kernel without prctl."""
+    if _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"prctl(PR_SET_PDEATHSIG) failed: {os.strerror(err)}")
+
+
+def preexec_in_netns(name: str, die_with_parent_thread: bool) -> Callable[[], None]:
     def enter() -> None:
+        if die_with_parent_thread:
+            die_with_parent()
         setns(name)
     return enter
 
 
-def popen_in_netns(name: str, argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(argv, preexec_fn=preexec_setns(name), **kwargs)
+def popen_in_netns(name: str, argv: list[str], die_with_parent: bool = False,
+                   **kwargs: Any) -> subprocess.Popen[bytes]:
+    """Start `argv` in namespace `name`; `die_with_parent`: SIGKILLed when the
+    forking thread exits (fork from a thread that lives as long as the child should)."""
+    return subprocess.Popen(argv, preexec_fn=preexec_in_netns(name, die_with_parent),
+                            **kwargs)
 
 
 def run_in_netns(name: str, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[Any]:
     return subprocess.run(argv, preexec_fn=preexec_setns(name), **kwargs)
-
-
-def node_address(i: int) -> str:
-    if not 0 <= i < MAX_NODES:
-        raise ValueError(f"node index {i} outside 0..{MAX_NODES - 1}")
-    return f"{SUBNET_PREFIX}{FIRST_NODE_HOST + i}"
 
 
 class Topology:

@@ -39,6 +39,11 @@ class Progress:
                               transient=False)
             self._live.start()
 
+    def start_clock(self) -> None:
+        """Elapsed time counts from here: the workload's start, not the cluster's
+        (starting many nodes must not eat into the shown time limit)."""
+        self.started = time.monotonic()
+
     def update(self, phase: str, counts: Mapping[str, int], faults: list[str]) -> None:
         now = time.monotonic()
         done = sum(counts.get(t, 0) for t in ("ok", "fail", "info"))

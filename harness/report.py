@@ -28,6 +28,8 @@ from checkers.rundir import (
 )
 from harness.report_data import RunReport, op_counts, timeline
 from harness.report_html import render
+from harness.run_state import effective_status
+from harness.verdict_store import read_verdicts
 
 REPORT_HTML = "report.html"
 LIN_HTML = "linearizability.html"
@@ -54,7 +56,14 @@ def gather(run_dir: Path, loaded: Run | None = None) -> RunReport:
     """The report's data; each missing or unreadable piece becomes a note."""
     notes: list[str] = []
     run = _optional_json(run_dir / RUN_JSON, notes) or {}
-    verdicts = _optional_json(run_dir / VERDICTS_JSON, notes)
+    if run:
+        # What a reader must see is the run's state now: a dead harness's
+        # "running" run is crashed.
+        run = {**run, "status": effective_status(run)}
+    stored = read_verdicts(run_dir)
+    verdicts = stored.document
+    if stored.problem is not None:
+        notes.append(stored.problem)
     if loaded is not None:
         ops: list[Op] | None = loaded.history.ops
         notes += loaded.history.warnings

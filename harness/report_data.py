@@ -15,6 +15,7 @@ from typing import Any
 from checkers.availability import fault_windows
 from checkers.elections import leader_elections
 from checkers.history import NEMESIS, Op, pair_ops
+from nemesis.base import noop_reason
 
 NS = 1_000_000_000
 OUTCOMES = ("ok", "fail", "info")
@@ -80,7 +81,7 @@ def timeline(ops: list[Op], events: dict[str, list[dict[str, Any]]],
     start_monotonic_ns = run.get("start_monotonic_ns")
     times = [op.time for op in ops if isinstance(op.time, int) and op.time >= 0]
     end = max(times, default=0)
-    faults = fault_list(ops, end)
+    faults, noops = fault_list(ops, end)
     leaders = leader_list(events, start_monotonic_ns, end)
     bin_ns = bin_width_ns(max(end, 1))
     n = end // bin_ns + 1
@@ -96,7 +97,7 @@ def timeline(ops: list[Op], events: dict[str, list[dict[str, Any]]],
         if done.type == "ok" and done.time >= inv.time:
             lat[b].append(done.time - inv.time)
     latency_ms = {p: [_percentile(sorted(xs), p) for xs in lat] for p in PERCENTILES}
-    marks = []
+    marks = list(noops)
     workload_end = workload_end_ns(run)
     if workload_end is not None and 0 < workload_end < end:
         marks.append((workload_end, "workload ends: all healed, recovery, final reads"))
@@ -120,8 +121,10 @@ def _percentile(xs: list[int], p: int) -> float | None:
     return xs[i] / 1e6
 
 
-def fault_list(ops: list[Op], end: int) -> list[FaultWindow]:
-    """Each fault from inject to heal (availability's windows), labelled.
+def fault_list(ops: list[Op], end: int) -> tuple[list[FaultWindow], list[tuple[int, str]]]:
+    """Each fault from inject to heal (availability's windows), labelled, and
+    the faults that changed nothing (a shape cutting no link, a kill of a node
+    already down) as marks: they are not drawn as active faults.
 
     The label reads the completion too: a fault aimed at "the leader" only
     learns which node that was when it is applied.
@@ -130,14 +133,19 @@ def fault_list(ops: list[Op], end: int) -> list[FaultWindow]:
     applied = {(inv.f, inv.time): _merged(inv.value, done.value if done else None)
                for inv, done in pair_ops(nemesis)}
     faults, _ = fault_windows(nemesis, end)
-    out = []
+    out, noops = [], []
     for w in faults:
         value = applied.get((w["f"], w["start"]), w["value"])
+        label = fault_label(str(w["f"]), value)
+        reason = noop_reason(value)
+        if reason is not None:
+            noops.append((max(0, w["start"]), f"no-op: {label} ({reason})"))
+            continue
         nodes = value.get("nodes") if isinstance(value, dict) else None
         nodes = [str(n) for n in nodes] if isinstance(nodes, list) else []
         out.append(FaultWindow(str(w["f"]), max(0, w["start"]), max(w["start"], w["end"]),
-                               nodes, fault_label(str(w["f"]), value)))
-    return out
+                               nodes, label))
+    return out, noops
 
 
 def _merged(invoked: Any, applied: Any) -> Any:

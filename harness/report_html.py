@@ -101,8 +101,9 @@ def render(report: RunReport) -> str:
 def _banner(report: RunReport, config: dict[str, Any], word: str, cls: str) -> str:
     checkers = _checker_map(report.verdicts)
     if report.verdicts is None:
-        why = "No verdicts.json: this run was never judged. <code>faultline check</code> " \
-              "judges it."
+        why = ("No verdict stands for this run's history (never checked, or checked when "
+               "it held another history): <code>faultline check --in-process "
+               "RUN_DIR</code> judges it.")
     elif not checkers:
         why = "verdicts.json names no checkers."
     else:

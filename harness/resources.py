@@ -320,6 +320,25 @@ def live_journals(index_dir: Path | None = None) -> list[Path]:
         return []
 
 
+def dead_runs_with_leftovers(index_dir: Path | None = None) -> list[str]:
+    """Run ids whose harness is dead but whose journal still holds resources
+    (their watchdog was killed too, or the sweep failed): `faultline clean` work."""
+    out = []
+    for entry in live_journals(index_dir):
+        rid = entry.name.removesuffix(".jsonl")
+        if not entry.exists():
+            if netns_of_run(rid):
+                out.append(rid)
+            continue
+        try:
+            journal = read_journal(entry)
+        except OSError:
+            continue
+        if journal.live and not journal.owner_alive():
+            out.append(journal.run_id or rid)
+    return out
+
+
 def sweep_all(index_dir: Path | None = None, run_id: str | None = None,
               force: bool = False) -> SweepReport:
     """Sweep every indexed journal (or only `run_id`'s); drop index entries swept clean."""

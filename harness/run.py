@@ -24,22 +24,25 @@ from typing import Any
 
 from checkers.rundir import load_run
 from checkers.verdict import exit_code
-from harness.checking import check_loaded, write_verdicts
-from harness.cli import UserError
+from harness.checking import check_loaded
 from harness.clients import ClientPool
 from harness.cluster import Cluster, check_privileges
+from harness.errors import EXIT_HARNESS_ERROR as HARNESS_ERROR  # noqa: F401 (re-export)
+from harness.errors import UserError
 from harness.netns import preexec_setns
 from harness.progress import Progress
 from harness.recorder import Recorder
+from harness.resources import Terminated, dead_runs_with_leftovers, process_start_time
 from harness.run_config import RunConfig, validate
-from harness.store import create_run_dir
+from harness.run_state import COMPLETE, ERROR, INTERRUPTED, RUNNING, harness_fields
+from harness.store import check_results_dir, create_run_dir
+from harness.verdict_store import history_digest, write_verdicts
 from nemesis.base import CompositeNemesis, FaultContext, split_spec
 from nemesis.schedule import Event, schedule
 from nodes.registry import make_db
 from workloads.ops import OpSpec
 from workloads.registry import get as get_workload
 
-HARNESS_ERROR = 3
 LEADER_WAIT_S = 20.0
 # Node options the built-in raft node runs with unless the config says otherwise.
 RAFT_DEFAULTS = {"tick_ms": 50}
@@ -103,6 +106,8 @@ def active_faults(executed: list[dict[str, Any]]) -> list[str]:
     active: dict[str, str] = {}
     for e in executed:
         fault = e.get("fault") or e["f"]
+        if e.get("noop"):
+            continue  # it changed nothing: not an active fault
         if e["f"] == split_spec(fault)[0]:
             value = e.get("value")
             nodes = value.get("nodes") if isinstance(value, dict) else None
@@ -137,6 +142,7 @@ class Run:
         if problem:
             raise UserError(problem)
         check_privileges()
+        check_results_dir(self.results)
         if "lose-unsynced" in [split_spec(s)[0] for s in self.config.nemesis]:
             from nemesis.lazyfs import check_installed
             problem = check_installed()
@@ -161,9 +167,15 @@ class Run:
 
     def execute(self) -> RunOutcome:
         self.preflight()
+        dead = dead_runs_with_leftovers()
+        if dead:
+            print(f"faultline: {len(dead)} earlier run(s) whose harness died left processes, "
+                  f"namespaces or mounts ({', '.join(dead[:3])}{' ...' if len(dead) > 3 else ''}"
+                  f"); `faultline clean` removes them", file=self.stream, flush=True)
         self.run_dir = create_run_dir(self.results)
         self.doc = {"run_id": self.run_dir.name, "config": self.config.to_json(),
-                    "status": "running", "start_wall": datetime.now(UTC).isoformat(),
+                    "status": RUNNING, "start_wall": datetime.now(UTC).isoformat(),
+                    **harness_fields(os.getpid(), process_start_time(os.getpid())),
                     "versions": versions(), "host": platform.node(),
                     "artifacts": sorted(self.db.artifacts), **self.extra_doc}
         write_run_json(self.run_dir, self.doc)
@@ -173,11 +185,13 @@ class Run:
                      f"{','.join(self.config.nemesis) or 'none'}, seed {self.config.seed}")
         cluster = Cluster(self.run_dir, self.db, self.names, self.run_dir.name,
                           node_options=self.node_options())
+        interrupted = False
         try:
             self._run_cluster(cluster, progress)
-            self.doc["status"] = "complete"
+            self.doc["status"] = COMPLETE
         except BaseException as e:
-            self.doc["status"] = "interrupted" if isinstance(e, KeyboardInterrupt) else "error"
+            interrupted = isinstance(e, (KeyboardInterrupt, Terminated))
+            self.doc["status"] = INTERRUPTED if interrupted else ERROR
             self.doc["error"] = f"{type(e).__name__}: {e}"
             raise
         finally:
@@ -187,7 +201,19 @@ class Run:
             self.doc["end_wall"] = datetime.now(UTC).isoformat()
             self.doc["schedule"] = self.executed
             write_run_json(self.run_dir, self.doc)
+            if interrupted:
+                self._say_how_to_check()
         return self._judge()
+
+    def _say_how_to_check(self) -> None:
+        """An interrupted run keeps its history: say where it is and how to judge it."""
+        assert self.run_dir is not None
+        history = self.run_dir / "history.msgpack"
+        what = (f"its history ({history.stat().st_size} bytes) is kept"
+                if history.exists() else "it recorded no history")
+        print(f"faultline: run interrupted and torn down; {what} in {self.run_dir}\n"
+              f"faultline: judge what was recorded with:  faultline check --in-process "
+              f"{self.run_dir}", file=self.stream, flush=True)
 
     def _run_cluster(self, cluster: Cluster, progress: Progress) -> None:
         cfg = self.config
@@ -216,13 +242,15 @@ class Run:
         self.executed = runner.executed
         stop = threading.Event()
         t0 = time.monotonic()
+        progress.start_clock()
         self.doc["schedule_offset_ns"] = int(t0 * 1e9) - recorder.start_ns
         nemesis_thread = threading.Thread(target=runner.run, args=(stop, t0), name="nemesis",
                                           daemon=True)
         pool = ClientPool(cfg.concurrency, cfg.db, cfg.workload,
                           {n.name: (n.host, n.port) for n in cluster.nodes},
                           self.client_options(), self.run_dir / "clients",
-                          preexec_fn=preexec_setns(cluster.hub_netns), seed=cfg.seed,
+                          preexec_fn=preexec_setns(cluster.hub_netns, die_with_parent_thread=True),
+                          seed=cfg.seed,
                           node_choice=cfg.node_choice)
 
         def tick(phase: str) -> Callable[[], None]:
@@ -329,9 +357,10 @@ class Run:
 
     def _judge(self) -> RunOutcome:
         assert self.run_dir is not None
+        digest = history_digest(self.run_dir)
         loaded = load_run(self.run_dir)
         document = check_loaded(loaded)
-        write_verdicts(self.run_dir, document)
+        write_verdicts(self.run_dir, document, digest)
         self._write_lin_html(loaded, document)
         self._write_report(loaded)
         return RunOutcome(self.run_dir, document, exit_code(document["valid"]))

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harness.address_plan import MAX_NODES
+from harness.errors import UserError
 from workloads.registry import WORKLOADS
 
 DBS = ("raft", "etcd")
@@ -15,7 +17,7 @@ DBS = ("raft", "etcd")
 NEMESES = ("kill", "pause", "partition", "truncate", "lose-unsynced")
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """One sentence saying which argument is wrong and what is allowed."""
 
 
@@ -65,10 +67,13 @@ def validate(c: RunConfig) -> RunConfig:
     if bad:
         raise ConfigError(f"unknown nemesis {', '.join(map(repr, bad))}: choose from "
                           f"{', '.join(NEMESES)} (comma-separated, or 'none')")
-    for spec in c.nemesis:
-        check_variant(spec, c.nodes)
     if c.nodes < 1:
         raise ConfigError(f"--nodes must be at least 1, not {c.nodes}")
+    if c.nodes > MAX_NODES:
+        raise ConfigError(f"--nodes must be at most {MAX_NODES} (the addresses one run's "
+                          f"/24 network has for nodes), not {c.nodes}")
+    for spec in c.nemesis:
+        check_variant(spec, c.nodes)
     if c.concurrency < 1:
         raise ConfigError(f"--concurrency must be at least 1, not {c.concurrency}")
     if c.rate < 0:
@@ -82,7 +87,44 @@ def validate(c: RunConfig) -> RunConfig:
     _check_lin_options(c.lin_options)
     if c.db != "raft" and c.bugs:
         raise ConfigError("--bug switches exist only for the built-in raft db")
+    if c.bugs:
+        from nodes.raft.bugs import UnknownBug
+        from nodes.raft.bugs import validate as validate_bugs
+        try:
+            validate_bugs(c.bugs)
+        except UnknownBug as e:
+            raise ConfigError(f"--bug: {e}") from None
+    _check_workload_options(c)
     return c
+
+
+# What each kind of option value must be; the kinds are named by the workload
+# modules' and clients' OPTIONS tables.
+OPTION_KINDS = {
+    "positive-int": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
+                     "a positive integer"),
+    "positive-number": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                        and v > 0, "a positive number"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+}
+
+
+def _check_workload_options(c: RunConfig) -> None:
+    """--client-option keys are read by the workload's generator and the db's
+    client: a key neither reads (a typo) would silently do nothing."""
+    from workloads.clients import client_class
+    allowed = dict(client_class(c.db).OPTIONS)
+    workload_options = getattr(WORKLOADS[c.workload], "OPTIONS", None)
+    if workload_options is None:
+        return  # a workload that does not declare its options: nothing to check against
+    allowed.update(workload_options)
+    for key, value in c.workload_options.items():
+        if key not in allowed:
+            raise ConfigError(f"unknown --client-option {key!r} for {c.db} x {c.workload}: "
+                              f"choose from {', '.join(sorted(allowed))}")
+        ok, what = OPTION_KINDS[allowed[key]]
+        if not ok(value):
+            raise ConfigError(f"--client-option {key} must be {what}, not {value!r}")
 
 
 def check_variant(spec: str, nodes: int) -> None:

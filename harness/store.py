@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -53,6 +54,33 @@ def results_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     return Path(os.environ.get(RESULTS_ENV) or DEFAULT_RESULTS_DIR)
 
 
+def check_results_dir(results: str | os.PathLike[str]) -> None:
+    """Refuse a results dir that is not a writable directory (or cannot become
+    one) before anything starts, in one sentence."""
+    from harness.errors import UserError
+    path = Path(results)
+    probe = path
+    while not probe.exists():
+        if probe.is_symlink():
+            raise UserError(f"results dir {path}: {probe} is a dangling symlink")
+        probe = probe.parent
+    if not probe.is_dir():
+        raise UserError(f"results dir {path}: {probe} is not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UserError(f"results dir {path}: {probe} is not writable by this user")
+    if probe == path:
+        # os.access says yes for root on a read-only mount: try it.
+        try:
+            fd, tmp = tempfile.mkstemp(dir=path, prefix=".faultline-probe-")
+        except OSError as e:
+            raise UserError(f"results dir {path} is not writable: {e.strerror}") from None
+        os.close(fd)
+        os.unlink(tmp)
+    else:
+        if os.statvfs(probe).f_flag & os.ST_RDONLY:
+            raise UserError(f"results dir {path}: {probe} is on a read-only file system")
+
+
 def new_run_id() -> str:
     """A fresh run id; successive ids from one process strictly increase."""
     return _CLOCK.next_id()
@@ -88,7 +116,9 @@ class RunSummary:
     workload: str | None = None
     nemesis: str | None = None
     nodes: int | None = None
-    verdict: str = "none"       # valid / invalid / unknown / none (not checked) / broken
+    # valid / invalid / unknown / none (not checked) / unchecked (verdicts of
+    # another history) / broken
+    verdict: str = "none"
     problems: list[str] = field(default_factory=list)
 
 
@@ -135,10 +165,15 @@ def summarize_run(path: Path) -> RunSummary:
             run = load_json(run_json)
         except HistoryError as e:
             summary.problems.append(f"run.json unreadable: {e.reason}")
+            # A run dir whose run.json is garbage shows no verdict: nothing says
+            # the verdicts beside it are of this run.
+            summary.verdict = "broken"
+            return summary
         else:
             config = run.get("config") if isinstance(run.get("config"), dict) else {}
             summary.start = str(run["start_wall"]) if run.get("start_wall") else None
-            summary.status = str(run["status"]) if run.get("status") else None
+            from harness.run_state import effective_status
+            summary.status = effective_status(run)
             summary.db = str(config["db"]) if config.get("db") is not None else None
             summary.workload = (str(config["workload"]) if config.get("workload") is not None
                                 else None)
@@ -148,15 +183,16 @@ def summarize_run(path: Path) -> RunSummary:
         summary.problems.append("run.json missing")
     if summary.start is None and RUN_ID.fullmatch(path.name):
         summary.start = run_id_time(path.name).isoformat()
-    verdicts = path / VERDICTS_JSON
-    if verdicts.exists():
-        try:
-            summary.verdict = _verdict_word(load_json(verdicts).get("valid"))
-        except HistoryError as e:
-            summary.verdict = "broken"
-            summary.problems.append(f"verdicts.json unreadable: {e.reason}")
-        if summary.verdict == "broken" and not summary.problems:
-            summary.problems.append("verdicts.json has no valid/invalid/unknown 'valid'")
+    if (path / VERDICTS_JSON).exists():
+        from harness.verdict_store import read_verdicts
+        stored = read_verdicts(path)
+        if stored.document is None:
+            summary.verdict = "broken" if stored.broken else "unchecked"
+            summary.problems.append(str(stored.problem))
+        else:
+            summary.verdict = _verdict_word(stored.document.get("valid"))
+            if summary.verdict == "broken":
+                summary.problems.append("verdicts.json has no valid/invalid/unknown 'valid'")
     return summary
 
 

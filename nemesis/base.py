@@ -25,6 +25,16 @@ from typing import Any, Protocol
 
 from checkers.history import NEMESIS, Op
 
+# A fault's result carries this key (with the reason) when it changed nothing:
+# a partition shape cutting no link, a kill of nodes already down. The history
+# and the executed schedule record it; reports never draw it as a fault.
+NOOP = "noop"
+
+
+def noop_reason(value: Any) -> str | None:
+    return str(value[NOOP]) if isinstance(value, dict) and value.get(NOOP) else None
+
+
 # f of the op that heals each fault kind (contracts.md, "Nemesis ops").
 HEAL_F = {"kill": "start", "pause": "resume", "partition": "heal", "truncate": "start",
           "lose-unsynced": "start"}
@@ -224,7 +234,8 @@ class NemesisRunner:
             done = self.record(NEMESIS, "info", f, value, error=_describe(e))
         self.executed.append({"time": invoke.time, "end": done.time, "f": f,
                               "fault": getattr(event, "fault", None),
-                              "value": done.value, "error": done.error})
+                              "value": done.value, "error": done.error,
+                              "noop": noop_reason(done.value)})
         return done
 
     def heal_all(self) -> None:

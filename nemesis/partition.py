@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from nemesis.base import FaultContext
+from nemesis.base import NOOP, FaultContext
 
 TABLE = "faultline"
 SET = "cut"
@@ -40,6 +40,17 @@ SHAPES = ("isolate-one", "isolate-leader", "random-halves", "majorities-ring", "
           "one-way")
 
 Cut = list[tuple[str, str]]
+# Shapes that cut nothing below a cluster size: a 3-node "majorities ring" is
+# a full mesh. Never drawn at random there, and refused when asked for by name.
+MIN_NODES = {"majorities-ring": 5}
+MIN_NODES_ANY = 2
+
+
+def shapes_for(n: int) -> tuple[str, ...]:
+    """The shapes that cut at least one link on `n` nodes."""
+    if n < MIN_NODES_ANY:
+        return ()
+    return tuple(s for s in SHAPES if n >= MIN_NODES.get(s, MIN_NODES_ANY))
 
 
 # --- shapes (pure) --------------------------------------------------------------
@@ -234,7 +245,7 @@ class PartitionFault:
         self._partitioners: dict[str, Partitioner] = {}
 
     def plan(self, rng: random.Random, nodes: Sequence[str]) -> dict[str, Any]:
-        return plan_shape(rng, nodes, self.variant or rng.choice(SHAPES))
+        return plan_shape(rng, nodes, self.variant or rng.choice(shapes_for(len(nodes))))
 
     def partitioner(self, cluster: Any) -> Partitioner:
         key = cluster.hub_netns
@@ -250,7 +261,8 @@ class PartitionFault:
         if "cut" in params:
             value = dict(params)
         else:
-            shape = params.get("shape") or self.variant or rng.choice(SHAPES)
+            shape = (params.get("shape") or self.variant
+                     or rng.choice(shapes_for(len(cluster.names)) or SHAPES))
             leader = None
             if shape == "isolate-leader":
                 leader = cluster.leader()
@@ -260,13 +272,16 @@ class PartitionFault:
         cut = [tuple(pair) for pair in value["cut"]]
         self.partitioner(cluster).apply(cut)
         value["cut"] = [list(pair) for pair in cut]
+        if not cut:
+            value[NOOP] = (f"{value.get('shape', 'this partition')} cuts no link on "
+                           f"{len(cluster.names)} nodes")
         return value
 
     def heal(self, cluster: Any) -> dict[str, Any]:
         p = self.partitioner(cluster)
         healed = [list(pair) for pair in p.cut]
         p.heal()
-        return {"healed": healed}
+        return {"healed": healed} if healed else {"healed": [], NOOP: "no link was cut"}
 
     def teardown(self, cluster: Any) -> None:
         p = self._partitioners.pop(cluster.hub_netns, None)

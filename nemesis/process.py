@@ -11,7 +11,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nemesis.base import FaultContext
+from nemesis.base import NOOP, FaultContext
 
 TARGETS = ("one", "minority", "majority")
 ALL_TARGETS = (*TARGETS, "leader")
@@ -75,11 +75,16 @@ class KillFault(_TargetedFault):
     def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         nodes = resolve_nodes(cluster, rng, params)
-        return {"nodes": nodes, "targets": params.get("targets"), "killed": cluster.kill(nodes)}
+        killed = cluster.kill(nodes)
+        value = {"nodes": nodes, "targets": params.get("targets"), "killed": killed}
+        if not killed:
+            value[NOOP] = f"{' '.join(nodes)} already down"
+        return value
 
     def heal(self, cluster: Any) -> dict[str, Any]:
         down = [n for n in cluster.names if not cluster.is_running(n)]
-        return {"nodes": cluster.start(down, fresh=False)}
+        started = cluster.start(down, fresh=False)
+        return {"nodes": started} if started else {"nodes": [], NOOP: "no node was down"}
 
 
 class PauseFault(_TargetedFault):
@@ -92,10 +97,16 @@ class PauseFault(_TargetedFault):
     def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         nodes = resolve_nodes(cluster, rng, params)
-        return {"nodes": nodes, "targets": params.get("targets"), "paused": cluster.pause(nodes)}
+        already = set(cluster.paused)
+        paused = [n for n in cluster.pause(nodes) if n not in already]
+        value = {"nodes": nodes, "targets": params.get("targets"), "paused": paused}
+        if not paused:
+            value[NOOP] = f"{' '.join(nodes)} already down or paused"
+        return value
 
     def heal(self, cluster: Any) -> dict[str, Any]:
-        return {"nodes": cluster.resume(sorted(cluster.paused))}
+        resumed = cluster.resume(sorted(cluster.paused))
+        return {"nodes": resumed} if resumed else {"nodes": [], NOOP: "no node was paused"}
 
 
 def kill_fault(ctx: FaultContext) -> KillFault:

@@ -1,7 +1,11 @@
 """Fault schedules: a pure function from a seed to a timeline.
 
 One fault at a time, Jepsen style: a quiet gap, a fault, a gap while it
-lasts, its heal. Gaps are exponential with the given mean. What each fault
+lasts, its heal. Gaps are exponential with the given mean. Fault kinds are
+drawn from a shuffled bag (each once per round), so a run that names
+"partition, kill, pause" and has room for three faults gets each of them; a
+fault is not started in the last moments of a run, where it would be healed
+before it could act. What each fault
 does (which nodes, which shape) is planned here when the node names are
 enough; what depends on the live cluster (the current leader) is left to
 inject time, with a per-event seed so that choice replays too.
@@ -18,6 +22,9 @@ from nemesis.base import split_spec
 
 # Faults that inject and heal in one op (nothing to undo later).
 INSTANT = frozenset({"lose-unsynced"})
+# The shortest a fault lasts (or its mean gap / 2, if shorter): a 50 ms kill
+# at the very end of a run shows nothing.
+MIN_FAULT_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -41,8 +48,16 @@ def plan_params(spec: str, rng: random.Random, nodes: Sequence[str]) -> dict[str
         from nemesis.process import plan
         return plan(rng, nodes, variant)
     if name == "partition":
-        from nemesis.partition import SHAPES, plan_shape
-        return plan_shape(rng, nodes, variant or rng.choice(SHAPES))
+        from nemesis.partition import plan_shape, shapes_for
+        shapes = shapes_for(len(nodes))
+        if variant is not None and variant not in shapes:
+            plan_shape(rng, nodes, variant)  # an unknown name: the shape's own error
+            raise ValueError(f"partition shape {variant!r} cannot act on {len(nodes)} "
+                             f"node(s); there, use one of "
+                             f"{', '.join(shapes) or '(none: add nodes)'}")
+        if not shapes:
+            raise ValueError(f"no partition can cut a link on {len(nodes)} node(s)")
+        return plan_shape(rng, nodes, variant or rng.choice(shapes))
     if name == "lose-unsynced" and variant is not None:
         # A power cut of a majority (or all) at once is what loses data a
         # quorum acknowledged but had not flushed (the Redpanda RFC's case).
@@ -66,20 +81,25 @@ def schedule(seed: int, faults: Sequence[str], mean_interval: float, time_limit:
         return []
     rng = random.Random(seed)
     specs = list(faults)
+    bag: list[str] = []
+    min_duration = min(MIN_FAULT_S, mean_interval / 2)
     events: list[Event] = []
     t = 0.0
     while True:
         t += rng.expovariate(1.0 / mean_interval)
-        if t >= time_limit:
+        if t >= time_limit - min_duration:
             break
-        spec = rng.choice(specs)
+        if not bag:
+            bag = list(specs)
+            rng.shuffle(bag)
+        spec = bag.pop()
         # A sub-rng per event: a plan drawing more numbers does not shift the times.
         plan_rng = random.Random(rng.getrandbits(64))
         params = plan_params(spec, plan_rng, nodes)
         events.append(Event(round(t, 3), "inject", spec, params, rng.getrandbits(63)))
         if split_spec(spec)[0] in INSTANT:
             continue
-        t = min(t + rng.expovariate(1.0 / mean_interval), time_limit)
+        t = min(t + max(min_duration, rng.expovariate(1.0 / mean_interval)), time_limit)
         events.append(Event(round(t, 3), "heal", spec))
         if t >= time_limit:
             break

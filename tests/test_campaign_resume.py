@@ -73,5 +73,5 @@ def test_campaign_exit_codes():
     zero = {"valid": 3, "invalid": 0, "unknown": 0, "error": 0}
     assert exit_code_of(zero) == 0
     assert exit_code_of({**zero, "unknown": 1}) == 2
-    assert exit_code_of({**zero, "unknown": 1, "error": 1}) == 3
+    assert exit_code_of({**zero, "unknown": 1, "error": 1}) == 255
     assert exit_code_of({**zero, "invalid": 1, "error": 1}) == 1

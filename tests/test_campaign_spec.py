@@ -75,16 +75,16 @@ def test_validation_errors_are_one_sentence(change, words):
 def test_cli_reports_bad_toml_in_one_line_and_fails(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\n[[matrix]]\ndb = ["raft"\n')
-    assert main(["campaign", str(bad), "--results", str(tmp_path / "r")]) == 2
+    assert main(["campaign", str(bad), "--results", str(tmp_path / "r")]) == 254
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is not valid TOML" in err[0]
     assert not (tmp_path / "r").exists()     # nothing was created for a bad file
 
 
 def test_cli_rejects_both_or_neither_of_file_and_resume(tmp_path, capsys):
-    assert main(["campaign", "--results", str(tmp_path)]) == 2
-    assert main(["campaign", "x.toml", "--resume", "abc", "--results", str(tmp_path)]) == 2
-    assert main(["campaign", "--resume", "nope", "--results", str(tmp_path)]) == 2
+    assert main(["campaign", "--results", str(tmp_path)]) == 254
+    assert main(["campaign", "x.toml", "--resume", "abc", "--results", str(tmp_path)]) == 254
+    assert main(["campaign", "--resume", "nope", "--results", str(tmp_path)]) == 254
     assert "no campaign 'nope'" in capsys.readouterr().err
 
 
@@ -105,3 +105,17 @@ def test_dry_run_lists_runs(capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0].split(None, 1) == ["1", "raft register partition,kill seed 1"]
     assert out[-1].startswith("3 runs, about")
+
+
+def test_a_matrix_typo_lists_every_allowed_key():
+    """Finding 8: the list of allowed keys left out the matrix axes."""
+    from harness.campaign_spec import AXES, SETTABLE, CampaignError, parse_campaign
+    doc = {"name": "x", "matrix": [{"db": ["raft"], "workload": ["register"], "seeds": [1],
+                                    "nemesiss": ["kill"]}]}
+    with pytest.raises(CampaignError) as e:
+        parse_campaign(doc)
+    message = str(e.value)
+    assert "unknown key 'nemesiss'" in message
+    allowed = message.split("allowed: ")[1].split(", ")
+    assert set(allowed) == {*AXES, "repeats", *SETTABLE}
+    assert {"db", "workload", "nemesis", "seeds"} <= set(allowed)

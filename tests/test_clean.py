@@ -38,7 +38,8 @@ from harness.cluster import Cluster
 from harness.resources import install_termination_handlers
 run_dir, run_id, state = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 install_termination_handlers()
-with Cluster(run_dir, EchoDB(), ["n1", "n2"], run_id, state_dir=state) as c:
+with Cluster(run_dir, EchoDB(), ["n1", "n2"], run_id, state_dir=state,
+             watchdog=sys.argv[5] == "watchdog") as c:
     c.start_all(timeout=30)
     mnt = c.spec("n1").data_dir.parent / "mnt"
     mnt.mkdir()
@@ -53,11 +54,12 @@ with Cluster(run_dir, EchoDB(), ["n1", "n2"], run_id, state_dir=state) as c:
 """
 
 
-def start_harness(tmp_path: Path) -> tuple[subprocess.Popen[str], str, dict]:
+def start_harness(tmp_path: Path, watchdog: bool = True
+                  ) -> tuple[subprocess.Popen[str], str, dict]:
     run_id = f"tclean{uuid.uuid4().hex[:8]}"
     proc = subprocess.Popen(
         [sys.executable, "-c", HARNESS, str(tmp_path / run_id), run_id,
-         str(tmp_path / "state"), str(TESTS_DIR)],
+         str(tmp_path / "state"), str(TESTS_DIR), "watchdog" if watchdog else "none"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     line = proc.stdout.readline() if proc.stdout else ""
     if not line:
@@ -92,13 +94,17 @@ def force_cleanup(made: dict, run_id: str, tmp_path: Path) -> None:
 @needs_root
 @pytest.mark.slow
 def test_clean_sweeps_a_sigkilled_harness(tmp_path: Path) -> None:
-    proc, run_id, made = start_harness(tmp_path)
+    """Without the watchdog (say it was killed too), `clean` finishes the job."""
+    proc, run_id, made = start_harness(tmp_path, watchdog=False)
     try:
         assert leftovers(made)  # the run really made things
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        time.sleep(0.1)
-        assert len(leftovers(made)) == len(made["pids"]) * 2 + len(made["namespaces"]) + 2
+        time.sleep(0.5)
+        # The nodes died with the harness (PR_SET_PDEATHSIG); the helpers they
+        # forked, the namespaces, the mount and the data dir are left.
+        assert not any(alive(p) for p in made["pids"])
+        assert len(leftovers(made)) == len(made["helpers"]) + len(made["namespaces"]) + 2
         done = subprocess.run([sys.executable, "-m", "harness", "clean", "--run", run_id,
                                "--state-dir", str(tmp_path / "state")],
                               capture_output=True, text=True, timeout=60)
@@ -112,6 +118,27 @@ def test_clean_sweeps_a_sigkilled_harness(tmp_path: Path) -> None:
                                 "--state-dir", str(tmp_path / "state")],
                                capture_output=True, text=True, timeout=60)
         assert again.stdout.strip() == "nothing to clean"
+    finally:
+        proc.kill()
+        force_cleanup(made, run_id, tmp_path)
+
+
+@needs_root
+@pytest.mark.slow
+def test_the_watchdog_sweeps_a_sigkilled_harness_within_2s(tmp_path: Path) -> None:
+    """Finding 3: nothing of a SIGKILLed harness's run is alive 2 s later."""
+    proc, run_id, made = start_harness(tmp_path, watchdog=True)
+    try:
+        assert len(leftovers(made)) == 2 * len(made["pids"]) + len(made["namespaces"]) + 2
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        time.sleep(2.0)
+        assert leftovers(made) == []
+        assert not (tmp_path / "state" / f"{run_id}.jsonl").exists()
+        done = subprocess.run([sys.executable, "-m", "harness", "clean", "--run", run_id,
+                               "--state-dir", str(tmp_path / "state")],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stdout.strip() == "nothing to clean"
     finally:
         proc.kill()
         force_cleanup(made, run_id, tmp_path)
@@ -171,3 +198,21 @@ def test_a_reused_pid_is_never_killed() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_leftovers_of_dead_runs_are_found_for_the_next_run(tmp_path: Path) -> None:
+    """What a run whose harness (and watchdog) died left is named, so the next
+    `faultline run` can say `faultline clean` has work; live runs are not."""
+    from harness.resources import dead_runs_with_leftovers
+    state = tmp_path / "state"
+    live = ResourceLog(tmp_path / "live.jsonl", "runlive", state)
+    live.add("tempdir", path=str(tmp_path / "x"))
+    assert dead_runs_with_leftovers(state) == []
+    dead_journal = tmp_path / "dead.jsonl"
+    dead_journal.write_text(
+        json.dumps({"op": "owner", "run_id": "rundead", "pid": 999_999_999,
+                    "start_time": 1.0}) + "\n"
+        + json.dumps({"op": "add", "id": 0, "kind": "netns", "name": "fl-rundead-n1"}) + "\n")
+    (state / "rundead.jsonl").symlink_to(dead_journal)
+    assert dead_runs_with_leftovers(state) == ["rundead"]
+    live.close()

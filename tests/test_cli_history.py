@@ -8,6 +8,7 @@ from checkers.history import Op, read_history
 from harness.cli import main
 from harness.history import HistoryWriter
 from harness.store import create_run_dir
+from harness.verdict_store import write_verdicts
 
 CORPUS = PORCUPINE
 
@@ -112,7 +113,7 @@ def test_convert_refuses_to_overwrite(tmp_path, capsys):
     write_edn_history(ops(), src)
     out = tmp_path / "exists.msgpack"
     out.write_bytes(b"precious")
-    assert main(["history", "convert", str(src), str(out)]) == 2
+    assert main(["history", "convert", str(src), str(out)]) == 254
     err = capsys.readouterr().err
     assert one_sentence(err) and "refusing to overwrite" in err
     assert out.read_bytes() == b"precious"
@@ -128,21 +129,21 @@ def test_bad_input_is_one_sentence(tmp_path, capsys, argv_tail, content, fragmen
     path = tmp_path / "input"
     path.write_bytes(content)
     argv = ["history", argv_tail[0], str(path), *argv_tail[1:]]
-    assert main(argv) == 2
+    assert main(argv) == 254
     captured = capsys.readouterr()
     assert one_sentence(captured.err) and fragment in captured.err
     assert captured.out == ""
 
 
 def test_missing_file(tmp_path, capsys):
-    assert main(["history", "show", str(tmp_path / "nope")]) == 2
+    assert main(["history", "show", str(tmp_path / "nope")]) == 254
     assert one_sentence(capsys.readouterr().err)
 
 
 def test_unknown_format_is_one_sentence(tmp_path, capsys):
     path = tmp_path / "blob.bin"
     path.write_bytes(b"\x00\x01\x02hello")
-    assert main(["history", "show", str(path)]) == 2
+    assert main(["history", "show", str(path)]) == 254
     err = capsys.readouterr().err
     assert one_sentence(err) and "unknown history format" in err
 
@@ -154,7 +155,8 @@ def test_ls(tmp_path, capsys):
     (old / "run.json").write_text(json.dumps({
         "start_wall": "2024-06-01T12:00:00+00:00", "status": "complete",
         "config": {"db": "raft", "workload": "kv", "nemesis": ["partition"], "nodes": 5}}))
-    (old / "verdicts.json").write_text(json.dumps({"valid": False}))
+    (old / "history.msgpack").write_bytes(b"")
+    write_verdicts(old, {"valid": False})
     new = create_run_dir(tmp_path)
     (new / "run.json").write_text("{broken")
     assert main(["ls", "--results", str(tmp_path)]) == 0

@@ -27,9 +27,10 @@ def test_unknown_without_invalid_is_2_unless_allowed():
     assert decide(cases, allow_unknown=True) == 0
 
 
-def test_run_without_verdicts_is_unknown():
+def test_run_without_verdicts_never_passes():
     (case,) = cases_from_verdicts("r9", None)
-    assert case.valid == "unknown" and "check it first" in case.detail
+    assert case.valid == "error" and "check it first" in case.detail
+    assert decide([case], allow_unknown=True) == 2
 
 
 def test_junit_has_one_testcase_per_run_and_checker():

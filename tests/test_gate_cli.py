@@ -3,7 +3,10 @@
 import json
 import xml.etree.ElementTree as ET
 
+from checkers.history import Op
 from harness.cli import main
+from harness.history import HistoryWriter
+from harness.verdict_store import write_verdicts
 
 VALID = {"valid": True, "checkers": {
     "linearizability": {"valid": True, "anomalies": [], "stats": {"seconds": 0.2}},
@@ -20,8 +23,11 @@ def run_dir(results, name, verdicts, status="complete"):
     d = results / name
     d.mkdir(parents=True)
     (d / "run.json").write_text(json.dumps({"run_id": name, "status": status}))
+    with HistoryWriter(d / "history.msgpack") as w:
+        w.append(Op(0, 1, 0, "invoke", "read"))
+        w.append(Op(1, 2, 0, "ok", "read", None))
     if verdicts is not None:
-        (d / "verdicts.json").write_text(json.dumps(verdicts))
+        write_verdicts(d, json.loads(json.dumps(verdicts)))
     return d
 
 
@@ -41,8 +47,9 @@ def test_run_dirs_exit_codes(tmp_path, capsys):
     assert "gate: FAIL" in out and "read 3 after 4" in out and "(allowed)" in out
 
 
-def test_unchecked_run_is_unknown(tmp_path):
+def test_unchecked_run_never_passes(tmp_path):
     assert gate(run_dir(tmp_path, "r1", None)) == 2
+    assert gate(run_dir(tmp_path, "r2", None), "--allow-unknown") == 2
 
 
 def test_junit_has_a_testcase_per_run_and_checker(tmp_path):
@@ -75,12 +82,65 @@ def test_campaign_id_gates_its_runs_and_unfinished_runs_are_unknown(tmp_path):
     (cdir / "runs.json").write_text(json.dumps(entries))
     junit = tmp_path / "c.xml"
     assert gate("c1", "--results", results, "--junit", junit) == 2
-    assert gate("c1", "--results", results, "--allow-unknown") == 0
-    skipped = ET.parse(junit).getroot().find("testsuite").findall("testcase")[-1]
-    assert "boom" in skipped.find("skipped").get("message")
+    # A run that did not complete never passes, even with --allow-unknown (finding 1).
+    assert gate("c1", "--results", results, "--allow-unknown") == 2
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("errors") == "1"
+    assert "boom" in suite.findall("testcase")[-1].find("error").get("message")
 
 
 def test_unknown_target_is_one_sentence(tmp_path, capsys):
-    assert gate("no-such", "--results", tmp_path) == 2
+    assert gate("no-such", "--results", tmp_path) == 254
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "neither a campaign" in err[0]
+
+
+def test_runs_that_did_not_complete_never_pass(tmp_path, capsys):
+    """Finding 1: crashed, interrupted, errored and dead-but-"running" runs, even
+    with valid-looking verdicts, fail the gate with --allow-unknown; JUnit errors."""
+    import os
+    import subprocess
+    import sys
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    import psutil
+    runs = [run_dir(tmp_path, "r-int", VALID, status="interrupted"),
+            run_dir(tmp_path, "r-err", VALID, status="error"),
+            run_dir(tmp_path, "r-run", VALID, status="running")]
+    # A run.json left at "running" by a SIGKILLed harness: its pid is gone.
+    doc = json.loads((runs[2] / "run.json").read_text())
+    doc["harness"] = {"pid": dead.pid, "start_time": 1.0}
+    (runs[2] / "run.json").write_text(json.dumps(doc))
+    for d in runs:
+        junit = tmp_path / f"{d.name}.xml"
+        assert gate(d, "--allow-unknown", "--junit", junit) == 2
+        suite = ET.parse(junit).getroot().find("testsuite")
+        assert suite.get("errors") == "1" and suite.get("skipped") == "0"
+    out = capsys.readouterr().out
+    assert "the run is crashed" in out and "the run is interrupted" in out
+    # A live harness's run is "running": not complete either.
+    me = psutil.Process(os.getpid())
+    doc["harness"] = {"pid": me.pid, "start_time": me.create_time()}
+    (runs[2] / "run.json").write_text(json.dumps(doc))
+    assert gate(runs[2], "--allow-unknown") == 2
+    assert "the run is running" in capsys.readouterr().out
+
+
+def test_verdicts_of_another_history_are_absent(tmp_path, capsys):
+    """Finding 5: a history replaced after checking: its old VALID is not the verdict."""
+    d = run_dir(tmp_path, "r1", VALID)
+    assert gate(d) == 0
+    (d / "history.msgpack").write_bytes(b"\x00garbage")
+    assert gate(d, "--allow-unknown") == 2
+    out = capsys.readouterr().out
+    assert "judged another history" in out and "faultline check --in-process" in out
+
+
+def test_no_empty_reason_line(tmp_path, capsys):
+    unk = {"valid": "unknown", "checkers": {
+        "durability": {"valid": "unknown", "anomalies": [], "stats": {}}}}
+    assert gate(run_dir(tmp_path, "r1", unk)) == 2
+    out = capsys.readouterr().out
+    assert "durability: the checker gave no reason" in out
+    assert "durability: \n" not in out

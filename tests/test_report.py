@@ -52,6 +52,11 @@ class RunDir:
         (self.path / "history.msgpack").write_bytes(b"".join(pack_op(o) for o in self.ops))
 
     def write_json(self, name: str, doc: Any) -> None:
+        if name == "verdicts.json":
+            # Bound to the history written so far, as a real check would be.
+            from harness.verdict_store import write_verdicts
+            write_verdicts(self.path, doc)
+            return
         (self.path / name).write_text(json.dumps(doc))
 
     def node_events(self, node: str, events: list[dict[str, Any]]) -> None:
@@ -110,6 +115,7 @@ def invalid_run(tmp_path: Path) -> RunDir:
 def test_invalid_run_says_so_and_explains(tmp_path: Path) -> None:
     rd = invalid_run(tmp_path)
     page = write_report(rd.path).read_text()
+    assert "class='word invalid'>INVALID" in page
     banner = page[page.index("class='banner"):page.index("<h2>Checkers")]
     assert "INVALID" in banner
     assert "2 of 4 checkers found anomalies" in banner
@@ -178,7 +184,7 @@ def test_missing_pieces_are_noted_not_fatal(tmp_path: Path) -> None:
     rd.write_history()
     page = write_report(rd.path).read_text()
     assert "NOT CHECKED" in page
-    assert "run.json is missing" in page and "verdicts.json is missing" in page
+    assert "run.json is missing" in page and "the run has no verdicts.json" in page
     assert "imported" in page  # the dir name stands in for the run id
 
     empty = tmp_path / "empty"
@@ -193,7 +199,9 @@ def test_torn_and_corrupt_history_keep_what_was_read(tmp_path: Path) -> None:
     data = hist.read_bytes()
     hist.write_bytes(data + pack_op(Op(len(rd.ops), 13 * S, 0, "invoke", "read"))[:5])
     page = write_report(rd.path).read_text()
-    assert "torn tail" in page and "INVALID" in page
+    # The verdicts judged the history before its tail was torn: not this history's.
+    assert "torn tail" in page and "judged another history" in page
+    assert "class='word invalid'>INVALID" not in page
     (rd.path / "run.json").write_text("{not json")
     hist.write_bytes(data[:2000] + b"\xc1" + data[2000:])
     page = write_report(rd.path).read_text()
@@ -249,7 +257,21 @@ def test_report_command(tmp_path: Path, capsys: Any) -> None:
     assert cli_main(["report", str(rd.path)]) == 0
     assert (rd.path / "report.html").is_file()
     assert str(rd.path / "report.html") in capsys.readouterr().out
-    assert cli_main(["report", str(tmp_path / "nope")]) == 2
+    assert cli_main(["report", str(tmp_path / "nope")]) == 254
+
+
+def test_garbage_run_json_or_history_never_shows_the_old_verdict(tmp_path: Path,
+                                                                  capsys: Any) -> None:
+    """Finding 5: an old VALID must not survive the run dir's files being replaced."""
+    rd = invalid_run(tmp_path)
+    (rd.path / "run.json").write_text("{not json")
+    assert cli_main(["report", str(rd.path)]) == 254
+    assert "not a usable run dir" in capsys.readouterr().err
+    rd.write_json("run.json", run_json())
+    (rd.path / "history.msgpack").write_bytes(b"\x93garbage")
+    page = write_report(rd.path).read_text()
+    assert "judged another history" in page and "faultline check --in-process" in page
+    assert "class='word invalid'>INVALID" not in page
 
 
 def test_lin_view_names_the_register_and_draws_each_op_once() -> None:

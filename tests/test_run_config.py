@@ -56,7 +56,7 @@ def test_lin_options_reach_the_linearizability_checker(tmp_path):
     assert lin["valid"] == "unknown"
     assert "time limit" in lin["anomalies"][0]["reason"]
     # On the command line: K=V pairs, values read as JSON.
-    assert main(["run", "--lin-option", "time_limit=oops", "--results", str(tmp_path)]) == 2
+    assert main(["run", "--lin-option", "time_limit=oops", "--results", str(tmp_path)]) == 254
 
 
 def test_parse_nemesis():

@@ -19,7 +19,7 @@ def test_run_without_net_admin_is_one_sentence_and_creates_nothing(tmp_path):
          sys.executable, "-m", "harness", "run", "--time-limit", "5",
          "--results", str(results)],
         capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2
+    assert done.returncode == 254
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "needs root" in lines[0] and "Traceback" not in done.stderr
     assert not results.exists()

@@ -110,7 +110,7 @@ def test_check_without_java_says_so_in_one_sentence(tmp_path, monkeypatch, capfd
         monkeypatch.delenv("JAVA_HOME", raising=False)
     else:
         monkeypatch.setenv("JAVA_HOME", str(tmp_path / java_home))
-    assert main(["check", str(run)]) == 2
+    assert main(["check", str(run)]) == 254
     out, err = capfd.readouterr()
     assert out == ""
     lines = err.strip().splitlines()

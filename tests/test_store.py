@@ -18,6 +18,7 @@ from harness.store import (
     results_dir,
     run_id_time,
 )
+from harness.verdict_store import write_verdicts
 
 
 def test_run_id_format_and_time():
@@ -71,7 +72,9 @@ def write_run(results, config=None, valid=None, status="complete"):
                                 "nemesis": ["partition", "kill"], "nodes": 3}}
     (d / "run.json").write_text(json.dumps(run))
     if valid is not None:
-        (d / "verdicts.json").write_text(json.dumps({"valid": valid, "checkers": {}}))
+        with HistoryWriter(d / "history.msgpack") as w:
+            w.append(Op(0, 1, 0, "invoke", "read"))
+        write_verdicts(d, {"valid": valid, "checkers": {}})
     return d
 
 
@@ -94,13 +97,30 @@ def test_list_runs_newest_first_and_tolerant(tmp_path):
             by_id[old.name].nodes, by_id[old.name].verdict) == (
         "raft", "register", "partition,kill", 3, "valid")
     assert by_id[mid.name].verdict == "invalid"
-    assert by_id[broken.name].verdict == "unknown"
+    assert by_id[broken.name].verdict == "broken"   # never the old verdict (finding 5)
     assert by_id[broken.name].problems[0].startswith("run.json unreadable")
     assert by_id[missing.name].problems == ["run.json missing"]
     assert by_id[missing.name].verdict == "none"
     assert by_id[missing.name].start.startswith(missing.name[:4])
     assert by_id[bad_verdict.name].verdict == "broken"
     assert by_id[bad_verdict.name].problems
+    # Verdicts of another history: shown as unchecked, saying how to re-check.
+    (old / "history.msgpack").write_bytes(b"garbage")
+    (stale,) = [r for r in list_runs(tmp_path) if r.run_id == old.name]
+    assert stale.verdict == "unchecked" and "re-check with" in stale.problems[0]
+
+
+def test_a_running_run_whose_harness_died_is_crashed(tmp_path):
+    import subprocess
+    import sys
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    d = write_run(tmp_path, status="running")
+    doc = json.loads((d / "run.json").read_text())
+    doc["harness"] = {"pid": gone.pid, "start_time": 1.0}
+    (d / "run.json").write_text(json.dumps(doc))
+    (r,) = list_runs(tmp_path)
+    assert r.status == "crashed"
 
 
 def test_list_runs_of_missing_dir(tmp_path):

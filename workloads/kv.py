@@ -15,6 +15,7 @@ from workloads.ops import OpSpec, UniqueValues
 
 NAME = "kv"
 LIN_MODEL = "register-kv"
+OPTIONS = {"active_keys": "positive-int", "ops_per_key": "positive-int"}
 
 
 def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:

@@ -10,6 +10,7 @@ from typing import Any
 from workloads.ops import OpSpec, UniqueValues
 
 NAME = "list-append"
+OPTIONS = {"active_keys": "positive-int", "max_appends_per_key": "positive-int"}
 
 
 def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:

@@ -12,6 +12,7 @@ from typing import Any
 from workloads.ops import OpSpec, UniqueValues
 
 NAME = "log"
+OPTIONS = {"logs": "positive-int", "read_count": "positive-int"}
 
 
 def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:

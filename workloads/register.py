@@ -9,6 +9,8 @@ from typing import Any
 from workloads.ops import OpSpec, UniqueValues
 
 NAME = "register"
+# --client-option keys the generator reads, with their kind (harness.run_config checks them).
+OPTIONS: dict[str, str] = {}
 RECENT = 4  # cas guesses among the last few written values: a plausible mix of hits and misses
 
 

@@ -7,11 +7,12 @@ import sys
 from pathlib import Path
 
 from harness.campaign_spec import CampaignError, estimated_seconds, load_campaign
-from harness.cli import UserError
+from harness.errors import UserError
 from harness.store import results_dir
 
-EPILOG = ("exit status: 0 every run valid, 1 any invalid, 2 any unknown, 3 a run failed "
-          "(harness error; --resume re-runs it)")
+EPILOG = ("exit status: 0 every run valid, 1 any invalid, 2 any unknown, 254 bad "
+          "arguments or campaign file (nothing started), 255 a run failed (harness error; "
+          "--resume re-runs it)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from checkers.verdict import exit_code
 from harness.checking import check_run_dir, overall_validity, rows_from_document
-from harness.cli import UserError
+from harness.errors import UserError
 from harness.store import results_dir
 from harness.summary import print_verdict_rows
 

@@ -21,7 +21,8 @@ def register(subparsers: Any) -> None:
         "check-elle", help="check a list-append history for transactional anomalies",
         description="Infer version orders and a dependency graph from a list-append "
                     "history, search it for cycles, and judge it against a consistency "
-                    "model. Exit 0 valid, 1 invalid, 2 unknown.")
+                    "model. Exit 0 valid, 1 invalid, 2 unknown, 254 unreadable history or "
+                    "bad arguments, 255 harness error.")
     p.add_argument("file", help="the history (history.msgpack or a Jepsen history.edn)")
     p.add_argument("--format", choices=("msgpack", "edn"), default=None,
                    help="history format (default: detected)")

@@ -6,18 +6,22 @@ import argparse
 import json
 
 from checkers.formats import FORMATS, read_any
+from checkers.history import client_ops
 from checkers.lin_report import write_html
 from checkers.linearizability import check
 from checkers.models import MODELS
-from checkers.verdict import exit_code
-from harness.cli import UserError
+from checkers.stats import NO_CLIENT_OPS
+from checkers.verdict import exit_code, verdict
+from harness.errors import UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "check-lin", help="check a history for linearizability",
         description="Check a history for linearizability. Exit status: 0 linearizable, "
-                    "1 not linearizable, 2 unknown (budget exhausted) or error.")
+                    "1 not linearizable, 2 unknown (budget exhausted, or no client "
+                    "operations), 254 unreadable history or bad arguments, 255 harness "
+                    "error.")
     p.add_argument("file", help="history file")
     p.add_argument("--model", default="cas-register", choices=sorted(MODELS))
     p.add_argument("--format", choices=FORMATS, default=None,
@@ -37,9 +41,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {w}")
     if args.time_limit <= 0 or args.memory_limit <= 0:
         raise UserError("--time-limit and --memory-limit must be positive")
-    v = check(history.ops, model=args.model, time_limit=args.time_limit,
-              memory_limit_mb=args.memory_limit,
-              stop_on_first_failure=args.stop_on_first_failure)
+    if not client_ops(history.ops):
+        # An empty search is vacuously linearizable: say we cannot tell.
+        v = verdict("unknown", stats={"model": args.model, "reason": NO_CLIENT_OPS})
+    else:
+        v = check(history.ops, model=args.model, time_limit=args.time_limit,
+                  memory_limit_mb=args.memory_limit,
+                  stop_on_first_failure=args.stop_on_first_failure)
     if args.json:
         print(json.dumps(v, indent=2, default=repr))
     else:
@@ -53,7 +61,8 @@ def summary(v: dict) -> str:
     word = {True: "valid", False: "INVALID"}.get(v["valid"], "unknown")
     stats = v["stats"]
     lines = [f"linearizability ({stats.get('model')}): {word}; "
-             f"{stats.get('keys_checked', 0)}/{stats.get('keys', 0)} key(s) checked"]
+             f"{stats.get('keys_checked', 0)}/{stats.get('keys', 0)} key(s) checked"
+             + (f" ({stats['reason']})" if stats.get("reason") else "")]
     for a in v["anomalies"]:
         if a["type"] == "nonlinearizable":
             op = a["op"] or {}

@@ -12,8 +12,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.cli import UserError
 from harness.cluster import check_privileges
+from harness.errors import HarnessError
 from harness.resources import sweep_all
 
 
@@ -43,5 +43,5 @@ def run(args: argparse.Namespace) -> int:
     if not (report.removed or report.errors or report.skipped):
         print("nothing to clean")
     if report.errors and not report.removed:
-        raise UserError(f"{len(report.errors)} run(s) could not be cleaned; see above.")
+        raise HarnessError(f"{len(report.errors)} run(s) could not be cleaned; see above.")
     return 1 if report.errors else 0

@@ -8,13 +8,14 @@ import sys
 from pathlib import Path
 
 from harness.campaign_store import RUNS_JSON, campaign_dir, read_json
-from harness.cli import UserError
-from harness.gate import GateCase, cases_from_verdicts, decide, junit_xml, load_verdicts
+from harness.errors import UserError
+from harness.gate import ERROR, GateCase, cases_of_run_dir, decide, junit_xml
 from harness.store import results_dir
 
-EPILOG = ("exit status: 0 every verdict valid, 1 any invalid, 2 any unknown and none "
-          "invalid (0 with --allow-unknown)")
-WORD = {True: "valid", False: "INVALID"}
+EPILOG = ("exit status: 0 every run complete and every verdict valid, 1 any invalid, 2 "
+          "any unknown and none invalid (0 with --allow-unknown) or any run not complete "
+          "(never passes), 254 bad arguments, 255 harness error")
+WORD = {True: "valid", False: "INVALID", "unknown": "unknown", ERROR: "ERROR"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,11 +42,11 @@ def campaign_cases(cdir: Path) -> list[GateCase]:
         run_dir = e.get("run_dir")
         name = e.get("run_id") or f"{cdir.name}#{e['index'] + 1}"
         if e.get("status") != "complete" or not run_dir:
-            cases.append(GateCase(name, "run", "unknown",
+            cases.append(GateCase(name, "run", ERROR,
                                   f"{e['label']}: the run did not complete "
                                   f"({e.get('error') or e.get('status')})"))
         else:
-            cases += cases_from_verdicts(name, load_verdicts(Path(run_dir)))
+            cases += cases_of_run_dir(Path(run_dir), name)
     return cases
 
 
@@ -64,7 +65,7 @@ def resolve(targets: list[str], results: Path) -> tuple[list[GateCase], str]:
         if not (run_dir / "run.json").is_file() and not (run_dir / "verdicts.json").is_file():
             raise UserError(f"{t} is neither a campaign under {results / 'campaigns'} nor a "
                             f"run dir (no run.json)")
-        cases += cases_from_verdicts(run_dir.name, load_verdicts(run_dir))
+        cases += cases_of_run_dir(run_dir)
     return cases, "faultline"
 
 
@@ -78,12 +79,15 @@ def main(args: argparse.Namespace) -> int:
             raise UserError(f"cannot write {args.junit}: {e.strerror}") from None
     for c in cases:
         if c.valid is not True:
-            print(f"  {WORD.get(c.valid, 'unknown'):<8} {c.run} {c.checker}: {c.detail[:300]}")
+            detail = f": {c.detail[:300]}" if c.detail else ""
+            print(f"  {WORD.get(c.valid, str(c.valid)):<8} {c.run} {c.checker}{detail}")
     invalid = sum(c.valid is False for c in cases)
-    unknown = sum(c.valid not in (True, False) for c in cases)
+    errors = sum(c.valid == ERROR for c in cases)
+    unknown = sum(c.valid not in (True, False, ERROR) for c in cases)
     runs = len({c.run for c in cases})
     verdict = {0: "PASS", 1: "FAIL", 2: "UNDECIDED"}[code]
     print(f"gate: {verdict}: {runs} runs, {len(cases)} checks, {invalid} invalid, "
-          f"{unknown} unknown{' (allowed)' if args.allow_unknown and unknown else ''}")
+          f"{unknown} unknown{' (allowed)' if args.allow_unknown and unknown else ''}, "
+          f"{errors} not judgeable (incomplete or unchecked runs never pass)")
     sys.stdout.flush()
     return code

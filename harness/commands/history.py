@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from checkers.formats import FORMATS, detect_format, read_any
-from checkers.history import History, Op, validate
-from harness.cli import UserError
+from checkers.history import History, Op, client_ops, validate
+from checkers.stats import NO_CLIENT_OPS
+from harness.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, UserError
 from harness.history import HistoryWriter
 
 MAX_VALUE_CHARS = 200
@@ -34,7 +35,8 @@ def register(subparsers: Any) -> None:
         "validate", help="check that a history is well-formed",
         description="Print a torn tail and every well-formedness problem (an invoke "
                     "without completion, a completion without invoke, indexes out of "
-                    "order...). Exit 0 if there are none, 1 if there are.")
+                    "order...). Exit 0 if there are none, 1 if there are, 2 if the history has "
+                    "no client operations, 254 if it cannot be read.")
     check.add_argument("file")
     _format_arg(check)
     check.set_defaults(func=run_validate)
@@ -104,8 +106,12 @@ def run_validate(args: argparse.Namespace) -> int:
         print(p)
     n_bad = len(problems) + len(history.warnings)
     verdict = "well-formed" if n_bad == 0 else f"{n_bad} problem{'s' * (n_bad != 1)}"
+    if n_bad == 0 and not client_ops(history.ops):
+        # Nothing to be well-formed about: unknown, not a pass.
+        print(f"{args.file}: {len(history.ops)} ops, unknown: {NO_CLIENT_OPS}")
+        return EXIT_UNKNOWN
     print(f"{args.file}: {len(history.ops)} ops, {verdict}")
-    return 0 if n_bad == 0 else 1
+    return EXIT_VALID if n_bad == 0 else EXIT_INVALID
 
 
 def run_convert(args: argparse.Namespace) -> int:

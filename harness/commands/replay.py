@@ -6,11 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.cli import UserError
+from harness.errors import UserError
 from harness.store import results_dir
 
-EPILOG = ("exit status: the replay's verdict (0 valid, 1 invalid, 2 unknown, 3 harness "
-          "error); the output says whether the original verdict reproduced")
+EPILOG = ("exit status: the replay's verdict (0 valid, 1 invalid, 2 unknown), 254 bad "
+          "arguments or an unusable run dir (nothing started), 255 harness error; the "
+          "output says whether the original verdict reproduced")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.cli import UserError
+from harness.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,10 +20,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from checkers.history import HistoryError
+    from checkers.rundir import RUN_JSON, load_json
     from harness.report import write_report
     for run_dir in args.run_dirs:
         if not run_dir.is_dir():
             raise UserError(f"{run_dir} is not a directory")
+        if (run_dir / RUN_JSON).exists():
+            try:
+                load_json(run_dir / RUN_JSON)
+            except HistoryError as e:
+                raise UserError(f"{run_dir} is not a usable run dir: {e}") from None
     for run_dir in args.run_dirs:
         print(write_report(run_dir))
     return 0

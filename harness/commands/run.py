@@ -7,10 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from harness.cli import UserError
+from harness.errors import EXIT_STATUS_HELP as EXIT_HELP
+from harness.errors import UserError
 from harness.run_config import ConfigError, RunConfig, parse_nemesis, validate
-
-EXIT_HELP = "exit status: 0 valid, 1 invalid, 2 unknown, 3 harness error"
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:

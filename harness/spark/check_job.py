@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from checkers.stats import NO_CLIENT_OPS
 from checkers.verdict import Verdict, merge
 from harness.checking import (
     CHECKS,
@@ -30,7 +31,6 @@ from harness.checking import (
     run_check,
     run_from_ops,
     with_skipped,
-    write_verdicts,
 )
 from harness.spark.ops_table import (
     CHECK_COLUMNS,
@@ -39,6 +39,7 @@ from harness.spark.ops_table import (
     cached_parquet,
     ops_from_rows,
 )
+from harness.verdict_store import history_digest, write_verdicts
 
 VERDICT_COLUMNS = "run string, checker string, key string, valid string, " \
                   "anomaly_count long, seconds double, verdict_json string"
@@ -106,6 +107,8 @@ def check_runs(spark: Any, run_dirs: list[Path],
                progress: Callable[[str], None] = lambda s: None) -> pd.DataFrame:
     """Check every run through Spark; returns the verdict rows (also written out)."""
     runs = {d.name: read_run_json(d) for d in run_dirs}
+    # Taken before the histories are read: the verdicts are of these bytes.
+    digests = {d.name: history_digest(d) for d in run_dirs}
     by_id = {d.name: str(d.resolve()) for d in run_dirs}
     checkers_by_run = {r: checks_for(run) for r, run in runs.items()}
     started = time.perf_counter()
@@ -140,15 +143,15 @@ def check_runs(spark: Any, run_dirs: list[Path],
     missing = [(r, n) for r, names in checkers_by_run.items() for n in names
                if (r, n) not in judged]
     if missing:
-        empty = [_row(r, n, None, {"valid": True, "anomalies": [],
-                                   "stats": {"note": "no client ops"}}, 0.0)
+        empty = [_row(r, n, None, {"valid": "unknown", "anomalies": [],
+                                   "stats": {"reason": NO_CLIENT_OPS}}, 0.0)
                  for r, n in missing]
         rows = pd.concat([rows, pd.DataFrame(empty)], ignore_index=True)
     progress(f"checked {len(runs)} run(s) in {time.perf_counter() - started:.1f}s")
     by_run = dict(iter(rows.groupby("run", sort=False)))
     for run_id, d in zip(runs, run_dirs, strict=True):
         document = run_document(by_run.get(run_id, rows.iloc[:0]), checkers_by_run[run_id])
-        write_verdicts(d, with_skipped(document, runs[run_id]))
+        write_verdicts(d, with_skipped(document, runs[run_id]), digests[run_id])
     return rows
 
 

@@ -14,12 +14,16 @@ class Client(Protocol):
     def close(self) -> None: ...
 
 
-def make_client(db: str, workload: str, nodes: dict[str, tuple[str, int]],
-                options: dict[str, Any]) -> Client:
+def client_class(db: str) -> Any:
     if db == "raft":
         from workloads.clients.raft import RaftClient
-        return RaftClient(workload, nodes, options)
+        return RaftClient
     if db == "etcd":
         from workloads.clients.etcd import EtcdClient
-        return EtcdClient(workload, nodes, options)
+        return EtcdClient
     raise ValueError(f"no client for db {db!r}")
+
+
+def make_client(db: str, workload: str, nodes: dict[str, tuple[str, int]],
+                options: dict[str, Any]) -> Client:
+    return client_class(db)(workload, nodes, options)

@@ -73,6 +73,9 @@ def rejection(status: int, body: bytes) -> _Rejected:
 
 
 class EtcdClient:
+    OPTIONS = {"serializable_reads": "bool", "txn_attempts": "positive-int",
+               "connect_timeout": "positive-number", "op_timeout": "positive-number"}
+
     def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
                  options: dict[str, Any]) -> None:
         if workload not in KEY_PREFIX:

@@ -17,6 +17,10 @@ class _Unsent(Exception):
 
 
 class RaftClient:
+    # --client-option keys it reads (op_timeout and follow_leader come from the run).
+    OPTIONS = {"op_timeout": "positive-number", "connect_timeout": "positive-number",
+               "follow_leader": "bool"}
+
     def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
                  options: dict[str, Any]) -> None:
         self.workload = workload

@@ -1,0 +1,98 @@
+"""The run's watchdog: a small process the harness cannot outlive the run's
+resources without.
+
+The harness holds the write end of a pipe whose read end is the watchdog's
+stdin. However the harness ends — SIGKILL included, which runs no `finally` —
+the kernel closes that end and the watchdog reads EOF. It then waits for the
+harness to be gone and sweeps whatever the run's journal still holds (node
+processes, mounts, namespaces, temp dirs), marks a run.json left `running` as
+`crashed`, drops the run's index entry and exits. A harness that tore down
+normally leaves an empty journal, so the watchdog has nothing to do.
+
+Run as `python -m harness.watchdog JOURNAL`; started by `start_watchdog`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.resources import read_journal, same_process, state_dir, sweep_journal
+
+# How long to wait for a harness that closed the pipe to finish exiting.
+OWNER_EXIT_WAIT_S = 30.0
+POLL_S = 0.02
+
+
+def start_watchdog(journal: Path, index_dir: Path | None = None) -> int:
+    """Start the watchdog of `journal`; returns the pipe's write end, which the
+    caller keeps open (non-inheritable: no child of ours holds it) until its
+    teardown is done, then closes."""
+    read_end, write_end = os.pipe()
+    env = dict(os.environ)
+    env["FAULTLINE_STATE_DIR"] = str(index_dir or state_dir())
+    try:
+        subprocess.Popen([sys.executable, "-m", "harness.watchdog", str(journal)],
+                         stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, close_fds=True, env=env,
+                         cwd=str(Path(__file__).resolve().parent.parent))
+    finally:
+        os.close(read_end)
+    return write_end
+
+
+def mark_crashed(run_json: Path, pid: int | None) -> None:
+    """A run.json still saying `running` after its harness died says `crashed`."""
+    try:
+        doc = json.loads(run_json.read_text())
+    except (OSError, ValueError):
+        return
+    if not isinstance(doc, dict) or doc.get("status") != "running":
+        return
+    doc["status"] = "crashed"
+    doc.setdefault("error", f"the harness (pid {pid}) died without tearing down; "
+                            "its watchdog swept what the run left")
+    tmp = run_json.with_name(run_json.name + ".watchdog.tmp")
+    tmp.write_text(json.dumps(doc, indent=2))
+    os.replace(tmp, run_json)
+
+
+def watch(journal_path: Path) -> int:
+    # Our stdin is the pipe: block until the harness is gone (EOF), whatever
+    # signal it died of. Terminal signals are not ours (new session).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    while os.read(0, 4096):
+        pass
+    journal = read_journal(journal_path)
+    if not journal.live:
+        return 0
+    deadline = time.monotonic() + OWNER_EXIT_WAIT_S
+    while (journal.owner_pid is not None and journal.owner_start_time is not None
+           and same_process(journal.owner_pid, journal.owner_start_time)
+           and time.monotonic() < deadline):
+        time.sleep(POLL_S)
+        journal = read_journal(journal_path)
+        if not journal.live:
+            return 0
+    report = sweep_journal(journal_path, force=True)
+    mark_crashed(journal_path.parent / "run.json", journal.owner_pid)
+    if not report.errors and journal.run_id:
+        (state_dir() / f"{journal.run_id}.jsonl").unlink(missing_ok=True)
+    return 0 if not report.errors else 1
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m harness.watchdog JOURNAL", file=sys.stderr)
+        return 254
+    return watch(Path(argv[0]))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

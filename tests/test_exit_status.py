@@ -1,0 +1,132 @@
+"""Jepsen's exit statuses, everywhere (issue 14, finding 2 and 5): 0 valid,
+1 invalid, 2 unknown, 254 bad arguments or unusable input (one sentence,
+nothing started, nothing left), 255 harness error."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from checkers.history import Op
+from harness.cli import main
+from harness.history import HistoryWriter
+
+ROOT = os.geteuid() == 0
+
+
+def one_sentence(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "Traceback" not in err[0]
+    return err[0]
+
+
+def write_history(path: Path, ops: list[Op]) -> Path:
+    with HistoryWriter(path) as w:
+        for op in ops:
+            w.append(op)
+    return path
+
+
+@pytest.fixture
+def state_dir(tmp_path, monkeypatch):
+    d = tmp_path / "state"
+    monkeypatch.setenv("FAULTLINE_STATE_DIR", str(d))
+    return d
+
+
+def assert_nothing_started(results: Path, state_dir: Path) -> None:
+    assert not results.exists() or not any(results.iterdir())
+    assert not state_dir.exists() or not any(state_dir.iterdir())
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--bug", "no-such-bug"], "unknown bug switch no-such-bug"),
+    (["--nodes", "300"], "--nodes must be at most 245"),
+    (["--nemesis", "partition:majorities-ring"], "cannot act on 3 node(s)"),
+    (["--nodes", "1", "--nemesis", "partition"], "no partition can cut a link"),
+    (["--workload", "kv", "--client-option", "activ_keys=3"], "unknown --client-option"),
+    (["--workload", "kv", "--client-option", "ops_per_key=-1"], "must be a positive integer"),
+    (["--nodes", "many"], "invalid int value"),
+    (["--no-such-flag"], "unrecognized arguments"),
+])
+def test_bad_run_arguments_are_254_and_start_nothing(argv, words, tmp_path, state_dir, capsys):
+    results = tmp_path / "results"
+    assert main(["run", "--results", str(results), *argv]) == 254
+    assert words in capsys.readouterr().err
+    assert_nothing_started(results, state_dir)
+
+
+@pytest.mark.skipif(not ROOT, reason="a results-dir refusal is only reached as root "
+                    "(privileges are checked first)")
+def test_unusable_results_dir_is_254_before_anything_starts(tmp_path, state_dir, capsys):
+    a_file = tmp_path / "results-file"
+    a_file.write_text("not a dir")
+    assert main(["run", "--results", str(a_file), "--time-limit", "1"]) == 254
+    assert "is not a directory" in one_sentence(capsys)
+    assert main(["run", "--results", str(a_file / "sub"), "--time-limit", "1"]) == 254
+    assert "is not a directory" in one_sentence(capsys)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a read-only tmpfs here")
+    try:
+        assert main(["run", "--results", str(ro), "--time-limit", "1"]) == 254
+        assert "not writable" in one_sentence(capsys)
+        assert main(["run", "--results", str(ro / "new"), "--time-limit", "1"]) == 254
+        assert "not writable" in one_sentence(capsys)
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
+    assert not state_dir.exists() or not any(state_dir.iterdir())
+
+
+def test_a_harness_bug_is_255_in_one_line(monkeypatch, capsys, tmp_path):
+    import harness.commands.ls as ls
+
+    def boom(args):
+        raise RuntimeError("simulated harness bug")
+    monkeypatch.setattr(ls, "run", boom)
+    # The parser bound the function at registration: rebuild it after patching.
+    assert main(["ls", "--results", str(tmp_path)]) == 255
+    assert "harness error: RuntimeError: simulated harness bug" in one_sentence(capsys)
+
+
+def test_unreadable_histories_are_254(tmp_path, capsys):
+    garbage = tmp_path / "garbage.msgpack"
+    garbage.write_bytes(b"\xc1\xc1\xc1 not msgpack")
+    for argv in (["check-lin", str(garbage)], ["history", "validate", str(garbage)],
+                 ["check-lin", str(tmp_path / "missing")]):
+        assert main(argv) == 254, argv
+        capsys.readouterr()
+
+
+def test_empty_history_is_unknown_never_valid(tmp_path, capsys):
+    """Finding 5: an empty history, or one with only nemesis ops, judges nothing."""
+    empty = write_history(tmp_path / "empty.msgpack", [])
+    nemesis_only = write_history(tmp_path / "nemesis.msgpack", [
+        Op(0, 1, "nemesis", "invoke", "kill", None), Op(1, 2, "nemesis", "info", "kill", None)])
+    for path in (empty, nemesis_only):
+        assert main(["check-lin", str(path)]) == 2
+        assert "no client operations" in capsys.readouterr().out
+        assert main(["history", "validate", str(path)]) == 2
+        assert "no client operations" in capsys.readouterr().out
+
+
+def test_run_check_of_a_run_without_client_ops_is_unknown(tmp_path, capsys):
+    import json
+
+    from harness.store import create_run_dir
+    run_dir = create_run_dir(tmp_path)
+    write_history(run_dir / "history.msgpack", [])
+    (run_dir / "run.json").write_text(json.dumps({
+        "run_id": run_dir.name, "status": "complete", "artifacts": [],
+        "config": {"db": "raft", "workload": "register"}}))
+    assert main(["check", "--in-process", str(run_dir)]) == 2
+    doc = json.loads((run_dir / "verdicts.json").read_text())
+    assert doc["valid"] == "unknown"
+    assert all(v["valid"] == "unknown" and v["stats"]["reason"] == "no client operations"
+               for v in doc["checkers"].values())

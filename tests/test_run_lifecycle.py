@@ -1,0 +1,152 @@
+"""A real `faultline run` killed and interrupted (issue 14, findings 3 and 4):
+SIGKILL of the harness leaves nothing alive 2 s later and the run reads as
+crashed; Ctrl-C keeps the history, marks the run interrupted and prints the
+command that judges it, which works."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.resources import NETNS_DIR, mounted_paths
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
+]
+REPO = Path(__file__).resolve().parent.parent
+
+
+def start_run(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], Path]:
+    results = tmp_path / "results"
+    env = {**os.environ, "FAULTLINE_STATE_DIR": str(tmp_path / "state")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--nodes", "3", "--concurrency", "3",
+         "--rate", "100", "--time-limit", "60", "--nemesis", "partition,kill",
+         "--nemesis-interval", "2", "--results", str(results), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    # Wait for the workload to be under way: run.json gets start_monotonic_ns then.
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        runs = list(results.glob("*/run.json")) if results.exists() else []
+        if runs:
+            try:
+                doc = json.loads(runs[0].read_text())
+            except ValueError:
+                doc = {}
+            if doc.get("start_monotonic_ns"):
+                time.sleep(3)   # some ops and a fault or two
+                return proc, runs[0].parent
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended early: {proc.communicate()}")
+        time.sleep(0.2)
+    proc.kill()
+    raise AssertionError("the run never got going")
+
+
+def descendants(pid: int) -> list[psutil.Process]:
+    return psutil.Process(pid).children(recursive=True)
+
+
+def still_alive(procs: list[psutil.Process]) -> list[str]:
+    out = []
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(f"process {p.pid}: {' '.join(p.cmdline())[:120]}")
+        except psutil.Error:
+            continue
+    return out
+
+
+def what_is_left(run_id: str) -> list[str]:
+    left = []
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            cmd = " ".join(p.info["cmdline"] or [])
+        except psutil.Error:
+            continue
+        if run_id in cmd and "pytest" not in cmd:
+            left.append(f"process {p.pid}: {cmd[:120]}")
+    if NETNS_DIR.exists():
+        left += [f"netns {n}" for n in os.listdir(NETNS_DIR) if run_id in n]
+    left += [f"mount {m}" for m in mounted_paths() if run_id in m]
+    left += [f"dir {d}" for d in Path("/tmp").glob(f"faultline-{run_id}-*")]
+    return left
+
+
+def clean(tmp_path: Path, run_id: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", "clean", "--run", run_id,
+                           "--state-dir", str(tmp_path / "state")],
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
+
+
+def test_sigkill_of_the_harness_leaves_nothing_alive_2s_later(tmp_path: Path) -> None:
+    proc, run_dir = start_run(tmp_path, "--seed", "5")
+    run_id = run_dir.name
+    try:
+        assert what_is_left(run_id)            # the run really is running
+        children = descendants(proc.pid)       # nodes, client workers, the watchdog
+        assert len(children) >= 3 + 3
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        time.sleep(2.0)
+        assert what_is_left(run_id) == []
+        assert still_alive(children) == []
+        done = clean(tmp_path, run_id)
+        assert done.returncode == 0 and done.stdout.strip() == "nothing to clean"
+        doc = json.loads((run_dir / "run.json").read_text())
+        assert doc["status"] == "crashed"
+        env = {**os.environ, "FAULTLINE_STATE_DIR": str(tmp_path / "state")}
+        ls = subprocess.run([sys.executable, "-m", "harness", "ls", "--results",
+                             str(run_dir.parent)], capture_output=True, text=True,
+                            cwd=REPO, env=env)
+        assert "(crashed)" in ls.stdout
+        gate = subprocess.run([sys.executable, "-m", "harness", "gate", str(run_dir),
+                               "--allow-unknown"], capture_output=True, text=True, cwd=REPO)
+        assert gate.returncode == 2 and "the run is crashed" in gate.stdout
+    finally:
+        proc.kill()
+        subprocess.run([sys.executable, "-m", "harness", "clean", "--run", run_id, "--force",
+                        "--state-dir", str(tmp_path / "state")], capture_output=True, cwd=REPO)
+
+
+def test_ctrl_c_keeps_the_history_and_prints_a_command_that_checks_it(tmp_path: Path) -> None:
+    proc, run_dir = start_run(tmp_path, "--seed", "6")
+    run_id = run_dir.name
+    try:
+        children = descendants(proc.pid)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert what_is_left(run_id) == []
+        assert still_alive(children) == []
+        doc = json.loads((run_dir / "run.json").read_text())
+        assert doc["status"] == "interrupted"
+        assert str(run_dir) in err
+        (command,) = re.findall(r"judge what was recorded with:\s+(.+)", err)
+        argv = shlex.split(command)
+        assert argv[0] == "faultline"
+        checked = subprocess.run([sys.executable, "-m", "harness", *argv[1:]],
+                                 capture_output=True, text=True, cwd=REPO, timeout=300)
+        assert checked.returncode in (0, 1, 2), checked.stderr
+        verdicts = json.loads((run_dir / "verdicts.json").read_text())
+        assert verdicts["checkers"]["stats"]["stats"]["by_f"]["read"]["ok"] > 0
+        # Its verdicts are of what was recorded, but the run did not complete: no pass.
+        gate = subprocess.run([sys.executable, "-m", "harness", "gate", str(run_dir),
+                               "--allow-unknown"], capture_output=True, text=True, cwd=REPO)
+        assert gate.returncode == 2 and "the run is interrupted" in gate.stdout
+    finally:
+        proc.kill()
+        subprocess.run([sys.executable, "-m", "harness", "clean", "--run", run_id, "--force",
+                        "--state-dir", str(tmp_path / "state")], capture_output=True, cwd=REPO)
