@@ -383,6 +383,8 @@ class Core:
                     # grant leaves now and the vote reaches disk only with the
                     # next state change, so a crash in between forgets it.
                     self._reset_election_timer()
+                    # What the vote-once invariant and the kill-after-vote trigger watch.
+                    self._events.append({"event": "vote", "epoch": epoch, "candidate": candidate})
         self._send(
             m.VOTE_RESPONSE,
             candidate,
