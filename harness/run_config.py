@@ -8,11 +8,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from nemesis.base import FAULTS
 from workloads.registry import WORKLOADS
 
 DBS = ("raft", "etcd")
-# Faults by name; the nemesis registry maps each to fault objects.
-NEMESES = ("kill", "pause", "partition", "truncate", "lose-unsynced")
+# Faults by name, from the nemesis registry.
+NEMESES = tuple(FAULTS)
 
 
 class ConfigError(ValueError):
