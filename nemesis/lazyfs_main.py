@@ -69,6 +69,8 @@ class UndoLog:
         self._files: dict[InodeKey, UnsyncedFile] = {}
         # Bumped by every roll_back: an fsync that began before it is void.
         self.generation = 0
+        # The power is off (`freeze`): nothing becomes durable until roll_back.
+        self.frozen = False
 
     def before_change(self, fd: int, path: str, start: int, end: int | None) -> None:
         """Save what bytes [start, end) (end None = to EOF) hold now, if not saved since fsync."""
@@ -105,6 +107,7 @@ class UndoLog:
     def roll_back(self) -> list[dict[str, Any]]:
         """Put every file back as its last fsync left it; report what was undone."""
         self.generation += 1
+        self.frozen = False
         undone = []
         for key in list(self._files):
             record = self._files[key]
@@ -196,7 +199,7 @@ class LazyFSOperations(Operations):
             time.sleep(self.fsync_delay_s)
         # Metadata is durable at once here, so fdatasync promises what fsync does.
         with self.undo.mutex:
-            if self.undo.generation != generation:
+            if self.undo.generation != generation or self.undo.frozen:
                 raise FuseOSError(errno.EIO)
             (os.fdatasync if datasync else os.fsync)(fh)
             self.undo.synced(fh)
@@ -292,7 +295,8 @@ class LazyFSOperations(Operations):
 
 
 class ControlServer:
-    """Line commands on a unix socket: `lose-unsynced`, `status`, `stop`; one JSON line back.
+    """Line commands on a unix socket: `lose-unsynced`, `freeze`, `fsync-delay MS`,
+    `status`, `stop`; one JSON line back.
 
     A socket, not signals: Python signal handlers never run while the main
     thread sits inside fuse_main.
@@ -322,6 +326,12 @@ class ControlServer:
             with undo.mutex:
                 files = undo.roll_back()
             return {"ok": True, "files": files}
+        if request == "freeze":
+            # The instant of a power cut: the processes are killed after this,
+            # and nothing they (or a delayed fsync) do from now on is durable.
+            with undo.mutex:
+                undo.frozen = True
+            return {"ok": True}
         if request.startswith("fsync-delay "):
             try:
                 ms = int(request.split()[1])

@@ -15,7 +15,7 @@ already in the schedule.
   KIP-595 says the vote must already be on disk). Heal restarts both.
 - `power-cut-after-commit[:D]`: right after the leader's `hw` line, roll back
   un-fsynced writes (`lose-unsynced`) on a majority that includes the leader.
-  The data dirs' LazyFS delays each fsync by D ms (default 20), so written but
+  The data dirs' LazyFS delays each fsync by D ms (default 50), so written but
   unflushed entries stay in reach (the Redpanda RFC's dirty window).
 """
 
@@ -34,7 +34,7 @@ from nemesis.base import FaultContext
 # How often the watcher looks at the logs: fast while armed, idle otherwise.
 ARMED_POLL_S = 0.001
 IDLE_POLL_S = 0.05
-DEFAULT_FSYNC_DELAY_MS = 20
+DEFAULT_FSYNC_DELAY_MS = 50
 MAX_LINE = 1 << 20
 
 # (fault spec to run, params) -> None: the runner's queue for urgent faults.

@@ -183,7 +183,7 @@ def test_power_cut_fires_on_the_leaders_hw_and_cuts_a_majority_with_it(tmp_path:
 
 
 def test_trigger_variants_are_checked_when_planned() -> None:
-    assert parse_fsync_delay(None) == 20 and parse_fsync_delay("50ms") == 50
+    assert parse_fsync_delay(None) == 50 and parse_fsync_delay("50ms") == 50
     assert plan_params("power-cut-after-commit:75", random.Random(0), ["n1", "n2"]) == {}
     with pytest.raises(ValueError):
         plan_params("power-cut-after-commit:slow", random.Random(0), ["n1"])
@@ -266,3 +266,34 @@ def test_slow_fsync_knob_delays_each_fsync(tmp_path: Path) -> None:
         fs.stop()
     assert min(slow) >= 0.150, slow
     assert fast < min(slow)
+
+
+@pytest.mark.skipif(_missing is not None, reason=_missing or "")
+def test_after_a_freeze_even_a_delayed_fsync_in_flight_makes_nothing_durable(
+        tmp_path: Path) -> None:
+    fs = LazyFS(tmp_path / "backing", tmp_path / "mnt", tmp_path / "ctl.sock")
+    fs.start()
+    try:
+        fs.set_fsync_delay(300)
+        path = tmp_path / "mnt" / "f"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        errors: list[int] = []
+
+        def fsync() -> None:
+            try:
+                os.fsync(fd)
+            except OSError as e:
+                errors.append(e.errno)
+
+        os.write(fd, b"acknowledged but not yet durable")
+        syncing = threading.Thread(target=fsync)
+        syncing.start()
+        time.sleep(0.05)
+        fs.freeze()            # the power cut lands inside the fsync
+        syncing.join()
+        os.close(fd)
+        fs.lose_unsynced()
+        assert path.read_bytes() == b""
+        assert errors == [5]   # EIO: the fsync did not happen
+    finally:
+        fs.stop()

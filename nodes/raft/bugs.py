@@ -14,6 +14,22 @@ COMMIT_DIRTY = "commit-dirty"
 
 KNOWN = frozenset({NO_PRE_VOTE, NO_CHECK_QUORUM, VOTE_BEFORE_PERSIST, TRUNCATE_TO_HW, COMMIT_DIRTY})
 
+# How a real run exposes each switch (BUGS.md's last column; bench/detection.py
+# and campaigns/calibration.toml are built from this): the nemesis, its mean
+# interval in seconds, and the checkers expected to catch it with defaults.
+CALIBRATION: dict[str, dict] = {
+    NO_PRE_VOTE: {"nemesis": ["partition:isolate-one"], "nemesis_interval": 4.0,
+                  "caught_by": ["invariants"]},
+    NO_CHECK_QUORUM: {"nemesis": ["partition:isolate-leader"], "nemesis_interval": 4.0,
+                      "caught_by": ["invariants"]},
+    VOTE_BEFORE_PERSIST: {"nemesis": ["kill-after-vote"], "nemesis_interval": 3.0,
+                          "caught_by": ["invariants"]},
+    TRUNCATE_TO_HW: {"nemesis": ["partition"], "nemesis_interval": 3.0,
+                     "caught_by": ["divergence", "linearizability"]},
+    COMMIT_DIRTY: {"nemesis": ["power-cut-after-commit"], "nemesis_interval": 3.0,
+                   "caught_by": ["durability", "linearizability", "divergence"]},
+}
+
 
 class UnknownBug(ValueError):
     pass
