@@ -15,6 +15,13 @@ derived from the timers the nodes report in their `start` lines.
 - `vote-forgotten` (KIP-595, quorum state durable before the grant): a node
   that granted a vote in epoch e and restarts without reporting `data_loss`
   comes back in a later epoch, or in e with that same vote.
+- `resigned-leader-stayed-in-epoch` / `follows-itself` (KIP-996, Resigned): a
+  leader that resigns leaves its epoch (its next role is in a later one), so
+  it can never end up following itself.
+- `pre-vote-from-fetching-follower` (KIP-996 Scenario A): a follower that
+  still fetches from a live leader grants no pre-vote. Judged only where it
+  is certain: both had held their roles for a fetch timeout + grace and no
+  fault that may have touched either (or their link) was in force.
 
 One leader per epoch is the elections checker's `multiple-leaders`.
 
@@ -36,8 +43,9 @@ NS = 1_000_000_000
 MS = 1_000_000
 # Scheduling noise on a loaded machine: an asyncio tick or an fsync can run late.
 GRACE_MS = 500
-# Faults whose op is only an instant (kill + restart inside the op): no window.
 DOWN_FAULTS = ("kill", "pause")
+# Faults that kill and restart inside their own op: down only while it runs.
+INSTANT_DOWN_FAULTS = ("lose-unsynced", "truncate")
 HEALS = {"start": "kill", "resume": "pause", "heal": "partition"}
 MAX_LISTED = 50
 
@@ -46,7 +54,7 @@ def check(history: list[Op], events: dict[str, list[dict]], run: dict) -> Verdic
     start_ns = run.get("start_monotonic_ns")
     timers = node_timers(events)
     stats: dict[str, Any] = {"timers_ms": timers, "votes": _count(events, "vote")}
-    anomalies = double_votes(events) + forgotten_votes(events)
+    anomalies = double_votes(events) + forgotten_votes(events) + resigned_leaders(events)
     if type(start_ns) is not int or timers is None:
         stats["timed_invariants"] = ("skipped: " + ("run.json has no start_monotonic_ns"
                                      if type(start_ns) is not int else
@@ -61,6 +69,8 @@ def check(history: list[Op], events: dict[str, list[dict]], run: dict) -> Verdic
     prevote_limit = 2 * timers["election_timeout_ms"] * MS + grace
     anomalies += stranded_leaders(events, timeline, nodes, start_ns, fetch_limit)
     anomalies += cut_off_candidates(events, timeline, nodes, start_ns, prevote_limit)
+    anomalies += pre_votes_from_fetching_followers(
+        events, fault_timeline(history, nodes, certain=False), start_ns, fetch_limit)
     stats["limits_ms"] = {"stranded_leader": fetch_limit // MS,
                           "cut_off_before_candidate": prevote_limit // MS}
     stats["fault_segments"] = len(timeline)
@@ -141,27 +151,37 @@ def forgotten_votes(events: dict[str, list[dict]]) -> list[dict]:
 # --- who was cut off when ------------------------------------------------------------
 
 
-def fault_timeline(history: list[Op], nodes: list[str]) -> list[dict]:
+def fault_timeline(history: list[Op], nodes: list[str], certain: bool = True) -> list[dict]:
     """Segments `{"start", "end", "cut": set of pairs, "down": set of nodes}` in
-    history ns, covering only what was certainly in force."""
+    history ns. `certain`: only what was surely in force (from an inject's
+    completion to its heal's invoke); else everything that may have been
+    (from the invoke to the heal's completion, failed ops included, and the
+    instant kill-and-restart faults for the length of their op)."""
     changes: list[tuple[int, str, str, Any]] = []   # (time, "on"/"off", kind, payload)
     open_faults: dict[str, list[Any]] = defaultdict(list)
+    end_of_history = max((op.time for op in history), default=0)
     for inv, done in pair_ops(op for op in history if op.process == NEMESIS):
-        if done is None or done.error:
+        if certain and (done is None or done.error):
             continue
+        if done is None:
+            done = Op(inv.index, end_of_history, inv.process, "info", inv.f, inv.value)
         if inv.f in HEALS:
             kind = HEALS[inv.f]
             for payload in open_faults.pop(kind, []):
-                changes.append((inv.time, "off", kind, payload))
+                changes.append((inv.time if certain else done.time, "off", kind, payload))
         elif inv.f in DOWN_FAULTS or inv.f == "partition":
             payload = _payload(inv, done, nodes)
             if payload:
                 open_faults[inv.f].append(payload)
-                changes.append((done.time, "on", inv.f, payload))
+                changes.append((done.time if certain else inv.time, "on", inv.f, payload))
+        elif not certain and inv.f in INSTANT_DOWN_FAULTS:
+            payload = _payload(inv, done, nodes)
+            if payload:
+                changes.append((inv.time, "on", "kill", payload))
+                changes.append((done.time, "off", "kill", payload))
     changes.sort(key=lambda c: c[0])
     segments: list[dict] = []
     active: list[tuple[str, Any]] = []
-    end_of_history = max((op.time for op in history), default=0)
     for i, (t, what, kind, payload) in enumerate(changes):
         if what == "on":
             active.append((kind, payload))
@@ -278,6 +298,90 @@ def cut_off_candidates(events: dict[str, list[dict]], timeline: list[dict], node
                     anomalies.append({"type": "epoch-raised-while-cut-off", "node": node,
                                       "epoch": ev.get("epoch"), "time_s": _s(t),
                                       "cut_off_s": [_s(a), _s(b)], "limit_s": _s(limit_ns)})
+    return anomalies
+
+
+# --- KIP-996: the resigned leader, the follower that protects its leader ----------
+
+
+def resigned_leaders(events: dict[str, list[dict]]) -> list[dict]:
+    """A leader that resigns epoch e next shows a role in a later epoch, and no
+    node ever follows itself."""
+    anomalies = []
+    for node, evs in sorted(events.items()):
+        resigned: dict | None = None
+        for ev in evs:
+            kind = ev.get("event")
+            if kind == "start":
+                resigned = None
+            if kind != "role" or type(ev.get("epoch")) is not int:
+                continue
+            if ev.get("role") == "Follower" and ev.get("leader") == node:
+                anomalies.append({"type": "follows-itself", "node": node, "epoch": ev["epoch"],
+                                  "event": ev})
+            if resigned is not None and ev["epoch"] <= resigned["epoch"]:
+                anomalies.append({"type": "resigned-leader-stayed-in-epoch", "node": node,
+                                  "epoch": resigned["epoch"], "resigned": resigned,
+                                  "next": ev})
+            resigned = ev if ev.get("role") == "Resigned" else None
+    return anomalies
+
+
+def _roles_since(evs: list[dict], start_ns: int) -> list[tuple[int, dict]]:
+    return [(ev["t"] - start_ns, ev) for ev in evs
+            if ev.get("event") in ("role", "start") and type(ev.get("t")) is int]
+
+
+def _held_since(evs: list[tuple[int, dict]], t: int, role: str, epoch: int,
+                leader: str | None) -> int | None:
+    """Since when the node has held (role, epoch, leader) without a break up to t."""
+    since = None
+    for at, ev in evs:
+        if at > t:
+            break
+        same = (ev.get("event") == "role" and ev.get("role") == role
+                and ev.get("epoch") == epoch and ev.get("leader") == leader)
+        if same and since is None:
+            since = at
+        elif not same:
+            since = None
+    return since
+
+
+def pre_votes_from_fetching_followers(events: dict[str, list[dict]], possible: list[dict],
+                                      start_ns: int, window_ns: int) -> list[dict]:
+    """KIP-996: a follower still fetching from a live leader grants no pre-vote.
+    Judged only where that is certain: the follower had followed that leader,
+    which led the epoch, for a whole fetch timeout + grace before the grant,
+    and no fault that may have touched either of them, or the link between
+    them, was in force in that window."""
+    anomalies = []
+    roles = {node: _roles_since(evs, start_ns) for node, evs in events.items()}
+    for node, evs in sorted(events.items()):
+        for ev in evs:
+            if (ev.get("event") != "pre_vote" or ev.get("role") != "Follower"
+                    or type(ev.get("t")) is not int or not isinstance(ev.get("leader"), str)):
+                continue
+            t, leader, epoch = ev["t"] - start_ns, ev["leader"], ev.get("epoch")
+            lo = t - window_ns
+            following = _held_since(roles.get(node, []), t, "Follower", epoch, leader)
+            # Still leading a grace after the grant: a leader's own line about
+            # resigning may be written after the error it sent the follower.
+            leading = _held_since(roles.get(leader, []), t + GRACE_MS * MS, "Leader", epoch,
+                                  leader)
+            if following is None or leading is None or following > lo or leading > lo:
+                continue
+            touched = any(
+                seg["start"] < t and seg["end"] > lo
+                and ({node, leader} & seg["down"] or (node, leader) in seg["cut"]
+                     or (leader, node) in seg["cut"])
+                for seg in possible)
+            if not touched:
+                anomalies.append({"type": "pre-vote-from-fetching-follower", "node": node,
+                                  "leader": leader, "epoch": epoch,
+                                  "candidate": ev.get("candidate"), "time_s": _s(t),
+                                  "following_since_s": _s(following),
+                                  "leader_since_s": _s(leading)})
     return anomalies
 
 

@@ -53,8 +53,8 @@ def plan_params(spec: str, rng: random.Random, nodes: Sequence[str]) -> dict[str
     if name in TRIGGER_FAULTS:
         # Armed by the schedule; whom it hits is decided by the event it fires on.
         if name == "power-cut-after-commit":
-            from nemesis.triggers import parse_fsync_delay
-            parse_fsync_delay(variant)
+            from nemesis.triggers import parse_power_cut
+            parse_power_cut(variant)
         elif variant is not None:
             raise ValueError(f"{name} takes no variant")
         return {}

@@ -13,10 +13,12 @@ already in the schedule.
 - `kill-after-vote`: kill the leader to bring on an election, then SIGKILL
   the first voter right after its `vote` line (the grant has just left;
   KIP-595 says the vote must already be on disk). Heal restarts both.
-- `power-cut-after-commit[:D]`: right after the leader's `hw` line, roll back
-  un-fsynced writes (`lose-unsynced`) on a majority that includes the leader.
-  The data dirs' LazyFS delays each fsync by D ms (default 50), so written but
-  unflushed entries stay in reach (the Redpanda RFC's dirty window).
+- `power-cut-after-commit[:majority|all][-Dms]`: right after the leader's `hw`
+  line, roll back un-fsynced writes (`lose-unsynced`) on a majority with the
+  leader (or on all nodes). The data dirs' LazyFS delays each fsync by D ms
+  (default 50), so written but unflushed entries stay in reach (the Redpanda
+  RFC's dirty window). A majority cut often leaves the dirty entry on the
+  survivor, whose longer log then wins the election; `all` never does.
 """
 
 from __future__ import annotations
@@ -220,7 +222,7 @@ class PowerCutAfterCommit(TriggerFault):
 
     def __init__(self, ctx: FaultContext) -> None:
         super().__init__(ctx)
-        self.fsync_delay_ms = parse_fsync_delay(ctx.variant)
+        self.targets, self.fsync_delay_ms = parse_power_cut(ctx.variant)
         self.mounts = ctx.extras.get("mounts")
         if self.mounts is None:
             raise ValueError(f"{self.name} needs the nodes' data dirs on LazyFS mounts")
@@ -239,7 +241,7 @@ class PowerCutAfterCommit(TriggerFault):
                 continue  # a mount already stopped has no delay to undo
 
     def describe(self) -> dict[str, Any]:
-        return {"watch": "leader hw", "then": "lose-unsynced on a majority with the leader",
+        return {"watch": "leader hw", "then": f"lose-unsynced on {self.targets} with the leader",
                 "fsync_delay_ms": self.fsync_delay_ms}
 
     def match(self, node: str, event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -247,21 +249,28 @@ class PowerCutAfterCommit(TriggerFault):
             return None
         names = sorted(self.cluster.names)
         others = [n for n in names if n != node]
-        majority = len(names) // 2 + 1
-        chosen = sorted([node] + self._rng.sample(others, majority - 1))
+        count = len(names) // 2 + 1 if self.targets == "majority" else len(names)
+        chosen = sorted([node] + self._rng.sample(others, count - 1))
         return "lose-unsynced", {"nodes": chosen, "trigger": self.name,
                                  "after": {"event": "hw", "node": node, "t": event.get("t"),
                                            "hw": event.get("hw")}}
 
 
-def parse_fsync_delay(variant: str | None) -> int:
-    """`None` -> the default; `"50"` or `"50ms"` -> 50."""
-    if variant is None:
-        return DEFAULT_FSYNC_DELAY_MS
-    text = variant[:-2] if variant.endswith("ms") else variant
-    if not text.isdigit():
-        raise ValueError(f"expected an fsync delay in ms (e.g. 50ms), not {variant!r}")
-    return int(text)
+POWER_CUT_TARGETS = ("majority", "all")
+
+
+def parse_power_cut(variant: str | None) -> tuple[str, int]:
+    """`[majority|all][-]<D>ms` -> (targets, fsync delay ms); each part optional:
+    `None` -> ("majority", 50), `"all"` -> ("all", 50), `"all-80ms"` -> ("all", 80)."""
+    targets, delay = "majority", DEFAULT_FSYNC_DELAY_MS
+    for part in (variant or "").split("-") if variant else []:
+        if part in POWER_CUT_TARGETS:
+            targets = part
+        elif part.endswith("ms") and part[:-2].isdigit():
+            delay = int(part[:-2])
+        else:
+            raise ValueError(f"expected [majority|all][-<D>ms] (e.g. all-50ms), not {variant!r}")
+    return targets, delay
 
 
 def kill_after_vote(ctx: FaultContext) -> KillAfterVote:

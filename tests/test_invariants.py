@@ -229,3 +229,65 @@ def test_without_timers_the_timed_invariants_are_skipped_not_passed():
     v = invariants.check([], events, run())
     assert v["valid"] == "unknown"
     assert "skipped" in v["stats"]["timed_invariants"]
+
+
+# --- KIP-996: resigned leaders and following followers ------------------------------
+
+
+def test_a_resigned_leader_that_moves_to_a_later_epoch_passes():
+    events = elected_n1()
+    events["n1"] += [role(10, "n1", "Resigned", 1, "n1"), role(10.6, "n1", "Unattached", 2),
+                     role(10.6, "n1", "Prospective", 2)]
+    assert invariants.check([], events, run())["valid"] is True
+
+
+def test_a_resigned_leader_that_stays_in_its_epoch_and_follows_itself_fails():
+    events = elected_n1()
+    events["n1"] += [role(10, "n1", "Resigned", 1, "n1"),
+                     role(10.6, "n1", "Unattached", 1, "n1"),
+                     role(10.6, "n1", "Prospective", 1, "n1"),
+                     role(11.2, "n1", "Follower", 1, "n1")]
+    v = invariants.check([], events, run())
+    assert sorted(types(v)) == ["follows-itself", "resigned-leader-stayed-in-epoch"]
+
+
+def pre_vote(t_s: float, node: str, candidate: str, epoch: int, leader: str) -> dict:
+    return ev(t_s, node, "pre_vote", epoch=epoch, candidate=candidate, role="Follower",
+              leader=leader)
+
+
+def bridge(h: H) -> None:
+    # n3 cannot reach the leader n1; n2 reaches both.
+    h.nemesis(10, "partition", {"shape": "bridge", "nodes": ["n2"],
+                                "cut": [["n1", "n3"], ["n3", "n1"]]})
+    h.nemesis(20, "heal")
+
+
+def test_a_follower_still_fetching_from_its_leader_that_grants_a_pre_vote_fails():
+    h = H()
+    bridge(h)
+    events = elected_n1()
+    events["n2"].append(pre_vote(11.5, "n2", "n3", 1, "n1"))
+    v = invariants.check(h.ops, events, run())
+    assert types(v) == ["pre-vote-from-fetching-follower"]
+    assert v["anomalies"][0]["node"] == "n2" and v["anomalies"][0]["candidate"] == "n3"
+
+
+def test_pre_votes_a_follower_may_grant_pass():
+    h = H()
+    bridge(h)
+    h.nemesis(30, "partition", {"shape": "isolate-one", "nodes": ["n1"],
+                                "cut": [["n1", "n2"], ["n2", "n1"]]})
+    h.nemesis(40, "heal")
+    events = elected_n1()
+    events["n2"] += [
+        pre_vote(0.5, "n2", "n3", 1, "n1"),       # before its first fetch answer
+        pre_vote(31.0, "n2", "n3", 1, "n1"),      # its link to the leader is cut
+    ]
+    events["n3"] += [role(50, "n3", "Follower", 2, "n2"), pre_vote(50.3, "n3", "n1", 2, "n2")]
+    events["n2"] += [role(49.9, "n2", "Leader", 2, "n2")]
+    # The leader resigns right after the grant (its line may come after ours).
+    events["n3"] += [pre_vote(45.0, "n3", "n2", 1, "n1")]
+    events["n1"].append(role(45.2, "n1", "Resigned", 1, "n1"))
+    v = invariants.check(h.ops, events, run())
+    assert "pre-vote-from-fetching-follower" not in types(v), v["anomalies"]

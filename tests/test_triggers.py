@@ -21,7 +21,7 @@ from harness.replay import replay_events
 from nemesis.base import CompositeNemesis, FaultContext, NemesisRunner, make_fault
 from nemesis.lazyfs import LazyFS, check_installed
 from nemesis.schedule import Event, plan_params
-from nemesis.triggers import KillAfterVote, LogTail, PowerCutAfterCommit, parse_fsync_delay
+from nemesis.triggers import KillAfterVote, LogTail, PowerCutAfterCommit, parse_power_cut
 
 
 class Node:
@@ -159,6 +159,9 @@ def test_power_cut_fires_on_the_leaders_hw_and_cuts_a_majority_with_it(tmp_path:
     cluster = FakeCluster(tmp_path, ("n1", "n2", "n3", "n4", "n5"))
     mounts = {n: FakeMount() for n in cluster.names}
     trigger = PowerCutAfterCommit(FaultContext(variant="40ms", extras={"mounts": mounts}))
+    everyone = PowerCutAfterCommit(FaultContext(variant="all", extras={"mounts": mounts}))
+    everyone.cluster, everyone.roles = cluster, {"n2": "Leader"}
+    assert everyone.match("n2", {"event": "hw", "hw": 1})[1]["nodes"] == cluster.names
     fired = Fired()
     trigger.fire = fired
     trigger.setup(cluster)
@@ -183,8 +186,11 @@ def test_power_cut_fires_on_the_leaders_hw_and_cuts_a_majority_with_it(tmp_path:
 
 
 def test_trigger_variants_are_checked_when_planned() -> None:
-    assert parse_fsync_delay(None) == 50 and parse_fsync_delay("50ms") == 50
-    assert plan_params("power-cut-after-commit:75", random.Random(0), ["n1", "n2"]) == {}
+    assert parse_power_cut(None) == ("majority", 50)
+    assert parse_power_cut("80ms") == ("majority", 80)
+    assert parse_power_cut("all") == ("all", 50)
+    assert parse_power_cut("all-75ms") == ("all", 75)
+    assert plan_params("power-cut-after-commit:all-75ms", random.Random(0), ["n1", "n2"]) == {}
     with pytest.raises(ValueError):
         plan_params("power-cut-after-commit:slow", random.Random(0), ["n1"])
     with pytest.raises(ValueError):
