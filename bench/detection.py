@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -47,8 +48,7 @@ SWITCH_NODES = 3
 class Planned:
     group: str                  # a switch name, or "correct"
     label: str
-    args: list[str]
-    bug: str | None = None
+    config: dict[str, Any]      # RunConfig fields
 
 
 @dataclass
@@ -62,18 +62,27 @@ class Outcome:
     seconds: float = 0.0
 
 
-def switch_args(name: str, seed: int, time_limit: float) -> list[str]:
+def switch_config(name: str, seed: int, time_limit: float) -> dict[str, Any]:
     plan = CALIBRATION[name]
-    return ["--workload", SWITCH_WORKLOAD, "--nodes", str(SWITCH_NODES),
-            "--nemesis", ",".join(plan["nemesis"]),
-            "--nemesis-interval", str(plan["nemesis_interval"]),
-            "--time-limit", str(time_limit), "--seed", str(seed)]
+    return {"workload": SWITCH_WORKLOAD, "nodes": SWITCH_NODES, "nemesis": list(plan["nemesis"]),
+            "nemesis_interval": plan["nemesis_interval"], "time_limit": time_limit,
+            "seed": seed, "bugs": []}
 
 
-def all_faults_args(workload: str, seed: int, time_limit: float) -> list[str]:
-    return ["--workload", workload, "--nodes", str(ALL_FAULTS_NODES),
-            "--nemesis", ",".join(FAULTS), "--nemesis-interval", str(ALL_FAULTS_INTERVAL),
-            "--time-limit", str(time_limit), "--seed", str(seed)]
+def all_faults_config(workload: str, seed: int, time_limit: float) -> dict[str, Any]:
+    return {"workload": workload, "nodes": ALL_FAULTS_NODES, "nemesis": list(FAULTS),
+            "nemesis_interval": ALL_FAULTS_INTERVAL, "time_limit": time_limit, "seed": seed,
+            "bugs": []}
+
+
+def cli_args(config: dict[str, Any]) -> list[str]:
+    args = ["--workload", config["workload"], "--nodes", str(config["nodes"]),
+            "--nemesis", ",".join(config["nemesis"]),
+            "--nemesis-interval", str(config["nemesis_interval"]),
+            "--time-limit", str(config["time_limit"]), "--seed", str(config["seed"])]
+    for bug in config["bugs"]:
+        args += ["--bug", bug]
+    return args
 
 
 def plan(switches: list[str], runs: int, seed_base: int, time_limit: float,
@@ -84,25 +93,26 @@ def plan(switches: list[str], runs: int, seed_base: int, time_limit: float,
     for name in switches:
         for seed in seeds:
             out.append(Planned(name, f"{name} seed {seed}",
-                               switch_args(name, seed, time_limit) + ["--bug", name], name))
+                               switch_config(name, seed, time_limit) | {"bugs": [name]}))
     if correct in ("both", "same"):
         for name in switches:
             for seed in seeds:
                 out.append(Planned("correct", f"correct as {name} seed {seed}",
-                                   switch_args(name, seed, time_limit)))
+                                   switch_config(name, seed, time_limit)))
     if correct in ("both", "all-faults"):
         for workload in ALL_FAULTS_WORKLOADS:
             for seed in seeds:
                 out.append(Planned("correct", f"correct all faults {workload} "
                                    f"{ALL_FAULTS_NODES} nodes seed {seed}",
-                                   all_faults_args(workload, seed, time_limit)))
+                                   all_faults_config(workload, seed, time_limit)))
     return out
 
 
 def execute(p: Planned, results: Path, index: int) -> Outcome:
     run_root = results / "runs" / f"{index:03d}"
     run_root.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "harness", "run", *p.args, "--results", str(run_root)]
+    argv = [sys.executable, "-m", "harness", "run", *cli_args(p.config),
+            "--results", str(run_root)]
     started = time.monotonic()
     with open(run_root / "output.log", "wb") as log:
         code = subprocess.run(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
