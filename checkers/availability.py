@@ -5,11 +5,18 @@ The figures are always reported in stats: windows with no successful op longer
 than `gap_s`, matched against the nemesis faults active at the time; elections
 and leader changes, split into those during a fault, those within `settle_s`
 after a heal (with no fault active: KIP-996's disruptive server), and quiet ones.
-The verdict is invalid only when a configured limit is exceeded:
+The verdict is invalid when a limit is exceeded. Configured limits:
 
     max_unavailable_s            longest allowed window with no successful op
     max_leader_changes_per_heal  leader changes in one heal's settle window
     max_quiet_leader_changes     leader changes with no fault and no recent heal
+
+and one derived from the run itself, always in force: an *unexplained* window
+(no fault in force at any point of it) may last at most op timeout + a full
+election (2 x election timeout + fetch timeout, from the nodes' start lines)
++ a grace for a loaded machine. Only time in which some client op was
+outstanding counts: the recovery pause before the final reads issues nothing
+by design and is never "unavailable".
 
 A "leader change" is any election after the first: a node re-elected in a new
 epoch still interrupted service.
@@ -24,6 +31,7 @@ from checkers.history import NEMESIS, Op, client_ops, pair_ops
 from checkers.verdict import Verdict, verdict
 
 DEFAULTS = {"gap_s": 2.0, "settle_s": 5.0}
+DERIVED_GRACE_S = 2.0
 LEADER_LIMITS = ("max_leader_changes_per_heal", "max_quiet_leader_changes")
 # Faults that stay in force until a later op undoes them; all others last as
 # long as their own invoke..completion.
@@ -39,10 +47,12 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
     end = max((op.time for op in history), default=0)
     faults, heals = fault_windows(history, end)
     gaps = unavailable_windows(history, int(limits["gap_s"] * NS), faults)
+    derived = derived_limit_s(events, run)
 
-    stats: dict[str, Any] = {"thresholds": limits, "faults": len(faults), "heals": len(heals)}
+    stats: dict[str, Any] = {"thresholds": limits, "faults": len(faults), "heals": len(heals),
+                             "max_unexplained_unavailable_s": derived}
     stats.update(_gap_stats(gaps))
-    anomalies = _gap_anomalies(gaps, limits)
+    anomalies = _gap_anomalies(gaps, limits) + _unexplained_anomalies(gaps, derived)
 
     unknown = False
     if events is None or type(run.get("start_monotonic_ns")) is not int:
@@ -116,14 +126,50 @@ def active_at(faults: list[dict], t: int) -> list[dict]:
 # --- windows with no successful op -----------------------------------------------
 
 
+def derived_limit_s(events: dict[str, list[dict]] | None, run: dict) -> float | None:
+    """The longest unexplained window a correct cluster can cause, from the run's
+    own timers; None when the nodes did not report them."""
+    election = fetch = None
+    for evs in (events or {}).values():
+        for ev in evs:
+            if ev.get("event") == "start" and type(ev.get("election_timeout_ms")) is int \
+                    and type(ev.get("fetch_timeout_ms")) is int:
+                election = max(election or 0, ev["election_timeout_ms"])
+                fetch = max(fetch or 0, ev["fetch_timeout_ms"])
+    if election is None or fetch is None:
+        return None
+    op_timeout = float((run.get("config") or {}).get("op_timeout") or 1.0)
+    return round(op_timeout + (2 * election + fetch) / 1000 + DERIVED_GRACE_S, 3)
+
+
+def demand_spans(ops: list[Op]) -> list[tuple[int, int]]:
+    """Merged [invoke, completion] spans of client ops: when clients were asking."""
+    spans = sorted((inv.time, done.time if done is not None else inv.time)
+                   for inv, done in pair_ops(ops))
+    merged: list[list[int]] = []
+    for a, b in spans:
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [(a, b) for a, b in merged]
+
+
 def unavailable_windows(history: list[Op], gap_ns: int, faults: list[dict]) -> list[dict]:
     ops = client_ops(history)
     if not ops:
         return []
     oks = sorted(op.time for op in ops if op.type == "ok")
     marks = [min(op.time for op in ops)] + oks + [max(op.time for op in ops)]
-    gaps = []
+    demand = demand_spans(ops)
+    pieces = []
     for a, b in zip(marks, marks[1:], strict=False):
+        if b - a <= gap_ns:
+            continue
+        # Only the parts of the gap in which some client op was outstanding.
+        pieces += [(max(a, x), min(b, y)) for x, y in demand if x < b and y > a]
+    gaps = []
+    for a, b in pieces:
         if b - a > gap_ns:
             during = [f for f in faults if f["start"] <= b and f["end"] >= a]
             gaps.append({"start_s": _s(a), "end_s": _s(b), "duration_s": _s(b - a),
@@ -140,6 +186,13 @@ def _gap_stats(gaps: list[dict]) -> dict[str, Any]:
         "unexplained_gaps": sum(1 for g in gaps if not g["explained"]),
         "gaps": gaps[:MAX_LISTED],
     }
+
+
+def _unexplained_anomalies(gaps: list[dict], limit: float | None) -> list[dict]:
+    if limit is None:
+        return []
+    return [dict(g, type="unexplained-unavailable", limit_s=limit) for g in gaps
+            if not g["explained"] and g["duration_s"] > limit]
 
 
 def _gap_anomalies(gaps: list[dict], limits: dict) -> list[dict]:

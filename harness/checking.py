@@ -85,6 +85,13 @@ def _elections(r: Run) -> Verdict:
     return elections.check(r.events)
 
 
+def _invariants(r: Run) -> Verdict:
+    from checkers import invariants
+    if not r.events:
+        return verdict("unknown", stats={"reason": "no node event logs in the run"})
+    return invariants.check(r.history.ops, r.events, r.run)
+
+
 def _availability(r: Run) -> Verdict:
     from checkers import availability
     return availability.check(r.history.ops, r.events or None, r.run,
@@ -108,6 +115,7 @@ CHECKS: dict[str, CheckSpec] = {c.name: c for c in [
     CheckSpec("durability", "run", _durability, needs_node_files=True),
     CheckSpec("divergence", "run", _divergence, needs_node_files=True),
     CheckSpec("elections", "run", _elections, needs_node_files=True),
+    CheckSpec("invariants", "run", _invariants, needs_node_files=True),
     CheckSpec("availability", "run", _availability, needs_node_files=True),
 ]}
 
@@ -118,6 +126,7 @@ CHECKS: dict[str, CheckSpec] = {c.name: c for c in [
 NODE_NEEDS: dict[str, Callable[[dict[str, Any]], set[str]]] = {
     "divergence": lambda config: {"log_dump"},
     "elections": lambda config: {"events"},
+    "invariants": lambda config: {"events"},
     "durability": lambda config: ({"log_dump"} if config.get("workload") in ("register", "kv")
                                   else set()),
 }

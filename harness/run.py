@@ -37,7 +37,7 @@ from harness.run_config import RunConfig, validate
 from harness.run_state import COMPLETE, ERROR, INTERRUPTED, RUNNING, harness_fields
 from harness.store import check_results_dir, create_run_dir
 from harness.verdict_store import history_digest, write_verdicts
-from nemesis.base import CompositeNemesis, FaultContext, split_spec
+from nemesis.base import CompositeNemesis, FaultContext, needs_lazyfs, split_spec
 from nemesis.schedule import Event, schedule
 from nodes.registry import make_db
 from workloads.ops import OpSpec
@@ -143,7 +143,7 @@ class Run:
             raise UserError(problem)
         check_privileges()
         check_results_dir(self.results)
-        if "lose-unsynced" in [split_spec(s)[0] for s in self.config.nemesis]:
+        if needs_lazyfs(self.config.nemesis):
             from nemesis.lazyfs import check_installed
             problem = check_installed()
             if problem:
@@ -218,7 +218,7 @@ class Run:
     def _run_cluster(self, cluster: Cluster, progress: Progress) -> None:
         cfg = self.config
         cluster.setup()
-        if "lose-unsynced" in [split_spec(s)[0] for s in cfg.nemesis]:
+        if needs_lazyfs(cfg.nemesis):
             self._mount_lazyfs(cluster)
         self.doc["nodes"] = {n.name: {"address": n.host, "port": n.port} for n in cluster.nodes}
         progress.say("starting nodes")
@@ -235,7 +235,9 @@ class Run:
         self.doc["planned_schedule"] = [e.to_map() for e in events]
         nemesis = CompositeNemesis.from_specs(
             sorted({e.fault for e in events} | set(cfg.nemesis)),
-            FaultContext(self.db, None, {"mounts": self.mounts}))
+            # In a replay, triggers stay silent: what they fired is in the schedule.
+            FaultContext(self.db, None, {"mounts": self.mounts,
+                                         "replay": cfg.schedule is not None}))
         nemesis.setup(cluster)
         from nemesis.base import NemesisRunner
         runner = NemesisRunner(nemesis, events, recorder.record)

@@ -10,11 +10,12 @@ from typing import Any
 
 from harness.address_plan import MAX_NODES
 from harness.errors import UserError
+from nemesis.base import FAULTS
 from workloads.registry import WORKLOADS
 
 DBS = ("raft", "etcd")
-# Faults by name; the nemesis registry maps each to fault objects.
-NEMESES = ("kill", "pause", "partition", "truncate", "lose-unsynced")
+# Faults by name, from the nemesis registry.
+NEMESES = tuple(FAULTS)
 
 
 class ConfigError(UserError, ValueError):

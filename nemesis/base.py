@@ -16,6 +16,7 @@ A fault object (the interface nemesis.disk also implements):
 from __future__ import annotations
 
 import importlib
+import queue
 import random
 import threading
 import time
@@ -38,6 +39,10 @@ def noop_reason(value: Any) -> str | None:
 # f of the op that heals each fault kind (contracts.md, "Nemesis ops").
 HEAL_F = {"kill": "start", "pause": "resume", "partition": "heal", "truncate": "start",
           "lose-unsynced": "start"}
+# Faults that need the nodes' data dirs on LazyFS mounts (made before the nodes start).
+LAZYFS_FAULTS = frozenset({"lose-unsynced", "power-cut-after-commit"})
+# Faults armed by the schedule that fire on node event lines (nemesis.triggers).
+TRIGGER_FAULTS = frozenset({"kill-after-vote", "power-cut-after-commit"})
 
 
 class Fault(Protocol):
@@ -91,7 +96,13 @@ FAULTS: dict[str, FaultFactory] = {
     "partition": _lazy("nemesis.partition", "partition_fault"),
     "truncate": _disk_truncate,
     "lose-unsynced": _disk_lose_unsynced,
+    "kill-after-vote": _lazy("nemesis.triggers", "kill_after_vote"),
+    "power-cut-after-commit": _lazy("nemesis.triggers", "power_cut_after_commit"),
 }
+
+
+def needs_lazyfs(specs: Sequence[str]) -> bool:
+    return any(split_spec(s)[0] in LAZYFS_FAULTS for s in specs)
 
 
 def register_fault(name: str, factory: FaultFactory) -> None:
@@ -119,14 +130,15 @@ class CompositeNemesis:
     name, or a heal f, which heals every fault healed by that f).
     """
 
-    def __init__(self, faults: Mapping[str, Fault]) -> None:
+    def __init__(self, faults: Mapping[str, Fault], context: FaultContext | None = None) -> None:
         self.faults = dict(faults)
         self.cluster: Any = None
+        self.context = context or FaultContext()
 
     @classmethod
     def from_specs(cls, specs: Sequence[str], ctx: FaultContext | None = None
                    ) -> CompositeNemesis:
-        return cls({spec: make_fault(spec, ctx) for spec in specs})
+        return cls({spec: make_fault(spec, ctx) for spec in specs}, ctx)
 
     def setup(self, cluster: Any) -> None:
         self.cluster = cluster
@@ -199,18 +211,42 @@ class NemesisRunner:
         self.clock = clock
         self.executed: list[dict[str, Any]] = []
         self._dirty: set[str] = set()
+        # Faults a trigger fired (nemesis.triggers), run by this thread ahead of
+        # the schedule so nemesis ops never overlap in the history.
+        self._urgent: queue.SimpleQueue[tuple[str, dict[str, Any]]] = queue.SimpleQueue()
+        for fault in nemesis.faults.values():
+            if hasattr(fault, "fire"):
+                fault.fire = self.fire
+
+    def fire(self, spec: str, params: dict[str, Any]) -> None:
+        """Run the fault `spec` with `params` as soon as possible (any thread)."""
+        self._urgent.put((spec, params))
 
     def run(self, stop: threading.Event, start: float | None = None) -> list[dict[str, Any]]:
         """Blocks until the schedule ends or `stop` is set; always heals at the end."""
         start = self.clock() if start is None else start
         try:
-            for event in self.events:
-                if stop.wait(max(0.0, start + event.time - self.clock())):
-                    break
-                self.apply(event)
+            pending = list(self.events)
+            while pending and not stop.is_set():
+                wait = start + pending[0].time - self.clock()
+                if wait > 0:
+                    try:
+                        spec, params = self._urgent.get(timeout=min(wait, STOP_POLL_S))
+                    except queue.Empty:
+                        continue
+                    self.apply_fired(spec, params, start)
+                    continue
+                self.apply(pending.pop(0))
         finally:
             self.heal_all()
         return self.executed
+
+    def apply_fired(self, spec: str, params: dict[str, Any], start: float) -> Op:
+        """A triggered fault, recorded as a plain inject of `spec` (replay runs it so)."""
+        if spec not in self.nemesis.faults:
+            self.nemesis.faults[spec] = make_fault(spec, self.nemesis.context)
+        return self.apply(_Fired(round(self.clock() - start, 3), "inject", spec, params,
+                                 0))
 
     def apply(self, event: Any) -> Op:
         fault = self.nemesis.faults[event.fault]
@@ -250,3 +286,15 @@ class NemesisRunner:
 @dataclass
 class _FinalHeal:
     fault: str
+
+
+@dataclass
+class _Fired:
+    time: float
+    action: str
+    fault: str
+    params: dict[str, Any]
+    seed: int
+
+
+STOP_POLL_S = 0.02

@@ -166,6 +166,10 @@ class LoseUnsyncedFault:
         missing = [n for n in names if n not in self.mounts]
         if missing:
             raise ValueError(f"no LazyFS mount for {', '.join(missing)}")
+        # The power goes off on all of them at one instant, before the kills
+        # (which take milliseconds each): an fsync in flight must not finish.
+        for name in names:
+            self.mounts[name].freeze()
         cluster.kill(names)
         self.down = sorted(set(self.down) | set(names))
         lost = {

@@ -169,6 +169,14 @@ class LazyFS:
         """
         return send_command(self.control, "lose-unsynced")["files"]
 
+    def freeze(self) -> None:
+        """Power off: from now until `lose_unsynced`, no fsync makes anything durable."""
+        send_command(self.control, "freeze")
+
+    def set_fsync_delay(self, ms: int) -> None:
+        """The slow-disk knob: delay every fsync on this mount by `ms` (0: off)."""
+        send_command(self.control, f"fsync-delay {int(ms)}")
+
     def stop(self, timeout: float = 10.0) -> None:
         """Unmount and end the process; escalates to SIGKILL + lazy unmount if it hangs."""
         process, self._process = self._process, None

@@ -23,6 +23,7 @@ import os
 import resource
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -66,6 +67,10 @@ class UndoLog:
     def __init__(self) -> None:
         self.mutex = threading.Lock()
         self._files: dict[InodeKey, UnsyncedFile] = {}
+        # Bumped by every roll_back: an fsync that began before it is void.
+        self.generation = 0
+        # The power is off (`freeze`): nothing becomes durable until roll_back.
+        self.frozen = False
 
     def before_change(self, fd: int, path: str, start: int, end: int | None) -> None:
         """Save what bytes [start, end) (end None = to EOF) hold now, if not saved since fsync."""
@@ -101,6 +106,8 @@ class UndoLog:
 
     def roll_back(self) -> list[dict[str, Any]]:
         """Put every file back as its last fsync left it; report what was undone."""
+        self.generation += 1
+        self.frozen = False
         undone = []
         for key in list(self._files):
             record = self._files[key]
@@ -144,6 +151,7 @@ class LazyFSOperations(Operations):
         self.backing = str(backing)
         self.undo = undo
         self.mounted = threading.Event()
+        self.fsync_delay_s = 0.0
 
     def _real(self, path: str) -> str:
         return self.backing + path
@@ -182,8 +190,17 @@ class LazyFSOperations(Operations):
                 os.close(fd)
 
     def fsync(self, path: str, datasync: int, fh: int) -> None:
+        # The slow-disk knob: a wider window between write and durable, for
+        # faults aimed at unflushed data. The delay is outside the mutex, so
+        # only this caller waits; a power cut during it undoes the writes, and
+        # the fsync that follows must not then mark anything as synced.
+        generation = self.undo.generation
+        if self.fsync_delay_s > 0:
+            time.sleep(self.fsync_delay_s)
         # Metadata is durable at once here, so fdatasync promises what fsync does.
         with self.undo.mutex:
+            if self.undo.generation != generation or self.undo.frozen:
+                raise FuseOSError(errno.EIO)
             (os.fdatasync if datasync else os.fsync)(fh)
             self.undo.synced(fh)
 
@@ -278,7 +295,8 @@ class LazyFSOperations(Operations):
 
 
 class ControlServer:
-    """Line commands on a unix socket: `lose-unsynced`, `status`, `stop`; one JSON line back.
+    """Line commands on a unix socket: `lose-unsynced`, `freeze`, `fsync-delay MS`,
+    `status`, `stop`; one JSON line back.
 
     A socket, not signals: Python signal handlers never run while the main
     thread sits inside fuse_main.
@@ -308,6 +326,21 @@ class ControlServer:
             with undo.mutex:
                 files = undo.roll_back()
             return {"ok": True, "files": files}
+        if request == "freeze":
+            # The instant of a power cut: the processes are killed after this,
+            # and nothing they (or a delayed fsync) do from now on is durable.
+            with undo.mutex:
+                undo.frozen = True
+            return {"ok": True}
+        if request.startswith("fsync-delay "):
+            try:
+                ms = int(request.split()[1])
+            except ValueError:
+                ms = -1
+            if ms < 0:
+                return {"ok": False, "error": "fsync-delay takes a whole number of ms >= 0"}
+            self.ops.fsync_delay_s = ms / 1000
+            return {"ok": True, "fsync_delay_ms": ms}
         if request == "status":
             with undo.mutex:
                 state = undo.status()

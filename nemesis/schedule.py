@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from nemesis.base import split_spec
+from nemesis.base import TRIGGER_FAULTS, split_spec
 
 # Faults that inject and heal in one op (nothing to undo later).
 INSTANT = frozenset({"lose-unsynced"})
@@ -65,6 +65,14 @@ def plan_params(spec: str, rng: random.Random, nodes: Sequence[str]) -> dict[str
         if variant == "all":
             return {"targets": "all", "nodes": sorted(nodes)}
         return {"targets": variant, "nodes": choose_targets(rng, nodes, variant)}
+    if name in TRIGGER_FAULTS:
+        # Armed by the schedule; whom it hits is decided by the event it fires on.
+        if name == "power-cut-after-commit":
+            from nemesis.triggers import parse_power_cut
+            parse_power_cut(variant)
+        elif variant is not None:
+            raise ValueError(f"{name} takes no variant")
+        return {}
     # Disk faults and plug-ins: one node, chosen here so the timeline shows it.
     return {"nodes": [rng.choice(sorted(nodes))]}
 

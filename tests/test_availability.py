@@ -26,6 +26,14 @@ class H:
             self.add(t + 0.01, 0, "ok", "read", 1)
             t += every_s
 
+    def stuck(self, from_s: float, to_s: float, timeout_s: float = 1.0) -> None:
+        """Clients asking and timing out, back to back: demand nobody serves."""
+        t, process = from_s, 100
+        while t < to_s:
+            self.add(t, process, "invoke", "write", 1)
+            self.add(min(t + timeout_s, to_s), process, "info", "write", 1)
+            t, process = t + timeout_s, process + 1
+
     def nemesis(self, t_s: float, f: str, value: Any) -> None:
         self.add(t_s, "nemesis", "invoke", f, value)
         self.add(t_s + 0.1, "nemesis", "info", f, value)
@@ -142,6 +150,7 @@ def test_gap_is_matched_to_the_fault_and_fails_only_over_the_limit():
     h = H()
     h.reads(0.5, 9.5)
     h.nemesis(10, "kill", {"nodes": ["n1"]})
+    h.stuck(9.5, 17.5)
     h.reads(17.5, 19.5)           # 8 s without a successful op
     h.nemesis(20, "start", {"nodes": ["n1"]})
     h.reads(20.5, 25)
@@ -161,9 +170,60 @@ def test_gap_is_matched_to_the_fault_and_fails_only_over_the_limit():
 def test_gap_with_no_fault_is_unexplained():
     h = H()
     h.reads(0.5, 5)
+    h.stuck(5, 9)
     h.reads(9, 12)
     v = availability.check(h.ops, None, run())
     assert v["stats"]["unexplained_gaps"] == 1 and v["stats"]["gap_count"] == 1
+
+
+def timers() -> dict[str, list[dict]]:
+    events = steady_leader()
+    for node, evs in events.items():
+        evs.insert(0, {"t": START, "node": node, "event": "start", "epoch": 0,
+                       "election_timeout_ms": 500, "fetch_timeout_ms": 750})
+    return events
+
+
+def test_a_pause_with_no_client_ops_is_never_unavailable():
+    # The recovery pause before the final reads: nobody asks, nobody is refused.
+    h = H()
+    h.reads(0.5, 30)
+    h.reads(40, 41)
+    v = availability.check(h.ops, timers(), run(op_timeout=1.0), {"max_unavailable_s": 3})
+    assert v["valid"] is True, v["anomalies"]
+    assert v["stats"]["gap_count"] == 0
+
+
+def test_the_limit_for_unexplained_windows_comes_from_the_run():
+    # op timeout 1 s + 2 x 0.5 s election + 0.75 s fetch timeout + 2 s grace.
+    v = availability.check([], timers(), run(op_timeout=1.0))
+    assert v["stats"]["max_unexplained_unavailable_s"] == 4.75
+    assert availability.check([], steady_leader(), run())["stats"][
+        "max_unexplained_unavailable_s"] is None
+
+
+def test_a_long_unexplained_window_fails_without_any_threshold():
+    h = H()
+    h.reads(0.5, 5)
+    h.stuck(5, 11)
+    h.reads(11, 15)
+    v = availability.check(h.ops, timers(), run(op_timeout=1.0))
+    assert [a["type"] for a in v["anomalies"]] == ["unexplained-unavailable"]
+    assert v["anomalies"][0]["duration_s"] == 6.0
+
+
+def test_a_short_unexplained_window_or_one_during_a_fault_passes():
+    h = H()
+    h.reads(0.5, 5)
+    h.stuck(5, 8)
+    h.reads(8, 15)
+    h.nemesis(15.2, "kill", {"nodes": ["n1"]})
+    h.stuck(15, 25)
+    h.nemesis(24, "start", {"nodes": ["n1"]})
+    h.reads(25, 30)
+    v = availability.check(h.ops, timers(), run(op_timeout=1.0))
+    assert v["valid"] is True, v["anomalies"]
+    assert v["stats"]["gap_count"] == 2
 
 
 def test_leader_limit_without_events_is_unknown():

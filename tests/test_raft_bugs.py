@@ -173,6 +173,57 @@ def test_commit_dirty_loses_a_committed_entry_in_a_power_cut():
     assert any("was committed as" in v for v in violations), violations
 
 
+# ------------------------------- pre-vote-while-following (KIP-996 Scenario A)
+
+
+def partial_connectivity(*bug_names: str) -> tuple[Sim, list[str]]:
+    """One follower cannot reach the leader but reaches the other follower,
+    which still fetches from the leader: KIP-996's Scenario A."""
+    sim = Sim(seed=21, config=switches(*bug_names))
+    leader = sim.settle()
+    commit(sim, b"everyone has it")
+    sim.run(20)
+    epoch = sim.core(leader).epoch
+    cut_off, middle = [n for n in sim.nodes if n != leader]
+    sim.cut(cut_off, leader)
+    sim.run(400)
+    sim.check_leader_kept(leader, epoch)
+    leaders = [n for _, n, e in sim.role_events() if e["role"] == "Leader"]
+    return sim, leaders
+
+
+def test_pre_vote_while_following_flip_flops_leadership():
+    sim, leaders = partial_connectivity()
+    assert sim.violations == [] and len(leaders) == 1
+    sim, leaders = partial_connectivity(bugs.PRE_VOTE_WHILE_FOLLOWING)
+    assert any("disrupted" in v for v in sim.violations), sim.violations
+    # The leadership moved away from a leader that kept its majority.
+    assert len(leaders) >= 2, leaders
+
+
+# ------------------------------- resigned-same-epoch (KIP-996, Resigned state)
+
+
+def resigned_leader(*bug_names: str) -> tuple[Sim, str]:
+    sim = Sim(seed=3, config=switches(*bug_names))
+    leader = sim.settle()
+    sim.isolate(leader)
+    sim.run(200)
+    return sim, leader
+
+
+def test_resigned_same_epoch_follows_itself():
+    sim, leader = resigned_leader()
+    roles = [e for _, _, e in sim.role_events(leader)]
+    assert not any(e["role"] == "Follower" and e["leader"] == leader for e in roles)
+    resigned = [e["epoch"] for e in roles if e["role"] == "Resigned"]
+    assert resigned and all(e["epoch"] > resigned[0] for e in roles[roles.index(
+        next(r for r in roles if r["role"] == "Resigned")) + 1:])
+    sim, leader = resigned_leader(bugs.RESIGNED_SAME_EPOCH)
+    roles = [e for _, _, e in sim.role_events(leader)]
+    assert any(e["role"] == "Follower" and e["leader"] == leader for e in roles), roles
+
+
 @pytest.mark.parametrize("bug", sorted(bugs.KNOWN))
 def test_every_switch_is_documented(bug):
     text = (Path(__file__).parent.parent / "nodes" / "raft" / "BUGS.md").read_text()

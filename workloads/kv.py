@@ -47,7 +47,8 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
 
 
 def checker_names(config: dict[str, Any]) -> list[str]:
-    return ["stats", "linearizability", "durability", "elections", "divergence", "availability"]
+    return ["stats", "linearizability", "durability", "elections", "invariants", "divergence",
+            "availability"]
 
 
 def final_reads(issued: list[OpSpec]) -> list[OpSpec]:

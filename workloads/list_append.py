@@ -40,7 +40,8 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
 
 
 def checker_names(config: dict[str, Any]) -> list[str]:
-    return ["stats", "elle", "durability", "elections", "divergence", "availability"]
+    return ["stats", "elle", "durability", "elections", "invariants", "divergence",
+            "availability"]
 
 
 def final_reads(issued: list[OpSpec]) -> list[OpSpec]:

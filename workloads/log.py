@@ -34,7 +34,8 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
 
 
 def checker_names(config: dict[str, Any]) -> list[str]:
-    return ["stats", "durability", "elections", "divergence", "availability"]
+    return ["stats", "durability", "elections", "invariants", "divergence",
+            "availability"]
 
 # The node caps one read at this many entries (nodes.raft.requests.MAX_READ_COUNT).
 FINAL_READ_COUNT = 10_000

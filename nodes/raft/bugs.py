@@ -11,8 +11,31 @@ NO_CHECK_QUORUM = "no-check-quorum"
 VOTE_BEFORE_PERSIST = "vote-before-persist"
 TRUNCATE_TO_HW = "truncate-to-hw"
 COMMIT_DIRTY = "commit-dirty"
+PRE_VOTE_WHILE_FOLLOWING = "pre-vote-while-following"
+RESIGNED_SAME_EPOCH = "resigned-same-epoch"
 
-KNOWN = frozenset({NO_PRE_VOTE, NO_CHECK_QUORUM, VOTE_BEFORE_PERSIST, TRUNCATE_TO_HW, COMMIT_DIRTY})
+KNOWN = frozenset({NO_PRE_VOTE, NO_CHECK_QUORUM, VOTE_BEFORE_PERSIST, TRUNCATE_TO_HW, COMMIT_DIRTY,
+                   PRE_VOTE_WHILE_FOLLOWING, RESIGNED_SAME_EPOCH})
+
+# How a real run exposes each switch (BUGS.md's last column; bench/detection.py
+# and campaigns/calibration.toml are built from this): the nemesis, its mean
+# interval in seconds, and the checkers expected to catch it with defaults.
+CALIBRATION: dict[str, dict] = {
+    NO_PRE_VOTE: {"nemesis": ["partition:isolate-one"], "nemesis_interval": 4.0,
+                  "caught_by": ["invariants"]},
+    NO_CHECK_QUORUM: {"nemesis": ["partition:isolate-leader"], "nemesis_interval": 4.0,
+                      "caught_by": ["invariants"]},
+    VOTE_BEFORE_PERSIST: {"nemesis": ["kill-after-vote"], "nemesis_interval": 3.0,
+                          "caught_by": ["invariants"]},
+    TRUNCATE_TO_HW: {"nemesis": ["partition"], "nemesis_interval": 3.0,
+                     "caught_by": ["divergence", "linearizability"]},
+    COMMIT_DIRTY: {"nemesis": ["power-cut-after-commit:all"], "nemesis_interval": 3.0,
+                   "caught_by": ["durability", "linearizability", "divergence"]},
+    PRE_VOTE_WHILE_FOLLOWING: {"nemesis": ["partition:bridge"], "nemesis_interval": 4.0,
+                               "caught_by": ["invariants"]},
+    RESIGNED_SAME_EPOCH: {"nemesis": ["partition:isolate-leader"], "nemesis_interval": 4.0,
+                          "caught_by": ["invariants"]},
+}
 
 
 class UnknownBug(ValueError):

@@ -254,9 +254,15 @@ class Core:
             elif role == CANDIDATE:
                 self._become_prospective()
             elif role == RESIGNED:
-                # KIP-996: a resigned leader must leave its epoch, else it could
-                # fail an election and try to follow itself in that epoch.
-                self._become_unattached(self._epoch + 1)
+                if bugs.RESIGNED_SAME_EPOCH in self._bugs:
+                    # BUG (KIP-996 before its fix): canvass in the epoch it led,
+                    # still naming itself leader; a lost pre-vote then sends it
+                    # back to "the known leader": itself.
+                    self._transition(UNATTACHED, self._epoch, self._leader)
+                else:
+                    # KIP-996: a resigned leader must leave its epoch, else it could
+                    # fail an election and try to follow itself in that epoch.
+                    self._become_unattached(self._epoch + 1)
                 self._become_prospective()
 
     def propose(self, payload: bytes) -> int:
@@ -371,6 +377,11 @@ class Core:
             )
             if pre_vote:
                 granted = log_ok and self._grants_pre_vote()
+                if granted:
+                    # The pre-vote invariant judges who granted it, and while following whom.
+                    self._events.append({"event": "pre_vote", "epoch": epoch,
+                                         "candidate": candidate, "role": self._role,
+                                         "leader": self._leader})
             elif self._voted_for == candidate:
                 granted = True  # a retried request for the vote we already gave
             else:
@@ -383,6 +394,8 @@ class Core:
                     # grant leaves now and the vote reaches disk only with the
                     # next state change, so a crash in between forgets it.
                     self._reset_election_timer()
+                    # What the vote-once invariant and the kill-after-vote trigger watch.
+                    self._events.append({"event": "vote", "epoch": epoch, "candidate": candidate})
         self._send(
             m.VOTE_RESPONSE,
             candidate,
@@ -396,7 +409,10 @@ class Core:
             return False
         if self._role == FOLLOWER:
             # KIP-996: a follower still hearing from its leader protects it.
-            return not self._fetched_from_leader
+            # BUG when switched on (KIP-996 Scenario A): it grants anyway, so a
+            # node that cannot reach the leader but reaches this follower wins
+            # a pre-vote, then the election, and leadership flip-flops.
+            return not self._fetched_from_leader or bugs.PRE_VOTE_WHILE_FOLLOWING in self._bugs
         return True
 
     def _may_vote(self) -> bool:
@@ -640,8 +656,9 @@ class Core:
 
     def _lose_pre_vote(self) -> None:
         # KIP-996: go back to the known leader if there is one, else wait
-        # (Unattached doubles as the back-off before the next pre-vote).
-        if self._leader is not None and self._leader != self.node_id:
+        # (Unattached doubles as the back-off before the next pre-vote). The
+        # known leader is never ourselves: a resigned leader left its epoch.
+        if self._leader is not None:
             self._become_follower(self._epoch, self._leader)
         else:
             self._become_unattached(self._epoch)

@@ -142,6 +142,11 @@ class RaftServer:
         self.core = Core(config, state, entries, self.options.seed)
         self.emit({
             "event": "start", "epoch": self.core.epoch, "log_end": self.core.log_end,
+            "voted_for": self.core.voted_for,
+            # The protocol timers in wall time, for invariants judged from these lines.
+            "tick_ms": self.options.tick_ms,
+            "election_timeout_ms": config.election_timeout_ticks * self.options.tick_ms,
+            "fetch_timeout_ms": config.fetch_timeout_ticks * self.options.tick_ms,
             "recovered_truncated_bytes": recovered.truncated_bytes,
         })
         if recovered.truncated_bytes:

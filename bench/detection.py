@@ -1,0 +1,216 @@
+"""Detection calibration: does a real run catch each bug switch, with the
+default checkers and no hand-set threshold? And does the correct build pass?
+
+    .venv/bin/python bench/detection.py [--runs N] [--seed-base S] [--switch NAME ...]
+        [--time-limit T] [--parallel K] [--correct both|same|all-faults|none] [--out FILE]
+
+For each switch: N runs (seeds S, S+1, ...) of `faultline run --bug NAME` with
+the nemesis its row in nodes/raft/BUGS.md names (nodes.raft.bugs.CALIBRATION).
+For the correct build: the same configurations without the switch ("same"),
+and every registered fault at once on 5 nodes for each workload that has a
+lin/Elle checker ("all-faults"). Prints `NAME caught K/N by CHECKERS` per
+switch and `correct false-positives K/N`, and writes the table (markdown) and
+every run's verdict (JSON) next to each other. A run that ends in a harness
+error is neither caught nor a false positive: it is listed as an error.
+Needs root (namespaces, LazyFS). campaigns/calibration.toml holds the same
+matrix for nightly use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from nemesis.base import FAULTS  # noqa: E402
+from nodes.raft.bugs import CALIBRATION  # noqa: E402
+
+ALL_FAULTS_WORKLOADS = ("register", "kv", "list-append")
+ALL_FAULTS_NODES = 5
+ALL_FAULTS_INTERVAL = 2.0
+SWITCH_WORKLOAD = "register"
+SWITCH_NODES = 3
+
+
+@dataclass
+class Planned:
+    group: str                  # a switch name, or "correct"
+    label: str
+    config: dict[str, Any]      # RunConfig fields
+
+
+@dataclass
+class Outcome:
+    group: str
+    label: str
+    exit_code: int
+    invalid_checkers: list[str] = field(default_factory=list)
+    unknown_checkers: list[str] = field(default_factory=list)
+    run_dir: str | None = None
+    seconds: float = 0.0
+
+
+def switch_config(name: str, seed: int, time_limit: float) -> dict[str, Any]:
+    plan = CALIBRATION[name]
+    return {"workload": SWITCH_WORKLOAD, "nodes": SWITCH_NODES, "nemesis": list(plan["nemesis"]),
+            "nemesis_interval": plan["nemesis_interval"], "time_limit": time_limit,
+            "seed": seed, "bugs": []}
+
+
+def all_faults_config(workload: str, seed: int, time_limit: float) -> dict[str, Any]:
+    return {"workload": workload, "nodes": ALL_FAULTS_NODES, "nemesis": list(FAULTS),
+            "nemesis_interval": ALL_FAULTS_INTERVAL, "time_limit": time_limit, "seed": seed,
+            "bugs": []}
+
+
+def cli_args(config: dict[str, Any]) -> list[str]:
+    args = ["--workload", config["workload"], "--nodes", str(config["nodes"]),
+            "--nemesis", ",".join(config["nemesis"]),
+            "--nemesis-interval", str(config["nemesis_interval"]),
+            "--time-limit", str(config["time_limit"]), "--seed", str(config["seed"])]
+    for bug in config["bugs"]:
+        args += ["--bug", bug]
+    return args
+
+
+def plan(switches: list[str], runs: int, seed_base: int, time_limit: float,
+         correct: str) -> list[Planned]:
+    """Pure: every run the calibration makes, in order."""
+    seeds = range(seed_base, seed_base + runs)
+    out = []
+    for name in switches:
+        for seed in seeds:
+            out.append(Planned(name, f"{name} seed {seed}",
+                               switch_config(name, seed, time_limit) | {"bugs": [name]}))
+    if correct in ("both", "same"):
+        for name in switches:
+            for seed in seeds:
+                out.append(Planned("correct", f"correct as {name} seed {seed}",
+                                   switch_config(name, seed, time_limit)))
+    if correct in ("both", "all-faults"):
+        for workload in ALL_FAULTS_WORKLOADS:
+            for seed in seeds:
+                out.append(Planned("correct", f"correct all faults {workload} "
+                                   f"{ALL_FAULTS_NODES} nodes seed {seed}",
+                                   all_faults_config(workload, seed, time_limit)))
+    return out
+
+
+def execute(p: Planned, results: Path, index: int) -> Outcome:
+    run_root = results / "runs" / f"{index:03d}"
+    run_root.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "harness", "run", *cli_args(p.config),
+            "--results", str(run_root)]
+    started = time.monotonic()
+    with open(run_root / "output.log", "wb") as log:
+        code = subprocess.run(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                              env=os.environ.copy(), check=False).returncode
+    outcome = Outcome(p.group, p.label, code, seconds=round(time.monotonic() - started, 1))
+    dirs = sorted(d for d in run_root.iterdir() if (d / "run.json").exists())
+    if dirs:
+        outcome.run_dir = str(dirs[-1])
+        verdicts = dirs[-1] / "verdicts.json"
+        if verdicts.exists():
+            doc = json.loads(verdicts.read_text())
+            for name, v in (doc.get("checkers") or {}).items():
+                if v.get("valid") is False:
+                    outcome.invalid_checkers.append(name)
+                elif v.get("valid") == "unknown":
+                    outcome.unknown_checkers.append(name)
+    return outcome
+
+
+def summarize(outcomes: list[Outcome], switches: list[str]) -> list[str]:
+    """Pure: the lines the bench prints and writes."""
+    lines = []
+    for name in switches:
+        mine = [o for o in outcomes if o.group == name]
+        judged = [o for o in mine if o.exit_code in (0, 1, 2)]
+        caught = [o for o in judged if o.exit_code == 1]
+        by = Counter(c for o in caught for c in o.invalid_checkers)
+        checkers = ", ".join(f"{c} {k}" for c, k in by.most_common()) or "-"
+        errors = len(mine) - len(judged)
+        lines.append(f"{name} caught {len(caught)}/{len(judged)} by {checkers}"
+                     + (f" ({errors} harness errors)" if errors else ""))
+    correct = [o for o in outcomes if o.group == "correct"]
+    if correct:
+        judged = [o for o in correct if o.exit_code in (0, 1, 2)]
+        fps = [o for o in judged if o.exit_code == 1]
+        unknown = [o for o in judged if o.exit_code == 2]
+        by = Counter(c for o in fps for c in o.invalid_checkers)
+        text = f"correct false-positives {len(fps)}/{len(judged)}"
+        if by:
+            text += " by " + ", ".join(f"{c} {k}" for c, k in by.most_common())
+        if unknown:
+            text += f" ({len(unknown)} unknown)"
+        errors = len(correct) - len(judged)
+        if errors:
+            text += f" ({errors} harness errors)"
+        lines.append(text)
+    return lines
+
+
+def table(outcomes: list[Outcome], lines: list[str], args: argparse.Namespace) -> str:
+    head = (f"# Detection calibration, {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}\n\n"
+            f"runs per group {args.runs}, seeds from {args.seed_base}, time limit "
+            f"{args.time_limit:g} s, parallel {args.parallel}\n\n")
+    body = "\n".join(f"- {line}" for line in lines)
+    rows = ["| run | exit | invalid | unknown | s |", "|---|---|---|---|---|"]
+    rows += [f"| {o.label} | {o.exit_code} | {', '.join(o.invalid_checkers) or '-'} | "
+             f"{', '.join(o.unknown_checkers) or '-'} | {o.seconds:g} |" for o in outcomes]
+    return head + body + "\n\n" + "\n".join(rows) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--seed-base", type=int, default=1)
+    parser.add_argument("--switch", action="append", choices=sorted(CALIBRATION),
+                        help="only these switches (repeatable; default all)")
+    parser.add_argument("--time-limit", type=float, default=30.0)
+    parser.add_argument("--parallel", type=int, default=1)
+    parser.add_argument("--correct", choices=("both", "same", "all-faults", "none"),
+                        default="both")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="table file (default results/detection/<time>/table.md)")
+    args = parser.parse_args(argv)
+    switches = args.switch or sorted(CALIBRATION)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    results = ROOT / "results" / "detection" / stamp
+    out = args.out or results / "table.md"
+    planned = plan(switches, args.runs, args.seed_base, args.time_limit, args.correct)
+    print(f"{len(planned)} runs, parallel {args.parallel}; runs under {results}", flush=True)
+    outcomes: list[Outcome] = []
+
+    def one(item: tuple[int, Planned]) -> Outcome:
+        o = execute(item[1], results, item[0])
+        print(f"  {o.label}: exit {o.exit_code} invalid {','.join(o.invalid_checkers) or '-'}"
+              f" ({o.seconds:g} s)", flush=True)
+        return o
+
+    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+        outcomes = list(pool.map(one, enumerate(planned)))
+    lines = summarize(outcomes, switches)
+    for line in lines:
+        print(line)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(table(outcomes, lines, args))
+    out.with_suffix(".json").write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+    print(f"table: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

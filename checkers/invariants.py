@@ -1,0 +1,389 @@
+"""Protocol invariants the seeds promise, judged from node event lines and the
+nemesis ops in the history. No threshold is set by hand: every time limit is
+derived from the timers the nodes report in their `start` lines.
+
+- `stranded-leader` (KIP-595 check quorum): a leader cut off from a majority
+  resigns within its fetch timeout. Flagged when a node stays Leader while
+  alive and cut off for longer than fetch timeout + grace.
+- `epoch-raised-while-cut-off` (KIP-996 pre-vote): a node cut off from a
+  majority cannot win a pre-vote, so it never becomes Candidate (never raises
+  its epoch); that raised epoch is what unseats a healthy leader when the
+  partition heals. Flagged when a node becomes Candidate after being cut off
+  for longer than a whole pre-vote round (2 x election timeout) + grace.
+- `double-vote` (KIP-595): a voter grants its vote to at most one candidate
+  per epoch, across restarts.
+- `vote-forgotten` (KIP-595, quorum state durable before the grant): a node
+  that granted a vote in epoch e and restarts without reporting `data_loss`
+  comes back in a later epoch, or in e with that same vote.
+- `resigned-leader-stayed-in-epoch` / `follows-itself` (KIP-996, Resigned): a
+  leader that resigns leaves its epoch (its next role is in a later one), so
+  it can never end up following itself.
+- `pre-vote-from-fetching-follower` (KIP-996 Scenario A): a follower that
+  still fetches from a live leader grants no pre-vote. Judged only where it
+  is certain: both had held their roles for a fetch timeout + grace and no
+  fault that may have touched either (or their link) was in force.
+
+One leader per epoch is the elections checker's `multiple-leaders`.
+
+"Cut off" counts only what was certainly in force: a partition from its
+inject's completion to its heal's invoke, a kill or pause likewise; one-way
+cuts break TCP both ways, so any cut pair breaks the link. A node is cut off
+when it and the alive nodes it still has links to are fewer than a majority.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from checkers.history import NEMESIS, Op, pair_ops
+from checkers.verdict import Verdict, verdict
+
+NS = 1_000_000_000
+MS = 1_000_000
+# Scheduling noise on a loaded machine: an asyncio tick or an fsync can run late.
+GRACE_MS = 500
+DOWN_FAULTS = ("kill", "pause")
+# Faults that kill and restart inside their own op: down only while it runs.
+INSTANT_DOWN_FAULTS = ("lose-unsynced", "truncate")
+HEALS = {"start": "kill", "resume": "pause", "heal": "partition"}
+MAX_LISTED = 50
+
+
+def check(history: list[Op], events: dict[str, list[dict]], run: dict) -> Verdict:
+    start_ns = run.get("start_monotonic_ns")
+    timers = node_timers(events)
+    stats: dict[str, Any] = {"timers_ms": timers, "votes": _count(events, "vote")}
+    anomalies = double_votes(events) + forgotten_votes(events) + resigned_leaders(events)
+    if type(start_ns) is not int or timers is None:
+        stats["timed_invariants"] = ("skipped: " + ("run.json has no start_monotonic_ns"
+                                     if type(start_ns) is not int else
+                                     "no node reported its timers in a start line"))
+        if anomalies:
+            return verdict(False, anomalies[:MAX_LISTED], stats)
+        return verdict("unknown", [], stats)
+    nodes = sorted(events)
+    timeline = fault_timeline(history, nodes)
+    grace = GRACE_MS * MS
+    fetch_limit = timers["fetch_timeout_ms"] * MS + grace
+    prevote_limit = 2 * timers["election_timeout_ms"] * MS + grace
+    anomalies += stranded_leaders(events, timeline, nodes, start_ns, fetch_limit)
+    anomalies += cut_off_candidates(events, timeline, nodes, start_ns, prevote_limit)
+    anomalies += pre_votes_from_fetching_followers(
+        events, fault_timeline(history, nodes, certain=False), start_ns, fetch_limit)
+    stats["limits_ms"] = {"stranded_leader": fetch_limit // MS,
+                          "cut_off_before_candidate": prevote_limit // MS}
+    stats["fault_segments"] = len(timeline)
+    stats["anomaly_counts"] = dict(_counts(anomalies))
+    if anomalies:
+        return verdict(False, anomalies[:MAX_LISTED], stats)
+    return verdict(True, [], stats)
+
+
+def _count(events: dict[str, list[dict]], kind: str) -> int:
+    return sum(1 for evs in events.values() for ev in evs if ev.get("event") == kind)
+
+
+def _counts(anomalies: list[dict]) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for a in anomalies:
+        out[a["type"]] += 1
+    return out
+
+
+def node_timers(events: dict[str, list[dict]]) -> dict[str, int] | None:
+    """The longest election and fetch timeouts any node reported (ms), or None."""
+    found: dict[str, int] = {}
+    for evs in events.values():
+        for ev in evs:
+            if ev.get("event") != "start":
+                continue
+            for key in ("election_timeout_ms", "fetch_timeout_ms"):
+                if type(ev.get(key)) is int:
+                    found[key] = max(found.get(key, 0), ev[key])
+    return found if len(found) == 2 else None
+
+
+# --- votes -------------------------------------------------------------------------
+
+
+def _votes(evs: list[dict]) -> list[dict]:
+    return [ev for ev in evs if ev.get("event") == "vote" and type(ev.get("epoch")) is int]
+
+
+def double_votes(events: dict[str, list[dict]]) -> list[dict]:
+    anomalies = []
+    for node, evs in sorted(events.items()):
+        by_epoch: dict[int, dict[str, dict]] = defaultdict(dict)
+        for ev in _votes(evs):
+            by_epoch[ev["epoch"]].setdefault(str(ev.get("candidate")), ev)
+        for epoch, grants in sorted(by_epoch.items()):
+            if len(grants) > 1:
+                anomalies.append({"type": "double-vote", "node": node, "epoch": epoch,
+                                  "candidates": sorted(grants),
+                                  "grants": sorted(grants.values(), key=lambda e: e.get("t", 0))})
+    return anomalies
+
+
+def forgotten_votes(events: dict[str, list[dict]]) -> list[dict]:
+    anomalies = []
+    for node, evs in sorted(events.items()):
+        last_vote: dict | None = None
+        lost = False
+        for ev in evs:
+            kind = ev.get("event")
+            if kind == "vote" and type(ev.get("epoch")) is int:
+                last_vote, lost = ev, False
+            elif kind == "data_loss":
+                lost = True
+            elif kind == "start" and last_vote is not None:
+                epoch = ev.get("epoch")
+                if not lost and type(epoch) is int and (
+                        epoch < last_vote["epoch"]
+                        or (epoch == last_vote["epoch"]
+                            and ev.get("voted_for") != last_vote.get("candidate"))):
+                    anomalies.append({"type": "vote-forgotten", "node": node,
+                                      "vote": last_vote, "restart": ev})
+                last_vote = None
+    return anomalies
+
+
+# --- who was cut off when ------------------------------------------------------------
+
+
+def fault_timeline(history: list[Op], nodes: list[str], certain: bool = True) -> list[dict]:
+    """Segments `{"start", "end", "cut": set of pairs, "down": set of nodes}` in
+    history ns. `certain`: only what was surely in force (from an inject's
+    completion to its heal's invoke); else everything that may have been
+    (from the invoke to the heal's completion, failed ops included, and the
+    instant kill-and-restart faults for the length of their op)."""
+    changes: list[tuple[int, str, str, Any]] = []   # (time, "on"/"off", kind, payload)
+    open_faults: dict[str, list[Any]] = defaultdict(list)
+    end_of_history = max((op.time for op in history), default=0)
+    for inv, done in pair_ops(op for op in history if op.process == NEMESIS):
+        if certain and (done is None or done.error):
+            continue
+        if done is None:
+            done = Op(inv.index, end_of_history, inv.process, "info", inv.f, inv.value)
+        if inv.f in HEALS:
+            kind = HEALS[inv.f]
+            for payload in open_faults.pop(kind, []):
+                changes.append((inv.time if certain else done.time, "off", kind, payload))
+        elif inv.f in DOWN_FAULTS or inv.f == "partition":
+            payload = _payload(inv, done, nodes)
+            if payload:
+                open_faults[inv.f].append(payload)
+                changes.append((done.time if certain else inv.time, "on", inv.f, payload))
+        elif not certain and inv.f in INSTANT_DOWN_FAULTS:
+            payload = _payload(inv, done, nodes)
+            if payload:
+                changes.append((inv.time, "on", "kill", payload))
+                changes.append((done.time, "off", "kill", payload))
+    changes.sort(key=lambda c: c[0])
+    segments: list[dict] = []
+    active: list[tuple[str, Any]] = []
+    for i, (t, what, kind, payload) in enumerate(changes):
+        if what == "on":
+            active.append((kind, payload))
+        elif (kind, payload) in active:
+            active.remove((kind, payload))
+        nxt = changes[i + 1][0] if i + 1 < len(changes) else end_of_history
+        if nxt > t:
+            cut: set[tuple[str, str]] = set()
+            down: set[str] = set()
+            for k, p in active:
+                if k == "partition":
+                    cut |= p
+                else:
+                    down |= p
+            segments.append({"start": t, "end": nxt, "cut": cut, "down": down})
+    return segments
+
+
+def _payload(inv: Op, done: Op, nodes: list[str]) -> Any:
+    value = done.value if isinstance(done.value, dict) else inv.value
+    if not isinstance(value, dict):
+        return None
+    if inv.f == "partition":
+        pairs = value.get("cut") or (inv.value or {}).get("cut") or []
+        return frozenset((a, b) for a, b in pairs)
+    named = value.get("nodes") or (inv.value or {}).get("nodes") or []
+    return frozenset(n for n in named if n in nodes)
+
+
+def cut_off(node: str, segment: dict, nodes: list[str]) -> bool:
+    """Alive, but it and the alive nodes it has links to are fewer than a majority."""
+    if node in segment["down"]:
+        return False
+    cut = segment["cut"]
+    reach = 1 + sum(1 for other in nodes
+                    if other != node and other not in segment["down"]
+                    and (node, other) not in cut and (other, node) not in cut)
+    return reach < len(nodes) // 2 + 1
+
+
+def cut_off_spans(node: str, timeline: list[dict], nodes: list[str]) -> list[tuple[int, int]]:
+    """Maximal [start, end) spans in which `node` was cut off (history ns)."""
+    spans: list[list[int]] = []
+    for seg in timeline:
+        if not cut_off(node, seg, nodes):
+            continue
+        if spans and spans[-1][1] == seg["start"]:
+            spans[-1][1] = seg["end"]
+        else:
+            spans.append([seg["start"], seg["end"]])
+    return [(a, b) for a, b in spans]
+
+
+def _down_spans(node: str, timeline: list[dict]) -> list[tuple[int, int]]:
+    return [(s["start"], s["end"]) for s in timeline if node in s["down"]]
+
+
+# --- leaders that stay cut off, candidates that should not be ------------------------
+
+
+def leader_tenures(evs: list[dict], start_ns: int) -> list[tuple[int, int, int]]:
+    """(epoch, from, to) in history ns for each stretch the node reported role Leader;
+    a tenure ends at the node's next role or start line (a killed leader's next line)."""
+    tenures = []
+    current: tuple[int, int] | None = None
+    for ev in evs:
+        if type(ev.get("t")) is not int:
+            continue
+        t = ev["t"] - start_ns
+        kind = ev.get("event")
+        if kind not in ("role", "start"):
+            continue
+        if current is not None:
+            tenures.append((current[0], current[1], t))
+            current = None
+        if kind == "role" and ev.get("role") == "Leader" and type(ev.get("epoch")) is int:
+            current = (ev["epoch"], t)
+    if current is not None:
+        tenures.append((current[0], current[1], 2**62))
+    return tenures
+
+
+def stranded_leaders(events: dict[str, list[dict]], timeline: list[dict], nodes: list[str],
+                     start_ns: int, limit_ns: int) -> list[dict]:
+    anomalies = []
+    for node in nodes:
+        spans = cut_off_spans(node, timeline, nodes)
+        downs = _down_spans(node, timeline)
+        for epoch, t0, t1 in leader_tenures(events.get(node, []), start_ns):
+            # A killed leader has no line until it restarts: its tenure ends at the kill.
+            t1 = min([t1] + [a for a, _ in downs if a >= t0])
+            for a, b in spans:
+                lo, hi = max(a, t0), min(b, t1)
+                if hi - lo > limit_ns:
+                    anomalies.append({"type": "stranded-leader", "node": node, "epoch": epoch,
+                                      "cut_off_s": [_s(a), _s(b)],
+                                      "still_leader_s": [_s(lo), _s(hi)],
+                                      "limit_s": _s(limit_ns)})
+    return anomalies
+
+
+def cut_off_candidates(events: dict[str, list[dict]], timeline: list[dict], nodes: list[str],
+                       start_ns: int, limit_ns: int) -> list[dict]:
+    anomalies = []
+    for node in nodes:
+        spans = cut_off_spans(node, timeline, nodes)
+        for ev in events.get(node, []):
+            if (ev.get("event") != "role" or ev.get("role") != "Candidate"
+                    or type(ev.get("t")) is not int):
+                continue
+            t = ev["t"] - start_ns
+            for a, b in spans:
+                if a <= t < b and t - a > limit_ns:
+                    anomalies.append({"type": "epoch-raised-while-cut-off", "node": node,
+                                      "epoch": ev.get("epoch"), "time_s": _s(t),
+                                      "cut_off_s": [_s(a), _s(b)], "limit_s": _s(limit_ns)})
+    return anomalies
+
+
+# --- KIP-996: the resigned leader, the follower that protects its leader ----------
+
+
+def resigned_leaders(events: dict[str, list[dict]]) -> list[dict]:
+    """A leader that resigns epoch e next shows a role in a later epoch, and no
+    node ever follows itself."""
+    anomalies = []
+    for node, evs in sorted(events.items()):
+        resigned: dict | None = None
+        for ev in evs:
+            kind = ev.get("event")
+            if kind == "start":
+                resigned = None
+            if kind != "role" or type(ev.get("epoch")) is not int:
+                continue
+            if ev.get("role") == "Follower" and ev.get("leader") == node:
+                anomalies.append({"type": "follows-itself", "node": node, "epoch": ev["epoch"],
+                                  "event": ev})
+            if resigned is not None and ev["epoch"] <= resigned["epoch"]:
+                anomalies.append({"type": "resigned-leader-stayed-in-epoch", "node": node,
+                                  "epoch": resigned["epoch"], "resigned": resigned,
+                                  "next": ev})
+            resigned = ev if ev.get("role") == "Resigned" else None
+    return anomalies
+
+
+def _roles_since(evs: list[dict], start_ns: int) -> list[tuple[int, dict]]:
+    return [(ev["t"] - start_ns, ev) for ev in evs
+            if ev.get("event") in ("role", "start") and type(ev.get("t")) is int]
+
+
+def _held_since(evs: list[tuple[int, dict]], t: int, role: str, epoch: int,
+                leader: str | None) -> int | None:
+    """Since when the node has held (role, epoch, leader) without a break up to t."""
+    since = None
+    for at, ev in evs:
+        if at > t:
+            break
+        same = (ev.get("event") == "role" and ev.get("role") == role
+                and ev.get("epoch") == epoch and ev.get("leader") == leader)
+        if same and since is None:
+            since = at
+        elif not same:
+            since = None
+    return since
+
+
+def pre_votes_from_fetching_followers(events: dict[str, list[dict]], possible: list[dict],
+                                      start_ns: int, window_ns: int) -> list[dict]:
+    """KIP-996: a follower still fetching from a live leader grants no pre-vote.
+    Judged only where that is certain: the follower had followed that leader,
+    which led the epoch, for a whole fetch timeout + grace before the grant,
+    and no fault that may have touched either of them, or the link between
+    them, was in force in that window."""
+    anomalies = []
+    roles = {node: _roles_since(evs, start_ns) for node, evs in events.items()}
+    for node, evs in sorted(events.items()):
+        for ev in evs:
+            if (ev.get("event") != "pre_vote" or ev.get("role") != "Follower"
+                    or type(ev.get("t")) is not int or not isinstance(ev.get("leader"), str)):
+                continue
+            t, leader, epoch = ev["t"] - start_ns, ev["leader"], ev.get("epoch")
+            lo = t - window_ns
+            following = _held_since(roles.get(node, []), t, "Follower", epoch, leader)
+            # Still leading a grace after the grant: a leader's own line about
+            # resigning may be written after the error it sent the follower.
+            leading = _held_since(roles.get(leader, []), t + GRACE_MS * MS, "Leader", epoch,
+                                  leader)
+            if following is None or leading is None or following > lo or leading > lo:
+                continue
+            touched = any(
+                seg["start"] < t and seg["end"] > lo
+                and ({node, leader} & seg["down"] or (node, leader) in seg["cut"]
+                     or (leader, node) in seg["cut"])
+                for seg in possible)
+            if not touched:
+                anomalies.append({"type": "pre-vote-from-fetching-follower", "node": node,
+                                  "leader": leader, "epoch": epoch,
+                                  "candidate": ev.get("candidate"), "time_s": _s(t),
+                                  "following_since_s": _s(following),
+                                  "leader_since_s": _s(leading)})
+    return anomalies
+
+
+def _s(ns: int) -> float:
+    return round(ns / NS, 3)

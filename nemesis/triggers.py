@@ -1,0 +1,283 @@
+"""Faults aimed at a moment: triggers that watch the nodes' event lines and act
+within milliseconds, for bugs whose window no random schedule can hit.
+
+A trigger fault is armed by its schedule inject and disarmed by its heal, like
+any other fault. While armed, a watcher thread tails every node's stdout and,
+on the first matching line, hands an ordinary fault (a `kill` of the voter, a
+`lose-unsynced` of a majority) to the nemesis runner, which runs it at once and
+records it as a plain nemesis op in the history and the executed schedule, so
+a replay re-executes it at the same time, as any other event. In a replay the
+triggers stay silent (`FaultContext.extras["replay"]`): the fired faults are
+already in the schedule.
+
+- `kill-after-vote`: kill the leader to bring on an election, then SIGKILL
+  the first voter right after its `vote` line (the grant has just left;
+  KIP-595 says the vote must already be on disk). Heal restarts both.
+- `power-cut-after-commit[:majority|all][-Dms]`: right after the leader's `hw`
+  line, roll back un-fsynced writes (`lose-unsynced`) on a majority with the
+  leader (or on all nodes). The data dirs' LazyFS delays each fsync by D ms
+  (default 50), so written but unflushed entries stay in reach (the Redpanda
+  RFC's dirty window). A majority cut often leaves the dirty entry on the
+  survivor, whose longer log then wins the election; `all` never does.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from nemesis.base import FaultContext
+
+# How often the watcher looks at the logs: fast while armed, idle otherwise.
+ARMED_POLL_S = 0.001
+IDLE_POLL_S = 0.05
+DEFAULT_FSYNC_DELAY_MS = 50
+MAX_LINE = 1 << 20
+
+# (fault spec to run, params) -> None: the runner's queue for urgent faults.
+FireFn = Callable[[str, dict[str, Any]], None]
+
+
+class LogTail:
+    """The complete JSON event lines appended to one file since the last read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._offset = 0
+        self._partial = b""
+
+    def read(self) -> list[dict[str, Any]]:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self._offset)
+                data = f.read(MAX_LINE)
+        except FileNotFoundError:
+            return []
+        self._offset += len(data)
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        if len(self._partial) > MAX_LINE:
+            self._partial = b""
+        out = []
+        for line in lines:
+            if not line.startswith(b"{"):
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and "event" in event:
+                out.append(event)
+        return out
+
+
+class Watcher:
+    """Tails node logs in a thread and calls `on_event(node, event)` for each line."""
+
+    def __init__(self, paths: Mapping[str, Path],
+                 on_event: Callable[[str, dict[str, Any]], None],
+                 armed: Callable[[], bool]) -> None:
+        self._tails = {node: LogTail(p) for node, p in paths.items()}
+        self._on_event = on_event
+        self._armed = armed
+        self._stop = False
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="trigger-watch", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Poll at once (and from now on at the armed rate, if armed)."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop = True
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def poll(self) -> None:
+        for node, tail in self._tails.items():
+            for event in tail.read():
+                self._on_event(node, event)
+
+    def _loop(self) -> None:
+        while not self._stop:
+            self.poll()
+            self._wake.wait(ARMED_POLL_S if self._armed() else IDLE_POLL_S)
+            self._wake.clear()
+
+
+def node_log_paths(cluster: Any) -> dict[str, Path]:
+    return {n.name: Path(n.log_dir) / "stdout.log" for n in cluster.nodes}
+
+
+class TriggerFault:
+    """Common part: arming, the watcher, who leads; subclasses say what fires."""
+
+    name = ""
+    heal_f = "start"
+
+    def __init__(self, ctx: FaultContext) -> None:
+        self.replay = bool(ctx.extras.get("replay"))
+        self.fire: FireFn | None = None       # set by the NemesisRunner
+        self.cluster: Any = None
+        self.roles: dict[str, str] = {}
+        self.fired: list[dict[str, Any]] = []
+        self._armed = False
+        self._rng = random.Random(0)
+        self._lock = threading.Lock()
+        self._watcher: Watcher | None = None
+
+    # --- the Fault interface ----------------------------------------------------
+
+    def setup(self, cluster: Any) -> None:
+        self.cluster = cluster
+        if not self.replay:
+            self._watcher = Watcher(node_log_paths(cluster), self.on_event, lambda: self._armed)
+            self._watcher.poll()   # skip what happened before the run's nemesis started
+            self._watcher.start()
+
+    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+               ) -> dict[str, Any]:
+        with self._lock:
+            self._armed = not self.replay
+            self._rng = random.Random(rng.getrandbits(64))
+        if self._watcher is not None:
+            self._watcher.wake()
+        provoke = self.provoke()
+        if provoke is not None and self._armed and self.fire is not None:
+            self.fire(*provoke)
+        return {"armed": self._armed, **self.describe()}
+
+    def provoke(self) -> tuple[str, dict[str, Any]] | None:
+        """A fault to run right after arming, to bring on the moment watched for."""
+        return None
+
+    def heal(self, cluster: Any) -> dict[str, Any]:
+        with self._lock:
+            self._armed = False
+        down = [n for n in cluster.names if not cluster.is_running(n)]
+        return {"nodes": cluster.start(down, fresh=False)}
+
+    def teardown(self, cluster: Any) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+
+    # --- watching -----------------------------------------------------------------
+
+    def on_event(self, node: str, event: dict[str, Any]) -> None:
+        if event.get("event") == "role" and isinstance(event.get("role"), str):
+            self.roles[node] = event["role"]
+        elif event.get("event") == "start":
+            self.roles[node] = "start"
+        with self._lock:
+            if not self._armed or self.fire is None:
+                return
+            action = self.match(node, event)
+            if action is None:
+                return
+            # One shot per arming: the next inject re-arms it.
+            self._armed = False
+        spec, params = action
+        self.fired.append({"node": node, "event": event, "spec": spec, "params": params,
+                           "seen_ns": time.monotonic_ns()})
+        self.fire(spec, params)
+
+    def describe(self) -> dict[str, Any]:
+        return {}
+
+    def match(self, node: str, event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        raise NotImplementedError
+
+
+class KillAfterVote(TriggerFault):
+    name = "kill-after-vote"
+
+    def describe(self) -> dict[str, Any]:
+        return {"watch": "vote", "then": "kill the voter"}
+
+    def provoke(self) -> tuple[str, dict[str, Any]] | None:
+        # Votes come with elections, and one fault at a time means nothing else
+        # brings one on while armed: kill the leader.
+        return "kill", {"targets": "leader", "trigger": self.name}
+
+    def match(self, node: str, event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        if event.get("event") != "vote":
+            return None
+        return "kill", {"nodes": [node], "trigger": self.name,
+                        "after": {"event": "vote", "node": node, "t": event.get("t"),
+                                  "epoch": event.get("epoch")}}
+
+
+class PowerCutAfterCommit(TriggerFault):
+    name = "power-cut-after-commit"
+
+    def __init__(self, ctx: FaultContext) -> None:
+        super().__init__(ctx)
+        self.targets, self.fsync_delay_ms = parse_power_cut(ctx.variant)
+        self.mounts = ctx.extras.get("mounts")
+        if self.mounts is None:
+            raise ValueError(f"{self.name} needs the nodes' data dirs on LazyFS mounts")
+
+    def setup(self, cluster: Any) -> None:
+        for fs in self.mounts.values():
+            fs.set_fsync_delay(self.fsync_delay_ms)
+        super().setup(cluster)
+
+    def teardown(self, cluster: Any) -> None:
+        super().teardown(cluster)
+        for fs in self.mounts.values():
+            try:
+                fs.set_fsync_delay(0)
+            except Exception:
+                continue  # a mount already stopped has no delay to undo
+
+    def describe(self) -> dict[str, Any]:
+        return {"watch": "leader hw", "then": f"lose-unsynced on {self.targets} with the leader",
+                "fsync_delay_ms": self.fsync_delay_ms}
+
+    def match(self, node: str, event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        if event.get("event") != "hw" or self.roles.get(node) != "Leader":
+            return None
+        names = sorted(self.cluster.names)
+        others = [n for n in names if n != node]
+        count = len(names) // 2 + 1 if self.targets == "majority" else len(names)
+        chosen = sorted([node] + self._rng.sample(others, count - 1))
+        return "lose-unsynced", {"nodes": chosen, "trigger": self.name,
+                                 "after": {"event": "hw", "node": node, "t": event.get("t"),
+                                           "hw": event.get("hw")}}
+
+
+POWER_CUT_TARGETS = ("majority", "all")
+
+
+def parse_power_cut(variant: str | None) -> tuple[str, int]:
+    """`[majority|all][-]<D>ms` -> (targets, fsync delay ms); each part optional:
+    `None` -> ("majority", 50), `"all"` -> ("all", 50), `"all-80ms"` -> ("all", 80)."""
+    targets, delay = "majority", DEFAULT_FSYNC_DELAY_MS
+    for part in (variant or "").split("-") if variant else []:
+        if part in POWER_CUT_TARGETS:
+            targets = part
+        elif part.endswith("ms") and part[:-2].isdigit():
+            delay = int(part[:-2])
+        else:
+            raise ValueError(f"expected [majority|all][-<D>ms] (e.g. all-50ms), not {variant!r}")
+    return targets, delay
+
+
+def kill_after_vote(ctx: FaultContext) -> KillAfterVote:
+    if ctx.variant is not None:
+        raise ValueError("kill-after-vote takes no variant")
+    return KillAfterVote(ctx)
+
+
+def power_cut_after_commit(ctx: FaultContext) -> PowerCutAfterCommit:
+    return PowerCutAfterCommit(ctx)

@@ -1,0 +1,31 @@
+"""One real run per bug switch, as bench/detection.py makes it (3 nodes,
+register, 30 s, the nemesis from nodes.raft.bugs.CALIBRATION, default
+checkers, no thresholds): each must be caught by a checker its plan names."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from nodes.raft import bugs
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+import detection  # noqa: E402
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and LazyFS need root")]
+
+
+@pytest.mark.parametrize("switch", sorted(bugs.CALIBRATION))
+def test_a_real_run_catches_the_switch(switch: str, tmp_path: Path) -> None:
+    planned = detection.Planned(switch, f"{switch} seed 1",
+                                detection.switch_config(switch, 1, 30.0) | {"bugs": [switch]})
+    outcome = detection.execute(planned, tmp_path, 0)
+    log = (tmp_path / "runs" / "000" / "output.log").read_text()[-3000:]
+    assert outcome.exit_code == 1, log
+    assert set(outcome.invalid_checkers) & set(bugs.CALIBRATION[switch]["caught_by"]), log

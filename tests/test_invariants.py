@@ -1,0 +1,293 @@
+"""Protocol invariants from event lines + fault schedule: each one has a log
+that must pass and its twin that must fail, written from the seeds' rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checkers import invariants
+from checkers.history import Op
+
+S = 1_000_000_000
+START = 5 * 10**12
+NODES = ["n1", "n2", "n3"]
+
+
+def ev(t_s: float, node: str, event: str, **fields: Any) -> dict:
+    return {"t": START + int(t_s * S), "node": node, "event": event, **fields}
+
+
+def start(t_s: float, node: str, epoch: int = 0, voted_for: str | None = None) -> dict:
+    return ev(t_s, node, "start", epoch=epoch, voted_for=voted_for, log_end=0, tick_ms=50,
+              election_timeout_ms=500, fetch_timeout_ms=750)
+
+
+def role(t_s: float, node: str, name: str, epoch: int, leader: str | None = None) -> dict:
+    return ev(t_s, node, "role", role=name, epoch=epoch, leader=leader)
+
+
+def vote(t_s: float, node: str, epoch: int, candidate: str) -> dict:
+    return ev(t_s, node, "vote", epoch=epoch, candidate=candidate)
+
+
+class H:
+    def __init__(self) -> None:
+        self.ops: list[Op] = []
+
+    def add(self, t_s: float, process: Any, typ: str, f: str, value: Any = None,
+            error: str | None = None) -> None:
+        self.ops.append(Op(len(self.ops), int(t_s * S), process, typ, f, value, error=error))
+
+    def nemesis(self, t_s: float, f: str, value: Any = None, took_s: float = 0.01) -> None:
+        self.add(t_s, "nemesis", "invoke", f, value)
+        self.add(t_s + took_s, "nemesis", "info", f, value)
+
+    def isolate(self, t_s: float, node: str) -> None:
+        others = [n for n in NODES if n != node]
+        cut = [[node, o] for o in others] + [[o, node] for o in others]
+        self.nemesis(t_s, "partition", {"shape": "isolate-one", "nodes": [node], "cut": cut})
+
+
+def run() -> dict:
+    return {"run_id": "x", "config": {}, "start_monotonic_ns": START}
+
+
+def elected_n1() -> dict[str, list[dict]]:
+    return {"n1": [start(0, "n1"), role(0.1, "n1", "Prospective", 0),
+                   role(0.2, "n1", "Candidate", 1), role(0.3, "n1", "Leader", 1, "n1")],
+            "n2": [start(0, "n2"), vote(0.25, "n2", 1, "n1"),
+                   role(0.3, "n2", "Follower", 1, "n1")],
+            "n3": [start(0, "n3"), vote(0.25, "n3", 1, "n1"),
+                   role(0.3, "n3", "Follower", 1, "n1")]}
+
+
+def types(v: dict) -> list[str]:
+    return [a["type"] for a in v["anomalies"]]
+
+
+def test_quiet_cluster_is_valid_with_limits_from_the_nodes_timers():
+    v = invariants.check([], elected_n1(), run())
+    assert v["valid"] is True, v["anomalies"]
+    assert v["stats"]["timers_ms"] == {"election_timeout_ms": 500, "fetch_timeout_ms": 750}
+    assert v["stats"]["limits_ms"] == {"stranded_leader": 1250, "cut_off_before_candidate": 1500}
+    assert v["stats"]["votes"] == 2
+
+
+# --- KIP-595 check quorum ---------------------------------------------------------
+
+
+def isolated_leader(resign_after_s: float | None) -> tuple[H, dict]:
+    h = H()
+    h.isolate(10, "n1")
+    h.nemesis(16, "heal")
+    events = elected_n1()
+    if resign_after_s is not None:
+        events["n1"].append(role(10.01 + resign_after_s, "n1", "Resigned", 1, "n1"))
+    events["n2"] += [role(11, "n2", "Prospective", 1, "n1"), role(11.2, "n2", "Candidate", 2),
+                     role(11.3, "n2", "Leader", 2, "n2")]
+    events["n3"] += [vote(11.25, "n3", 2, "n2"), role(11.3, "n3", "Follower", 2, "n2")]
+    return h, events
+
+
+def test_cut_off_leader_that_resigns_within_its_fetch_timeout_passes():
+    h, events = isolated_leader(resign_after_s=0.8)
+    v = invariants.check(h.ops, events, run())
+    assert v["valid"] is True, v["anomalies"]
+
+
+def test_cut_off_leader_that_stays_leader_is_stranded():
+    h, events = isolated_leader(resign_after_s=None)
+    v = invariants.check(h.ops, events, run())
+    assert types(v) == ["stranded-leader"]
+    a = v["anomalies"][0]
+    assert a["node"] == "n1" and a["epoch"] == 1
+    assert a["still_leader_s"] == [10.01, 16.0]
+
+
+def test_a_leader_that_resigns_too_late_is_stranded():
+    h, events = isolated_leader(resign_after_s=3.0)
+    assert types(invariants.check(h.ops, events, run())) == ["stranded-leader"]
+
+
+def test_a_killed_leader_is_not_stranded():
+    h = H()
+    h.isolate(10, "n1")
+    h.nemesis(10.2, "kill", {"nodes": ["n1"]})
+    h.nemesis(14, "heal")
+    h.nemesis(15, "start", {"nodes": ["n1"]})
+    events = elected_n1()
+    events["n1"].append(start(15.1, "n1", 1))
+    assert invariants.check(h.ops, events, run())["valid"] is True
+
+
+def test_a_leader_whose_two_followers_are_paused_must_resign_too():
+    h = H()
+    h.nemesis(10, "pause", {"nodes": ["n2", "n3"]})
+    h.nemesis(15, "resume", {"nodes": ["n2", "n3"]})
+    assert types(invariants.check(h.ops, elected_n1(), run())) == ["stranded-leader"]
+
+
+def test_majorities_ring_leaves_everyone_a_majority():
+    h = H()
+    h.nemesis(10, "partition", {"shape": "majorities-ring", "cut": [["n1", "n3"], ["n3", "n1"]]})
+    h.nemesis(16, "heal")
+    assert invariants.check(h.ops, elected_n1(), run())["valid"] is True
+
+
+def test_a_failed_partition_cuts_nothing():
+    h = H()
+    h.add(10, "nemesis", "invoke", "partition", {"nodes": ["n1"], "cut": [["n1", "n2"]]})
+    h.add(10.1, "nemesis", "info", "partition", None, error="RuntimeError: nft failed")
+    h.nemesis(16, "heal")
+    assert invariants.check(h.ops, elected_n1(), run())["valid"] is True
+
+
+# --- KIP-996 pre-vote --------------------------------------------------------------
+
+
+def isolated_follower(candidate_at_s: list[float]) -> tuple[H, dict]:
+    h = H()
+    h.isolate(10, "n3")
+    h.nemesis(20, "heal")
+    events = elected_n1()
+    events["n3"].append(role(11, "n3", "Prospective", 1, "n1"))
+    for i, t in enumerate(candidate_at_s):
+        events["n3"] += [role(t, "n3", "Candidate", 2 + i), role(t + 0.6, "n3", "Prospective",
+                                                                   2 + i)]
+    return h, events
+
+
+def test_a_cut_off_node_that_only_canvasses_passes():
+    h, events = isolated_follower([])
+    assert invariants.check(h.ops, events, run())["valid"] is True
+
+
+def test_a_cut_off_node_that_raises_its_epoch_fails():
+    h, events = isolated_follower([12.0, 13.0])
+    v = invariants.check(h.ops, events, run())
+    assert types(v) == ["epoch-raised-while-cut-off"] * 2
+    assert v["anomalies"][0]["node"] == "n3" and v["anomalies"][0]["epoch"] == 2
+
+
+def test_a_candidate_right_after_the_cut_may_have_won_its_pre_vote_before_it():
+    # A pre-vote round that started before the cut can still finish after it.
+    h, events = isolated_follower([10.8])
+    assert invariants.check(h.ops, events, run())["valid"] is True
+
+
+def test_a_candidate_after_the_heal_is_not_cut_off():
+    h, events = isolated_follower([20.5])
+    assert invariants.check(h.ops, events, run())["valid"] is True
+
+
+# --- votes ---------------------------------------------------------------------------
+
+
+def test_two_votes_in_one_epoch_for_different_candidates_fail():
+    events = elected_n1()
+    events["n3"] += [start(5, "n3", 1, "n1"), vote(6, "n3", 1, "n2")]
+    v = invariants.check([], events, run())
+    assert types(v) == ["double-vote"]
+    assert v["anomalies"][0]["candidates"] == ["n1", "n2"]
+
+
+def test_votes_for_different_candidates_in_different_epochs_pass():
+    events = elected_n1()
+    events["n3"] += [vote(6, "n3", 2, "n2"), vote(7, "n3", 3, "n1")]
+    assert invariants.check([], events, run())["valid"] is True
+
+
+def test_a_double_vote_after_losing_the_disk_is_still_a_double_vote():
+    events = elected_n1()
+    events["n3"] += [ev(5, "n3", "data_loss", what="quorum-state-missing"), start(5, "n3", 0),
+                     vote(6, "n3", 1, "n2")]
+    assert "double-vote" in types(invariants.check([], events, run()))
+
+
+def test_a_restart_that_keeps_the_vote_passes():
+    events = elected_n1()
+    events["n2"] += [start(5, "n2", 1, "n1")]
+    assert invariants.check([], events, run())["valid"] is True
+
+
+def test_a_restart_in_the_same_epoch_without_the_vote_fails():
+    events = elected_n1()
+    events["n2"] += [start(5, "n2", 1, None)]
+    v = invariants.check([], events, run())
+    assert types(v) == ["vote-forgotten"]
+    assert v["anomalies"][0]["node"] == "n2"
+
+
+def test_a_restart_that_reports_data_loss_is_excused_from_remembering():
+    events = elected_n1()
+    events["n2"] += [ev(5, "n2", "data_loss", what="quorum-state-missing"), start(5, "n2", 0)]
+    assert invariants.check([], events, run())["valid"] is True
+
+
+def test_without_timers_the_timed_invariants_are_skipped_not_passed():
+    events = {n: [e for e in evs if e["event"] != "start"] for n, evs in elected_n1().items()}
+    v = invariants.check([], events, run())
+    assert v["valid"] == "unknown"
+    assert "skipped" in v["stats"]["timed_invariants"]
+
+
+# --- KIP-996: resigned leaders and following followers ------------------------------
+
+
+def test_a_resigned_leader_that_moves_to_a_later_epoch_passes():
+    events = elected_n1()
+    events["n1"] += [role(10, "n1", "Resigned", 1, "n1"), role(10.6, "n1", "Unattached", 2),
+                     role(10.6, "n1", "Prospective", 2)]
+    assert invariants.check([], events, run())["valid"] is True
+
+
+def test_a_resigned_leader_that_stays_in_its_epoch_and_follows_itself_fails():
+    events = elected_n1()
+    events["n1"] += [role(10, "n1", "Resigned", 1, "n1"),
+                     role(10.6, "n1", "Unattached", 1, "n1"),
+                     role(10.6, "n1", "Prospective", 1, "n1"),
+                     role(11.2, "n1", "Follower", 1, "n1")]
+    v = invariants.check([], events, run())
+    assert sorted(types(v)) == ["follows-itself", "resigned-leader-stayed-in-epoch"]
+
+
+def pre_vote(t_s: float, node: str, candidate: str, epoch: int, leader: str) -> dict:
+    return ev(t_s, node, "pre_vote", epoch=epoch, candidate=candidate, role="Follower",
+              leader=leader)
+
+
+def bridge(h: H) -> None:
+    # n3 cannot reach the leader n1; n2 reaches both.
+    h.nemesis(10, "partition", {"shape": "bridge", "nodes": ["n2"],
+                                "cut": [["n1", "n3"], ["n3", "n1"]]})
+    h.nemesis(20, "heal")
+
+
+def test_a_follower_still_fetching_from_its_leader_that_grants_a_pre_vote_fails():
+    h = H()
+    bridge(h)
+    events = elected_n1()
+    events["n2"].append(pre_vote(11.5, "n2", "n3", 1, "n1"))
+    v = invariants.check(h.ops, events, run())
+    assert types(v) == ["pre-vote-from-fetching-follower"]
+    assert v["anomalies"][0]["node"] == "n2" and v["anomalies"][0]["candidate"] == "n3"
+
+
+def test_pre_votes_a_follower_may_grant_pass():
+    h = H()
+    bridge(h)
+    h.nemesis(30, "partition", {"shape": "isolate-one", "nodes": ["n1"],
+                                "cut": [["n1", "n2"], ["n2", "n1"]]})
+    h.nemesis(40, "heal")
+    events = elected_n1()
+    events["n2"] += [
+        pre_vote(0.5, "n2", "n3", 1, "n1"),       # before its first fetch answer
+        pre_vote(31.0, "n2", "n3", 1, "n1"),      # its link to the leader is cut
+    ]
+    events["n3"] += [role(50, "n3", "Follower", 2, "n2"), pre_vote(50.3, "n3", "n1", 2, "n2")]
+    events["n2"] += [role(49.9, "n2", "Leader", 2, "n2")]
+    # The leader resigns right after the grant (its line may come after ours).
+    events["n3"] += [pre_vote(45.0, "n3", "n2", 1, "n1")]
+    events["n1"].append(role(45.2, "n1", "Resigned", 1, "n1"))
+    v = invariants.check(h.ops, events, run())
+    assert "pre-vote-from-fetching-follower" not in types(v), v["anomalies"]

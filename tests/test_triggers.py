@@ -1,0 +1,305 @@
+"""Triggered faults: they watch node event lines, fire within milliseconds of
+the line, once per arming, and land in the history and the executed schedule
+as ordinary faults that a replay re-executes. And LazyFS's slow-fsync knob."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from checkers.history import read_history, validate
+from harness.recorder import Recorder
+from harness.replay import replay_events
+from nemesis.base import CompositeNemesis, FaultContext, NemesisRunner, make_fault
+from nemesis.lazyfs import LazyFS, check_installed
+from nemesis.schedule import Event, plan_params
+from nemesis.triggers import KillAfterVote, LogTail, PowerCutAfterCommit, parse_power_cut
+
+
+class Node:
+    def __init__(self, name: str, log_dir: Path) -> None:
+        self.name = name
+        self.log_dir = log_dir
+
+
+class FakeCluster:
+    """Node logs on disk and a record of kills/starts, like harness.cluster.Cluster."""
+
+    def __init__(self, root: Path, names: tuple[str, ...] = ("n1", "n2", "n3")) -> None:
+        self.nodes = []
+        for n in names:
+            (root / n).mkdir(parents=True)
+            (root / n / "stdout.log").write_bytes(b"")
+            self.nodes.append(Node(n, root / n))
+        self.down: set[str] = set()
+        self.killed_at: list[tuple[list[str], int]] = []
+
+    @property
+    def names(self) -> list[str]:
+        return [n.name for n in self.nodes]
+
+    def line(self, node: str, event: dict[str, Any]) -> dict[str, Any]:
+        line = {"t": time.monotonic_ns(), "node": node} | event
+        with open(self.nodes[self.names.index(node)].log_dir / "stdout.log", "a") as f:
+            f.write(json.dumps(line) + "\n")
+        return line
+
+    def kill(self, names: list[str]) -> list[str]:
+        self.killed_at.append((list(names), time.monotonic_ns()))
+        self.down |= set(names)
+        return list(names)
+
+    def start(self, names: list[str], fresh: bool = False) -> list[str]:
+        self.down -= set(names)
+        return list(names)
+
+    def is_running(self, name: str) -> bool:
+        return name not in self.down
+
+    def leader(self) -> str | None:
+        return "n1" if "n1" not in self.down else None
+
+
+def test_log_tail_returns_complete_json_lines_only(tmp_path: Path) -> None:
+    path = tmp_path / "stdout.log"
+    path.write_bytes(b'{"event": "start"}\nplain text\n{"event": "vo')
+    tail = LogTail(path)
+    assert tail.read() == [{"event": "start"}]
+    with open(path, "ab") as f:
+        f.write(b'te", "epoch": 2}\n')
+    assert tail.read() == [{"event": "vote", "epoch": 2}]
+    assert tail.read() == []
+
+
+class Fired:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict, int]] = []
+        self.provoked: list[tuple[str, dict]] = []
+        self.event = threading.Event()
+
+    def __call__(self, spec: str, params: dict) -> None:
+        if "after" not in params:
+            self.provoked.append((spec, params))
+            return
+        self.calls.append((spec, params, time.monotonic_ns()))
+        self.event.set()
+
+
+def armed_kill_after_vote(cluster: FakeCluster) -> tuple[KillAfterVote, Fired]:
+    trigger = KillAfterVote(FaultContext())
+    fired = Fired()
+    trigger.fire = fired
+    trigger.setup(cluster)
+    return trigger, fired
+
+
+def test_kill_after_vote_fires_within_10_ms_of_the_vote_line(tmp_path: Path) -> None:
+    cluster = FakeCluster(tmp_path)
+    trigger, fired = armed_kill_after_vote(cluster)
+    delays_ms = []
+    try:
+        for i in range(10):
+            fired.event.clear()
+            trigger.inject(cluster, random.Random(i), {})
+            time.sleep(0.02)
+            line = cluster.line("n2", {"event": "vote", "epoch": i + 1, "candidate": "n1"})
+            assert fired.event.wait(2.0)
+            spec, params, at = fired.calls[-1]
+            assert spec == "kill" and params["nodes"] == ["n2"]
+            assert params["after"]["epoch"] == i + 1
+            delays_ms.append((at - line["t"]) / 1e6)
+    finally:
+        trigger.teardown(cluster)
+    # Median, not max: the machine is shared, and one late wake-up of the
+    # watcher thread is the scheduler's, not the trigger's.
+    assert statistics.median(delays_ms) < 10.0, delays_ms
+
+
+def test_a_trigger_fires_only_while_armed_and_once_per_arming(tmp_path: Path) -> None:
+    cluster = FakeCluster(tmp_path)
+    trigger, fired = armed_kill_after_vote(cluster)
+    try:
+        cluster.line("n1", {"event": "vote", "epoch": 1, "candidate": "n2"})
+        time.sleep(0.1)
+        assert fired.calls == []
+        trigger.inject(cluster, random.Random(0), {})
+        cluster.line("n1", {"event": "vote", "epoch": 2, "candidate": "n2"})
+        cluster.line("n3", {"event": "vote", "epoch": 2, "candidate": "n2"})
+        assert fired.event.wait(2.0)
+        time.sleep(0.1)
+        assert [c[1]["nodes"] for c in fired.calls] == [["n1"]]
+        # Arming brought on an election: the leader is killed first.
+        assert fired.provoked == [("kill", {"targets": "leader", "trigger": "kill-after-vote"})]
+        cluster.down.add("n1")
+        assert trigger.heal(cluster) == {"nodes": ["n1"]}
+        cluster.line("n1", {"event": "vote", "epoch": 3, "candidate": "n2"})
+        time.sleep(0.1)
+        assert len(fired.calls) == 1
+    finally:
+        trigger.teardown(cluster)
+
+
+class FakeMount:
+    def __init__(self) -> None:
+        self.delays: list[int] = []
+
+    def set_fsync_delay(self, ms: int) -> None:
+        self.delays.append(ms)
+
+
+def test_power_cut_fires_on_the_leaders_hw_and_cuts_a_majority_with_it(tmp_path: Path) -> None:
+    cluster = FakeCluster(tmp_path, ("n1", "n2", "n3", "n4", "n5"))
+    mounts = {n: FakeMount() for n in cluster.names}
+    trigger = PowerCutAfterCommit(FaultContext(variant="40ms", extras={"mounts": mounts}))
+    everyone = PowerCutAfterCommit(FaultContext(variant="all", extras={"mounts": mounts}))
+    everyone.cluster, everyone.roles = cluster, {"n2": "Leader"}
+    assert everyone.match("n2", {"event": "hw", "hw": 1})[1]["nodes"] == cluster.names
+    fired = Fired()
+    trigger.fire = fired
+    trigger.setup(cluster)
+    try:
+        assert all(m.delays == [40] for m in mounts.values())
+        trigger.inject(cluster, random.Random(3), {})
+        cluster.line("n2", {"event": "role", "role": "Follower", "epoch": 1, "leader": "n4"})
+        cluster.line("n2", {"event": "hw", "hw": 5, "epoch": 1})     # a follower's: ignored
+        time.sleep(0.1)
+        assert fired.calls == []
+        cluster.line("n4", {"event": "role", "role": "Leader", "epoch": 1, "leader": "n4"})
+        cluster.line("n4", {"event": "hw", "hw": 6, "epoch": 1})
+        assert fired.event.wait(2.0)
+        spec, params, _ = fired.calls[0]
+        assert spec == "lose-unsynced"
+        assert "n4" in params["nodes"] and len(params["nodes"]) == 3
+        assert params["after"] == {"event": "hw", "node": "n4", "t": params["after"]["t"],
+                                   "hw": 6}
+    finally:
+        trigger.teardown(cluster)
+    assert all(m.delays == [40, 0] for m in mounts.values())
+
+
+def test_trigger_variants_are_checked_when_planned() -> None:
+    assert parse_power_cut(None) == ("majority", 50)
+    assert parse_power_cut("80ms") == ("majority", 80)
+    assert parse_power_cut("all") == ("all", 50)
+    assert parse_power_cut("all-75ms") == ("all", 75)
+    assert plan_params("power-cut-after-commit:all-75ms", random.Random(0), ["n1", "n2"]) == {}
+    with pytest.raises(ValueError):
+        plan_params("power-cut-after-commit:slow", random.Random(0), ["n1"])
+    with pytest.raises(ValueError):
+        plan_params("kill-after-vote:majority", random.Random(0), ["n1"])
+    with pytest.raises(ValueError, match="LazyFS"):
+        make_fault("power-cut-after-commit")
+
+
+def test_in_a_replay_a_trigger_never_arms(tmp_path: Path) -> None:
+    cluster = FakeCluster(tmp_path)
+    trigger = KillAfterVote(FaultContext(extras={"replay": True}))
+    trigger.fire = Fired()
+    trigger.setup(cluster)
+    assert trigger.inject(cluster, random.Random(0), {})["armed"] is False
+    trigger.teardown(cluster)
+
+
+def test_a_fired_fault_is_an_ordinary_recorded_fault_that_replay_reexecutes(
+        tmp_path: Path) -> None:
+    cluster = FakeCluster(tmp_path / "nodes")
+    recorder = Recorder(tmp_path / "history.msgpack")
+    nemesis = CompositeNemesis.from_specs(["kill-after-vote"], FaultContext())
+    nemesis.setup(cluster)
+    events = [Event(0.0, "inject", "kill-after-vote", {}, seed=4),
+              Event(1.0, "heal", "kill-after-vote")]
+    runner = NemesisRunner(nemesis, events, recorder.record)
+    stop = threading.Event()
+    t0 = time.monotonic()
+    thread = threading.Thread(target=runner.run, args=(stop, t0))
+    thread.start()
+    time.sleep(0.2)
+    cluster.line("n3", {"event": "vote", "epoch": 7, "candidate": "n1"})
+    thread.join(10)
+    recorder.close()
+    ops = read_history(tmp_path / "history.msgpack").ops
+    assert validate(ops) == []
+    assert [(op.type, op.f) for op in ops][:8] == [
+        ("invoke", "kill-after-vote"), ("info", "kill-after-vote"),
+        ("invoke", "kill"), ("info", "kill"),        # the leader, to bring on an election
+        ("invoke", "kill"), ("info", "kill"),        # the voter, right after its vote
+        ("invoke", "start"), ("info", "start")]
+    assert ops[3].value["nodes"] == ["n1"]
+    assert ops[5].value["nodes"] == ["n3"] and ops[4].value["trigger"] == "kill-after-vote"
+    assert [k[0] for k in cluster.killed_at] == [["n1"], ["n3"]]
+    assert cluster.down == set()
+    # The executed list (run.json "schedule") replays both kills as plain kills.
+    run = {"schedule": runner.executed, "planned_schedule": [e.to_map() for e in events],
+           "schedule_offset_ns": int(t0 * 1e9) - recorder.start_ns}
+    replayed = replay_events(run)
+    kills = [e for e in replayed if e["fault"] == "kill"]
+    assert [(k["action"], k["params"], k["seed"]) for k in kills] == [
+        ("inject", {"nodes": ["n1"]}, 0), ("inject", {"nodes": ["n3"]}, 0)]
+    assert kills[0]["time"] < 0.1 < kills[1]["time"] < 1.0
+
+
+_missing = check_installed()
+
+
+@pytest.mark.skipif(_missing is not None, reason=_missing or "")
+def test_slow_fsync_knob_delays_each_fsync(tmp_path: Path) -> None:
+    fs = LazyFS(tmp_path / "backing", tmp_path / "mnt", tmp_path / "ctl.sock")
+    fs.start()
+    try:
+        def timed_fsync() -> float:
+            fd = os.open(tmp_path / "mnt" / "f", os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, b"x" * 100)
+                t = time.monotonic()
+                os.fsync(fd)
+                return time.monotonic() - t
+            finally:
+                os.close(fd)
+
+        fs.set_fsync_delay(150)
+        slow = [timed_fsync() for _ in range(3)]
+        fs.set_fsync_delay(0)
+        fast = timed_fsync()
+    finally:
+        fs.stop()
+    assert min(slow) >= 0.150, slow
+    assert fast < min(slow)
+
+
+@pytest.mark.skipif(_missing is not None, reason=_missing or "")
+def test_after_a_freeze_even_a_delayed_fsync_in_flight_makes_nothing_durable(
+        tmp_path: Path) -> None:
+    fs = LazyFS(tmp_path / "backing", tmp_path / "mnt", tmp_path / "ctl.sock")
+    fs.start()
+    try:
+        fs.set_fsync_delay(300)
+        path = tmp_path / "mnt" / "f"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        errors: list[int] = []
+
+        def fsync() -> None:
+            try:
+                os.fsync(fd)
+            except OSError as e:
+                errors.append(e.errno)
+
+        os.write(fd, b"acknowledged but not yet durable")
+        syncing = threading.Thread(target=fsync)
+        syncing.start()
+        time.sleep(0.05)
+        fs.freeze()            # the power cut lands inside the fsync
+        syncing.join()
+        os.close(fd)
+        fs.lose_unsynced()
+        assert path.read_bytes() == b""
+        assert errors == [5]   # EIO: the fsync did not happen
+    finally:
+        fs.stop()
