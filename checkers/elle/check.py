@@ -6,14 +6,14 @@ import time
 from collections import Counter
 from typing import Any
 
-from checkers.elle.consistency import PROHIBITED, judge, models_report
-from checkers.elle.cycles import Cycle, edge_evidence, find_cycles
+from checkers.elle.consistency import FORBIDDEN_EDGES, PROHIBITED, judge, models_report
+from checkers.elle.cycles import Cycle, components_over, edge_evidence, families, find_cycles
 from checkers.elle.dirty import dirty_anomalies
 from checkers.elle.explain import explain_cycle, txn_ref
 from checkers.elle.graph import dependency_graph
 from checkers.elle.internal import internal_anomalies
 from checkers.elle.kinds import KIND_NAMES
-from checkers.elle.txns import Txn, transactions
+from checkers.elle.txns import FAIL, Txn, transactions
 from checkers.elle.versions import index_writers, infer_orders
 from checkers.history import Op
 from checkers.verdict import Verdict, verdict
@@ -31,6 +31,10 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
         raise ValueError(f"unknown consistency model {model!r}; one of {sorted(PROHIBITED)}")
     started = time.monotonic()
     txns, malformed = transactions(history)
+    if not any(t.status != FAIL for t in txns):
+        return verdict("unknown", list(malformed), {
+            "model": model, "txns": len(txns),
+            "reason": "no transaction that may have happened: nothing to judge"})
     versions = index_writers(txns)
     anomalies = list(malformed)
     anomalies += internal_anomalies(txns)
@@ -50,9 +54,14 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
                             f"{', '.join(search.undecided)}; models prohibiting those are "
                             f"unknown."),
         })
+    proven: set[str] = set()
+    if search.undecided:
+        for a in _cycles_proven(g, txns, search.undecided):
+            proven.update(a["models"])
+            anomalies.append(a)
     counts = Counter(a["type"] for a in anomalies)
-    found = set(counts) - {"cycle-search-timeout", "malformed-txn"}
-    models = models_report(found, set(search.undecided), bool(malformed))
+    found = set(counts) - {"cycle-search-timeout", "malformed-txn", "cycle-exists"}
+    models = models_report(found, set(search.undecided), bool(malformed), proven)
     kinds = Counter()
     for _, _, mask in g.edges(data="kinds"):
         for bit, name in KIND_NAMES.items():
@@ -71,8 +80,40 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
         "graph_s": round(built - started, 3),
         "cycle_search_s": round(search.seconds, 3),
     }
-    return verdict(judge(model, found, search.undecided, bool(malformed)),
+    return verdict(judge(model, found, search.undecided, bool(malformed), proven),
                    _capped(anomalies), stats)
+
+
+def _cycles_proven(g: Any, txns: list[Txn], undecided: list[str]) -> list[dict[str, Any]]:
+    """For the models whose forbidden cycles the search could not finish
+    looking for: the strongly connected components over the edges each model
+    forbids in a cycle. Each proves a cycle exists, found or not."""
+    by_kinds: dict[int, list[str]] = {}
+    for m, kinds in FORBIDDEN_EDGES.items():
+        if PROHIBITED[m] & set(undecided):
+            by_kinds.setdefault(kinds, []).append(m)
+    # The same component often shows up over several models' edges: say it once.
+    proofs: dict[frozenset[int], tuple[list[str], list[str], int]] = {}
+    for kinds, models in sorted(by_kinds.items()):
+        for comp in components_over(g, kinds):
+            key = frozenset(comp)
+            had_models, had_fams, had_kinds = proofs.get(key, ([], [], 0))
+            fams = had_fams + [f for f in families(g, comp, kinds) if f not in had_fams]
+            proofs[key] = (had_models + models, fams, had_kinds | kinds)
+    out = []
+    for comp, (models, fams, kinds) in proofs.items():
+        sample = sorted(comp)[:5]
+        edges = "/".join(n for b, n in KIND_NAMES.items() if b & kinds)
+        out.append({
+            "type": "cycle-exists", "models": models, "component_size": len(comp),
+            "families": fams, "txns": [txn_ref(txns[i]) for i in sample],
+            "explanation": (
+                f"The cycle search ran out of time, but {len(comp)} txns (among them "
+                f"those invoked at ops {', '.join(str(txns[i].invoke.index) for i in sample)}"
+                f") are strongly connected by {edges} edges, so a cycle of them exists "
+                f"({' or '.join(fams)}), which {', '.join(models)} prohibit."),
+        })
+    return out
 
 
 def _capped(anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -3,10 +3,12 @@ are txn ids. Each edge carries `kinds`, a bitmask of why the source must come
 before the target, and for data dependencies the evidence (key and elements)
 that the explanations quote:
 
-- ww: the target appended the next element after the source's, to some key;
+- ww: the target appended the next element after the source's, to some key,
+  or appended an element no read saw after the source's last read one;
 - wr: the target read a list ending in the source's element;
 - rw: the source read a list that stops just before the target's element
-  (an anti-dependency: it missed the target's append);
+  (an anti-dependency: it missed the target's append), or read the whole
+  list while the target's append, which no read saw, came later;
 - process: the same client process ran the source and then the target;
 - realtime: the source completed before the target was invoked.
 
@@ -23,6 +25,9 @@ import networkx as nx
 from checkers.elle.kinds import KIND_NAMES, PROCESS, REALTIME, RW, WR, WW
 from checkers.elle.txns import FAIL, OK, Txn
 from checkers.elle.versions import Versions, own_suffix_start
+
+# Marks the evidence of an edge to an append no read saw.
+UNREAD = "unread"
 
 
 class _Edges:
@@ -78,6 +83,11 @@ def _data_edges(g: _Edges, txns: list[Txn], versions: Versions) -> None:
                     g.add(seq[-1][1], w, WW, (k, seq[-1][0], e))
                 seq.append((e, w))
         writers_in_order[k] = seq
+        if seq:
+            last_e, last_w = seq[-1]
+            for e, w in versions.unread.get(k, ()):
+                if w != last_w:
+                    g.add(last_w, w, WW, (k, last_e, e, UNREAD))
     for t in txns:
         for k, r in t.reads():
             end = own_suffix_start(t, k, r, versions)
@@ -89,6 +99,7 @@ def _data_edges(g: _Edges, txns: list[Txn], versions: Versions) -> None:
             order = versions.order.get(k)
             if order is None:
                 continue
+            seen = r[end - 1] if end else None
             for i in range(end, len(order)):
                 e = order[i]
                 w = _committed_writer(txns, versions, k, e)
@@ -97,8 +108,12 @@ def _data_edges(g: _Edges, txns: list[Txn], versions: Versions) -> None:
                 # The read stopping inside one txn's appends is an intermediate
                 # read (G1b), not an anti-dependency on that txn.
                 if w != t.id and w != last_writer:
-                    g.add(t.id, w, RW, (k, r[end - 1] if end else None, e))
+                    g.add(t.id, w, RW, (k, seen, e))
                 break
+            else:  # it saw every element read: it missed every unread append
+                for e, w in versions.unread.get(k, ()):
+                    if w != t.id and w != last_writer:
+                        g.add(t.id, w, RW, (k, seen, e, UNREAD))
 
 
 def _process_edges(g: _Edges, txns: list[Txn]) -> None:
