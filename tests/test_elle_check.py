@@ -212,3 +212,26 @@ def test_cli_reads_jepsen_edn(tmp_path: Path) -> None:
         "{:type :ok, :f :txn, :value [[:r :x [1]]], :process 0}\n")
     assert main(["check-elle", str(path), "--model", "serializable"]) == 1
     assert main(["check-elle", str(path), "--format", "edn", "--model", "read-committed"]) == 0
+
+
+def _elle_shaped(read_y: str) -> str:
+    # Elle's own example shape: no :process, no :f, index gaps, comments.
+    return ("; T1 appends to x and y\n"
+            "{:index 0 :type :invoke :value [[:append :x 1] [:append :y 1]]}\n"
+            "{:index 1 :type :ok     :value [[:append :x 1] [:append :y 1]]}\n"
+            "; T2 reads x, then y\n"
+            "{:index 10 :type :invoke :value [[:r :x nil] [:r :y nil]]}\n"
+            f"{{:index 11 :type :ok     :value [[:r :x [1]] [:r :y {read_y}]]}}\n")
+
+
+@pytest.mark.parametrize("read_y, code", [("[1]", 0), ("[]", 1)])
+def test_cli_reads_elle_shaped_history(tmp_path: Path, read_y: str, code: int,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+    path = tmp_path / "history.edn"
+    path.write_text(_elle_shaped(read_y))
+    assert main(["check-elle", str(path), "--model", "serializable"]) == code
+    out = json.loads(capsys.readouterr().out)
+    assert out["stats"]["txns"] == 2
+    if code:  # T2 saw T1's append to x but not to y: read skew
+        assert out["anomalies"][0]["type"] == "G-single"
