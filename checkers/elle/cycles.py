@@ -268,14 +268,6 @@ def edge_evidence(g: nx.DiGraph, u: int, v: int, kind: int) -> Any:
     return g.edges[u, v].get(KIND_NAMES[kind])
 
 
-def components_over(g: nx.DiGraph, kinds: int) -> list[set[int]]:
-    """The strongly connected components of more than one txn in the graph of
-    the edges that have one of `kinds`: each holds at least one cycle of them."""
-    h = nx.DiGraph()
-    h.add_edges_from((u, v) for u, v, m in g.edges(data="kinds") if m & kinds)
-    return [c for c in nx.strongly_connected_components(h) if len(c) > 1]
-
-
 def families(g: nx.DiGraph, component: set[int], kinds: int) -> list[str]:
     """The anomaly families a cycle inside `component`, over `kinds`, may belong
     to, judged by the edge kinds it has inside."""

@@ -64,25 +64,26 @@ def infer_orders(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]:
     """Fill `versions.order` from the ok txns' reads; return incompatible-order and
     duplicate-elements anomalies."""
     longest: dict[Any, tuple[tuple, Txn]] = {}
+    reads: list[tuple[Any, tuple, Txn]] = []
     for t in txns:
-        for k, r in t.reads():
+        for k, r in t.read_mops:
+            reads.append((k, r, t))
             best = longest.get(k)
             if best is None or len(r) > len(best[0]):
                 longest[k] = (r, t)
     anomalies: list[dict[str, Any]] = []
     incompatible: set[Any] = set()
     checked_dupes: set[tuple] = set()
-    for t in txns:
-        for k, r in t.reads():
-            full, full_txn = longest[k]
-            if full[:len(r)] == r:
-                continue
-            if k not in incompatible:
-                incompatible.add(k)
-                anomalies.append(_incompatible(k, full, full_txn, r, t))
-            if r not in checked_dupes:
-                checked_dupes.add(r)
-                anomalies.extend(_duplicates(k, r, t))
+    for k, r, t in reads:
+        full, full_txn = longest[k]
+        if full[:len(r)] == r:
+            continue
+        if k not in incompatible:
+            incompatible.add(k)
+            anomalies.append(_incompatible(k, full, full_txn, r, t))
+        if r not in checked_dupes:
+            checked_dupes.add(r)
+            anomalies.extend(_duplicates(k, r, t))
     for k, (full, t) in longest.items():
         # Every compatible read is a prefix of the longest, so if it has no
         # duplicates none of them has; one report per key is enough.
