@@ -37,9 +37,14 @@ def plain(value: Any) -> Any:
     """A decoded EDN value as plain msgpack-able data: keywords/symbols -> str,
     sets -> lists, map keys that msgpack cannot key a map with -> their EDN text.
     ValueError for an integer msgpack cannot hold."""
+    t = type(value)
+    if t is list:  # the common cases first, by exact type: this runs per value
+        return [plain(v) for v in value]
+    if t is edn.Keyword or t is str:
+        return str(value)
     if isinstance(value, str):
         return str(value)
-    if type(value) is int:
+    if t is int:
         if not MIN_INT <= value <= MAX_INT:
             raise ValueError(f"integer {str(value)[:40]} is out of the 64-bit range")
         return value
