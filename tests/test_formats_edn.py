@@ -132,7 +132,9 @@ def test_write_read_round_trip(tmp_path):
 @pytest.mark.parametrize("text, where", [
     ("{:type :invoke, :f :read, :process 0}\n{:type :ok, :f :read, :process 0", "line 2"),
     ("{:type :invoke, :f :read, :process 0}\n{:type :done, :f :read, :process 0}", "line 2"),
-    ("{:type :invoke, :f :read}\n", "no :process"),
+    ("{:type :ok, :f :read}\n", "without :process completes no open invoke"),
+    ("{:type :invoke, :f :read, :process 0, :index 4}\n"
+     "{:type :ok, :f :read, :process 0, :index 4}\n", ":index 4 does not follow"),
     ("{:type :invoke, :f :read, :process \"p\"}\n", ":process"),
     ("{:type :invoke, :f :read, :process 0, :time 1.5}\n", ":time"),
     ("[{:type :invoke, :f :read, :process 0}] 5", "more than one form"),
@@ -201,3 +203,24 @@ def test_fast_and_recursive_readers_agree(tokens, spaced):
                     max_leaves=25))
 def test_dumps_loads_property(value):
     assert loads(dumps(value)) == value
+
+
+def test_elle_shapes_no_process_no_f_index_gaps_comments(tmp_path):
+    # The shape of Elle's own examples: no :process, no :f, indices with gaps,
+    # `;` comments between ops.
+    path = tmp_path / "history.edn"
+    path.write_text(
+        "; T1 appends, T2 reads\n"
+        "{:index 10 :type :invoke :value [[:append :x 1]]}\n"
+        "{:index 11 :type :ok     :value [[:append :x 1]]}\n"
+        "; T2\n"
+        "{:index 20 :type :invoke :value [[:r :x nil]]}\n"
+        "{:index 21 :type :ok     :value [[:r :x [1]]]}\n"
+        "{:type :invoke, :f :read, :process 3}\n"
+        "{:type :ok, :f :read, :process 3, :value 1}\n")
+    ops = read_edn_history(path)
+    assert [o.index for o in ops] == [10, 11, 20, 21, 22, 23]
+    assert [o.f for o in ops] == ["txn"] * 4 + ["read"] * 2
+    # each anonymous invoke is its own process, after the ones the file names
+    assert [o.process for o in ops] == [4, 4, 5, 5, 3, 3]
+    assert validate(ops) == []

@@ -266,3 +266,25 @@ def find_cycles(g: nx.DiGraph, budget_s: float, specs: tuple[CycleSpec, ...] = S
 def edge_evidence(g: nx.DiGraph, u: int, v: int, kind: int) -> Any:
     """The key and elements behind a data edge, as the graph recorded them."""
     return g.edges[u, v].get(KIND_NAMES[kind])
+
+
+def families(g: nx.DiGraph, component: set[int], kinds: int) -> list[str]:
+    """The anomaly families a cycle inside `component`, over `kinds`, may belong
+    to, judged by the edge kinds it has inside."""
+    present = 0
+    for u in component:
+        for v, d in g.succ[u].items():
+            if v in component:
+                present |= d["kinds"] & kinds
+    bases = []
+    if present & WW:
+        bases.append("G0")
+    if present & WR:
+        bases.append("G1c")
+    if present & RW:
+        bases += ["G-single", "G2-item"]
+    out = list(bases)
+    for bit, suffix in ((PROCESS, "-process"), (REALTIME, "-realtime")):
+        if present & bit:
+            out += [b + suffix for b in bases]
+    return out

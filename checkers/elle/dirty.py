@@ -15,10 +15,18 @@ from checkers.elle.versions import Versions, own_suffix_start
 
 def dirty_anomalies(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]:
     anomalies: list[dict[str, Any]] = []
+    # Compatible reads are prefixes of the key's order: one that reaches no
+    # further than the order's first failed element holds none.
+    # (Keys whose reads disagree have no order: those reads are all searched.)
+    clean_upto = {k: next((i for i, e in enumerate(versions.order[k]) if e in failed),
+                          len(versions.order[k]))
+                  for k, failed in versions.failed.items() if k in versions.order}
     for t in txns:
         for k, r in t.reads():
             failed = versions.failed.get(k)
-            bad = failed.intersection(r) if failed else None
+            upto = clean_upto.get(k)
+            bad = (failed.intersection(r) if failed and (upto is None or len(r) > upto)
+                   else None)
             for e in sorted(bad, key=repr) if bad else ():
                 w = txns[versions.writer[(k, e)]]
                 anomalies.append({
@@ -28,7 +36,11 @@ def dirty_anomalies(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]
                                     f"{show_list(r)}, including {e!r}, which was "
                                     f"appended by the failed txn by {describe(w)}."),
                 })
-            end = own_suffix_start(t, k, r, versions)
+            if not r:
+                continue
+            end = len(r)
+            if versions.writer.get((k, r[-1])) == t.id:
+                end = own_suffix_start(t, k, r, versions)
             if end and (k, r[end - 1]) in versions.intermediate:
                 e = r[end - 1]
                 w = txns[versions.writer[(k, e)]]

@@ -52,16 +52,23 @@ def txn_ref(txn: Txn) -> dict[str, Any]:
 
 def edge_reason(kind: int, a: str, b: str, ta: Txn, tb: Txn, evidence: Any) -> str:
     """Why txn `a` must precede txn `b` through an edge of this kind."""
+    unread = len(evidence) > 3 if kind in (WW, RW) else False
     if kind == WW:
-        k, before, after = evidence
+        k, before, after = evidence[:3]
+        if unread:
+            return (f"{a} appended {before!r} to key {k!r}, the last element any read saw, "
+                    f"and {b} appended {after!r}, which no read saw, so after it (ww)")
         return (f"{a} appended {before!r} to key {k!r} and {b} appended {after!r} after "
                 f"it (ww)")
     if kind == WR:
         k, v = evidence
         return f"{b} read key {k!r} ending in {v!r}, which {a} appended (wr)"
     if kind == RW:
-        k, last, nxt = evidence
+        k, last, nxt = evidence[:3]
         seen = f"ending in {last!r}" if last is not None else "as empty"
+        if unread:
+            return (f"{a} read key {k!r} {seen}, all any read saw of it, and so missed "
+                    f"{nxt!r}, which {b} appended and no read saw (rw)")
         return (f"{a} read key {k!r} {seen} and so missed {nxt!r}, which {b} appended "
                 f"next (rw)")
     if kind == PROCESS:

@@ -1,116 +1,270 @@
-"""The dependency graph between transactions, a networkx DiGraph whose nodes
-are txn ids. Each edge carries `kinds`, a bitmask of why the source must come
-before the target, and for data dependencies the evidence (key and elements)
-that the explanations quote:
+"""The dependency graph between transactions. Each edge has a kind saying why
+the source must come before the target, and for data dependencies the
+evidence (key and elements) that the explanations quote:
 
-- ww: the target appended the next element after the source's, to some key;
+- ww: the target appended the next element after the source's, to some key,
+  or appended an element no read saw after the source's last read one;
 - wr: the target read a list ending in the source's element;
 - rw: the source read a list that stops just before the target's element
-  (an anti-dependency: it missed the target's append);
+  (an anti-dependency: it missed the target's append), or read the whole
+  list while the target's append, which no read saw, came later;
 - process: the same client process ran the source and then the target;
 - realtime: the source completed before the target was invoked.
 
 Failed txns are not nodes: they did not happen. Info txns may have happened;
 they are nodes, and get data edges only where their appends were observed.
+
+Two representations, because a sane history's graph is large and acyclic:
+`Edges` holds every edge as flat integer arrays, and scipy's sparse-graph
+routines find its strongly connected components in C (networkx takes ~10x as
+long and ~5x the memory to build and search a 100k-txn graph). Only the txns
+in a component of more than one become a networkx DiGraph, the graph of
+record that the cycle search walks and the explanations quote.
+
+Realtime order is encoded for the component search with one barrier node per
+completion: each completed txn points to its completion's barrier, barriers
+point to the next, and a barrier points to every txn invoked after it and
+before the next completion. A txn then reaches another through barriers
+exactly when it completed before the other was invoked: two edges per txn
+instead of one per pair of concurrent txns. The graph of record gets real
+realtime edges between its own txns.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
 from checkers.elle.kinds import KIND_NAMES, PROCESS, REALTIME, RW, WR, WW
 from checkers.elle.txns import FAIL, OK, Txn
 from checkers.elle.versions import Versions, own_suffix_start
 
+# Marks the evidence of an edge to an append no read saw.
+UNREAD = "unread"
 
-class _Edges:
-    """Edges gathered in plain dicts (u -> v -> attributes) and handed to
-    networkx in one call: much cheaper than a lookup through its views per edge."""
+
+@dataclass
+class Edges:
+    """Every edge of the graph: `src[i] -> dst[i]` for `kind[i]`, with the
+    data edges' evidence by position. Nodes below `n_txns` are txn ids, the
+    rest realtime barriers."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    kind: np.ndarray
+    evidence: dict[int, Any]
+    n_txns: int
+    n_nodes: int
+
+    def counts(self) -> dict[str, int]:
+        """Distinct txn pairs per edge kind (realtime: pairs in the barrier
+        encoding, whose closure is the realtime order)."""
+        # Every edge has one kind bit, so one sort dedupes all kinds at once;
+        # barrier edges are unique by construction and need none.
+        rt = self.kind == REALTIME
+        other = ~rt
+        codes = np.sort((self.src[other] * self.n_nodes + self.dst[other]) * 32
+                        + self.kind[other])
+        codes = codes[np.concatenate(([True], codes[1:] != codes[:-1]))] if codes.size else codes
+        per_kind = np.bincount(codes % 32, minlength=32)
+        per_kind[REALTIME] = int(rt.sum())
+        return {name: int(per_kind[bit]) for bit, name in KIND_NAMES.items() if per_kind[bit]}
+
+    def components(self, kinds: int) -> list[np.ndarray]:
+        """Txn ids of each strongly connected component of more than one txn
+        in the graph of the edges with one of `kinds`."""
+        sel = (self.kind & kinds) != 0
+        if not sel.any():
+            return []
+        m = csr_matrix((np.ones(int(sel.sum()), dtype=np.int8),
+                        (self.src[sel], self.dst[sel])), shape=(self.n_nodes, self.n_nodes))
+        _, labels = connected_components(m, directed=True, connection="strong")
+        labels = labels[:self.n_txns]
+        sizes = np.bincount(labels)
+        big = np.flatnonzero(sizes > 1)
+        if big.size == 0:
+            return []
+        members = np.flatnonzero(np.isin(labels, big))
+        order = np.argsort(labels[members], kind="stable")
+        members = members[order]
+        cuts = np.flatnonzero(np.diff(labels[members])) + 1
+        return np.split(members, cuts)
+
+
+class _EdgeLists:
+    """Edges appended to plain lists (cheaper than any per-edge structure),
+    made arrays once at the end."""
 
     def __init__(self) -> None:
-        self.succ: dict[int, dict[int, dict[str, Any]]] = {}
+        self.src: list[int] = []
+        self.dst: list[int] = []
+        self.kind: list[int] = []
+        self.evidence: dict[int, Any] = {}
 
     def add(self, u: int, v: int, kind: int, evidence: Any = None) -> None:
         if u == v:
             return
-        out = self.succ.get(u)
-        if out is None:
-            out = self.succ[u] = {}
-        d = out.get(v)
-        if d is None:
-            d = out[v] = {"kinds": kind}
-        else:
-            d["kinds"] |= kind
         if evidence is not None:
-            d.setdefault(KIND_NAMES[kind], evidence)
+            self.evidence[len(self.src)] = evidence
+        self.src.append(u)
+        self.dst.append(v)
+        self.kind.append(kind)
+
+    def arrays(self, n_txns: int, n_nodes: int) -> Edges:
+        return Edges(np.array(self.src, dtype=np.int64), np.array(self.dst, dtype=np.int64),
+                     np.array(self.kind, dtype=np.int64), self.evidence, n_txns, n_nodes)
 
 
-def dependency_graph(txns: list[Txn], versions: Versions) -> nx.DiGraph:
-    edges = _Edges()
+def dependency_edges(txns: list[Txn], versions: Versions) -> Edges:
+    edges = _EdgeLists()
     _data_edges(edges, txns, versions)
     _process_edges(edges, txns)
-    _realtime_edges(edges, txns)
+    barriers = _realtime_barriers(edges, txns)
+    return edges.arrays(len(txns), len(txns) + barriers)
+
+
+def record_graph(txns: list[Txn], edges: Edges, members: Iterable[int]) -> nx.DiGraph:
+    """The networkx graph of `members` (txn ids) and the edges among them, each
+    with `kinds` (a bitmask) and the first evidence seen per data kind."""
+    nodes = np.fromiter(members, dtype=np.int64)
+    inside = np.zeros(edges.n_nodes, dtype=bool)
+    inside[nodes] = True
+    sel = np.flatnonzero(inside[edges.src] & inside[edges.dst])
+    succ: dict[int, dict[int, dict[str, Any]]] = {}
+    for i, u, v, kind in zip(sel.tolist(), edges.src[sel].tolist(), edges.dst[sel].tolist(),
+                             edges.kind[sel].tolist(), strict=True):
+        d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
+        d["kinds"] |= kind
+        ev = edges.evidence.get(i)
+        if ev is not None:
+            d.setdefault(KIND_NAMES[kind], ev)
+    rt = _EdgeLists()
+    _realtime_edges(rt, [txns[i] for i in sorted(nodes.tolist())])
+    for u, v in zip(rt.src, rt.dst, strict=True):
+        d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
+        d["kinds"] |= REALTIME
     g = nx.DiGraph()
-    g.add_nodes_from(t.id for t in txns if t.status != FAIL)
-    g.add_edges_from((u, v, d) for u, out in edges.succ.items() for v, d in out.items())
+    g.add_nodes_from(nodes.tolist())
+    g.add_edges_from((u, v, d) for u, out in succ.items() for v, d in out.items())
     return g
 
 
-def _committed_writer(txns: list[Txn], versions: Versions, k: Any, e: Any) -> int | None:
-    w = versions.writer.get((k, e))
-    if w is None or txns[w].status == FAIL:
-        return None
-    return w
+def dependency_graph(txns: list[Txn], versions: Versions) -> nx.DiGraph:
+    """The whole graph as networkx, realtime edges included (for tests and
+    small histories; the checker builds only the cyclic part)."""
+    return record_graph(txns, dependency_edges(txns, versions),
+                        (t.id for t in txns if t.status != FAIL))
 
 
-def _data_edges(g: _Edges, txns: list[Txn], versions: Versions) -> None:
-    # Each key's successive writers, skipping elements nobody (or a failed txn)
-    # appended; those are reported elsewhere and order nothing.
-    writers_in_order: dict[Any, list[tuple[Any, int]]] = {}
+def _data_edges(g: _EdgeLists, txns: list[Txn], versions: Versions) -> None:
+    add = g.add
+    # The committed writer of each element (failed txns did not happen).
+    live = {ke: w for ke, w in versions.writer.items() if txns[w].status != FAIL}
+    # next_writer[k][i]: the first committed writer at or after position i of
+    # key k's order, with its element (None past the last), so that a read
+    # ending at i finds what it missed in one lookup.
+    next_writer: dict[Any, list[tuple[Any, int] | None]] = {}
     for k, order in versions.order.items():
-        seq: list[tuple[Any, int]] = []
-        for e in order:
-            w = _committed_writer(txns, versions, k, e)
+        nxt: list[tuple[Any, int] | None] = [None] * (len(order) + 1)
+        following: tuple[Any, int] | None = None
+        # Walking back, each committed writer is followed (ww) by the next one,
+        # skipping elements nobody (or a failed txn) appended: those are
+        # reported elsewhere and order nothing.
+        for i in range(len(order) - 1, -1, -1):
+            e = order[i]
+            w = live.get((k, e))
             if w is not None:
-                if seq and seq[-1][1] != w:
-                    g.add(seq[-1][1], w, WW, (k, seq[-1][0], e))
-                seq.append((e, w))
-        writers_in_order[k] = seq
+                if following is not None and following[1] != w:
+                    add(w, following[1], WW, (k, e, following[0]))
+                following = (e, w)
+            nxt[i] = following
+        next_writer[k] = nxt
+        last = next((x for x in reversed(nxt) if x is not None), None)
+        if last is not None:
+            for e, w in versions.unread.get(k, ()):
+                if w != last[1]:
+                    add(last[1], w, WW, (k, last[0], e, UNREAD))
+    unread = versions.unread
+    src, dst, kind, evidence = g.src, g.dst, g.kind, g.evidence
     for t in txns:
-        for k, r in t.reads():
-            end = own_suffix_start(t, k, r, versions)
-            last_writer = None
-            if end:
-                last_writer = _committed_writer(txns, versions, k, r[end - 1])
-                if last_writer is not None:
-                    g.add(last_writer, t.id, WR, (k, r[end - 1]))
-            order = versions.order.get(k)
-            if order is None:
+        if t.status != OK:
+            continue
+        tid = t.id
+        for f, k, r in t.mops:
+            if f != "r":
                 continue
-            for i in range(end, len(order)):
-                e = order[i]
-                w = _committed_writer(txns, versions, k, e)
-                if w is None:
-                    continue
+            end = len(r)
+            last_writer = live.get((k, r[-1])) if end else None
+            if last_writer == tid:
+                end = own_suffix_start(t, k, r, versions)
+                last_writer = live.get((k, r[end - 1])) if end else None
+            seen = r[end - 1] if end else None
+            if last_writer is not None:  # inlined add(): this is the hot loop
+                evidence[len(src)] = (k, seen)
+                src.append(last_writer)
+                dst.append(tid)
+                kind.append(WR)
+            nxt = next_writer.get(k)
+            if nxt is None or end >= len(nxt):
+                continue
+            missed = nxt[end]
+            if missed is not None:
+                e, w = missed
                 # The read stopping inside one txn's appends is an intermediate
                 # read (G1b), not an anti-dependency on that txn.
-                if w != t.id and w != last_writer:
-                    g.add(t.id, w, RW, (k, r[end - 1] if end else None, e))
-                break
+                if w != tid and w != last_writer:
+                    evidence[len(src)] = (k, seen, e)
+                    src.append(tid)
+                    dst.append(w)
+                    kind.append(RW)
+            else:  # it saw every element read: it missed every unread append
+                for e, w in unread.get(k, ()):
+                    if w != tid and w != last_writer:
+                        add(tid, w, RW, (k, seen, e, UNREAD))
 
 
-def _process_edges(g: _Edges, txns: list[Txn]) -> None:
+def _process_edges(g: _EdgeLists, txns: list[Txn]) -> None:
+    # txns are in invoke order already
     last: dict[Any, int] = {}
-    for t in sorted((t for t in txns if t.status != FAIL), key=lambda t: t.invoke.index):
+    for t in txns:
+        if t.status == FAIL:
+            continue
         prev = last.get(t.process)
         if prev is not None:
             g.add(prev, t.id, PROCESS)
         last[t.process] = t.id
 
 
-def _realtime_edges(g: _Edges, txns: list[Txn]) -> None:
+def _realtime_barriers(g: _EdgeLists, txns: list[Txn]) -> int:
+    """Realtime order as barrier nodes (see the module's docstring); returns
+    how many barriers it made, numbered from len(txns)."""
+    base = len(txns)
+    done = [(t.completion.index, t.id) for t in txns if t.status == OK]
+    live = [(t.invoke.index, t.id) for t in txns if t.status != FAIL]
+    if not done:
+        return 0
+    completions, done_ids = np.array(done, dtype=np.int64).T
+    order = np.argsort(completions, kind="stable")
+    completions, done_ids = completions[order], done_ids[order]
+    barriers = base + np.arange(len(done), dtype=np.int64)
+    invokes, live_ids = np.array(live, dtype=np.int64).T
+    before = np.searchsorted(completions, invokes, side="left")
+    after = before > 0
+    src = np.concatenate([done_ids, barriers[:-1], base + before[after] - 1])
+    dst = np.concatenate([barriers, barriers[1:], live_ids[after]])
+    g.src.extend(src.tolist())
+    g.dst.extend(dst.tolist())
+    g.kind.extend([REALTIME] * len(src))
+    return len(done)
+
+
+def _realtime_edges(g: _EdgeLists, txns: list[Txn]) -> None:
     """Realtime order without its O(n^2) transitive closure: keep the frontier
     of completed txns that no completed txn is yet known to follow. A txn
     follows everything in the frontier at its invoke; when it completes, it

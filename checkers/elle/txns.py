@@ -7,8 +7,8 @@ malformed transaction is reported (and left out), never a crash.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from checkers.history import NEMESIS, Op, pair_ops
@@ -31,17 +31,22 @@ class Txn:
     invoke: Op
     completion: Op | None
     mops: list[tuple[str, Any, Any]]
+    # (key, element) of its appends and, for an ok txn, (key, list) of its
+    # reads: every pass over the history wants one or the other
+    append_mops: list[tuple[Any, Any]] = field(default_factory=list)
+    read_mops: list[tuple[Any, tuple]] = field(default_factory=list)
 
-    def appends(self) -> Iterator[tuple[Any, Any]]:
-        for f, k, v in self.mops:
-            if f == APPEND:
-                yield k, v
-
-    def reads(self) -> Iterator[tuple[Any, tuple]]:
+    def __post_init__(self) -> None:
+        mops = self.mops
+        self.append_mops = [(k, v) for f, k, v in mops if f == APPEND]
         if self.status == OK:
-            for f, k, v in self.mops:
-                if f == READ:
-                    yield k, v
+            self.read_mops = [(k, v) for f, k, v in mops if f == READ]
+
+    def appends(self) -> list[tuple[Any, Any]]:
+        return self.append_mops
+
+    def reads(self) -> list[tuple[Any, tuple]]:
+        return self.read_mops
 
 
 class MalformedTxn(ValueError):
@@ -65,25 +70,30 @@ def _elements(v: list | tuple) -> tuple:
         return tuple(_hashable(e, "element read") for e in v)
 
 
+_SCALARS = (int, str)
+
+
 def _parse_mops(value: Any, reads_known: bool) -> list[tuple[str, Any, Any]]:
     if not isinstance(value, (list, tuple)):
         raise MalformedTxn(f"a txn value must be a list of micro-ops, not {value!r:.60}")
     mops = []
+    add = mops.append
     for m in value:
-        if not isinstance(m, (list, tuple)) or len(m) != 3:
+        if (type(m) is not list and not isinstance(m, (list, tuple))) or len(m) != 3:
             raise MalformedTxn(f"micro-op {m!r:.60} is not [f, key, value]")
         f, k, v = m
-        f = str(f) if isinstance(f, str) else f
-        k = _hashable(k, "key")
+        # ints and strings, the usual keys and elements, need no conversion
+        if type(k) not in _SCALARS:
+            k = _hashable(k, "key")
         if f == APPEND:
-            mops.append((APPEND, k, _hashable(v, "appended element")))
+            add((APPEND, k, v if type(v) in _SCALARS else _hashable(v, "appended element")))
         elif f == READ:
             if not reads_known:
-                mops.append((READ, k, None))
+                add((READ, k, None))
             elif v is None:  # a key never written reads as nil in Jepsen
-                mops.append((READ, k, ()))
+                add((READ, k, ()))
             elif isinstance(v, (list, tuple)):
-                mops.append((READ, k, _elements(v)))
+                add((READ, k, _elements(v)))
             else:
                 raise MalformedTxn(f"read of key {k!r:.40} returned {v!r:.60}, not a list")
         else:

@@ -3,7 +3,11 @@ inferred from reads, and the anomalies that show up while inferring them.
 
 A list-append read returns a key's whole history, so every read of a key must
 be a prefix of its longest read; the longest read is then the key's version
-order. Appends never read have no known place and give no edges.
+order. A committed append no read saw still has a place, if a vague one:
+lists only grow, so it came after every element of the longest read (as in
+Elle). It follows the key's last read element and every read of the whole
+list misses it; its order among the other unread appends is unknown. Failed
+and indeterminate appends nobody read have no place and give no edges.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checkers.elle.explain import describe, show_list, txn_ref
-from checkers.elle.txns import FAIL, Txn
+from checkers.elle.txns import FAIL, OK, Txn
 
 
 @dataclass
@@ -26,6 +30,9 @@ class Versions:
     intermediate: set[tuple[Any, Any]] = field(default_factory=set)
     # key -> elements appended by failed txns
     failed: dict[Any, set] = field(default_factory=dict)
+    # key -> (element, writer) of committed appends no read saw, which all
+    # come after the key's `order` in an unknown order among themselves
+    unread: dict[Any, list[tuple[Any, int]]] = field(default_factory=dict)
 
 
 def index_writers(txns: list[Txn]) -> Versions:
@@ -57,25 +64,26 @@ def infer_orders(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]:
     """Fill `versions.order` from the ok txns' reads; return incompatible-order and
     duplicate-elements anomalies."""
     longest: dict[Any, tuple[tuple, Txn]] = {}
+    reads: list[tuple[Any, tuple, Txn]] = []
     for t in txns:
-        for k, r in t.reads():
+        for k, r in t.read_mops:
+            reads.append((k, r, t))
             best = longest.get(k)
             if best is None or len(r) > len(best[0]):
                 longest[k] = (r, t)
     anomalies: list[dict[str, Any]] = []
     incompatible: set[Any] = set()
     checked_dupes: set[tuple] = set()
-    for t in txns:
-        for k, r in t.reads():
-            full, full_txn = longest[k]
-            if full[:len(r)] == r:
-                continue
-            if k not in incompatible:
-                incompatible.add(k)
-                anomalies.append(_incompatible(k, full, full_txn, r, t))
-            if r not in checked_dupes:
-                checked_dupes.add(r)
-                anomalies.extend(_duplicates(k, r, t))
+    for k, r, t in reads:
+        full, full_txn = longest[k]
+        if full[:len(r)] == r:
+            continue
+        if k not in incompatible:
+            incompatible.add(k)
+            anomalies.append(_incompatible(k, full, full_txn, r, t))
+        if r not in checked_dupes:
+            checked_dupes.add(r)
+            anomalies.extend(_duplicates(k, r, t))
     for k, (full, t) in longest.items():
         # Every compatible read is a prefix of the longest, so if it has no
         # duplicates none of them has; one report per key is enough.
@@ -83,7 +91,23 @@ def infer_orders(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]:
             anomalies.extend(_duplicates(k, full, t))
         if k not in incompatible:
             versions.order[k] = full
+    _place_unread(txns, versions, incompatible)
     return anomalies
+
+
+def _place_unread(txns: list[Txn], versions: Versions, incompatible: set[Any]) -> None:
+    seen: dict[Any, frozenset] = {}
+    for (k, e), w in versions.writer.items():
+        if txns[w].status != OK or k in incompatible:
+            continue
+        order = versions.order.get(k)
+        if order is None:  # appended, never read: the initial state came before
+            order = versions.order[k] = ()
+        elements = seen.get(k)
+        if elements is None:
+            elements = seen[k] = frozenset(order)
+        if e not in elements:
+            versions.unread.setdefault(k, []).append((e, w))
 
 
 def _incompatible(k: Any, a: tuple, ta: Txn, b: tuple, tb: Txn) -> dict[str, Any]:

@@ -106,41 +106,51 @@ class Parser:
         text = self.text
         stack: list[tuple[str, list[Any], int]] = []
         while True:
-            m = _FAST.match(text, self.pos)
-            kind = m.lastgroup if m else None
-            if kind is None:
-                if stack and self.skip_ws() >= len(text):
-                    raise EdnError(stack[-1][2], f"collection is never closed with "
-                                                 f"{stack[-1][0]!r}")
-                value = self._read_or_discard(depth + len(stack))
-                if value is _DISCARDED:
-                    continue
-            else:
-                self.pos = m.end()
-                if kind == "open":
+            # finditer walks the tokens in C; _FAST always matches (its last,
+            # empty alternative), so it never skips text, and that alternative
+            # hands whatever else comes to the recursive reader.
+            for m in _FAST.finditer(text, self.pos):
+                kind = m.lastindex
+                if kind == _KW:
+                    value = Keyword(m[kind])
+                elif kind == _INT:
+                    token = m[kind]
+                    value = (int(token) if len(token) <= _MAX_NUMBER_CHARS
+                             else self._number_value(token, m.start(kind)))
+                elif kind == _OPEN:
                     if depth + len(stack) >= self.max_depth:
                         raise EdnError(m.start(kind),
                                        f"nested deeper than {self.max_depth} levels")
-                    c = m.group(kind)
-                    stack.append((_CLOSERS[c], [], m.start(kind)))
+                    stack.append((_CLOSERS[m[kind]], [], m.start(kind)))
                     continue
-                if kind == "close":
-                    c = m.group(kind)
+                elif kind == _CLOSE:
+                    c = m[kind]
                     if not stack or stack[-1][0] != c:
                         raise EdnError(m.start(kind), f"unmatched {c!r}")
                     closer, items, start = stack.pop()
                     value = self._map(items, start) if closer == "}" else items
-                elif kind == "str":
-                    value = m.group(kind)
-                elif kind == "num":
-                    value = self._number_value(m.group(kind), m.start(kind))
-                elif kind == "kw":
-                    value = Keyword(m.group(kind))
-                else:
-                    word = m.group(kind)
+                elif kind == _STR:
+                    value = m[kind]
+                elif kind == _NUM:
+                    value = self._number_value(m[kind], m.start(kind))
+                elif kind == _SYM:
+                    word = m[kind]
                     value = _WORDS.get(word, _NOT_A_WORD)
                     if value is _NOT_A_WORD:
                         value = Symbol(word)
+                else:
+                    self.pos = m.start(_OTHER)
+                    break
+                if not stack:
+                    self.pos = m.end()
+                    return value
+                stack[-1][1].append(value)
+            if stack and self.skip_ws() >= len(text):
+                raise EdnError(stack[-1][2], f"collection is never closed with "
+                                             f"{stack[-1][0]!r}")
+            value = self._read_or_discard(depth + len(stack))
+            if value is _DISCARDED:
+                continue
             if not stack:
                 return value
             stack[-1][1].append(value)
@@ -328,11 +338,15 @@ _WORDS: dict[str, Any] = {"nil": None, "true": True, "false": False}
 _END = r"""(?=[\s,;()\[\]{}"]|\Z)"""
 _FAST = re.compile(
     r"(?>(?:[\s,]++|;[^\n]*+)*)(?:"
-    r"(?P<open>[\[({])|(?P<close>[\])}])|"
-    r'"(?P<str>[^"\\]*)"|'
-    rf"(?P<num>[+-]?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?[NM]?){_END}|"
-    rf":(?P<kw>{_SYMBOL.pattern}){_END}|"
-    rf"(?P<sym>{_SYMBOL.pattern}){_END})")
+    r"([\[({])|([\])}])|"
+    r'"([^"\\]*)"|'
+    rf"([+-]?(?:0|[1-9][0-9]*)){_END}|"
+    rf"([+-]?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?[NM]?){_END}|"
+    rf":({_SYMBOL.pattern}){_END}|"
+    rf"({_SYMBOL.pattern}){_END}|"
+    r"())")
+# _FAST's groups, in order (no other group in it captures)
+_OPEN, _CLOSE, _STR, _INT, _NUM, _KW, _SYM, _OTHER = range(1, 9)
 
 
 def loads(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:

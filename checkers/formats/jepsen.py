@@ -4,7 +4,14 @@ A Jepsen history is either one op map per line or one vector/list of op maps
 (Jepsen has written both). Keywords become strings without the colon, the
 `:nemesis` process becomes "nemesis". With `independent=True` (Jepsen's
 `independent` checker, one register per key) a client op's `[k v]` value is
-split into `key=k, value=v`. Ops without `:index` / `:time` get their position.
+split into `key=k, value=v`.
+
+Elle's and Jepsen's own test histories leave fields out, so the reader fills
+them in: an op without `:index` follows the one before it (indices may have
+gaps, as in a filtered history, but must increase); without `:time` it gets
+its position; without `:f` it is a `txn`; an invoke without `:process` is its
+own process (a fresh id after every process the file names), and a
+completion without `:process` completes the latest such invoke still open.
 """
 
 from __future__ import annotations
@@ -30,9 +37,14 @@ def plain(value: Any) -> Any:
     """A decoded EDN value as plain msgpack-able data: keywords/symbols -> str,
     sets -> lists, map keys that msgpack cannot key a map with -> their EDN text.
     ValueError for an integer msgpack cannot hold."""
+    t = type(value)
+    if t is list:  # the common cases first, by exact type: this runs per value
+        return [plain(v) for v in value]
+    if t is edn.Keyword or t is str:
+        return str(value)
     if isinstance(value, str):
         return str(value)
-    if type(value) is int:
+    if t is int:
         if not MIN_INT <= value <= MAX_INT:
             raise ValueError(f"integer {str(value)[:40]} is out of the 64-bit range")
         return value
@@ -75,23 +87,32 @@ def _name(value: Any, field: str) -> str:
     raise ValueError(f"field :{field} must be a keyword or string, not {shown!r:.40}")
 
 
+# What an op without :f does: Elle's histories are all transactions.
+DEFAULT_F = "txn"
+
+
 def op_from_edn(m: Any, position: int, independent: bool = False,
-                time: int | None = None) -> Op:
+                time: int | None = None, process_optional: bool = False) -> Op:
     """An Op from one decoded EDN op map; ValueError naming the bad field.
 
     `position` supplies a missing `:index` (and `:time` unless `time` is given).
+    With `process_optional`, an op without `:process` gets process None, for
+    the caller to assign.
     """
     if not isinstance(m, dict):
         raise ValueError("an op must be a map")
-    for field in ("type", "f", "process"):
-        if field not in m:
-            raise ValueError(f"op has no :{field}")
+    if "type" not in m:
+        raise ValueError("op has no :type")
+    if "process" not in m and not process_optional:
+        raise ValueError("op has no :process")
     typ = _name(m["type"], "type")
     if typ not in OP_TYPES:
         raise ValueError(f"field :type must be one of invoke/ok/fail/info, not {typ!r:.40}")
-    f = _name(m["f"], "f")
-    process = m["process"]
-    if isinstance(process, str) and process == NEMESIS:
+    f = _name(m["f"], "f") if "f" in m else DEFAULT_F
+    process = m.get("process")
+    if process is None and process_optional:
+        pass
+    elif isinstance(process, str) and process == NEMESIS:
         process = NEMESIS
     elif type(process) is not int or not MIN_INT <= process <= MAX_INT:
         raise ValueError(f"field :process must be an integer or :nemesis, not {process!r:.40}")
@@ -128,17 +149,55 @@ def read_edn_history(path: str | os.PathLike[str], independent: bool = False) ->
     forms = edn.iter_collection(text) if wrapped else edn.iter_forms(text)
     ops: list[Op] = []
     offset = 0  # where the form being converted starts, for error messages
+    anonymous = _AnonymousProcesses()
     try:
         for form_offset, form in forms:
             offset = form_offset
-            ops.append(op_from_edn(form, len(ops), independent))
+            next_index = ops[-1].index + 1 if ops else 0
+            op = op_from_edn(form, next_index, independent, process_optional=True)
+            if ops and op.index <= ops[-1].index:
+                raise ValueError(f"field :index {op.index} does not follow the previous "
+                                 f"op's {ops[-1].index}")
+            anonymous.place(op)
+            ops.append(op)
     except edn.EdnError as e:
         byte, line = position(text, e.offset)
         raise HistoryError(path, byte, len(ops), f"line {line}: {e.reason}") from None
     except ValueError as e:
         byte, line = position(text, offset)
         raise HistoryError(path, byte, len(ops), f"line {line}: {e}") from None
+    anonymous.name(ops)
     return ops
+
+
+class _AnonymousProcesses:
+    """Processes for ops that name none: each such invoke is a process of its
+    own, completed by the next completion without a process (the latest such
+    invoke still open). Ids are given once the file's own are all known."""
+
+    def __init__(self) -> None:
+        self.slots: list[list[Op]] = []   # per anonymous process: its invoke, completion
+        self.open: list[int] = []         # slots whose invoke has no completion yet
+
+    def place(self, op: Op) -> None:
+        if op.process is not None:
+            return
+        if op.type == "invoke":
+            self.open.append(len(self.slots))
+            self.slots.append([op])
+        elif not self.open:
+            raise ValueError(f"a :{op.type} without :process completes no open invoke "
+                             f"without one")
+        else:
+            self.slots[self.open.pop()].append(op)
+
+    def name(self, ops: list[Op]) -> None:
+        if not self.slots:
+            return
+        base = max((o.process for o in ops if type(o.process) is int), default=-1) + 1
+        for i, slot in enumerate(self.slots):
+            for op in slot:
+                op.process = base + i
 
 
 def op_to_edn(op: Op) -> str:
