@@ -29,7 +29,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from checkers.history import NEMESIS, Op
-from checkers.models import DET, MODELS, Call, Model, ModelError, get_model
+from checkers.models import (
+    ANY_STATE,
+    DET,
+    MODELS,
+    NO_STATE,
+    Call,
+    Model,
+    ModelError,
+    get_model,
+)
 from checkers.verdict import Validity, Verdict, verdict
 
 __all__ = ["MODELS", "Budget", "KeyResult", "LinOp", "check", "check_ops", "prepare"]
@@ -288,6 +297,19 @@ class _Search:
         info_bits = [1 << i for i in range(len(info))]
         n_info = len(info)
         dead_end = model.dead_end if type(model).dead_end is not Model.dead_end else None
+        # A det call that cannot change the state and is legal now goes first,
+        # alone: any solution can be reordered to start with it.
+        mutates = [model.mutates(c) for c in calls]
+        greedy = not all(mutates)
+        # States that never come back once left, and how many det calls that
+        # need each are still to be placed.
+        sticky = _sticky_states(model, calls, info_calls)
+        need = [model.needs(c) for c in calls]
+        need = [s if s is not NO_STATE and s in sticky else _NONE for s in need]
+        pending: dict[Hashable, int] = {}
+        for s in need:
+            if s is not _NONE:
+                pending[s] = pending.get(s, 0) + 1
 
         # The set of linearized det ops is kept as (low, win): ops below `low`
         # are all in it, op `low` is not, and `win` holds the ops from `low`
@@ -303,10 +325,16 @@ class _Search:
         win = 0
         iset = 0
         depth = 0
+        # Frames: (kind, index, state before, first return, parent, chain_prev);
+        # kind 0 a det op, 1 an info op, 2 a det op forced by the greedy rule.
         top: tuple | None = None      # the frame that reached the current config
         chain_prev: Any = _NONE       # state before the last op, if that op was info
         entry = nxt[head]
-        in_info = False
+        mode = _NEW
+        scanned = False
+        i = 0
+        ns: Hashable = None
+        kind = 0
         ip = 0
         first_ret = 0.0
         steps = 0
@@ -321,110 +349,148 @@ class _Search:
                 self.steps, self.entries = steps, len(cache) + len(chained)
                 self.memory = memory
                 yield
-            if not in_info:
+            if mode == _NEW:
+                entry = nxt[head]
+                scanned = False
+                mode = _DET
+                if greedy and chain_prev is _NONE:
+                    e = entry
+                    while e & 1 == 0:
+                        j = e >> 1
+                        if not mutates[j]:
+                            ok, ns = step(state, calls[j])
+                            if ok:
+                                i, kind, mode = j, 2, _PUSH
+                                break
+                        e = nxt[e]
+                    scanned = True
+            if mode == _DET:
                 if entry & 1 == 0:
                     i = entry >> 1
+                    if scanned and not mutates[i]:
+                        entry = nxt[entry]     # the scan found it illegal here
+                        continue
                     call = calls[i]
                     ok, ns = step(state, call)
+                    if ok and ns != state and state in pending and (
+                            pending[state] > (1 if need[i] == state else 0)):
+                        ok = False             # its readers could never see it again
                     if ok and (chain_prev is _NONE or step(chain_prev, call) != (ok, ns)):
-                        nwin = win | 1 << (i - low)
-                        nlow = low
-                        if nwin & 1:
-                            ones = (~nwin & (nwin + 1)).bit_length() - 1
-                            nwin >>= ones
-                            nlow += ones
-                        ck = (nlow, nwin, ns)
-                        seen = cache.get(ck)
-                        if seen is None:
-                            cache[ck] = [iset]
-                            memory += ENTRY_OVERHEAD + info_bytes + (nwin.bit_length() >> 3)
+                        kind, mode = 0, _PUSH
+                    else:
+                        entry = nxt[entry]
+                        continue
+                else:
+                    # The first return: nothing after it may go first. Try info ops.
+                    mode = _INFO
+                    ip = 0
+                    first_ret = entry_pos[entry]
+            if mode == _PUSH:
+                nwin = win | 1 << (i - low)
+                nlow = low
+                if nwin & 1:
+                    ones = (~nwin & (nwin + 1)).bit_length() - 1
+                    nwin >>= ones
+                    nlow += ones
+                ck = (nlow, nwin, ns)
+                seen = cache.get(ck)
+                if seen is None:
+                    cache[ck] = [iset]
+                    memory += ENTRY_OVERHEAD + info_bytes + (nwin.bit_length() >> 3)
+                    fresh = True
+                else:
+                    fresh = True
+                    for s in seen:
+                        if s & ~iset == 0:
+                            fresh = False
+                            break
+                    if fresh:
+                        seen.append(iset)
+                        memory += info_bytes + 8
+                if not fresh:
+                    if kind == 2:
+                        mode = _BACK           # the one move from here is known dead
+                    else:
+                        mode = _DET
+                        entry = nxt[entry]
+                        continue
+                else:
+                    top = (kind, i, state, 0.0, top, chain_prev)
+                    # Lift the op out of the list (dancing links).
+                    c, r = 2 * i, 2 * i + 1
+                    nxt[prv[c]] = nxt[c]
+                    prv[nxt[c]] = prv[c]
+                    nxt[prv[r]] = nxt[r]
+                    if nxt[r] >= 0:
+                        prv[nxt[r]] = prv[r]
+                    state, low, win = ns, nlow, nwin
+                    s = need[i]
+                    if s is not _NONE:
+                        pending[s] -= 1
+                    depth += 1
+                    chain_prev = _NONE
+                    if depth > self.best_depth:
+                        self._record_best(depth, top, state, nxt, head)
+                    if depth == n:
+                        self.steps, self.entries = steps, len(cache) + len(chained)
+                        self.valid = True
+                        return
+                    mode = _NEW
+                    if dead_end is not None and self._hopeless(
+                            state, nxt, head, entry_pos, iset):
+                        mode = _INFO
+                        ip = n_info
+                        first_ret = 0.0
+                    else:
+                        continue
+            if mode == _INFO:
+                # Info ops invoked before the first return.
+                pushed = False
+                while ip < n_info and info_pos[ip] < first_ret:
+                    b = info_bits[ip]
+                    ps = prev_same[ip]
+                    if not iset & b and (ps < 0 or iset & info_bits[ps]):
+                        call = info_calls[ip]
+                        ok, ns = step(state, call)
+                        if ok and ns != state and (
+                                chain_prev is _NONE or step(chain_prev, call) != (ok, ns)) and (
+                                not pending.get(state)):
+                            ni = iset | b
                             fresh = True
-                        else:
-                            fresh = True
-                            for s in seen:
-                                if s & ~iset == 0:
-                                    fresh = False
-                                    break
-                            if fresh:
-                                seen.append(iset)
-                                memory += info_bytes + 8
-                        if fresh:
-                            top = (0, i, state, 0.0, top, chain_prev)
-                            # Lift the op out of the list (dancing links).
-                            c, r = 2 * i, 2 * i + 1
-                            nxt[prv[c]] = nxt[c]
-                            prv[nxt[c]] = prv[c]
-                            nxt[prv[r]] = nxt[r]
-                            if nxt[r] >= 0:
-                                prv[nxt[r]] = prv[r]
-                            state, low, win = ns, nlow, nwin
-                            depth += 1
-                            chain_prev = _NONE
-                            if depth > self.best_depth:
-                                self._record_best(depth, top, state, nxt, head)
-                            if depth == n:
-                                self.steps, self.entries = steps, len(cache) + len(chained)
-                                self.valid = True
-                                return
-                            entry = nxt[head]
-                            if dead_end is not None and self._hopeless(
-                                    state, nxt, head, entry_pos, iset):
-                                in_info = True
-                                ip = n_info
-                                first_ret = 0.0
-                            continue
-                    entry = nxt[entry]
-                    continue
-                # The first return: nothing after it may go first. Try info ops.
-                in_info = True
-                ip = 0
-                first_ret = entry_pos[entry]
-            # Info phase: info ops invoked before the first return.
-            pushed = False
-            while ip < n_info and info_pos[ip] < first_ret:
-                b = info_bits[ip]
-                ps = prev_same[ip]
-                if not iset & b and (ps < 0 or iset & info_bits[ps]):
-                    call = info_calls[ip]
-                    ok, ns = step(state, call)
-                    if ok and ns != state and (
-                            chain_prev is _NONE or step(chain_prev, call) != (ok, ns)):
-                        ni = iset | b
-                        fresh = True
-                        # A config reached by an info op is restricted by the
-                        # chain rule, so only an unrestricted config, or one
-                        # restricted the same way, can stand in for it.
-                        seen = cache.get((low, win, ns))
-                        if seen is not None:
-                            for s in seen:
-                                if s & ~ni == 0:
-                                    fresh = False
-                                    break
-                        if fresh:
-                            ck = (low, win, ns, state)
-                            seen = chained.get(ck)
-                            if seen is None:
-                                chained[ck] = [ni]
-                                memory += ENTRY_OVERHEAD + info_bytes + (win.bit_length() >> 3)
-                            else:
+                            # A config reached by an info op is restricted by the
+                            # chain rule, so only an unrestricted config, or one
+                            # restricted the same way, can stand in for it.
+                            seen = cache.get((low, win, ns))
+                            if seen is not None:
                                 for s in seen:
                                     if s & ~ni == 0:
                                         fresh = False
                                         break
-                                if fresh:
-                                    seen.append(ni)
-                                    memory += info_bytes + 8
-                        if fresh:
-                            top = (1, ip, state, first_ret, top, chain_prev)
-                            chain_prev = state
-                            state, iset = ns, ni
-                            in_info = False
-                            entry = nxt[head]
-                            pushed = True
-                            break
-                ip += 1
-            if pushed:
-                continue
+                            if fresh:
+                                ck = (low, win, ns, state)
+                                seen = chained.get(ck)
+                                if seen is None:
+                                    chained[ck] = [ni]
+                                    memory += (ENTRY_OVERHEAD + info_bytes
+                                               + (win.bit_length() >> 3))
+                                else:
+                                    for s in seen:
+                                        if s & ~ni == 0:
+                                            fresh = False
+                                            break
+                                    if fresh:
+                                        seen.append(ni)
+                                        memory += info_bytes + 8
+                            if fresh:
+                                top = (1, ip, state, first_ret, top, chain_prev)
+                                chain_prev = state
+                                state, iset = ns, ni
+                                mode = _NEW
+                                pushed = True
+                                break
+                    ip += 1
+                if pushed:
+                    continue
             # Dead end: backtrack.
             if top is None:
                 self.steps, self.entries = steps, len(cache) + len(chained)
@@ -432,7 +498,7 @@ class _Search:
                 return
             kind, idx, state, first_ret, parent, chain_prev = top
             top = parent
-            if kind == 0:
+            if kind != 1:
                 c, r = 2 * idx, 2 * idx + 1
                 if nxt[r] >= 0:
                     prv[nxt[r]] = r
@@ -446,12 +512,19 @@ class _Search:
                     gap = low - idx
                     win = win << gap | ((1 << gap) - 2)
                     low = idx
+                s = need[idx]
+                if s is not _NONE:
+                    pending[s] += 1
                 depth -= 1
-                in_info = False
-                entry = nxt[c]
+                if kind == 2:
+                    mode = _BACK   # the forced move was the only one from there
+                else:
+                    mode = _DET
+                    scanned = greedy and chain_prev is _NONE
+                    entry = nxt[c]
             else:
                 iset ^= info_bits[idx]
-                in_info = True
+                mode = _INFO
                 ip = idx + 1
 
     def _record_best(self, depth: int, top: tuple | None, state: Hashable, nxt: list[int],
@@ -501,7 +574,7 @@ class _Search:
         out = []
         f = self.best_frame
         while f is not None:
-            out.append(self.det[f[1]] if f[0] == 0 else self.info[f[1]])
+            out.append(self.info[f[1]] if f[0] == 1 else self.det[f[1]])
             f = f[4]
         out.reverse()
         return out
@@ -513,6 +586,22 @@ class _Unset:
 
 
 _NONE = _Unset()
+# Search modes: a config just entered, trying det calls, placing the chosen
+# det call, trying info calls, backtracking.
+_NEW, _DET, _PUSH, _INFO, _BACK = range(5)
+
+
+def _sticky_states(model: Model, det: list[Call], info: list[Call]) -> set[Hashable]:
+    """States at most one call (or the start) produces: once left, never back.
+    Empty when some call's product cannot be named in advance."""
+    made: dict[Hashable, int] = {model.init(): 1}
+    for c in (*det, *info):
+        s = model.produces(c)
+        if s is ANY_STATE:
+            return set()
+        if s is not NO_STATE:
+            made[s] = made.get(s, 0) + 1
+    return {s for s, k in made.items() if k == 1}
 
 
 def check(history: list[Op], run: dict | None = None, *, model: str = "cas-register",

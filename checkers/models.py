@@ -38,6 +38,21 @@ Call = tuple
 Interpretation = tuple[Call, str] | None
 
 
+class _Marker:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+# `Model.needs` of a call legal in more than one state; `Model.produces` of a
+# call that never changes the state.
+NO_STATE: Any = _Marker("<no state>")
+# `Model.produces` of a call whose new state the model cannot name in advance.
+ANY_STATE: Any = _Marker("<any state>")
+
+
 class ModelError(ValueError):
     """An op the model has no meaning for (wrong f for the model, malformed value)."""
 
@@ -100,6 +115,24 @@ class Model:
     def resets(self, call: Call) -> bool:
         """Whether `call` can set the state regardless of what it was."""
         return True
+
+    def mutates(self, call: Call) -> bool:
+        """Whether `call` can ever change the state. A call that cannot, and is
+        legal now, may be linearized at once without losing any solution, so
+        the search never branches over it. Default: every call may."""
+        return True
+
+    def needs(self, call: Call) -> Hashable:
+        """The one state in which `call` is legal, or NO_STATE."""
+        return NO_STATE
+
+    def produces(self, call: Call) -> Hashable:
+        """The state `call` leaves when it changes the state: NO_STATE if it
+        never does, ANY_STATE if that depends on the state before (the default).
+        With every call's product named, a state only one call produces can
+        never come back once left, and the search prunes leaving it while a
+        call that needs it is still to be placed."""
+        return ANY_STATE
 
     def dead_end(self, state: Hashable, call: Call, resets_pending: bool) -> bool:
         """Whether `call` can never become legal from `state`, given whether an op
@@ -198,6 +231,18 @@ class RegisterModel(Model):
                 out.append(((WRITE, value) if c[0] == WRITE else (CAS, c[1], c[2]), seers))
         return out
 
+    def mutates(self, call: Call) -> bool:
+        return call[0] in (WRITE, CAS, CAS_MAYBE)
+
+    def needs(self, call: Call) -> Hashable:
+        return call[1] if call[0] in (READ, CAS) else NO_STATE
+
+    def produces(self, call: Call) -> Hashable:
+        code = call[0]
+        if code == WRITE:
+            return call[1]
+        return call[2] if code in (CAS, CAS_MAYBE) else NO_STATE
+
     def canonical(self, det: list[Call], info: list[Call]) -> tuple[list[Call], list[Call]]:
         # A value nobody reads or compares against behaves like any other such
         # value under every op (reads and cas fail, failed cas holds), so all
@@ -270,6 +315,15 @@ class KVModel(Model):
 
     def resets(self, call: Call) -> bool:
         return call[0] == PUT
+
+    def mutates(self, call: Call) -> bool:
+        return call[0] != GET
+
+    def needs(self, call: Call) -> Hashable:
+        return call[1] if call[0] == GET else NO_STATE
+
+    def produces(self, call: Call) -> Hashable:
+        return call[1] if call[0] == PUT else ANY_STATE if call[0] == APPEND else NO_STATE
 
     def dead_end(self, state: Hashable, call: Call, resets_pending: bool) -> bool:
         # Appends only extend the string: until a put runs, a get can only
