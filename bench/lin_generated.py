@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 
-
 def _corpus() -> Path:
     """FAULTLINE_CORPUS, else shared/ beside the clone, else /work/shared."""
     places = [Path(__file__).resolve().parents[2] / "shared" / "corpus",

@@ -115,35 +115,43 @@ def prepare(history: list[Op], model: Model) -> dict[Hashable, list[LinOp]]:
     Positions in the list are the real-time order (the recorder appends in
     the order things happened). Raises ModelError on an ill-formed history.
     """
-    open_ops: dict[Any, tuple[int, Op]] = {}
-    pairs: list[tuple[int, Op, int | None, Op | None]] = []
+    # One slot per invoke, in invoke order: [invoke pos, invoke, completion pos, completion].
+    open_ops: dict[Any, list] = {}
+    slots: list[list] = []
+    invoke = "invoke"
     for pos, op in enumerate(history):
-        if op.process == NEMESIS:
+        p = op.process
+        if p == NEMESIS:
             continue
-        if op.type == "invoke":
-            if op.process in open_ops:
-                raise ModelError(f"op {op.index}: process {op.process} invokes while "
-                                 f"op {open_ops[op.process][1].index} is still open")
-            open_ops[op.process] = (pos, op)
+        if op.type == invoke:
+            if p in open_ops:
+                raise ModelError(f"op {op.index}: process {p} invokes while "
+                                 f"op {open_ops[p][1].index} is still open")
+            slot = [pos, op, None, None]
+            open_ops[p] = slot
+            slots.append(slot)
             continue
-        opened = open_ops.pop(op.process, None)
-        if opened is None:
-            raise ModelError(f"op {op.index}: {op.type} by process {op.process} "
+        slot = open_ops.pop(p, None)
+        if slot is None:
+            raise ModelError(f"op {op.index}: {op.type} by process {p} "
                              "with no open invoke")
-        pairs.append((opened[0], opened[1], pos, op))
-    pairs.extend((pos, op, None, None) for pos, op in open_ops.values())
-    pairs.sort(key=lambda p: p[0])
+        slot[2] = pos
+        slot[3] = op
 
     parts: dict[Hashable, list[LinOp]] = {}
-    for ipos, inv, cpos, comp in pairs:
-        meaning = model.interpret(inv, comp)
+    interpret, partition_key = model.interpret, model.partition_key
+    inf = float("inf")
+    for ipos, inv, cpos, comp in slots:
+        meaning = interpret(inv, comp)
         if meaning is None:
             continue
         call, kind = meaning
         det = kind == DET
-        part = parts.setdefault(model.partition_key(inv), [])
-        part.append(LinOp(len(part), call, det, ipos,
-                          cpos if det else float("inf"), inv, comp))
+        k = partition_key(inv)
+        part = parts.get(k)
+        if part is None:
+            part = parts[k] = []
+        part.append(LinOp(len(part), call, det, ipos, cpos if det else inf, inv, comp))
     return parts
 
 
@@ -270,21 +278,20 @@ class _Search:
             return
         # Entries: call of det op i is 2i, its return 2i+1; HEAD is a sentinel.
         head = 2 * n
-        events = sorted([(o.invoke_pos, 2 * i) for i, o in enumerate(det)]
-                        + [(o.return_pos, 2 * i + 1) for i, o in enumerate(det)])
+        entry_pos = [0.0] * (2 * n)
+        entry_pos[0::2] = [o.invoke_pos for o in det]
+        entry_pos[1::2] = [o.return_pos for o in det]
+        # Ties (a witnessed info op's deadline is its seer's return) keep entry order.
+        events = sorted(range(2 * n), key=entry_pos.__getitem__)
         nxt = [0] * (2 * n + 1)
         prv = [0] * (2 * n + 1)
         last = head
-        for _, e in events:
+        for e in events:
             nxt[last] = e
             prv[e] = last
             last = e
         nxt[last] = -1
         self._record_best(0, None, model.init(), nxt, head)
-        entry_pos = [0.0] * (2 * n)
-        for i, o in enumerate(det):
-            entry_pos[2 * i] = o.invoke_pos
-            entry_pos[2 * i + 1] = o.return_pos
         calls, info_calls = model.canonical([o.call for o in det], [o.call for o in info])
         # Identical info calls are interchangeable, and a later one is available
         # whenever an earlier one is, so only the earliest unused one is tried.
@@ -348,6 +355,8 @@ class _Search:
                 budget_at += BUDGET_EVERY
                 self.steps, self.entries = steps, len(cache) + len(chained)
                 self.memory = memory
+                if depth > self.best_depth:
+                    self._record_best(depth, top, state, nxt, head)
                 yield
             if mode == _NEW:
                 entry = nxt[head]
@@ -429,8 +438,6 @@ class _Search:
                         pending[s] -= 1
                     depth += 1
                     chain_prev = _NONE
-                    if depth > self.best_depth:
-                        self._record_best(depth, top, state, nxt, head)
                     if depth == n:
                         self.steps, self.entries = steps, len(cache) + len(chained)
                         self.valid = True
@@ -491,7 +498,10 @@ class _Search:
                     ip += 1
                 if pushed:
                     continue
-            # Dead end: backtrack.
+            # Dead end: backtrack. The deepest config is only needed for a
+            # counterexample, so it is remembered here rather than at every push.
+            if depth > self.best_depth:
+                self._record_best(depth, top, state, nxt, head)
             if top is None:
                 self.steps, self.entries = steps, len(cache) + len(chained)
                 self.valid = False

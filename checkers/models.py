@@ -57,6 +57,9 @@ class ModelError(ValueError):
     """An op the model has no meaning for (wrong f for the model, malformed value)."""
 
 
+_SCALARS = frozenset({int, str, type(None), float, bool, bytes})
+
+
 def _freeze(v: Any) -> Hashable:
     # Values come from msgpack/EDN and may be lists; states must be hashable.
     if isinstance(v, list):
@@ -90,7 +93,10 @@ class Model:
         raise NotImplementedError
 
     def partition_key(self, op: Op) -> Hashable:
-        return _freeze(op.key) if self.by_key else None
+        if not self.by_key:
+            return None
+        k = op.key
+        return k if k.__class__ in _SCALARS else _freeze(k)
 
     def relevant_infos(self, det: list[Call], info: list[Call]) -> list[bool]:
         """Which info calls could ever matter; the rest are dropped before the search.
