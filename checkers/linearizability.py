@@ -227,6 +227,7 @@ class _Job:
                  "indeterminate": self.n_info, "indeterminate_witnessed": self.n_witnessed,
                  "indeterminate_searched": len(search.info),
                  "steps": search.steps, "configurations": search.entries,
+                 "forced": search.forced, "sticky_pruned": search.sticky_pruned,
                  "max_linearized": search.best_depth, "seconds": round(self.seconds, 6)}
         r = KeyResult(self.key, valid, self.ops, self.reason, stats=stats)
         if valid is not True:
@@ -264,6 +265,8 @@ class _Search:
         self.best_state: Hashable = model.init()
         self.best_blocker: LinOp | None = None
         self.memory = 0
+        self.forced = 0           # det calls placed by the greedy rule
+        self.sticky_pruned = 0    # moves cut because they left a state for good too early
         self.valid: Validity = "unknown"
 
     def run(self) -> Iterator[None]:
@@ -370,6 +373,7 @@ class _Search:
                             ok, ns = step(state, calls[j])
                             if ok:
                                 i, kind, mode = j, 2, _PUSH
+                                self.forced += 1
                                 break
                         e = nxt[e]
                     scanned = True
@@ -384,6 +388,7 @@ class _Search:
                     if ok and ns != state and state in pending and (
                             pending[state] > (1 if need[i] == state else 0)):
                         ok = False             # its readers could never see it again
+                        self.sticky_pruned += 1
                     if ok and (chain_prev is _NONE or step(chain_prev, call) != (ok, ns)):
                         kind, mode = 0, _PUSH
                     else:
