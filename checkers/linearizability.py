@@ -621,12 +621,14 @@ def _sticky_states(model: Model, det: list[Call], info: list[Call]) -> set[Hasha
 
 def check(history: list[Op], run: dict | None = None, *, model: str = "cas-register",
           time_limit: float | None = 60.0, memory_limit_mb: int | None = 2048,
-          stop_on_first_failure: bool = False) -> Verdict:
-    """Is `history` linearizable under the named model? Partitions (keys) are
-    checked one by one within one shared budget. `run` is accepted for the
-    checker contract; nothing in it changes the answer."""
+          stop_on_first_failure: bool = False,
+          model_options: dict[str, Any] | None = None) -> Verdict:
+    """Is `history` linearizable under the named model (with `model_options`,
+    e.g. {"initial": 0})? Partitions (keys) are checked one by one within one
+    shared budget. `run` is accepted for the checker contract; nothing in it
+    changes the answer."""
     try:
-        m = get_model(model)
+        m = get_model(model, model_options)
         parts = prepare(history, m)
     except ModelError as e:
         return verdict("unknown", [{"type": "ill-formed-history", "reason": str(e)}],

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 from checkers.history import Op
 
@@ -82,6 +82,9 @@ class Model:
 
     name: str
     by_key: bool = False
+
+    # Options a user may set on this model (`get_model(name, {option: value})`).
+    OPTIONS: ClassVar[tuple[str, ...]] = ()
 
     def init(self) -> Hashable:
         return None
@@ -162,6 +165,14 @@ class RegisterModel(Model):
 
     allow_cas: bool = True
     flavour: str = "etcd"
+    # The value before any write: nil for our systems and Jepsen's, 0 in
+    # Knossos's own test harness.
+    initial: Hashable = None
+
+    OPTIONS: ClassVar[tuple[str, ...]] = ("initial",)
+
+    def init(self) -> Hashable:
+        return self.initial
 
     def interpret(self, invoke: Op, completion: Op | None) -> Interpretation:
         status = completion.type if completion is not None else "info"
@@ -364,6 +375,80 @@ class MutexModel(Model):
         return f"{'acquire' if call[0] == ACQUIRE else 'release'} by {call[1]!r}"
 
 
+# Multi-register micro-op codes.
+MREAD, MWRITE = range(2)
+_MOP_CODES = {"read": MREAD, "r": MREAD, "write": MWRITE, "w": MWRITE}
+
+
+@dataclass(frozen=True)
+class MultiRegisterModel(Model):
+    """Knossos's multi-register: a txn of reads and writes over several
+    registers, applied atomically in order. The state is the registers'
+    values as a sorted tuple of (key, value); a register never written reads
+    nil. As in Knossos, a read that returned nil is unknown and constrains
+    nothing, and a failed txn is dropped."""
+
+    # The registers' values before any txn, as a {key: value} map (or pairs).
+    initial: Hashable = None
+
+    OPTIONS: ClassVar[tuple[str, ...]] = ("initial",)
+
+    def init(self) -> Hashable:
+        pairs = dict(self.initial).items() if self.initial else ()
+        return tuple(sorted(((_freeze(k), _freeze(v)) for k, v in pairs if v is not None),
+                            key=repr))
+
+    def interpret(self, invoke: Op, completion: Op | None) -> Interpretation:
+        status = completion.type if completion is not None else "info"
+        if invoke.f != "txn":
+            raise ModelError(f"op {invoke.index}: model {self.name!r} has no operation "
+                             f"{invoke.f!r}")
+        if status == "fail":
+            return None
+        value = completion.value if status == "ok" else invoke.value
+        if not isinstance(value, (list, tuple)):
+            raise ModelError(f"op {invoke.index}: a txn's value must be a list of "
+                             f"[f, key, value], not {value!r:.60}")
+        mops = []
+        for mop in value:
+            if (not isinstance(mop, (list, tuple)) or len(mop) != 3
+                    or mop[0] not in _MOP_CODES):
+                raise ModelError(f"op {invoke.index}: bad micro-op {mop!r:.60}: want "
+                                 "[read|write, key, value]")
+            code = _MOP_CODES[mop[0]]
+            v = _freeze(mop[2])
+            if code == MREAD and (v is None or status != "ok"):
+                continue  # a read whose value is unknown says nothing
+            mops.append((code, _freeze(mop[1]), v))
+        if status == "ok" and not mops:
+            return None   # reads of nil only: legal anywhere
+        if status != "ok" and not any(m[0] == MWRITE for m in mops):
+            return None   # an indeterminate txn that writes nothing changes nothing
+        return (tuple(mops),), (DET if status == "ok" else INFO)
+
+    def step(self, state: Hashable, call: Call) -> tuple[bool, Hashable]:
+        regs = dict(state)
+        wrote = False
+        for code, k, v in call[0]:
+            if code == MREAD:
+                if regs.get(k) != v:
+                    return False, state
+            else:
+                regs[k] = v
+                wrote = True
+        if not wrote:
+            return True, state
+        return True, tuple(sorted(((k, v) for k, v in regs.items() if v is not None),
+                                  key=repr))
+
+    def mutates(self, call: Call) -> bool:
+        return any(code == MWRITE for code, _, _ in call[0])
+
+    def describe(self, call: Call) -> str:
+        return "txn " + " ".join(f"{'r' if c == MREAD else 'w'}({k!r} {v!r})"
+                                 for c, k, v in call[0])
+
+
 MODELS: dict[str, Model] = {
     "register": RegisterModel("register", allow_cas=False),
     "cas-register": RegisterModel("cas-register"),
@@ -374,11 +459,22 @@ MODELS: dict[str, Model] = {
                                          flavour="knossos"),
     "kv": KVModel("kv", by_key=True),
     "mutex": MutexModel("mutex"),
+    "multi-register": MultiRegisterModel("multi-register"),
 }
 
 
-def get_model(name: str) -> Model:
+def get_model(name: str, options: dict[str, Any] | None = None) -> Model:
+    """The named model, with `options` (see each model's OPTIONS) set."""
     try:
-        return MODELS[name]
+        model = MODELS[name]
     except KeyError:
         raise ModelError(f"unknown model {name!r}; known: {', '.join(sorted(MODELS))}") from None
+    if not options:
+        return model
+    unknown = sorted(set(options) - set(model.OPTIONS))
+    if unknown:
+        raise ModelError(f"model {name!r} has no option {unknown[0]!r}"
+                         + (f"; it has {', '.join(model.OPTIONS)}" if model.OPTIONS else ""))
+    if "initial" in options:
+        options = {**options, "initial": _freeze(options["initial"])}
+    return replace(model, **options)
