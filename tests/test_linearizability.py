@@ -284,3 +284,16 @@ def test_multi_register_indeterminate_and_initial():
     assert valid(starts, model="multi-register",
                  model_options={"initial": {"x": 0, "y": 0}}) is True
     assert valid(starts, model="multi-register", model_options={"initial": {"x": 0}}) is False
+
+
+@pytest.mark.parametrize("options, code", [([], 1), (["--model-option", "initial=0"], 0)])
+def test_cli_model_option(tmp_path, capsys, options, code):
+    from checkers.history import pack_op
+    from harness.commands import check_lin
+
+    path = tmp_path / "history.msgpack"
+    path.write_bytes(b"".join(pack_op(o) for o in H(*seq(0, "read", None, 0))))
+    parser = argparse.ArgumentParser()
+    check_lin.register(parser.add_subparsers())
+    args = parser.parse_args(["check-lin", str(path), "--model", "cas-register", *options])
+    assert args.func(args) == code

@@ -8,9 +8,10 @@ import json
 from checkers.formats import FORMATS, read_any
 from checkers.lin_report import write_html
 from checkers.linearizability import check
-from checkers.models import MODELS
+from checkers.models import MODELS, ModelError, get_model
 from checkers.verdict import exit_code
 from harness.cli import UserError
+from harness.commands.run import parse_options
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,6 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--memory-limit", type=int, default=2048, metavar="MB")
     p.add_argument("--stop-on-first-failure", action="store_true",
                    help="stop at the first key found not linearizable")
+    p.add_argument("--model-option", action="append", default=[], metavar="K=V",
+                   help="model option, V parsed as JSON if it can be: initial=0, "
+                        'initial={"x":0} (multi-register) (repeatable)')
     p.add_argument("--json", action="store_true", help="print the whole verdict as JSON")
     p.set_defaults(func=run)
 
@@ -37,9 +41,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {w}")
     if args.time_limit <= 0 or args.memory_limit <= 0:
         raise UserError("--time-limit and --memory-limit must be positive")
+    model_options = parse_options(args.model_option, "--model-option")
+    try:
+        get_model(args.model, model_options)
+    except ModelError as e:
+        raise UserError(str(e)) from None
     v = check(history.ops, model=args.model, time_limit=args.time_limit,
               memory_limit_mb=args.memory_limit,
-              stop_on_first_failure=args.stop_on_first_failure)
+              stop_on_first_failure=args.stop_on_first_failure,
+              model_options=model_options)
     if args.json:
         print(json.dumps(v, indent=2, default=repr))
     else:
