@@ -297,12 +297,29 @@ class _Search:
         self._record_best(0, None, model.init(), nxt, head)
         calls, info_calls = model.canonical([o.call for o in det], [o.call for o in info])
         # Identical info calls are interchangeable, and a later one is available
-        # whenever an earlier one is, so only the earliest unused one is tried.
-        prev_same = [-1] * len(info)
-        last_of: dict[Call, int] = {}
+        # whenever an earlier one is, so only the earliest unused one of each
+        # class is tried: the used ones are always a prefix of the class.
+        members: list[list[int]] = []
+        class_of: dict[Call, int] = {}
+        cls = [0] * len(info)
         for j, c in enumerate(info_calls):
-            prev_same[j] = last_of.get(c, -1)
-            last_of[c] = j
+            k = class_of.setdefault(c, len(members))
+            if k == len(members):
+                members.append([])
+            members[k].append(j)
+            cls[j] = k
+        used = [0] * len(members)
+        # Info classes by the state they can change: a class that changes only
+        # one state is tried only there (a cas by its old value).
+        anywhere: list[int] = []
+        by_state: dict[Hashable, list[int]] = {}
+        for k, mem in enumerate(members):
+            s = model.changes_from(info_calls[mem[0]])
+            if s is NO_STATE:
+                anywhere.append(k)
+            else:
+                by_state.setdefault(s, []).append(k)
+        candidates_of: dict[Hashable, list[int]] = {}
         info_pos = [o.invoke_pos for o in info]
         info_bits = [1 << i for i in range(len(info))]
         n_info = len(info)
@@ -335,8 +352,9 @@ class _Search:
         win = 0
         iset = 0
         depth = 0
-        # Frames: (kind, index, state before, first return, parent, chain_prev);
-        # kind 0 a det op, 1 an info op, 2 a det op forced by the greedy rule.
+        # Frames: (kind, index, state before, first return, parent, chain_prev,
+        # info candidate position); kind 0 a det op, 1 an info op, 2 a det op
+        # forced by the greedy rule.
         top: tuple | None = None      # the frame that reached the current config
         chain_prev: Any = _NONE       # state before the last op, if that op was info
         entry = nxt[head]
@@ -429,7 +447,7 @@ class _Search:
                         entry = nxt[entry]
                         continue
                 else:
-                    top = (kind, i, state, 0.0, top, chain_prev)
+                    top = (kind, i, state, 0.0, top, chain_prev, 0)
                     # Lift the op out of the list (dancing links).
                     c, r = 2 * i, 2 * i + 1
                     nxt[prv[c]] = nxt[c]
@@ -451,18 +469,24 @@ class _Search:
                     if dead_end is not None and self._hopeless(
                             state, nxt, head, entry_pos, iset):
                         mode = _INFO
-                        ip = n_info
+                        ip = _NO_MORE
                         first_ret = 0.0
                     else:
                         continue
             if mode == _INFO:
                 # Info ops invoked before the first return.
                 pushed = False
-                while ip < n_info and info_pos[ip] < first_ret:
-                    b = info_bits[ip]
-                    ps = prev_same[ip]
-                    if not iset & b and (ps < 0 or iset & info_bits[ps]):
-                        call = info_calls[ip]
+                cands = candidates_of.get(state)
+                if cands is None:
+                    cands = candidates_of[state] = sorted(anywhere + by_state.get(state, []))
+                while ip < len(cands):
+                    k = cands[ip]
+                    mem = members[k]
+                    u = used[k]
+                    if u < len(mem) and info_pos[mem[u]] < first_ret:
+                        j = mem[u]
+                        b = info_bits[j]
+                        call = info_calls[j]
                         ok, ns = step(state, call)
                         if ok and ns != state and (
                                 chain_prev is _NONE or step(chain_prev, call) != (ok, ns)) and (
@@ -494,7 +518,8 @@ class _Search:
                                         seen.append(ni)
                                         memory += info_bytes + 8
                             if fresh:
-                                top = (1, ip, state, first_ret, top, chain_prev)
+                                top = (1, j, state, first_ret, top, chain_prev, ip)
+                                used[k] += 1
                                 chain_prev = state
                                 state, iset = ns, ni
                                 mode = _NEW
@@ -511,7 +536,7 @@ class _Search:
                 self.steps, self.entries = steps, len(cache) + len(chained)
                 self.valid = False
                 return
-            kind, idx, state, first_ret, parent, chain_prev = top
+            kind, idx, state, first_ret, parent, chain_prev, ip = top
             top = parent
             if kind != 1:
                 c, r = 2 * idx, 2 * idx + 1
@@ -539,8 +564,9 @@ class _Search:
                     entry = nxt[c]
             else:
                 iset ^= info_bits[idx]
+                used[cls[idx]] -= 1
                 mode = _INFO
-                ip = idx + 1
+                ip += 1
 
     def _record_best(self, depth: int, top: tuple | None, state: Hashable, nxt: list[int],
                      head: int) -> None:
@@ -604,6 +630,7 @@ _NONE = _Unset()
 # Search modes: a config just entered, trying det calls, placing the chosen
 # det call, trying info calls, backtracking.
 _NEW, _DET, _PUSH, _INFO, _BACK = range(5)
+_NO_MORE = 1 << 62   # an info candidate position past any list
 
 
 def _sticky_states(model: Model, det: list[Call], info: list[Call]) -> set[Hashable]:

@@ -135,6 +135,11 @@ class Model:
         """The one state in which `call` is legal, or NO_STATE."""
         return NO_STATE
 
+    def changes_from(self, call: Call) -> Hashable:
+        """The one state from which `call` can change the state, or NO_STATE;
+        the search tries an indeterminate call only in that state."""
+        return NO_STATE
+
     def produces(self, call: Call) -> Hashable:
         """The state `call` leaves when it changes the state: NO_STATE if it
         never does, ANY_STATE if that depends on the state before (the default).
@@ -254,6 +259,9 @@ class RegisterModel(Model):
     def needs(self, call: Call) -> Hashable:
         return call[1] if call[0] in (READ, CAS) else NO_STATE
 
+    def changes_from(self, call: Call) -> Hashable:
+        return call[1] if call[0] in (CAS, CAS_MAYBE) else NO_STATE
+
     def produces(self, call: Call) -> Hashable:
         code = call[0]
         if code == WRITE:
@@ -365,6 +373,9 @@ class MutexModel(Model):
             return None
         code = ACQUIRE if invoke.f == "acquire" else RELEASE
         return (code, invoke.process), (DET if status == "ok" else INFO)
+
+    def changes_from(self, call: Call) -> Hashable:
+        return None if call[0] == ACQUIRE else call[1]
 
     def step(self, state: Hashable, call: Call) -> tuple[bool, Hashable]:
         if call[0] == ACQUIRE:

@@ -297,3 +297,12 @@ def test_cli_model_option(tmp_path, capsys, options, code):
     check_lin.register(parser.add_subparsers())
     args = parser.parse_args(["check-lin", str(path), "--model", "cas-register", *options])
     assert args.func(args) == code
+
+
+def test_mutex_indeterminate_release():
+    # Only the holder's maybe-release can free the lock for the next acquire.
+    def h(releaser):
+        return H(*seq(0, "acquire", None), (releaser, "invoke", "release", None),
+                 (releaser, "info", "release", None), *seq(1, "acquire", None))
+    assert valid(h(0), model="mutex") is True
+    assert valid(h(2), model="mutex") is False
