@@ -98,6 +98,8 @@ class KeyResult:
     linearized: list[int] = field(default_factory=list)   # op ids, longest prefix found
     failing: int | None = None                             # op id that cannot be placed
     state: Hashable = None                                 # state before `failing`
+    # The op that had to leave `state` for good before `failing` could run.
+    overwritten_by: int | None = None
     stats: dict[str, Any] = field(default_factory=dict)
 
     def concurrent(self) -> list[int]:
@@ -233,7 +235,10 @@ class _Job:
         if valid is not True:
             r.linearized = [o.id for o in search.best_path()]
             r.state = search.best_state
-            if search.best_blocker is not None:
+            if search.best_stale is not None:
+                r.failing = search.best_stale.id
+                r.overwritten_by = search.best_blocker.id
+            elif search.best_blocker is not None:
                 r.failing = search.best_blocker.id
         return r
 
@@ -264,6 +269,9 @@ class _Search:
         self.best_frame: tuple | None = None
         self.best_state: Hashable = model.init()
         self.best_blocker: LinOp | None = None
+        self.best_stale: LinOp | None = None
+        self._readers_of: dict[Hashable, list[int]] = {}   # det calls needing a sticky state
+        self._calls: list[Call] = []
         self.memory = 0
         self.forced = 0           # det calls placed by the greedy rule
         self.sticky_pruned = 0    # moves cut because they left a state for good too early
@@ -294,7 +302,6 @@ class _Search:
             prv[e] = last
             last = e
         nxt[last] = -1
-        self._record_best(0, None, model.init(), nxt, head)
         calls, info_calls = model.canonical([o.call for o in det], [o.call for o in info])
         # Identical info calls are interchangeable, and a later one is available
         # whenever an earlier one is, so only the earliest unused one of each
@@ -334,9 +341,12 @@ class _Search:
         need = [model.needs(c) for c in calls]
         need = [s if s is not NO_STATE and s in sticky else _NONE for s in need]
         pending: dict[Hashable, int] = {}
-        for s in need:
+        for j, s in enumerate(need):
             if s is not _NONE:
                 pending[s] = pending.get(s, 0) + 1
+                self._readers_of.setdefault(s, []).append(j)
+        self._calls = calls
+        self._record_best(0, None, model.init(), nxt, head, 0, 0)
 
         # The set of linearized det ops is kept as (low, win): ops below `low`
         # are all in it, op `low` is not, and `win` holds the ops from `low`
@@ -377,7 +387,7 @@ class _Search:
                 self.steps, self.entries = steps, len(cache) + len(chained)
                 self.memory = memory
                 if depth > self.best_depth:
-                    self._record_best(depth, top, state, nxt, head)
+                    self._record_best(depth, top, state, nxt, head, low, win)
                 yield
             if mode == _NEW:
                 entry = nxt[head]
@@ -531,7 +541,7 @@ class _Search:
             # Dead end: backtrack. The deepest config is only needed for a
             # counterexample, so it is remembered here rather than at every push.
             if depth > self.best_depth:
-                self._record_best(depth, top, state, nxt, head)
+                self._record_best(depth, top, state, nxt, head, low, win)
             if top is None:
                 self.steps, self.entries = steps, len(cache) + len(chained)
                 self.valid = False
@@ -569,7 +579,7 @@ class _Search:
                 ip += 1
 
     def _record_best(self, depth: int, top: tuple | None, state: Hashable, nxt: list[int],
-                     head: int) -> None:
+                     head: int, low: int, win: int) -> None:
         self.best_depth = depth
         self.best_frame = top
         self.best_state = state
@@ -577,6 +587,18 @@ class _Search:
         while e >= 0 and e & 1 == 0:
             e = nxt[e]
         self.best_blocker = self.det[e >> 1] if e >= 0 else None
+        self.best_stale = None
+        # Stuck because the op that must go next would leave a state for good
+        # while a call that needs it is still unplaced: that call (typically a
+        # stale read, maybe far later) is the one no order can explain.
+        readers = self._readers_of.get(state)
+        if readers and self.best_blocker is not None:
+            ok, ns = self.model.step(state, self._calls[e >> 1])
+            if ok and ns != state:
+                for i in readers:
+                    if i >= low and not win >> (i - low) & 1:
+                        self.best_stale = self.det[i]
+                        break
 
     def _hopeless(self, state: Hashable, nxt: list[int], head: int,
                   entry_pos: list[float], iset: int) -> bool:
@@ -733,4 +755,9 @@ def counterexample(r: KeyResult, model: Model) -> dict[str, Any]:
         "op": r.ops[r.failing].summary(model) if r.failing is not None else None,
         "concurrent": [r.ops[i].summary(model) for i in concurrent],
     }
+    if r.overwritten_by is not None:
+        out["overwritten_by"] = r.ops[r.overwritten_by].summary(model)
+        out["why"] = (f"the state {r.state!r} this op needs is produced only once, and "
+                      f"{out['overwritten_by']['what']} (history index "
+                      f"{out['overwritten_by']['index']}) had to replace it first")
     return out

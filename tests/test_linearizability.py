@@ -306,3 +306,18 @@ def test_mutex_indeterminate_release():
                  (releaser, "info", "release", None), *seq(1, "acquire", None))
     assert valid(h(0), model="mutex") is True
     assert valid(h(2), model="mutex") is False
+
+
+def test_a_stale_read_far_later_is_the_op_named():
+    # Unique values: the read of 1 long after 1 was overwritten is what fails,
+    # not the write that had to overwrite 1 while that read was still unplaced.
+    ops = [*seq(0, "write", 1), *seq(1, "read", None, 1)]
+    for v in range(2, 30):
+        ops += [*seq(0, "write", v), *seq(1, "read", None, v)]
+    stale = H(*ops, *seq(2, "read", None, 1), *seq(0, "write", 99))
+    v = check(stale)
+    assert v["valid"] is False
+    (a,) = v["anomalies"]
+    assert a["op"]["what"] == "read -> 1" and a["op"]["process"] == 2
+    assert a["overwritten_by"]["what"] == "write 2" and "produced only once" in a["why"]
+    assert valid(H(*ops, *seq(2, "read", None, 29), *seq(0, "write", 99))) is True
