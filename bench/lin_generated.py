@@ -5,7 +5,8 @@ Each file is checked in a fresh Python process (so its peak RSS is its own):
 verdict (against MANIFEST.tsv), check seconds (parsing excluded, as in
 Porcupine's figures), search steps, peak RSS in MiB, Porcupine's seconds
 (MANIFEST.tsv, or --porcupine FILE: a TSV `file<TAB>seconds` measured live
-beside this run) and the ratio ours / Porcupine's.
+beside this run) and the ratio ours / Porcupine's (wall). CPU seconds are
+printed too: on a loaded machine they say more than the wall clock.
 
 Prints figures; asserts nothing (exit status 1 if any verdict is wrong or
 unknown). Usage: python bench/lin_generated.py [--only SUBSTRING] [--repeat N]
@@ -46,11 +47,11 @@ def check_one(path: str, model: str) -> dict:
 
     ops = read_history(path).ops
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     v = check(ops, model=model)
-    seconds = time.perf_counter() - t
+    seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
     per_key = v["stats"].get("per_key", [])
-    return {"valid": v["valid"], "seconds": seconds,
+    return {"valid": v["valid"], "seconds": seconds, "cpu": cpu,
             "steps": sum(k.get("steps", 0) for k in per_key),
             "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "rss_before_mib": rss_before / 1024,
@@ -87,8 +88,8 @@ def main() -> None:
             name, _, secs = line.partition("\t")
             live[name] = secs
     print("(a shared, noisy 2-core machine: figures vary by tens of percent run to run)")
-    print(f"{'file':38} {'expect':7} {'verdict':8} {'s':>8} {'steps':>9} {'MiB':>6} "
-          f"{'porcupine s':>12} {'ratio':>7}")
+    print(f"{'file':38} {'expect':7} {'verdict':8} {'s':>7} {'cpu s':>7} {'steps':>8} "
+          f"{'MiB':>5} {'porcupine s':>12} {'ratio':>6}")
     bad = 0
     for r in rows:
         best = None
@@ -106,9 +107,10 @@ def main() -> None:
         if best["valid"] is not expected:
             bad += 1
             verdict += "!"
-        ratio = f"{best['seconds'] / theirs:7.2f}" if theirs else "      -"
-        print(f"{r['file']:38} {r['expected']:7} {verdict:8} {best['seconds']:8.2f} "
-              f"{best['steps']:9} {best['peak_mib']:6.0f} {theirs_text[:12]:>12} {ratio}")
+        ratio = f"{best['seconds'] / theirs:6.2f}" if theirs else "     -"
+        print(f"{r['file']:38} {r['expected']:7} {verdict:8} {best['seconds']:7.2f} "
+              f"{best['cpu']:7.2f} {best['steps']:8} {best['peak_mib']:5.0f} "
+              f"{theirs_text[:12]:>12} {ratio}")
         if best["reason"]:
             print(f"    {best['reason']}")
     print(f"{len(rows) - bad}/{len(rows)} verdicts as expected")

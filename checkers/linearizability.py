@@ -473,6 +473,7 @@ class _Search:
                     chain_prev = _NONE
                     if depth == n:
                         self.steps, self.entries = steps, len(cache) + len(chained)
+                        self.best_depth = n
                         self.valid = True
                         return
                     mode = _NEW
