@@ -29,7 +29,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from checkers.history import NEMESIS, Op
-from checkers.models import DET, MODELS, Call, Model, ModelError, get_model
+from checkers.models import (
+    ANY_STATE,
+    DET,
+    MODELS,
+    NO_STATE,
+    Call,
+    Model,
+    ModelError,
+    get_model,
+)
 from checkers.verdict import Validity, Verdict, verdict
 
 __all__ = ["MODELS", "Budget", "KeyResult", "LinOp", "check", "check_ops", "prepare"]
@@ -89,6 +98,8 @@ class KeyResult:
     linearized: list[int] = field(default_factory=list)   # op ids, longest prefix found
     failing: int | None = None                             # op id that cannot be placed
     state: Hashable = None                                 # state before `failing`
+    # The op that had to leave `state` for good before `failing` could run.
+    overwritten_by: int | None = None
     stats: dict[str, Any] = field(default_factory=dict)
 
     def concurrent(self) -> list[int]:
@@ -106,35 +117,43 @@ def prepare(history: list[Op], model: Model) -> dict[Hashable, list[LinOp]]:
     Positions in the list are the real-time order (the recorder appends in
     the order things happened). Raises ModelError on an ill-formed history.
     """
-    open_ops: dict[Any, tuple[int, Op]] = {}
-    pairs: list[tuple[int, Op, int | None, Op | None]] = []
+    # One slot per invoke, in invoke order: [invoke pos, invoke, completion pos, completion].
+    open_ops: dict[Any, list] = {}
+    slots: list[list] = []
+    invoke = "invoke"
     for pos, op in enumerate(history):
-        if op.process == NEMESIS:
+        p = op.process
+        if p == NEMESIS:
             continue
-        if op.type == "invoke":
-            if op.process in open_ops:
-                raise ModelError(f"op {op.index}: process {op.process} invokes while "
-                                 f"op {open_ops[op.process][1].index} is still open")
-            open_ops[op.process] = (pos, op)
+        if op.type == invoke:
+            if p in open_ops:
+                raise ModelError(f"op {op.index}: process {p} invokes while "
+                                 f"op {open_ops[p][1].index} is still open")
+            slot = [pos, op, None, None]
+            open_ops[p] = slot
+            slots.append(slot)
             continue
-        opened = open_ops.pop(op.process, None)
-        if opened is None:
-            raise ModelError(f"op {op.index}: {op.type} by process {op.process} "
+        slot = open_ops.pop(p, None)
+        if slot is None:
+            raise ModelError(f"op {op.index}: {op.type} by process {p} "
                              "with no open invoke")
-        pairs.append((opened[0], opened[1], pos, op))
-    pairs.extend((pos, op, None, None) for pos, op in open_ops.values())
-    pairs.sort(key=lambda p: p[0])
+        slot[2] = pos
+        slot[3] = op
 
     parts: dict[Hashable, list[LinOp]] = {}
-    for ipos, inv, cpos, comp in pairs:
-        meaning = model.interpret(inv, comp)
+    interpret, partition_key = model.interpret, model.partition_key
+    inf = float("inf")
+    for ipos, inv, cpos, comp in slots:
+        meaning = interpret(inv, comp)
         if meaning is None:
             continue
         call, kind = meaning
         det = kind == DET
-        part = parts.setdefault(model.partition_key(inv), [])
-        part.append(LinOp(len(part), call, det, ipos,
-                          cpos if det else float("inf"), inv, comp))
+        k = partition_key(inv)
+        part = parts.get(k)
+        if part is None:
+            part = parts[k] = []
+        part.append(LinOp(len(part), call, det, ipos, cpos if det else inf, inv, comp))
     return parts
 
 
@@ -210,12 +229,16 @@ class _Job:
                  "indeterminate": self.n_info, "indeterminate_witnessed": self.n_witnessed,
                  "indeterminate_searched": len(search.info),
                  "steps": search.steps, "configurations": search.entries,
+                 "forced": search.forced, "sticky_pruned": search.sticky_pruned,
                  "max_linearized": search.best_depth, "seconds": round(self.seconds, 6)}
         r = KeyResult(self.key, valid, self.ops, self.reason, stats=stats)
         if valid is not True:
             r.linearized = [o.id for o in search.best_path()]
             r.state = search.best_state
-            if search.best_blocker is not None:
+            if search.best_stale is not None:
+                r.failing = search.best_stale.id
+                r.overwritten_by = search.best_blocker.id
+            elif search.best_blocker is not None:
                 r.failing = search.best_blocker.id
         return r
 
@@ -246,7 +269,12 @@ class _Search:
         self.best_frame: tuple | None = None
         self.best_state: Hashable = model.init()
         self.best_blocker: LinOp | None = None
+        self.best_stale: LinOp | None = None
+        self._readers_of: dict[Hashable, list[int]] = {}   # det calls needing a sticky state
+        self._calls: list[Call] = []
         self.memory = 0
+        self.forced = 0           # det calls placed by the greedy rule
+        self.sticky_pruned = 0    # moves cut because they left a state for good too early
         self.valid: Validity = "unknown"
 
     def run(self) -> Iterator[None]:
@@ -261,33 +289,64 @@ class _Search:
             return
         # Entries: call of det op i is 2i, its return 2i+1; HEAD is a sentinel.
         head = 2 * n
-        events = sorted([(o.invoke_pos, 2 * i) for i, o in enumerate(det)]
-                        + [(o.return_pos, 2 * i + 1) for i, o in enumerate(det)])
+        entry_pos = [0.0] * (2 * n)
+        entry_pos[0::2] = [o.invoke_pos for o in det]
+        entry_pos[1::2] = [o.return_pos for o in det]
+        # Ties (a witnessed info op's deadline is its seer's return) keep entry order.
+        events = sorted(range(2 * n), key=entry_pos.__getitem__)
         nxt = [0] * (2 * n + 1)
         prv = [0] * (2 * n + 1)
         last = head
-        for _, e in events:
+        for e in events:
             nxt[last] = e
             prv[e] = last
             last = e
         nxt[last] = -1
-        self._record_best(0, None, model.init(), nxt, head)
-        entry_pos = [0.0] * (2 * n)
-        for i, o in enumerate(det):
-            entry_pos[2 * i] = o.invoke_pos
-            entry_pos[2 * i + 1] = o.return_pos
         calls, info_calls = model.canonical([o.call for o in det], [o.call for o in info])
         # Identical info calls are interchangeable, and a later one is available
-        # whenever an earlier one is, so only the earliest unused one is tried.
-        prev_same = [-1] * len(info)
-        last_of: dict[Call, int] = {}
+        # whenever an earlier one is, so only the earliest unused one of each
+        # class is tried: the used ones are always a prefix of the class.
+        members: list[list[int]] = []
+        class_of: dict[Call, int] = {}
+        cls = [0] * len(info)
         for j, c in enumerate(info_calls):
-            prev_same[j] = last_of.get(c, -1)
-            last_of[c] = j
+            k = class_of.setdefault(c, len(members))
+            if k == len(members):
+                members.append([])
+            members[k].append(j)
+            cls[j] = k
+        used = [0] * len(members)
+        # Info classes by the state they can change: a class that changes only
+        # one state is tried only there (a cas by its old value).
+        anywhere: list[int] = []
+        by_state: dict[Hashable, list[int]] = {}
+        for k, mem in enumerate(members):
+            s = model.changes_from(info_calls[mem[0]])
+            if s is NO_STATE:
+                anywhere.append(k)
+            else:
+                by_state.setdefault(s, []).append(k)
+        candidates_of: dict[Hashable, list[int]] = {}
         info_pos = [o.invoke_pos for o in info]
         info_bits = [1 << i for i in range(len(info))]
         n_info = len(info)
         dead_end = model.dead_end if type(model).dead_end is not Model.dead_end else None
+        # A det call that cannot change the state and is legal now goes first,
+        # alone: any solution can be reordered to start with it.
+        mutates = [model.mutates(c) for c in calls]
+        greedy = not all(mutates)
+        # States that never come back once left, and how many det calls that
+        # need each are still to be placed.
+        sticky = _sticky_states(model, calls, info_calls)
+        need = [model.needs(c) for c in calls]
+        need = [s if s is not NO_STATE and s in sticky else _NONE for s in need]
+        pending: dict[Hashable, int] = {}
+        for j, s in enumerate(need):
+            if s is not _NONE:
+                pending[s] = pending.get(s, 0) + 1
+                self._readers_of.setdefault(s, []).append(j)
+        self._calls = calls
+        self._record_best(0, None, model.init(), nxt, head, 0, 0)
 
         # The set of linearized det ops is kept as (low, win): ops below `low`
         # are all in it, op `low` is not, and `win` holds the ops from `low`
@@ -303,10 +362,17 @@ class _Search:
         win = 0
         iset = 0
         depth = 0
+        # Frames: (kind, index, state before, first return, parent, chain_prev,
+        # info candidate position); kind 0 a det op, 1 an info op, 2 a det op
+        # forced by the greedy rule.
         top: tuple | None = None      # the frame that reached the current config
         chain_prev: Any = _NONE       # state before the last op, if that op was info
         entry = nxt[head]
-        in_info = False
+        mode = _NEW
+        scanned = False
+        i = 0
+        ns: Hashable = None
+        kind = 0
         ip = 0
         first_ret = 0.0
         steps = 0
@@ -320,119 +386,170 @@ class _Search:
                 budget_at += BUDGET_EVERY
                 self.steps, self.entries = steps, len(cache) + len(chained)
                 self.memory = memory
+                if depth > self.best_depth:
+                    self._record_best(depth, top, state, nxt, head, low, win)
                 yield
-            if not in_info:
+            if mode == _NEW:
+                entry = nxt[head]
+                scanned = False
+                mode = _DET
+                if greedy and chain_prev is _NONE:
+                    e = entry
+                    while e & 1 == 0:
+                        j = e >> 1
+                        if not mutates[j]:
+                            ok, ns = step(state, calls[j])
+                            if ok:
+                                i, kind, mode = j, 2, _PUSH
+                                self.forced += 1
+                                break
+                        e = nxt[e]
+                    scanned = True
+            if mode == _DET:
                 if entry & 1 == 0:
                     i = entry >> 1
+                    if scanned and not mutates[i]:
+                        entry = nxt[entry]     # the scan found it illegal here
+                        continue
                     call = calls[i]
                     ok, ns = step(state, call)
+                    if ok and ns != state and state in pending and (
+                            pending[state] > (1 if need[i] == state else 0)):
+                        ok = False             # its readers could never see it again
+                        self.sticky_pruned += 1
                     if ok and (chain_prev is _NONE or step(chain_prev, call) != (ok, ns)):
-                        nwin = win | 1 << (i - low)
-                        nlow = low
-                        if nwin & 1:
-                            ones = (~nwin & (nwin + 1)).bit_length() - 1
-                            nwin >>= ones
-                            nlow += ones
-                        ck = (nlow, nwin, ns)
-                        seen = cache.get(ck)
-                        if seen is None:
-                            cache[ck] = [iset]
-                            memory += ENTRY_OVERHEAD + info_bytes + (nwin.bit_length() >> 3)
+                        kind, mode = 0, _PUSH
+                    else:
+                        entry = nxt[entry]
+                        continue
+                else:
+                    # The first return: nothing after it may go first. Try info ops.
+                    mode = _INFO
+                    ip = 0
+                    first_ret = entry_pos[entry]
+            if mode == _PUSH:
+                nwin = win | 1 << (i - low)
+                nlow = low
+                if nwin & 1:
+                    ones = (~nwin & (nwin + 1)).bit_length() - 1
+                    nwin >>= ones
+                    nlow += ones
+                ck = (nlow, nwin, ns)
+                seen = cache.get(ck)
+                if seen is None:
+                    cache[ck] = [iset]
+                    memory += ENTRY_OVERHEAD + info_bytes + (nwin.bit_length() >> 3)
+                    fresh = True
+                else:
+                    fresh = True
+                    for s in seen:
+                        if s & ~iset == 0:
+                            fresh = False
+                            break
+                    if fresh:
+                        seen.append(iset)
+                        memory += info_bytes + 8
+                if not fresh:
+                    if kind == 2:
+                        mode = _BACK           # the one move from here is known dead
+                    else:
+                        mode = _DET
+                        entry = nxt[entry]
+                        continue
+                else:
+                    top = (kind, i, state, 0.0, top, chain_prev, 0)
+                    # Lift the op out of the list (dancing links).
+                    c, r = 2 * i, 2 * i + 1
+                    nxt[prv[c]] = nxt[c]
+                    prv[nxt[c]] = prv[c]
+                    nxt[prv[r]] = nxt[r]
+                    if nxt[r] >= 0:
+                        prv[nxt[r]] = prv[r]
+                    state, low, win = ns, nlow, nwin
+                    s = need[i]
+                    if s is not _NONE:
+                        pending[s] -= 1
+                    depth += 1
+                    chain_prev = _NONE
+                    if depth == n:
+                        self.steps, self.entries = steps, len(cache) + len(chained)
+                        self.best_depth = n
+                        self.valid = True
+                        return
+                    mode = _NEW
+                    if dead_end is not None and self._hopeless(
+                            state, nxt, head, entry_pos, iset):
+                        mode = _INFO
+                        ip = _NO_MORE
+                        first_ret = 0.0
+                    else:
+                        continue
+            if mode == _INFO:
+                # Info ops invoked before the first return.
+                pushed = False
+                cands = candidates_of.get(state)
+                if cands is None:
+                    cands = candidates_of[state] = sorted(anywhere + by_state.get(state, []))
+                while ip < len(cands):
+                    k = cands[ip]
+                    mem = members[k]
+                    u = used[k]
+                    if u < len(mem) and info_pos[mem[u]] < first_ret:
+                        j = mem[u]
+                        b = info_bits[j]
+                        call = info_calls[j]
+                        ok, ns = step(state, call)
+                        if ok and ns != state and (
+                                chain_prev is _NONE or step(chain_prev, call) != (ok, ns)) and (
+                                not pending.get(state)):
+                            ni = iset | b
                             fresh = True
-                        else:
-                            fresh = True
-                            for s in seen:
-                                if s & ~iset == 0:
-                                    fresh = False
-                                    break
-                            if fresh:
-                                seen.append(iset)
-                                memory += info_bytes + 8
-                        if fresh:
-                            top = (0, i, state, 0.0, top, chain_prev)
-                            # Lift the op out of the list (dancing links).
-                            c, r = 2 * i, 2 * i + 1
-                            nxt[prv[c]] = nxt[c]
-                            prv[nxt[c]] = prv[c]
-                            nxt[prv[r]] = nxt[r]
-                            if nxt[r] >= 0:
-                                prv[nxt[r]] = prv[r]
-                            state, low, win = ns, nlow, nwin
-                            depth += 1
-                            chain_prev = _NONE
-                            if depth > self.best_depth:
-                                self._record_best(depth, top, state, nxt, head)
-                            if depth == n:
-                                self.steps, self.entries = steps, len(cache) + len(chained)
-                                self.valid = True
-                                return
-                            entry = nxt[head]
-                            if dead_end is not None and self._hopeless(
-                                    state, nxt, head, entry_pos, iset):
-                                in_info = True
-                                ip = n_info
-                                first_ret = 0.0
-                            continue
-                    entry = nxt[entry]
-                    continue
-                # The first return: nothing after it may go first. Try info ops.
-                in_info = True
-                ip = 0
-                first_ret = entry_pos[entry]
-            # Info phase: info ops invoked before the first return.
-            pushed = False
-            while ip < n_info and info_pos[ip] < first_ret:
-                b = info_bits[ip]
-                ps = prev_same[ip]
-                if not iset & b and (ps < 0 or iset & info_bits[ps]):
-                    call = info_calls[ip]
-                    ok, ns = step(state, call)
-                    if ok and ns != state and (
-                            chain_prev is _NONE or step(chain_prev, call) != (ok, ns)):
-                        ni = iset | b
-                        fresh = True
-                        # A config reached by an info op is restricted by the
-                        # chain rule, so only an unrestricted config, or one
-                        # restricted the same way, can stand in for it.
-                        seen = cache.get((low, win, ns))
-                        if seen is not None:
-                            for s in seen:
-                                if s & ~ni == 0:
-                                    fresh = False
-                                    break
-                        if fresh:
-                            ck = (low, win, ns, state)
-                            seen = chained.get(ck)
-                            if seen is None:
-                                chained[ck] = [ni]
-                                memory += ENTRY_OVERHEAD + info_bytes + (win.bit_length() >> 3)
-                            else:
+                            # A config reached by an info op is restricted by the
+                            # chain rule, so only an unrestricted config, or one
+                            # restricted the same way, can stand in for it.
+                            seen = cache.get((low, win, ns))
+                            if seen is not None:
                                 for s in seen:
                                     if s & ~ni == 0:
                                         fresh = False
                                         break
-                                if fresh:
-                                    seen.append(ni)
-                                    memory += info_bytes + 8
-                        if fresh:
-                            top = (1, ip, state, first_ret, top, chain_prev)
-                            chain_prev = state
-                            state, iset = ns, ni
-                            in_info = False
-                            entry = nxt[head]
-                            pushed = True
-                            break
-                ip += 1
-            if pushed:
-                continue
-            # Dead end: backtrack.
+                            if fresh:
+                                ck = (low, win, ns, state)
+                                seen = chained.get(ck)
+                                if seen is None:
+                                    chained[ck] = [ni]
+                                    memory += (ENTRY_OVERHEAD + info_bytes
+                                               + (win.bit_length() >> 3))
+                                else:
+                                    for s in seen:
+                                        if s & ~ni == 0:
+                                            fresh = False
+                                            break
+                                    if fresh:
+                                        seen.append(ni)
+                                        memory += info_bytes + 8
+                            if fresh:
+                                top = (1, j, state, first_ret, top, chain_prev, ip)
+                                used[k] += 1
+                                chain_prev = state
+                                state, iset = ns, ni
+                                mode = _NEW
+                                pushed = True
+                                break
+                    ip += 1
+                if pushed:
+                    continue
+            # Dead end: backtrack. The deepest config is only needed for a
+            # counterexample, so it is remembered here rather than at every push.
+            if depth > self.best_depth:
+                self._record_best(depth, top, state, nxt, head, low, win)
             if top is None:
                 self.steps, self.entries = steps, len(cache) + len(chained)
                 self.valid = False
                 return
-            kind, idx, state, first_ret, parent, chain_prev = top
+            kind, idx, state, first_ret, parent, chain_prev, ip = top
             top = parent
-            if kind == 0:
+            if kind != 1:
                 c, r = 2 * idx, 2 * idx + 1
                 if nxt[r] >= 0:
                     prv[nxt[r]] = r
@@ -446,16 +563,24 @@ class _Search:
                     gap = low - idx
                     win = win << gap | ((1 << gap) - 2)
                     low = idx
+                s = need[idx]
+                if s is not _NONE:
+                    pending[s] += 1
                 depth -= 1
-                in_info = False
-                entry = nxt[c]
+                if kind == 2:
+                    mode = _BACK   # the forced move was the only one from there
+                else:
+                    mode = _DET
+                    scanned = greedy and chain_prev is _NONE
+                    entry = nxt[c]
             else:
                 iset ^= info_bits[idx]
-                in_info = True
-                ip = idx + 1
+                used[cls[idx]] -= 1
+                mode = _INFO
+                ip += 1
 
     def _record_best(self, depth: int, top: tuple | None, state: Hashable, nxt: list[int],
-                     head: int) -> None:
+                     head: int, low: int, win: int) -> None:
         self.best_depth = depth
         self.best_frame = top
         self.best_state = state
@@ -463,6 +588,18 @@ class _Search:
         while e >= 0 and e & 1 == 0:
             e = nxt[e]
         self.best_blocker = self.det[e >> 1] if e >= 0 else None
+        self.best_stale = None
+        # Stuck because the op that must go next would leave a state for good
+        # while a call that needs it is still unplaced: that call (typically a
+        # stale read, maybe far later) is the one no order can explain.
+        readers = self._readers_of.get(state)
+        if readers and self.best_blocker is not None:
+            ok, ns = self.model.step(state, self._calls[e >> 1])
+            if ok and ns != state:
+                for i in readers:
+                    if i >= low and not win >> (i - low) & 1:
+                        self.best_stale = self.det[i]
+                        break
 
     def _hopeless(self, state: Hashable, nxt: list[int], head: int,
                   entry_pos: list[float], iset: int) -> bool:
@@ -501,7 +638,7 @@ class _Search:
         out = []
         f = self.best_frame
         while f is not None:
-            out.append(self.det[f[1]] if f[0] == 0 else self.info[f[1]])
+            out.append(self.info[f[1]] if f[0] == 1 else self.det[f[1]])
             f = f[4]
         out.reverse()
         return out
@@ -513,16 +650,35 @@ class _Unset:
 
 
 _NONE = _Unset()
+# Search modes: a config just entered, trying det calls, placing the chosen
+# det call, trying info calls, backtracking.
+_NEW, _DET, _PUSH, _INFO, _BACK = range(5)
+_NO_MORE = 1 << 62   # an info candidate position past any list
+
+
+def _sticky_states(model: Model, det: list[Call], info: list[Call]) -> set[Hashable]:
+    """States at most one call (or the start) produces: once left, never back.
+    Empty when some call's product cannot be named in advance."""
+    made: dict[Hashable, int] = {model.init(): 1}
+    for c in (*det, *info):
+        s = model.produces(c)
+        if s is ANY_STATE:
+            return set()
+        if s is not NO_STATE:
+            made[s] = made.get(s, 0) + 1
+    return {s for s, k in made.items() if k == 1}
 
 
 def check(history: list[Op], run: dict | None = None, *, model: str = "cas-register",
           time_limit: float | None = 60.0, memory_limit_mb: int | None = 2048,
-          stop_on_first_failure: bool = False) -> Verdict:
-    """Is `history` linearizable under the named model? Partitions (keys) are
-    checked one by one within one shared budget. `run` is accepted for the
-    checker contract; nothing in it changes the answer."""
+          stop_on_first_failure: bool = False,
+          model_options: dict[str, Any] | None = None) -> Verdict:
+    """Is `history` linearizable under the named model (with `model_options`,
+    e.g. {"initial": 0})? Partitions (keys) are checked one by one within one
+    shared budget. `run` is accepted for the checker contract; nothing in it
+    changes the answer."""
     try:
-        m = get_model(model)
+        m = get_model(model, model_options)
         parts = prepare(history, m)
     except ModelError as e:
         return verdict("unknown", [{"type": "ill-formed-history", "reason": str(e)}],
@@ -600,4 +756,9 @@ def counterexample(r: KeyResult, model: Model) -> dict[str, Any]:
         "op": r.ops[r.failing].summary(model) if r.failing is not None else None,
         "concurrent": [r.ops[i].summary(model) for i in concurrent],
     }
+    if r.overwritten_by is not None:
+        out["overwritten_by"] = r.ops[r.overwritten_by].summary(model)
+        out["why"] = (f"the state {r.state!r} this op needs is produced only once, and "
+                      f"{out['overwritten_by']['what']} (history index "
+                      f"{out['overwritten_by']['index']}) had to replace it first")
     return out

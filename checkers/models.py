@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 from checkers.history import Op
 
@@ -38,8 +38,26 @@ Call = tuple
 Interpretation = tuple[Call, str] | None
 
 
+class _Marker:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+# `Model.needs` of a call legal in more than one state; `Model.produces` of a
+# call that never changes the state.
+NO_STATE: Any = _Marker("<no state>")
+# `Model.produces` of a call whose new state the model cannot name in advance.
+ANY_STATE: Any = _Marker("<any state>")
+
+
 class ModelError(ValueError):
     """An op the model has no meaning for (wrong f for the model, malformed value)."""
+
+
+_SCALARS = frozenset({int, str, type(None), float, bool, bytes})
 
 
 def _freeze(v: Any) -> Hashable:
@@ -65,6 +83,9 @@ class Model:
     name: str
     by_key: bool = False
 
+    # Options a user may set on this model (`get_model(name, {option: value})`).
+    OPTIONS: ClassVar[tuple[str, ...]] = ()
+
     def init(self) -> Hashable:
         return None
 
@@ -75,7 +96,10 @@ class Model:
         raise NotImplementedError
 
     def partition_key(self, op: Op) -> Hashable:
-        return _freeze(op.key) if self.by_key else None
+        if not self.by_key:
+            return None
+        k = op.key
+        return k if k.__class__ in _SCALARS else _freeze(k)
 
     def relevant_infos(self, det: list[Call], info: list[Call]) -> list[bool]:
         """Which info calls could ever matter; the rest are dropped before the search.
@@ -101,6 +125,29 @@ class Model:
         """Whether `call` can set the state regardless of what it was."""
         return True
 
+    def mutates(self, call: Call) -> bool:
+        """Whether `call` can ever change the state. A call that cannot, and is
+        legal now, may be linearized at once without losing any solution, so
+        the search never branches over it. Default: every call may."""
+        return True
+
+    def needs(self, call: Call) -> Hashable:
+        """The one state in which `call` is legal, or NO_STATE."""
+        return NO_STATE
+
+    def changes_from(self, call: Call) -> Hashable:
+        """The one state from which `call` can change the state, or NO_STATE;
+        the search tries an indeterminate call only in that state."""
+        return NO_STATE
+
+    def produces(self, call: Call) -> Hashable:
+        """The state `call` leaves when it changes the state: NO_STATE if it
+        never does, ANY_STATE if that depends on the state before (the default).
+        With every call's product named, a state only one call produces can
+        never come back once left, and the search prunes leaving it while a
+        call that needs it is still to be placed."""
+        return ANY_STATE
+
     def dead_end(self, state: Hashable, call: Call, resets_pending: bool) -> bool:
         """Whether `call` can never become legal from `state`, given whether an op
         that resets the state may still run first. Models that cannot tell leave
@@ -123,6 +170,14 @@ class RegisterModel(Model):
 
     allow_cas: bool = True
     flavour: str = "etcd"
+    # The value before any write: nil for our systems and Jepsen's, 0 in
+    # Knossos's own test harness.
+    initial: Hashable = None
+
+    OPTIONS: ClassVar[tuple[str, ...]] = ("initial",)
+
+    def init(self) -> Hashable:
+        return self.initial
 
     def interpret(self, invoke: Op, completion: Op | None) -> Interpretation:
         status = completion.type if completion is not None else "info"
@@ -198,6 +253,21 @@ class RegisterModel(Model):
                 out.append(((WRITE, value) if c[0] == WRITE else (CAS, c[1], c[2]), seers))
         return out
 
+    def mutates(self, call: Call) -> bool:
+        return call[0] in (WRITE, CAS, CAS_MAYBE)
+
+    def needs(self, call: Call) -> Hashable:
+        return call[1] if call[0] in (READ, CAS) else NO_STATE
+
+    def changes_from(self, call: Call) -> Hashable:
+        return call[1] if call[0] in (CAS, CAS_MAYBE) else NO_STATE
+
+    def produces(self, call: Call) -> Hashable:
+        code = call[0]
+        if code == WRITE:
+            return call[1]
+        return call[2] if code in (CAS, CAS_MAYBE) else NO_STATE
+
     def canonical(self, det: list[Call], info: list[Call]) -> tuple[list[Call], list[Call]]:
         # A value nobody reads or compares against behaves like any other such
         # value under every op (reads and cas fail, failed cas holds), so all
@@ -271,6 +341,15 @@ class KVModel(Model):
     def resets(self, call: Call) -> bool:
         return call[0] == PUT
 
+    def mutates(self, call: Call) -> bool:
+        return call[0] != GET
+
+    def needs(self, call: Call) -> Hashable:
+        return call[1] if call[0] == GET else NO_STATE
+
+    def produces(self, call: Call) -> Hashable:
+        return call[1] if call[0] == PUT else ANY_STATE if call[0] == APPEND else NO_STATE
+
     def dead_end(self, state: Hashable, call: Call, resets_pending: bool) -> bool:
         # Appends only extend the string: until a put runs, a get can only
         # ever see something that starts with the current value.
@@ -295,6 +374,9 @@ class MutexModel(Model):
         code = ACQUIRE if invoke.f == "acquire" else RELEASE
         return (code, invoke.process), (DET if status == "ok" else INFO)
 
+    def changes_from(self, call: Call) -> Hashable:
+        return None if call[0] == ACQUIRE else call[1]
+
     def step(self, state: Hashable, call: Call) -> tuple[bool, Hashable]:
         if call[0] == ACQUIRE:
             return (True, call[1]) if state is None else (False, state)
@@ -302,6 +384,80 @@ class MutexModel(Model):
 
     def describe(self, call: Call) -> str:
         return f"{'acquire' if call[0] == ACQUIRE else 'release'} by {call[1]!r}"
+
+
+# Multi-register micro-op codes.
+MREAD, MWRITE = range(2)
+_MOP_CODES = {"read": MREAD, "r": MREAD, "write": MWRITE, "w": MWRITE}
+
+
+@dataclass(frozen=True)
+class MultiRegisterModel(Model):
+    """Knossos's multi-register: a txn of reads and writes over several
+    registers, applied atomically in order. The state is the registers'
+    values as a sorted tuple of (key, value); a register never written reads
+    nil. As in Knossos, a read that returned nil is unknown and constrains
+    nothing, and a failed txn is dropped."""
+
+    # The registers' values before any txn, as a {key: value} map (or pairs).
+    initial: Hashable = None
+
+    OPTIONS: ClassVar[tuple[str, ...]] = ("initial",)
+
+    def init(self) -> Hashable:
+        pairs = dict(self.initial).items() if self.initial else ()
+        return tuple(sorted(((_freeze(k), _freeze(v)) for k, v in pairs if v is not None),
+                            key=repr))
+
+    def interpret(self, invoke: Op, completion: Op | None) -> Interpretation:
+        status = completion.type if completion is not None else "info"
+        if invoke.f != "txn":
+            raise ModelError(f"op {invoke.index}: model {self.name!r} has no operation "
+                             f"{invoke.f!r}")
+        if status == "fail":
+            return None
+        value = completion.value if status == "ok" else invoke.value
+        if not isinstance(value, (list, tuple)):
+            raise ModelError(f"op {invoke.index}: a txn's value must be a list of "
+                             f"[f, key, value], not {value!r:.60}")
+        mops = []
+        for mop in value:
+            if (not isinstance(mop, (list, tuple)) or len(mop) != 3
+                    or mop[0] not in _MOP_CODES):
+                raise ModelError(f"op {invoke.index}: bad micro-op {mop!r:.60}: want "
+                                 "[read|write, key, value]")
+            code = _MOP_CODES[mop[0]]
+            v = _freeze(mop[2])
+            if code == MREAD and (v is None or status != "ok"):
+                continue  # a read whose value is unknown says nothing
+            mops.append((code, _freeze(mop[1]), v))
+        if status == "ok" and not mops:
+            return None   # reads of nil only: legal anywhere
+        if status != "ok" and not any(m[0] == MWRITE for m in mops):
+            return None   # an indeterminate txn that writes nothing changes nothing
+        return (tuple(mops),), (DET if status == "ok" else INFO)
+
+    def step(self, state: Hashable, call: Call) -> tuple[bool, Hashable]:
+        regs = dict(state)
+        wrote = False
+        for code, k, v in call[0]:
+            if code == MREAD:
+                if regs.get(k) != v:
+                    return False, state
+            else:
+                regs[k] = v
+                wrote = True
+        if not wrote:
+            return True, state
+        return True, tuple(sorted(((k, v) for k, v in regs.items() if v is not None),
+                                  key=repr))
+
+    def mutates(self, call: Call) -> bool:
+        return any(code == MWRITE for code, _, _ in call[0])
+
+    def describe(self, call: Call) -> str:
+        return "txn " + " ".join(f"{'r' if c == MREAD else 'w'}({k!r} {v!r})"
+                                 for c, k, v in call[0])
 
 
 MODELS: dict[str, Model] = {
@@ -314,11 +470,22 @@ MODELS: dict[str, Model] = {
                                          flavour="knossos"),
     "kv": KVModel("kv", by_key=True),
     "mutex": MutexModel("mutex"),
+    "multi-register": MultiRegisterModel("multi-register"),
 }
 
 
-def get_model(name: str) -> Model:
+def get_model(name: str, options: dict[str, Any] | None = None) -> Model:
+    """The named model, with `options` (see each model's OPTIONS) set."""
     try:
-        return MODELS[name]
+        model = MODELS[name]
     except KeyError:
         raise ModelError(f"unknown model {name!r}; known: {', '.join(sorted(MODELS))}") from None
+    if not options:
+        return model
+    unknown = sorted(set(options) - set(model.OPTIONS))
+    if unknown:
+        raise ModelError(f"model {name!r} has no option {unknown[0]!r}"
+                         + (f"; it has {', '.join(model.OPTIONS)}" if model.OPTIONS else ""))
+    if "initial" in options:
+        options = {**options, "initial": _freeze(options["initial"])}
+    return replace(model, **options)

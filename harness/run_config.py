@@ -86,6 +86,12 @@ def validate(c: RunConfig) -> RunConfig:
     if c.node_choice not in ("random", "sticky"):
         raise ConfigError(f"--node-choice must be random or sticky, not {c.node_choice!r}")
     _check_lin_options(c.lin_options)
+    check_options = getattr(WORKLOADS[c.workload], "check_options", None)
+    if check_options is not None:
+        try:
+            check_options(c.workload_options)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     if c.db != "raft" and c.bugs:
         raise ConfigError("--bug switches exist only for the built-in raft db")
     if c.bugs:

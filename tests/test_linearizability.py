@@ -253,3 +253,102 @@ def test_cli_exit_codes(tmp_path, capsys, read, code):
     assert args.func(args) == code
     assert ("valid" if code == 0 else "INVALID") in capsys.readouterr().out
     assert html.exists()
+
+
+def test_initial_value_option():
+    # Knossos's own harness starts its registers at 0.
+    reads_zero = H(*seq(1, "read", None, 0), *seq(0, "write", 1), *seq(1, "read", None, 1))
+    assert valid(reads_zero, model="cas-register-knossos",
+                 model_options={"initial": 0}) is True
+    assert valid(reads_zero, model="cas-register-knossos") is False
+    cas_from_zero = H(*seq(0, "cas", [0, 2]), *seq(1, "read", None, 2))
+    assert valid(cas_from_zero, model="cas-register", model_options={"initial": 0}) is True
+    assert valid(cas_from_zero, model="cas-register") is False
+    # Once left, the initial value cannot be read again (it is written by nobody).
+    stale_zero = H(*seq(0, "write", 1), *seq(1, "read", None, 0))
+    assert valid(stale_zero, model="cas-register", model_options={"initial": 0}) is False
+    v = check(reads_zero, model="cas-register", model_options={"colour": 1})
+    assert v["valid"] == "unknown" and "no option 'colour'" in v["anomalies"][0]["reason"]
+
+
+def txn(p, mops, result=None, typ="ok"):
+    """A txn running alone; `result` fills its reads' values."""
+    return [(p, "invoke", "txn", [[f, k, None if f == "r" else v] for f, k, v in mops]),
+            (p, typ, "txn", result if result is not None else mops)]
+
+
+def test_multi_register_txns():
+    ok = H(*txn(0, [["w", "x", 1], ["w", "y", 2]]), *txn(1, [["r", "x", 1], ["r", "y", 2]]),
+           *txn(2, [["w", "x", 3], ["r", "x", 3]]), *txn(1, [["r", "x", 3], ["r", "y", 2]]))
+    assert valid(ok, model="multi-register") is True
+    # A txn is atomic: nobody sees half of it.
+    def concurrent_read(x, y):
+        return H(*txn(0, [["w", "x", 0], ["w", "y", 0]]),
+                 (0, "invoke", "txn", [["w", "x", 1], ["w", "y", 1]]),
+                 (1, "invoke", "txn", [["r", "x", None], ["r", "y", None]]),
+                 (1, "ok", "txn", [["r", "x", x], ["r", "y", y]]),
+                 (0, "ok", "txn", [["w", "x", 1], ["w", "y", 1]]))
+    assert valid(concurrent_read(1, 1), model="multi-register") is True
+    assert valid(concurrent_read(0, 0), model="multi-register") is True
+    assert valid(concurrent_read(1, 0), model="multi-register") is False
+    # A nil read is unknown (Knossos), so it fits anywhere.
+    nil = H(*txn(0, [["w", "x", 1]]), *txn(1, [["r", "x", None], ["r", "y", None]]))
+    assert valid(nil, model="multi-register") is True
+    stale = H(*txn(0, [["w", "x", 1]]), *txn(0, [["w", "x", 2]]), *txn(1, [["r", "x", 1]]))
+    v = check(stale, model="multi-register")
+    assert v["valid"] is False and v["anomalies"][0]["op"]["what"] == "txn r('x' 1)"
+
+
+def test_multi_register_indeterminate_and_initial():
+    # An info txn may have happened: its write explains a later read, then stays.
+    h = H((0, "invoke", "txn", [["w", "x", 5], ["r", "y", None]]), (0, "info", "txn", None),
+          *txn(1, [["r", "x", 5]]))
+    assert valid(h, model="multi-register") is True
+    h = H((0, "invoke", "txn", [["w", "x", 5]]), (0, "info", "txn", None),
+          *txn(1, [["r", "x", 5]]), *txn(1, [["r", "x", 6]]))
+    assert valid(h, model="multi-register") is False
+    # A failed txn never happened.
+    h = H(*txn(0, [["w", "x", 5]], typ="fail"), *txn(1, [["r", "x", 5]]))
+    assert valid(h, model="multi-register") is False
+    starts = H(*txn(1, [["r", "x", 0], ["r", "y", 0]]), *txn(0, [["w", "x", 1]]),
+               *txn(1, [["r", "x", 1], ["r", "y", 0]]))
+    assert valid(starts, model="multi-register",
+                 model_options={"initial": {"x": 0, "y": 0}}) is True
+    assert valid(starts, model="multi-register", model_options={"initial": {"x": 0}}) is False
+
+
+@pytest.mark.parametrize("options, code", [([], 1), (["--model-option", "initial=0"], 0)])
+def test_cli_model_option(tmp_path, capsys, options, code):
+    from checkers.history import pack_op
+    from harness.commands import check_lin
+
+    path = tmp_path / "history.msgpack"
+    path.write_bytes(b"".join(pack_op(o) for o in H(*seq(0, "read", None, 0))))
+    parser = argparse.ArgumentParser()
+    check_lin.register(parser.add_subparsers())
+    args = parser.parse_args(["check-lin", str(path), "--model", "cas-register", *options])
+    assert args.func(args) == code
+
+
+def test_mutex_indeterminate_release():
+    # Only the holder's maybe-release can free the lock for the next acquire.
+    def h(releaser):
+        return H(*seq(0, "acquire", None), (releaser, "invoke", "release", None),
+                 (releaser, "info", "release", None), *seq(1, "acquire", None))
+    assert valid(h(0), model="mutex") is True
+    assert valid(h(2), model="mutex") is False
+
+
+def test_a_stale_read_far_later_is_the_op_named():
+    # Unique values: the read of 1 long after 1 was overwritten is what fails,
+    # not the write that had to overwrite 1 while that read was still unplaced.
+    ops = [*seq(0, "write", 1), *seq(1, "read", None, 1)]
+    for v in range(2, 30):
+        ops += [*seq(0, "write", v), *seq(1, "read", None, v)]
+    stale = H(*ops, *seq(2, "read", None, 1), *seq(0, "write", 99))
+    v = check(stale)
+    assert v["valid"] is False
+    (a,) = v["anomalies"]
+    assert a["op"]["what"] == "read -> 1" and a["op"]["process"] == 2
+    assert a["overwritten_by"]["what"] == "write 2" and "produced only once" in a["why"]
+    assert valid(H(*ops, *seq(2, "read", None, 29), *seq(0, "write", 99))) is True

@@ -108,11 +108,18 @@ def oracle(calls: list[Call], knossos: bool) -> bool:
 def test_search_agrees_with_brute_force(model, unique):
     rng = random.Random(20261121)
     verdicts = {True: 0, False: 0}
+    rules = {"forced": 0, "sticky_pruned": 0}
     for _ in range(1500):
         calls = random_calls(rng, unique)
         expected = oracle(calls, knossos=model.endswith("knossos"))
-        got = check(to_history(calls, rng), model=model)["valid"]
-        assert got is expected, calls
+        v = check(to_history(calls, rng), model=model)
+        assert v["valid"] is expected, calls
         verdicts[expected] += 1
+        for k in rules:
+            rules[k] += v["stats"]["per_key"][0].get(k, 0) if v["stats"]["per_key"] else 0
     # Both verdicts well represented, or the comparison proves little.
     assert min(verdicts.values()) > 300, verdicts
+    # The greedy rule took part, and with unique values the one-producer pruning.
+    assert rules["forced"] > 100, rules
+    if unique:
+        assert rules["sticky_pruned"] > 100, rules

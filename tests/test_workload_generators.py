@@ -72,3 +72,35 @@ def test_final_reads_cover_what_was_touched(name):
         assert read == {k for op in issued for _, k, _ in op.value}
     if name == "log":
         assert {op.value[0] for op in finals} == {op.value[0] for op in issued if op.f == "append"}
+
+
+def test_register_rotates_to_a_fresh_key_every_n_ops():
+    ops = take("register", 4, 2500, {"ops_per_key": 1000})
+    keys = [op.key for op in ops]
+    assert keys[:1000] == ["r0"] * 1000 and keys[1000:2000] == ["r1"] * 1000
+    assert keys[2000:] == ["r2"] * 500
+    # Each key starts afresh: a cas only ever names a value written to its own key.
+    written = {}
+    for op in ops:
+        if op.f == "write":
+            written[op.value] = op.key
+        elif op.f == "cas":
+            assert written[op.value[0]] == op.key
+            written[op.value[1]] = op.key
+    assert {op.key for op in take("register", 4, 3000)} == {"r0", "r1", "r2"}  # the default
+    assert {op.key for op in take("register", 4, 3000, {"ops_per_key": 0})} == {None}
+
+
+def test_register_final_reads_cover_every_key():
+    from workloads import register
+    ops = take("register", 4, 2500, {"ops_per_key": 1000})
+    assert [(o.f, o.key) for o in register.final_reads(ops)] == [
+        ("read", "r0"), ("read", "r1"), ("read", "r2")]
+    assert [o.key for o in register.final_reads([])] == [None]
+
+
+@pytest.mark.parametrize("bad", [-1, "lots", 2.5])
+def test_register_rejects_a_bad_ops_per_key(bad):
+    from harness.run_config import ConfigError, RunConfig, validate
+    with pytest.raises(ConfigError, match="ops_per_key must be a non-negative integer"):
+        validate(RunConfig(workload="register", workload_options={"ops_per_key": bad}))

@@ -9,9 +9,10 @@ from checkers.formats import FORMATS, read_any
 from checkers.history import client_ops
 from checkers.lin_report import write_html
 from checkers.linearizability import check
-from checkers.models import MODELS
+from checkers.models import MODELS, ModelError, get_model
 from checkers.stats import NO_CLIENT_OPS
 from checkers.verdict import exit_code, verdict
+from harness.commands.run import parse_options
 from harness.errors import UserError
 
 
@@ -31,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--memory-limit", type=int, default=2048, metavar="MB")
     p.add_argument("--stop-on-first-failure", action="store_true",
                    help="stop at the first key found not linearizable")
+    p.add_argument("--model-option", action="append", default=[], metavar="K=V",
+                   help="model option, V parsed as JSON if it can be: initial=0, "
+                        'initial={"x":0} (multi-register) (repeatable)')
     p.add_argument("--json", action="store_true", help="print the whole verdict as JSON")
     p.set_defaults(func=run)
 
@@ -41,13 +45,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {w}")
     if args.time_limit <= 0 or args.memory_limit <= 0:
         raise UserError("--time-limit and --memory-limit must be positive")
+    model_options = parse_options(args.model_option, "--model-option")
+    try:
+        get_model(args.model, model_options)
+    except ModelError as e:
+        raise UserError(str(e)) from None
     if not client_ops(history.ops):
         # An empty search is vacuously linearizable: say we cannot tell.
         v = verdict("unknown", stats={"model": args.model, "reason": NO_CLIENT_OPS})
     else:
         v = check(history.ops, model=args.model, time_limit=args.time_limit,
                   memory_limit_mb=args.memory_limit,
-                  stop_on_first_failure=args.stop_on_first_failure)
+                  stop_on_first_failure=args.stop_on_first_failure,
+                  model_options=model_options)
     if args.json:
         print(json.dumps(v, indent=2, default=repr))
     else:

@@ -122,7 +122,9 @@ class EtcdClient:
 
     def key(self, op: Op) -> str:
         prefix = KEY_PREFIX[self.workload]
-        return prefix if self.workload == "register" else f"{prefix}{op.key}"
+        if self.workload == "register":
+            return prefix if op.key is None else f"{prefix}/{op.key}"
+        return f"{prefix}{op.key}"
 
     # --- requests -----------------------------------------------------------
 
