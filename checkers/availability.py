@@ -15,8 +15,9 @@ and one derived from the run itself, always in force: an *unexplained* window
 (no fault in force at any point of it) may last at most op timeout + a full
 election (2 x election timeout + fetch timeout, from the nodes' start lines)
 + a grace for a loaded machine. Only time in which some client op was
-outstanding counts: the recovery pause before the final reads issues nothing
-by design and is never "unavailable".
+outstanding, or between tries less than `gap_s` apart, counts: the recovery
+pause before the final reads issues nothing by design and is never
+"unavailable".
 
 A "leader change" is any election after the first: a node re-elected in a new
 epoch still interrupted service.
@@ -142,13 +143,16 @@ def derived_limit_s(events: dict[str, list[dict]] | None, run: dict) -> float | 
     return round(op_timeout + (2 * election + fetch) / 1000 + DERIVED_GRACE_S, 3)
 
 
-def demand_spans(ops: list[Op]) -> list[tuple[int, int]]:
-    """Merged [invoke, completion] spans of client ops: when clients were asking."""
+def demand_spans(ops: list[Op], idle_ns: int) -> list[tuple[int, int]]:
+    """When clients were asking: [invoke, completion] spans of client ops, merged
+    across pauses of at most `idle_ns`. A client retrying ops that fail at once
+    is still asking between its tries; only a longer silence (the recovery
+    pause before the final reads) is time nobody asked."""
     spans = sorted((inv.time, done.time if done is not None else inv.time)
                    for inv, done in pair_ops(ops))
     merged: list[list[int]] = []
     for a, b in spans:
-        if merged and a <= merged[-1][1]:
+        if merged and a <= merged[-1][1] + idle_ns:
             merged[-1][1] = max(merged[-1][1], b)
         else:
             merged.append([a, b])
@@ -161,7 +165,7 @@ def unavailable_windows(history: list[Op], gap_ns: int, faults: list[dict]) -> l
         return []
     oks = sorted(op.time for op in ops if op.type == "ok")
     marks = [min(op.time for op in ops)] + oks + [max(op.time for op in ops)]
-    demand = demand_spans(ops)
+    demand = demand_spans(ops, gap_ns)
     pieces = []
     for a, b in zip(marks, marks[1:], strict=False):
         if b - a <= gap_ns:

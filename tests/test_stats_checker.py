@@ -23,7 +23,7 @@ def test_a_kind_that_never_succeeded_is_unknown():
 
 def test_empty_history_is_unknown():
     v = check([])
-    assert v["valid"] == "unknown" and v["stats"]["reason"] == "the history has no client ops"
+    assert v["valid"] == "unknown" and v["stats"]["reason"] == "no client operations"
 
 
 def nemesis_ops(start: int) -> list[Op]:
