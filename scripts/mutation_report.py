@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime
 import json
-import subprocess
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -57,12 +57,12 @@ def read_equivalent() -> dict[str, str]:
     return {name.strip(): why.strip() for name, why in rows}
 
 
-def mutant_diff(name: str) -> str:
-    """The changed lines of one mutant, from `mutmut show`; empty if unavailable."""
+def mutant_diff(name: str, path: str) -> str:
+    """The changed lines of one mutant (what `mutmut show NAME` prints in full)."""
     try:
-        shown = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=ROOT,
-                               capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.TimeoutExpired):
+        from mutmut.mutation.diff_apply import get_diff_for_mutant
+        shown = get_diff_for_mutant(name, path=Path(path))
+    except Exception:  # an old or partial mutants/ dir: the name alone still helps
         return ""
     lines = [ln for ln in shown.splitlines()
              if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
@@ -70,6 +70,7 @@ def mutant_diff(name: str) -> str:
 
 
 def main() -> None:
+    os.chdir(ROOT)  # mutmut reads its config and mutants/ from here
     results = read_results()
     equivalent = read_equivalent()
     with_diffs = "--no-diffs" not in sys.argv
@@ -118,7 +119,7 @@ def main() -> None:
             continue
         print(f"### {path} ({len(alive)})\n")
         for name in alive:
-            diff = mutant_diff(name) if with_diffs else ""
+            diff = mutant_diff(name, path) if with_diffs else ""
             print(f"- `{name}`" + (f" ({status(codes[name])})" if status(codes[name]) != "survived"
                                    else "") + (f": `{diff}`" if diff else ""))
         print()
