@@ -8,7 +8,7 @@ fixtures' teardown still removes the namespaces and processes it made."""
 
 import pytest
 
-SLOW_TEST_TIMEOUT_S = 600
+SLOW_TEST_TIMEOUT_S = 900
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -99,7 +99,9 @@ def test_every_op_completes_and_history_is_valid(tmp_path):
 
 
 def test_timeout_is_info_and_process_is_retired(tmp_path):
-    history = run_pool(tmp_path, RegisterServer(silent={3, 7}), ops(300), rate=300,
+    # 300 ops at 100/s take 3 s or more to dispatch: well past the two
+    # timeouts (about 1 s in), so later ops need fresh processes.
+    history = run_pool(tmp_path, RegisterServer(silent={3, 7}), ops(300), rate=100,
                        options={"op_timeout": 1.0})
     assert validate(history) == []
     infos = [op for op in history if op.type == "info"]

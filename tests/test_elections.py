@@ -95,3 +95,37 @@ def test_data_loss_in_an_earlier_incarnation_does_not_excuse_a_later_regression(
 def test_no_events_is_unknown():
     assert elections.check({})["valid"] == "unknown"
     assert elections.check({"n1": []})["valid"] == "unknown"
+
+
+def test_figures_name_the_nodes_and_count_data_loss_reports():
+    events = healthy()
+    events["n3"] += [{"t": 95, "node": "n3", "event": "data_loss", "what": "quorum-state"}]
+    v = elections.check(events)
+    assert v["stats"]["nodes"] == ["n1", "n2", "n3"]
+    assert v["stats"]["data_loss_events"] == 1
+
+
+def test_a_node_in_the_leader_role_is_a_claim_whatever_its_leader_field_says():
+    # Two nodes in the Leader role for epoch 2, one line lacking the leader
+    # field: still two leaders.
+    events = healthy()
+    events["n3"].append(role(87, "n3", "Leader", 2, None))
+    v = elections.check(events)
+    [a] = v["anomalies"]
+    assert a["type"] == "multiple-leaders" and a["leaders"] == ["n2", "n3"]
+    # Claims in the order the nodes made them, each with role and time.
+    assert [(c["by"], c["role"], c["leader"], c["t"]) for c in a["claims"]] == [
+        ("n1", "Follower", "n2", 90), ("n2", "Leader", "n2", 85),
+        ("n3", "Follower", "n2", 86), ("n3", "Leader", "n3", 87)]
+
+
+def test_a_line_without_an_epoch_does_not_end_the_regression_check():
+    events = healthy()
+    events["n3"] += [{"t": 95, "node": "n3", "event": "truncate", "to": 1, "from": 3,
+                      "reason": "diverging-epoch"},
+                     role(110, "n3", "Follower", 1, "n1")]
+    v = elections.check(events)
+    [regression] = v["anomalies"]
+    assert regression["type"] == "epoch-regression"
+    assert (regression["node"], regression["from_epoch"], regression["to_epoch"]) == ("n3", 2, 1)
+    assert regression["restarted_between"] is False
