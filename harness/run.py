@@ -44,6 +44,9 @@ from workloads.ops import OpSpec
 from workloads.registry import get as get_workload
 
 LEADER_WAIT_S = 20.0
+# More nodes than this per CPU and timing (elections, op latencies) says more
+# about the machine than about the system: say so.
+NODES_PER_CPU_WARNING = 10
 # Node options the built-in raft node runs with unless the config says otherwise.
 RAFT_DEFAULTS = {"tick_ms": 50}
 
@@ -167,6 +170,11 @@ class Run:
 
     def execute(self) -> RunOutcome:
         self.preflight()
+        cpus = os.cpu_count() or 1
+        if self.config.nodes > NODES_PER_CPU_WARNING * cpus:
+            print(f"faultline: warning: {self.config.nodes} nodes on {cpus} CPU(s): starting "
+                  "them takes a while and they compete with the clients for CPU (the "
+                  "time limit counts from the workload's start)", file=self.stream, flush=True)
         dead = dead_runs_with_leftovers()
         if dead:
             print(f"faultline: {len(dead)} earlier run(s) whose harness died left processes, "
