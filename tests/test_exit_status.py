@@ -155,3 +155,16 @@ def test_check_of_a_garbage_run_dir_is_254_not_an_old_verdict(tmp_path, capsys):
     capsys.readouterr()
     assert main(["gate", str(run_dir), "--allow-unknown"]) == 2
     assert "judged another history" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--node-option", "tick_ms=fast"], "--node-option tick_ms must be a positive integer"),
+    (["--node-option", "tickms=20"], "unknown --node-option 'tickms' for raft"),
+    (["--db", "etcd", "--node-option", "pre_vote=maybe"], "must be true or false"),
+])
+def test_bad_node_options_are_254_before_anything_starts(argv, words, tmp_path, state_dir,
+                                                         capsys):
+    results = tmp_path / "results"
+    assert main(["run", "--results", str(results), *argv]) == 254
+    assert words in capsys.readouterr().err
+    assert_nothing_started(results, state_dir)
