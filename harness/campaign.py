@@ -34,7 +34,14 @@ from harness.campaign_store import (
     redo_reason,
     write_json,
 )
-from harness.errors import EXIT_HARNESS_ERROR, EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, UserError
+from harness.errors import (
+    EXIT_HARNESS_ERROR,
+    EXIT_INVALID,
+    EXIT_UNKNOWN,
+    EXIT_VALID,
+    HarnessError,
+    UserError,
+)
 from harness.gate import load_verdicts
 
 Say = Callable[[str], None]
@@ -196,7 +203,8 @@ def check_all(cdir: Path, entries: list[dict[str, Any]], master: str | None, say
     try:
         spark = spark_session(master)
     except SparkUnavailable as e:
-        raise UserError(f"{e} The runs are saved; `faultline campaign --resume {cdir.name}` "
+        # Runs have happened: not a bad argument (254) but a harness that cannot finish.
+        raise HarnessError(f"{e} The runs are saved; `faultline campaign --resume {cdir.name}` "
                         f"checks them.") from None
     try:
         rows = check_runs(spark, [Path(e["run_dir"]) for e in checkable], say)

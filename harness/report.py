@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.history import HistoryError, Op, iter_history
+from checkers.lin_report import failure_anchor
 from checkers.rundir import (
     HISTORY,
     NODES_DIR,
@@ -26,7 +27,7 @@ from checkers.rundir import (
     load_json,
     node_names,
 )
-from harness.report_data import RunReport, op_counts, timeline
+from harness.report_data import FailingOp, RunReport, op_counts, timeline
 from harness.report_html import render
 from harness.run_state import effective_status
 from harness.verdict_store import read_verdicts
@@ -73,10 +74,31 @@ def gather(run_dir: Path, loaded: Run | None = None) -> RunReport:
         events = _events(run_dir, notes)
     start = run.get("start_monotonic_ns")
     tl = timeline(ops, events, run) if ops is not None else None
+    if tl is not None and verdicts is not None and (run_dir / LIN_HTML).is_file():
+        tl.failing = failing_ops(verdicts)
     if tl is not None and events and type(start) is not int:
         notes.append("run.json has no start_monotonic_ns: leader changes are not plotted")
     run_id = str(run.get("run_id") or run_dir.name)
     return RunReport(run_id, run, verdicts, op_counts(ops or []), tl, links(run_dir), notes)
+
+
+def failing_ops(verdicts: dict[str, Any]) -> list[FailingOp]:
+    """The ops linearizability could not place, linked to their counterexample."""
+    lin = (verdicts.get("checkers") or {}).get("linearizability")
+    anomalies = lin.get("anomalies") if isinstance(lin, dict) else None
+    out = []
+    for a in anomalies if isinstance(anomalies, list) else []:
+        op = a.get("op") if isinstance(a, dict) else None
+        if a.get("type") != "nonlinearizable" or not isinstance(op, dict):
+            continue
+        t = op.get("invoke_time")
+        if type(t) is not int:
+            continue
+        key = a.get("key")
+        where = "" if key is None else f" (key {key})"
+        out.append(FailingOp(t, f"not linearizable: {op.get('what')}{where}",
+                             f"{LIN_HTML}#{failure_anchor(key)}"))
+    return out
 
 
 def _optional_json(path: Path, notes: list[str]) -> dict[str, Any] | None:

@@ -34,6 +34,26 @@ class FaultWindow:
     end: int
     nodes: list[str]
     label: str           # "kill n3", "partition isolate-leader n1 | n2 n3"
+    value: Any = None    # what the nemesis recorded (invoke merged with completion)
+
+
+@dataclass
+class NodeSpan:
+    """A stretch of time one node spent harmed by a fault."""
+    node: str
+    state: str           # "down", "paused", "cut off" (or another fault's name)
+    f: str               # the fault that did it
+    start: int           # ns since run start
+    end: int
+    detail: str          # for the tooltip: the fault's label and what exactly
+
+
+@dataclass
+class FailingOp:
+    """An op a checker could not fit, placed on the timeline and linked to its view."""
+    time: int            # ns since run start (the op's invoke)
+    label: str
+    href: str
 
 
 @dataclass
@@ -53,6 +73,9 @@ class Timeline:
     faults: list[FaultWindow] = field(default_factory=list)
     leaders: list[LeaderChange] = field(default_factory=list)
     marks: list[tuple[int, str]] = field(default_factory=list)   # (ns, what happened)
+    nodes: list[str] = field(default_factory=list)               # one lane each
+    node_spans: list[NodeSpan] = field(default_factory=list)
+    failing: list[FailingOp] = field(default_factory=list)
 
     @property
     def bins(self) -> int:
@@ -101,7 +124,61 @@ def timeline(ops: list[Op], events: dict[str, list[dict[str, Any]]],
     workload_end = workload_end_ns(run)
     if workload_end is not None and 0 < workload_end < end:
         marks.append((workload_end, "workload ends: all healed, recovery, final reads"))
-    return Timeline(bin_ns, end, counts, latency_ms, faults, leaders, marks)
+    names = node_names_of(run, faults, events)
+    return Timeline(bin_ns, end, counts, latency_ms, faults, leaders, marks, names,
+                    node_spans(faults, names))
+
+
+def node_names_of(run: dict[str, Any], faults: list[FaultWindow],
+                  events: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The run's nodes: run.json's, else the config's count, else whatever was seen."""
+    nodes = run.get("nodes")
+    if isinstance(nodes, dict) and nodes:
+        return sorted(map(str, nodes), key=_node_order)
+    config = run.get("config")
+    count = config.get("nodes") if isinstance(config, dict) else None
+    if type(count) is int and 0 < count <= 64:
+        return [f"n{i}" for i in range(1, count + 1)]
+    seen = {n for w in faults for n in w.nodes} | set(events)
+    return sorted(seen, key=_node_order)
+
+
+def _node_order(name: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in name if ch.isdigit())
+    return (int(digits) if digits else 1 << 30, name)
+
+
+def cut_off(cut: Any, nodes: list[str]) -> dict[str, list[str]]:
+    """Pure: each node that cannot reach a majority (itself included) under
+    `cut` (directed pairs; a link cut either way counts), with the peers it lost."""
+    lost: dict[str, set[str]] = {n: set() for n in nodes}
+    for pair in cut if isinstance(cut, list) else []:
+        if isinstance(pair, (list, tuple)) and len(pair) == 2:
+            a, b = map(str, pair)
+            if a in lost and b in lost:
+                lost[a].add(b)
+                lost[b].add(a)
+    majority = len(nodes) // 2 + 1
+    return {n: sorted(peers, key=_node_order) for n, peers in lost.items()
+            if len(nodes) - len(peers) < majority}
+
+
+def node_spans(faults: list[FaultWindow], nodes: list[str]) -> list[NodeSpan]:
+    """Which node was down, paused or cut off from a majority, and when."""
+    out = []
+    for w in faults:
+        value = w.value if isinstance(w.value, dict) else {}
+        if w.f == "partition":
+            for node, peers in cut_off(value.get("cut"), nodes).items():
+                out.append(NodeSpan(node, "cut off", w.f, w.start, w.end,
+                                    f"{w.label}: cut off from {' '.join(peers)}"))
+            continue
+        hit = {"kill": value.get("killed"), "pause": value.get("paused")}.get(w.f)
+        targets = hit if isinstance(hit, list) else w.nodes
+        state = {"kill": "down", "pause": "paused"}.get(w.f, w.f)
+        for node in targets:
+            out.append(NodeSpan(str(node), state, w.f, w.start, w.end, w.label))
+    return out
 
 
 def workload_end_ns(run: dict[str, Any]) -> int | None:
@@ -144,7 +221,7 @@ def fault_list(ops: list[Op], end: int) -> tuple[list[FaultWindow], list[tuple[i
         nodes = value.get("nodes") if isinstance(value, dict) else None
         nodes = [str(n) for n in nodes] if isinstance(nodes, list) else []
         out.append(FaultWindow(str(w["f"]), max(0, w["start"]), max(w["start"], w["end"]),
-                               nodes, label))
+                               nodes, label, value))
     return out, noops
 
 

@@ -15,7 +15,15 @@ from urllib.parse import quote
 
 from harness.report_data import NS, OUTCOMES, PERCENTILES, RunReport
 from harness.report_explain import compact, explain
-from harness.report_svg import OUTCOME_COLOR, PCT_NAME, PCT_STYLE, fault_color, render_timeline
+from harness.report_svg import (
+    NODE_STATE_COLOR,
+    OUTCOME_COLOR,
+    PCT_NAME,
+    PCT_STYLE,
+    fault_color,
+    leader_label,
+    render_timeline,
+)
 
 ANOMALIES_SHOWN = 5
 STATS_JSON_CHARS = 4000
@@ -62,6 +70,9 @@ svg .frame{fill:none;stroke:#c9d1d9}svg .grid{stroke:#eaeef2;stroke-width:1}
 svg .leader{stroke:#24292f;stroke-width:1;stroke-dasharray:2 3;opacity:.55}
 svg .leader-mark{fill:#24292f}
 svg .phase{stroke:#57606a;stroke-width:1.5}
+svg .nodelane{fill:#f6f8fa;stroke:#eaeef2}
+svg a.failing text{font-weight:700}
+table.faults td{font-size:12px}
 ul.links{columns:3;font-size:13px}
 """
 
@@ -250,17 +261,45 @@ def _legend(fault_kinds: list[str]) -> str:
               for f in fault_kinds]
     items += [f"<span><i style='height:2px;background:{PCT_STYLE[p][0]}'></i>"
               f"{PCT_NAME[p]} latency</span>" for p in PERCENTILES]
+    items += [f"<span><i style='background:{c};opacity:.6'></i>node {_e(s)}</span>"
+              for s, c in NODE_STATE_COLOR.items()]
     items.append("<span>▼ dashed line: new leader (node, epoch)</span>")
+    items.append("<span style='color:#cf222e'>✗ red line: an op a checker could not fit "
+                 "(click: its counterexample)</span>")
     return "<div class='legend'>" + "".join(items) + "</div>"
 
 
 def _timeline_section(report: RunReport) -> str:
     if report.timeline is None:
         return "<h2>Timeline</h2><p class='note'>No history to plot.</p>"
-    return ("<h2>Timeline</h2>" + _legend(sorted({w.f for w in report.timeline.faults}))
-            + render_timeline(report.timeline)
+    tl = report.timeline
+    return ("<h2>Timeline</h2>" + _legend(sorted({w.f for w in tl.faults}))
+            + render_timeline(tl)
             + "<p class='stats'>Shaded: a fault in force. Hover a band, bar or marker for "
-              "its exact times.</p>")
+              "its exact times.</p>" + _fault_list(tl) + _leader_list(tl))
+
+
+def _fault_list(tl: Any) -> str:
+    """Every fault in full (the timeline labels what fits, numbered #n)."""
+    if not tl.faults:
+        return ""
+    rows = []
+    for i, w in enumerate(sorted(tl.faults, key=lambda w: w.start), 1):
+        rows.append(f"<tr id='fault-{i}'><td class='n'>#{i}</td>"
+                    f"<td><i style='display:inline-block;width:10px;height:10px;"
+                    f"background:{fault_color(w.f)}'></i> {_e(w.label)}</td>"
+                    f"<td class='n'>{w.start / NS:.2f}</td><td class='n'>{w.end / NS:.2f}</td>"
+                    f"<td class='n'>{(w.end - w.start) / NS:.2f}</td></tr>")
+    return ("<details open><summary>Faults in force</summary><table class='faults'><tr>"
+            "<th>#</th><th>fault</th><th>from s</th><th>to s</th><th>lasted s</th></tr>"
+            + "".join(rows) + "</table></details>")
+
+
+def _leader_list(tl: Any) -> str:
+    if not tl.leaders:
+        return ""
+    items = ", ".join(f"{_e(leader_label(c))} at {c.time / NS:.2f} s" for c in tl.leaders)
+    return f"<p class='stats'>Leaders (node, epoch): {items}</p>"
 
 
 # --- op counts, config, files ------------------------------------------------------

@@ -12,13 +12,22 @@ from __future__ import annotations
 import math
 from html import escape
 
-from harness.report_data import NS, OUTCOMES, FaultWindow, LeaderChange, Timeline
+from harness.report_data import (
+    NS,
+    OUTCOMES,
+    FailingOp,
+    FaultWindow,
+    LeaderChange,
+    NodeSpan,
+    Timeline,
+)
 
 WIDTH = 1200
 LEFT = 64
 RIGHT = 16
 PLOT_W = WIDTH - LEFT - RIGHT
-LEADER_H = 24
+LEADER_H = 40          # two rows of leader labels, staggered so they never overlap
+LEADER_ROW_H = 13
 TITLE_H = 18
 RATE_H = 190
 LANE_H = 18
@@ -30,6 +39,10 @@ OUTCOME_COLOR = {"ok": "#2da44e", "fail": "#e5534b", "info": "#d4a72c"}
 FAULT_COLOR = {"partition": "#8250df", "kill": "#bc4c00", "pause": "#0969da",
                "truncate": "#57606a", "lose-unsynced": "#bf3989"}
 OTHER_FAULT_COLOR = "#6e7781"
+NODE_STATE_COLOR = {"down": FAULT_COLOR["kill"], "paused": FAULT_COLOR["pause"],
+                    "cut off": FAULT_COLOR["partition"]}
+FAILING_COLOR = "#cf222e"
+CHAR_W = 6.5           # px per character of an 11 px label
 PCT_STYLE = {50: ("#0969da", ""), 95: ("#8250df", ""), 99: ("#bf3989", ""),
              100: ("#8c959f", "stroke-dasharray='3 3'")}
 PCT_NAME = {50: "p50", 95: "p95", 99: "p99", 100: "max"}
@@ -78,7 +91,9 @@ def render_timeline(tl: Timeline) -> str:
     y_rate = LEADER_H + TITLE_H
     y_lanes = y_rate + RATE_H + TITLE_H + 8
     lanes_h = max(len(lanes), 1) * LANE_H
-    y_lat = y_lanes + lanes_h + TITLE_H + 12
+    y_nodes = y_lanes + lanes_h + TITLE_H + 12
+    nodes_h = len(tl.nodes) * LANE_H
+    y_lat = (y_nodes + nodes_h + TITLE_H + 12) if tl.nodes else y_nodes
     y_axis = y_lat + LAT_H
     height = y_axis + AXIS_H + 8
     out = [f"<svg class='timeline' xmlns='http://www.w3.org/2000/svg' width='{WIDTH}' "
@@ -87,9 +102,12 @@ def render_timeline(tl: Timeline) -> str:
     out += _fault_shading(tl.faults, x, y_rate, y_axis)
     out += _x_grid(tl, x, y_rate, y_axis)
     out += _rate_panel(tl, x, y_rate)
-    out += _lanes_panel(lanes, x, y_lanes)
+    out += _lanes_panel(lanes, tl.faults, x, y_lanes)
+    if tl.nodes:
+        out += _node_lanes(tl.nodes, tl.node_spans, x, y_nodes)
     out += _latency_panel(tl, x, y_lat)
     out += _phase_marks(tl.marks, x, y_rate, y_axis)
+    out += _failing_markers(tl.failing, x, y_rate, y_axis)
     out += _leader_markers(tl.leaders, x, LEADER_H, y_axis)
     out.append("</svg>")
     return "".join(out)
@@ -201,8 +219,24 @@ def _fault_shading(faults: list[FaultWindow], x: _X, top: int, bottom: int) -> l
     return out
 
 
-def _lanes_panel(lanes: list[tuple[str, list[FaultWindow]]], x: _X, y0: int) -> list[str]:
-    out = [f"<text class='panel' x='{LEFT}' y='{y0 - 5}'>faults (inject -> heal)</text>"]
+def fault_number(faults: list[FaultWindow], w: FaultWindow) -> int:
+    """A fault's number in the legend (1.., in order of injection)."""
+    return sorted(faults, key=lambda f: f.start).index(w) + 1
+
+
+def fit_label(label: str, number: int, width: float) -> str:
+    """The full label if it fits the bar, else its legend number, else nothing:
+    never a cut label ("partition…") that reads as something else."""
+    if len(label) * CHAR_W + 6 <= width:
+        return label
+    short = f"#{number}"
+    return short if len(short) * CHAR_W + 6 <= width else ""
+
+
+def _lanes_panel(lanes: list[tuple[str, list[FaultWindow]]], faults: list[FaultWindow],
+                 x: _X, y0: int) -> list[str]:
+    out = [f"<text class='panel' x='{LEFT}' y='{y0 - 5}'>faults (inject -> heal; "
+           "#n: see the fault list below)</text>"]
     if not lanes:
         out.append(f"<text class='tick' x='{LEFT + 6}' y='{y0 + 13}'>no faults injected"
                    "</text>")
@@ -213,17 +247,59 @@ def _lanes_panel(lanes: list[tuple[str, list[FaultWindow]]], x: _X, y0: int) -> 
         for w in windows:
             x0, x1 = x(w.start), x(w.end)
             width = max(x1 - x0, 2.0)
-            # Label only what fits: roughly 6.5 px per character at 11 px.
-            fits = int((width - 6) / 6.5)
-            label = w.label if len(w.label) <= fits else w.label[:max(fits - 1, 0)] + "…"
-            out.append(f"<g><title>{_e(_fault_title(w))}</title>"
+            number = fault_number(faults, w)
+            label = fit_label(w.label, number, width)
+            out.append(f"<g class='fault' data-fault='{number}'>"
+                       f"<title>#{number} {_e(_fault_title(w))}</title>"
                        f"<rect x='{x0:.1f}' y='{y + 2}' width='{width:.1f}' "
                        f"height='{LANE_H - 4}' rx='3' fill='{fault_color(w.f)}' "
                        f"fill-opacity='0.75'/>")
-            if fits >= 2:
+            if label:
                 out.append(f"<text class='lane' x='{x0 + 3:.1f}' y='{y + 13}'>"
                            f"{_e(label)}</text>")
             out.append("</g>")
+    return out
+
+
+def _node_lanes(nodes: list[str], spans: list[NodeSpan], x: _X, y0: int) -> list[str]:
+    """One lane per node: when it was down, paused, or cut off from a majority."""
+    out = [f"<text class='panel' x='{LEFT}' y='{y0 - 5}'>nodes (down / paused / cut off "
+           "from a majority)</text>"]
+    row = {n: i for i, n in enumerate(nodes)}
+    for n, i in row.items():
+        y = y0 + i * LANE_H
+        out.append(f"<rect class='nodelane' x='{LEFT}' y='{y + 1}' width='{PLOT_W}' "
+                   f"height='{LANE_H - 2}'/><text class='tick' x='{LEFT - 4}' y='{y + 13}' "
+                   f"text-anchor='end'>{_e(n)[:10]}</text>")
+    for s in spans:
+        if s.node not in row:
+            continue
+        y = y0 + row[s.node] * LANE_H
+        x0, x1 = x(s.start), x(s.end)
+        width = max(x1 - x0, 2.0)
+        label = s.state if len(s.state) * CHAR_W + 6 <= width else ""
+        color = NODE_STATE_COLOR.get(s.state, fault_color(s.f))
+        title = f"{s.node} {s.state} {s.start / NS:.2f} s -> {s.end / NS:.2f} s ({s.detail})"
+        out.append(f"<g class='nodestate' data-node='{_e(s.node)}' data-state='{_e(s.state)}'>"
+                   f"<title>{_e(title)}</title><rect x='{x0:.1f}' y='{y + 2}' "
+                   f"width='{width:.1f}' height='{LANE_H - 4}' rx='2' fill='{color}' "
+                   f"fill-opacity='0.6'/>"
+                   + (f"<text class='lane' x='{x0 + 3:.1f}' y='{y + 13}'>{_e(label)}</text>"
+                      if label else "") + "</g>")
+    return out
+
+
+def _failing_markers(failing: list[FailingOp], x: _X, top: int, bottom: int) -> list[str]:
+    """Where an op could not be fitted, linked to the view that shows why."""
+    out = []
+    for f in failing:
+        px = x(f.time)
+        out.append(f"<a class='failing' href='{_e(f.href)}'><title>{_e(f.label)} "
+                   f"(at {f.time / NS:.3f} s; click for the counterexample)</title>"
+                   f"<line x1='{px:.1f}' y1='{top}' x2='{px:.1f}' y2='{bottom}' "
+                   f"stroke='{FAILING_COLOR}' stroke-width='2'/>"
+                   f"<text x='{px + 4:.1f}' y='{top + 26}' fill='{FAILING_COLOR}' "
+                   f"class='lane'>✗ {_e(f.label)}</text></a>")
     return out
 
 
@@ -235,25 +311,41 @@ def _leader_markers(leaders: list[LeaderChange], x: _X, top: int, bottom: int) -
         return []
     out = [f"<text class='tick' x='{LEFT - 10}' y='{top - 6}' text-anchor='end'>"
            "leader</text>"]
-    last_label_x = -1e9
-    for c in leaders:
+    for c, row in zip(leaders, leader_label_rows(leaders, x), strict=True):
         px = x(c.time)
         what = "leader at start" if c.first and c.time == 0 else "new leader"
         title = _e(f"{what}: {c.node}, epoch {c.epoch}, at {c.time / NS:.2f} s")
-        out.append(f"<g><title>{title}</title>")
+        out.append(f"<g class='leader'><title>{title}</title>")
         if c.time > 0:
             out.append(f"<line class='leader' x1='{px:.1f}' y1='{top - 6}' x2='{px:.1f}' "
                        f"y2='{bottom}'/>")
         out.append(f"<path class='leader-mark' d='M{px - 5:.1f},{top - 14} "
                    f"L{px + 5:.1f},{top - 14} L{px:.1f},{top - 5} Z'/>")
-        # Labels would overprint when elections cluster: the marker stays, the
-        # label (also in the tooltip) is dropped.
-        if px - last_label_x > 56:
-            out.append(f"<text class='lane' x='{px + 7:.1f}' y='{top - 7}'>"
-                       f"{_e(c.node)} e{_e(c.epoch)}</text>")
-            last_label_x = px
+        if row is not None:
+            out.append(f"<text class='lane' x='{px + 7:.1f}' "
+                       f"y='{top - 7 - row * LEADER_ROW_H}'>{_e(leader_label(c))}</text>")
         out.append("</g>")
     return out
+
+
+def leader_label(c: LeaderChange) -> str:
+    return f"{c.node} e{c.epoch}"
+
+
+def leader_label_rows(leaders: list[LeaderChange], x: _X) -> list[int | None]:
+    """Pure: the label row (0 or 1) of each leader marker, or None when both rows
+    are taken there (the marker and its tooltip stay; the list below has it).
+    Labels in one row never overlap."""
+    ends = [-1e9, -1e9]   # right end of the last label in each row
+    rows: list[int | None] = []
+    for c in leaders:
+        px = x(c.time)
+        width = len(leader_label(c)) * CHAR_W + 10
+        row = next((r for r in (0, 1) if px + 7 >= ends[r]), None)
+        if row is not None:
+            ends[row] = px + 7 + width
+        rows.append(row)
+    return rows
 
 
 # --- latency -----------------------------------------------------------------------

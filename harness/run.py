@@ -44,6 +44,9 @@ from workloads.ops import OpSpec
 from workloads.registry import get as get_workload
 
 LEADER_WAIT_S = 20.0
+# More nodes than this per CPU and timing (elections, op latencies) says more
+# about the machine than about the system: say so.
+NODES_PER_CPU_WARNING = 10
 # Node options the built-in raft node runs with unless the config says otherwise.
 RAFT_DEFAULTS = {"tick_ms": 50}
 
@@ -167,6 +170,11 @@ class Run:
 
     def execute(self) -> RunOutcome:
         self.preflight()
+        cpus = os.cpu_count() or 1
+        if self.config.nodes > NODES_PER_CPU_WARNING * cpus:
+            print(f"faultline: warning: {self.config.nodes} nodes on {cpus} CPU(s): starting "
+                  "them takes a while and they compete with the clients for CPU (the "
+                  "time limit counts from the workload's start)", file=self.stream, flush=True)
         dead = dead_runs_with_leftovers()
         if dead:
             print(f"faultline: {len(dead)} earlier run(s) whose harness died left processes, "
@@ -359,30 +367,48 @@ class Run:
 
     def _judge(self) -> RunOutcome:
         assert self.run_dir is not None
-        digest = history_digest(self.run_dir)
-        loaded = load_run(self.run_dir)
-        document = check_loaded(loaded)
-        write_verdicts(self.run_dir, document, digest)
-        self._write_lin_html(loaded, document)
-        self._write_report(loaded)
+        document = judge(self.run_dir, self.stream)
         return RunOutcome(self.run_dir, document, exit_code(document["valid"]))
 
-    def _write_lin_html(self, loaded: Any, document: dict[str, Any]) -> None:
-        lin = (document.get("checkers") or {}).get("linearizability")
-        if lin is None:
-            return
+
+def judge(run_dir: Path, stream: Any = None) -> dict[str, Any]:
+    """Check a finished run dir in-process; write verdicts.json (bound to the
+    history's digest), linearizability.html and report.html. Returns the verdicts."""
+    stream = stream or sys.stderr
+    digest = history_digest(run_dir)
+    loaded = load_run(run_dir)
+    document = check_loaded(loaded)
+    write_verdicts(run_dir, document, digest)
+    lin = (document.get("checkers") or {}).get("linearizability")
+    if lin is not None:
         try:
             from checkers.lin_report import write_html
-            write_html(lin, self.run_dir / "linearizability.html")
+            write_html(lin, run_dir / "linearizability.html", lin_context(loaded))
         except Exception as e:  # the view is a convenience; the verdict stands without it
-            print(f"faultline: could not write linearizability.html ({e})", file=self.stream)
+            print(f"faultline: could not write linearizability.html ({e})", file=stream)
+    try:
+        from harness.report import write_report
+        write_report(run_dir, loaded)
+    except Exception as e:  # the page is a view; the verdict stands without it
+        print(f"faultline: could not write report.html ({e})", file=stream)
+    return document
 
-    def _write_report(self, loaded: Any) -> None:
-        try:
-            from harness.report import write_report
-            write_report(self.run_dir, loaded)
-        except Exception as e:  # the page is a view; the verdict stands without it
-            print(f"faultline: could not write report.html ({e})", file=self.stream)
+
+def lin_context(loaded: Any) -> dict[str, Any]:
+    """What the linearizability view shows beside the checker's counterexample:
+    the node that served each op (by its invoke's index) and the faults in force."""
+    from checkers.history import NEMESIS, pair_ops
+    from harness.report_data import fault_list
+    ops = loaded.history.ops
+    nodes = {}
+    for inv, done in pair_ops([op for op in ops if op.process != NEMESIS]):
+        node = (done.node if done is not None and done.node else None) or inv.node
+        if node is not None:
+            nodes[inv.index] = str(node)
+    end = max((op.time for op in ops), default=0)
+    faults, _ = fault_list(ops, end)
+    return {"nodes": nodes, "report": "report.html",
+            "faults": [{"label": w.label, "start": w.start, "end": w.end} for w in faults]}
 
 
 def run_test(config: RunConfig, results: Path, stream: Any = None,

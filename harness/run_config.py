@@ -102,6 +102,7 @@ def validate(c: RunConfig) -> RunConfig:
         except UnknownBug as e:
             raise ConfigError(f"--bug: {e}") from None
     _check_workload_options(c)
+    _check_node_options(c)
     return c
 
 
@@ -113,7 +114,27 @@ OPTION_KINDS = {
     "positive-number": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
                         and v > 0, "a positive number"),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "string": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+    "string-list": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+                    "a list of strings"),
 }
+
+
+def _check_node_options(c: RunConfig) -> None:
+    """--node-option keys the db's adapter reads (its OPTIONS): a typo would
+    otherwise be ignored, or fail only once the nodes start."""
+    from nodes.registry import make_db
+    allowed = getattr(type(make_db(c.db)), "OPTIONS", None)
+    if allowed is None:
+        return
+    for key, value in c.node_options.items():
+        if key not in allowed:
+            raise ConfigError(f"unknown --node-option {key!r} for {c.db}: choose from "
+                              f"{', '.join(sorted(allowed))}")
+        ok, what = OPTION_KINDS[allowed[key]]
+        if not ok(value):
+            raise ConfigError(f"--node-option {key} must be {what}, not {value!r}")
 
 
 def _check_workload_options(c: RunConfig) -> None:

@@ -185,7 +185,7 @@ def summarize_run(path: Path) -> RunSummary:
         summary.start = run_id_time(path.name).isoformat()
     if (path / VERDICTS_JSON).exists():
         from harness.verdict_store import read_verdicts
-        stored = read_verdicts(path)
+        stored = read_verdicts(path, quick=True)
         if stored.document is None:
             summary.verdict = "broken" if stored.broken else "unchecked"
             summary.problems.append(str(stored.problem))

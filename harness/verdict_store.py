@@ -19,6 +19,10 @@ from typing import Any
 from checkers.rundir import HISTORY, VERDICTS_JSON
 
 DIGEST_FIELD = "history_digest"
+# The history file's (size, mtime_ns) when the verdicts were written: lets
+# `ls` skip re-hashing every history of a big results dir. Gate and report
+# always compare the digest itself.
+STAMP_FIELD = "history_stamp"
 CHUNK = 1 << 20
 
 
@@ -35,6 +39,14 @@ def history_digest(run_dir: Path) -> str | None:
     return f"sha256:{h.hexdigest()}"
 
 
+def history_stamp(run_dir: Path) -> list[int] | None:
+    try:
+        st = (Path(run_dir) / HISTORY).stat()
+    except FileNotFoundError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
 def recheck_command(run_dir: Path) -> str:
     return f"faultline check --in-process {run_dir}"
 
@@ -45,6 +57,7 @@ def write_verdicts(run_dir: Path, document: dict[str, Any], digest: str | None =
     history was read, else now)."""
     run_dir = Path(run_dir)
     document[DIGEST_FIELD] = digest if digest is not None else history_digest(run_dir)
+    document[STAMP_FIELD] = history_stamp(run_dir)
     tmp = run_dir / (VERDICTS_JSON + ".tmp")
     tmp.write_text(json.dumps(document, indent=2, default=str, sort_keys=False))
     os.replace(tmp, run_dir / VERDICTS_JSON)
@@ -57,8 +70,11 @@ class StoredVerdicts:
     broken: bool = False              # verdicts.json exists but cannot be read
 
 
-def read_verdicts(run_dir: Path) -> StoredVerdicts:
-    """The run's verdicts if they judged the history now in the run dir."""
+def read_verdicts(run_dir: Path, quick: bool = False) -> StoredVerdicts:
+    """The run's verdicts if they judged the history now in the run dir.
+
+    `quick`: a history whose size and mtime are those recorded is taken as the
+    one judged without hashing it (for listings); anything else is hashed."""
     run_dir = Path(run_dir)
     path = run_dir / VERDICTS_JSON
     fix = f"check it with `{recheck_command(run_dir)}`"
@@ -74,6 +90,9 @@ def read_verdicts(run_dir: Path) -> StoredVerdicts:
     if recorded is None:
         return StoredVerdicts(None, "verdicts.json does not say which history it judged; "
                                     f"re-check with `{recheck_command(run_dir)}`")
+    if quick and document.get(STAMP_FIELD) is not None \
+            and document.get(STAMP_FIELD) == history_stamp(run_dir):
+        return StoredVerdicts(document, None)
     current = history_digest(run_dir)
     if current != recorded:
         what = "the history is gone" if current is None else "the history has changed since"

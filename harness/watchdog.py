@@ -1,5 +1,5 @@
-"""The run's watchdog: a small process the harness cannot outlive the run's
-resources without.
+"""The run's watchdog: a small process that outlives the harness and removes
+what the harness could not.
 
 The harness holds the write end of a pipe whose read end is the watchdog's
 stdin. However the harness ends — SIGKILL included, which runs no `finally` —

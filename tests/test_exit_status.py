@@ -130,3 +130,41 @@ def test_run_check_of_a_run_without_client_ops_is_unknown(tmp_path, capsys):
     assert doc["valid"] == "unknown"
     assert all(v["valid"] == "unknown" and v["stats"]["reason"] == "no client operations"
                for v in doc["checkers"].values())
+
+
+def test_check_of_a_garbage_run_dir_is_254_not_an_old_verdict(tmp_path, capsys):
+    """Finding 5: garbage in a run dir is a clear error, never the old VALID."""
+    import json
+
+    from harness.store import create_run_dir
+    from harness.verdict_store import write_verdicts
+    run_dir = create_run_dir(tmp_path)
+    write_history(run_dir / "history.msgpack", [Op(0, 1, 0, "invoke", "read"),
+                                                 Op(1, 2, 0, "ok", "read", None)])
+    (run_dir / "run.json").write_text(json.dumps({
+        "run_id": run_dir.name, "status": "complete", "artifacts": [],
+        "config": {"db": "raft", "workload": "register"}}))
+    write_verdicts(run_dir, {"valid": True, "checkers": {}})
+    (run_dir / "run.json").write_text("{garbage")
+    assert main(["check", "--in-process", str(run_dir)]) == 254
+    assert "not a usable run dir" in capsys.readouterr().err
+    (run_dir / "run.json").write_text(json.dumps({"run_id": run_dir.name,
+                                                  "status": "complete"}))
+    (run_dir / "history.msgpack").write_bytes(b"\xc1\xc1\xc1\xc1 garbage")
+    assert main(["check", "--in-process", str(run_dir)]) == 254
+    capsys.readouterr()
+    assert main(["gate", str(run_dir), "--allow-unknown"]) == 2
+    assert "judged another history" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--node-option", "tick_ms=fast"], "--node-option tick_ms must be a positive integer"),
+    (["--node-option", "tickms=20"], "unknown --node-option 'tickms' for raft"),
+    (["--db", "etcd", "--node-option", "pre_vote=maybe"], "must be true or false"),
+])
+def test_bad_node_options_are_254_before_anything_starts(argv, words, tmp_path, state_dir,
+                                                         capsys):
+    results = tmp_path / "results"
+    assert main(["run", "--results", str(results), *argv]) == 254
+    assert words in capsys.readouterr().err
+    assert_nothing_started(results, state_dir)

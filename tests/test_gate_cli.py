@@ -144,3 +144,22 @@ def test_no_empty_reason_line(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "durability: the checker gave no reason" in out
     assert "durability: \n" not in out
+
+
+def test_a_listing_trusts_an_unchanged_stamp_but_gate_hashes(tmp_path):
+    """`ls` skips hashing a history whose size and mtime are as judged; a history
+    rewritten to the same size and mtime still fails the gate's digest check."""
+    import os
+
+    from harness.verdict_store import read_verdicts
+    d = run_dir(tmp_path, "r1", VALID)
+    assert read_verdicts(d, quick=True).document is not None
+    hist = d / "history.msgpack"
+    st = hist.stat()
+    data = bytearray(hist.read_bytes())
+    data[-1] ^= 1
+    hist.write_bytes(bytes(data))
+    os.utime(hist, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert read_verdicts(d, quick=True).document is not None    # same stamp: trusted
+    assert read_verdicts(d).document is None                     # the digest says no
+    assert gate(d) == 2

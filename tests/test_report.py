@@ -293,3 +293,42 @@ def test_an_already_loaded_run_is_not_read_again(tmp_path: Path) -> None:
     (rd.path / "history.msgpack").write_bytes(b"")  # would plot nothing if re-read
     page = write_report(rd.path, loaded).read_text()
     assert ">kill n3<" in page and "new leader: n2" in page
+
+
+def test_leader_labels_never_overlap_and_fault_labels_are_never_cut() -> None:
+    """Finding 7: "n3 e2" printed under "n1 e1"; "partition…" cut mid-word."""
+    from harness.report_data import LeaderChange
+    from harness.report_svg import _X, CHAR_W, fit_label, leader_label, leader_label_rows
+    x = _X(10 * S)
+    leaders = [LeaderChange(0, "n1", 1, True), LeaderChange(int(0.05 * S), "n3", 2, False),
+               LeaderChange(int(0.1 * S), "n2", 3, False), LeaderChange(5 * S, "n1", 4, False)]
+    rows = leader_label_rows(leaders, x)
+    assert rows == [0, 1, None, 0]
+    spans: dict[int, list[tuple[float, float]]] = {0: [], 1: []}
+    for c, r in zip(leaders, rows, strict=True):
+        if r is not None:
+            start = x(c.time) + 7
+            spans[r].append((start, start + len(leader_label(c)) * CHAR_W))
+    for row in spans.values():
+        assert all(a[1] <= b[0] for a, b in zip(row, row[1:], strict=False))
+    assert fit_label("partition isolate-one n1", 3, 400) == "partition isolate-one n1"
+    assert fit_label("partition isolate-one n1", 3, 30) == "#3"
+    assert fit_label("partition isolate-one n1", 3, 8) == ""
+
+
+def test_node_lanes_show_down_paused_and_cut_off() -> None:
+    from harness.report_data import cut_off
+    nodes = ["n1", "n2", "n3", "n4", "n5"]
+    halves = [[a, b] for a in ("n1", "n2") for b in ("n3", "n4", "n5")]
+    halves += [[b, a] for a, b in halves]
+    assert cut_off(halves, nodes) == {"n1": ["n3", "n4", "n5"], "n2": ["n3", "n4", "n5"]}
+    assert cut_off([], nodes) == {}
+    rd_ops = [Op(0, 0, 0, "invoke", "read"), Op(1, 1, 0, "ok", "read", 1),
+              Op(2, 1 * S, "nemesis", "invoke", "pause", {"nodes": ["n2"]}),
+              Op(3, 1 * S + 1, "nemesis", "info", "pause", {"nodes": ["n2"], "paused": ["n2"]}),
+              Op(4, 2 * S, "nemesis", "invoke", "resume", None),
+              Op(5, 2 * S + 1, "nemesis", "info", "resume", {"nodes": ["n2"]}),
+              Op(6, 3 * S, 0, "invoke", "read"), Op(7, 3 * S + 1, 0, "ok", "read", 1)]
+    tl = timeline(rd_ops, {}, {"config": {"nodes": 3}})
+    assert tl.nodes == ["n1", "n2", "n3"]
+    assert [(s.node, s.state) for s in tl.node_spans] == [("n2", "paused")]

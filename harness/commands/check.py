@@ -8,7 +8,8 @@ from pathlib import Path
 
 from checkers.verdict import exit_code
 from harness.checking import check_run_dir, overall_validity, rows_from_document
-from harness.errors import UserError
+from harness.errors import EXIT_STATUS_HELP, UserError
+from harness.run_state import COMPLETE, read_state
 from harness.store import results_dir
 from harness.summary import print_verdict_rows
 
@@ -17,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check", help="check saved runs with Spark (or in-process)",
                        description="Re-check saved runs: histories become a Spark DataFrame, "
                        "checkers run per (run, key) and per run, verdicts go to each run's "
-                       "verdicts.json and to verdicts.parquet.")
+                       "verdicts.json and to verdicts.parquet.", epilog=EXIT_STATUS_HELP)
     p.add_argument("runs", nargs="*", type=Path, metavar="RUN_DIR")
     p.add_argument("--results", type=Path, help="check every run under this results dir")
     p.add_argument("--master", help="Spark master URL (default: embedded local[*])")
@@ -53,6 +54,13 @@ def resolve_runs(args: argparse.Namespace) -> tuple[list[Path], Path]:
 def run(args: argparse.Namespace) -> int:
     runs, table_dir = resolve_runs(args)
     say = lambda s: print(f"check: {s}", file=sys.stderr, flush=True)  # noqa: E731
+    for d in runs:
+        state = read_state(d)
+        if state.problem is not None:
+            raise UserError(f"{d} is not a usable run dir: {state.problem}")
+        if state.status not in (None, COMPLETE):
+            say(f"{d.name} is {state.status}: its verdicts judge what was recorded, and "
+                "a run that is not complete never passes a gate")
     if args.in_process:
         rows = []
         for i, d in enumerate(runs, 1):

@@ -37,6 +37,9 @@ class EtcdDB:
     kind = "etcd"
     # No log dump (etcd has no honest offline one) and no event lines.
     artifacts: frozenset[str] = frozenset()
+    # --node-option keys it reads, with their kind (checked before a run starts).
+    OPTIONS = {"cluster_token": "string", "heartbeat_ms": "positive-int",
+               "election_ms": "positive-int", "pre_vote": "bool", "seed": "int"}
 
     def __init__(self) -> None:
         # One pool per adapter, no retries: a status probe that fails says so.

@@ -24,6 +24,9 @@ class RaftDB:
     # What a run can judge besides the history: the replicated-log dump and
     # the JSON event lines on stdout.
     artifacts = frozenset({"log_dump", "events"})
+    # --node-option keys it reads, with their kind (checked before a run starts).
+    OPTIONS = {"cluster_id": "string", "tick_ms": "positive-int",
+               "request_timeout_ms": "positive-int", "seed": "int", "bugs": "string-list"}
 
     def check_installed(self) -> str | None:
         if importlib.util.find_spec("msgpack") is None:
