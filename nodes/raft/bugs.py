@@ -27,7 +27,7 @@ CALIBRATION: dict[str, dict] = {
                       "caught_by": ["invariants"]},
     VOTE_BEFORE_PERSIST: {"nemesis": ["kill-after-vote"], "nemesis_interval": 3.0,
                           "caught_by": ["invariants"]},
-    TRUNCATE_TO_HW: {"nemesis": ["partition"], "nemesis_interval": 3.0,
+    TRUNCATE_TO_HW: {"nemesis": ["partition:isolate-leader"], "nemesis_interval": 3.0,
                      "caught_by": ["divergence", "linearizability"]},
     COMMIT_DIRTY: {"nemesis": ["power-cut-after-commit:all"], "nemesis_interval": 3.0,
                    "caught_by": ["durability", "linearizability", "divergence"]},
