@@ -2,7 +2,8 @@
 default checkers and no hand-set threshold? And does the correct build pass?
 
     .venv/bin/python bench/detection.py [--runs N] [--seed-base S] [--switch NAME ...]
-        [--time-limit T] [--parallel K] [--correct both|same|all-faults|none] [--out FILE]
+        [--time-limit T] [--parallel K] [--correct both|same|all-faults|none]
+        [--no-switches] [--out FILE]
 
 For each switch: N runs (seeds S, S+1, ...) of `faultline run --bug NAME` with
 the nemesis its row in nodes/raft/BUGS.md names (nodes.raft.bugs.CALIBRATION).
@@ -179,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed-base", type=int, default=1)
     parser.add_argument("--switch", action="append", choices=sorted(CALIBRATION),
                         help="only these switches (repeatable; default all)")
+    parser.add_argument("--no-switches", action="store_true",
+                        help="only the correct build's runs (with --correct)")
     parser.add_argument("--time-limit", type=float, default=30.0)
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--correct", choices=("both", "same", "all-faults", "none"),
@@ -191,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     results = ROOT / "results" / "detection" / stamp
     out = args.out or results / "table.md"
     planned = plan(switches, args.runs, args.seed_base, args.time_limit, args.correct)
+    if args.no_switches:
+        planned = [p for p in planned if p.group == "correct"]
     print(f"{len(planned)} runs, parallel {args.parallel}; runs under {results}", flush=True)
     outcomes: list[Outcome] = []
 
