@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.cli import UserError
 from harness.run_config import ConfigError, RunConfig, parse_nemesis, validate
+from nemesis.base import FAULTS
 
 EXIT_HELP = "exit status: 0 valid, 1 invalid, 2 unknown, 3 harness error"
 
@@ -19,9 +20,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", default=d.workload,
                    help="register, kv, list-append or log")
     p.add_argument("--nemesis", default=",".join(d.nemesis),
-                   help="comma-separated faults: kill, pause, partition, truncate, "
-                        "lose-unsynced (a variant after a colon, e.g. partition:one-way), "
-                        "or none")
+                   help=f"comma-separated faults: {', '.join(FAULTS)} (a variant after a "
+                        "colon, e.g. partition:one-way), or none")
     p.add_argument("--nodes", type=int, default=d.nodes)
     p.add_argument("--concurrency", type=int, default=d.concurrency,
                    help="client worker processes")
