@@ -43,6 +43,7 @@ ALL_FAULTS_NODES = 5
 ALL_FAULTS_INTERVAL = 2.0
 SWITCH_WORKLOAD = "register"
 SWITCH_NODES = 3
+DEFAULT_RATE = 200.0
 
 
 @dataclass
@@ -67,20 +68,21 @@ def switch_config(name: str, seed: int, time_limit: float) -> dict[str, Any]:
     plan = CALIBRATION[name]
     return {"workload": SWITCH_WORKLOAD, "nodes": SWITCH_NODES, "nemesis": list(plan["nemesis"]),
             "nemesis_interval": plan["nemesis_interval"], "time_limit": time_limit,
-            "seed": seed, "bugs": []}
+            "rate": plan.get("rate", DEFAULT_RATE), "seed": seed, "bugs": []}
 
 
 def all_faults_config(workload: str, seed: int, time_limit: float) -> dict[str, Any]:
     return {"workload": workload, "nodes": ALL_FAULTS_NODES, "nemesis": list(FAULTS),
-            "nemesis_interval": ALL_FAULTS_INTERVAL, "time_limit": time_limit, "seed": seed,
-            "bugs": []}
+            "nemesis_interval": ALL_FAULTS_INTERVAL, "time_limit": time_limit,
+            "rate": DEFAULT_RATE, "seed": seed, "bugs": []}
 
 
 def cli_args(config: dict[str, Any]) -> list[str]:
     args = ["--workload", config["workload"], "--nodes", str(config["nodes"]),
             "--nemesis", ",".join(config["nemesis"]),
             "--nemesis-interval", str(config["nemesis_interval"]),
-            "--time-limit", str(config["time_limit"]), "--seed", str(config["seed"])]
+            "--time-limit", str(config["time_limit"]), "--rate", str(config["rate"]),
+            "--seed", str(config["seed"])]
     for bug in config["bugs"]:
         args += ["--bug", bug]
     return args
