@@ -2,7 +2,8 @@
 default checkers and no hand-set threshold? And does the correct build pass?
 
     .venv/bin/python bench/detection.py [--runs N] [--seed-base S] [--switch NAME ...]
-        [--time-limit T] [--parallel K] [--correct both|same|all-faults|none] [--out FILE]
+        [--time-limit T] [--parallel K] [--correct both|same|all-faults|none]
+        [--no-switches] [--out FILE]
 
 For each switch: N runs (seeds S, S+1, ...) of `faultline run --bug NAME` with
 the nemesis its row in nodes/raft/BUGS.md names (nodes.raft.bugs.CALIBRATION).
@@ -42,6 +43,7 @@ ALL_FAULTS_NODES = 5
 ALL_FAULTS_INTERVAL = 2.0
 SWITCH_WORKLOAD = "register"
 SWITCH_NODES = 3
+DEFAULT_RATE = 200.0
 
 
 @dataclass
@@ -66,20 +68,21 @@ def switch_config(name: str, seed: int, time_limit: float) -> dict[str, Any]:
     plan = CALIBRATION[name]
     return {"workload": SWITCH_WORKLOAD, "nodes": SWITCH_NODES, "nemesis": list(plan["nemesis"]),
             "nemesis_interval": plan["nemesis_interval"], "time_limit": time_limit,
-            "seed": seed, "bugs": []}
+            "rate": plan.get("rate", DEFAULT_RATE), "seed": seed, "bugs": []}
 
 
 def all_faults_config(workload: str, seed: int, time_limit: float) -> dict[str, Any]:
     return {"workload": workload, "nodes": ALL_FAULTS_NODES, "nemesis": list(FAULTS),
-            "nemesis_interval": ALL_FAULTS_INTERVAL, "time_limit": time_limit, "seed": seed,
-            "bugs": []}
+            "nemesis_interval": ALL_FAULTS_INTERVAL, "time_limit": time_limit,
+            "rate": DEFAULT_RATE, "seed": seed, "bugs": []}
 
 
 def cli_args(config: dict[str, Any]) -> list[str]:
     args = ["--workload", config["workload"], "--nodes", str(config["nodes"]),
             "--nemesis", ",".join(config["nemesis"]),
             "--nemesis-interval", str(config["nemesis_interval"]),
-            "--time-limit", str(config["time_limit"]), "--seed", str(config["seed"])]
+            "--time-limit", str(config["time_limit"]), "--rate", str(config["rate"]),
+            "--seed", str(config["seed"])]
     for bug in config["bugs"]:
         args += ["--bug", bug]
     return args
@@ -179,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed-base", type=int, default=1)
     parser.add_argument("--switch", action="append", choices=sorted(CALIBRATION),
                         help="only these switches (repeatable; default all)")
+    parser.add_argument("--no-switches", action="store_true",
+                        help="only the correct build's runs (with --correct)")
     parser.add_argument("--time-limit", type=float, default=30.0)
     parser.add_argument("--parallel", type=int, default=1)
     parser.add_argument("--correct", choices=("both", "same", "all-faults", "none"),
@@ -191,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     results = ROOT / "results" / "detection" / stamp
     out = args.out or results / "table.md"
     planned = plan(switches, args.runs, args.seed_base, args.time_limit, args.correct)
+    if args.no_switches:
+        planned = [p for p in planned if p.group == "correct"]
     print(f"{len(planned)} runs, parallel {args.parallel}; runs under {results}", flush=True)
     outcomes: list[Outcome] = []
 

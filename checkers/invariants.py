@@ -26,9 +26,10 @@ derived from the timers the nodes report in their `start` lines.
 One leader per epoch is the elections checker's `multiple-leaders`.
 
 "Cut off" counts only what was certainly in force: a partition from its
-inject's completion to its heal's invoke, a kill or pause likewise; one-way
-cuts break TCP both ways, so any cut pair breaks the link. A node is cut off
-when it and the alive nodes it still has links to are fewer than a majority.
+inject's completion to its heal's invoke, a kill or pause likewise. A node is
+cut off when it and the alive nodes it still has links to are fewer than a
+majority; for a request-response exchange (a pre-vote) any cut pair breaks a
+link, for a leader hearing fetches only a cut towards it does.
 """
 
 from __future__ import annotations
@@ -211,22 +212,30 @@ def _payload(inv: Op, done: Op, nodes: list[str]) -> Any:
     return frozenset(n for n in named if n in nodes)
 
 
-def cut_off(node: str, segment: dict, nodes: list[str]) -> bool:
-    """Alive, but it and the alive nodes it has links to are fewer than a majority."""
+def cut_off(node: str, segment: dict, nodes: list[str], inbound_only: bool = False) -> bool:
+    """Alive, but it and the alive nodes it has links to are fewer than a majority.
+
+    A request-response exchange needs both directions, so any cut pair breaks
+    it. With `inbound_only`, a link counts as long as the other node's packets
+    reach `node`: a leader hears fetches over its followers' connections, so
+    only a cut towards it stops them for sure.
+    """
     if node in segment["down"]:
         return False
     cut = segment["cut"]
     reach = 1 + sum(1 for other in nodes
                     if other != node and other not in segment["down"]
-                    and (node, other) not in cut and (other, node) not in cut)
+                    and (other, node) not in cut
+                    and (inbound_only or (node, other) not in cut))
     return reach < len(nodes) // 2 + 1
 
 
-def cut_off_spans(node: str, timeline: list[dict], nodes: list[str]) -> list[tuple[int, int]]:
+def cut_off_spans(node: str, timeline: list[dict], nodes: list[str],
+                  inbound_only: bool = False) -> list[tuple[int, int]]:
     """Maximal [start, end) spans in which `node` was cut off (history ns)."""
     spans: list[list[int]] = []
     for seg in timeline:
-        if not cut_off(node, seg, nodes):
+        if not cut_off(node, seg, nodes, inbound_only):
             continue
         if spans and spans[-1][1] == seg["start"]:
             spans[-1][1] = seg["end"]
@@ -268,7 +277,7 @@ def stranded_leaders(events: dict[str, list[dict]], timeline: list[dict], nodes:
                      start_ns: int, limit_ns: int) -> list[dict]:
     anomalies = []
     for node in nodes:
-        spans = cut_off_spans(node, timeline, nodes)
+        spans = cut_off_spans(node, timeline, nodes, inbound_only=True)
         downs = _down_spans(node, timeline)
         for epoch, t0, t1 in leader_tenures(events.get(node, []), start_ns):
             # A killed leader has no line until it restarts: its tenure ends at the kill.

@@ -14,7 +14,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import detection  # noqa: E402
 
-KEYS = ("workload", "nodes", "nemesis", "nemesis_interval", "time_limit", "seed", "bugs")
+KEYS = ("workload", "nodes", "nemesis", "nemesis_interval", "time_limit", "rate", "seed",
+        "bugs")
 
 
 def key(config: dict) -> tuple:

@@ -127,6 +127,20 @@ def test_a_leader_whose_two_followers_are_paused_must_resign_too():
     assert types(invariants.check(h.ops, elected_n1(), run())) == ["stranded-leader"]
 
 
+def test_a_leader_whose_outbound_packets_are_cut_still_hears_fetches():
+    # One-way: n1 cannot send to n2 and n3, but their fetches still reach it.
+    h = H()
+    h.nemesis(10, "partition", {"shape": "one-way", "nodes": ["n1"],
+                                "cut": [["n1", "n2"], ["n1", "n3"]]})
+    h.nemesis(16, "heal")
+    assert invariants.check(h.ops, elected_n1(), run())["valid"] is True
+    h = H()
+    h.nemesis(10, "partition", {"shape": "one-way", "nodes": ["n2", "n3"],
+                                "cut": [["n2", "n1"], ["n3", "n1"]]})
+    h.nemesis(16, "heal")
+    assert types(invariants.check(h.ops, elected_n1(), run())) == ["stranded-leader"]
+
+
 def test_majorities_ring_leaves_everyone_a_majority():
     h = H()
     h.nemesis(10, "partition", {"shape": "majorities-ring", "cut": [["n1", "n3"], ["n3", "n1"]]})

@@ -10,6 +10,7 @@ from pathlib import Path
 from harness.errors import EXIT_STATUS_HELP as EXIT_HELP
 from harness.errors import UserError
 from harness.run_config import ConfigError, RunConfig, parse_nemesis, validate
+from nemesis.base import FAULTS
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -18,9 +19,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", default=d.workload,
                    help="register, kv, list-append or log")
     p.add_argument("--nemesis", default=",".join(d.nemesis),
-                   help="comma-separated faults: kill, pause, partition, truncate, "
-                        "lose-unsynced (a variant after a colon, e.g. partition:one-way), "
-                        "or none")
+                   help=f"comma-separated faults: {', '.join(FAULTS)} (a variant after a "
+                        "colon, e.g. partition:one-way), or none")
     p.add_argument("--nodes", type=int, default=d.nodes)
     p.add_argument("--concurrency", type=int, default=d.concurrency,
                    help="client worker processes")

@@ -411,7 +411,7 @@ class Core:
             # KIP-996: a follower still hearing from its leader protects it.
             # BUG when switched on (KIP-996 Scenario A): it grants anyway, so a
             # node that cannot reach the leader but reaches this follower wins
-            # a pre-vote, then the election, and leadership flip-flops.
+            # a pre-vote, then the election: leadership leaves a healthy leader.
             return not self._fetched_from_leader or bugs.PRE_VOTE_WHILE_FOLLOWING in self._bugs
         return True
 
