@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import gc
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from checkers.elle.consistency import FORBIDDEN_EDGES, PROHIBITED, judge, models_report
@@ -18,7 +15,7 @@ from checkers.elle.internal import internal_anomalies
 from checkers.elle.kinds import ALL, KIND_NAMES
 from checkers.elle.txns import FAIL, Txn, transactions
 from checkers.elle.versions import index_writers, infer_orders
-from checkers.history import Op
+from checkers.history import Op, collector_paused
 from checkers.verdict import Verdict, verdict
 
 # Enough of each anomaly type to act on; the counts in stats say how many.
@@ -32,22 +29,8 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
     `explanation`; `stats["models"]` says which models the history rules out."""
     if model not in PROHIBITED:
         raise ValueError(f"unknown consistency model {model!r}; one of {sorted(PROHIBITED)}")
-    # The check makes millions of small tuples and no garbage cycles worth
-    # collecting: the cyclic collector's passes over them cost a quarter of
-    # its time (measured on bench/elle.py), so it waits until the end.
-    with _collector_paused():
+    with collector_paused():
         return _check(history, model, cycle_search_budget_s)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _check(history: list[Op], model: str, cycle_search_budget_s: float) -> Verdict:

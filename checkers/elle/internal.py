@@ -27,11 +27,11 @@ def internal_anomalies(txns: list[Txn]) -> list[dict[str, Any]]:
                     unread.setdefault(k, []).append(v)
                 continue
             if k in known:
-                expected = tuple(known[k])
+                expected = known[k]
                 ok = v == expected
                 want = show_list(expected)
             else:
-                mine = tuple(unread.get(k, ()))
+                mine = unread.get(k, [])
                 ok = not mine or v[len(v) - len(mine):] == mine and len(v) >= len(mine)
                 want = f"a list ending in {show_list(mine)}"
             if not ok:

@@ -22,8 +22,9 @@ OK, INFO, FAIL = "ok", "info", "fail"
 @dataclass(slots=True)
 class Txn:
     """One transaction. `mops` are (f, key, value) triples: an append's value is the
-    element; a read's value is the list read, as a tuple, for ok txns and None
-    otherwise (an info or failed txn's reads are unknown)."""
+    element; a read's value is the list read for ok txns (the history's own
+    list when its elements are plain, so checking does not copy every read)
+    and None otherwise (an info or failed txn's reads are unknown)."""
 
     id: int
     status: str
@@ -34,7 +35,7 @@ class Txn:
     # (key, element) of its appends and, for an ok txn, (key, list) of its
     # reads: every pass over the history wants one or the other
     append_mops: list[tuple[Any, Any]] = field(default_factory=list)
-    read_mops: list[tuple[Any, tuple]] = field(default_factory=list)
+    read_mops: list[tuple[Any, list]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         mops = self.mops
@@ -45,7 +46,7 @@ class Txn:
     def appends(self) -> list[tuple[Any, Any]]:
         return self.append_mops
 
-    def reads(self) -> list[tuple[Any, tuple]]:
+    def reads(self) -> list[tuple[Any, list]]:
         return self.read_mops
 
 
@@ -61,13 +62,12 @@ def _hashable(x: Any, what: str) -> Any:
     return x
 
 
-def _elements(v: list | tuple) -> tuple:
-    r = tuple(v)
+def _elements(v: list | tuple) -> list:
     try:
-        hash(r)  # hashes every element in C: the fast path for reads of scalars
-        return r
+        hash(tuple(v))  # hashes every element in C: the fast path for reads of scalars
+        return v if type(v) is list else list(v)
     except TypeError:
-        return tuple(_hashable(e, "element read") for e in v)
+        return [_hashable(e, "element read") for e in v]
 
 
 _SCALARS = (int, str)
@@ -91,7 +91,7 @@ def _parse_mops(value: Any, reads_known: bool) -> list[tuple[str, Any, Any]]:
             if not reads_known:
                 add((READ, k, None))
             elif v is None:  # a key never written reads as nil in Jepsen
-                add((READ, k, ()))
+                add((READ, k, []))
             elif isinstance(v, (list, tuple)):
                 add((READ, k, _elements(v)))
             else:
