@@ -46,6 +46,16 @@ def _check(history: list[Op], model: str, cycle_search_budget_s: float) -> Verdi
     anomalies += infer_orders(txns, versions)
     anomalies += dirty_anomalies(txns, versions)
     edges = dependency_edges(txns, versions)
+    return judge_graph(txns, edges, anomalies, bool(malformed), model, cycle_search_budget_s,
+                       started)
+
+
+def judge_graph(txns: list[Txn], edges: Edges, anomalies: list[dict[str, Any]],
+                unparsed: bool, model: str, cycle_search_budget_s: float,
+                started: float) -> Verdict:
+    """The part every Elle-style checker shares: given the txns, their
+    dependency edges and the anomalies found so far, search for cycles and
+    judge the history against `model`."""
     cyclic = edges.components(ALL)
     # Cycles live inside components: only their txns need the graph of record.
     g = record_graph(txns, edges, (int(i) for c in cyclic for i in c))
@@ -69,7 +79,7 @@ def _check(history: list[Op], model: str, cycle_search_budget_s: float) -> Verdi
             anomalies.append(a)
     counts = Counter(a["type"] for a in anomalies)
     found = set(counts) - {"cycle-search-timeout", "malformed-txn", "cycle-exists"}
-    models = models_report(found, set(search.undecided), bool(malformed), proven)
+    models = models_report(found, set(search.undecided), unparsed, proven)
     stats: dict[str, Any] = {
         "model": model,
         "txns": len(txns),
@@ -83,7 +93,7 @@ def _check(history: list[Op], model: str, cycle_search_budget_s: float) -> Verdi
         "graph_s": round(built - started, 3),
         "cycle_search_s": round(search.seconds, 3),
     }
-    return verdict(judge(model, found, search.undecided, bool(malformed), proven),
+    return verdict(judge(model, found, search.undecided, unparsed, proven),
                    _capped(anomalies), stats)
 
 

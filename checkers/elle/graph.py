@@ -33,7 +33,7 @@ realtime edges between its own txns.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,7 +98,7 @@ class Edges:
         return np.split(members, cuts)
 
 
-class _EdgeLists:
+class EdgeLists:
     """Edges appended to C arrays of int64 (8 bytes an edge end, where a list
     of ints costs ~36), viewed as numpy arrays once at the end. Data edges
     come first, so `evidence[i]` belongs to edge i."""
@@ -125,8 +125,14 @@ class _EdgeLists:
 
 
 def dependency_edges(txns: list[Txn], versions: Versions) -> Edges:
-    edges = _EdgeLists()
-    _data_edges(edges, txns, versions)
+    return edges_with(txns, lambda edges: _data_edges(edges, txns, versions))
+
+
+def edges_with(txns: list[Txn], data_edges: Callable[[EdgeLists], None]) -> Edges:
+    """Every edge: the data edges `data_edges` adds (first, with evidence),
+    then process and realtime order."""
+    edges = EdgeLists()
+    data_edges(edges)
     _process_edges(edges, txns)
     barriers = _realtime_barriers(edges, txns)
     return edges.arrays(len(txns), len(txns) + barriers)
@@ -147,7 +153,7 @@ def record_graph(txns: list[Txn], edges: Edges, members: Iterable[int]) -> nx.Di
         ev = edges.evidence[i] if i < len(edges.evidence) else None
         if ev is not None:
             d.setdefault(KIND_NAMES[kind], ev)
-    rt = _EdgeLists()
+    rt = EdgeLists()
     _realtime_edges(rt, [txns[i] for i in sorted(nodes.tolist())])
     for u, v in zip(rt.src, rt.dst, strict=True):
         d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
@@ -165,7 +171,7 @@ def dependency_graph(txns: list[Txn], versions: Versions) -> nx.DiGraph:
                         (t.id for t in txns if t.status != FAIL))
 
 
-def _data_edges(g: _EdgeLists, txns: list[Txn], versions: Versions) -> None:
+def _data_edges(g: EdgeLists, txns: list[Txn], versions: Versions) -> None:
     add = g.add
     # The committed writer of each element (failed txns did not happen).
     live = {ke: w for ke, w in versions.writer.items() if txns[w].status != FAIL}
@@ -232,7 +238,7 @@ def _data_edges(g: _EdgeLists, txns: list[Txn], versions: Versions) -> None:
                         add(tid, w, RW, (k, seen, e, UNREAD))
 
 
-def _process_edges(g: _EdgeLists, txns: list[Txn]) -> None:
+def _process_edges(g: EdgeLists, txns: list[Txn]) -> None:
     # txns are in invoke order already
     last: dict[Any, int] = {}
     for t in txns:
@@ -244,7 +250,7 @@ def _process_edges(g: _EdgeLists, txns: list[Txn]) -> None:
         last[t.process] = t.id
 
 
-def _realtime_barriers(g: _EdgeLists, txns: list[Txn]) -> int:
+def _realtime_barriers(g: EdgeLists, txns: list[Txn]) -> int:
     """Realtime order as barrier nodes (see the module's docstring); returns
     how many barriers it made, numbered from len(txns)."""
     base = len(txns)
@@ -267,7 +273,7 @@ def _realtime_barriers(g: _EdgeLists, txns: list[Txn]) -> int:
     return len(done)
 
 
-def _realtime_edges(g: _EdgeLists, txns: list[Txn]) -> None:
+def _realtime_edges(g: EdgeLists, txns: list[Txn]) -> None:
     """Realtime order without its O(n^2) transitive closure: keep the frontier
     of completed txns that no completed txn is yet known to follow. A txn
     follows everything in the frontier at its invoke; when it completes, it

@@ -15,6 +15,7 @@ from checkers.history import NEMESIS, Op, pair_ops
 
 APPEND = "append"
 READ = "r"
+WRITE = "w"   # rw-register: set a key to a value
 
 OK, INFO, FAIL = "ok", "info", "fail"
 
@@ -73,6 +74,30 @@ def _elements(v: list | tuple) -> list:
 _SCALARS = (int, str)
 
 
+def _parse_register_mops(value: Any, reads_known: bool) -> list[tuple[str, Any, Any]]:
+    """rw-register micro-ops: [w k v] and [r k v], where a read of nil saw the
+    initial state."""
+    if not isinstance(value, (list, tuple)):
+        raise MalformedTxn(f"a txn value must be a list of micro-ops, not {value!r:.60}")
+    mops = []
+    for m in value:
+        if not isinstance(m, (list, tuple)) or len(m) != 3:
+            raise MalformedTxn(f"micro-op {m!r:.60} is not [f, key, value]")
+        f, k, v = m
+        k = k if type(k) in _SCALARS else _hashable(k, "key")
+        if f == WRITE:
+            if v is None:
+                raise MalformedTxn(f"a write of key {k!r:.40} of nil, the initial state")
+            mops.append((WRITE, k, v if type(v) in _SCALARS else _hashable(v, "written value")))
+        elif f == READ:
+            known = reads_known and v is not None
+            mops.append((READ, k, (v if type(v) in _SCALARS else _hashable(v, "value read"))
+                         if known else None))
+        else:
+            raise MalformedTxn(f"micro-op kind {f!r:.40} is neither w nor r")
+    return mops
+
+
 def _parse_mops(value: Any, reads_known: bool) -> list[tuple[str, Any, Any]]:
     if not isinstance(value, (list, tuple)):
         raise MalformedTxn(f"a txn value must be a list of micro-ops, not {value!r:.60}")
@@ -101,9 +126,12 @@ def _parse_mops(value: Any, reads_known: bool) -> list[tuple[str, Any, Any]]:
     return mops
 
 
-def transactions(history: Iterable[Op]) -> tuple[list[Txn], list[dict[str, Any]]]:
+def transactions(history: Iterable[Op], registers: bool = False
+                 ) -> tuple[list[Txn], list[dict[str, Any]]]:
     """The txns of a history in invoke order, and a `malformed-txn` anomaly for
-    each one that could not be parsed. An invoke without a completion is info."""
+    each one that could not be parsed. An invoke without a completion is info.
+    `registers`: rw-register micro-ops instead of list-append ones."""
+    parse = _parse_register_mops if registers else _parse_mops
     txns: list[Txn] = []
     problems: list[dict[str, Any]] = []
     for inv, comp in pair_ops(history):
@@ -112,9 +140,9 @@ def transactions(history: Iterable[Op]) -> tuple[list[Txn], list[dict[str, Any]]
         status = comp.type if comp is not None else INFO
         try:
             if status == OK:
-                mops = _parse_mops(comp.value, reads_known=True)
+                mops = parse(comp.value, reads_known=True)
             else:
-                mops = _parse_mops(inv.value, reads_known=False)
+                mops = parse(inv.value, reads_known=False)
         except MalformedTxn as e:
             problems.append({"type": "malformed-txn", "op": inv.index,
                              "explanation": f"The txn invoked at op {inv.index} was left "
