@@ -188,3 +188,16 @@ def test_no_transactions_or_duplicate_writes_are_unknown() -> None:
     h.txn(2, [["w", "x", 1]])
     v = check(h)
     assert v["valid"] == "unknown" and "duplicate-write" in {a["type"] for a in v["anomalies"]}
+
+
+def test_cli_checks_rw_register_edn(tmp_path: Path) -> None:
+    from harness.cli import main
+    path = tmp_path / "history.edn"
+    for read_y, code in (("nil", 1), ("1", 0)):
+        path.write_text(
+            "{:index 0 :type :invoke :value [[:w :x 1] [:w :y 1]]}\n"
+            "{:index 1 :type :ok     :value [[:w :x 1] [:w :y 1]]}\n"
+            "{:index 2 :type :invoke :value [[:r :x nil] [:r :y nil]]}\n"
+            f"{{:index 3 :type :ok     :value [[:r :x 1] [:r :y {read_y}]]}}\n")
+        assert main(["check-elle", str(path), "--workload", "rw-register",
+                     "--model", "serializable"]) == code
