@@ -4,13 +4,17 @@ shown to find a cycle only when it is turned on."""
 
 from __future__ import annotations
 
+import random
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from checkers.elle import rw_register
+from checkers.elle.simulate import serial_history
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_elle_anomalies import History as _History  # noqa: E402
@@ -201,3 +205,28 @@ def test_cli_checks_rw_register_edn(tmp_path: Path) -> None:
             f"{{:index 3 :type :ok     :value [[:r :x 1] [:r :y {read_y}]]}}\n")
         assert main(["check-elle", str(path), "--workload", "rw-register",
                      "--model", "serializable"]) == code
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32), n=st.integers(1, 60), keys=st.integers(1, 4),
+       concurrency=st.integers(1, 6), max_writes=st.integers(1, 8),
+       p_fail=st.sampled_from([0.0, 0.2]), p_info=st.sampled_from([0.0, 0.2]))
+def test_serial_executions_are_strict_serializable_with_every_inference(
+        seed: int, n: int, keys: int, concurrency: int, max_writes: int, p_fail: float,
+        p_info: float) -> None:
+    # Txns applied one at a time, each between its invoke and completion: every
+    # key is linearizable, and writes follow reads. No inference may find a cycle.
+    ops = serial_history(n, keys=keys, concurrency=concurrency, max_writes_per_key=max_writes,
+                         p_fail=p_fail, p_info=p_info, registers=True,
+                         rng=random.Random(seed))
+    v = rw_register.check(ops, wfr_keys=True, sequential_keys=True, linearizable_keys=True)
+    assert v["anomalies"] == [], v["anomalies"][0]["explanation"]
+    assert v["valid"] is (True if any(op.type != "fail" and op.type != "invoke"
+                                      for op in ops) else "unknown")
+
+
+def test_stale_register_reads_are_caught() -> None:
+    ops = serial_history(400, keys=3, concurrency=4, max_writes_per_key=20, p_stale=0.3,
+                         registers=True, rng=random.Random(7))
+    v = rw_register.check(ops, wfr_keys=True, linearizable_keys=True)
+    assert v["valid"] is False
