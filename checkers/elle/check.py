@@ -126,7 +126,8 @@ def _cycles_proven(edges: Edges, g: Any, txns: list[Txn],
                 f"The cycle search ran out of time, but {len(comp)} txns (among them "
                 f"those invoked at ops {', '.join(str(txns[i].invoke.index) for i in sample)}"
                 f") are strongly connected by {edges} edges, so a cycle of them exists "
-                f"({' or '.join(fams)}), which {', '.join(models)} prohibit."),
+                f"({' or '.join(fams)}), which {', '.join(models)} "
+                f"{'prohibits' if len(models) == 1 else 'prohibit'}."),
         })
     return out
 
