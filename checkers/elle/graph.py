@@ -254,15 +254,17 @@ def _realtime_barriers(g: EdgeLists, txns: list[Txn]) -> int:
     """Realtime order as barrier nodes (see the module's docstring); returns
     how many barriers it made, numbered from len(txns)."""
     base = len(txns)
-    done = [(t.completion.index, t.id) for t in txns if t.status == OK]
-    live = [(t.invoke.index, t.id) for t in txns if t.status != FAIL]
-    if not done:
+    ok = [t for t in txns if t.status == OK]
+    live = [t for t in txns if t.status != FAIL]
+    if not ok:
         return 0
-    completions, done_ids = np.array(done, dtype=np.int64).T
+    completions = np.fromiter((t.completion.index for t in ok), np.int64, len(ok))
+    done_ids = np.fromiter((t.id for t in ok), np.int64, len(ok))
     order = np.argsort(completions, kind="stable")
     completions, done_ids = completions[order], done_ids[order]
-    barriers = base + np.arange(len(done), dtype=np.int64)
-    invokes, live_ids = np.array(live, dtype=np.int64).T
+    barriers = base + np.arange(len(ok), dtype=np.int64)
+    invokes = np.fromiter((t.invoke.index for t in live), np.int64, len(live))
+    live_ids = np.fromiter((t.id for t in live), np.int64, len(live))
     before = np.searchsorted(completions, invokes, side="left")
     after = before > 0
     src = np.concatenate([done_ids, barriers[:-1], base + before[after] - 1])
@@ -270,7 +272,7 @@ def _realtime_barriers(g: EdgeLists, txns: list[Txn]) -> int:
     g.src.frombytes(src.astype(np.int64).tobytes())
     g.dst.frombytes(dst.astype(np.int64).tobytes())
     g.kind.frombytes(np.full(len(src), REALTIME, dtype=np.int64).tobytes())
-    return len(done)
+    return len(ok)
 
 
 def _realtime_edges(g: EdgeLists, txns: list[Txn]) -> None:

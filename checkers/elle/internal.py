@@ -15,7 +15,7 @@ def internal_anomalies(txns: list[Txn]) -> list[dict[str, Any]]:
     for t in txns:
         if t.status != OK:
             continue
-        if len({k for _, k, _ in t.mops}) == len(t.mops):
+        if len(t.mops) < 2 or len({k for _, k, _ in t.mops}) == len(t.mops):
             continue  # one micro-op per key: nothing of its own to contradict
         known: dict[Any, list] = {}      # key -> the list as this txn last saw it
         unread: dict[Any, list] = {}     # key -> own appends made before any read of it

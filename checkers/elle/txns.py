@@ -40,6 +40,13 @@ class Txn:
 
     def __post_init__(self) -> None:
         mops = self.mops
+        if len(mops) == 1:  # the common case, without two list comprehensions
+            f, k, v = mops[0]
+            if f == APPEND:
+                self.append_mops = [(k, v)]
+            elif f == READ and self.status == OK:
+                self.read_mops = [(k, v)]
+            return
         self.append_mops = [(k, v) for f, k, v in mops if f == APPEND]
         if self.status == OK:
             self.read_mops = [(k, v) for f, k, v in mops if f == READ]
