@@ -52,6 +52,9 @@ def test_register_txn_micro_ops():
     out = sm.apply({"op": "txn", "ops": [["get", "x", None], ["w", "x", 1], ["get", "x", None]]})
     assert out == Outcome(True, [["get", "x", None], ["w", "x", 1], ["get", "x", 1]])
     assert sm.kv["x"] == 1
+    # a list read of a register is refused whole, not a crash of every replica
+    out = sm.apply({"op": "txn", "ops": [["w", "y", 2], ["r", "x", None]]})
+    assert out == Outcome(False, error="type_mismatch") and "y" not in sm.kv
 
 
 def test_named_logs_offsets_and_range_reads():

@@ -154,7 +154,7 @@ def record_graph(txns: list[Txn], edges: Edges, members: Iterable[int]) -> nx.Di
         if ev is not None:
             d.setdefault(KIND_NAMES[kind], ev)
     rt = EdgeLists()
-    _realtime_edges(rt, [txns[i] for i in sorted(nodes.tolist())])
+    realtime_edges(rt, [txns[i] for i in sorted(nodes.tolist())])
     for u, v in zip(rt.src, rt.dst, strict=True):
         d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
         d["kinds"] |= REALTIME
@@ -275,7 +275,7 @@ def _realtime_barriers(g: EdgeLists, txns: list[Txn]) -> int:
     return len(ok)
 
 
-def _realtime_edges(g: EdgeLists, txns: list[Txn]) -> None:
+def realtime_edges(g: EdgeLists, txns: list[Txn]) -> None:
     """Realtime order without its O(n^2) transitive closure: keep the frontier
     of completed txns that no completed txn is yet known to follow. A txn
     follows everything in the frontier at its invoke; when it completes, it

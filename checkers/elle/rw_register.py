@@ -33,7 +33,7 @@ import networkx as nx
 
 from checkers.elle.consistency import PROHIBITED
 from checkers.elle.explain import describe, txn_ref
-from checkers.elle.graph import EdgeLists, _realtime_edges, edges_with
+from checkers.elle.graph import EdgeLists, edges_with, realtime_edges
 from checkers.elle.kinds import RW, WR, WW
 from checkers.elle.txns import FAIL, OK, WRITE, Txn, transactions
 from checkers.history import Op, collector_paused
@@ -224,7 +224,7 @@ def _linearizable(txns: list[Txn], regs: Registers) -> dict[Any, set[tuple[Any, 
     out: dict[Any, set[tuple[Any, Any]]] = {}
     for k, ts in _by_key(txns, regs).items():
         rt = EdgeLists()
-        _realtime_edges(rt, ts)   # realtime order among the txns on k, reduced
+        realtime_edges(rt, ts)   # realtime order among the txns on k, reduced
         _along(list(zip(rt.src, rt.dst, strict=True)), k, regs, out)
     return out
 

@@ -69,7 +69,7 @@ class StateMachine:
         # list-append micro-ops: append, r (a key's list, [] if absent);
         # rw-register ones: w (set), get (the value, None if absent).
         for f, key, _ in ops:
-            if f == "append" and not isinstance(self.kv.get(key, []), list):
+            if f in ("append", "r") and not isinstance(self.kv.get(key, []), list):
                 return Outcome(False, error="type_mismatch")
             if f not in TXN_MICRO_OPS:
                 return Outcome(False, error="bad_command")
