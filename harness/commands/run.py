@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.cli import UserError
 from harness.run_config import ConfigError, RunConfig, parse_nemesis, validate
+from workloads.registry import WORKLOADS
 
 EXIT_HELP = "exit status: 0 valid, 1 invalid, 2 unknown, 3 harness error"
 
@@ -17,7 +18,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     d = RunConfig()
     p.add_argument("--db", default=d.db, help="system under test: raft or etcd")
     p.add_argument("--workload", default=d.workload,
-                   help="register, kv, list-append or log")
+                   help=f"one of {', '.join(sorted(WORKLOADS))}")
     p.add_argument("--nemesis", default=",".join(d.nemesis),
                    help="comma-separated faults: kill, pause, partition, truncate, "
                         "lose-unsynced (a variant after a colon, e.g. partition:one-way), "
