@@ -2,23 +2,34 @@
 
 Generates a list-append history from a serial execution (10 active keys, each
 retired after --max-writes appends, 10 concurrent processes, 1-4 micro-ops
-per txn), checks it, and prints the check time and the process's peak
-resident memory during the check (history included). Each size runs in a
-fresh process so one size's garbage does not inflate the next one's peak.
+per txn), writes it as a msgpack history, and measures:
+
+- check alone: `elle.check` on ops already in memory, txn/s (wall and CPU);
+- end to end: reading the history file and checking it, txn/s;
+- the process's peak resident memory during the check (history included).
+
+Each size runs in a fresh process so one size's garbage does not inflate the
+next one's peak. With --edn FILE (e.g. Elle's histories/huge-scc.edn) it also
+times `faultline check-elle FILE` end to end in a fresh process, and the EDN
+read alone in MB/s. The CPU figures say how much of a wall time was the
+machine's other load.
 
     .venv/bin/python bench/elle.py                 # 10k and 100k txns
-    .venv/bin/python bench/elle.py --txns 50000
+    .venv/bin/python bench/elle.py --txns 50000 --edn /path/to/huge-scc.edn
 
-Targets (issue 8): 100k txns in under 60 s and 4 GiB.
+Targets (issue 16): check alone >= 100k txn/s on 100k txns, <= 400 MiB peak;
+EDN read >= 5 MB/s; huge-scc end to end < 0.5 s.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -41,17 +52,28 @@ def _reset_peak_rss() -> None:
 def measure(txns: int, max_writes: int, seed: int, stale: float) -> dict:
     from checkers import elle
     from checkers.elle.simulate import serial_history
+    from checkers.history import pack_op, read_history
 
     t0 = time.monotonic()
     ops = serial_history(txns, keys=10, concurrency=10, max_writes_per_key=max_writes,
                          p_fail=0.02, p_info=0.02, p_stale=stale, rng=random.Random(seed))
     generated = time.monotonic() - t0
-    _reset_peak_rss()
-    t1 = time.monotonic()
-    verdict = elle.check(ops)
-    checked = time.monotonic() - t1
-    return {"txns": txns, "ops": len(ops), "generate_s": round(generated, 2),
-            "check_s": round(checked, 2), "peak_rss_mib": round(_peak_rss_kib() / 1024),
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "history.msgpack")
+        with open(path, "wb") as f:
+            f.writelines(pack_op(op) for op in ops)
+        _reset_peak_rss()
+        t1, c1 = time.monotonic(), time.process_time()
+        verdict = elle.check(ops)
+        checked, checked_cpu = time.monotonic() - t1, time.process_time() - c1
+        peak = _peak_rss_kib()
+        del ops
+        t2 = time.monotonic()
+        elle.check(read_history(path).ops)
+        end_to_end = time.monotonic() - t2
+    return {"txns": txns, "generate_s": round(generated, 2),
+            "check_s": round(checked, 2), "check_cpu_s": round(checked_cpu, 2),
+            "end_to_end_s": round(end_to_end, 2), "peak_rss_mib": round(peak / 1024),
             "valid": verdict["valid"], "anomalies": len(verdict["anomalies"]),
             "graph_s": verdict["stats"]["graph_s"],
             "cycle_search_s": verdict["stats"]["cycle_search_s"],
@@ -70,25 +92,53 @@ def main() -> None:
     p.add_argument("--stale", type=float, default=0.0,
                    help="share of reads a planted bug makes stale (default %(default)s: a "
                         "valid history); shows the cycle search on large cyclic components")
+    p.add_argument("--edn", metavar="FILE",
+                   help="also time reading this EDN history and checking it with the CLI")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         print(json.dumps(measure(args.txns[0], args.max_writes, args.seed, args.stale)))
         return
+    if args.edn:
+        edn_figures(args.edn)
     for n in args.txns or [10_000, 100_000]:
         out = subprocess.run([sys.executable, __file__, "--child", "--txns", str(n),
                               "--max-writes", str(args.max_writes), "--seed", str(args.seed),
                               "--stale", str(args.stale)],
                              check=True, capture_output=True, text=True).stdout
         r = json.loads(out)
-        print(f"{r['txns']:>7} txns ({r['ops']} ops): check {r['check_s']:.2f} s "
-              f"(graph {r['graph_s']:.2f} s, cycle search {r['cycle_search_s']:.2f} s), "
-              f"peak RSS {r['peak_rss_mib']} MiB, valid={r['valid']}, "
-              f"anomalies={r['anomalies']}; generated in {r['generate_s']:.2f} s")
+        n = r["txns"]
+        print(f"{n:>7} txns: check alone {r['check_s']:.2f} s = {n / r['check_s']:,.0f} txn/s "
+              f"(CPU {r['check_cpu_s']:.2f} s = {n / r['check_cpu_s']:,.0f} txn/s; "
+              f"graph {r['graph_s']:.2f} s, cycle search {r['cycle_search_s']:.2f} s); "
+              f"end to end (msgpack read + check) {r['end_to_end_s']:.2f} s = "
+              f"{n / r['end_to_end_s']:,.0f} txn/s; peak RSS {r['peak_rss_mib']} MiB; "
+              f"valid={r['valid']}, anomalies={r['anomalies']}")
         print(f"{'':>7} edges: {r['edges']}")
         if r["anomaly_counts"]:
             print(f"{'':>7} largest cyclic component {r['largest_component']} txns; "
                   f"anomalies {r['anomaly_counts']}")
+
+
+def edn_figures(path: str) -> None:
+    from checkers.formats.jepsen import read_edn_history
+
+    size = os.path.getsize(path)
+    t0, c0 = time.monotonic(), time.process_time()
+    ops = read_edn_history(path)
+    read_s, read_cpu = time.monotonic() - t0, time.process_time() - c0
+    print(f"{path}: {size / 1e6:.1f} MB, {len(ops)} ops read in {read_s:.2f} s = "
+          f"{size / read_s / 1e6:.1f} MB/s (CPU {read_cpu:.2f} s = "
+          f"{size / read_cpu / 1e6:.1f} MB/s)")
+    cli = [os.path.join(os.path.dirname(sys.executable), "faultline"), "check-elle", path]
+    t1 = time.monotonic()
+    done = subprocess.run(cli, capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    wall = time.monotonic() - t1
+    verdict = json.loads(done.stdout)
+    print(f"{'':>7} faultline check-elle end to end (fresh process): {wall:.2f} s, "
+          f"exit {done.returncode}, {verdict['stats'].get('txns')} txns, "
+          f"anomalies {verdict['stats'].get('anomaly_counts')}")
 
 
 if __name__ == "__main__":

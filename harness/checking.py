@@ -65,6 +65,14 @@ def _elle(r: Run) -> Verdict:
                       model=config_of(r).get("consistency_model", "strict-serializable"))
 
 
+def _rw_register(r: Run) -> Verdict:
+    from checkers.elle import rw_register
+    config = config_of(r)
+    return rw_register.check(client_ops(r.history.ops), r.run,
+                             model=config.get("consistency_model", "strict-serializable"),
+                             **WORKLOADS["rw-register"].elle_options(config))
+
+
 def _durability(r: Run) -> Verdict:
     from checkers import durability
     return durability.check(r.history.ops, r.dumps or None,
@@ -112,6 +120,7 @@ CHECKS: dict[str, CheckSpec] = {c.name: c for c in [
     CheckSpec("stats", "run", _stats),
     CheckSpec("linearizability", "key", _linearizability),
     CheckSpec("elle", "run", _elle),
+    CheckSpec("rw-register", "run", _rw_register),
     CheckSpec("durability", "run", _durability, needs_node_files=True),
     CheckSpec("divergence", "run", _divergence, needs_node_files=True),
     CheckSpec("elections", "run", _elections, needs_node_files=True),

@@ -43,8 +43,18 @@ def test_txn_is_atomic():
     out = sm.apply({"op": "txn", "ops": [["append", "a", 1], ["append", "scalar", 2]]})
     assert out == Outcome(False, error="type_mismatch")
     assert "a" not in sm.kv and sm.kv["scalar"] == 7
-    out = sm.apply({"op": "txn", "ops": [["append", "a", 1], ["w", "a", 2]]})
+    out = sm.apply({"op": "txn", "ops": [["append", "a", 1], ["delete", "a", 2]]})
     assert not out.ok and "a" not in sm.kv
+
+
+def test_register_txn_micro_ops():
+    sm = StateMachine()
+    out = sm.apply({"op": "txn", "ops": [["get", "x", None], ["w", "x", 1], ["get", "x", None]]})
+    assert out == Outcome(True, [["get", "x", None], ["w", "x", 1], ["get", "x", 1]])
+    assert sm.kv["x"] == 1
+    # a list read of a register is refused whole, not a crash of every replica
+    out = sm.apply({"op": "txn", "ops": [["w", "y", 2], ["r", "x", None]]})
+    assert out == Outcome(False, error="type_mismatch") and "y" not in sm.kv
 
 
 def test_named_logs_offsets_and_range_reads():

@@ -25,7 +25,7 @@ def written_values(ops):
         elif op.f == "append":
             yield op.value[1]
         elif op.f == "txn":
-            yield from (v for f, _, v in op.value if f == "append")
+            yield from (v for f, _, v in op.value if f in ("append", "w"))
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import gc
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from checkers.elle.consistency import FORBIDDEN_EDGES, PROHIBITED, judge, models_report
@@ -18,7 +15,7 @@ from checkers.elle.internal import internal_anomalies
 from checkers.elle.kinds import ALL, KIND_NAMES
 from checkers.elle.txns import FAIL, Txn, transactions
 from checkers.elle.versions import index_writers, infer_orders
-from checkers.history import Op
+from checkers.history import Op, collector_paused
 from checkers.verdict import Verdict, verdict
 
 # Enough of each anomaly type to act on; the counts in stats say how many.
@@ -32,22 +29,8 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
     `explanation`; `stats["models"]` says which models the history rules out."""
     if model not in PROHIBITED:
         raise ValueError(f"unknown consistency model {model!r}; one of {sorted(PROHIBITED)}")
-    # The check makes millions of small tuples and no garbage cycles worth
-    # collecting: the cyclic collector's passes over them cost a quarter of
-    # its time (measured on bench/elle.py), so it waits until the end.
-    with _collector_paused():
+    with collector_paused():
         return _check(history, model, cycle_search_budget_s)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _check(history: list[Op], model: str, cycle_search_budget_s: float) -> Verdict:
@@ -63,6 +46,16 @@ def _check(history: list[Op], model: str, cycle_search_budget_s: float) -> Verdi
     anomalies += infer_orders(txns, versions)
     anomalies += dirty_anomalies(txns, versions)
     edges = dependency_edges(txns, versions)
+    return judge_graph(txns, edges, anomalies, bool(malformed), model, cycle_search_budget_s,
+                       started)
+
+
+def judge_graph(txns: list[Txn], edges: Edges, anomalies: list[dict[str, Any]],
+                unparsed: bool, model: str, cycle_search_budget_s: float,
+                started: float) -> Verdict:
+    """The part every Elle-style checker shares: given the txns, their
+    dependency edges and the anomalies found so far, search for cycles and
+    judge the history against `model`."""
     cyclic = edges.components(ALL)
     # Cycles live inside components: only their txns need the graph of record.
     g = record_graph(txns, edges, (int(i) for c in cyclic for i in c))
@@ -86,7 +79,7 @@ def _check(history: list[Op], model: str, cycle_search_budget_s: float) -> Verdi
             anomalies.append(a)
     counts = Counter(a["type"] for a in anomalies)
     found = set(counts) - {"cycle-search-timeout", "malformed-txn", "cycle-exists"}
-    models = models_report(found, set(search.undecided), bool(malformed), proven)
+    models = models_report(found, set(search.undecided), unparsed, proven)
     stats: dict[str, Any] = {
         "model": model,
         "txns": len(txns),
@@ -100,7 +93,7 @@ def _check(history: list[Op], model: str, cycle_search_budget_s: float) -> Verdi
         "graph_s": round(built - started, 3),
         "cycle_search_s": round(search.seconds, 3),
     }
-    return verdict(judge(model, found, search.undecided, bool(malformed), proven),
+    return verdict(judge(model, found, search.undecided, unparsed, proven),
                    _capped(anomalies), stats)
 
 
@@ -133,7 +126,8 @@ def _cycles_proven(edges: Edges, g: Any, txns: list[Txn],
                 f"The cycle search ran out of time, but {len(comp)} txns (among them "
                 f"those invoked at ops {', '.join(str(txns[i].invoke.index) for i in sample)}"
                 f") are strongly connected by {edges} edges, so a cycle of them exists "
-                f"({' or '.join(fams)}), which {', '.join(models)} prohibit."),
+                f"({' or '.join(fams)}), which {', '.join(models)} "
+                f"{'prohibits' if len(models) == 1 else 'prohibit'}."),
         })
     return out
 

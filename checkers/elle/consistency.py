@@ -9,7 +9,7 @@ from checkers.elle.kinds import DATA, PROCESS, REALTIME, WR, WW
 from checkers.verdict import Validity
 
 # Anomalies no model allows: the history itself contradicts how lists work.
-_ALWAYS = {"internal", "duplicate-elements", "incompatible-order"}
+_ALWAYS = {"internal", "duplicate-elements", "incompatible-order", "cyclic-versions"}
 _READ_COMMITTED = _ALWAYS | {"G0", "G1a", "G1b", "G1c", "dirty-update"}
 _SERIALIZABLE = _READ_COMMITTED | {"G-single", "G2-item"}
 _ORDERED = {f"{base}-{order}" for base in ("G0", "G1c", "G-single", "G2-item")

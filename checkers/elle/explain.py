@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from checkers.elle.kinds import PROCESS, REALTIME, RW, WR, WW
-from checkers.elle.txns import APPEND, Txn
+from checkers.elle.txns import APPEND, WRITE, Txn
 
 _MAX_LIST = 8
 
@@ -30,7 +30,14 @@ def show_list(xs: Any) -> str:
 def show_mops(txn: Txn) -> str:
     parts = []
     for f, k, v in txn.mops:
-        parts.append(f"append {k!r} {v!r}" if f == APPEND else f"r {k!r} {show_list(v)}")
+        if f == APPEND:
+            parts.append(f"append {k!r} {v!r}")
+        elif f == WRITE:
+            parts.append(f"w {k!r} {v!r}")
+        elif isinstance(v, (list, tuple)) or v is None:
+            parts.append(f"r {k!r} {show_list(v)}")
+        else:  # a register's value
+            parts.append(f"r {k!r} {v!r}")
     text = ", ".join(parts)
     return text if len(text) <= 240 else text[:237] + "..."
 
@@ -52,6 +59,8 @@ def txn_ref(txn: Txn) -> dict[str, Any]:
 
 def edge_reason(kind: int, a: str, b: str, ta: Txn, tb: Txn, evidence: Any) -> str:
     """Why txn `a` must precede txn `b` through an edge of this kind."""
+    if isinstance(evidence, dict):
+        return _register_reason(kind, a, b, evidence)
     unread = len(evidence) > 3 if kind in (WW, RW) else False
     if kind == WW:
         k, before, after = evidence[:3]
@@ -77,6 +86,18 @@ def edge_reason(kind: int, a: str, b: str, ta: Txn, tb: Txn, evidence: Any) -> s
         return (f"{a} completed at op {ta.completion.index} before {b} was invoked at "
                 f"op {tb.invoke.index} (realtime)")
     raise ValueError(f"unknown edge kind {kind}")
+
+
+def _register_reason(kind: int, a: str, b: str, ev: dict[str, Any]) -> str:
+    k, v = ev["key"], ev["value"]
+    if kind == WR:
+        return f"{b} read key {k!r} = {v!r}, which {a} wrote (wr)"
+    seen = "the initial state (nil)" if v is None else repr(v)
+    later = (f"{b} set it to {ev['next']!r}, which came later in its "
+             f"version order (by {ev['by']})")
+    if kind == WW:
+        return f"{a} set key {k!r} to {v!r} and {later} (ww)"
+    return f"{a} read key {k!r} = {seen} and {later} (rw)"
 
 
 def explain_cycle(anomaly_type: str, steps: list[tuple[Txn, Txn, int, Any]]) -> str:

@@ -32,7 +32,8 @@ realtime edges between its own txns.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from array import array
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +59,7 @@ class Edges:
     src: np.ndarray
     dst: np.ndarray
     kind: np.ndarray
-    evidence: dict[int, Any]
+    evidence: list[Any]     # of the data edges, which come first
     n_txns: int
     n_nodes: int
 
@@ -97,33 +98,41 @@ class Edges:
         return np.split(members, cuts)
 
 
-class _EdgeLists:
-    """Edges appended to plain lists (cheaper than any per-edge structure),
-    made arrays once at the end."""
+class EdgeLists:
+    """Edges appended to C arrays of int64 (8 bytes an edge end, where a list
+    of ints costs ~36), viewed as numpy arrays once at the end. Data edges
+    come first, so `evidence[i]` belongs to edge i."""
 
     def __init__(self) -> None:
-        self.src: list[int] = []
-        self.dst: list[int] = []
-        self.kind: list[int] = []
-        self.evidence: dict[int, Any] = {}
+        self.src = array("q")
+        self.dst = array("q")
+        self.kind = array("q")
+        self.evidence: list[Any] = []
 
     def add(self, u: int, v: int, kind: int, evidence: Any = None) -> None:
         if u == v:
             return
-        if evidence is not None:
-            self.evidence[len(self.src)] = evidence
+        if len(self.evidence) == len(self.src):
+            self.evidence.append(evidence)
         self.src.append(u)
         self.dst.append(v)
         self.kind.append(kind)
 
     def arrays(self, n_txns: int, n_nodes: int) -> Edges:
-        return Edges(np.array(self.src, dtype=np.int64), np.array(self.dst, dtype=np.int64),
-                     np.array(self.kind, dtype=np.int64), self.evidence, n_txns, n_nodes)
+        return Edges(np.frombuffer(self.src, dtype=np.int64),
+                     np.frombuffer(self.dst, dtype=np.int64),
+                     np.frombuffer(self.kind, dtype=np.int64), self.evidence, n_txns, n_nodes)
 
 
 def dependency_edges(txns: list[Txn], versions: Versions) -> Edges:
-    edges = _EdgeLists()
-    _data_edges(edges, txns, versions)
+    return edges_with(txns, lambda edges: _data_edges(edges, txns, versions))
+
+
+def edges_with(txns: list[Txn], data_edges: Callable[[EdgeLists], None]) -> Edges:
+    """Every edge: the data edges `data_edges` adds (first, with evidence),
+    then process and realtime order."""
+    edges = EdgeLists()
+    data_edges(edges)
     _process_edges(edges, txns)
     barriers = _realtime_barriers(edges, txns)
     return edges.arrays(len(txns), len(txns) + barriers)
@@ -141,11 +150,11 @@ def record_graph(txns: list[Txn], edges: Edges, members: Iterable[int]) -> nx.Di
                              edges.kind[sel].tolist(), strict=True):
         d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
         d["kinds"] |= kind
-        ev = edges.evidence.get(i)
+        ev = edges.evidence[i] if i < len(edges.evidence) else None
         if ev is not None:
             d.setdefault(KIND_NAMES[kind], ev)
-    rt = _EdgeLists()
-    _realtime_edges(rt, [txns[i] for i in sorted(nodes.tolist())])
+    rt = EdgeLists()
+    realtime_edges(rt, [txns[i] for i in sorted(nodes.tolist())])
     for u, v in zip(rt.src, rt.dst, strict=True):
         d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
         d["kinds"] |= REALTIME
@@ -162,7 +171,7 @@ def dependency_graph(txns: list[Txn], versions: Versions) -> nx.DiGraph:
                         (t.id for t in txns if t.status != FAIL))
 
 
-def _data_edges(g: _EdgeLists, txns: list[Txn], versions: Versions) -> None:
+def _data_edges(g: EdgeLists, txns: list[Txn], versions: Versions) -> None:
     add = g.add
     # The committed writer of each element (failed txns did not happen).
     live = {ke: w for ke, w in versions.writer.items() if txns[w].status != FAIL}
@@ -206,7 +215,7 @@ def _data_edges(g: _EdgeLists, txns: list[Txn], versions: Versions) -> None:
                 last_writer = live.get((k, r[end - 1])) if end else None
             seen = r[end - 1] if end else None
             if last_writer is not None:  # inlined add(): this is the hot loop
-                evidence[len(src)] = (k, seen)
+                evidence.append((k, seen))
                 src.append(last_writer)
                 dst.append(tid)
                 kind.append(WR)
@@ -219,7 +228,7 @@ def _data_edges(g: _EdgeLists, txns: list[Txn], versions: Versions) -> None:
                 # The read stopping inside one txn's appends is an intermediate
                 # read (G1b), not an anti-dependency on that txn.
                 if w != tid and w != last_writer:
-                    evidence[len(src)] = (k, seen, e)
+                    evidence.append((k, seen, e))
                     src.append(tid)
                     dst.append(w)
                     kind.append(RW)
@@ -229,7 +238,7 @@ def _data_edges(g: _EdgeLists, txns: list[Txn], versions: Versions) -> None:
                         add(tid, w, RW, (k, seen, e, UNREAD))
 
 
-def _process_edges(g: _EdgeLists, txns: list[Txn]) -> None:
+def _process_edges(g: EdgeLists, txns: list[Txn]) -> None:
     # txns are in invoke order already
     last: dict[Any, int] = {}
     for t in txns:
@@ -241,30 +250,32 @@ def _process_edges(g: _EdgeLists, txns: list[Txn]) -> None:
         last[t.process] = t.id
 
 
-def _realtime_barriers(g: _EdgeLists, txns: list[Txn]) -> int:
+def _realtime_barriers(g: EdgeLists, txns: list[Txn]) -> int:
     """Realtime order as barrier nodes (see the module's docstring); returns
     how many barriers it made, numbered from len(txns)."""
     base = len(txns)
-    done = [(t.completion.index, t.id) for t in txns if t.status == OK]
-    live = [(t.invoke.index, t.id) for t in txns if t.status != FAIL]
-    if not done:
+    ok = [t for t in txns if t.status == OK]
+    live = [t for t in txns if t.status != FAIL]
+    if not ok:
         return 0
-    completions, done_ids = np.array(done, dtype=np.int64).T
+    completions = np.fromiter((t.completion.index for t in ok), np.int64, len(ok))
+    done_ids = np.fromiter((t.id for t in ok), np.int64, len(ok))
     order = np.argsort(completions, kind="stable")
     completions, done_ids = completions[order], done_ids[order]
-    barriers = base + np.arange(len(done), dtype=np.int64)
-    invokes, live_ids = np.array(live, dtype=np.int64).T
+    barriers = base + np.arange(len(ok), dtype=np.int64)
+    invokes = np.fromiter((t.invoke.index for t in live), np.int64, len(live))
+    live_ids = np.fromiter((t.id for t in live), np.int64, len(live))
     before = np.searchsorted(completions, invokes, side="left")
     after = before > 0
     src = np.concatenate([done_ids, barriers[:-1], base + before[after] - 1])
     dst = np.concatenate([barriers, barriers[1:], live_ids[after]])
-    g.src.extend(src.tolist())
-    g.dst.extend(dst.tolist())
-    g.kind.extend([REALTIME] * len(src))
-    return len(done)
+    g.src.frombytes(src.astype(np.int64).tobytes())
+    g.dst.frombytes(dst.astype(np.int64).tobytes())
+    g.kind.frombytes(np.full(len(src), REALTIME, dtype=np.int64).tobytes())
+    return len(ok)
 
 
-def _realtime_edges(g: _EdgeLists, txns: list[Txn]) -> None:
+def realtime_edges(g: EdgeLists, txns: list[Txn]) -> None:
     """Realtime order without its O(n^2) transitive closure: keep the frontier
     of completed txns that no completed txn is yet known to follow. A txn
     follows everything in the frontier at its invoke; when it completes, it

@@ -15,7 +15,7 @@ def internal_anomalies(txns: list[Txn]) -> list[dict[str, Any]]:
     for t in txns:
         if t.status != OK:
             continue
-        if len({k for _, k, _ in t.mops}) == len(t.mops):
+        if len(t.mops) < 2 or len({k for _, k, _ in t.mops}) == len(t.mops):
             continue  # one micro-op per key: nothing of its own to contradict
         known: dict[Any, list] = {}      # key -> the list as this txn last saw it
         unread: dict[Any, list] = {}     # key -> own appends made before any read of it
@@ -27,11 +27,11 @@ def internal_anomalies(txns: list[Txn]) -> list[dict[str, Any]]:
                     unread.setdefault(k, []).append(v)
                 continue
             if k in known:
-                expected = tuple(known[k])
+                expected = known[k]
                 ok = v == expected
                 want = show_list(expected)
             else:
-                mine = tuple(unread.get(k, ()))
+                mine = unread.get(k, [])
                 ok = not mine or v[len(v) - len(mine):] == mine and len(v) >= len(mine)
                 want = f"a list ending in {show_list(mine)}"
             if not ok:

@@ -1,4 +1,4 @@
-"""Histories with a known-good answer, for tests and benchmarks: list-append
+"""Histories with a known-good answer, for tests and benchmarks: list-append (or rw-register)
 transactions run one at a time against an in-memory store, each at an
 instant between its invoke and its completion, by concurrent client processes.
 Such a history is strict-serializable by construction, so any anomaly the
@@ -24,7 +24,9 @@ from checkers.history import Op
 def serial_history(n_txns: int, *, keys: int = 10, concurrency: int = 10,
                    max_writes_per_key: int = 256, max_mops: int = 4,
                    p_fail: float = 0.0, p_info: float = 0.0, p_stale: float = 0.0,
-                   rng: random.Random | None = None) -> list[Op]:
+                   registers: bool = False, rng: random.Random | None = None) -> list[Op]:
+    """`registers`: rw-register txns ([w k v] / [r k v], nil before the first
+    write) instead of list-append ones."""
     rng = rng or random.Random(0)
     active = list(range(keys))
     next_key = keys
@@ -56,7 +58,7 @@ def serial_history(n_txns: int, *, keys: int = 10, concurrency: int = 10,
             if rng.random() < 0.5:
                 mops.append(["r", k, None])
             else:
-                mops.append(["append", k, next_value])
+                mops.append(["w" if registers else "append", k, next_value])
                 next_value += 1
                 writes[k] += 1
                 if writes[k] >= max_writes_per_key:
@@ -83,7 +85,7 @@ def serial_history(n_txns: int, *, keys: int = 10, concurrency: int = 10,
             applies = status == "ok" or (status == "info" and rng.random() < 0.5)
             result = []
             for f, k, v in mops:
-                if f == "append":
+                if f != "r":
                     if applies:
                         store.setdefault(k, []).append(v)
                     result.append([f, k, v])
@@ -91,6 +93,8 @@ def serial_history(n_txns: int, *, keys: int = 10, concurrency: int = 10,
                     seen = list(store.get(k, ())) if applies else None
                     if seen and rng.random() < p_stale:  # a buggy store: an old snapshot
                         seen = seen[:rng.randrange(len(seen))]
+                    if registers and seen is not None:  # a register holds its last write
+                        seen = seen[-1] if seen else None
                     result.append([f, k, seen])
             push(t + rng.randint(1, 1000), "complete", slot, (mops, status, result))
         else:

@@ -15,6 +15,7 @@ from checkers.history import NEMESIS, Op, pair_ops
 
 APPEND = "append"
 READ = "r"
+WRITE = "w"   # rw-register: set a key to a value
 
 OK, INFO, FAIL = "ok", "info", "fail"
 
@@ -22,8 +23,9 @@ OK, INFO, FAIL = "ok", "info", "fail"
 @dataclass(slots=True)
 class Txn:
     """One transaction. `mops` are (f, key, value) triples: an append's value is the
-    element; a read's value is the list read, as a tuple, for ok txns and None
-    otherwise (an info or failed txn's reads are unknown)."""
+    element; a read's value is the list read for ok txns (the history's own
+    list when its elements are plain, so checking does not copy every read)
+    and None otherwise (an info or failed txn's reads are unknown)."""
 
     id: int
     status: str
@@ -34,10 +36,17 @@ class Txn:
     # (key, element) of its appends and, for an ok txn, (key, list) of its
     # reads: every pass over the history wants one or the other
     append_mops: list[tuple[Any, Any]] = field(default_factory=list)
-    read_mops: list[tuple[Any, tuple]] = field(default_factory=list)
+    read_mops: list[tuple[Any, list]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         mops = self.mops
+        if len(mops) == 1:  # the common case, without two list comprehensions
+            f, k, v = mops[0]
+            if f == APPEND:
+                self.append_mops = [(k, v)]
+            elif f == READ and self.status == OK:
+                self.read_mops = [(k, v)]
+            return
         self.append_mops = [(k, v) for f, k, v in mops if f == APPEND]
         if self.status == OK:
             self.read_mops = [(k, v) for f, k, v in mops if f == READ]
@@ -45,7 +54,7 @@ class Txn:
     def appends(self) -> list[tuple[Any, Any]]:
         return self.append_mops
 
-    def reads(self) -> list[tuple[Any, tuple]]:
+    def reads(self) -> list[tuple[Any, list]]:
         return self.read_mops
 
 
@@ -61,16 +70,39 @@ def _hashable(x: Any, what: str) -> Any:
     return x
 
 
-def _elements(v: list | tuple) -> tuple:
-    r = tuple(v)
+def _elements(v: list | tuple) -> list:
     try:
-        hash(r)  # hashes every element in C: the fast path for reads of scalars
-        return r
+        hash(tuple(v))  # hashes every element in C: the fast path for reads of scalars
+        return v if type(v) is list else list(v)
     except TypeError:
-        return tuple(_hashable(e, "element read") for e in v)
+        return [_hashable(e, "element read") for e in v]
 
 
 _SCALARS = (int, str)
+
+
+def _parse_register_mops(value: Any, reads_known: bool) -> list[tuple[str, Any, Any]]:
+    """rw-register micro-ops: [w k v] and [r k v], where a read of nil saw the
+    initial state."""
+    if not isinstance(value, (list, tuple)):
+        raise MalformedTxn(f"a txn value must be a list of micro-ops, not {value!r:.60}")
+    mops = []
+    for m in value:
+        if not isinstance(m, (list, tuple)) or len(m) != 3:
+            raise MalformedTxn(f"micro-op {m!r:.60} is not [f, key, value]")
+        f, k, v = m
+        k = k if type(k) in _SCALARS else _hashable(k, "key")
+        if f == WRITE:
+            if v is None:
+                raise MalformedTxn(f"a write of key {k!r:.40} of nil, the initial state")
+            mops.append((WRITE, k, v if type(v) in _SCALARS else _hashable(v, "written value")))
+        elif f == READ:
+            known = reads_known and v is not None
+            mops.append((READ, k, (v if type(v) in _SCALARS else _hashable(v, "value read"))
+                         if known else None))
+        else:
+            raise MalformedTxn(f"micro-op kind {f!r:.40} is neither w nor r")
+    return mops
 
 
 def _parse_mops(value: Any, reads_known: bool) -> list[tuple[str, Any, Any]]:
@@ -91,7 +123,7 @@ def _parse_mops(value: Any, reads_known: bool) -> list[tuple[str, Any, Any]]:
             if not reads_known:
                 add((READ, k, None))
             elif v is None:  # a key never written reads as nil in Jepsen
-                add((READ, k, ()))
+                add((READ, k, []))
             elif isinstance(v, (list, tuple)):
                 add((READ, k, _elements(v)))
             else:
@@ -101,9 +133,12 @@ def _parse_mops(value: Any, reads_known: bool) -> list[tuple[str, Any, Any]]:
     return mops
 
 
-def transactions(history: Iterable[Op]) -> tuple[list[Txn], list[dict[str, Any]]]:
+def transactions(history: Iterable[Op], registers: bool = False
+                 ) -> tuple[list[Txn], list[dict[str, Any]]]:
     """The txns of a history in invoke order, and a `malformed-txn` anomaly for
-    each one that could not be parsed. An invoke without a completion is info."""
+    each one that could not be parsed. An invoke without a completion is info.
+    `registers`: rw-register micro-ops instead of list-append ones."""
+    parse = _parse_register_mops if registers else _parse_mops
     txns: list[Txn] = []
     problems: list[dict[str, Any]] = []
     for inv, comp in pair_ops(history):
@@ -112,9 +147,9 @@ def transactions(history: Iterable[Op]) -> tuple[list[Txn], list[dict[str, Any]]
         status = comp.type if comp is not None else INFO
         try:
             if status == OK:
-                mops = _parse_mops(comp.value, reads_known=True)
+                mops = parse(comp.value, reads_known=True)
             else:
-                mops = _parse_mops(inv.value, reads_known=False)
+                mops = parse(inv.value, reads_known=False)
         except MalformedTxn as e:
             problems.append({"type": "malformed-txn", "op": inv.index,
                              "explanation": f"The txn invoked at op {inv.index} was left "

@@ -23,7 +23,7 @@ from checkers.elle.txns import FAIL, OK, Txn
 @dataclass
 class Versions:
     # key -> its elements in append order; keys with incompatible reads are absent
-    order: dict[Any, tuple] = field(default_factory=dict)
+    order: dict[Any, list] = field(default_factory=dict)
     # (key, element) -> the id of the txn that appended it
     writer: dict[tuple[Any, Any], int] = field(default_factory=dict)
     # (key, element) pairs after which their writer appended to that key again
@@ -51,7 +51,7 @@ def index_writers(txns: list[Txn]) -> Versions:
     return v
 
 
-def own_suffix_start(t: Txn, k: Any, r: tuple, versions: Versions) -> int:
+def own_suffix_start(t: Txn, k: Any, r: list, versions: Versions) -> int:
     """Where the txn's own appends at the end of read `r` begin: what comes
     before is what it observed of other txns."""
     end = len(r)
@@ -63,8 +63,8 @@ def own_suffix_start(t: Txn, k: Any, r: tuple, versions: Versions) -> int:
 def infer_orders(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]:
     """Fill `versions.order` from the ok txns' reads; return incompatible-order and
     duplicate-elements anomalies."""
-    longest: dict[Any, tuple[tuple, Txn]] = {}
-    reads: list[tuple[Any, tuple, Txn]] = []
+    longest: dict[Any, tuple[list, Txn]] = {}
+    reads: list[tuple[Any, list, Txn]] = []
     for t in txns:
         for k, r in t.read_mops:
             reads.append((k, r, t))
@@ -81,13 +81,13 @@ def infer_orders(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]:
         if k not in incompatible:
             incompatible.add(k)
             anomalies.append(_incompatible(k, full, full_txn, r, t))
-        if r not in checked_dupes:
-            checked_dupes.add(r)
+        if tuple(r) not in checked_dupes:
+            checked_dupes.add(tuple(r))
             anomalies.extend(_duplicates(k, r, t))
     for k, (full, t) in longest.items():
         # Every compatible read is a prefix of the longest, so if it has no
         # duplicates none of them has; one report per key is enough.
-        if full not in checked_dupes:
+        if tuple(full) not in checked_dupes:
             anomalies.extend(_duplicates(k, full, t))
         if k not in incompatible:
             versions.order[k] = full
@@ -102,7 +102,7 @@ def _place_unread(txns: list[Txn], versions: Versions, incompatible: set[Any]) -
             continue
         order = versions.order.get(k)
         if order is None:  # appended, never read: the initial state came before
-            order = versions.order[k] = ()
+            order = versions.order[k] = []
         elements = seen.get(k)
         if elements is None:
             elements = seen[k] = frozenset(order)
@@ -110,7 +110,7 @@ def _place_unread(txns: list[Txn], versions: Versions, incompatible: set[Any]) -
             versions.unread.setdefault(k, []).append((e, w))
 
 
-def _incompatible(k: Any, a: tuple, ta: Txn, b: tuple, tb: Txn) -> dict[str, Any]:
+def _incompatible(k: Any, a: list, ta: Txn, b: list, tb: Txn) -> dict[str, Any]:
     return {
         "type": "incompatible-order", "key": k, "reads": [list(a), list(b)],
         "txns": [txn_ref(ta), txn_ref(tb)],
@@ -121,7 +121,7 @@ def _incompatible(k: Any, a: tuple, ta: Txn, b: tuple, tb: Txn) -> dict[str, Any
     }
 
 
-def _duplicates(k: Any, r: tuple, t: Txn) -> list[dict[str, Any]]:
+def _duplicates(k: Any, r: list, t: Txn) -> list[dict[str, Any]]:
     if len(set(r)) == len(r):
         return []
     dupes = sorted((e for e, n in Counter(r).items() if n > 1), key=repr)

@@ -23,7 +23,7 @@ from typing import Any
 
 from checkers.formats import edn
 from checkers.formats.textfile import position, read_text
-from checkers.history import NEMESIS, OP_TYPES, HistoryError, Op
+from checkers.history import NEMESIS, OP_TYPES, HistoryError, Op, collector_paused
 
 __all__ = ["read_edn_history", "write_edn_history", "op_from_edn", "plain"]
 
@@ -141,6 +141,11 @@ def op_from_edn(m: Any, position: int, independent: bool = False,
 
 def read_edn_history(path: str | os.PathLike[str], independent: bool = False) -> list[Op]:
     """The ops of a Jepsen history.edn; HistoryError (file, byte offset, op) if malformed."""
+    with collector_paused():
+        return _read_edn_history(path, independent)
+
+
+def _read_edn_history(path: str | os.PathLike[str], independent: bool) -> list[Op]:
     path = Path(path)
     text = read_text(path)
     parser = edn.Parser(text)

@@ -1,5 +1,6 @@
-"""`faultline check-elle FILE`: judge a list-append history with the Elle-style
-checker and print its verdict as JSON. Exit 0 valid, 1 invalid, 2 unknown."""
+"""`faultline check-elle FILE`: judge a list-append (or, with --workload
+rw-register, an rw-register) history with the Elle-style checker and print
+its verdict as JSON. Exit 0 valid, 1 invalid, 2 unknown."""
 
 from __future__ import annotations
 
@@ -30,6 +31,13 @@ def register(subparsers: Any) -> None:
                    help="the consistency model the run asked for (default %(default)s)")
     p.add_argument("--budget", type=float, default=30.0, metavar="SECONDS",
                    help="time allowed for cycle search (default %(default)s)")
+    p.add_argument("--workload", choices=("list-append", "rw-register"), default="list-append",
+                   help="what the txns' micro-ops are (default %(default)s)")
+    for flag, what in (("wfr-keys", "within a txn, writes follow reads"),
+                       ("sequential-keys", "every key is sequentially consistent"),
+                       ("linearizable-keys", "every key is linearizable")):
+        p.add_argument(f"--{flag}", action="store_true",
+                       help=f"rw-register: infer version orders assuming {what}")
     p.set_defaults(func=run)
 
 
@@ -44,7 +52,14 @@ def run(args: argparse.Namespace) -> int:
     from checkers import elle
 
     ops = _load(args.file, args.format)
-    verdict = elle.check(ops, None, model=args.model, cycle_search_budget_s=args.budget)
+    if args.workload == "rw-register":
+        from checkers.elle import rw_register
+        verdict = rw_register.check(ops, None, model=args.model,
+                                    cycle_search_budget_s=args.budget, wfr_keys=args.wfr_keys,
+                                    sequential_keys=args.sequential_keys,
+                                    linearizable_keys=args.linearizable_keys)
+    else:
+        verdict = elle.check(ops, None, model=args.model, cycle_search_budget_s=args.budget)
     json.dump(verdict, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
     return exit_code(verdict["valid"])

@@ -11,13 +11,14 @@ from harness.errors import EXIT_STATUS_HELP as EXIT_HELP
 from harness.errors import UserError
 from harness.run_config import ConfigError, RunConfig, parse_nemesis, validate
 from nemesis.base import FAULTS
+from workloads.registry import WORKLOADS
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     d = RunConfig()
     p.add_argument("--db", default=d.db, help="system under test: raft or etcd")
     p.add_argument("--workload", default=d.workload,
-                   help="register, kv, list-append or log")
+                   help=f"one of {', '.join(sorted(WORKLOADS))}")
     p.add_argument("--nemesis", default=",".join(d.nemesis),
                    help=f"comma-separated faults: {', '.join(FAULTS)} (a variant after a "
                         "colon, e.g. partition:one-way), or none")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodes.raft.state_machine import TXN_MICRO_OPS
+
 MAX_COMMAND_BYTES = 1024 * 1024  # leaves room for many entries in one 4 MiB fetch frame
 MAX_READ_COUNT = 10_000
 MAX_TXN_OPS = 1_000
@@ -36,7 +38,7 @@ def _check_txn_ops(ops: list[Any]) -> None:
     for op in ops:
         if not isinstance(op, list) or len(op) != 3 or not isinstance(op[1], str):
             raise BadRequest("a micro-op is [f, key, value] with a str key")
-        if op[0] not in ("append", "r"):
+        if op[0] not in TXN_MICRO_OPS:
             raise BadRequest(f"unknown micro-op {op[0]!r}")
 
 

@@ -66,16 +66,23 @@ class StateMachine:
     def _txn(self, c: dict[str, Any]) -> Outcome:
         ops = c["ops"]
         # Check every append target first so a txn applies entirely or not at all.
+        # list-append micro-ops: append, r (a key's list, [] if absent);
+        # rw-register ones: w (set), get (the value, None if absent).
         for f, key, _ in ops:
-            if f == "append" and not isinstance(self.kv.get(key, []), list):
+            if f in ("append", "r") and not isinstance(self.kv.get(key, []), list):
                 return Outcome(False, error="type_mismatch")
-            if f not in ("append", "r"):
+            if f not in TXN_MICRO_OPS:
                 return Outcome(False, error="bad_command")
         result = []
         for f, key, value in ops:
             if f == "append":
                 self.kv.setdefault(key, []).append(value)
                 result.append([f, key, value])
+            elif f == "w":
+                self.kv[key] = value
+                result.append([f, key, value])
+            elif f == "get":
+                result.append([f, key, copy.deepcopy(self.kv.get(key))])
             else:
                 result.append([f, key, list(copy.deepcopy(self.kv.get(key, [])))])
         return Outcome(True, result)
@@ -88,6 +95,8 @@ class StateMachine:
     def _no_effect(self, c: dict[str, Any]) -> Outcome:
         return OK
 
+
+TXN_MICRO_OPS = ("append", "r", "w", "get")
 
 _COMMANDS = {
     "put": StateMachine._put,

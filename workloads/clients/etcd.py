@@ -8,7 +8,7 @@ answers from its own, possibly stale, state); write -> put; cas -> a txn
 comparing the value. list-append: each key's list is a JSON value; a txn reads
 every key it touches, then commits its appends in one etcd txn guarded by the
 mod_revision of every one of those keys, so it lands only if nothing it read
-changed in between.
+changed in between. rw-register: the same, with each key's value a JSON scalar.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from checkers.history import Op
 from nodes.etcd.codec import as_int, b64, unb64
 from workloads.clients.outcome import fail, info, ok
 
-KEY_PREFIX = {"register": "register", "kv": "kv/", "list-append": "la/"}
+KEY_PREFIX = {"register": "register", "kv": "kv/", "list-append": "la/", "rw-register": "rw/"}
 # gRPC codes etcd returns for requests it rejected before proposing them:
 # InvalidArgument, NotFound, PermissionDenied, ResourceExhausted ("too many
 # requests"), FailedPrecondition, OutOfRange, Unimplemented, Unauthenticated.
@@ -163,8 +163,44 @@ class EtcdClient:
             out[k] = (decode_value(kv) or [], as_int(kv.get("mod_revision")) if kv else 0)
         return out
 
-    def commit_lists(self, node: str, seen: dict[str, tuple[list, int]],
-                     new: dict[str, list]) -> bool:
+    def read_values(self, node: str, keys: list[str]) -> dict[str, tuple[Any, int]]:
+        """Each key's value (None: absent) and mod_revision (0: absent), in one snapshot."""
+        resp = self._post(node, "/v3/kv/txn", {
+            "success": [{"request_range": self._range(k)} for k in keys]})
+        out = {}
+        for k, r in zip(keys, resp.get("responses") or [], strict=True):
+            kv = first_kv(r.get("response_range") or {})
+            out[k] = (decode_value(kv), as_int(kv.get("mod_revision")) if kv else 0)
+        return out
+
+    def register_txn(self, node: str, op: Op) -> Op:
+        """rw-register: read every key the txn touches in one snapshot, then
+        commit its writes guarded by those keys' mod_revisions, as list-append does."""
+        prefix = KEY_PREFIX["rw-register"]
+        keys = list(dict.fromkeys(f"{prefix}{k}" for _, k, _ in op.value))
+        for _ in range(self.txn_attempts):
+            try:
+                seen = self.read_values(node, keys)
+            except (_Unsent, _Rejected, _Ambiguous) as e:
+                return fail(op, f"read step: {e}", node)   # nothing was written yet
+            values = {k: v for k, (v, _) in seen.items()}
+            result, written = [], {}
+            for mf, k, mv in op.value:
+                key = f"{prefix}{k}"
+                if mf == "w":
+                    values[key] = written[key] = mv
+                    result.append([mf, k, mv])
+                else:
+                    result.append([mf, k, values[key]])
+            if not written:
+                return ok(op, result, node)
+            if self.commit_lists(node, seen, written):
+                return ok(op, result, node)
+            # A guard failed: nothing was written, so trying again is safe.
+        return fail(op, "txn-conflict: keys kept changing", node)
+
+    def commit_lists(self, node: str, seen: dict[str, tuple[Any, int]],
+                     new: dict[str, Any]) -> bool:
         """Write `new` if no key in `seen` has changed since it was read."""
         resp = self._post(node, "/v3/kv/txn", {
             "compare": [{"key": b64(k), "target": "MOD", "result": "EQUAL",
@@ -214,6 +250,8 @@ class EtcdClient:
                 return fail(op, "cas-mismatch", node)
             if op.f == "txn" and self.workload == "list-append":
                 return self.txn(node, op)
+            if op.f == "txn" and self.workload == "rw-register":
+                return self.register_txn(node, op)
         except _Unsent as e:
             return fail(op, f"unsent: {e}", node)
         except (_Rejected, _Ambiguous) as e:

@@ -52,7 +52,10 @@ class RaftClient:
             return {"op": "cas", "key": key, "expect": v[0], "value": v[1]}
         elif f == "txn":
             # The node keys its lists by string; the history keeps the workload's keys.
-            return {"op": "txn", "ops": [[mf, str(k), mv] for mf, k, mv in v]}
+            # A register read is the node's "get" (nil when unset), a list read its "r".
+            reads = "get" if self.workload == "rw-register" else "r"
+            return {"op": "txn", "ops": [[reads if mf == "r" else mf, str(k), mv]
+                                         for mf, k, mv in v]}
         raise ValueError(f"{self.workload} client cannot do f={f!r}")
 
     def ok_value(self, op: Op, resp: dict[str, Any]) -> Any:

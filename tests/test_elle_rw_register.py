@@ -1,0 +1,232 @@
+"""The rw-register checker on hand-written histories: each anomaly with a
+failing history and its fixed twin, and each of Elle's version-order sources
+shown to find a cycle only when it is turned on."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from checkers.elle import rw_register
+from checkers.elle.simulate import serial_history
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_elle_anomalies import History as _History  # noqa: E402
+
+
+class History(_History):
+    @staticmethod
+    def _unknown_reads(mops: list) -> list:
+        return [[f, k, v if f == "w" else None] for f, k, v in mops]
+
+
+def check(h: History, **kw: Any) -> dict:
+    return rw_register.check(h.ops, **kw)
+
+
+def types(h: History, **kw: Any) -> set[str]:
+    return {a["type"] for a in check(h, **kw)["anomalies"]}
+
+
+def read_skew(fixed: bool) -> History:
+    h = History()
+    h.txn(1, [["w", "x", 1], ["w", "y", 1]])
+    h.txn(2, [["r", "x", 1], ["r", "y", 1 if fixed else None]])
+    return h
+
+
+def write_skew(fixed: bool) -> History:
+    h = History()
+    h.concurrent((1, [["r", "x", None], ["w", "y", 1]]),
+                 (2, [["r", "y", 1 if fixed else None], ["w", "x", 1]]))
+    return h
+
+
+def aborted_read(fixed: bool) -> History:
+    h = History()
+    h.invoke(1, [["w", "x", 1]])
+    h.ok(1) if fixed else h.fail(1)
+    h.txn(2, [["r", "x", 1]])
+    return h
+
+
+def intermediate_read(fixed: bool) -> History:
+    h = History()
+    h.concurrent((1, [["w", "x", 1], ["w", "x", 2]]), (2, [["r", "x", 2 if fixed else 1]]))
+    return h
+
+
+def internal(fixed: bool) -> History:
+    h = History()
+    h.txn(1, [["w", "x", 1], ["r", "x", 1 if fixed else 2]])
+    return h
+
+
+CASES = [(read_skew, {"G-single"}), (write_skew, {"G2-item"}), (aborted_read, {"G1a"}),
+         (intermediate_read, {"G1b"}), (internal, {"internal"})]
+
+
+@pytest.mark.parametrize("make,anomaly", CASES, ids=[m.__name__ for m, _ in CASES])
+def test_failing_history_has_its_anomaly(make: Any, anomaly: set[str]) -> None:
+    v = check(make(False))
+    assert {a["type"] for a in v["anomalies"]} == anomaly
+    assert v["valid"] is False
+    assert all(a["explanation"] for a in v["anomalies"])
+
+
+@pytest.mark.parametrize("make,anomaly", CASES, ids=[m.__name__ for m, _ in CASES])
+def test_fixed_twin_is_valid(make: Any, anomaly: set[str]) -> None:
+    v = check(make(True))
+    assert v["anomalies"] == [] and v["valid"] is True
+
+
+def test_write_skew_is_snapshot_isolation_not_serializable() -> None:
+    models = {m: r["valid"] for m, r in check(write_skew(False))["stats"]["models"].items()}
+    assert models == {"read-committed": True, "repeatable-read": False,
+                      "snapshot-isolation": True, "serializable": False,
+                      "strict-serializable": False}
+
+
+def test_read_skew_explanation_names_the_initial_state() -> None:
+    [a] = check(read_skew(False))["anomalies"]
+    assert "initial state (nil)" in a["explanation"] and "(wr)" in a["explanation"]
+
+
+def wfr_cycle() -> History:
+    # T2 read x = 1 and then wrote x = 2: with writes following reads, 1 < 2.
+    # T3 saw T2's y but x = 1: it missed T2's write of x.
+    h = History()
+    h.txn(1, [["w", "x", 1]])
+    h.concurrent((2, [["r", "x", 1], ["w", "x", 2], ["w", "y", 2]]),
+                 (3, [["r", "x", 1], ["r", "y", 2]]))
+    return h
+
+
+def test_writes_follow_reads_orders_versions_only_when_asked() -> None:
+    assert check(wfr_cycle())["valid"] is True
+    v = check(wfr_cycle(), wfr_keys=True)
+    assert v["valid"] is False and "G-single" in {a["type"] for a in v["anomalies"]}
+    assert v["stats"]["version_sources"] == ["initial-state", "wfr-keys"]
+
+
+def after_the_write(fixed: bool) -> History:
+    # T1 completes before T2 starts: on a linearizable key, 1 < 2. T3 saw
+    # T2's y but x = 1, missing T2's write of x.
+    h = History()
+    h.txn(1, [["w", "x", 1]])
+    h.concurrent((2, [["w", "x", 2], ["w", "y", 2]]),
+                 (3, [["r", "x", 2 if fixed else 1], ["r", "y", 2]]))
+    return h
+
+
+def test_linearizable_keys_order_versions_by_realtime() -> None:
+    assert check(after_the_write(False))["valid"] is True
+    v = check(after_the_write(False), linearizable_keys=True)
+    assert v["valid"] is False and "G-single" in {a["type"] for a in v["anomalies"]}
+    assert check(after_the_write(True), linearizable_keys=True)["valid"] is True
+
+
+def stale_read(concurrent: bool) -> History:
+    h = History()
+    h.txn(1, [["w", "x", 1]])
+    if concurrent:
+        h.concurrent((2, [["w", "x", 2]]), (3, [["r", "x", 1]]))
+    else:
+        h.txn(2, [["w", "x", 2]])
+        h.txn(3, [["r", "x", 1]])
+    return h
+
+
+def test_a_stale_read_of_a_linearizable_key_makes_its_versions_cyclic() -> None:
+    # Realtime says 1 < 2 (T1 before T2) and 2 < 1 (T2 before T3, which read 1).
+    assert check(stale_read(False))["valid"] is True
+    v = check(stale_read(False), linearizable_keys=True)
+    assert {a["type"] for a in v["anomalies"]} == {"cyclic-versions"}
+    assert v["valid"] is False
+    assert check(stale_read(True), linearizable_keys=True)["valid"] is True
+
+
+def test_sequential_keys_order_versions_by_process() -> None:
+    h = History()
+    h.txn(1, [["w", "x", 1]])
+    h.txn(1, [["w", "x", 2]])
+    h.txn(2, [["r", "x", 2]])
+    h.txn(2, [["r", "x", 1]])   # process 2 went back in time
+    assert check(h)["valid"] is True
+    v = check(h, sequential_keys=True)
+    assert v["valid"] is False and "cyclic-versions" in {a["type"] for a in v["anomalies"]}
+    fixed = History()
+    fixed.txn(1, [["w", "x", 1]])
+    fixed.txn(1, [["w", "x", 2]])
+    fixed.txn(2, [["r", "x", 1]])
+    fixed.txn(2, [["r", "x", 2]])
+    # (process 2 read 1 after process 1 wrote 2: stale, but sequential)
+    assert check(fixed, sequential_keys=True, model="serializable")["valid"] is True
+    assert check(fixed, sequential_keys=True)["valid"] is False
+
+
+def cyclic_versions(fixed: bool) -> History:
+    h = History()
+    h.concurrent((1, [["r", "x", 2], ["w", "x", 3]]),
+                 (2, [["r", "x", None if fixed else 3], ["w", "x", 2]]))
+    return h
+
+
+def test_cyclic_versions() -> None:
+    v = check(cyclic_versions(False), wfr_keys=True)
+    assert "cyclic-versions" in {a["type"] for a in v["anomalies"]}
+    assert v["stats"]["models"]["read-committed"]["valid"] is False
+    assert check(cyclic_versions(True), wfr_keys=True)["valid"] is True
+
+
+def test_no_transactions_or_duplicate_writes_are_unknown() -> None:
+    assert rw_register.check([])["valid"] == "unknown"
+    h = History()
+    h.txn(1, [["w", "x", 1]])
+    h.txn(2, [["w", "x", 1]])
+    v = check(h)
+    assert v["valid"] == "unknown" and "duplicate-write" in {a["type"] for a in v["anomalies"]}
+
+
+def test_cli_checks_rw_register_edn(tmp_path: Path) -> None:
+    from harness.cli import main
+    path = tmp_path / "history.edn"
+    for read_y, code in (("nil", 1), ("1", 0)):
+        path.write_text(
+            "{:index 0 :type :invoke :value [[:w :x 1] [:w :y 1]]}\n"
+            "{:index 1 :type :ok     :value [[:w :x 1] [:w :y 1]]}\n"
+            "{:index 2 :type :invoke :value [[:r :x nil] [:r :y nil]]}\n"
+            f"{{:index 3 :type :ok     :value [[:r :x 1] [:r :y {read_y}]]}}\n")
+        assert main(["check-elle", str(path), "--workload", "rw-register",
+                     "--model", "serializable"]) == code
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32), n=st.integers(1, 60), keys=st.integers(1, 4),
+       concurrency=st.integers(1, 6), max_writes=st.integers(1, 8),
+       p_fail=st.sampled_from([0.0, 0.2]), p_info=st.sampled_from([0.0, 0.2]))
+def test_serial_executions_are_strict_serializable_with_every_inference(
+        seed: int, n: int, keys: int, concurrency: int, max_writes: int, p_fail: float,
+        p_info: float) -> None:
+    # Txns applied one at a time, each between its invoke and completion: every
+    # key is linearizable, and writes follow reads. No inference may find a cycle.
+    ops = serial_history(n, keys=keys, concurrency=concurrency, max_writes_per_key=max_writes,
+                         p_fail=p_fail, p_info=p_info, registers=True,
+                         rng=random.Random(seed))
+    v = rw_register.check(ops, wfr_keys=True, sequential_keys=True, linearizable_keys=True)
+    assert v["anomalies"] == [], v["anomalies"][0]["explanation"]
+    assert v["valid"] is (True if any(op.type != "fail" and op.type != "invoke"
+                                      for op in ops) else "unknown")
+
+
+def test_stale_register_reads_are_caught() -> None:
+    ops = serial_history(400, keys=3, concurrency=4, max_writes_per_key=20, p_stale=0.3,
+                         registers=True, rng=random.Random(7))
+    v = rw_register.check(ops, wfr_keys=True, linearizable_keys=True)
+    assert v["valid"] is False
