@@ -25,6 +25,7 @@ table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;paddin
 svg text{font:11px monospace}
 .lin rect{fill:#8cc5ff}.conc rect{fill:#ffd580}
 .fail rect{fill:#ff8182;stroke:#cf222e;stroke-width:2}
+.over rect{fill:#aceebb;stroke:#1a7f37}
 .info rect{fill-opacity:.45;stroke-dasharray:3 2;stroke:#555}
 """
 
@@ -82,13 +83,22 @@ def _failure(a: dict[str, Any]) -> str:
     failing = a.get("op")
     if failing is not None:
         shown.append(("fail", failing))
+    over = a.get("overwritten_by")
+    if over is not None:
+        shown.append(("over", over))
     out = [f"<h2>{_key_name(a.get('key'))}: the op in red cannot be linearized</h2>",
            f"<p>{a.get('linearized_count', 0)} ops linearized before it; state there: "
            f"<code>{_e(a.get('state'))}</code>. "
            f"Failing op: <code>{_e(failing.get('what') if failing else None)}</code> "
            "(blue: the end of the longest linearizable prefix, in order; orange: "
-           "concurrent ops; dashed: indeterminate).</p>"]
-    out.append(_timeline(_once_each(shown)))
+           "concurrent ops; dashed: indeterminate; green: the op that overwrote the "
+           "state it needs).</p>"]
+    if a.get("why"):
+        out.append(f"<p>{_e(a['why'])}.</p>")
+    # A stale read can come long after the prefix ends: then the timeline
+    # shows the read and its neighbours, and the table the rest.
+    drawn = [(r, o) for r, o in shown if over is None or r != "lin"]
+    out.append(_timeline(_once_each(drawn)))
     out.append("<table><tr><th>role</th><th>#</th><th>process</th><th>op</th><th>type</th>"
                "<th>history index</th></tr>")
     order = a.get("linearized_count", 0) - len(a.get("linearized", [])[-20:])
