@@ -123,7 +123,7 @@ def _verdicts(history):
     return out
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(executions(max_procs=6, max_steps=150), st.data())
 def test_rules_agree_with_the_plain_search(history, data):
     """On longer histories than the brute-force oracle can take, with a read
