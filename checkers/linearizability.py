@@ -339,12 +339,12 @@ class _Search:
         greedy = not all(mutates)
         # For those, the one state they are legal in, if there is one: the
         # scan then compares instead of stepping the model.
-        legal_in = [NO_STATE if m else model.needs(c) for c, m in zip(calls, mutates, strict=True)]
+        raw_need = [model.needs(c) for c in calls]
+        legal_in = [NO_STATE if m else s for s, m in zip(raw_need, mutates, strict=True)]
         # States that never come back once left, and how many det calls that
         # need each are still to be placed.
         sticky = _sticky_states(model, calls, info_calls)
-        need = [model.needs(c) for c in calls]
-        need = [s if s is not NO_STATE and s in sticky else _NONE for s in need]
+        need = [s if s is not NO_STATE and s in sticky else _NONE for s in raw_need]
         pending: dict[Hashable, int] = {}
         for j, s in enumerate(need):
             if s is not _NONE:
