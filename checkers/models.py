@@ -46,8 +46,8 @@ class _Marker:
         return self.name
 
 
-# `Model.needs` of a call legal in more than one state; `Model.produces` of a
-# call that never changes the state.
+# `Model.needs` of a call legal in more than one state, `changes_from` of one
+# that can change more than one, `produces` of one that never changes it.
 NO_STATE: Any = _Marker("<no state>")
 # `Model.produces` of a call whose new state the model cannot name in advance.
 ANY_STATE: Any = _Marker("<any state>")
