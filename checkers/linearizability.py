@@ -19,6 +19,17 @@ follows from "an info op may also never happen"):
   but a subset of the info ops was already seen (dominance);
 - right after an info op X, the next op must behave differently than it
   would have without X; otherwise X could be dropped, which dominates.
+
+Two more rules come from what the model can say about a call in advance
+(they decide long single-register histories that the plain search cannot):
+
+- greedy: a det call that can never change the state (a read, a failed cas)
+  and is legal now is linearized at once, as the only move from there: any
+  solution can be reordered to start with it;
+- once-produced states: when every call names the state it produces (unique
+  written values), a state produced once never comes back, so leaving it while
+  a det call that needs it is unplaced is a dead end. A search stuck on this
+  names that call (typically a stale read) and the op that had to overwrite.
 """
 
 from __future__ import annotations
