@@ -11,7 +11,6 @@ from shared_corpus import find_corpus, missing_reason
 from checkers.formats import read_any
 from checkers.linearizability import check
 
-
 DATA = find_corpus("knossos/data")
 MODELS = {"cas-register": ("cas-register-knossos", {"initial": 0}),
           "multi-register": ("multi-register", {"initial": {"x": 0, "y": 0}}),
