@@ -36,6 +36,7 @@ table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;paddin
 svg text{font:11px monospace}
 .lin rect{fill:#8cc5ff}.conc rect{fill:#ffd580}
 .fail rect{fill:#ff8182;stroke:#cf222e;stroke-width:2}
+.over rect{fill:#aceebb;stroke:#1a7f37}
 .info rect{fill-opacity:.45;stroke-dasharray:3 2;stroke:#555}
 .fault rect{fill:#8250df;fill-opacity:.12}.fault text{fill:#8250df}
 .axis line{stroke:#999}.axis text{fill:#555}
@@ -109,6 +110,9 @@ def _failure(a: dict[str, Any], context: dict[str, Any]) -> str:
     failing = a.get("op")
     if failing is not None:
         shown.append(("fail", failing))
+    over = a.get("overwritten_by")
+    if over is not None:
+        shown.append(("over", over))
     nodes = context.get("nodes") or {}
     served = nodes.get(failing.get("index")) if failing else None
     at = (f" at {failing['invoke_time'] / NS:.3f} s"
@@ -121,8 +125,14 @@ def _failure(a: dict[str, Any], context: dict[str, Any]) -> str:
            f"</code> by process {_e(failing.get('process') if failing else None)}{at}"
            + (f", served by node <b class='served-by'>{_e(served)}</b>" if served else "")
            + " (blue: the end of the longest linearizable prefix, in order; orange: "
-           "concurrent ops; dashed: indeterminate; purple bands: faults in force).</p>"]
-    out.append(_timeline(_once_each(shown), nodes, context.get("faults") or []))
+           "concurrent ops; dashed: indeterminate; green: the op that overwrote the state it "
+           "needs; purple bands: faults in force).</p>"]
+    if a.get("why"):
+        out.append(f"<p>{_e(a['why'])}.</p>")
+    # A stale read can come long after the prefix ends: then the timeline
+    # shows the read and its neighbours, and the table the rest.
+    drawn = [(r, o) for r, o in shown if over is None or r != "lin"]
+    out.append(_timeline(_once_each(drawn), nodes, context.get("faults") or []))
     out.append("<table><tr><th>role</th><th>#</th><th>process</th><th>node</th><th>op</th>"
                "<th>type</th><th>invoked s</th><th>completed s</th><th>history index</th></tr>")
     order = a.get("linearized_count", 0) - len(a.get("linearized", [])[-20:])

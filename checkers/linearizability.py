@@ -19,6 +19,17 @@ follows from "an info op may also never happen"):
   but a subset of the info ops was already seen (dominance);
 - right after an info op X, the next op must behave differently than it
   would have without X; otherwise X could be dropped, which dominates.
+
+Two more rules come from what the model can say about a call in advance
+(they decide long single-register histories that the plain search cannot):
+
+- greedy: a det call that can never change the state (a read, a failed cas)
+  and is legal now is linearized at once, as the only move from there: any
+  solution can be reordered to start with it;
+- once-produced states: when every call names the state it produces (unique
+  written values), a state produced once never comes back, so leaving it while
+  a det call that needs it is unplaced is a dead end. A search stuck on this
+  names that call (typically a stale read) and the op that had to overwrite.
 """
 
 from __future__ import annotations
@@ -272,6 +283,8 @@ class _Search:
         self.best_stale: LinOp | None = None
         self._readers_of: dict[Hashable, list[int]] = {}   # det calls needing a sticky state
         self._calls: list[Call] = []
+        self._det_resets: list[bool] | None = None    # model.resets of each call, for _hopeless
+        self._info_resets: list[bool] = []
         self.memory = 0
         self.forced = 0           # det calls placed by the greedy rule
         self.sticky_pruned = 0    # moves cut because they left a state for good too early
@@ -335,11 +348,14 @@ class _Search:
         # alone: any solution can be reordered to start with it.
         mutates = [model.mutates(c) for c in calls]
         greedy = not all(mutates)
+        # For those, the one state they are legal in, if there is one: the
+        # scan then compares instead of stepping the model.
+        raw_need = [model.needs(c) for c in calls]
+        legal_in = [NO_STATE if m else s for s, m in zip(raw_need, mutates, strict=True)]
         # States that never come back once left, and how many det calls that
         # need each are still to be placed.
         sticky = _sticky_states(model, calls, info_calls)
-        need = [model.needs(c) for c in calls]
-        need = [s if s is not NO_STATE and s in sticky else _NONE for s in need]
+        need = [s if s is not NO_STATE and s in sticky else _NONE for s in raw_need]
         pending: dict[Hashable, int] = {}
         for j, s in enumerate(need):
             if s is not _NONE:
@@ -398,7 +414,11 @@ class _Search:
                     while e & 1 == 0:
                         j = e >> 1
                         if not mutates[j]:
-                            ok, ns = step(state, calls[j])
+                            want = legal_in[j]
+                            if want is NO_STATE:
+                                ok, ns = step(state, calls[j])
+                            else:
+                                ok, ns = want == state, state
                             if ok:
                                 i, kind, mode = j, 2, _PUSH
                                 self.forced += 1
@@ -487,9 +507,12 @@ class _Search:
             if mode == _INFO:
                 # Info ops invoked before the first return.
                 pushed = False
-                cands = candidates_of.get(state)
-                if cands is None:
-                    cands = candidates_of[state] = sorted(anywhere + by_state.get(state, []))
+                if by_state and state in by_state:
+                    cands = candidates_of.get(state)
+                    if cands is None:
+                        cands = candidates_of[state] = sorted(anywhere + by_state[state])
+                else:
+                    cands = anywhere
                 while ip < len(cands):
                     k = cands[ip]
                     mem = members[k]
@@ -606,10 +629,14 @@ class _Search:
         """Whether the op that must go next-before-anything-later (the first
         return) can no longer become legal, given which ops could run first."""
         model, det = self.model, self.det
+        if self._det_resets is None:
+            self._det_resets = [model.resets(o.call) for o in det]
+            self._info_resets = [model.resets(o.call) for o in self.info]
+        det_resets, info_resets = self._det_resets, self._info_resets
         e = nxt[head]
         resets = False
         while e & 1 == 0:
-            if not resets and model.resets(det[e >> 1].call):
+            if det_resets[e >> 1]:
                 resets = True
             e = nxt[e]
         first_ret = entry_pos[e]
@@ -617,7 +644,7 @@ class _Search:
             for j, o in enumerate(self.info):
                 if o.invoke_pos >= first_ret:
                     break
-                if not iset >> j & 1 and model.resets(o.call):
+                if info_resets[j] and not iset >> j & 1:
                     resets = True
                     break
         return model.dead_end(state, det[e >> 1].call, resets)

@@ -46,8 +46,8 @@ class _Marker:
         return self.name
 
 
-# `Model.needs` of a call legal in more than one state; `Model.produces` of a
-# call that never changes the state.
+# `Model.needs` of a call legal in more than one state, `changes_from` of one
+# that can change more than one, `produces` of one that never changes it.
 NO_STATE: Any = _Marker("<no state>")
 # `Model.produces` of a call whose new state the model cannot name in advance.
 ANY_STATE: Any = _Marker("<any state>")
@@ -62,6 +62,8 @@ _SCALARS = frozenset({int, str, type(None), float, bool, bytes})
 
 def _freeze(v: Any) -> Hashable:
     # Values come from msgpack/EDN and may be lists; states must be hashable.
+    if v.__class__ in _SCALARS:
+        return v
     if isinstance(v, list):
         return tuple(_freeze(x) for x in v)
     if isinstance(v, dict):
@@ -70,6 +72,10 @@ def _freeze(v: Any) -> Hashable:
 
 
 def _pair(value: Any, op: Op) -> tuple[Hashable, Hashable]:
+    if value.__class__ is list and len(value) == 2:
+        old, new = value
+        if old.__class__ in _SCALARS and new.__class__ in _SCALARS:
+            return old, new
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise ModelError(f"op {op.index}: cas value must be [old, new], not {value!r:.60}")
     return _freeze(value[0]), _freeze(value[1])

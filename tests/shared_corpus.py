@@ -30,3 +30,13 @@ PORCUPINE = find_porcupine_corpus()
 MISSING_REASON = ("shared corpus not found (looked in "
                   + ", ".join(str(p) for p in _candidates())
                   + "; set FAULTLINE_CORPUS)")
+
+
+def find_corpus(sub: str) -> Path | None:
+    """The first place holding the directory `sub` (e.g. "knossos/data"), else None."""
+    return next((p / sub for p in _candidates() if (p / sub).is_dir()), None)
+
+
+def missing_reason(sub: str) -> str:
+    return (f"corpus {sub} not found (looked in "
+            + ", ".join(str(p) for p in _candidates()) + "; set FAULTLINE_CORPUS)")

@@ -6,15 +6,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkers.history import Op
-from checkers.linearizability import check
+from checkers.linearizability import Budget, check, check_ops, prepare
+from checkers.models import ANY_STATE, NO_STATE, RegisterModel, get_model
 
 
 @st.composite
-def executions(draw):
+def executions(draw, max_procs=4, max_steps=40):
     """Ops on one register: each op's effect happens at a point inside its
     window. Info ops take effect or not; ok reads return the true value."""
-    n_procs = draw(st.integers(1, 4))
-    n_steps = draw(st.integers(1, 40))
+    n_procs = draw(st.integers(1, max_procs))
+    n_steps = draw(st.integers(1, max_steps))
     value = None
     next_value = 0
     history = []
@@ -93,3 +94,43 @@ def test_one_corrupted_read_is_caught(history, data):
         assert a["op"] is not None
         # Nothing can explain the corrupted read, so the prefix never holds it.
         assert all(o["result"] != -1 for o in a["linearized"] if o["f"] == "read")
+
+
+class _Plain(RegisterModel):
+    """The cas register with the unique-value rules switched off: no greedy
+    moves (every call may mutate), no once-produced states (products unknown),
+    info ops tried in every state. The plain WGL search to compare against."""
+
+    def mutates(self, call):
+        return True
+
+    def produces(self, call):
+        return ANY_STATE
+
+    def changes_from(self, call):
+        return NO_STATE
+
+
+PLAIN = _Plain("cas-register-plain")
+FAST = get_model("cas-register")
+
+
+def _verdicts(history):
+    out = []
+    for model in (FAST, PLAIN):
+        (ops,) = prepare(history, model).values() or [[]]
+        out.append(check_ops(ops, model, Budget.of(20, None)).valid)
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(executions(max_procs=6, max_steps=150), st.data())
+def test_rules_agree_with_the_plain_search(history, data):
+    """On longer histories than the brute-force oracle can take, with a read
+    made stale (it returns an older written value), or not."""
+    reads = [i for i, o in enumerate(history) if o.type == "ok" and o.f == "read"]
+    written = sorted({o.value for o in history if o.type == "invoke" and o.f == "write"})
+    if reads and written and data.draw(st.booleans()):
+        history[data.draw(st.sampled_from(reads))].value = data.draw(st.sampled_from(written))
+    fast, plain = _verdicts(history)
+    assert fast == plain

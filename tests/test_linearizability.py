@@ -352,4 +352,6 @@ def test_a_stale_read_far_later_is_the_op_named():
     (a,) = v["anomalies"]
     assert a["op"]["what"] == "read -> 1" and a["op"]["process"] == 2
     assert a["overwritten_by"]["what"] == "write 2" and "produced only once" in a["why"]
+    html = render_html(v)
+    assert "produced only once" in html and "class='over'" in html
     assert valid(H(*ops, *seq(2, "read", None, 29), *seq(0, "write", 99))) is True
