@@ -37,6 +37,7 @@ from __future__ import annotations
 import time
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any
 
 from checkers.history import NEMESIS, Op
@@ -62,6 +63,7 @@ ENTRY_OVERHEAD = 340
 # Ops of the longest prefix kept in an anomaly; the HTML view needs no more.
 PREFIX_KEEP = 60
 SKIPPED = "not finished: another key was already found not linearizable"
+_BY_INVOKE = attrgetter("invoke_pos")
 
 
 @dataclass
@@ -189,7 +191,7 @@ def _promote_witnessed(model: Model, det: list[LinOp], info: list[LinOp]
             promoted.append(replace(o, call=call, return_pos=deadline))
     if not promoted:
         return det, info
-    return sorted(det + promoted, key=lambda o: o.invoke_pos), rest
+    return sorted(det + promoted, key=_BY_INVOKE), rest
 
 
 class _Job:
@@ -200,7 +202,7 @@ class _Job:
         self.ops, self.model, self.key = ops, model, key
         self.seconds = 0.0
         self.n_info = sum(1 for o in ops if not o.det)
-        info_all = sorted((o for o in ops if not o.det), key=lambda o: o.invoke_pos)
+        info_all = sorted((o for o in ops if not o.det), key=_BY_INVOKE)
         det_ops = [o for o in ops if o.det]
         det_ops, info_all = _promote_witnessed(model, det_ops, info_all)
         self.n_witnessed = self.n_info - len(info_all)

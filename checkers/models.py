@@ -24,6 +24,8 @@ INFO = "info"
 
 # Register opcodes.
 READ, WRITE, CAS, CAS_FAILED, CAS_MAYBE, READ_ANY = range(6)
+_PRODUCING = frozenset({WRITE, CAS, CAS_MAYBE})
+_SEEING = frozenset({READ, CAS})
 # kv opcodes.
 GET, PUT, APPEND = range(3)
 # mutex opcodes.
@@ -238,15 +240,14 @@ class RegisterModel(Model):
         # A value only one op ever produces, seen by a completed read or cas:
         # that op took effect, before the reader's linearization point. (With
         # two producers of a value, or the initial value, nobody can say which.)
-        producers: Counter = Counter()
-        for c in (*det, *info):
-            if c[0] == WRITE:
-                producers[c[1]] += 1
-            elif c[0] in (CAS, CAS_MAYBE):
-                producers[c[2]] += 1
+        if not info:
+            return []
+        producers = Counter([c[1] if c[0] == WRITE else c[2] for c in (*det, *info)
+                             if c[0] in _PRODUCING])
+        wanted = {c[1] if c[0] == WRITE else c[2] for c in info}
         seen_by: dict[Hashable, list[int]] = {}
         for j, c in enumerate(det):
-            if c[0] in (READ, CAS):
+            if c[0] in _SEEING and c[1] in wanted:
                 seen_by.setdefault(c[1], []).append(j)
         out: list[tuple[Call, list[int]] | None] = []
         for c in info:

@@ -80,6 +80,8 @@ def summary(v: dict) -> str:
                          f"{a['state']!r}), cannot place process {op.get('process')}'s "
                          f"{op.get('what')} (history index {op.get('index')}); "
                          f"{len(a['concurrent'])} concurrent ops")
+            if a.get("why"):
+                lines.append(f"    {a['why']}")
         else:
             lines.append(f"  key {a.get('key')!r}: {a['type']}: {a.get('reason')}")
     return "\n".join(lines)
