@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from checkers.elections import leader_elections
-from checkers.history import NEMESIS, Op, client_ops, pair_ops
+from checkers.history import NEMESIS, Op, client_ops, noop_reason, pair_ops
 from checkers.verdict import Verdict, verdict
 
 DEFAULTS = {"gap_s": 2.0, "settle_s": 5.0}
@@ -95,6 +95,8 @@ def fault_windows(history: list[Op], run_end: int) -> tuple[list[dict], list[dic
     heals: list[dict] = []
     open_faults: list[dict] = []
     for inv, done in pair_ops(op for op in history if op.process == NEMESIS):
+        if done is not None and noop_reason(done.value):
+            continue  # it changed nothing: neither a fault nor a heal
         finished = done.time if done is not None else run_end
         if inv.f in HEALED_BY:
             healed = _nodes(inv.value)

@@ -21,6 +21,10 @@ import msgpack
 OP_TYPES = frozenset({"invoke", "ok", "fail", "info"})
 COMPLETION_TYPES = frozenset({"ok", "fail", "info"})
 NEMESIS = "nemesis"
+# A fault's result carries this key (with the reason) when it changed nothing:
+# a partition shape cutting no link, a kill of nodes already down. The history
+# and the executed schedule record it; nothing may count it as a fault.
+NOOP = "noop"
 
 # Limits for one op on disk. An op is small; anything bigger is corruption or
 # an attack, and must not make the reader allocate gigabytes.
@@ -336,3 +340,8 @@ def close_open_ops(ops: list[Op], time: int, error: str = "run-ended") -> list[O
 
 def client_ops(ops: Iterable[Op]) -> list[Op]:
     return [op for op in ops if op.process != NEMESIS]
+
+
+def noop_reason(value: Any) -> str | None:
+    """Why a nemesis op's result changed nothing, or None if it acted."""
+    return str(value[NOOP]) if isinstance(value, dict) and value.get(NOOP) else None

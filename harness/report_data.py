@@ -12,10 +12,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkers.availability import fault_windows
+from checkers.availability import HEALED_BY, fault_windows
 from checkers.elections import leader_elections
-from checkers.history import NEMESIS, Op, pair_ops
-from nemesis.base import noop_reason
+from checkers.history import NEMESIS, Op, noop_reason, pair_ops
 
 NS = 1_000_000_000
 OUTCOMES = ("ok", "fail", "info")
@@ -210,14 +209,13 @@ def fault_list(ops: list[Op], end: int) -> tuple[list[FaultWindow], list[tuple[i
     applied = {(inv.f, inv.time): _merged(inv.value, done.value if done else None)
                for inv, done in pair_ops(nemesis)}
     faults, _ = fault_windows(nemesis, end)
-    out, noops = [], []
+    noops = [(max(0, t), f"no-op: {fault_label(str(f), value)} ({noop_reason(value)})")
+             for (f, t), value in applied.items()
+             if f not in HEALED_BY and noop_reason(value) is not None]
+    out = []
     for w in faults:
         value = applied.get((w["f"], w["start"]), w["value"])
         label = fault_label(str(w["f"]), value)
-        reason = noop_reason(value)
-        if reason is not None:
-            noops.append((max(0, w["start"]), f"no-op: {label} ({reason})"))
-            continue
         nodes = value.get("nodes") if isinstance(value, dict) else None
         nodes = [str(n) for n in nodes] if isinstance(nodes, list) else []
         out.append(FaultWindow(str(w["f"]), max(0, w["start"]), max(w["start"], w["end"]),

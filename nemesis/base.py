@@ -24,17 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from checkers.history import NEMESIS, Op
-
-# A fault's result carries this key (with the reason) when it changed nothing:
-# a partition shape cutting no link, a kill of nodes already down. The history
-# and the executed schedule record it; reports never draw it as a fault.
-NOOP = "noop"
-
-
-def noop_reason(value: Any) -> str | None:
-    return str(value[NOOP]) if isinstance(value, dict) and value.get(NOOP) else None
-
+from checkers.history import NEMESIS, Op, noop_reason
 
 # f of the op that heals each fault kind (contracts.md, "Nemesis ops").
 HEAL_F = {"kill": "start", "pause": "resume", "partition": "heal", "truncate": "start",

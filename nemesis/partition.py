@@ -19,7 +19,8 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from nemesis.base import NOOP, FaultContext
+from checkers.history import NOOP
+from nemesis.base import FaultContext
 
 TABLE = "faultline"
 SET = "cut"

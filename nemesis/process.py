@@ -11,7 +11,8 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nemesis.base import NOOP, FaultContext
+from checkers.history import NOOP
+from nemesis.base import FaultContext
 
 TARGETS = ("one", "minority", "majority")
 ALL_TARGETS = (*TARGETS, "leader")

@@ -273,3 +273,29 @@ def test_a_short_outage_at_the_end_of_the_history_passes_its_limit():
     assert v["valid"] is True, v["anomalies"]
     [gap] = v["stats"]["gaps"]
     assert (gap["start_s"], gap["end_s"]) == (11.01, 14.01)
+
+
+def kill_during_stuck_clients(kill_result: dict) -> H:
+    h = H()
+    h.reads(0.5, 9.5)
+    h.add(10, "nemesis", "invoke", "kill", {"nodes": ["n1"]})
+    h.add(10.1, "nemesis", "info", "kill", kill_result)
+    h.stuck(9.5, 17.5)
+    h.reads(17.5, 19.5)
+    return h
+
+
+def test_a_kill_that_acted_explains_the_window_it_overlaps():
+    h = kill_during_stuck_clients({"nodes": ["n1"], "killed": ["n1"]})
+    [gap] = availability.check(h.ops, None, run())["stats"]["gaps"]
+    assert gap["explained"] is True and gap["faults"][0]["f"] == "kill"
+
+
+def test_a_kill_that_changed_nothing_explains_no_window():
+    # The nemesis recorded it as a no-op (n1 was already down): no fault was in
+    # force, so the 8 s with no successful op is unexplained.
+    h = kill_during_stuck_clients({"nodes": ["n1"], "killed": [], "noop": "n1 already down"})
+    v = availability.check(h.ops, None, run())
+    [gap] = v["stats"]["gaps"]
+    assert gap["explained"] is False and gap["faults"] == []
+    assert v["stats"]["faults"] == 0 and v["stats"]["unexplained_gaps"] == 1

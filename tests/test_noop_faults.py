@@ -6,10 +6,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from checkers.history import NEMESIS, Op
+from checkers.history import NEMESIS, NOOP, Op
 from harness.report_data import timeline
 from harness.run import active_faults
-from nemesis.base import NOOP, CompositeNemesis, NemesisRunner
+from nemesis.base import CompositeNemesis, NemesisRunner
 from nemesis.partition import PartitionFault, shapes_for
 from nemesis.process import KillFault, PauseFault
 from nemesis.schedule import Event, schedule

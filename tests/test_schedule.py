@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from echo_db import EchoDB
 
-from checkers.history import read_history, validate
+from checkers.history import noop_reason, read_history, validate
 from harness.cluster import Cluster
 from harness.recorder import Recorder
-from nemesis.base import CompositeNemesis, FaultContext, NemesisRunner, make_fault, noop_reason
+from nemesis.base import CompositeNemesis, FaultContext, NemesisRunner, make_fault
 from nemesis.schedule import Event, schedule
 
 NODES = ["n1", "n2", "n3", "n4", "n5"]
