@@ -36,7 +36,7 @@ CALIBRATION: dict[str, dict] = {
     # busy leader's writes would leave it behind, and its pre-vote refused on
     # log grounds alone. KIP-996 describes mostly idle controller quorums.
     # On 5 nodes the leader is the bridge's middle 1 time in 5, not 1 in 3.
-    PRE_VOTE_WHILE_FOLLOWING: {"nemesis": ["partition:bridge"], "nemesis_interval": 3.0,
+    PRE_VOTE_WHILE_FOLLOWING: {"nemesis": ["partition:bridge"], "nemesis_interval": 2.0,
                                "nodes": 5, "rate": 1.0, "caught_by": ["invariants"]},
     RESIGNED_SAME_EPOCH: {"nemesis": ["partition:isolate-leader"], "nemesis_interval": 4.0,
                           "caught_by": ["invariants"]},
