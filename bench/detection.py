@@ -66,7 +66,8 @@ class Outcome:
 
 def switch_config(name: str, seed: int, time_limit: float) -> dict[str, Any]:
     plan = CALIBRATION[name]
-    return {"workload": SWITCH_WORKLOAD, "nodes": SWITCH_NODES, "nemesis": list(plan["nemesis"]),
+    return {"workload": SWITCH_WORKLOAD, "nodes": plan.get("nodes", SWITCH_NODES),
+            "nemesis": list(plan["nemesis"]),
             "nemesis_interval": plan["nemesis_interval"], "time_limit": time_limit,
             "rate": plan.get("rate", DEFAULT_RATE), "seed": seed, "bugs": []}
 
@@ -140,6 +141,8 @@ def summarize(outcomes: list[Outcome], switches: list[str]) -> list[str]:
     lines = []
     for name in switches:
         mine = [o for o in outcomes if o.group == name]
+        if not mine:
+            continue
         judged = [o for o in mine if o.exit_code in (0, 1, 2)]
         caught = [o for o in judged if o.exit_code == 1]
         by = Counter(c for o in caught for c in o.invalid_checkers)

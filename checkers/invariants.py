@@ -374,11 +374,13 @@ def pre_votes_from_fetching_followers(events: dict[str, list[dict]], possible: l
             t, leader, epoch = ev["t"] - start_ns, ev["leader"], ev.get("epoch")
             lo = t - window_ns
             following = _held_since(roles.get(node, []), t, "Follower", epoch, leader)
-            # Still leading a grace after the grant: a leader's own line about
-            # resigning may be written after the error it sent the follower.
-            leading = _held_since(roles.get(leader, []), t + GRACE_MS * MS, "Leader", epoch,
-                                  leader)
-            if following is None or leading is None or following > lo or leading > lo:
+            leading = _held_since(roles.get(leader, []), t, "Leader", epoch, leader)
+            # A leader that resigned tells its followers so (and they may then
+            # grant) before it writes its own Resigned line.
+            resigned = any(at > t and at <= t + GRACE_MS * MS and e.get("role") == "Resigned"
+                           for at, e in roles.get(leader, []))
+            if (following is None or leading is None or following > lo or leading > lo
+                    or resigned):
                 continue
             touched = any(
                 seg["start"] < t and seg["end"] > lo

@@ -282,6 +282,8 @@ def test_a_follower_still_fetching_from_its_leader_that_grants_a_pre_vote_fails(
     bridge(h)
     events = elected_n1()
     events["n2"].append(pre_vote(11.5, "n2", "n3", 1, "n1"))
+    # The grant unseats the leader at once: it still counts.
+    events["n1"].append(role(11.6, "n1", "Unattached", 2))
     v = invariants.check(h.ops, events, run())
     assert types(v) == ["pre-vote-from-fetching-follower"]
     assert v["anomalies"][0]["node"] == "n2" and v["anomalies"][0]["candidate"] == "n3"
