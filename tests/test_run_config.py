@@ -12,7 +12,7 @@ def test_defaults_are_valid_and_round_trip():
 
 @pytest.mark.parametrize("change, words", [
     ({"workload": "bank"}, "unknown workload 'bank'"),
-    ({"db": "mysql"}, "unknown system .mysql.: choose one of"),
+    ({"db": "mysql"}, "unknown system 'mysql': choose one of"),
     ({"nemesis": ["kill", "flood"]}, "unknown nemesis 'flood'"),
     ({"nodes": 0}, "--nodes must be at least 1"),
     ({"rate": -1.0}, "--rate must not be negative"),
