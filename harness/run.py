@@ -184,7 +184,11 @@ class Run:
                     "status": RUNNING, "start_wall": datetime.now(UTC).isoformat(),
                     **harness_fields(os.getpid(), process_start_time(os.getpid())),
                     "versions": versions(), "host": platform.node(),
-                    "artifacts": sorted(self.db.artifacts), **self.extra_doc}
+                    "artifacts": sorted(self.db.artifacts),
+                    "system": {"name": self.system.name, "description": self.system.description,
+                               "workloads": self.system.workloads,
+                               "node_defaults": dict(self.system.node_defaults)},
+                    **self.extra_doc}
         write_run_json(self.run_dir, self.doc)
         progress = Progress(self.config.time_limit, self.stream)
         progress.say(f"run {self.run_dir.name}: {self.config.db} x {self.config.workload}, "

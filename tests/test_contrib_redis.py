@@ -81,6 +81,7 @@ def test_installed_plugin_runs_end_to_end(tmp_path):
     run_dir = Path(re.search(r"verdict: VALID\s+\((.+)\)", proc.stdout).group(1))
     doc = json.loads((run_dir / "run.json").read_text())
     assert doc["config"]["db"] == "redis" and doc["status"] == "complete"
+    assert doc["system"]["workloads"] == ["kv", "register"]
     verdicts = json.loads((run_dir / "verdicts.json").read_text())
     assert verdicts["checkers"]["linearizability"]["valid"] is True
     assert doc["op_counts"].get("ok", 0) > 50
