@@ -20,7 +20,7 @@ pytestmark = [
 
 # etcd writes neither our node event lines nor a log dump (see
 # nodes/etcd/db.py), so the checkers that read them are skipped, with a reason.
-NEEDS_NODE_FILES = {"divergence", "elections", "durability"}
+NEEDS_NODE_FILES = {"divergence", "elections", "durability", "invariants"}
 
 
 def run(tmp_path, *args):

@@ -34,6 +34,7 @@ def one_run(seed: int, args: argparse.Namespace, results: Path) -> tuple[int, di
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--first-seed", type=int, default=0)
     p.add_argument("--workload", default="register")
     p.add_argument("--nemesis", default="partition:isolate-leader")
     p.add_argument("--time-limit", type=float, default=30)
@@ -42,7 +43,7 @@ def main() -> int:
     args = p.parse_args()
     results = args.results or Path(tempfile.mkdtemp(prefix="redis-bench-"))
     invalid = 0
-    for seed in range(args.runs):
+    for seed in range(args.first_seed, args.first_seed + args.runs):
         code, verdicts = one_run(seed, args, results)
         lin = (verdicts.get("checkers") or {}).get("linearizability") or {}
         kinds = sorted({a.get("type", "?") for a in lin.get("anomalies") or []})
