@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from faultline import registry as systems
+from faultline.catalog import unmet_needs
 from harness.address_plan import MAX_NODES
 from harness.errors import UserError
 from nemesis.base import FAULTS
@@ -80,6 +81,11 @@ def validate(c: RunConfig) -> RunConfig:
                           f"/24 network has for nodes), not {c.nodes}")
     for spec in c.nemesis:
         check_variant(spec, c.nodes)
+        # A fault that fires on node event lines would never fire: say so now.
+        unmet = unmet_needs(spec, system)
+        if unmet:
+            raise ConfigError(f"nemesis {spec} needs node {', '.join(sorted(unmet))} lines, "
+                              f"which system {c.db} does not leave")
     if c.concurrency < 1:
         raise ConfigError(f"--concurrency must be at least 1, not {c.concurrency}")
     if c.rate < 0:

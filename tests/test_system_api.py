@@ -77,3 +77,25 @@ def test_plugin_names_a_system_object_the_workers_can_load():
     assert registry.get(system_spec(ECHO)) is ECHO
     with pytest.raises(ValueError, match="neither registered"):
         system_spec(System(name="anon", db=RaftDB, clients={}))
+
+
+def test_a_trigger_fault_is_refused_for_a_system_without_event_lines():
+    from faultline import catalog
+    assert catalog.unmet_needs("kill-after-vote", registry.get("etcd")) == {"events"}
+    assert catalog.unmet_needs("kill-after-vote", RAFT) == frozenset()
+    assert catalog.unmet_needs("partition:one-way", registry.get("etcd")) == frozenset()
+    with pytest.raises(ConfigError, match="kill-after-vote needs node events lines"):
+        validate(RunConfig(db="etcd", nemesis=["kill-after-vote"]))
+    validate(RunConfig(db="raft", nemesis=["kill-after-vote"]))
+
+
+def test_systems_command_lists_every_registered_name(capsys):
+    from faultline import catalog
+    from harness.cli import main
+    assert main(["systems", "--json"]) == 0
+    doc = __import__("json").loads(capsys.readouterr().out)
+    assert set(doc["systems"]) == set(registry.names())
+    assert doc["systems"]["raft"]["workloads"] == RAFT.workloads
+    assert doc["systems"]["etcd"]["faults_it_cannot_take"] == [
+        f.name for f in catalog.faults() if "events" in f.needs]
+    assert {w.name for w in catalog.workloads()} == set(doc["workloads"])
