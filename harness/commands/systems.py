@@ -22,7 +22,11 @@ def register(subparsers: Any) -> None:
 def describe() -> dict[str, Any]:
     systems = {}
     for name in registry.names():
-        s = registry.get(name)
+        try:
+            s = registry.get(name)
+        except Exception as e:  # a broken plugin is listed with why, not a crash of the list
+            systems[name] = {"error": f"{type(e).__name__}: {e}"}
+            continue
         systems[name] = {"description": s.description, "workloads": s.workloads,
                          "node_options": dict(s.node_options or {}),
                          "node_defaults": dict(s.node_defaults),
@@ -42,6 +46,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print("systems:")
     for name, s in doc["systems"].items():
+        if "error" in s:
+            print(f"  {name:<10} cannot be loaded: {s['error']}")
+            continue
         print(f"  {name:<10} {s['description']}")
         print(f"  {'':<10} workloads: {', '.join(s['workloads'])}")
         if s["node_options"]:
