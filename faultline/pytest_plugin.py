@@ -83,10 +83,11 @@ def faultline_run(request: pytest.FixtureRequest,
 
     results = _results_dir(request.config, tmp_path_factory)
 
-    def run(*, system: str | System = "raft", nemesis: str | list[str] = "partition",
+    def run(*, system: str | System | None = None, nemesis: str | list[str] = "partition",
             **config: Any) -> ChaosResult:
         faults = parse_nemesis(nemesis) if isinstance(nemesis, str) else list(nemesis)
-        cfg = RunConfig(db=system_spec(system), nemesis=faults, **config)
+        cfg = RunConfig(db=RunConfig().db if system is None else system_spec(system),
+                        nemesis=faults, **config)
         outcome = run_test(cfg, results)
         verdicts = outcome.verdicts or {}
         verdict = verdicts.get("valid", "unknown")
