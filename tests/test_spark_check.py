@@ -141,7 +141,7 @@ def test_spark_skips_what_the_system_cannot_feed_like_in_process(tmp_path):
     in_process = check_loaded(load_run(run_dir))
     assert main(["check", str(run_dir)]) == 0
     spark = json.loads((run_dir / "verdicts.json").read_text())
-    assert set(spark["skipped"]) == {"divergence", "elections", "durability"}
+    assert set(spark["skipped"]) == {"divergence", "elections", "durability", "invariants"}
     assert spark["skipped"] == in_process["skipped"]
     assert set(spark["checkers"]) == set(in_process["checkers"]) == {
         "stats", "linearizability", "availability"}
