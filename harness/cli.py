@@ -31,6 +31,7 @@ COMMAND_MODULES: list[str] = [
     "harness.commands.gate",
     "harness.commands.replay",
     "harness.commands.report",
+    "harness.commands.systems",
 ]
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from checkers.rundir import load_run
 from checkers.verdict import exit_code
+from faultline import registry as systems
 from harness.checking import check_loaded
 from harness.clients import ClientPool
 from harness.cluster import Cluster, check_privileges
@@ -39,7 +40,6 @@ from harness.store import check_results_dir, create_run_dir
 from harness.verdict_store import history_digest, write_verdicts
 from nemesis.base import CompositeNemesis, FaultContext, needs_lazyfs, split_spec
 from nemesis.schedule import Event, schedule
-from nodes.registry import make_db
 from workloads.ops import OpSpec
 from workloads.registry import get as get_workload
 
@@ -47,8 +47,6 @@ LEADER_WAIT_S = 20.0
 # More nodes than this per CPU and timing (elections, op latencies) says more
 # about the machine than about the system: say so.
 NODES_PER_CPU_WARNING = 10
-# Node options the built-in raft node runs with unless the config says otherwise.
-RAFT_DEFAULTS = {"tick_ms": 50}
 
 
 @dataclass
@@ -128,7 +126,8 @@ class Run:
         self.extra_doc = dict(extra_doc or {})
         self.results = results
         self.stream = stream or sys.stderr
-        self.db = make_db(config.db)
+        self.system = systems.get(config.db)
+        self.db = self.system.db()
         self.workload = get_workload(config.workload)
         self.names = node_names(config.nodes)
         self.run_dir: Path | None = None
@@ -153,7 +152,7 @@ class Run:
                 raise UserError(problem)
 
     def node_options(self) -> dict[str, Any]:
-        opts = dict(RAFT_DEFAULTS) if self.config.db == "raft" else {}
+        opts = dict(self.system.node_defaults)
         opts.update(self.config.node_options)
         if self.config.bugs:
             opts["bugs"] = list(self.config.bugs)
@@ -185,7 +184,11 @@ class Run:
                     "status": RUNNING, "start_wall": datetime.now(UTC).isoformat(),
                     **harness_fields(os.getpid(), process_start_time(os.getpid())),
                     "versions": versions(), "host": platform.node(),
-                    "artifacts": sorted(self.db.artifacts), **self.extra_doc}
+                    "artifacts": sorted(self.db.artifacts),
+                    "system": {"name": self.system.name, "description": self.system.description,
+                               "workloads": self.system.workloads,
+                               "node_defaults": dict(self.system.node_defaults)},
+                    **self.extra_doc}
         write_run_json(self.run_dir, self.doc)
         progress = Progress(self.config.time_limit, self.stream)
         progress.say(f"run {self.run_dir.name}: {self.config.db} x {self.config.workload}, "

@@ -8,12 +8,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from faultline import registry as systems
+from faultline.catalog import unmet_needs
 from harness.address_plan import MAX_NODES
 from harness.errors import UserError
 from nemesis.base import FAULTS
 from workloads.registry import WORKLOADS
 
-DBS = ("raft", "etcd")
 # Faults by name, from the nemesis registry.
 NEMESES = tuple(FAULTS)
 
@@ -59,11 +60,16 @@ class RunConfig:
 
 
 def validate(c: RunConfig) -> RunConfig:
-    if c.db not in DBS:
-        raise ConfigError(f"unknown db {c.db!r}: choose one of {', '.join(DBS)}")
+    try:
+        system = systems.get(c.db)
+    except systems.UnknownSystem as e:
+        raise ConfigError(str(e)) from None
     if c.workload not in WORKLOADS:
         raise ConfigError(f"unknown workload {c.workload!r}: choose one of "
                           f"{', '.join(sorted(WORKLOADS))}")
+    if c.workload not in system.clients:
+        raise ConfigError(f"system {c.db} has no client for workload {c.workload!r}: "
+                          f"it supports {', '.join(system.workloads)}")
     bad = [n for n in c.nemesis if n.partition(":")[0] not in NEMESES]
     if bad:
         raise ConfigError(f"unknown nemesis {', '.join(map(repr, bad))}: choose from "
@@ -75,6 +81,11 @@ def validate(c: RunConfig) -> RunConfig:
                           f"/24 network has for nodes), not {c.nodes}")
     for spec in c.nemesis:
         check_variant(spec, c.nodes)
+        # A fault that fires on node event lines would never fire: say so now.
+        unmet = unmet_needs(spec, system)
+        if unmet:
+            raise ConfigError(f"nemesis {spec} needs node {', '.join(sorted(unmet))} lines, "
+                              f"which system {c.db} does not leave")
     if c.concurrency < 1:
         raise ConfigError(f"--concurrency must be at least 1, not {c.concurrency}")
     if c.rate < 0:
@@ -92,14 +103,12 @@ def validate(c: RunConfig) -> RunConfig:
             check_options(c.workload_options)
         except ValueError as e:
             raise ConfigError(str(e)) from None
-    if c.db != "raft" and c.bugs:
-        raise ConfigError("--bug switches exist only for the built-in raft db")
     if c.bugs:
-        from nodes.raft.bugs import UnknownBug
-        from nodes.raft.bugs import validate as validate_bugs
+        if system.check_bugs is None:
+            raise ConfigError(f"--bug: system {c.db} has no bug switches")
         try:
-            validate_bugs(c.bugs)
-        except UnknownBug as e:
+            system.check_bugs(list(c.bugs))
+        except ValueError as e:
             raise ConfigError(f"--bug: {e}") from None
     _check_workload_options(c)
     _check_node_options(c)
@@ -124,8 +133,7 @@ OPTION_KINDS = {
 def _check_node_options(c: RunConfig) -> None:
     """--node-option keys the db's adapter reads (its OPTIONS): a typo would
     otherwise be ignored, or fail only once the nodes start."""
-    from nodes.registry import make_db
-    allowed = getattr(type(make_db(c.db)), "OPTIONS", None)
+    allowed = systems.get(c.db).node_options
     if allowed is None:
         return
     for key, value in c.node_options.items():
@@ -140,8 +148,7 @@ def _check_node_options(c: RunConfig) -> None:
 def _check_workload_options(c: RunConfig) -> None:
     """--client-option keys are read by the workload's generator and the db's
     client: a key neither reads (a typo) would silently do nothing."""
-    from workloads.clients import client_class
-    allowed = dict(client_class(c.db).OPTIONS)
+    allowed = dict(getattr(systems.get(c.db).client_class(c.workload), "OPTIONS", {}))
     workload_options = getattr(WORKLOADS[c.workload], "OPTIONS", None)
     if workload_options is None:
         return  # a workload that does not declare its options: nothing to check against

@@ -12,8 +12,8 @@ import os
 import sys
 
 from checkers.history import Op
+from faultline import registry as systems
 from harness.frames import read_frame, write_frame
-from workloads.clients import make_client
 
 
 def serve(stdin, stdout) -> int:
@@ -21,9 +21,10 @@ def serve(stdin, stdout) -> int:
     if not hello or hello.get("kind") != "open":
         print("worker: expected an open frame", file=sys.stderr)
         return 2
-    client = make_client(hello["db"], hello["workload"],
-                         {name: tuple(addr) for name, addr in hello["nodes"].items()},
-                         hello.get("options") or {})
+    client_class = systems.get(hello["db"]).client_class(hello["workload"])
+    client = client_class(hello["workload"],
+                          {name: tuple(addr) for name, addr in hello["nodes"].items()},
+                          hello.get("options") or {})
     try:
         while (msg := read_frame(stdin)) is not None:
             if msg.get("kind") != "op":

@@ -9,9 +9,9 @@ import psutil
 import pytest
 
 from checkers.history import Op
+from faultline import registry as systems
 from nodes.etcd.db import INSTALL_HINT, EtcdDB
 from nodes.etcd.local_cluster import LocalEtcdCluster, free_port_pair
-from workloads.clients import make_client
 from workloads.clients.etcd import EtcdClient, rejection
 
 needs_etcd = pytest.mark.skipif(EtcdDB().check_installed() is not None, reason=INSTALL_HINT)
@@ -65,7 +65,7 @@ def client_for(etcd):
     made = []
 
     def make(workload, **options):
-        client = make_client("etcd", workload, etcd.addresses, options)
+        client = systems.get("etcd").client_class(workload)(workload, etcd.addresses, options)
         made.append(client)
         return client
 

@@ -12,13 +12,13 @@ def test_defaults_are_valid_and_round_trip():
 
 @pytest.mark.parametrize("change, words", [
     ({"workload": "bank"}, "unknown workload 'bank'"),
-    ({"db": "mysql"}, "unknown db"),
+    ({"db": "mysql"}, "unknown system 'mysql': choose one of"),
     ({"nemesis": ["kill", "flood"]}, "unknown nemesis 'flood'"),
     ({"nodes": 0}, "--nodes must be at least 1"),
     ({"rate": -1.0}, "--rate must not be negative"),
     ({"concurrency": 0}, "--concurrency"),
     ({"time_limit": 0}, "--time-limit"),
-    ({"db": "etcd", "bugs": ["x"]}, "--bug switches exist only"),
+    ({"db": "etcd", "bugs": ["x"]}, "--bug: system etcd has no bug switches"),
     ({"lin_options": {"deadline": 5}}, "unknown linearizability option 'deadline'"),
     ({"lin_options": {"time_limit": -1}}, "time_limit must be a positive number or null"),
     ({"lin_options": {"memory_limit_mb": "lots"}}, "memory_limit_mb must be a positive"),

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from faultline import registry as systems
 from harness.errors import EXIT_STATUS_HELP as EXIT_HELP
 from harness.errors import UserError
 from harness.run_config import ConfigError, RunConfig, parse_nemesis, validate
@@ -16,7 +17,9 @@ from workloads.registry import WORKLOADS
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     d = RunConfig()
-    p.add_argument("--db", default=d.db, help="system under test: raft or etcd")
+    p.add_argument("--system", "--db", dest="db", default=d.db, metavar="SYSTEM",
+                   help=f"system under test: {', '.join(systems.names())} (the "
+                        "faultline.systems entry points), or package.module:NAME")
     p.add_argument("--workload", default=d.workload,
                    help=f"one of {', '.join(sorted(WORKLOADS))}")
     p.add_argument("--nemesis", default=",".join(d.nemesis),

@@ -1,0 +1,83 @@
+"""The DB adapter: what to run on a node and how to look at it (faultline.DB)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections import Counter
+from pathlib import Path
+
+import redis
+
+from faultline import NodeSpec
+from faultline_redis.config import MASTER_NAME, sentinel_conf, sentinel_port, server_conf
+from faultline_redis.connect import connect
+
+PROBE_TIMEOUT_S = 1.0
+# --node-option keys the adapter reads, with their kind.
+OPTIONS = {"down_after_ms": "positive-int", "failover_timeout_ms": "positive-int"}
+INSTALL_HINT = "redis-server is not installed: apt-get install redis-server"
+
+
+class RedisDB:
+    kind = "redis"
+    # No log dump and no event lines: the history is all the checkers get.
+    artifacts: frozenset[str] = frozenset()
+
+    def check_installed(self) -> str | None:
+        return None if shutil.which("redis-server") else INSTALL_HINT
+
+    def setup(self, node: NodeSpec, cluster: list[NodeSpec]) -> None:
+        node.data_dir.mkdir(parents=True, exist_ok=True)
+
+    def argv(self, node: NodeSpec, cluster: list[NodeSpec], fresh: bool) -> list[str]:
+        # Both daemons rewrite their config as roles change (a sentinel-led
+        # failover, a demoted primary); a restart keeps what they wrote.
+        server, sentinel = node.data_dir / "redis.conf", node.data_dir / "sentinel.conf"
+        if fresh or not server.exists():
+            server.write_text(server_conf(node, cluster))
+            sentinel.write_text(sentinel_conf(node, cluster,
+                                              int(node.options.get("down_after_ms", 1000)),
+                                              int(node.options.get("failover_timeout_ms", 3000))))
+        return [sys.executable, "-m", "faultline_redis.node",
+                "--redis-server", shutil.which("redis-server") or "redis-server",
+                "--server-conf", str(server), "--sentinel-conf", str(sentinel)]
+
+    def _ask(self, host: str, port: int, *command: str) -> object:
+        conn = connect(host, port, PROBE_TIMEOUT_S, PROBE_TIMEOUT_S)
+        try:
+            return conn.execute_command(*command)
+        except redis.RedisError:
+            return None
+        finally:
+            conn.close()
+
+    def is_ready(self, node: NodeSpec) -> bool:
+        """The server answers and its sentinel knows a primary."""
+        return (self._ask(node.host, node.port, "PING") is True
+                and bool(self._ask(node.host, sentinel_port(node), "SENTINEL",
+                                   "get-master-addr-by-name", MASTER_NAME)))
+
+    def leader(self, cluster: list[NodeSpec]) -> str | None:
+        """The primary a majority of the sentinels name, if they agree."""
+        by_address = {(n.host, n.port): n.name for n in cluster}
+        votes: Counter[str] = Counter()
+        for node in cluster:
+            answer = self._ask(node.host, sentinel_port(node), "SENTINEL",
+                               "get-master-addr-by-name", MASTER_NAME)
+            if answer:
+                host, port = (x.decode() if isinstance(x, bytes) else str(x) for x in answer)
+                name = by_address.get((host, int(port)))
+                if name is not None:
+                    votes[name] += 1
+        if not votes:
+            return None
+        name, count = votes.most_common(1)[0]
+        return name if count > len(cluster) // 2 else None
+
+    def data_files(self, node: NodeSpec) -> list[Path]:
+        """The append-only files, oldest first (what a disk fault truncates)."""
+        return sorted((node.data_dir / "appendonlydir").glob("*.aof"))
+
+    def dump_log(self, node: NodeSpec, out: Path) -> None:
+        """Writes nothing: Redis has no replicated log in faultline's dump shape."""

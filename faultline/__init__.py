@@ -1,0 +1,15 @@
+"""faultline's public API: what a team needs to test its own database.
+
+    from faultline import System, NodeSpec, Op, ok, fail, info
+
+A `System` (faultline.system) bundles a DB adapter, a client per workload and
+defaults; register it under the `faultline.systems` entry-point group.
+docs/extending.md builds one in under 100 lines. Run it with
+`faultline run --system NAME` or, from pytest, the `faultline_run` fixture
+(faultline.pytest_plugin).
+"""
+
+from faultline.system import ARTIFACTS, DB, Client, NodeSpec, Op, System
+from workloads.clients.outcome import fail, info, ok
+
+__all__ = ["ARTIFACTS", "DB", "Client", "NodeSpec", "Op", "System", "fail", "info", "ok"]

@@ -1,0 +1,38 @@
+"""The built-in systems, registered like any other (pyproject's `faultline.systems`)."""
+
+from __future__ import annotations
+
+from faultline.system import System
+from nodes.etcd.db import EtcdDB
+from nodes.raft import bugs
+from nodes.raft.db import RaftDB
+from workloads.clients.etcd import KEY_PREFIX, EtcdClient
+from workloads.clients.raft import RaftClient
+from workloads.registry import WORKLOADS
+
+
+def _check_raft_bugs(names: list[str]) -> None:
+    bugs.validate(names)   # UnknownBug is a ValueError naming the known switches
+
+
+RAFT = System(
+    name="raft",
+    db=RaftDB,
+    # The raft node serves every workload faultline has.
+    clients={w: RaftClient for w in WORKLOADS},
+    # Elections in a few hundred ms: faults show within a 30 s run.
+    node_defaults={"tick_ms": 50},
+    node_options=RaftDB.OPTIONS,
+    check_bugs=_check_raft_bugs,
+    description="faultline's KRaft-style store (nodes/raft), with bug switches",
+)
+
+ETCD = System(
+    name="etcd",
+    db=EtcdDB,
+    clients={w: EtcdClient for w in KEY_PREFIX},
+    node_options=EtcdDB.OPTIONS,
+    description="etcd 3.4 from Debian, through its JSON gRPC gateway",
+)
+
+SYSTEMS = (RAFT, ETCD)

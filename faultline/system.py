@@ -1,0 +1,82 @@
+"""The one extension point: a `System` says everything faultline needs to test a database.
+
+A team tests its own database from its own repository: it writes a DB adapter
+(the `nodes.db.DB` protocol: set up a node's files, the argv that starts it,
+when it is ready, who leads, where its data files are, what it dumps for the
+checkers), one client class per workload it supports, and a `System` that
+bundles them; it registers that object under the `faultline.systems` entry-point
+group (or names it with `--system package.module:NAME`). It never edits faultline.
+
+Process control is the harness's, the same for every system, because it is what
+a machine does to a process: a node is *started* by running `argv` in its own
+network namespace, *killed* with SIGKILL to its whole process tree, *paused*
+with SIGSTOP to that tree and *resumed* with SIGCONT; *stopped* at teardown the
+same way as killed. A system whose node is several processes (a server and its
+sentinel) starts them from one parent, so they live and die together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from checkers.history import Op
+from nodes.db import DB, NodeSpec
+
+__all__ = ["ARTIFACTS", "Client", "DB", "NodeSpec", "Op", "System"]
+
+# What a node can leave for the checkers besides the history: "log_dump"
+# (nodes/<n>/log.msgpack, judged by divergence/durability) and "events" (JSON
+# event lines on stdout, judged by elections/invariants). A checker needing an
+# artefact a system does not leave says "unknown", never "valid".
+ARTIFACTS = frozenset({"log_dump", "events"})
+
+
+class Client(Protocol):
+    """One client per worker process, one op open at a time. `invoke` turns an
+    invoke op into the system's request and its answer into an ok / fail / info
+    completion (`workloads.clients.outcome`); it never raises for a request
+    that may have taken effect (that is an info)."""
+
+    def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
+                 options: dict[str, Any]) -> None: ...
+
+    def invoke(self, op: Op) -> Op: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class System:
+    """A system under test.
+
+    name: what `--system`/`--db` and run.json call it.
+    db: makes the DB adapter (called once per run, in the harness process).
+    clients: workload name -> client class; the workloads this system supports.
+    node_defaults: node options a run uses unless `--node-option` says otherwise.
+    node_options: --node-option keys the adapter reads, with their kind
+        (`harness.run_config.OPTION_KINDS`: "int", "bool", "string", ...).
+    check_bugs: validates `--bug` switches (raises ValueError); None: the
+        system has no bug switches and `--bug` is refused.
+    description: one line for `--help`.
+    """
+
+    name: str
+    db: Callable[[], DB]
+    clients: Mapping[str, type]
+    node_defaults: Mapping[str, Any] = field(default_factory=dict)
+    node_options: Mapping[str, str] | None = None
+    check_bugs: Callable[[list[str]], None] | None = None
+    description: str = ""
+
+    @property
+    def workloads(self) -> list[str]:
+        return sorted(self.clients)
+
+    def client_class(self, workload: str) -> type:
+        try:
+            return self.clients[workload]
+        except KeyError:
+            raise ValueError(f"system {self.name!r} has no client for workload {workload!r}; "
+                             f"it supports {', '.join(self.workloads)}") from None
