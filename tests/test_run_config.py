@@ -81,3 +81,18 @@ def test_nemesis_variants():
     validate(RunConfig(nemesis=["partition:one-way", "kill:majority", "lose-unsynced:all"]))
     with pytest.raises(ConfigError, match="bad nemesis variant 'partition:sideways'"):
         validate(RunConfig(nemesis=["partition:sideways"]))
+
+
+def test_every_workload_option_its_docs_name_is_accepted() -> None:
+    from harness.run_config import RunConfig, validate
+    for workload, options in [("register", {"ops_per_key": 100}),
+                              ("register", {"ops_per_key": 0}),
+                              ("rw-register", {"active_keys": 3, "max_writes_per_key": 4}),
+                              ("list-append", {"active_keys": 3, "max_appends_per_key": 4})]:
+        validate(RunConfig(db="raft", workload=workload, workload_options=options))
+
+
+def test_a_negative_ops_per_key_is_refused_before_anything_starts() -> None:
+    from harness.run_config import ConfigError, RunConfig, validate
+    with pytest.raises(ConfigError, match="ops_per_key"):
+        validate(RunConfig(db="raft", workload="register", workload_options={"ops_per_key": -1}))

@@ -7,7 +7,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from workloads.ops import OpSpec, UniqueValues
+from workloads.ops import OpSpec, final_txn_reads, rotating_txns
 
 NAME = "list-append"
 OPTIONS = {"active_keys": "positive-int", "max_appends_per_key": "positive-int"}
@@ -18,25 +18,7 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
     # Elle infers version orders from reads of whole lists: short lists keep
     # reads cheap and give every key many reads per append.
     max_appends_per_key = int(config.get("max_appends_per_key", 32))
-    values = UniqueValues()
-    keys = list(range(active_keys))
-    next_key = active_keys
-    appends: dict[int, int] = {k: 0 for k in keys}
-    while True:
-        txn: list[list[Any]] = []
-        for _ in range(rng.randint(1, 4)):
-            k = rng.choice(keys)
-            if rng.random() < 0.5:
-                txn.append(["r", k, None])
-            else:
-                txn.append(["append", k, values.take()])
-                appends[k] += 1
-                if appends[k] >= max_appends_per_key:
-                    keys.remove(k)
-                    keys.append(next_key)
-                    appends[next_key] = 0
-                    next_key += 1
-        yield OpSpec("txn", txn)
+    return rotating_txns(rng, active_keys, max_appends_per_key, "append")
 
 
 def checker_names(config: dict[str, Any]) -> list[str]:
@@ -44,8 +26,4 @@ def checker_names(config: dict[str, Any]) -> list[str]:
             "availability"]
 
 
-def final_reads(issued: list[OpSpec]) -> list[OpSpec]:
-    """Read every key the run touched, a few keys per transaction."""
-    keys = sorted({k for op in issued for _, k, _ in op.value})
-    return [OpSpec("txn", [["r", k, None] for k in keys[i:i + 4]])
-            for i in range(0, len(keys), 4)]
+final_reads = final_txn_reads

@@ -17,7 +17,7 @@ from workloads.ops import OpSpec, UniqueValues
 
 NAME = "register"
 # --client-option keys the generator reads, with their kind (harness.run_config checks them).
-OPTIONS: dict[str, str] = {}
+OPTIONS = {"ops_per_key": "int"}  # check_options refuses a negative one
 RECENT = 4  # cas guesses among the last few written values: a plausible mix of hits and misses
 # Ops per register before the next one. A key's history of this length checks
 # in well under a second, and a key still sees every fault a schedule plays

@@ -8,9 +8,10 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from workloads.ops import OpSpec, UniqueValues
+from workloads.ops import OpSpec, final_txn_reads, rotating_txns
 
 NAME = "rw-register"
+OPTIONS = {"active_keys": "positive-int", "max_writes_per_key": "positive-int"}
 
 
 def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
@@ -19,29 +20,11 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
     # checkers/elle/rw_register.py): few writes per key keep every version
     # near the reads that order it.
     max_writes_per_key = int(config.get("max_writes_per_key", 16))
-    values = UniqueValues()
-    keys = list(range(active_keys))
-    next_key = active_keys
-    writes: dict[int, int] = {k: 0 for k in keys}
-    while True:
-        txn: list[list[Any]] = []
-        for _ in range(rng.randint(1, 4)):
-            k = rng.choice(keys)
-            if rng.random() < 0.5:
-                txn.append(["r", k, None])
-            else:
-                txn.append(["w", k, values.take()])
-                writes[k] += 1
-                if writes[k] >= max_writes_per_key:
-                    keys.remove(k)
-                    keys.append(next_key)
-                    writes[next_key] = 0
-                    next_key += 1
-        yield OpSpec("txn", txn)
+    return rotating_txns(rng, active_keys, max_writes_per_key, "w")
 
 
 def checker_names(config: dict[str, Any]) -> list[str]:
-    return ["stats", "rw-register", "elections", "divergence", "availability"]
+    return ["stats", "rw-register", "elections", "invariants", "divergence", "availability"]
 
 
 def elle_options(config: dict[str, Any]) -> dict[str, bool]:
@@ -55,8 +38,4 @@ def elle_options(config: dict[str, Any]) -> dict[str, bool]:
     return {"wfr_keys": True, "linearizable_keys": strict}
 
 
-def final_reads(issued: list[OpSpec]) -> list[OpSpec]:
-    """Read every key the run touched, a few keys per transaction."""
-    keys = sorted({k for op in issued for _, k, _ in op.value})
-    return [OpSpec("txn", [["r", k, None] for k in keys[i:i + 4]])
-            for i in range(0, len(keys), 4)]
+final_reads = final_txn_reads
