@@ -136,13 +136,7 @@ def _check_node_options(c: RunConfig) -> None:
     allowed = systems.get(c.db).node_options
     if allowed is None:
         return
-    for key, value in c.node_options.items():
-        if key not in allowed:
-            raise ConfigError(f"unknown --node-option {key!r} for {c.db}: choose from "
-                              f"{', '.join(sorted(allowed))}")
-        ok, what = OPTION_KINDS[allowed[key]]
-        if not ok(value):
-            raise ConfigError(f"--node-option {key} must be {what}, not {value!r}")
+    _check_options(c.node_options, allowed, "--node-option", c.db)
 
 
 def _check_workload_options(c: RunConfig) -> None:
@@ -153,13 +147,18 @@ def _check_workload_options(c: RunConfig) -> None:
     if workload_options is None:
         return  # a workload that does not declare its options: nothing to check against
     allowed.update(workload_options)
-    for key, value in c.workload_options.items():
+    _check_options(c.workload_options, allowed, "--client-option", f"{c.db} x {c.workload}")
+
+
+def _check_options(given: dict[str, Any], allowed: dict[str, str], flag: str,
+                   what_for: str) -> None:
+    for key, value in given.items():
         if key not in allowed:
-            raise ConfigError(f"unknown --client-option {key!r} for {c.db} x {c.workload}: "
+            raise ConfigError(f"unknown {flag} {key!r} for {what_for}: "
                               f"choose from {', '.join(sorted(allowed))}")
         ok, what = OPTION_KINDS[allowed[key]]
         if not ok(value):
-            raise ConfigError(f"--client-option {key} must be {what}, not {value!r}")
+            raise ConfigError(f"{flag} {key} must be {what}, not {value!r}")
 
 
 def check_variant(spec: str, nodes: int) -> None:
