@@ -290,3 +290,47 @@ def test_hostile_read_count_does_not_hang():
     h.call(0, "append", ["a", 1], result=["a", 1, 0])
     h.call(1, "read", ["a", 0, 10**12], result=["a", 0, [[0, 1]]])
     assert durability.check(h.ops, None, "log")["valid"] is True
+
+
+# --- what the anomalies point at (mutants that survived) -----------------------
+
+
+def test_lost_list_append_names_its_write_ack_and_final_read():
+    h = H()
+    h.call(0, "txn", [["append", "x", 1]])                       # ops 0, 1
+    h.call(2, "txn", [["append", "y", 9]], typ="fail")          # ops 2, 3: judged on nothing
+    h.call(1, "txn", [["r", "x", None]], result=[["r", "x", []]])  # ops 4, 5
+    v = durability.check(h.ops, None, "list-append")
+    [lost] = v["anomalies"]
+    assert (lost["type"], lost["key"], lost["value"]) == ("lost-write", "x", 1)
+    assert (lost["write"]["index"], lost["ack"]["index"], lost["final_read"]["index"]) == (0, 1, 5)
+    assert lost["evidence"] == "final-read"
+
+
+def test_duplicate_in_a_list_read_names_the_key_value_and_read():
+    h = H()
+    h.call(0, "txn", [["append", "x", 1]])
+    h.call(1, "txn", [["r", "x", None]], result=[["r", "x", [1, 1]]])
+    [dup] = durability.check(h.ops, None, "list-append")["anomalies"]
+    assert (dup["type"], dup["key"], dup["values"]) == ("duplicate-append", "x", [1])
+    assert dup["read"]["index"] == 3
+
+
+def test_log_read_holding_one_offset_twice_is_out_of_order():
+    h = H()
+    h.call(0, "append", ["a", 1], result=["a", 1, 0])
+    h.call(1, "read", ["a", 0, 2], result=["a", 0, [[0, 1], [0, 1]]])
+    v = durability.check(h.ops, None, "log")
+    assert "read-out-of-order" in types(v)
+    bad = next(a for a in v["anomalies"] if a["type"] == "read-out-of-order")
+    assert bad["read"]["index"] == 3
+
+
+def test_log_offset_conflict_names_both_values_and_both_ops():
+    h = H()
+    h.call(0, "append", ["a", 1], result=["a", 1, 0])
+    h.call(0, "append", ["a", 2], result=["a", 2, 0])
+    v = durability.check(h.ops, None, "log")
+    conflict = next(a for a in v["anomalies"] if a["type"] == "offset-conflict")
+    assert conflict["values"] == [1, 2]
+    assert (conflict["first_seen"]["index"], conflict["then"]["index"]) == (1, 3)
