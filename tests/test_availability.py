@@ -213,3 +213,40 @@ def test_a_short_outage_at_the_end_of_the_history_passes_its_limit():
     assert v["valid"] is True, v["anomalies"]
     [gap] = v["stats"]["gaps"]
     assert (gap["start_s"], gap["end_s"]) == (11.01, 14.01)
+
+
+def test_a_gap_over_its_limit_is_reported_alongside_leadership_figures():
+    # Node events present (leadership judged too): the gap anomaly must stay.
+    h = H()
+    h.reads(0.5, 5)
+    h.reads(12, 14)
+    v = availability.check(h.ops, steady_leader(), run(), {"max_unavailable_s": 3,
+                                                           "max_quiet_leader_changes": 0})
+    assert [a["type"] for a in v["anomalies"]] == ["unavailable"]
+    assert (v["anomalies"][0]["start_s"], v["anomalies"][0]["end_s"]) == (5.01, 12.01)
+    assert v["anomalies"][0]["explained"] is False
+
+
+def test_leader_change_list_says_when_each_change_came_and_after_which_heal():
+    v = availability.check(isolate_n3_then_heal().ops, disruptive_n3(), run())
+    [change] = v["stats"]["leader_change_list"]
+    assert (change["node"], change["epoch"], change["time_s"]) == ("n1", 7, 20.5)
+    assert change["previous"] == {"node": "n1", "epoch": 1}
+    assert change["when"] == "after-heal" and change["faults"] == []
+    assert change["heal_s"] == 20.1
+
+
+def test_a_change_counts_only_against_the_heal_it_followed():
+    # Two heals; the one change comes after the second: the first heal's
+    # window holds none.
+    h = isolate_n3_then_heal()
+    h.nemesis(30, "partition", {"nodes": ["n2"], "shape": "isolate",
+                                "cut": [["n2", "n1"], ["n2", "n3"]]})
+    h.nemesis(33, "heal", {})
+    h.reads(33.5, 40)
+    events = steady_leader()
+    events["n1"] += [role(34, "n1", "Leader", 2, "n1")]
+    v = availability.check(h.ops, events, run(), {"max_leader_changes_per_heal": 0})
+    [a] = v["anomalies"]
+    assert a["type"] == "leader-changes-after-heal"
+    assert a["heal"]["time_s"] == 33.1 and a["count"] == 1
