@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
 from checkers import divergence
 
 
@@ -331,15 +333,17 @@ def test_a_dump_without_offsets_fields_is_read_from_its_entries():
     assert v["stats"]["log_end_offset"]["n2"] == 0
 
 
-def test_a_mismatch_run_is_split_where_its_reason_changes():
-    # Offsets 3..7 differ; both committed up to 5; they agree again at 8. So
-    # 3..4 differ where both committed, 5..7 below a matching entry.
-    a = dump("A", [(0, 9, 1)], hw=5, epoch=2)
-    b = dump("B", [(0, 2, 1), (3, 7, 2), (8, 9, 1)], hw=5, epoch=2)
+@pytest.mark.parametrize("hw", [4, 5, 7])
+def test_a_mismatch_run_is_split_where_its_reason_changes(hw):
+    # Offsets 3..7 differ; both committed up to hw; they agree again at 8. So
+    # 3..hw-1 differ where both committed, hw..7 below a matching entry.
+    a = dump("A", [(0, 9, 1)], hw=hw, epoch=2)
+    b = dump("B", [(0, 2, 1), (3, 7, 2), (8, 9, 1)], hw=hw, epoch=2)
     v = divergence.check({"A": a, "B": b}, {"A": [role(1, "A", "Leader", 1, "A"),
                                                   role(2, "A", "Leader", 2, "A")]})
     runs = [(d["why"], d["offsets"], d["count"]) for d in v["anomalies"]
             if d["type"] == "divergence"]
-    assert runs == [("committed", [3, 4], 2), ("below-matching-entry", [5, 7], 3)]
+    assert runs == [("committed", [3, hw - 1], hw - 3),
+                    ("below-matching-entry", [hw, 7], 8 - hw)]
     assert v["anomalies"][0]["sides"]["B"]["first"] == {
         "offset": 3, "epoch": 2, "digest": b["entries"][3]["digest"], "committed": True}
