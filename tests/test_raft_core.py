@@ -223,6 +223,22 @@ def test_propose_on_follower_raises_not_leader_with_hint():
     with pytest.raises(NotLeader) as info:
         core.propose(b"x")
     assert info.value.leader == "n2"
+    assert str(info.value) == "not the leader (leader hint: n2)"
+
+
+def test_ready_is_empty_only_with_nothing_in_any_field():
+    assert Ready().is_empty()
+    for field_value in ({"quorum_state": QuorumState(1, None, None, CID)}, {"truncate_to": 0},
+                        {"append": entries(1)}, {"epoch_cache": []}, {"messages": [{}]},
+                        {"committed": entries(1)}, {"high_watermark": 0},
+                        {"events": [{"event": "x"}]}):
+        assert not Ready(**field_value).is_empty(), field_value
+
+
+def test_entry_at_covers_exactly_the_log():
+    core = make(log=entries(1, 1, 2))
+    assert [core.entry_at(o) for o in (-1, 0, 2, 3)] == [None, entries(1)[0],
+                                                         entries(1, 1, 2)[2], None]
 
 
 # ------------------------------------------------------------------ votes
