@@ -404,6 +404,32 @@ def test_follower_truncates_only_on_a_diverging_answer_from_its_current_epoch(
     assert ready.truncate_to == (2 if truncated else None)
     assert core.log_end == (2 if truncated else 4)
 
+
+@pytest.mark.parametrize("fetch_epoch, error", [(2, "fenced_epoch"), (3, "not_leader")])
+def test_fetch_to_a_non_leader_or_in_an_old_epoch_gets_an_error_echoing_the_request(
+        fetch_epoch, error):
+    core = follower_of("n2", 3, state=QuorumState(3, None, None, CID))
+    core.ready()
+    core.receive(msg("fetch", "n3", "n1", fetch_epoch, fetch_offset=7, last_fetched_epoch=2,
+                     flushed_offset=7))
+    (response,) = sent(core.ready(), "fetch_response")
+    assert response["to"] == "n3" and response["epoch"] == 3
+    assert (response["error"], response["leader"]) == (error, "n2")
+    assert (response["fetch_offset"], response["last_fetched_epoch"]) == (7, 2)
+    assert response["entries"] == [] and response["diverging_epoch"] is None
+
+
+def test_two_truncations_before_a_ready_cut_to_the_lower_and_rewrite_the_epoch_cache():
+    core = follower_of("n2", 3, log=entries(1, 1, 2, 2, 2), state=QuorumState(3, None, None, CID))
+    core.ready()
+    core.receive(diverging(core, fetch_offset=5, last_fetched_epoch=2, epoch=2, end_offset=4))
+    core.receive(diverging(core, fetch_offset=4, last_fetched_epoch=2, epoch=1, end_offset=2))
+    ready = core.ready()
+    assert ready.truncate_to == 2 and core.log_end == 2
+    assert ready.epoch_cache == [(1, 0)]
+    assert [(e["from"], e["to"]) for e in ready.events if e["event"] == "truncate"] == [
+        (5, 4), (4, 2)]
+
 def test_follower_hw_is_min_of_leader_hw_and_own_end_and_never_goes_back():
     core = follower_of("n2", 1)
     core.ready()
