@@ -430,6 +430,19 @@ def test_two_truncations_before_a_ready_cut_to_the_lower_and_rewrite_the_epoch_c
     assert [(e["from"], e["to"]) for e in ready.events if e["event"] == "truncate"] == [
         (5, 4), (4, 2)]
 
+
+def test_a_later_higher_truncation_keeps_the_lower_one_pending_for_the_disk():
+    # Cut to 2, fetch new entries 2..4, then cut to 4, all before one Ready:
+    # the disk still holds the old 2..4, so it must be cut at 2.
+    core = follower_of("n2", 3, log=entries(1, 1, 2, 2, 2), state=QuorumState(3, None, None, CID))
+    core.ready()
+    core.receive(diverging(core, fetch_offset=5, last_fetched_epoch=2, epoch=1, end_offset=2))
+    fetch_ok(core, rows=[[2, 3, b"a"], [3, 3, b"b"], [4, 3, b"c"]])
+    core.receive(diverging(core, fetch_offset=5, last_fetched_epoch=3, epoch=3, end_offset=4))
+    ready = core.ready()
+    assert ready.truncate_to == 2
+    assert [e.offset for e in ready.append] == [2, 3]
+
 def test_follower_hw_is_min_of_leader_hw_and_own_end_and_never_goes_back():
     core = follower_of("n2", 1)
     core.ready()
