@@ -184,6 +184,16 @@ def test_lost_pre_vote_without_leader_goes_unattached_with_leader_goes_follower(
     assert follower.role == FOLLOWER and follower.leader == "n2" and follower.epoch == 3
 
 
+def test_lost_pre_vote_goes_back_to_the_leader_it_remembers():
+    # The rejections name no leader: the prospective's own memory of n2 decides.
+    follower = follower_of("n2", 3)
+    tick_until(follower, lambda: follower.role == PROSPECTIVE)
+    for v in ("n2", "n3"):
+        follower.receive(msg("vote_response", v, "n1", 3, granted=False, pre_vote=True,
+                             leader=None))
+    assert follower.role == FOLLOWER and follower.leader == "n2" and follower.epoch == 3
+
+
 def test_leader_appends_leader_change_and_announces():
     core = make()
     elect(core)
