@@ -334,3 +334,48 @@ def test_log_offset_conflict_names_both_values_and_both_ops():
     conflict = next(a for a in v["anomalies"] if a["type"] == "offset-conflict")
     assert conflict["values"] == [1, 2]
     assert (conflict["first_seen"]["index"], conflict["then"]["index"]) == (1, 3)
+
+
+def test_each_bad_value_is_reported_once_with_its_read_and_writer():
+    h = H()
+    h.call(0, "write", 1)                                   # ops 0, 1
+    h.call(0, "write", 2, typ="fail", result=None)          # ops 2, 3
+    for seen in (9, 9, 2, 2, 8):                            # ops 4..13
+        h.call(1, "read", None, result=seen)
+    v = durability.check(h.ops, log_dump(entry(0, put(1))), "register")
+    brief = [(a["type"], a["value"], a["read"]["index"]) for a in v["anomalies"]]
+    assert brief == [("phantom-read", 9, 5), ("aborted-read", 2, 9), ("phantom-read", 8, 13)]
+    assert v["anomalies"][0]["writer"] is None
+    aborted = v["anomalies"][1]
+    assert (aborted["write"]["index"], aborted["write_completion"]["index"]) == (2, 3)
+
+
+def test_anomalies_over_the_cap_are_cut_and_counted():
+    h = H()
+    for i in range(durability.MAX_ANOMALIES + 5):
+        h.call(1, "read", None, result=1000 + i)
+    v = durability.check(h.ops, log_dump(), "register")
+    assert len(v["anomalies"]) == durability.MAX_ANOMALIES
+    assert v["stats"]["anomalies_omitted"] == 5
+    h = H()
+    for i in range(durability.MAX_ANOMALIES):
+        h.call(1, "read", None, result=1000 + i)
+    v = durability.check(h.ops, log_dump(), "register")
+    assert len(v["anomalies"]) == durability.MAX_ANOMALIES
+    assert "anomalies_omitted" not in v["stats"]
+
+
+def test_register_without_dumps_and_without_acked_writes_has_nothing_to_lose():
+    h = H()
+    h.call(0, "write", 1, typ="fail", result=None)
+    h.call(1, "read", None, result=None)
+    v = durability.check(h.ops, None, "register")
+    assert v["valid"] is True and v["stats"]["lost_write_evidence"] == []
+    assert v["stats"]["writes"] == {"ok": 0, "fail": 1, "info": 0}
+
+
+def test_unknown_workload_names_the_known_ones():
+    v = durability.check([], None, "queue")
+    assert v["anomalies"] == []
+    assert v["stats"]["error"] == ("no durability rules for workload 'queue'; known: "
+                                   "['register', 'kv', 'list-append', 'log']")
