@@ -379,3 +379,29 @@ def test_unknown_workload_names_the_known_ones():
     assert v["anomalies"] == []
     assert v["stats"]["error"] == ("no durability rules for workload 'queue'; known: "
                                    "['register', 'kv', 'list-append', 'log']")
+
+
+def test_a_successful_cas_observed_its_expected_value():
+    h = H()
+    h.call(0, "write", 1)                        # ops 0, 1
+    h.call(1, "cas", [99, 5])                    # ops 2, 3: 99 was never written
+    h.call(1, "cas", [1, 6])                     # ops 4, 5: 1 was
+    v = durability.check(h.ops, log_dump(entry(0, put(1)), entry(1, put(5)), entry(2, put(6))),
+                         "register")
+    [a] = v["anomalies"]
+    assert (a["type"], a["value"], a["read"]["index"], a["read"]["f"]) == (
+        "phantom-read", 99, 3, "cas")
+
+
+def test_phantoms_in_list_append_and_log_reads_name_key_and_read():
+    h = H()
+    h.call(0, "txn", [["append", "x", 1]])
+    h.call(1, "txn", [["r", "x", None]], result=[["r", "x", [1, 42]]])  # ops 2, 3
+    [a] = durability.check(h.ops, None, "list-append")["anomalies"]
+    assert (a["type"], a["key"], a["value"], a["read"]["index"]) == ("phantom-read", "x", 42, 3)
+    h = H()
+    h.call(0, "append", ["a", 1], result=["a", 1, 0])
+    h.call(1, "read", ["a", 0, 2], result=["a", 0, [[0, 1], [1, 7]]])  # ops 2, 3
+    v = durability.check(h.ops, None, "log")
+    [a] = [x for x in v["anomalies"] if x["type"] == "phantom-read"]
+    assert (a["key"], a["value"], a["read"]["index"]) == ("a", 7, 3)
