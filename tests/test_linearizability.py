@@ -189,6 +189,16 @@ def test_mutex_indeterminate_acquire_may_never_have_happened():
     assert failing_op(bad, model="mutex") == (4, "release by 1")
 
 
+def test_never_completed_kv_and_mutex_ops_are_indeterminate():
+    put = H((0, "invoke", "put", "x", "k"), *seq(1, "get", None, "x", key="k"),
+            *seq(1, "get", None, None, key="j"))  # nil get of an untouched key is ""
+    assert valid(put, model="kv") is True
+    assert failing_op(H((0, "invoke", "put", "x", "k"), *seq(1, "get", None, "y", key="k")),
+                      model="kv") == (1, "get -> 'y'")
+    acquire = H((0, "invoke", "acquire", None), *seq(1, "acquire", None))
+    assert valid(acquire, model="mutex") is True
+
+
 def test_mutex_op_it_has_no_meaning_for_is_unknown():
     v = check(H(*seq(0, "write", 1)), model="mutex")
     assert v["valid"] == "unknown"
