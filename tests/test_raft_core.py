@@ -572,6 +572,7 @@ def test_foreign_cluster_request_gets_error_and_changes_nothing(kind, fields):
     (error,) = ready.messages
     assert error["type"] == "error" and error["error"] == "cluster_id_mismatch"
     assert error["in_reply_to"] == kind and error["cluster_id"] == CID
+    assert error["to"] == "n2"
 
 
 def test_foreign_cluster_response_is_dropped_silently():
