@@ -250,3 +250,41 @@ def test_a_change_counts_only_against_the_heal_it_followed():
     [a] = v["anomalies"]
     assert a["type"] == "leader-changes-after-heal"
     assert a["heal"]["time_s"] == 33.1 and a["count"] == 1
+
+
+def oks_at(h: H, *times_s: float) -> None:
+    for t in times_s:
+        h.add(t, 0, "invoke", "read")
+        h.add(t, 0, "ok", "read", 1)
+
+
+def test_gap_and_limit_boundaries_are_exclusive():
+    # Oks at 0, 2 and 5: a 2 s wait is not a gap (gap_s 2), a 3 s one is;
+    # a 3 s gap meets a 3 s limit, it does not exceed it.
+    h = H()
+    oks_at(h, 0, 2, 5)
+    v = availability.check(h.ops, None, run(), {"max_unavailable_s": 3})
+    assert v["valid"] is True, v["anomalies"]
+    assert [(g["start_s"], g["end_s"]) for g in v["stats"]["gaps"]] == [(2.0, 5.0)]
+    assert v["stats"]["longest_gap_s"] == 3.0 and v["stats"]["unavailable_s"] == 3.0
+    v = availability.check(h.ops, None, run(), {"max_unavailable_s": 2.5})
+    [a] = v["anomalies"]
+    assert (a["type"], a["limit_s"], a["duration_s"]) == ("unavailable", 2.5, 3.0)
+
+
+def test_a_fault_touching_the_gap_at_either_end_explains_it():
+    for fault_at, heal_at in ((5.0, 9.0), (1.0, 2.0 - 0.1)):
+        h = H()
+        oks_at(h, 0, 2)
+        h.nemesis(fault_at, "pause", {"nodes": ["n1"]})  # completes 0.1 s later
+        h.nemesis(heal_at, "resume", {"nodes": ["n1"]})
+        oks_at(h, 5)
+        [gap] = availability.check(h.ops, None, run())["stats"]["gaps"]
+        assert gap["explained"] is True, (fault_at, gap)
+    h = H()
+    oks_at(h, 0, 2)
+    h.nemesis(5.5, "pause", {"nodes": ["n1"]})
+    h.nemesis(6, "resume", {"nodes": ["n1"]})
+    oks_at(h, 5)
+    [gap] = availability.check(h.ops, None, run())["stats"]["gaps"]
+    assert gap["explained"] is False
