@@ -6,6 +6,9 @@ mutant name, tab, why no test can tell it from the original). The score of an
 area is killed / (mutants run - equivalent): a mutant no test reaches ("no
 tests") counts as surviving, a timeout as killed (the mutant hung a test).
 Mutants not run yet are reported as such, so a partial run says how partial.
+
+`--forget-survivors` marks the surviving mutants not run instead, so the next
+`mutmut run` (`make mutate`) tries them against tests written since.
 """
 
 from __future__ import annotations
@@ -69,8 +72,26 @@ def mutant_diff(name: str, path: str) -> str:
     return " / ".join(ln[0] + " " + ln[1:].strip() for ln in lines)[:300]
 
 
+def forget_survivors() -> int:
+    """Mark surviving mutants not run, so the next `mutmut run` tries them
+    against tests added since (mutmut keeps a mutant's result otherwise)."""
+    forgotten = 0
+    for meta in sorted((ROOT / "mutants").rglob("*.py.meta")):
+        doc = json.loads(meta.read_text())
+        codes = doc.get("exit_code_by_key") or {}
+        for name, code in codes.items():
+            if status(code) in ("survived", "no tests"):
+                codes[name] = None
+                forgotten += 1
+        meta.write_text(json.dumps(doc, indent=4))
+    return forgotten
+
+
 def main() -> None:
     os.chdir(ROOT)  # mutmut reads its config and mutants/ from here
+    if "--forget-survivors" in sys.argv:
+        print(f"{forget_survivors()} surviving mutants marked not run", file=sys.stderr)
+        return
     results = read_results()
     equivalent = read_equivalent()
     with_diffs = "--no-diffs" not in sys.argv

@@ -299,3 +299,82 @@ def test_a_kill_that_changed_nothing_explains_no_window():
     [gap] = v["stats"]["gaps"]
     assert gap["explained"] is False and gap["faults"] == []
     assert v["stats"]["faults"] == 0 and v["stats"]["unexplained_gaps"] == 1
+
+
+def test_a_gap_over_its_limit_is_reported_alongside_leadership_figures():
+    # Node events present (leadership judged too): the gap anomaly must stay.
+    h = H()
+    h.reads(0.5, 5)
+    h.stuck(5.01, 12)
+    h.reads(12, 14)
+    v = availability.check(h.ops, steady_leader(), run(), {"max_unavailable_s": 3,
+                                                           "max_quiet_leader_changes": 0})
+    assert [a["type"] for a in v["anomalies"]] == ["unavailable"]
+    assert (v["anomalies"][0]["start_s"], v["anomalies"][0]["end_s"]) == (5.01, 12.01)
+    assert v["anomalies"][0]["explained"] is False
+
+
+def test_leader_change_list_says_when_each_change_came_and_after_which_heal():
+    v = availability.check(isolate_n3_then_heal().ops, disruptive_n3(), run())
+    [change] = v["stats"]["leader_change_list"]
+    assert (change["node"], change["epoch"], change["time_s"]) == ("n1", 7, 20.5)
+    assert change["previous"] == {"node": "n1", "epoch": 1}
+    assert change["when"] == "after-heal" and change["faults"] == []
+    assert change["heal_s"] == 20.1
+
+
+def test_a_change_counts_only_against_the_heal_it_followed():
+    # Two heals; the one change comes after the second: the first heal's
+    # window holds none.
+    h = isolate_n3_then_heal()
+    h.nemesis(30, "partition", {"nodes": ["n2"], "shape": "isolate",
+                                "cut": [["n2", "n1"], ["n2", "n3"]]})
+    h.nemesis(33, "heal", {})
+    h.reads(33.5, 40)
+    events = steady_leader()
+    events["n1"] += [role(34, "n1", "Leader", 2, "n1")]
+    v = availability.check(h.ops, events, run(), {"max_leader_changes_per_heal": 0})
+    [a] = v["anomalies"]
+    assert a["type"] == "leader-changes-after-heal"
+    assert a["heal"]["time_s"] == 33.1 and a["count"] == 1
+
+
+def oks_at(h: H, *times_s: float) -> None:
+    for t in times_s:
+        h.add(t, 0, "invoke", "read")
+        h.add(t, 0, "ok", "read", 1)
+
+
+def test_gap_and_limit_boundaries_are_exclusive():
+    # Oks at 0, 2 and 5: a 2 s wait is not a gap (gap_s 2), a 3 s one is;
+    # a 3 s gap meets a 3 s limit, it does not exceed it.
+    h = H()
+    oks_at(h, 0, 2, 5)
+    h.stuck(2, 5)
+    v = availability.check(h.ops, None, run(), {"max_unavailable_s": 3})
+    assert v["valid"] is True, v["anomalies"]
+    assert [(g["start_s"], g["end_s"]) for g in v["stats"]["gaps"]] == [(2.0, 5.0)]
+    assert v["stats"]["longest_gap_s"] == 3.0 and v["stats"]["unavailable_s"] == 3.0
+    v = availability.check(h.ops, None, run(), {"max_unavailable_s": 2.5})
+    [a] = v["anomalies"]
+    assert (a["type"], a["limit_s"], a["duration_s"]) == ("unavailable", 2.5, 3.0)
+
+
+def test_a_fault_touching_the_gap_at_either_end_explains_it():
+    for fault_at, heal_at in ((5.0, 9.0), (1.0, 2.0 - 0.1)):
+        h = H()
+        oks_at(h, 0, 2)
+        h.stuck(2, 5)
+        h.nemesis(fault_at, "pause", {"nodes": ["n1"]})  # completes 0.1 s later
+        h.nemesis(heal_at, "resume", {"nodes": ["n1"]})
+        oks_at(h, 5)
+        [gap] = availability.check(h.ops, None, run())["stats"]["gaps"]
+        assert gap["explained"] is True, (fault_at, gap)
+    h = H()
+    oks_at(h, 0, 2)
+    h.stuck(2, 5)
+    h.nemesis(5.5, "pause", {"nodes": ["n1"]})
+    h.nemesis(6, "resume", {"nodes": ["n1"]})
+    oks_at(h, 5)
+    [gap] = availability.check(h.ops, None, run())["stats"]["gaps"]
+    assert gap["explained"] is False

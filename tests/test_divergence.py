@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
 from checkers import divergence
 
 
@@ -293,3 +295,55 @@ def test_a_node_whose_last_truncation_was_recovery_is_lagging_not_lost():
                          _lost_after_truncations(["diverging-epoch", "recovery"]))
     assert "lost-committed" not in types(v)
     assert v["stats"]["lagging_after_recovery"] == ["n2"]
+
+
+# --- reading dumps that leave fields out; splitting ranges (mutants that survived)
+
+
+def test_committed_end_comes_from_the_hw_or_the_committed_flags_whichever_is_further():
+    flagged = {o: {"offset": o, "epoch": 1, "committed": o < 4} for o in range(6)}
+    assert divergence.committed_end({"high_watermark": 5}, {}) == 5
+    assert divergence.committed_end({}, flagged) == 4
+    assert divergence.committed_end({"high_watermark": "5"}, flagged) == 4  # not an int
+    assert divergence.committed_end({"high_watermark": 2}, flagged) == 4
+    assert divergence.committed_end({"high_watermark": 6}, flagged) == 6
+    unflagged = {o: {"offset": o, "epoch": 1} for o in range(6)}
+    assert divergence.committed_end({"high_watermark": 1}, unflagged) == 1
+
+
+def test_holes_and_ranges():
+    assert divergence.holes([0, 1, 5, 9], 0, 6) == [[2, 4]]
+    assert divergence.holes([0, 1, 5, 9], 0, 5) == [[2, 4]]
+    assert divergence.holes([], 3, 5) == [[3, 4]]
+    assert divergence.holes([3, 4], 3, 5) == []
+    assert divergence.ranges([7, 1, 2, 3, 5]) == [[1, 3], [5, 5], [7, 7]]
+
+
+def test_a_dump_without_offsets_fields_is_read_from_its_entries():
+    # A log compacted below offset 5 and dumped without log_start/end fields:
+    # offsets 0..4 are not lost, and its end is one past its last entry.
+    n1 = dump("n1", [(0, 9, 1)], hw=10, epoch=1)
+    n2 = dump("n2", [(5, 9, 1)], hw=10, epoch=1)
+    del n2["log_start_offset"], n2["log_end_offset"]
+    v = divergence.check({"n1": n1, "n2": n2}, {"n1": [role(1, "n1", "Leader", 1, "n1")]})
+    assert v["valid"] is True, v["anomalies"]
+    assert v["stats"]["log_end_offset"] == {"n1": 10, "n2": 10}
+    n2["entries"] = []
+    v = divergence.check({"n1": n1, "n2": n2}, {"n1": [role(1, "n1", "Leader", 1, "n1")]})
+    assert v["stats"]["log_end_offset"]["n2"] == 0
+
+
+@pytest.mark.parametrize("hw", [4, 5, 7])
+def test_a_mismatch_run_is_split_where_its_reason_changes(hw):
+    # Offsets 3..7 differ; both committed up to hw; they agree again at 8. So
+    # 3..hw-1 differ where both committed, hw..7 below a matching entry.
+    a = dump("A", [(0, 9, 1)], hw=hw, epoch=2)
+    b = dump("B", [(0, 2, 1), (3, 7, 2), (8, 9, 1)], hw=hw, epoch=2)
+    v = divergence.check({"A": a, "B": b}, {"A": [role(1, "A", "Leader", 1, "A"),
+                                                  role(2, "A", "Leader", 2, "A")]})
+    runs = [(d["why"], d["offsets"], d["count"]) for d in v["anomalies"]
+            if d["type"] == "divergence"]
+    assert runs == [("committed", [3, hw - 1], hw - 3),
+                    ("below-matching-entry", [hw, 7], 8 - hw)]
+    assert v["anomalies"][0]["sides"]["B"]["first"] == {
+        "offset": 3, "epoch": 2, "digest": b["entries"][3]["digest"], "committed": True}

@@ -290,3 +290,118 @@ def test_hostile_read_count_does_not_hang():
     h.call(0, "append", ["a", 1], result=["a", 1, 0])
     h.call(1, "read", ["a", 0, 10**12], result=["a", 0, [[0, 1]]])
     assert durability.check(h.ops, None, "log")["valid"] is True
+
+
+# --- what the anomalies point at (mutants that survived) -----------------------
+
+
+def test_lost_list_append_names_its_write_ack_and_final_read():
+    h = H()
+    h.call(0, "txn", [["append", "x", 1]])                       # ops 0, 1
+    h.call(2, "txn", [["append", "y", 9]], typ="fail")          # ops 2, 3: judged on nothing
+    h.call(1, "txn", [["r", "x", None]], result=[["r", "x", []]])  # ops 4, 5
+    v = durability.check(h.ops, None, "list-append")
+    [lost] = v["anomalies"]
+    assert (lost["type"], lost["key"], lost["value"]) == ("lost-write", "x", 1)
+    assert (lost["write"]["index"], lost["ack"]["index"], lost["final_read"]["index"]) == (0, 1, 5)
+    assert lost["evidence"] == "final-read"
+
+
+def test_duplicate_in_a_list_read_names_the_key_value_and_read():
+    h = H()
+    h.call(0, "txn", [["append", "x", 1]])
+    h.call(1, "txn", [["r", "x", None]], result=[["r", "x", [1, 1]]])
+    [dup] = durability.check(h.ops, None, "list-append")["anomalies"]
+    assert (dup["type"], dup["key"], dup["values"]) == ("duplicate-append", "x", [1])
+    assert dup["read"]["index"] == 3
+
+
+def test_log_read_holding_one_offset_twice_is_out_of_order():
+    h = H()
+    h.call(0, "append", ["a", 1], result=["a", 1, 0])
+    h.call(1, "read", ["a", 0, 2], result=["a", 0, [[0, 1], [0, 1]]])
+    v = durability.check(h.ops, None, "log")
+    assert "read-out-of-order" in types(v)
+    bad = next(a for a in v["anomalies"] if a["type"] == "read-out-of-order")
+    assert bad["read"]["index"] == 3
+
+
+def test_log_offset_conflict_names_both_values_and_both_ops():
+    h = H()
+    h.call(0, "append", ["a", 1], result=["a", 1, 0])
+    h.call(0, "append", ["a", 2], result=["a", 2, 0])
+    v = durability.check(h.ops, None, "log")
+    conflict = next(a for a in v["anomalies"] if a["type"] == "offset-conflict")
+    assert conflict["values"] == [1, 2]
+    assert (conflict["first_seen"]["index"], conflict["then"]["index"]) == (1, 3)
+
+
+def test_each_bad_value_is_reported_once_with_its_read_and_writer():
+    h = H()
+    h.call(0, "write", 1)                                   # ops 0, 1
+    h.call(0, "write", 2, typ="fail", result=None)          # ops 2, 3
+    for seen in (9, 9, 2, 2, 8):                            # ops 4..13
+        h.call(1, "read", None, result=seen)
+    v = durability.check(h.ops, log_dump(entry(0, put(1))), "register")
+    brief = [(a["type"], a["value"], a["read"]["index"]) for a in v["anomalies"]]
+    assert brief == [("phantom-read", 9, 5), ("aborted-read", 2, 9), ("phantom-read", 8, 13)]
+    assert v["anomalies"][0]["writer"] is None
+    aborted = v["anomalies"][1]
+    assert (aborted["write"]["index"], aborted["write_completion"]["index"]) == (2, 3)
+
+
+def test_anomalies_over_the_cap_are_cut_and_counted():
+    h = H()
+    for i in range(durability.MAX_ANOMALIES + 5):
+        h.call(1, "read", None, result=1000 + i)
+    v = durability.check(h.ops, log_dump(), "register")
+    assert len(v["anomalies"]) == durability.MAX_ANOMALIES
+    assert v["stats"]["anomalies_omitted"] == 5
+    h = H()
+    for i in range(durability.MAX_ANOMALIES):
+        h.call(1, "read", None, result=1000 + i)
+    v = durability.check(h.ops, log_dump(), "register")
+    assert len(v["anomalies"]) == durability.MAX_ANOMALIES
+    assert "anomalies_omitted" not in v["stats"]
+
+
+def test_register_without_dumps_and_without_acked_writes_has_nothing_to_lose():
+    h = H()
+    h.call(0, "write", 1, typ="fail", result=None)
+    h.call(1, "read", None, result=None)
+    v = durability.check(h.ops, None, "register")
+    assert v["valid"] is True and v["stats"]["lost_write_evidence"] == []
+    assert v["stats"]["writes"] == {"ok": 0, "fail": 1, "info": 0}
+
+
+def test_unknown_workload_names_the_known_ones():
+    v = durability.check([], None, "queue")
+    assert v["anomalies"] == []
+    assert v["stats"]["error"] == ("no durability rules for workload 'queue'; known: "
+                                   "['register', 'kv', 'list-append', 'log']")
+
+
+def test_a_successful_cas_observed_its_expected_value():
+    h = H()
+    h.call(0, "write", 1)                        # ops 0, 1
+    h.call(1, "cas", [99, 5])                    # ops 2, 3: 99 was never written
+    h.call(1, "cas", [1, 6])                     # ops 4, 5: 1 was
+    v = durability.check(h.ops, log_dump(entry(0, put(1)), entry(1, put(5)), entry(2, put(6))),
+                         "register")
+    [a] = v["anomalies"]
+    assert (a["type"], a["value"], a["read"]["index"], a["read"]["f"]) == (
+        "phantom-read", 99, 3, "cas")
+
+
+def test_phantoms_in_list_append_and_log_reads_name_key_and_read():
+    h = H()
+    h.call(0, "txn", [["append", "x", 1]])
+    h.call(1, "txn", [["r", "x", None]], result=[["r", "x", [1, 42]]])  # ops 2, 3
+    [a] = durability.check(h.ops, None, "list-append")["anomalies"]
+    assert (a["type"], a["key"], a["value"], a["read"]["index"]) == ("phantom-read", "x", 42, 3)
+    h = H()
+    h.call(0, "append", ["a", 1], result=["a", 1, 0])
+    h.call(1, "read", ["a", 0, 2], result=["a", 0, [[0, 1], [1, 7]]])  # ops 2, 3
+    v = durability.check(h.ops, None, "log")
+    [a] = [x for x in v["anomalies"] if x["type"] == "phantom-read"]
+    assert (a["key"], a["value"], a["read"]["index"]) == ("a", 7, 3)

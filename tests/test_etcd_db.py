@@ -119,10 +119,8 @@ def test_killed_leader_is_replaced_and_rejoins_from_its_data_dir(etcd):
     old = etcd.wait_for_leader()
     etcd.kill(old)
     rest = [n for n in etcd.names if n != old]
-    started = time.monotonic()
-    new = etcd.wait_for_leader(rest, timeout=15)
+    new = etcd.wait_for_leader(rest, timeout=15)  # raises past 15 s
     assert new != old
-    assert time.monotonic() - started < 15
     etcd.start(old)   # not fresh: --initial-cluster-state existing, recovers its WAL
     etcd.wait_ready([old])
     assert db.is_ready(etcd.spec(old))
@@ -142,8 +140,8 @@ def test_paused_member_is_not_ready(etcd):
             assert time.monotonic() < deadline
             time.sleep(0.01)
         time.sleep(0.1)
-        started = time.monotonic()
+        # A probe that hung on the stopped member would fail on the test's
+        # time limit; no wall-clock assert here, which load could break.
         assert EtcdDB().is_ready(etcd.spec(name)) is False
-        assert time.monotonic() - started < 3
     finally:
         os.killpg(pid, signal.SIGCONT)

@@ -1,6 +1,7 @@
 """Hand-written histories for each model and each tricky rule: a pass and a fail case."""
 
 import argparse
+import json
 
 import pytest
 
@@ -169,6 +170,40 @@ def test_mutex():
     overlapping = H((0, "invoke", "acquire", None), (1, "invoke", "acquire", None),
                     (0, "ok", "acquire", None), (1, "fail", "acquire", None))
     assert valid(overlapping, model="mutex") is True
+
+
+def test_mutex_failed_release_did_not_happen():
+    # The holder's release failed: the lock is still held when 1 acquires it.
+    h = H(*seq(0, "acquire", None), (0, "invoke", "release", None),
+          (0, "fail", "release", None), *seq(1, "acquire", None))
+    assert failing_op(h, model="mutex") == (4, "acquire by 1")
+    maybe = H(*seq(0, "acquire", None), (0, "invoke", "release", None),
+              (0, "info", "release", None), *seq(1, "acquire", None))
+    assert valid(maybe, model="mutex") is True
+
+
+def test_mutex_indeterminate_acquire_may_never_have_happened():
+    h = H((0, "invoke", "acquire", None), (0, "info", "acquire", None),
+          *seq(1, "acquire", None), *seq(1, "release", None))
+    assert valid(h, model="mutex") is True
+    bad = H(*seq(0, "acquire", None), *seq(0, "release", None), *seq(1, "release", None))
+    assert failing_op(bad, model="mutex") == (4, "release by 1")
+
+
+def test_never_completed_kv_and_mutex_ops_are_indeterminate():
+    put = H((0, "invoke", "put", "x", "k"), *seq(1, "get", None, "x", key="k"),
+            *seq(1, "get", None, None, key="j"))  # nil get of an untouched key is ""
+    assert valid(put, model="kv") is True
+    assert failing_op(H((0, "invoke", "put", "x", "k"), *seq(1, "get", None, "y", key="k")),
+                      model="kv") == (1, "get -> 'y'")
+    acquire = H((0, "invoke", "acquire", None), *seq(1, "acquire", None))
+    assert valid(acquire, model="mutex") is True
+
+
+def test_mutex_op_it_has_no_meaning_for_is_unknown():
+    v = check(H(*seq(0, "write", 1)), model="mutex")
+    assert v["valid"] == "unknown"
+    assert "no operation 'write'" in json.dumps(v["anomalies"])
 
 
 def test_nemesis_ops_are_ignored():

@@ -184,6 +184,16 @@ def test_lost_pre_vote_without_leader_goes_unattached_with_leader_goes_follower(
     assert follower.role == FOLLOWER and follower.leader == "n2" and follower.epoch == 3
 
 
+def test_lost_pre_vote_goes_back_to_the_leader_it_remembers():
+    # The rejections name no leader: the prospective's own memory of n2 decides.
+    follower = follower_of("n2", 3)
+    tick_until(follower, lambda: follower.role == PROSPECTIVE)
+    for v in ("n2", "n3"):
+        follower.receive(msg("vote_response", v, "n1", 3, granted=False, pre_vote=True,
+                             leader=None))
+    assert follower.role == FOLLOWER and follower.leader == "n2" and follower.epoch == 3
+
+
 def test_leader_appends_leader_change_and_announces():
     core = make()
     elect(core)
@@ -223,6 +233,22 @@ def test_propose_on_follower_raises_not_leader_with_hint():
     with pytest.raises(NotLeader) as info:
         core.propose(b"x")
     assert info.value.leader == "n2"
+    assert str(info.value) == "not the leader (leader hint: n2)"
+
+
+def test_ready_is_empty_only_with_nothing_in_any_field():
+    assert Ready().is_empty()
+    for field_value in ({"quorum_state": QuorumState(1, None, None, CID)}, {"truncate_to": 0},
+                        {"append": entries(1)}, {"epoch_cache": []}, {"messages": [{}]},
+                        {"committed": entries(1)}, {"high_watermark": 0},
+                        {"events": [{"event": "x"}]}):
+        assert not Ready(**field_value).is_empty(), field_value
+
+
+def test_entry_at_covers_exactly_the_log():
+    core = make(log=entries(1, 1, 2))
+    assert [core.entry_at(o) for o in (-1, 0, 2, 3)] == [None, entries(1)[0],
+                                                         entries(1, 1, 2)[2], None]
 
 
 # ------------------------------------------------------------------ votes
@@ -388,6 +414,45 @@ def test_follower_truncates_only_on_a_diverging_answer_from_its_current_epoch(
     assert ready.truncate_to == (2 if truncated else None)
     assert core.log_end == (2 if truncated else 4)
 
+
+@pytest.mark.parametrize("fetch_epoch, error", [(2, "fenced_epoch"), (3, "not_leader")])
+def test_fetch_to_a_non_leader_or_in_an_old_epoch_gets_an_error_echoing_the_request(
+        fetch_epoch, error):
+    core = follower_of("n2", 3, state=QuorumState(3, None, None, CID))
+    core.ready()
+    core.receive(msg("fetch", "n3", "n1", fetch_epoch, fetch_offset=7, last_fetched_epoch=2,
+                     flushed_offset=7))
+    (response,) = sent(core.ready(), "fetch_response")
+    assert response["to"] == "n3" and response["epoch"] == 3
+    assert (response["error"], response["leader"]) == (error, "n2")
+    assert (response["fetch_offset"], response["last_fetched_epoch"]) == (7, 2)
+    assert response["entries"] == [] and response["diverging_epoch"] is None
+
+
+def test_two_truncations_before_a_ready_cut_to_the_lower_and_rewrite_the_epoch_cache():
+    core = follower_of("n2", 3, log=entries(1, 1, 2, 2, 2), state=QuorumState(3, None, None, CID))
+    core.ready()
+    core.receive(diverging(core, fetch_offset=5, last_fetched_epoch=2, epoch=2, end_offset=4))
+    core.receive(diverging(core, fetch_offset=4, last_fetched_epoch=2, epoch=1, end_offset=2))
+    ready = core.ready()
+    assert ready.truncate_to == 2 and core.log_end == 2
+    assert ready.epoch_cache == [(1, 0)]
+    assert [(e["from"], e["to"]) for e in ready.events if e["event"] == "truncate"] == [
+        (5, 4), (4, 2)]
+
+
+def test_a_later_higher_truncation_keeps_the_lower_one_pending_for_the_disk():
+    # Cut to 2, fetch new entries 2..4, then cut to 4, all before one Ready:
+    # the disk still holds the old 2..4, so it must be cut at 2.
+    core = follower_of("n2", 3, log=entries(1, 1, 2, 2, 2), state=QuorumState(3, None, None, CID))
+    core.ready()
+    core.receive(diverging(core, fetch_offset=5, last_fetched_epoch=2, epoch=1, end_offset=2))
+    fetch_ok(core, rows=[[2, 3, b"a"], [3, 3, b"b"], [4, 3, b"c"]])
+    core.receive(diverging(core, fetch_offset=5, last_fetched_epoch=3, epoch=3, end_offset=4))
+    ready = core.ready()
+    assert ready.truncate_to == 2
+    assert [e.offset for e in ready.append] == [2, 3]
+
 def test_follower_hw_is_min_of_leader_hw_and_own_end_and_never_goes_back():
     core = follower_of("n2", 1)
     core.ready()
@@ -507,6 +572,7 @@ def test_foreign_cluster_request_gets_error_and_changes_nothing(kind, fields):
     (error,) = ready.messages
     assert error["type"] == "error" and error["error"] == "cluster_id_mismatch"
     assert error["in_reply_to"] == kind and error["cluster_id"] == CID
+    assert error["to"] == "n2"
 
 
 def test_foreign_cluster_response_is_dropped_silently():

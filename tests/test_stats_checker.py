@@ -53,3 +53,20 @@ def test_a_client_kind_that_never_succeeded_is_named_among_nemesis_ops():
     v = check(history + nemesis_ops(len(history)))
     assert v["valid"] == "unknown"
     assert [a["f"] for a in v["anomalies"]] == ["write"]
+
+
+def test_counts_and_the_unknown_verdict_say_what_never_succeeded():
+    history = ops(("read", "ok"), ("read", "ok"), ("read", "info"), ("cas", "fail"),
+                  ("cas", "info"), ("txn", "fail"))
+    v = check(history)
+    assert v["valid"] == "unknown"
+    assert v["stats"]["by_f"] == {"cas": {"ok": 0, "fail": 1, "info": 1},
+                                  "read": {"ok": 2, "fail": 0, "info": 1},
+                                  "txn": {"ok": 0, "fail": 1, "info": 0}}
+    assert v["stats"]["reason"] == ("no successful cas, txn ops: the run shows nothing "
+                                    "about them")
+    assert v["anomalies"] == [
+        {"type": "no-successful-ops", "f": "cas",
+         "explanation": "no cas op succeeded (1 failed, 1 unknown)"},
+        {"type": "no-successful-ops", "f": "txn",
+         "explanation": "no txn op succeeded (1 failed, 0 unknown)"}]
