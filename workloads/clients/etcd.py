@@ -155,13 +155,7 @@ class EtcdClient:
 
     def read_lists(self, node: str, keys: list[str]) -> dict[str, tuple[list, int]]:
         """Each key's list and mod_revision (0: absent), read in one snapshot."""
-        resp = self._post(node, "/v3/kv/txn", {
-            "success": [{"request_range": self._range(k)} for k in keys]})
-        out = {}
-        for k, r in zip(keys, resp.get("responses") or [], strict=True):
-            kv = first_kv(r.get("response_range") or {})
-            out[k] = (decode_value(kv) or [], as_int(kv.get("mod_revision")) if kv else 0)
-        return out
+        return {k: (v or [], rev) for k, (v, rev) in self.read_values(node, keys).items()}
 
     def read_values(self, node: str, keys: list[str]) -> dict[str, tuple[Any, int]]:
         """Each key's value (None: absent) and mod_revision (0: absent), in one snapshot."""
