@@ -10,6 +10,7 @@ docs/extending.md builds one in under 100 lines. Run it with
 """
 
 from faultline.system import ARTIFACTS, DB, Client, NodeSpec, Op, System
-from workloads.clients.outcome import fail, info, ok
+from workloads.clients.outcome import CLIENT_OPTIONS, fail, info, ok
 
-__all__ = ["ARTIFACTS", "DB", "Client", "NodeSpec", "Op", "System", "fail", "info", "ok"]
+__all__ = ["ARTIFACTS", "CLIENT_OPTIONS", "DB", "Client", "NodeSpec", "Op", "System",
+           "fail", "info", "ok"]

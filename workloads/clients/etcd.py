@@ -14,6 +14,7 @@ changed in between. rw-register: the same, with each key's value a JSON scalar.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import urllib3
@@ -153,10 +154,6 @@ class EtcdClient:
             "success": [{"request_put": {"key": key, "value": encode_value(new)}}]})
         return bool(resp.get("succeeded"))
 
-    def read_lists(self, node: str, keys: list[str]) -> dict[str, tuple[list, int]]:
-        """Each key's list and mod_revision (0: absent), read in one snapshot."""
-        return {k: (v or [], rev) for k, (v, rev) in self.read_values(node, keys).items()}
-
     def read_values(self, node: str, keys: list[str]) -> dict[str, tuple[Any, int]]:
         """Each key's value (None: absent) and mod_revision (0: absent), in one snapshot."""
         resp = self._post(node, "/v3/kv/txn", {
@@ -168,9 +165,28 @@ class EtcdClient:
         return out
 
     def register_txn(self, node: str, op: Op) -> Op:
-        """rw-register: read every key the txn touches in one snapshot, then
-        commit its writes guarded by those keys' mod_revisions, as list-append does."""
-        prefix = KEY_PREFIX["rw-register"]
+        """rw-register: a write sets the key's value, a read sees the latest."""
+        def step(values: dict[str, Any], mf: str, key: str, mv: Any) -> Any:
+            if mf == "w":
+                values[key] = mv
+                return mv
+            return values[key]
+        return self.guarded_txn(node, op, KEY_PREFIX["rw-register"], "w", step)
+
+    def txn(self, node: str, op: Op) -> Op:
+        """list-append: an append extends the key's list, a read sees a copy of it."""
+        def step(values: dict[str, Any], mf: str, key: str, mv: Any) -> Any:
+            if mf == "append":
+                values[key] = [*(values[key] or []), mv]
+                return mv
+            return list(values[key] or [])
+        return self.guarded_txn(node, op, KEY_PREFIX["list-append"], "append", step)
+
+    def guarded_txn(self, node: str, op: Op, prefix: str, write_f: str,
+                    step: Callable[[dict[str, Any], str, str, Any], Any]) -> Op:
+        """Read every key the txn touches in one snapshot, apply its micro-ops
+        locally, then commit the written keys guarded by every read key's
+        mod_revision: serializable, and retried while the guard fails."""
         keys = list(dict.fromkeys(f"{prefix}{k}" for _, k, _ in op.value))
         for _ in range(self.txn_attempts):
             try:
@@ -178,22 +194,20 @@ class EtcdClient:
             except (_Unsent, _Rejected, _Ambiguous) as e:
                 return fail(op, f"read step: {e}", node)   # nothing was written yet
             values = {k: v for k, (v, _) in seen.items()}
-            result, written = [], {}
+            result, written = [], set()
             for mf, k, mv in op.value:
                 key = f"{prefix}{k}"
-                if mf == "w":
-                    values[key] = written[key] = mv
-                    result.append([mf, k, mv])
-                else:
-                    result.append([mf, k, values[key]])
+                result.append([mf, k, step(values, mf, key, mv)])
+                if mf == write_f:
+                    written.add(key)
             if not written:
                 return ok(op, result, node)
-            if self.commit_lists(node, seen, written):
+            if self.commit_values(node, seen, {k: values[k] for k in written}):
                 return ok(op, result, node)
             # A guard failed: nothing was written, so trying again is safe.
         return fail(op, "txn-conflict: keys kept changing", node)
 
-    def commit_lists(self, node: str, seen: dict[str, tuple[Any, int]],
+    def commit_values(self, node: str, seen: dict[str, tuple[Any, int]],
                      new: dict[str, Any]) -> bool:
         """Write `new` if no key in `seen` has changed since it was read."""
         resp = self._post(node, "/v3/kv/txn", {
@@ -202,31 +216,6 @@ class EtcdClient:
             "success": [{"request_put": {"key": b64(k), "value": encode_value(v)}}
                         for k, v in new.items()]})
         return bool(resp.get("succeeded"))
-
-    def txn(self, node: str, op: Op) -> Op:
-        prefix = KEY_PREFIX["list-append"]
-        keys = list(dict.fromkeys(f"{prefix}{k}" for _, k, _ in op.value))
-        for _ in range(self.txn_attempts):
-            try:
-                seen = self.read_lists(node, keys)
-            except (_Unsent, _Rejected, _Ambiguous) as e:
-                return fail(op, f"read step: {e}", node)   # nothing was written yet
-            lists = {k: list(v) for k, (v, _) in seen.items()}
-            result, appended = [], {}
-            for mf, k, mv in op.value:
-                key = f"{prefix}{k}"
-                if mf == "append":
-                    lists[key].append(mv)
-                    appended[key] = lists[key]
-                    result.append([mf, k, mv])
-                else:
-                    result.append([mf, k, list(lists[key])])
-            if not appended:
-                return ok(op, result, node)
-            if self.commit_lists(node, seen, appended):
-                return ok(op, result, node)
-            # A guard failed: nothing was written, so trying again is safe.
-        return fail(op, "txn-conflict: keys kept changing", node)
 
     # --- outcomes -----------------------------------------------------------
 

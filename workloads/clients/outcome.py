@@ -10,6 +10,11 @@ from typing import Any
 
 from checkers.history import Op
 
+# --client-option keys every client reads: the run sets op_timeout and
+# follow_leader; a client class adds its own to these in its OPTIONS.
+CLIENT_OPTIONS = {"op_timeout": "positive-number", "connect_timeout": "positive-number",
+                  "follow_leader": "bool"}
+
 
 def completion(invoke: Op, typ: str, value: Any = None, node: str | None = None,
                error: str | None = None) -> Op:

@@ -7,7 +7,7 @@ from typing import Any
 
 from checkers.history import Op
 from nodes.raft.codec import BadMessage, FrameError, encode_frame, recv_frame
-from workloads.clients.outcome import fail, info, ok
+from workloads.clients.outcome import CLIENT_OPTIONS, fail, info, ok
 
 REGISTER_KEY = "register"
 
@@ -17,9 +17,7 @@ class _Unsent(Exception):
 
 
 class RaftClient:
-    # --client-option keys it reads (op_timeout and follow_leader come from the run).
-    OPTIONS = {"op_timeout": "positive-number", "connect_timeout": "positive-number",
-               "follow_leader": "bool"}
+    OPTIONS = CLIENT_OPTIONS
 
     def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
                  options: dict[str, Any]) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import redis
 
-from faultline import Op, fail, info, ok
+from faultline import CLIENT_OPTIONS, Op, fail, info, ok
 from faultline_redis.config import MASTER_NAME
 from faultline_redis.connect import connect
 
@@ -18,9 +18,7 @@ CAS = ("local v = redis.call('GET', KEYS[1]) "
 
 
 class RedisClient:
-    # --client-option keys it reads (op_timeout and follow_leader come from the run).
-    OPTIONS = {"op_timeout": "positive-number", "connect_timeout": "positive-number",
-               "follow_leader": "bool"}
+    OPTIONS = CLIENT_OPTIONS
 
     def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
                  options: dict[str, Any]) -> None:
