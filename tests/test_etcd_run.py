@@ -8,6 +8,7 @@ import subprocess
 import psutil
 import pytest
 
+from checkers import linearizability
 from checkers.history import read_history, validate
 from harness.cli import main
 from nodes.etcd.db import INSTALL_HINT, EtcdDB
@@ -76,8 +77,12 @@ def test_serializable_reads_under_partitions_are_caught_stale(tmp_path):
     assert "partition" in nemesis_fs(ops)
     lin = checkers["linearizability"]
     assert lin["valid"] is False
-    # The op that cannot be placed is a read: a stale value, not a lost write.
     stale = [a for a in lin["anomalies"] if a["type"] == "nonlinearizable"]
     assert stale, lin["anomalies"]
-    assert all(a["op"]["f"] == "read" and a["op"]["type"] == "ok" for a in stale), stale
+    # The reads are to blame, not the writes: the search may stop at a write
+    # once a stale read has been placed, so the failing op itself can be
+    # either; but the same history without its reads is linearizable (writes
+    # and cas go through etcd's quorum whatever the read option says).
+    without_reads = [op for op in ops if op.f != "read"]
+    assert linearizability.check(without_reads, model=stale[0]["model"])["valid"] is True
     assert code == 1
