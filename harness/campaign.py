@@ -195,6 +195,7 @@ def check_all(cdir: Path, entries: list[dict[str, Any]], master: str | None, say
     """One Spark job over every complete run; returns each run's verdicts document."""
     from harness.spark.check_job import check_runs, update_table
     from harness.spark.session import SparkUnavailable, spark_session
+    from workloads.judging import plan_for
     checkable = [e for e in entries if redo_reason(read_run_state(e.get("run_dir"))) is None]
     if not checkable:
         say("no complete runs to check")
@@ -207,7 +208,7 @@ def check_all(cdir: Path, entries: list[dict[str, Any]], master: str | None, say
         raise HarnessError(f"{e} The runs are saved; `faultline campaign --resume {cdir.name}` "
                         f"checks them.") from None
     try:
-        rows = check_runs(spark, [Path(e["run_dir"]) for e in checkable], say)
+        rows = check_runs(spark, [Path(e["run_dir"]) for e in checkable], plan_for, say)
     finally:
         spark.stop()
     update_table(cdir, rows)

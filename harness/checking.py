@@ -1,4 +1,11 @@
-"""Which checkers judge a run, and running them in-process.
+"""The checkers by name, each behind one signature, and running them in-process.
+
+Every checker is `check(run, options) -> Verdict`: `run` is a loaded run dir
+(history, run.json, node dumps and events), `options` what this run asks of
+that checker (a model, limits, a workload name). Adapters below fit each
+checker module's own function to that signature. Which checkers judge a run,
+and with which options, is a `Plan` (name -> options) the caller derives from
+the run's workload (`workloads.judging.plan_for`): this module knows no workload.
 
 One registry serves `faultline run` (in-process, at the end of a run) and
 `faultline check` (Spark), so a run gets the same verdict either way.
@@ -8,8 +15,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +24,14 @@ from checkers.history import NEMESIS, History, Op, client_ops
 from checkers.rundir import Run, load_dumps, load_events, load_json, load_run
 from checkers.stats import NO_CLIENT_OPS
 from checkers.verdict import Verdict, combine, merge, verdict
-from harness.verdict_store import history_digest, write_verdicts  # noqa: F401 (re-export)
-from workloads.registry import WORKLOADS
+from harness.verdict_store import history_digest, write_verdicts
+
+Options = Mapping[str, Any]
+# checker name -> its options, in the order the checkers judge.
+Plan = dict[str, dict[str, Any]]
+# What a checker may need from the nodes besides the history (run.json
+# `artifacts`, from the system's DB adapter).
+LOG_DUMP, EVENTS = "log_dump", "events"
 
 
 def config_of(run: Run) -> dict[str, Any]:
@@ -39,145 +52,152 @@ def load_node_files(run_dir: Path) -> tuple[dict[str, dict[str, Any]],
     return load_dumps(run_dir), load_events(run_dir)
 
 
-def lin_model(run: dict[str, Any]) -> str:
-    config = run.get("config") or {}
-    if config.get("lin_model"):
-        return str(config["lin_model"])
-    workload = WORKLOADS.get(config.get("workload", ""))
-    return getattr(workload, "LIN_MODEL", "cas-register")
+def _no_events() -> Verdict:
+    return verdict("unknown", stats={"reason": "no node event logs in the run"})
 
 
-def _linearizability(r: Run) -> Verdict:
+def _linearizability(r: Run, options: Options) -> Verdict:
     from checkers import linearizability
-    opts = config_of(r).get("lin_options") or {}
-    return linearizability.check(client_ops(r.history.ops), r.run,
-                                 model=lin_model(r.run), **opts)
+    return linearizability.check(client_ops(r.history.ops), r.run, **options)
 
 
-def _stats(r: Run) -> Verdict:
+def _stats(r: Run, options: Options) -> Verdict:
     from checkers import stats
     return stats.check(r.history.ops, r.run)
 
 
-def _elle(r: Run) -> Verdict:
+def _elle(r: Run, options: Options) -> Verdict:
     from checkers import elle
-    return elle.check(client_ops(r.history.ops), r.run,
-                      model=config_of(r).get("consistency_model", "strict-serializable"))
+    return elle.check(client_ops(r.history.ops), r.run, **options)
 
 
-def _rw_register(r: Run) -> Verdict:
+def _rw_register(r: Run, options: Options) -> Verdict:
     from checkers.elle import rw_register
-    config = config_of(r)
-    return rw_register.check(client_ops(r.history.ops), r.run,
-                             model=config.get("consistency_model", "strict-serializable"),
-                             **WORKLOADS["rw-register"].elle_options(config))
+    return rw_register.check(client_ops(r.history.ops), r.run, **options)
 
 
-def _durability(r: Run) -> Verdict:
+def _durability(r: Run, options: Options) -> Verdict:
     from checkers import durability
-    return durability.check(r.history.ops, r.dumps or None,
-                            config_of(r).get("workload", "register"))
+    return durability.check(r.history.ops, r.dumps or None, options.get("workload", "register"))
 
 
-def _divergence(r: Run) -> Verdict:
+def _durability_needs(options: Options) -> frozenset[str]:
+    # list-append and log histories show every value in their reads; for
+    # registers only the committed log shows whether an acknowledged write survived.
+    from checkers import durability
+    return frozenset({LOG_DUMP} if options.get("workload", "register") in durability.JUDGED_BY_LOG
+                     else ())
+
+
+def _divergence(r: Run, options: Options) -> Verdict:
     from checkers import divergence
     if not r.dumps:
         return verdict("unknown", stats={"reason": "no node log dumps in the run"})
     return divergence.check(r.dumps, r.events or None)
 
 
-def _elections(r: Run) -> Verdict:
+def _elections(r: Run, options: Options) -> Verdict:
     from checkers import elections
-    if not r.events:
-        return verdict("unknown", stats={"reason": "no node event logs in the run"})
-    return elections.check(r.events)
+    return elections.check(r.events) if r.events else _no_events()
 
 
-def _invariants(r: Run) -> Verdict:
+def _invariants(r: Run, options: Options) -> Verdict:
     from checkers import invariants
-    if not r.events:
-        return verdict("unknown", stats={"reason": "no node event logs in the run"})
-    return invariants.check(r.history.ops, r.events, r.run)
+    return invariants.check(r.history.ops, r.events, r.run) if r.events else _no_events()
 
 
-def _availability(r: Run) -> Verdict:
+def _availability(r: Run, options: Options) -> Verdict:
     from checkers import availability
-    return availability.check(r.history.ops, r.events or None, r.run,
-                              config_of(r).get("thresholds"))
+    return availability.check(r.history.ops, r.events or None, r.run, options.get("thresholds"))
+
+
+def _nothing(options: Options) -> frozenset[str]:
+    return frozenset()
 
 
 @dataclass(frozen=True)
-class CheckSpec:
+class Checker:
+    """A checker in the registry.
+
+    scope: "key": P-compositional, may run per (run, key) group; "run": needs the whole run.
+    fn: the checker, `(run, options) -> Verdict`.
+    from_config: its options read off run.json's config (what a user set);
+        a workload's defaults come underneath (`workloads.judging`).
+    needs: the node artefacts it cannot judge without, given its options.
+    needs_node_files: whether it reads node dumps or events at all (loaders skip the I/O).
+    """
+
     name: str
-    # "key": P-compositional, may be run per (run, key) group; "run": needs the whole run.
     scope: str
-    fn: Callable[[Run], Verdict]
-    # Which inputs the checker reads besides the history (for loaders that can skip I/O).
+    fn: Callable[[Run, Options], Verdict]
+    from_config: Callable[[Mapping[str, Any]], dict[str, Any]] = field(
+        default=lambda config: {})
+    needs: Callable[[Options], frozenset[str]] = _nothing
     needs_node_files: bool = False
 
 
-CHECKS: dict[str, CheckSpec] = {c.name: c for c in [
-    CheckSpec("stats", "run", _stats),
-    CheckSpec("linearizability", "key", _linearizability),
-    CheckSpec("elle", "run", _elle),
-    CheckSpec("rw-register", "run", _rw_register),
-    CheckSpec("durability", "run", _durability, needs_node_files=True),
-    CheckSpec("divergence", "run", _divergence, needs_node_files=True),
-    CheckSpec("elections", "run", _elections, needs_node_files=True),
-    CheckSpec("invariants", "run", _invariants, needs_node_files=True),
-    CheckSpec("availability", "run", _availability, needs_node_files=True),
-]}
+def _consistency_model(config: Mapping[str, Any]) -> dict[str, Any]:
+    return {"model": config.get("consistency_model", "strict-serializable")}
 
 
-# What each checker needs from the nodes, beyond the history. Durability can
-# judge list-append and log histories from their reads alone; for registers
-# only the committed log shows whether an acknowledged write survived.
-NODE_NEEDS: dict[str, Callable[[dict[str, Any]], set[str]]] = {
-    "divergence": lambda config: {"log_dump"},
-    "elections": lambda config: {"events"},
-    "invariants": lambda config: {"events"},
-    "durability": lambda config: ({"log_dump"} if config.get("workload") in ("register", "kv")
-                                  else set()),
-}
+STATS = Checker("stats", "run", _stats)
+LINEARIZABILITY = Checker(
+    "linearizability", "key", _linearizability,
+    from_config=lambda c: {**({"model": str(c["lin_model"])} if c.get("lin_model") else {}),
+                           **(c.get("lin_options") or {})})
+ELLE = Checker("elle", "run", _elle, from_config=_consistency_model)
+RW_REGISTER = Checker("rw-register", "run", _rw_register, from_config=_consistency_model)
+DURABILITY = Checker("durability", "run", _durability,
+                     from_config=lambda c: {"workload": c.get("workload", "register")},
+                     needs=_durability_needs, needs_node_files=True)
+DIVERGENCE = Checker("divergence", "run", _divergence, needs=lambda o: frozenset({LOG_DUMP}),
+                     needs_node_files=True)
+ELECTIONS = Checker("elections", "run", _elections, needs=lambda o: frozenset({EVENTS}),
+                    needs_node_files=True)
+INVARIANTS = Checker("invariants", "run", _invariants, needs=lambda o: frozenset({EVENTS}),
+                     needs_node_files=True)
+AVAILABILITY = Checker("availability", "run", _availability,
+                       from_config=lambda c: {"thresholds": c.get("thresholds")},
+                       needs_node_files=True)
+
+CHECKS: dict[str, Checker] = {c.name: c for c in (
+    STATS, LINEARIZABILITY, ELLE, RW_REGISTER, DURABILITY, DIVERGENCE, ELECTIONS, INVARIANTS,
+    AVAILABILITY)}
+# The checkers that judge the nodes rather than a workload's answers: every
+# workload's run gets them, after its own.
+CLUSTER_CHECKERS = (ELECTIONS, INVARIANTS, DIVERGENCE, AVAILABILITY)
 
 
-def skipped_checks(run: dict[str, Any], names: list[str]) -> dict[str, str]:
-    """Checkers that cannot judge this run because its system leaves no such
-    artefacts (run.json `artifacts`, from the DB adapter), with the reason."""
+def check_names(names: list[str]) -> None:
+    """Raise ValueError (one sentence) for a checker name not in the registry."""
+    unknown = [n for n in names if n not in CHECKS]
+    if unknown:
+        raise ValueError(f"unknown checker(s) {', '.join(unknown)}; known: {', '.join(CHECKS)}")
+
+
+def skipped_checks(run: Mapping[str, Any], plan: Plan) -> dict[str, str]:
+    """Checkers of `plan` that cannot judge this run because its system leaves
+    no such artefacts (run.json `artifacts`), with the reason."""
     if "artifacts" not in run:
         return {}
     have = set(run["artifacts"])
     config = run.get("config") or {}
     out = {}
-    for name in names:
-        missing = NODE_NEEDS.get(name, lambda c: set())(config) - have
+    for name, options in plan.items():
+        missing = CHECKS[name].needs(options) - have
         if missing:
             out[name] = (f"{config.get('db', 'this system')} leaves no "
                          f"{' or '.join(sorted(missing)).replace('_', ' ')}s")
     return out
 
 
-def requested_checks(run: dict[str, Any]) -> list[str]:
-    """The checkers a run asked for (run.json `config.checkers`), else its workload's."""
-    config = run.get("config") or {}
-    names = config.get("checkers")
-    if names is None:
-        workload = WORKLOADS.get(config.get("workload", ""))
-        names = workload.checker_names(config) if workload else ["linearizability"]
-    unknown = [n for n in names if n not in CHECKS]
-    if unknown:
-        raise ValueError(f"unknown checker(s) {', '.join(unknown)}; known: {', '.join(CHECKS)}")
-    return list(names)
+def runnable(run: Mapping[str, Any], plan: Plan) -> Plan:
+    """The part of `plan` the run's system can feed."""
+    skipped = skipped_checks(run, plan)
+    return {n: o for n, o in plan.items() if n not in skipped}
 
 
-def checks_for(run: dict[str, Any]) -> list[str]:
-    """The checkers that will judge a run: those requested that its system can feed."""
-    names = requested_checks(run)
-    skipped = skipped_checks(run, names)
-    return [n for n in names if n not in skipped]
-
-
-def run_check(name: str, r: Run) -> tuple[Verdict, float]:
+def run_check(name: str, r: Run, options: Options) -> tuple[Verdict, float]:
     """One checker's verdict and the seconds it took; a crash is an `unknown`
     verdict naming the exception, so one broken checker never hides the others."""
     started = time.perf_counter()
@@ -185,35 +205,38 @@ def run_check(name: str, r: Run) -> tuple[Verdict, float]:
         # Nothing a client did: every verdict would be vacuous.
         return verdict("unknown", stats={"reason": NO_CLIENT_OPS}), 0.0
     try:
-        v = CHECKS[name].fn(r)
+        v = CHECKS[name].fn(r, options)
     except Exception as e:  # a checker bug must not take the other verdicts down
         v = verdict("unknown", stats={"error": f"{type(e).__name__}: {e}"})
     return v, time.perf_counter() - started
 
 
-def check_loaded(r: Run, names: list[str] | None = None) -> dict[str, Any]:
-    """The `verdicts.json` document for one run, each checker run in-process."""
+def check_loaded(r: Run, plan: Plan) -> dict[str, Any]:
+    """The `verdicts.json` document for one run, each checker of `plan` that
+    the run can feed run in-process."""
     verdicts: dict[str, Verdict] = {}
-    for name in names if names is not None else checks_for(r.run):
-        v, seconds = run_check(name, r)
+    for name, options in runnable(r.run, plan).items():
+        v, seconds = run_check(name, r, options)
         v["stats"] = {**v.get("stats", {}), "seconds": round(seconds, 3)}
         verdicts[name] = v
-    return with_skipped(merge(verdicts), r.run)
+    return with_skipped(merge(verdicts), r.run, plan)
 
 
-def with_skipped(document: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+def with_skipped(document: dict[str, Any], run: Mapping[str, Any], plan: Plan) -> dict[str, Any]:
     """Say in verdicts.json which checkers did not run and why."""
-    skipped = skipped_checks(run, requested_checks(run))
+    skipped = skipped_checks(run, plan)
     if skipped:
         document["skipped"] = skipped
     return document
 
 
-def check_run_dir(run_dir: Path) -> dict[str, Any]:
+def check_run_dir(run_dir: Path, plan_for: Callable[[dict[str, Any]], Plan]) -> dict[str, Any]:
     """Check a saved run in-process and write its verdicts.json, bound to the
-    history it judged (digest taken before reading it)."""
+    history it judged (digest taken before reading it). `plan_for` reads the
+    plan off run.json."""
     digest = history_digest(run_dir)
-    document = check_loaded(load_run(run_dir))
+    loaded = load_run(run_dir)
+    document = check_loaded(loaded, plan_for(loaded.run))
     write_verdicts(run_dir, document, digest)
     return document
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.formats import read_any
+from harness.checking import LINEARIZABILITY
 from harness.history import HistoryWriter
 from harness.store import create_run_dir
 
@@ -21,7 +22,7 @@ def import_history(source: Path, results: Path, fmt: str | None = None,
         for op in history.ops:
             w.append(op)
     config: dict[str, Any] = {"imported_from": str(source), "format": fmt,
-                              "checkers": checkers or ["linearizability"]}
+                              "checkers": checkers or [LINEARIZABILITY.name]}
     if lin_model:
         config["lin_model"] = lin_model
     if workload:

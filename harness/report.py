@@ -27,6 +27,7 @@ from checkers.rundir import (
     load_json,
     node_names,
 )
+from harness.checking import LINEARIZABILITY
 from harness.report_data import FailingOp, RunReport, op_counts, timeline
 from harness.report_html import render
 from harness.run_state import effective_status
@@ -84,7 +85,7 @@ def gather(run_dir: Path, loaded: Run | None = None) -> RunReport:
 
 def failing_ops(verdicts: dict[str, Any]) -> list[FailingOp]:
     """The ops linearizability could not place, linked to their counterexample."""
-    lin = (verdicts.get("checkers") or {}).get("linearizability")
+    lin = (verdicts.get("checkers") or {}).get(LINEARIZABILITY.name)
     anomalies = lin.get("anomalies") if isinstance(lin, dict) else None
     out = []
     for a in anomalies if isinstance(anomalies, list) else []:

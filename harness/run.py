@@ -25,7 +25,7 @@ from typing import Any
 from checkers.rundir import load_run
 from checkers.verdict import exit_code
 from faultline import registry as systems
-from harness.checking import check_loaded
+from harness.checking import LINEARIZABILITY, check_loaded
 from harness.clients import ClientPool
 from harness.cluster import Cluster, check_privileges
 from harness.errors import EXIT_HARNESS_ERROR as HARNESS_ERROR  # noqa: F401 (re-export)
@@ -40,6 +40,7 @@ from harness.store import check_results_dir, create_run_dir
 from harness.verdict_store import history_digest, write_verdicts
 from nemesis.base import CompositeNemesis, FaultContext, needs_lazyfs, split_spec
 from nemesis.schedule import Event, schedule
+from workloads.judging import plan_for
 from workloads.ops import OpSpec
 from workloads.registry import get as get_workload
 
@@ -380,9 +381,9 @@ def judge(run_dir: Path, stream: Any = None) -> dict[str, Any]:
     stream = stream or sys.stderr
     digest = history_digest(run_dir)
     loaded = load_run(run_dir)
-    document = check_loaded(loaded)
+    document = check_loaded(loaded, plan_for(loaded.run))
     write_verdicts(run_dir, document, digest)
-    lin = (document.get("checkers") or {}).get("linearizability")
+    lin = (document.get("checkers") or {}).get(LINEARIZABILITY.name)
     if lin is not None:
         try:
             from checkers.lin_report import write_html

@@ -38,6 +38,7 @@ def test_lin_options_reach_the_linearizability_checker(tmp_path):
     from harness.cli import main
     from harness.history import HistoryWriter
     from harness.store import create_run_dir
+    from workloads.judging import plan_for
 
     # 16 overlapping writes then an impossible read: ~16 * 2**16 configurations.
     run_dir = create_run_dir(tmp_path)
@@ -52,7 +53,8 @@ def test_lin_options_reach_the_linearizability_checker(tmp_path):
     (run_dir / "run.json").write_text(json.dumps({
         "run_id": run_dir.name, "status": "complete", "artifacts": [],
         "config": config.to_json()}))
-    lin = check_loaded(load_run(run_dir))["checkers"]["linearizability"]
+    loaded = load_run(run_dir)
+    lin = check_loaded(loaded, plan_for(loaded.run))["checkers"]["linearizability"]
     assert lin["valid"] == "unknown"
     assert "time limit" in lin["anomalies"][0]["reason"]
     # On the command line: K=V pairs, values read as JSON.
@@ -65,10 +67,15 @@ def test_parse_nemesis():
 
 
 def test_checkers_a_system_cannot_feed_are_skipped_with_a_reason():
-    from harness.checking import checks_for, skipped_checks
+    from harness.checking import runnable, skipped_checks
+    from workloads.judging import plan_for
+
+    def checks_for(run):
+        return list(runnable(run, plan_for(run)))
+
     etcd = {"config": {"db": "etcd", "workload": "register"}, "artifacts": []}
     assert checks_for(etcd) == ["stats", "linearizability", "availability"]
-    assert skipped_checks(etcd, ["divergence"]) == {"divergence": "etcd leaves no log dumps"}
+    assert skipped_checks(etcd, {"divergence": {}}) == {"divergence": "etcd leaves no log dumps"}
     appends = {"config": {"db": "etcd", "workload": "list-append"}, "artifacts": []}
     assert "durability" in checks_for(appends)
     raft = {"config": {"db": "raft", "workload": "register"}, "artifacts": ["events", "log_dump"]}

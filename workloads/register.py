@@ -13,6 +13,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from harness.checking import DURABILITY, LINEARIZABILITY
 from workloads.ops import OpSpec, UniqueValues
 
 NAME = "register"
@@ -59,13 +60,17 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
             yield OpSpec("cas", [old, new], key)
 
 
-def checker_names(config: dict[str, Any]) -> list[str]:
-    return ["stats", "linearizability", "durability", "elections", "invariants", "divergence",
-            "availability"]
+# What judges this workload's answers (the cluster checkers come on top).
+CHECKERS = (LINEARIZABILITY, DURABILITY)
 
 
 # The cas register per key (etcd flavour); a history without keys is one register.
 LIN_MODEL = "register-kv"
+
+
+def checker_options(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Defaults under what run.json's config sets for each checker."""
+    return {LINEARIZABILITY.name: {"model": LIN_MODEL}}
 
 
 def final_reads(issued: list[OpSpec]) -> list[OpSpec]:

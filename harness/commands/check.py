@@ -12,6 +12,7 @@ from harness.errors import EXIT_STATUS_HELP, UserError
 from harness.run_state import COMPLETE, read_state
 from harness.store import results_dir
 from harness.summary import print_verdict_rows
+from workloads.judging import plan_for
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if args.in_process:
         rows = []
         for i, d in enumerate(runs, 1):
-            rows += rows_from_document(d.name, check_run_dir(d))
+            rows += rows_from_document(d.name, check_run_dir(d, plan_for))
             say(f"checked {i}/{len(runs)}: {d.name}")
         import pandas as pd
         table = pd.DataFrame(rows)
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         except SparkUnavailable as e:
             raise UserError(str(e)) from None
         try:
-            table = check_runs(spark, runs, say)
+            table = check_runs(spark, runs, plan_for, say)
         finally:
             spark.stop()
     from harness.spark.check_job import update_table
