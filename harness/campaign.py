@@ -193,8 +193,8 @@ def run_entries(cdir: Path, entries: list[dict[str, Any]], todo: list[int], resu
 def check_all(cdir: Path, entries: list[dict[str, Any]], master: str | None, say: Say
               ) -> dict[int, dict[str, Any] | None]:
     """One Spark job over every complete run; returns each run's verdicts document."""
-    from harness.spark.check_job import check_runs, update_table
-    from harness.spark.session import SparkUnavailable, spark_session
+    from checkers.spark.check_job import check_runs, update_table
+    from checkers.spark.session import SparkUnavailable, spark_session
     from workloads.judging import plan_for
     checkable = [e for e in entries if redo_reason(read_run_state(e.get("run_dir"))) is None]
     if not checkable:

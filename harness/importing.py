@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.formats import read_any
-from harness.checking import LINEARIZABILITY
+from checkers.registry import LINEARIZABILITY
 from harness.history import HistoryWriter
 from harness.store import create_run_dir
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from checkers.history import HistoryError, Op, iter_history
 from checkers.lin_report import failure_anchor
+from checkers.registry import LINEARIZABILITY
 from checkers.rundir import (
     HISTORY,
     NODES_DIR,
@@ -27,11 +28,10 @@ from checkers.rundir import (
     load_json,
     node_names,
 )
-from harness.checking import LINEARIZABILITY
+from checkers.verdict_store import read_verdicts
 from harness.report_data import FailingOp, RunReport, op_counts, timeline
 from harness.report_html import render
 from harness.run_state import effective_status
-from harness.verdict_store import read_verdicts
 
 REPORT_HTML = "report.html"
 LIN_HTML = "linearizability.html"

@@ -22,10 +22,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from checkers.registry import LINEARIZABILITY, check_loaded
 from checkers.rundir import load_run
 from checkers.verdict import exit_code
+from checkers.verdict_store import history_digest, write_verdicts
 from faultline import registry as systems
-from harness.checking import LINEARIZABILITY, check_loaded
 from harness.clients import ClientPool
 from harness.cluster import Cluster, check_privileges
 from harness.errors import EXIT_HARNESS_ERROR as HARNESS_ERROR  # noqa: F401 (re-export)
@@ -37,7 +38,6 @@ from harness.resources import Terminated, dead_runs_with_leftovers, process_star
 from harness.run_config import RunConfig, validate
 from harness.run_state import COMPLETE, ERROR, INTERRUPTED, RUNNING, harness_fields
 from harness.store import check_results_dir, create_run_dir
-from harness.verdict_store import history_digest, write_verdicts
 from nemesis.base import CompositeNemesis, FaultContext, needs_lazyfs, split_spec
 from nemesis.schedule import Event, schedule
 from workloads.judging import plan_for

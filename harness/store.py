@@ -184,7 +184,7 @@ def summarize_run(path: Path) -> RunSummary:
     if summary.start is None and RUN_ID.fullmatch(path.name):
         summary.start = run_id_time(path.name).isoformat()
     if (path / VERDICTS_JSON).exists():
-        from harness.verdict_store import read_verdicts
+        from checkers.verdict_store import read_verdicts
         stored = read_verdicts(path, quick=True)
         if stored.document is None:
             summary.verdict = "broken" if stored.broken else "unchecked"

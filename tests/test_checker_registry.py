@@ -4,8 +4,8 @@ the workload registry, each checker named once."""
 import pytest
 
 from checkers.history import History, Op
+from checkers.registry import CHECKS, check_loaded, run_check
 from checkers.rundir import Run
-from harness.checking import CHECKS, check_loaded, run_check
 from workloads.judging import default_checkers, plan_for
 from workloads.registry import WORKLOADS
 

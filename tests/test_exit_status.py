@@ -136,8 +136,8 @@ def test_check_of_a_garbage_run_dir_is_254_not_an_old_verdict(tmp_path, capsys):
     """Finding 5: garbage in a run dir is a clear error, never the old VALID."""
     import json
 
+    from checkers.verdict_store import write_verdicts
     from harness.store import create_run_dir
-    from harness.verdict_store import write_verdicts
     run_dir = create_run_dir(tmp_path)
     write_history(run_dir / "history.msgpack", [Op(0, 1, 0, "invoke", "read"),
                                                  Op(1, 2, 0, "ok", "read", None)])

@@ -53,7 +53,7 @@ class RunDir:
     def write_json(self, name: str, doc: Any) -> None:
         if name == "verdicts.json":
             # Bound to the history written so far, as a real check would be.
-            from harness.verdict_store import write_verdicts
+            from checkers.verdict_store import write_verdicts
             write_verdicts(self.path, doc)
             return
         (self.path / name).write_text(json.dumps(doc))

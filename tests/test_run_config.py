@@ -33,8 +33,8 @@ def test_bad_arguments_are_one_sentence(change, words):
 
 def test_lin_options_reach_the_linearizability_checker(tmp_path):
     from checkers.history import Op
+    from checkers.registry import check_loaded
     from checkers.rundir import load_run
-    from harness.checking import check_loaded
     from harness.cli import main
     from harness.history import HistoryWriter
     from harness.store import create_run_dir
@@ -67,7 +67,7 @@ def test_parse_nemesis():
 
 
 def test_checkers_a_system_cannot_feed_are_skipped_with_a_reason():
-    from harness.checking import runnable, skipped_checks
+    from checkers.registry import runnable, skipped_checks
     from workloads.judging import plan_for
 
     def checks_for(run):

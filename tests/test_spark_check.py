@@ -9,13 +9,13 @@ import pytest
 from shared_corpus import MISSING_REASON, PORCUPINE
 
 from checkers.history import Op
+from checkers.registry import check_loaded
+from checkers.registry import read_run_json as read_json
 from checkers.rundir import load_run
-from harness.checking import check_loaded
-from harness.checking import read_run_json as read_json
+from checkers.spark.session import JAVA_INSTALL, java_missing
 from harness.cli import main
 from harness.history import HistoryWriter
 from harness.importing import import_history
-from harness.spark.session import JAVA_INSTALL, java_missing
 from harness.store import create_run_dir
 from workloads.judging import plan_for
 

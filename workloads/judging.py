@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.checking import CHECKS, CLUSTER_CHECKERS, LINEARIZABILITY, STATS, Plan, check_names
+from checkers.registry import CHECKS, CLUSTER_CHECKERS, LINEARIZABILITY, STATS, Plan, check_names
 from workloads.registry import WORKLOADS
 
 

@@ -11,7 +11,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from harness.checking import DURABILITY, LINEARIZABILITY
+from checkers.registry import DURABILITY, LINEARIZABILITY
 from workloads.ops import OpSpec, UniqueValues
 
 NAME = "kv"

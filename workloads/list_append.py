@@ -7,7 +7,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from harness.checking import DURABILITY, ELLE
+from checkers.registry import DURABILITY, ELLE
 from workloads.ops import OpSpec, final_txn_reads, rotating_txns
 
 NAME = "list-append"

@@ -9,7 +9,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from harness.checking import DURABILITY
+from checkers.registry import DURABILITY
 from workloads.ops import OpSpec, UniqueValues
 
 NAME = "log"

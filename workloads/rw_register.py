@@ -8,7 +8,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from harness.checking import RW_REGISTER
+from checkers.registry import RW_REGISTER
 from workloads.ops import OpSpec, final_txn_reads, rotating_txns
 
 NAME = "rw-register"

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from checkers.registry import check_run_dir, overall_validity, rows_from_document
 from checkers.verdict import exit_code
-from harness.checking import check_run_dir, overall_validity, rows_from_document
 from harness.errors import EXIT_STATUS_HELP, UserError
 from harness.run_state import COMPLETE, read_state
 from harness.store import results_dir
@@ -70,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
         import pandas as pd
         table = pd.DataFrame(rows)
     else:
-        from harness.spark.check_job import check_runs
-        from harness.spark.session import SparkUnavailable, spark_session
+        from checkers.spark.check_job import check_runs
+        from checkers.spark.session import SparkUnavailable, spark_session
         try:
             spark = spark_session(args.master)
         except SparkUnavailable as e:
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
             table = check_runs(spark, runs, plan_for, say)
         finally:
             spark.stop()
-    from harness.spark.check_job import update_table
+    from checkers.spark.check_job import update_table
     out = update_table(table_dir, table)
     print_verdict_rows(table)
     say(f"verdict table: {out}")

@@ -24,7 +24,7 @@ from checkers.history import NEMESIS, History, Op, client_ops
 from checkers.rundir import Run, load_dumps, load_events, load_json, load_run
 from checkers.stats import NO_CLIENT_OPS
 from checkers.verdict import Verdict, combine, merge, verdict
-from harness.verdict_store import history_digest, write_verdicts
+from checkers.verdict_store import history_digest, write_verdicts
 
 Options = Mapping[str, Any]
 # checker name -> its options, in the order the checkers judge.

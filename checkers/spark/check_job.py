@@ -20,9 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from checkers.stats import NO_CLIENT_OPS
-from checkers.verdict import Verdict, merge
-from harness.checking import (
+from checkers.registry import (
     CHECKS,
     Plan,
     load_node_files,
@@ -33,14 +31,16 @@ from harness.checking import (
     runnable,
     with_skipped,
 )
-from harness.spark.ops_table import (
+from checkers.spark.ops_table import (
     CHECK_COLUMNS,
     NEMESIS_PROCESS,
     SPARK_DDL,
     cached_parquet,
     ops_from_rows,
 )
-from harness.verdict_store import history_digest, write_verdicts
+from checkers.stats import NO_CLIENT_OPS
+from checkers.verdict import Verdict, merge
+from checkers.verdict_store import history_digest, write_verdicts
 
 VERDICT_COLUMNS = "run string, checker string, key string, valid string, " \
                   "anomaly_count long, seconds double, verdict_json string"
