@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from harness.cluster import Cluster, ClusterError  # noqa: E402
-from harness.netns import Topology  # noqa: E402
+from nemesis.netns import Topology  # noqa: E402
 from nemesis.partition import Partitioner, isolate  # noqa: E402
 
 

@@ -25,7 +25,6 @@ from typing import IO, Any
 import psutil
 
 from harness.errors import UserError
-from harness.netns import Topology, popen_in_netns
 from harness.resources import (
     ResourceLog,
     become_subreaper,
@@ -34,6 +33,7 @@ from harness.resources import (
     unmount,
 )
 from harness.watchdog import start_watchdog
+from nemesis.netns import Topology, popen_in_netns
 from nodes.db import DB, NodeSpec
 
 DEFAULT_PORT = 7000

@@ -31,7 +31,6 @@ from harness.clients import ClientPool
 from harness.cluster import Cluster, check_privileges
 from harness.errors import EXIT_HARNESS_ERROR as HARNESS_ERROR  # noqa: F401 (re-export)
 from harness.errors import UserError
-from harness.netns import preexec_setns
 from harness.progress import Progress
 from harness.recorder import Recorder
 from harness.resources import Terminated, dead_runs_with_leftovers, process_start_time
@@ -39,6 +38,7 @@ from harness.run_config import RunConfig, validate
 from harness.run_state import COMPLETE, ERROR, INTERRUPTED, RUNNING, harness_fields
 from harness.store import check_results_dir, create_run_dir
 from nemesis.base import CompositeNemesis, FaultContext, needs_lazyfs, split_spec
+from nemesis.netns import preexec_setns
 from nemesis.schedule import Event, schedule
 from workloads.judging import plan_for
 from workloads.ops import OpSpec

@@ -10,8 +10,8 @@ from typing import Any
 
 from faultline import registry as systems
 from faultline.catalog import unmet_needs
-from harness.address_plan import MAX_NODES
 from harness.errors import UserError
+from nemesis.address_plan import MAX_NODES
 from nemesis.base import FAULTS
 from workloads.registry import WORKLOADS
 

@@ -20,7 +20,8 @@ from typing import Any
 
 from pyroute2 import IPRoute, netns
 
-from harness.address_plan import (  # noqa: F401 (re-exported: the plan's names)
+from harness.resources import NETNS_DIR, ResourceLog, netns_prefix, remove_netns
+from nemesis.address_plan import (  # noqa: F401 (re-exported: the plan's names)
     FIRST_NODE_HOST,
     HUB_ADDRESS,
     MAX_NODES,
@@ -28,7 +29,6 @@ from harness.address_plan import (  # noqa: F401 (re-exported: the plan's names)
     SUBNET_PREFIX,
     node_address,
 )
-from harness.resources import NETNS_DIR, ResourceLog, netns_prefix, remove_netns
 
 CLONE_NEWNET = 0x40000000
 BRIDGE = "br0"
