@@ -21,43 +21,23 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from checkers.history import NEMESIS, Op, noop_reason
+from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabulary)
+    HEAL_F,
+    Fault,
+    FaultContext,
+    FaultFactory,
+    heal_f,
+    split_spec,
+)
 
-# f of the op that heals each fault kind (contracts.md, "Nemesis ops").
-HEAL_F = {"kill": "start", "pause": "resume", "partition": "heal", "truncate": "start",
-          "lose-unsynced": "start"}
 # Faults that need the nodes' data dirs on LazyFS mounts (made before the nodes start).
 LAZYFS_FAULTS = frozenset({"lose-unsynced", "power-cut-after-commit"})
 # Faults armed by the schedule that fire on node event lines (nemesis.triggers).
 TRIGGER_FAULTS = frozenset({"kill-after-vote", "power-cut-after-commit"})
-
-
-class Fault(Protocol):
-    name: str
-
-    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
-               ) -> dict[str, Any]: ...
-
-    def heal(self, cluster: Any) -> dict[str, Any]: ...
-
-
-def heal_f(fault: Fault) -> str:
-    return getattr(fault, "heal_f", None) or HEAL_F.get(fault.name, "heal")
-
-
-@dataclass
-class FaultContext:
-    """What a fault factory may need from the run: the DB adapter, and
-    anything else a run prepared (e.g. `mounts`: node -> LazyFS)."""
-    db: Any = None
-    variant: str | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
-
-
-FaultFactory = Callable[[FaultContext], Fault]
 
 
 def _disk_truncate(ctx: FaultContext) -> Fault:
@@ -97,12 +77,6 @@ def needs_lazyfs(specs: Sequence[str]) -> bool:
 
 def register_fault(name: str, factory: FaultFactory) -> None:
     FAULTS[name] = factory
-
-
-def split_spec(spec: str) -> tuple[str, str | None]:
-    """`"partition:one-way"` -> (`"partition"`, `"one-way"`)."""
-    name, _, variant = spec.partition(":")
-    return name, (variant or None)
 
 
 def make_fault(spec: str, ctx: FaultContext | None = None) -> Fault:

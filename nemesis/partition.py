@@ -20,7 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from checkers.history import NOOP
-from nemesis.base import FaultContext
+from nemesis.fault import FaultContext
+from nemesis.netns import preexec_setns
 
 TABLE = "faultline"
 SET = "cut"
@@ -185,7 +186,7 @@ class Nft:
                     err = self._lib.nft_ctx_get_error_buffer(self._ctx) or b""
                     raise RuntimeError(f"nft failed: {err.decode(errors='replace').strip()}")
                 return
-        from_ns = _setns_preexec(self._netns)
+        from_ns = preexec_setns(self._netns)
         done = subprocess.run(["nft", "-f", "-"], input=script.encode(), capture_output=True,
                               preexec_fn=from_ns, timeout=10)
         if done.returncode != 0:
@@ -198,15 +199,6 @@ class Nft:
             if self._ctx is not None:
                 self._lib.nft_ctx_free(self._ctx)
                 self._ctx = None
-
-
-def _setns_preexec(name: str) -> Any:
-    def enter() -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        with open(f"/run/netns/{name}", "rb") as f:
-            if libc.setns(f.fileno(), 0x40000000) != 0:
-                raise OSError(ctypes.get_errno(), "setns failed")
-    return enter
 
 
 class Partitioner:

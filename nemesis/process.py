@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from checkers.history import NOOP
-from nemesis.base import FaultContext
+from nemesis.fault import FaultContext
 
 TARGETS = ("one", "minority", "majority")
 ALL_TARGETS = (*TARGETS, "leader")
