@@ -36,6 +36,7 @@ from harness.recorder import Recorder
 from harness.resources import Terminated, dead_runs_with_leftovers, process_start_time
 from harness.run_config import RunConfig, validate
 from harness.run_state import COMPLETE, ERROR, INTERRUPTED, RUNNING, harness_fields
+from harness.seeds import Seeds
 from harness.store import check_results_dir, create_run_dir
 from nemesis.base import CompositeNemesis, FaultContext, needs_lazyfs, split_spec
 from nemesis.netns import preexec_setns
@@ -66,8 +67,12 @@ def plan_events(config: RunConfig, names: list[str]) -> list[Event]:
     if config.schedule is not None:
         return [Event(e["time"], e["action"], e["fault"], e.get("params") or {},
                       e.get("seed", 0)) for e in config.schedule]
-    return schedule(config.seed, config.nemesis, config.nemesis_interval, config.time_limit,
-                    names)
+    return schedule(run_seeds(config).of("schedule"), config.nemesis, config.nemesis_interval,
+                    config.time_limit, names)
+
+
+def run_seeds(config: RunConfig) -> Seeds:
+    return Seeds(config.seed, config.seed_scheme)
 
 
 def versions() -> dict[str, str]:
@@ -157,7 +162,7 @@ class Run:
         opts.update(self.config.node_options)
         if self.config.bugs:
             opts["bugs"] = list(self.config.bugs)
-        opts.setdefault("seed", self.config.seed)
+        opts.setdefault("seed", run_seeds(self.config).of("nodes"))
         return opts
 
     def client_options(self) -> dict[str, Any]:
@@ -229,6 +234,7 @@ class Run:
 
     def _run_cluster(self, cluster: Cluster, progress: Progress) -> None:
         cfg = self.config
+        seeds = run_seeds(cfg)
         cluster.setup()
         if needs_lazyfs(cfg.nemesis):
             self._mount_lazyfs(cluster)
@@ -264,7 +270,7 @@ class Run:
                           {n.name: (n.host, n.port) for n in cluster.nodes},
                           self.client_options(), self.run_dir / "clients",
                           preexec_fn=preexec_setns(cluster.hub_netns, die_with_parent_thread=True),
-                          seed=cfg.seed,
+                          node_rng=seeds.rng("node-choice"),
                           node_choice=cfg.node_choice)
 
         def tick(phase: str) -> Callable[[], None]:
@@ -273,16 +279,16 @@ class Run:
         try:
             pool.start()
             nemesis_thread.start()
-            ops = TrackingOps(self.workload.generate(random.Random(cfg.seed),
+            ops = TrackingOps(self.workload.generate(seeds.rng("workload"),
                                                      cfg.workload_options))
             pool.run(ops, recorder, t0 + cfg.time_limit, cfg.rate or None,
-                     random.Random(cfg.seed + 2), tick("main"))
+                     seeds.rng("pacing"), tick("main"))
             # The nemesis heals everything before it returns.
             stop.set()
             nemesis_thread.join()
             progress.say(f"healed; recovering for {cfg.recovery_time:g}s")
             pool.run(iter(()), recorder, time.monotonic() + cfg.recovery_time, None,
-                     random.Random(0), tick("recover"))
+                     seeds.rng("pacing"), tick("recover"))
             time.sleep(max(0.0, cfg.recovery_time - (time.monotonic() - t0 - cfg.time_limit)))
             self._final_reads(pool, recorder, self.workload.final_reads(ops.issued),
                               tick("final"))

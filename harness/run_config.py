@@ -11,6 +11,7 @@ from typing import Any
 from faultline import registry as systems
 from faultline.catalog import unmet_needs
 from harness.errors import UserError
+from harness.seeds import SCHEME, SCHEMES
 from nemesis.address_plan import MAX_NODES
 from nemesis.base import FAULTS
 from workloads.registry import WORKLOADS
@@ -33,6 +34,9 @@ class RunConfig:
     rate: float = 200.0
     time_limit: float = 30.0
     seed: int = 0
+    # How the run's random streams derive from `seed` (harness.seeds); a
+    # run.json without it predates schemes: 1.
+    seed_scheme: int = SCHEME
     nemesis_interval: float = 5.0     # mean seconds between fault events
     recovery_time: float = 5.0        # quiet time after the final heal, before final reads
     final_read_timeout: float = 10.0
@@ -56,7 +60,7 @@ class RunConfig:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunConfig:
         known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in d.items() if k in known})
+        return cls(**{"seed_scheme": 1, **{k: v for k, v in d.items() if k in known}})
 
 
 def validate(c: RunConfig) -> RunConfig:
@@ -86,6 +90,9 @@ def validate(c: RunConfig) -> RunConfig:
         if unmet:
             raise ConfigError(f"nemesis {spec} needs node {', '.join(sorted(unmet))} lines, "
                               f"which system {c.db} does not leave")
+    if c.seed_scheme not in SCHEMES:
+        raise ConfigError(f"seed_scheme must be one of {', '.join(map(str, SCHEMES))}, "
+                          f"not {c.seed_scheme!r}")
     if c.concurrency < 1:
         raise ConfigError(f"--concurrency must be at least 1, not {c.concurrency}")
     if c.rate < 0:
