@@ -14,6 +14,7 @@ from harness.errors import UserError
 from harness.seeds import SCHEME, SCHEMES
 from nemesis.address_plan import MAX_NODES
 from nemesis.base import FAULTS
+from workloads.options import OPTION_KINDS, kinds
 from workloads.registry import WORKLOADS
 
 # Faults by name, from the nemesis registry.
@@ -122,21 +123,6 @@ def validate(c: RunConfig) -> RunConfig:
     return c
 
 
-# What each kind of option value must be; the kinds are named by the workload
-# modules' and clients' OPTIONS tables.
-OPTION_KINDS = {
-    "positive-int": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
-                     "a positive integer"),
-    "positive-number": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-                        and v > 0, "a positive number"),
-    "bool": (lambda v: isinstance(v, bool), "true or false"),
-    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
-    "string": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
-    "string-list": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
-                    "a list of strings"),
-}
-
-
 def _check_node_options(c: RunConfig) -> None:
     """--node-option keys the db's adapter reads (its OPTIONS): a typo would
     otherwise be ignored, or fail only once the nodes start."""
@@ -153,7 +139,7 @@ def _check_workload_options(c: RunConfig) -> None:
     workload_options = getattr(WORKLOADS[c.workload], "OPTIONS", None)
     if workload_options is None:
         return  # a workload that does not declare its options: nothing to check against
-    allowed.update(workload_options)
+    allowed.update(kinds(workload_options))
     _check_options(c.workload_options, allowed, "--client-option", f"{c.db} x {c.workload}")
 
 

@@ -26,18 +26,11 @@ from typing import Any, Protocol
 
 from checkers.history import NEMESIS, Op, noop_reason
 from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabulary)
-    HEAL_F,
     Fault,
     FaultContext,
     FaultFactory,
-    heal_f,
     split_spec,
 )
-
-# Faults that need the nodes' data dirs on LazyFS mounts (made before the nodes start).
-LAZYFS_FAULTS = frozenset({"lose-unsynced", "power-cut-after-commit"})
-# Faults armed by the schedule that fire on node event lines (nemesis.triggers).
-TRIGGER_FAULTS = frozenset({"kill-after-vote", "power-cut-after-commit"})
 
 
 def _disk_truncate(ctx: FaultContext) -> Fault:
@@ -58,25 +51,92 @@ def _lazy(module: str, attr: str) -> FaultFactory:
     return factory
 
 
-# Name -> factory. Modules load only when their fault is asked for, so a
-# run without disk faults never imports FUSE code.
-FAULTS: dict[str, FaultFactory] = {
-    "kill": _lazy("nemesis.process", "kill_fault"),
-    "pause": _lazy("nemesis.process", "pause_fault"),
-    "partition": _lazy("nemesis.partition", "partition_fault"),
-    "truncate": _disk_truncate,
-    "lose-unsynced": _disk_lose_unsynced,
-    "kill-after-vote": _lazy("nemesis.triggers", "kill_after_vote"),
-    "power-cut-after-commit": _lazy("nemesis.triggers", "power_cut_after_commit"),
-}
+def _names(module: str, attr: str, *extra: str) -> Callable[[], tuple[str, ...]]:
+    def names() -> tuple[str, ...]:
+        return (*getattr(importlib.import_module(module), attr), *extra)
+    return names
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    """A fault as the registry knows it, with its metadata.
+
+    heal_f: f of the op that heals it (contracts.md, "Nemesis ops").
+    variants: what may follow the colon (`partition:one-way`), read from the
+        fault's module when asked; default: what it does without one.
+    instant: injecting it also heals it (the schedule plans no heal).
+    needs_lazyfs: the nodes' data dirs must be LazyFS mounts (made before they start).
+    fires_on_events: armed by the schedule, fired by node event lines (nemesis.triggers).
+    """
+
+    name: str
+    factory: FaultFactory
+    help: str
+    heal_f: str = "heal"
+    variants: Callable[[], tuple[str, ...]] = tuple
+    default: str = ""
+    instant: bool = False
+    needs_lazyfs: bool = False
+    fires_on_events: bool = False
+
+    def __call__(self, ctx: FaultContext) -> Fault:
+        return self.factory(ctx)
+
+    def describe(self) -> str:
+        """One line for the CLI's help and `faultline systems`."""
+        variants = self.variants()
+        shown = f"[:{'|'.join(variants)}]" if variants else ""
+        default = f" (without one: {self.default})" if self.default else ""
+        return f"{self.name}{shown}: {self.help}{default}"
+
+
+RANDOM_TARGETS = "one, a minority or a majority, drawn at random"
+# The one table of faults. Modules load only when their fault is asked for, so
+# a run without disk faults never imports FUSE code.
+FAULTS: dict[str, FaultKind] = {k.name: k for k in (
+    FaultKind("kill", _lazy("nemesis.process", "kill_fault"), "SIGKILL nodes", "start",
+              _names("nemesis.process", "ALL_TARGETS"), RANDOM_TARGETS),
+    FaultKind("pause", _lazy("nemesis.process", "pause_fault"), "SIGSTOP nodes", "resume",
+              _names("nemesis.process", "ALL_TARGETS"), RANDOM_TARGETS),
+    FaultKind("partition", _lazy("nemesis.partition", "partition_fault"),
+              "cut links on the bridge", "heal", _names("nemesis.partition", "SHAPES"),
+              "a shape that cuts a link on this many nodes"),
+    FaultKind("truncate", _disk_truncate, "truncate a node's data files", "start",
+              _names("nemesis.disk", "MODES"), "tail"),
+    FaultKind("lose-unsynced", _disk_lose_unsynced, "drop writes a node never fsynced",
+              "start", _names("nemesis.process", "TARGETS", "all"), "one node", instant=True,
+              needs_lazyfs=True),
+    FaultKind("kill-after-vote", _lazy("nemesis.triggers", "kill_after_vote"),
+              "kill a node right after it votes", fires_on_events=True),
+    FaultKind("power-cut-after-commit", _lazy("nemesis.triggers", "power_cut_after_commit"),
+              "cut power to nodes right after a commit", variants=lambda: (
+                  "majority", "all", "<target>-<D>ms"), default="majority-50ms",
+              needs_lazyfs=True, fires_on_events=True),
+)}
+
+
+def _with(attr: str) -> frozenset[str]:
+    return frozenset(name for name, kind in FAULTS.items() if getattr(kind, attr))
+
+
+LAZYFS_FAULTS = _with("needs_lazyfs")
+TRIGGER_FAULTS = _with("fires_on_events")
+INSTANT_FAULTS = _with("instant")
+HEAL_F = {name: kind.heal_f for name, kind in FAULTS.items()}
+
+
+def heal_f(fault: Fault) -> str:
+    return getattr(fault, "heal_f", None) or HEAL_F.get(fault.name, "heal")
 
 
 def needs_lazyfs(specs: Sequence[str]) -> bool:
     return any(split_spec(s)[0] in LAZYFS_FAULTS for s in specs)
 
 
-def register_fault(name: str, factory: FaultFactory) -> None:
-    FAULTS[name] = factory
+def register_fault(name: str, factory: FaultFactory, help: str = "a plug-in fault",
+                   **metadata: Any) -> None:
+    """Add a fault (a plug-in's); `metadata`: FaultKind's other fields."""
+    FAULTS[name] = FaultKind(name, factory, help, **metadata)
 
 
 def make_fault(spec: str, ctx: FaultContext | None = None) -> Fault:

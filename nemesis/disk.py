@@ -18,6 +18,7 @@ from nemesis.lazyfs import LazyFS
 from nemesis.process import resolve_nodes
 
 Mode = Literal["tail", "length"]
+MODES: tuple[str, ...] = Mode.__args__  # the truncate variants
 
 
 class DiskCluster(Protocol):
@@ -54,8 +55,9 @@ class TruncateChoice:
         known = {k: params[k] for k in ("mode", "bytes", "max_bytes", "length", "every_file")
                  if k in params}
         choice = cls(**known)
-        if choice.mode not in ("tail", "length"):
-            raise ValueError(f"truncate mode must be 'tail' or 'length', not {choice.mode!r}")
+        if choice.mode not in MODES:
+            raise ValueError(f"truncate mode must be one of {', '.join(MODES)}, "
+                             f"not {choice.mode!r}")
         return choice
 
 

@@ -10,10 +10,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-# f of the op that heals each fault kind (contracts.md, "Nemesis ops").
-HEAL_F = {"kill": "start", "pause": "resume", "partition": "heal", "truncate": "start",
-          "lose-unsynced": "start"}
-
 
 class Fault(Protocol):
     name: str
@@ -22,10 +18,6 @@ class Fault(Protocol):
                ) -> dict[str, Any]: ...
 
     def heal(self, cluster: Any) -> dict[str, Any]: ...
-
-
-def heal_f(fault: Fault) -> str:
-    return getattr(fault, "heal_f", None) or HEAL_F.get(fault.name, "heal")
 
 
 @dataclass

@@ -18,10 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from nemesis.base import INSTANT_FAULTS as INSTANT
 from nemesis.base import TRIGGER_FAULTS, split_spec
 
-# Faults that inject and heal in one op (nothing to undo later).
-INSTANT = frozenset({"lose-unsynced"})
 # The shortest a fault lasts (or its mean gap / 2, if shorter): a 50 ms kill
 # at the very end of a run shows nothing.
 MIN_FAULT_S = 1.0

@@ -11,14 +11,18 @@ from typing import Any
 
 from checkers.registry import DURABILITY
 from workloads.ops import OpSpec, UniqueValues
+from workloads.options import Option, resolve, table
 
 NAME = "log"
-OPTIONS = {"logs": "positive-int", "read_count": "positive-int"}
+OPTIONS = table(
+    Option("logs", "positive-int", 3, "independent logs"),
+    Option("read_count", "positive-int", 50, "entries a poll asks for"))
 
 
 def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
-    logs = [f"log{i}" for i in range(int(config.get("logs", 3)))]
-    read_count = int(config.get("read_count", 50))
+    opts = resolve(OPTIONS, config)
+    logs = [f"log{i}" for i in range(opts["logs"])]
+    read_count = opts["read_count"]
     values = UniqueValues()
     appended: dict[str, int] = {name: 0 for name in logs}
     while True:

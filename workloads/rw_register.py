@@ -10,17 +10,20 @@ from typing import Any
 
 from checkers.registry import RW_REGISTER
 from workloads.ops import OpSpec, final_txn_reads, rotating_txns
+from workloads.options import Option, resolve, table
 
 NAME = "rw-register"
-OPTIONS = {"active_keys": "positive-int", "max_writes_per_key": "positive-int"}
-
-
-def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
-    active_keys = int(config.get("active_keys", 5))
+OPTIONS = table(
+    Option("active_keys", "positive-int", 5, "keys transactions touch at once"),
     # A register's versions are only known through inference (see
     # checkers/elle/rw_register.py): few writes per key keep every version
     # near the reads that order it.
-    max_writes_per_key = int(config.get("max_writes_per_key", 16))
+    Option("max_writes_per_key", "positive-int", 16, "writes to a key before a fresh one"))
+
+
+def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
+    opts = resolve(OPTIONS, config)
+    active_keys, max_writes_per_key = opts["active_keys"], opts["max_writes_per_key"]
     return rotating_txns(rng, active_keys, max_writes_per_key, "w")
 
 
