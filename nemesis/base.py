@@ -214,7 +214,7 @@ def _describe(e: BaseException) -> str:
 
 
 class RecordFn(Protocol):
-    """`harness.recorder.Recorder.record`'s shape."""
+    """`harness.run.recorder.Recorder.record`'s shape."""
 
     def __call__(self, process: int | str, type: str, f: str, value: Any = None,
                  key: Any = None, node: str | None = None, error: str | None = None

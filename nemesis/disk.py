@@ -22,7 +22,7 @@ MODES: tuple[str, ...] = Mode.__args__  # the truncate variants
 
 
 class DiskCluster(Protocol):
-    """What disk faults need from `harness.cluster.Cluster`."""
+    """What disk faults need from `harness.run.cluster.Cluster`."""
 
     names: list[str]
 

@@ -82,7 +82,7 @@ def remove_netns(name: str) -> bool:
 
 class Journal(Protocol):
     """Where a topology records what it creates, so a sweeper can remove it
-    after a crash (harness.resources.ResourceLog)."""
+    after a crash (harness.run.resources.ResourceLog)."""
 
     def add(self, kind: str, **fields: Any) -> int: ...
 

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from checkers.spark.session import java_missing
-from harness.campaign import exit_code_of
+from harness.campaign.runner import exit_code_of
 from harness.cli import main
 
 SMOKE = Path(__file__).resolve().parents[1] / "campaigns" / "smoke.toml"

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from checkers.history import Op
 from checkers.verdict_store import write_verdicts
 from harness.cli import main
-from harness.history import HistoryWriter
+from harness.run.history import HistoryWriter
 
 VALID = {"valid": True, "checkers": {
     "linearizability": {"valid": True, "anomalies": [], "stats": {"seconds": 0.2}},

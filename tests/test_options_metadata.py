@@ -6,7 +6,7 @@ import random
 import pytest
 
 from harness.cli import build_parser
-from harness.run_config import ConfigError, RunConfig, validate
+from harness.run.config import ConfigError, RunConfig, validate
 from nemesis.base import FAULTS, HEAL_F, INSTANT_FAULTS, LAZYFS_FAULTS, TRIGGER_FAULTS
 from workloads.options import Option, resolve, table
 from workloads.registry import WORKLOADS

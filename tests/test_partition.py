@@ -12,7 +12,7 @@ import pytest
 from echo_db import EchoDB, echo
 
 from checkers.history import Op
-from harness.cluster import Cluster
+from harness.run.cluster import Cluster
 from nemesis.base import CompositeNemesis
 from nemesis.netns import in_netns
 from nemesis.partition import (

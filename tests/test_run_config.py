@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from harness.run_config import ConfigError, RunConfig, parse_nemesis, validate
+from harness.run.config import ConfigError, RunConfig, parse_nemesis, validate
 
 
 def test_defaults_are_valid_and_round_trip():
@@ -36,8 +36,8 @@ def test_lin_options_reach_the_linearizability_checker(tmp_path):
     from checkers.registry import check_loaded
     from checkers.rundir import load_run
     from harness.cli import main
-    from harness.history import HistoryWriter
-    from harness.store import create_run_dir
+    from harness.results.store import create_run_dir
+    from harness.run.history import HistoryWriter
     from workloads.judging import plan_for
 
     # 16 overlapping writes then an impossible read: ~16 * 2**16 configurations.
@@ -91,7 +91,7 @@ def test_nemesis_variants():
 
 
 def test_every_workload_option_its_docs_name_is_accepted() -> None:
-    from harness.run_config import RunConfig, validate
+    from harness.run.config import RunConfig, validate
     for workload, options in [("register", {"ops_per_key": 100}),
                               ("register", {"ops_per_key": 0}),
                               ("rw-register", {"active_keys": 3, "max_writes_per_key": 4}),
@@ -100,6 +100,6 @@ def test_every_workload_option_its_docs_name_is_accepted() -> None:
 
 
 def test_a_negative_ops_per_key_is_refused_before_anything_starts() -> None:
-    from harness.run_config import ConfigError, RunConfig, validate
+    from harness.run.config import ConfigError, RunConfig, validate
     with pytest.raises(ConfigError, match="ops_per_key"):
         validate(RunConfig(db="raft", workload="register", workload_options={"ops_per_key": -1}))

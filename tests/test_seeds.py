@@ -5,10 +5,10 @@ import random
 
 import pytest
 
-from harness.replay import replay_config
-from harness.run import plan_events, run_seeds
-from harness.run_config import RunConfig, validate
-from harness.seeds import SCHEME, STREAMS, Seeds
+from harness.run.config import RunConfig, validate
+from harness.run.lifecycle import plan_events, run_seeds
+from harness.run.replay import replay_config
+from harness.run.seeds import SCHEME, STREAMS, Seeds
 from workloads.registry import get as get_workload
 
 # Pinned values: changing the derivation changes every saved run's replay.

@@ -14,9 +14,9 @@ from checkers.registry import read_run_json as read_json
 from checkers.rundir import load_run
 from checkers.spark.session import JAVA_INSTALL, java_missing
 from harness.cli import main
-from harness.history import HistoryWriter
-from harness.importing import import_history
-from harness.store import create_run_dir
+from harness.results.importing import import_history
+from harness.results.store import create_run_dir
+from harness.run.history import HistoryWriter
 from workloads.judging import plan_for
 
 CORPUS = PORCUPINE

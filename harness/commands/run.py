@@ -10,7 +10,7 @@ from pathlib import Path
 from faultline import registry as systems
 from harness.errors import EXIT_STATUS_HELP as EXIT_HELP
 from harness.errors import UserError
-from harness.run_config import ConfigError, RunConfig, parse_nemesis, validate
+from harness.run.config import ConfigError, RunConfig, parse_nemesis, validate
 from nemesis.base import FAULTS
 from workloads.options import describe
 from workloads.registry import WORKLOADS
@@ -117,8 +117,8 @@ def print_outcome(outcome, stream=None) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness.run import HARNESS_ERROR, run_test
-    from harness.store import results_dir
+    from harness.results.store import results_dir
+    from harness.run.lifecycle import HARNESS_ERROR, run_test
     config = config_from_args(args)
     try:
         outcome = run_test(config, results_dir(args.results))

@@ -1,7 +1,7 @@
 """Running a campaign: its runs one after another or K at once, then one Spark
 check over all of them, then the verdict table and the summary.
 
-Each run is a `harness.campaign_worker` process (its own namespaces and
+Each run is a `harness.campaign.worker` process (its own namespaces and
 subnet world, its own signal handlers); its output goes to
 `logs/<index>.log` in the campaign dir, and the campaign's own progress
 (run i of N, each verdict as it finishes) to stderr. runs.json is rewritten
@@ -20,9 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.campaign_report import summarize, summary_text
-from harness.campaign_spec import Campaign, estimated_seconds, load_campaign
-from harness.campaign_store import (
+from harness.campaign.report import summarize, summary_text
+from harness.campaign.spec import Campaign, estimated_seconds, load_campaign
+from harness.campaign.store import (
     CAMPAIGN_JSON,
     RUNS_JSON,
     campaign_dir,
@@ -42,7 +42,7 @@ from harness.errors import (
     HarnessError,
     UserError,
 )
-from harness.gate import load_verdicts
+from harness.results.gate import load_verdicts
 
 Say = Callable[[str], None]
 
@@ -141,7 +141,7 @@ def run_one(cdir: Path, campaign_id: str, entry: dict[str, Any], results: Path
         "outcome": str(outcome_path),
         "extra_doc": {"campaign": {"id": campaign_id, "index": index, "label": entry["label"]}}})
     with open(logs / f"{index}.log", "w") as log:
-        proc = subprocess.run([sys.executable, "-m", "harness.campaign_worker", str(spec_path)],
+        proc = subprocess.run([sys.executable, "-m", "harness.campaign.worker", str(spec_path)],
                               stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
         return read_json(outcome_path)

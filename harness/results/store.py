@@ -172,7 +172,7 @@ def summarize_run(path: Path) -> RunSummary:
         else:
             config = run.get("config") if isinstance(run.get("config"), dict) else {}
             summary.start = str(run["start_wall"]) if run.get("start_wall") else None
-            from harness.run_state import effective_status
+            from harness.run.state import effective_status
             summary.status = effective_status(run)
             summary.db = str(config["db"]) if config.get("db") is not None else None
             summary.workload = (str(config["workload"]) if config.get("workload") is not None

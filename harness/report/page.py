@@ -2,7 +2,7 @@
 
 This is the I/O edge: it reads whatever the run dir holds (run.json,
 verdicts.json, the history, node event lines), tolerating every missing or
-broken piece, and writes the page that `harness.report_html` renders. It
+broken piece, and writes the page that `harness.report.html` renders. It
 reads the run dir alone, so `faultline report` can (re)make the page for an
 old, imported or crashed run.
 """
@@ -29,9 +29,9 @@ from checkers.rundir import (
     node_names,
 )
 from checkers.verdict_store import read_verdicts
-from harness.report_data import FailingOp, RunReport, op_counts, timeline
-from harness.report_html import render
-from harness.run_state import effective_status
+from harness.report.data import FailingOp, RunReport, op_counts, timeline
+from harness.report.html import render
+from harness.run.state import effective_status
 
 REPORT_HTML = "report.html"
 LIN_HTML = "linearizability.html"

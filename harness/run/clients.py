@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from checkers.history import Op
-from harness.frames import FrameReader, encode
-from harness.recorder import Recorder
+from harness.run.frames import FrameReader, encode
+from harness.run.recorder import Recorder
 from workloads.ops import OpSpec
 
 
@@ -50,7 +50,7 @@ class ClientPool:
                        "nodes": {k: list(v) for k, v in nodes.items()}, "options": options}
         self._node_names = sorted(nodes)
         self._node_choice = node_choice
-        # A seeded stream of its own (harness.seeds "node-choice"), so a replay
+        # A seeded stream of its own (harness.run.seeds "node-choice"), so a replay
         # sends each op to the node it went to.
         self._node_rng = node_rng or random.Random(0)
         self._log_dir = log_dir
@@ -67,7 +67,7 @@ class ClientPool:
 
     def _spawn(self, slot: int, process: int) -> Worker:
         stderr = open(self._log_dir / f"worker-{slot}.log", "ab")
-        proc = subprocess.Popen([sys.executable, "-m", "harness.worker"],
+        proc = subprocess.Popen([sys.executable, "-m", "harness.run.worker"],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                 preexec_fn=self._preexec_fn, close_fds=True)
         stderr.close()

@@ -27,17 +27,17 @@ from checkers.rundir import load_run
 from checkers.verdict import exit_code
 from checkers.verdict_store import history_digest, write_verdicts
 from faultline import registry as systems
-from harness.clients import ClientPool
-from harness.cluster import Cluster, check_privileges
 from harness.errors import EXIT_HARNESS_ERROR as HARNESS_ERROR  # noqa: F401 (re-export)
 from harness.errors import UserError
-from harness.progress import Progress
-from harness.recorder import Recorder
-from harness.resources import Terminated, dead_runs_with_leftovers, process_start_time
-from harness.run_config import RunConfig, validate
-from harness.run_state import COMPLETE, ERROR, INTERRUPTED, RUNNING, harness_fields
-from harness.seeds import Seeds
-from harness.store import check_results_dir, create_run_dir
+from harness.results.store import check_results_dir, create_run_dir
+from harness.run.clients import ClientPool
+from harness.run.cluster import Cluster, check_privileges
+from harness.run.config import RunConfig, validate
+from harness.run.progress import Progress
+from harness.run.recorder import Recorder
+from harness.run.resources import Terminated, dead_runs_with_leftovers, process_start_time
+from harness.run.seeds import Seeds
+from harness.run.state import COMPLETE, ERROR, INTERRUPTED, RUNNING, harness_fields
 from nemesis.base import CompositeNemesis, FaultContext, needs_lazyfs, split_spec
 from nemesis.netns import preexec_setns
 from nemesis.schedule import Event, schedule
@@ -397,7 +397,7 @@ def judge(run_dir: Path, stream: Any = None) -> dict[str, Any]:
         except Exception as e:  # the view is a convenience; the verdict stands without it
             print(f"faultline: could not write linearizability.html ({e})", file=stream)
     try:
-        from harness.report import write_report
+        from harness.report.page import write_report
         write_report(run_dir, loaded)
     except Exception as e:  # the page is a view; the verdict stands without it
         print(f"faultline: could not write report.html ({e})", file=stream)
@@ -408,7 +408,7 @@ def lin_context(loaded: Any) -> dict[str, Any]:
     """What the linearizability view shows beside the checker's counterexample:
     the node that served each op (by its invoke's index) and the faults in force."""
     from checkers.history import NEMESIS, pair_ops
-    from harness.report_data import fault_list
+    from harness.report.data import fault_list
     ops = loaded.history.ops
     nodes = {}
     for inv, done in pair_ops([op for op in ops if op.process != NEMESIS]):

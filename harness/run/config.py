@@ -11,7 +11,7 @@ from typing import Any
 from faultline import registry as systems
 from faultline.catalog import unmet_needs
 from harness.errors import UserError
-from harness.seeds import SCHEME, SCHEMES
+from harness.run.seeds import SCHEME, SCHEMES
 from nemesis.address_plan import MAX_NODES
 from nemesis.base import FAULTS
 from workloads.options import OPTION_KINDS, kinds
@@ -35,7 +35,7 @@ class RunConfig:
     rate: float = 200.0
     time_limit: float = 30.0
     seed: int = 0
-    # How the run's random streams derive from `seed` (harness.seeds); a
+    # How the run's random streams derive from `seed` (harness.run.seeds); a
     # run.json without it predates schemes: 1.
     seed_scheme: int = SCHEME
     nemesis_interval: float = 5.0     # mean seconds between fault events

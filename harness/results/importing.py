@@ -9,8 +9,8 @@ from typing import Any
 
 from checkers.formats import read_any
 from checkers.registry import LINEARIZABILITY
-from harness.history import HistoryWriter
-from harness.store import create_run_dir
+from harness.results.store import create_run_dir
+from harness.run.history import HistoryWriter
 
 
 def import_history(source: Path, results: Path, fmt: str | None = None,
