@@ -57,6 +57,34 @@ def _names(module: str, attr: str, *extra: str) -> Callable[[], tuple[str, ...]]
     return names
 
 
+Planner = Callable[[random.Random, Sequence[str], str | None], dict[str, Any]]
+
+
+def one_node(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
+    """Disk faults and plug-ins: one node, chosen when planned so the timeline shows it."""
+    return {"nodes": [rng.choice(sorted(nodes))]}
+
+
+def _planner(module: str, attr: str) -> Planner:
+    def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
+        return getattr(importlib.import_module(module), attr)(rng, nodes, variant)
+    return plan
+
+
+def _armed(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
+    """A trigger is armed by the schedule; whom it hits is decided by the event it fires on."""
+    if variant is not None:
+        raise ValueError("kill-after-vote takes no variant")
+    return {}
+
+
+def _armed_power_cut(rng: random.Random, nodes: Sequence[str], variant: str | None
+                     ) -> dict[str, Any]:
+    from nemesis.triggers import parse_power_cut
+    parse_power_cut(variant)   # a bad variant is refused when planned
+    return {}
+
+
 @dataclass(frozen=True)
 class FaultKind:
     """A fault as the registry knows it, with its metadata.
@@ -67,6 +95,8 @@ class FaultKind:
     instant: injecting it also heals it (the schedule plans no heal).
     needs_lazyfs: the nodes' data dirs must be LazyFS mounts (made before they start).
     fires_on_events: armed by the schedule, fired by node event lines (nemesis.triggers).
+    planner: what an inject will do (its params), from the event's rng, the
+        node names and the variant; pure, so the schedule shows and replays it.
     """
 
     name: str
@@ -78,6 +108,7 @@ class FaultKind:
     instant: bool = False
     needs_lazyfs: bool = False
     fires_on_events: bool = False
+    planner: Planner = one_node
 
     def __call__(self, ctx: FaultContext) -> Fault:
         return self.factory(ctx)
@@ -95,23 +126,26 @@ RANDOM_TARGETS = "one, a minority or a majority, drawn at random"
 # a run without disk faults never imports FUSE code.
 FAULTS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("kill", _lazy("nemesis.process", "kill_fault"), "SIGKILL nodes", "start",
-              _names("nemesis.process", "ALL_TARGETS"), RANDOM_TARGETS),
+              _names("nemesis.process", "ALL_TARGETS"), RANDOM_TARGETS,
+              planner=_planner("nemesis.process", "plan")),
     FaultKind("pause", _lazy("nemesis.process", "pause_fault"), "SIGSTOP nodes", "resume",
-              _names("nemesis.process", "ALL_TARGETS"), RANDOM_TARGETS),
+              _names("nemesis.process", "ALL_TARGETS"), RANDOM_TARGETS,
+              planner=_planner("nemesis.process", "plan")),
     FaultKind("partition", _lazy("nemesis.partition", "partition_fault"),
               "cut links on the bridge", "heal", _names("nemesis.partition", "SHAPES"),
-              "a shape that cuts a link on this many nodes"),
+              "a shape that cuts a link on this many nodes",
+              planner=_planner("nemesis.partition", "plan")),
     FaultKind("truncate", _disk_truncate, "truncate a node's data files", "start",
               _names("nemesis.disk", "MODES"), "tail"),
     FaultKind("lose-unsynced", _disk_lose_unsynced, "drop writes a node never fsynced",
               "start", _names("nemesis.process", "TARGETS", "all"), "one node", instant=True,
-              needs_lazyfs=True),
+              needs_lazyfs=True, planner=_planner("nemesis.disk", "plan_lose_unsynced")),
     FaultKind("kill-after-vote", _lazy("nemesis.triggers", "kill_after_vote"),
-              "kill a node right after it votes", fires_on_events=True),
+              "kill a node right after it votes", fires_on_events=True, planner=_armed),
     FaultKind("power-cut-after-commit", _lazy("nemesis.triggers", "power_cut_after_commit"),
               "cut power to nodes right after a commit", variants=lambda: (
                   "majority", "all", "<target>-<D>ms"), default="majority-50ms",
-              needs_lazyfs=True, fires_on_events=True),
+              needs_lazyfs=True, fires_on_events=True, planner=_armed_power_cut),
 )}
 
 

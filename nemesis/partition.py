@@ -201,6 +201,20 @@ class Nft:
                 self._ctx = None
 
 
+def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
+    """The partition's params: the named shape, or one drawn among those that
+    cut a link on this many nodes."""
+    shapes = shapes_for(len(nodes))
+    if variant is not None and variant not in shapes:
+        plan_shape(rng, nodes, variant)  # an unknown name: the shape's own error
+        raise ValueError(f"partition shape {variant!r} cannot act on {len(nodes)} "
+                         f"node(s); there, use one of "
+                         f"{', '.join(shapes) or '(none: add nodes)'}")
+    if not shapes:
+        raise ValueError(f"no partition can cut a link on {len(nodes)} node(s)")
+    return plan_shape(rng, nodes, variant or rng.choice(shapes))
+
+
 class Partitioner:
     """The cut currently in force on one cluster's bridge."""
 
