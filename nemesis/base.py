@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from checkers.history import NEMESIS, Op, noop_reason
 from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabulary)
+    ClusterControl,
     Fault,
     FaultContext,
     FaultFactory,
@@ -190,7 +191,7 @@ class CompositeNemesis:
 
     def __init__(self, faults: Mapping[str, Fault], context: FaultContext | None = None) -> None:
         self.faults = dict(faults)
-        self.cluster: Any = None
+        self.cluster: ClusterControl | None = None
         self.context = context or FaultContext()
 
     @classmethod
@@ -198,7 +199,7 @@ class CompositeNemesis:
                    ) -> CompositeNemesis:
         return cls({spec: make_fault(spec, ctx) for spec in specs}, ctx)
 
-    def setup(self, cluster: Any) -> None:
+    def setup(self, cluster: ClusterControl) -> None:
         self.cluster = cluster
         for fault in self.faults.values():
             if hasattr(fault, "setup"):

@@ -6,18 +6,58 @@ imports another back."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from nodes.db import NodeSpec
+
+
+class ClusterControl(Protocol):
+    """What a fault may do to the cluster under test: the harness's running
+    cluster (`harness.run.cluster.Cluster`) is one. Names are node names; every
+    action returns the nodes it acted on (an empty list: nothing to do)."""
+
+    nodes: list[NodeSpec]
+    paused: set[str]
+
+    @property
+    def names(self) -> list[str]: ...
+
+    @property
+    def hub_netns(self) -> str: ...
+
+    def netns_of(self, name: str) -> str: ...
+
+    def ip_of(self, name: str) -> str: ...
+
+    def spec(self, name: str) -> NodeSpec: ...
+
+    def in_hub(self) -> AbstractContextManager[None]:
+        """This thread (and threads it starts) in the clients' namespace."""
+        ...
+
+    def is_running(self, name: str) -> bool: ...
+
+    def start(self, names: Sequence[str], fresh: bool = False) -> list[str]: ...
+
+    def kill(self, names: Sequence[str]) -> list[str]: ...
+
+    def pause(self, names: Sequence[str]) -> list[str]: ...
+
+    def resume(self, names: Sequence[str]) -> list[str]: ...
+
+    def leader(self) -> str | None: ...
 
 
 class Fault(Protocol):
     name: str
 
-    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]: ...
 
-    def heal(self, cluster: Any) -> dict[str, Any]: ...
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]: ...
 
 
 @dataclass

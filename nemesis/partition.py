@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from checkers.history import NOOP
-from nemesis.fault import FaultContext
+from nemesis.fault import ClusterControl, FaultContext
 from nemesis.netns import preexec_setns
 
 TABLE = "faultline"
@@ -154,7 +154,7 @@ class Nft:
     millisecond, against ~10 ms to fork and exec `nft`, the fallback.
     """
 
-    def __init__(self, cluster: Any) -> None:
+    def __init__(self, cluster: ClusterControl) -> None:
         self._lock = threading.Lock()
         self._netns = cluster.hub_netns
         self._lib: Any = None
@@ -218,7 +218,7 @@ def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[
 class Partitioner:
     """The cut currently in force on one cluster's bridge."""
 
-    def __init__(self, cluster: Any) -> None:
+    def __init__(self, cluster: ClusterControl) -> None:
         self.cluster = cluster
         self.nft = Nft(cluster)
         self.nft.run(TABLE_SCRIPT)
@@ -254,16 +254,16 @@ class PartitionFault:
     def plan(self, rng: random.Random, nodes: Sequence[str]) -> dict[str, Any]:
         return plan_shape(rng, nodes, self.variant or rng.choice(shapes_for(len(nodes))))
 
-    def partitioner(self, cluster: Any) -> Partitioner:
+    def partitioner(self, cluster: ClusterControl) -> Partitioner:
         key = cluster.hub_netns
         if key not in self._partitioners:
             self._partitioners[key] = Partitioner(cluster)
         return self._partitioners[key]
 
-    def setup(self, cluster: Any) -> None:
+    def setup(self, cluster: ClusterControl) -> None:
         self.partitioner(cluster)
 
-    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         if "cut" in params:
             value = dict(params)
@@ -284,13 +284,13 @@ class PartitionFault:
                            f"{len(cluster.names)} nodes")
         return value
 
-    def heal(self, cluster: Any) -> dict[str, Any]:
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         p = self.partitioner(cluster)
         healed = [list(pair) for pair in p.cut]
         p.heal()
         return {"healed": healed} if healed else {"healed": [], NOOP: "no link was cut"}
 
-    def teardown(self, cluster: Any) -> None:
+    def teardown(self, cluster: ClusterControl) -> None:
         p = self._partitioners.pop(cluster.hub_netns, None)
         if p is not None:
             p.close()

@@ -15,7 +15,7 @@ BELOW = {
     "nodes": set(),
     "checkers": set(),
     "workloads": {"checkers", "nodes"},   # clients speak the nodes' wire codecs
-    "nemesis": {"checkers"},
+    "nemesis": {"checkers", "nodes"},      # the Op type; NodeSpec in the cluster protocol
 }
 
 
@@ -93,3 +93,25 @@ def test_a_sibling_submodule_import_is_no_circle_with_its_package():
                "checkers.formats.jepsen": "from checkers.formats import edn",
                "checkers.formats.edn": ""})
     assert circles(g) == [] and ("checkers.formats.jepsen", "checkers.formats.edn") in g.edges
+
+
+def test_the_harness_cluster_is_the_nemesis_cluster_control():
+    """Every member of the protocol faults are typed against exists on the
+    harness's Cluster, with the same parameters."""
+    import inspect
+
+    from harness.run.cluster import Cluster
+    from nemesis.fault import ClusterControl
+
+    members = [n for n in dir(ClusterControl) if not n.startswith("_")]
+    assert members
+    for name in members:
+        theirs = getattr(ClusterControl, name)
+        if callable(theirs):
+            ours = getattr(Cluster, name)
+            assert list(inspect.signature(ours).parameters) == \
+                list(inspect.signature(theirs).parameters), name
+        else:
+            assert hasattr(Cluster, name), name
+    for attribute in ClusterControl.__annotations__:
+        assert attribute in inspect.getsource(Cluster.__init__), attribute
