@@ -140,13 +140,26 @@ def _consistency_model(config: Mapping[str, Any]) -> dict[str, Any]:
     return {"model": config.get("consistency_model", "strict-serializable")}
 
 
+def _rw_register_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The model, and which of Elle's version-order inferences the checker may
+    use: the run's `elle_options`, else writes-follow-reads (true of every
+    serializable store) and, when the model checked is strict serializability
+    (which makes every key linearizable), linearizable keys."""
+    options = _consistency_model(config)
+    if config.get("elle_options") is not None:
+        return {**options, **{k.replace("-", "_"): bool(v)
+                              for k, v in config["elle_options"].items()}}
+    strict = options["model"] == "strict-serializable"
+    return {**options, "wfr_keys": True, "linearizable_keys": strict}
+
+
 STATS = Checker("stats", "run", _stats)
 LINEARIZABILITY = Checker(
     "linearizability", "key", _linearizability,
     from_config=lambda c: {**({"model": str(c["lin_model"])} if c.get("lin_model") else {}),
                            **(c.get("lin_options") or {})})
 ELLE = Checker("elle", "run", _elle, from_config=_consistency_model)
-RW_REGISTER = Checker("rw-register", "run", _rw_register, from_config=_consistency_model)
+RW_REGISTER = Checker("rw-register", "run", _rw_register, from_config=_rw_register_options)
 DURABILITY = Checker("durability", "run", _durability,
                      from_config=lambda c: {"workload": c.get("workload", "register")},
                      needs=_durability_needs, needs_node_files=True)

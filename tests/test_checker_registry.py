@@ -46,6 +46,12 @@ def test_workload_defaults_sit_under_the_configs_options():
     assert rw["rw-register"] == {"model": "serializable", "wfr_keys": True,
                                  "linearizable_keys": False}
     assert plan_for({"config": {}}) == {"linearizability": {}}
+    # An imported rw-register history (no workload) gets the same inference as a run.
+    assert plan_for({"config": {"checkers": ["rw-register"]}})["rw-register"] == {
+        "model": "strict-serializable", "wfr_keys": True, "linearizable_keys": True}
+    assert plan_for({"config": {"checkers": ["rw-register"], "elle_options": {
+        "sequential-keys": 1}}})["rw-register"] == {"model": "strict-serializable",
+                                                    "sequential_keys": True}
 
 
 def test_a_plan_judges_good_and_bad_histories_apart():

@@ -31,20 +31,4 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
 CHECKERS = (RW_REGISTER,)
 
 
-def elle_options(config: dict[str, Any]) -> dict[str, bool]:
-    """Which of Elle's version-order inferences the checker may use: the run's
-    `elle_options`, else writes-follow-reads (true of every serializable
-    store) and, when the model checked is strict serializability (which makes
-    every key linearizable), linearizable keys."""
-    if config.get("elle_options") is not None:
-        return {k.replace("-", "_"): bool(v) for k, v in config["elle_options"].items()}
-    strict = config.get("consistency_model", "strict-serializable") == "strict-serializable"
-    return {"wfr_keys": True, "linearizable_keys": strict}
-
-
-def checker_options(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Defaults under what run.json's config sets for each checker."""
-    return {RW_REGISTER.name: elle_options(config)}
-
-
 final_reads = final_txn_reads
