@@ -18,7 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.resources import NETNS_DIR, mounted_paths
+from checkers.history import HistoryError, iter_history
+from harness.run.resources import NETNS_DIR, mounted_paths
 
 pytestmark = [
     pytest.mark.slow,
@@ -121,10 +122,26 @@ def test_sigkill_of_the_harness_leaves_nothing_alive_2s_later(tmp_path: Path) ->
                         "--state-dir", str(tmp_path / "state")], capture_output=True, cwd=REPO)
 
 
+def wait_for_ok_read(run_dir: Path, timeout: float = 60.0) -> None:
+    """Until the history holds an ok read: the schedule may open with a fault
+    that stalls the clients, and a loaded machine starts them slowly."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if any(op.type == "ok" and op.f == "read"
+                   for op in iter_history(run_dir / "history.msgpack", warn=lambda w: None)):
+                return
+        except (OSError, HistoryError):
+            pass
+        time.sleep(0.5)
+    raise AssertionError("no read succeeded within the wait")
+
+
 def test_ctrl_c_keeps_the_history_and_prints_a_command_that_checks_it(tmp_path: Path) -> None:
     proc, run_dir = start_run(tmp_path, "--seed", "6")
     run_id = run_dir.name
     try:
+        wait_for_ok_read(run_dir)
         children = descendants(proc.pid)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
