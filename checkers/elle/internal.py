@@ -29,12 +29,12 @@ def internal_anomalies(txns: list[Txn]) -> list[dict[str, Any]]:
             if k in known:
                 expected = known[k]
                 ok = v == expected
-                want = show_list(expected)
             else:
                 mine = unread.get(k, [])
                 ok = not mine or v[len(v) - len(mine):] == mine and len(v) >= len(mine)
-                want = f"a list ending in {show_list(mine)}"
             if not ok:
+                want = (show_list(expected) if k in known
+                        else f"a list ending in {show_list(mine)}")
                 anomalies.append({
                     "type": "internal", "key": k, "read": list(v), "txn": txn_ref(t),
                     "explanation": (f"The txn by {describe(t)} read key {k!r} as "

@@ -38,19 +38,6 @@ class Txn:
     append_mops: list[tuple[Any, Any]] = field(default_factory=list)
     read_mops: list[tuple[Any, list]] = field(default_factory=list)
 
-    def __post_init__(self) -> None:
-        mops = self.mops
-        if len(mops) == 1:  # the common case, without two list comprehensions
-            f, k, v = mops[0]
-            if f == APPEND:
-                self.append_mops = [(k, v)]
-            elif f == READ and self.status == OK:
-                self.read_mops = [(k, v)]
-            return
-        self.append_mops = [(k, v) for f, k, v in mops if f == APPEND]
-        if self.status == OK:
-            self.read_mops = [(k, v) for f, k, v in mops if f == READ]
-
     def appends(self) -> list[tuple[Any, Any]]:
         return self.append_mops
 
@@ -79,9 +66,11 @@ def _elements(v: list | tuple) -> list:
 
 
 _SCALARS = (int, str)
+# a txn's micro-ops, its appends and its reads, as in Txn
+_Parsed = tuple[list[tuple[str, Any, Any]], list[tuple[Any, Any]], list[tuple[Any, Any]]]
 
 
-def _parse_register_mops(value: Any, reads_known: bool) -> list[tuple[str, Any, Any]]:
+def _parse_register_mops(value: Any, reads_known: bool) -> _Parsed:
     """rw-register micro-ops: [w k v] and [r k v], where a read of nil saw the
     initial state."""
     if not isinstance(value, (list, tuple)):
@@ -102,14 +91,17 @@ def _parse_register_mops(value: Any, reads_known: bool) -> list[tuple[str, Any, 
                          if known else None))
         else:
             raise MalformedTxn(f"micro-op kind {f!r:.40} is neither w nor r")
-    return mops
+    return mops, [], [(k, v) for f, k, v in mops if f == READ] if reads_known else []
 
 
-def _parse_mops(value: Any, reads_known: bool) -> list[tuple[str, Any, Any]]:
+def _parse_mops(value: Any, reads_known: bool) -> _Parsed:
+    """List-append micro-ops, and apart from them the appends and, if
+    `reads_known`, the reads (what every later pass walks)."""
     if not isinstance(value, (list, tuple)):
         raise MalformedTxn(f"a txn value must be a list of micro-ops, not {value!r:.60}")
     mops = []
-    add = mops.append
+    appends = []
+    reads = []
     for m in value:
         if (type(m) is not list and not isinstance(m, (list, tuple))) or len(m) != 3:
             raise MalformedTxn(f"micro-op {m!r:.60} is not [f, key, value]")
@@ -118,19 +110,25 @@ def _parse_mops(value: Any, reads_known: bool) -> list[tuple[str, Any, Any]]:
         if type(k) not in _SCALARS:
             k = _hashable(k, "key")
         if f == APPEND:
-            add((APPEND, k, v if type(v) in _SCALARS else _hashable(v, "appended element")))
+            if type(v) not in _SCALARS:
+                v = _hashable(v, "appended element")
+            mops.append((APPEND, k, v))
+            appends.append((k, v))
         elif f == READ:
             if not reads_known:
-                add((READ, k, None))
-            elif v is None:  # a key never written reads as nil in Jepsen
-                add((READ, k, []))
+                mops.append((READ, k, None))
+                continue
+            if v is None:  # a key never written reads as nil in Jepsen
+                v = []
             elif isinstance(v, (list, tuple)):
-                add((READ, k, _elements(v)))
+                v = _elements(v)
             else:
                 raise MalformedTxn(f"read of key {k!r:.40} returned {v!r:.60}, not a list")
+            mops.append((READ, k, v))
+            reads.append((k, v))
         else:
             raise MalformedTxn(f"micro-op kind {f!r:.40} is neither append nor r")
-    return mops
+    return mops, appends, reads
 
 
 def transactions(history: Iterable[Op], registers: bool = False
@@ -147,13 +145,13 @@ def transactions(history: Iterable[Op], registers: bool = False
         status = comp.type if comp is not None else INFO
         try:
             if status == OK:
-                mops = parse(comp.value, reads_known=True)
+                mops, appends, reads = parse(comp.value, reads_known=True)
             else:
-                mops = parse(inv.value, reads_known=False)
+                mops, appends, reads = parse(inv.value, reads_known=False)
         except MalformedTxn as e:
             problems.append({"type": "malformed-txn", "op": inv.index,
                              "explanation": f"The txn invoked at op {inv.index} was left "
                                             f"out: {e}."})
             continue
-        txns.append(Txn(len(txns), status, inv.process, inv, comp, mops))
+        txns.append(Txn(len(txns), status, inv.process, inv, comp, mops, appends, reads))
     return txns, problems
