@@ -52,14 +52,16 @@ UNREAD = "unread"
 
 @dataclass
 class Edges:
-    """Every edge of the graph: `src[i] -> dst[i]` for `kind[i]`, with the
-    data edges' evidence by position. Nodes below `n_txns` are txn ids, the
-    rest realtime barriers."""
+    """Every edge of the graph: `src[i] -> dst[i]` for `kind[i]`. Nodes below
+    `n_txns` are txn ids, the rest realtime barriers. The data edges' evidence
+    is not kept: most edges are in no cycle, and the few that are get theirs
+    from `data_edges`, run again (as Elle explains a cycle's edges once it has
+    found the cycle)."""
 
     src: np.ndarray
     dst: np.ndarray
     kind: np.ndarray
-    evidence: list[Any]     # of the data edges, which come first
+    data_edges: Callable[[EdgeLists], None]
     n_txns: int
     n_nodes: int
 
@@ -100,28 +102,23 @@ class Edges:
 
 class EdgeLists:
     """Edges appended to C arrays of int64 (8 bytes an edge end, where a list
-    of ints costs ~36), viewed as numpy arrays once at the end. Data edges
-    come first, so `evidence[i]` belongs to edge i."""
+    of ints costs ~36), viewed as numpy arrays once at the end. With
+    `evidence`, data edges also keep theirs: `evidence[i]` belongs to edge i."""
 
-    def __init__(self) -> None:
+    def __init__(self, evidence: bool = True) -> None:
         self.src = array("q")
         self.dst = array("q")
         self.kind = array("q")
-        self.evidence: list[Any] = []
+        self.evidence: list[Any] | None = [] if evidence else None
 
     def add(self, u: int, v: int, kind: int, evidence: Any = None) -> None:
         if u == v:
             return
-        if len(self.evidence) == len(self.src):
+        if self.evidence is not None:
             self.evidence.append(evidence)
         self.src.append(u)
         self.dst.append(v)
         self.kind.append(kind)
-
-    def arrays(self, n_txns: int, n_nodes: int) -> Edges:
-        return Edges(np.frombuffer(self.src, dtype=np.int64),
-                     np.frombuffer(self.dst, dtype=np.int64),
-                     np.frombuffer(self.kind, dtype=np.int64), self.evidence, n_txns, n_nodes)
 
 
 def dependency_edges(txns: list[Txn], versions: Versions) -> Edges:
@@ -129,30 +126,38 @@ def dependency_edges(txns: list[Txn], versions: Versions) -> Edges:
 
 
 def edges_with(txns: list[Txn], data_edges: Callable[[EdgeLists], None]) -> Edges:
-    """Every edge: the data edges `data_edges` adds (first, with evidence),
-    then process and realtime order."""
-    edges = EdgeLists()
+    """Every edge: the data edges `data_edges` adds (without evidence), then
+    process and realtime order."""
+    edges = EdgeLists(evidence=False)
     data_edges(edges)
     _process_edges(edges, txns)
     barriers = _realtime_barriers(edges, txns)
-    return edges.arrays(len(txns), len(txns) + barriers)
+    return Edges(np.frombuffer(edges.src, dtype=np.int64),
+                 np.frombuffer(edges.dst, dtype=np.int64),
+                 np.frombuffer(edges.kind, dtype=np.int64), data_edges, len(txns),
+                 len(txns) + barriers)
 
 
 def record_graph(txns: list[Txn], edges: Edges, members: Iterable[int]) -> nx.DiGraph:
     """The networkx graph of `members` (txn ids) and the edges among them, each
     with `kinds` (a bitmask) and the first evidence seen per data kind."""
     nodes = np.fromiter(members, dtype=np.int64)
-    inside = np.zeros(edges.n_nodes, dtype=bool)
-    inside[nodes] = True
-    sel = np.flatnonzero(inside[edges.src] & inside[edges.dst])
     succ: dict[int, dict[int, dict[str, Any]]] = {}
-    for i, u, v, kind in zip(sel.tolist(), edges.src[sel].tolist(), edges.dst[sel].tolist(),
-                             edges.kind[sel].tolist(), strict=True):
-        d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
-        d["kinds"] |= kind
-        ev = edges.evidence[i] if i < len(edges.evidence) else None
-        if ev is not None:
-            d.setdefault(KIND_NAMES[kind], ev)
+    if nodes.size:
+        inside = np.zeros(edges.n_nodes, dtype=bool)
+        inside[nodes] = True
+        sel = np.flatnonzero(inside[edges.src] & inside[edges.dst])
+        for u, v, kind in zip(edges.src[sel].tolist(), edges.dst[sel].tolist(),
+                              edges.kind[sel].tolist(), strict=True):
+            d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
+            d["kinds"] |= kind
+        # The data edges again, this time with their evidence.
+        data = EdgeLists()
+        edges.data_edges(data)
+        assert data.evidence is not None
+        for u, v, kind, ev in zip(data.src, data.dst, data.kind, data.evidence, strict=True):
+            if ev is not None and inside[u] and inside[v]:
+                succ[u][v].setdefault(KIND_NAMES[kind], ev)
     rt = EdgeLists()
     realtime_edges(rt, [txns[i] for i in sorted(nodes.tolist())])
     for u, v in zip(rt.src, rt.dst, strict=True):
@@ -172,81 +177,100 @@ def dependency_graph(txns: list[Txn], versions: Versions) -> nx.DiGraph:
 
 
 def _data_edges(g: EdgeLists, txns: list[Txn], versions: Versions) -> None:
-    add = g.add
-    # The committed writer of each element (failed txns did not happen).
-    live = {ke: w for ke, w in versions.writer.items() if txns[w].status != FAIL}
-    # next_writer[k][i]: the first committed writer at or after position i of
-    # key k's order, with its element (None past the last), so that a read
-    # ending at i finds what it missed in one lookup.
-    next_writer: dict[Any, list[tuple[Any, int] | None]] = {}
-    for k, order in versions.order.items():
-        nxt: list[tuple[Any, int] | None] = [None] * (len(order) + 1)
-        following: tuple[Any, int] | None = None
-        # Walking back, each committed writer is followed (ww) by the next one,
-        # skipping elements nobody (or a failed txn) appended: those are
-        # reported elsewhere and order nothing.
-        for i in range(len(order) - 1, -1, -1):
-            e = order[i]
-            w = live.get((k, e))
-            if w is not None:
-                if following is not None and following[1] != w:
-                    add(w, following[1], WW, (k, e, following[0]))
-                following = (e, w)
-            nxt[i] = following
-        next_writer[k] = nxt
-        last = next((x for x in reversed(nxt) if x is not None), None)
-        if last is not None:
-            for e, w in versions.unread.get(k, ()):
-                if w != last[1]:
-                    add(last[1], w, WW, (k, last[0], e, UNREAD))
-    unread = versions.unread
+    # The committed writer of each element, per key (failed txns did not happen).
+    live = versions.live
     src, dst, kind, evidence = g.src, g.dst, g.kind, g.evidence
+    # The hot loops append to the arrays inline (see EdgeLists.add): per key
+    # first, per read after.
+    # following[k]: the position and writer of each element of k's order
+    # that was appended by a txn that may have happened, when some elements
+    # were not (else the element at a position is its own next writer).
+    following: dict[Any, list[tuple[Any, int] | None]] = {}
+    for k, order in versions.order.items():
+        lk = live.get(k, {})
+        writers = [lk.get(e) for e in order]
+        if None in writers:  # an element nobody, or only a failed txn, appended
+            nxt: list[tuple[Any, int] | None] = [None] * (len(order) + 1)
+            after: tuple[Any, int] | None = None
+            for i in range(len(order) - 1, -1, -1):
+                if writers[i] is not None:
+                    after = (order[i], writers[i])
+                nxt[i] = after
+            following[k] = nxt
+        # Each committed writer is followed (ww) by the next one, skipping
+        # elements nobody (or a failed txn) appended: those are reported
+        # elsewhere and order nothing.
+        prev_e = prev_w = None
+        for e, w in zip(order, writers, strict=True):
+            if w is None:
+                continue
+            if prev_w is not None and prev_w != w:
+                if evidence is not None:
+                    evidence.append((k, prev_e, e))
+                src.append(prev_w)
+                dst.append(w)
+                kind.append(WW)
+            prev_e, prev_w = e, w
+        if prev_w is not None:
+            for e, w in versions.unread.get(k, ()):
+                if w != prev_w:
+                    g.add(prev_w, w, WW, (k, prev_e, e, UNREAD))
+    unread = versions.unread
+    order_of = versions.order
     for t in txns:
-        if t.status != OK:
+        reads = t.read_mops
+        if not reads:
             continue
         tid = t.id
-        for f, k, r in t.mops:
-            if f != "r":
-                continue
+        for k, r in reads:
+            lk = live.get(k)
             end = len(r)
-            last_writer = live.get((k, r[-1])) if end else None
+            last_writer = lk.get(r[-1]) if end and lk else None
             if last_writer == tid:
                 end = own_suffix_start(t, k, r, versions)
-                last_writer = live.get((k, r[end - 1])) if end else None
+                last_writer = lk.get(r[end - 1]) if end else None
             seen = r[end - 1] if end else None
-            if last_writer is not None:  # inlined add(): this is the hot loop
-                evidence.append((k, seen))
+            if last_writer is not None:
+                if evidence is not None:
+                    evidence.append((k, seen))
                 src.append(last_writer)
                 dst.append(tid)
                 kind.append(WR)
-            nxt = next_writer.get(k)
-            if nxt is None or end >= len(nxt):
+            order = order_of.get(k)
+            if order is None or end > len(order):
                 continue
-            missed = nxt[end]
+            missed = None
+            if end < len(order):
+                nxt = following.get(k)
+                missed = (order[end], lk[order[end]]) if nxt is None else nxt[end]
             if missed is not None:
                 e, w = missed
                 # The read stopping inside one txn's appends is an intermediate
                 # read (G1b), not an anti-dependency on that txn.
                 if w != tid and w != last_writer:
-                    evidence.append((k, seen, e))
+                    if evidence is not None:
+                        evidence.append((k, seen, e))
                     src.append(tid)
                     dst.append(w)
                     kind.append(RW)
-            else:  # it saw every element read: it missed every unread append
+            else:  # it saw every committed element read: it missed every unread append
                 for e, w in unread.get(k, ()):
                     if w != tid and w != last_writer:
-                        add(tid, w, RW, (k, seen, e, UNREAD))
+                        g.add(tid, w, RW, (k, seen, e, UNREAD))
 
 
 def _process_edges(g: EdgeLists, txns: list[Txn]) -> None:
     # txns are in invoke order already
     last: dict[Any, int] = {}
+    src, dst, kind = g.src, g.dst, g.kind
     for t in txns:
         if t.status == FAIL:
             continue
         prev = last.get(t.process)
         if prev is not None:
-            g.add(prev, t.id, PROCESS)
+            src.append(prev)
+            dst.append(t.id)
+            kind.append(PROCESS)
         last[t.process] = t.id
 
 
