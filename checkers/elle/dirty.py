@@ -27,7 +27,7 @@ def dirty_anomalies(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]
                if k not in clean_upto or clean_upto[k] < len(versions.order[k])}
     suspect.update(versions.intermediate)
     for t in txns:
-        for k, r in t.read_mops:
+        for _, k, r in t.read_mops:
             if k not in suspect:
                 continue
             failed = versions.failed.get(k)

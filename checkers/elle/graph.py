@@ -46,6 +46,10 @@ from checkers.elle.kinds import KIND_NAMES, PROCESS, REALTIME, RW, WR, WW
 from checkers.elle.txns import FAIL, OK, Txn
 from checkers.elle.versions import Versions, own_suffix_start
 
+# A node id: a txn's or a barrier's (two per txn at most), 4 bytes.
+_NODE = "i"
+assert array(_NODE).itemsize == 4
+
 # Marks the evidence of an edge to an append no read saw.
 UNREAD = "unread"
 
@@ -72,8 +76,8 @@ class Edges:
         # barrier edges are unique by construction and need none.
         rt = self.kind == REALTIME
         other = ~rt
-        codes = np.sort((self.src[other] * self.n_nodes + self.dst[other]) * 32
-                        + self.kind[other])
+        codes = np.sort((self.src[other].astype(np.int64) * self.n_nodes
+                         + self.dst[other]) * 32 + self.kind[other])
         codes = codes[np.concatenate(([True], codes[1:] != codes[:-1]))] if codes.size else codes
         per_kind = np.bincount(codes % 32, minlength=32)
         per_kind[REALTIME] = int(rt.sum())
@@ -101,14 +105,14 @@ class Edges:
 
 
 class EdgeLists:
-    """Edges appended to C arrays of int64 (8 bytes an edge end, where a list
-    of ints costs ~36), viewed as numpy arrays once at the end. With
+    """Edges appended to C arrays (4 bytes an edge end and 1 its kind, where
+    a list of ints costs ~36), viewed as numpy arrays once at the end. With
     `evidence`, data edges also keep theirs: `evidence[i]` belongs to edge i."""
 
     def __init__(self, evidence: bool = True) -> None:
-        self.src = array("q")
-        self.dst = array("q")
-        self.kind = array("q")
+        self.src = array(_NODE)
+        self.dst = array(_NODE)
+        self.kind = array("b")
         self.evidence: list[Any] | None = [] if evidence else None
 
     def add(self, u: int, v: int, kind: int, evidence: Any = None) -> None:
@@ -132,9 +136,9 @@ def edges_with(txns: list[Txn], data_edges: Callable[[EdgeLists], None]) -> Edge
     data_edges(edges)
     _process_edges(edges, txns)
     barriers = _realtime_barriers(edges, txns)
-    return Edges(np.frombuffer(edges.src, dtype=np.int64),
-                 np.frombuffer(edges.dst, dtype=np.int64),
-                 np.frombuffer(edges.kind, dtype=np.int64), data_edges, len(txns),
+    return Edges(np.frombuffer(edges.src, dtype=np.int32),
+                 np.frombuffer(edges.dst, dtype=np.int32),
+                 np.frombuffer(edges.kind, dtype=np.int8), data_edges, len(txns),
                  len(txns) + barriers)
 
 
@@ -222,7 +226,7 @@ def _data_edges(g: EdgeLists, txns: list[Txn], versions: Versions) -> None:
         if not reads:
             continue
         tid = t.id
-        for k, r in reads:
+        for _, k, r in reads:
             lk = live.get(k)
             end = len(r)
             last_writer = lk.get(r[-1]) if end and lk else None
@@ -293,9 +297,9 @@ def _realtime_barriers(g: EdgeLists, txns: list[Txn]) -> int:
     after = before > 0
     src = np.concatenate([done_ids, barriers[:-1], base + before[after] - 1])
     dst = np.concatenate([barriers, barriers[1:], live_ids[after]])
-    g.src.frombytes(src.astype(np.int64).tobytes())
-    g.dst.frombytes(dst.astype(np.int64).tobytes())
-    g.kind.frombytes(np.full(len(src), REALTIME, dtype=np.int64).tobytes())
+    g.src.frombytes(src.astype(np.int32).tobytes())
+    g.dst.frombytes(dst.astype(np.int32).tobytes())
+    g.kind.frombytes(np.full(len(src), REALTIME, dtype=np.int8).tobytes())
     return len(ok)
 
 

@@ -7,8 +7,8 @@ malformed transaction is reported (and left out), never a crash.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from checkers.history import NEMESIS, Op, pair_ops
@@ -33,16 +33,10 @@ class Txn:
     invoke: Op
     completion: Op | None
     mops: list[tuple[str, Any, Any]]
-    # (key, element) of its appends and, for an ok txn, (key, list) of its
-    # reads: every pass over the history wants one or the other
-    append_mops: list[tuple[Any, Any]] = field(default_factory=list)
-    read_mops: list[tuple[Any, list]] = field(default_factory=list)
-
-    def appends(self) -> list[tuple[Any, Any]]:
-        return self.append_mops
-
-    def reads(self) -> list[tuple[Any, list]]:
-        return self.read_mops
+    # its appends and, for an ok txn, its reads (the same tuples as in
+    # `mops`): every pass over the history wants one or the other
+    append_mops: Sequence[tuple[str, Any, Any]] = ()
+    read_mops: Sequence[tuple[str, Any, list]] = ()
 
 
 class MalformedTxn(ValueError):
@@ -67,7 +61,9 @@ def _elements(v: list | tuple) -> list:
 
 _SCALARS = (int, str)
 # a txn's micro-ops, its appends and its reads, as in Txn
-_Parsed = tuple[list[tuple[str, Any, Any]], list[tuple[Any, Any]], list[tuple[Any, Any]]]
+_Parsed = tuple[list[tuple[str, Any, Any]], Sequence[tuple[str, Any, Any]],
+                Sequence[tuple[str, Any, Any]]]
+_NONE: tuple = ()
 
 
 def _parse_register_mops(value: Any, reads_known: bool) -> _Parsed:
@@ -91,7 +87,7 @@ def _parse_register_mops(value: Any, reads_known: bool) -> _Parsed:
                          if known else None))
         else:
             raise MalformedTxn(f"micro-op kind {f!r:.40} is neither w nor r")
-    return mops, [], [(k, v) for f, k, v in mops if f == READ] if reads_known else []
+    return mops, _NONE, [m for m in mops if m[0] == READ] if reads_known else _NONE
 
 
 def _parse_mops(value: Any, reads_known: bool) -> _Parsed:
@@ -100,8 +96,8 @@ def _parse_mops(value: Any, reads_known: bool) -> _Parsed:
     if not isinstance(value, (list, tuple)):
         raise MalformedTxn(f"a txn value must be a list of micro-ops, not {value!r:.60}")
     mops = []
-    appends = []
-    reads = []
+    appends: list[tuple[str, Any, Any]] = []
+    reads: list[tuple[str, Any, Any]] = []
     for m in value:
         if (type(m) is not list and not isinstance(m, (list, tuple))) or len(m) != 3:
             raise MalformedTxn(f"micro-op {m!r:.60} is not [f, key, value]")
@@ -112,8 +108,9 @@ def _parse_mops(value: Any, reads_known: bool) -> _Parsed:
         if f == APPEND:
             if type(v) not in _SCALARS:
                 v = _hashable(v, "appended element")
-            mops.append((APPEND, k, v))
-            appends.append((k, v))
+            mop = (APPEND, k, v)
+            mops.append(mop)
+            appends.append(mop)
         elif f == READ:
             if not reads_known:
                 mops.append((READ, k, None))
@@ -124,11 +121,13 @@ def _parse_mops(value: Any, reads_known: bool) -> _Parsed:
                 v = _elements(v)
             else:
                 raise MalformedTxn(f"read of key {k!r:.40} returned {v!r:.60}, not a list")
-            mops.append((READ, k, v))
-            reads.append((k, v))
+            mop = (READ, k, v)
+            mops.append(mop)
+            reads.append(mop)
         else:
             raise MalformedTxn(f"micro-op kind {f!r:.40} is neither append nor r")
-    return mops, appends, reads
+    # most txns only append or only read: no empty list for the other
+    return mops, appends or _NONE, reads or _NONE
 
 
 def transactions(history: Iterable[Op], registers: bool = False

@@ -53,7 +53,7 @@ def index_writers(txns: list[Txn]) -> Versions:
         tid = t.id
         committed = t.status != FAIL
         last: dict[Any, Any] = {}
-        for k, e in t.append_mops:
+        for _, k, e in t.append_mops:
             wk = writer.get(k)
             if wk is None:
                 wk = writer[k] = {}
@@ -67,7 +67,7 @@ def index_writers(txns: list[Txn]) -> Versions:
             last[k] = e
             if not committed:
                 v.failed.setdefault(k, set()).add(e)
-        for k, r in t.read_mops:
+        for _, k, r in t.read_mops:
             best = longest.get(k)
             if best is None or len(r) > len(best[0]):
                 longest[k] = (r, t)
@@ -92,7 +92,7 @@ def infer_orders(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]:
     incompatible: set[Any] = set()
     checked_dupes: set[tuple] = set()
     for t in txns:
-        for k, r in t.read_mops:
+        for _, k, r in t.read_mops:
             full = longest[k][0]
             if r is full or full[:len(r)] == r:
                 continue
