@@ -21,37 +21,24 @@ def dirty_anomalies(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]
     clean_upto = {k: next((i for i, e in enumerate(versions.order[k]) if e in failed),
                           len(versions.order[k]))
                   for k, failed in versions.failed.items() if k in versions.order}
-    # Only reads of keys with a failed element in reach or an intermediate
-    # element can show either.
-    suspect = {k for k in versions.failed
-               if k not in clean_upto or clean_upto[k] < len(versions.order[k])}
-    suspect.update(versions.intermediate)
+    # Only reads of keys with a failed element in reach can hold one.
+    aborted_keys = {k for k in versions.failed
+                    if k not in clean_upto or clean_upto[k] < len(versions.order[k])}
+    intermediate, writer = versions.intermediate, versions.writer
     for t in txns:
         for _, k, r in t.read_mops:
-            if k not in suspect:
+            if k in aborted_keys:
+                anomalies += _aborted_reads(txns, versions, t, k, r, clean_upto.get(k))
+            inter = intermediate.get(k)
+            # the common case first, without a call: the read does not end at
+            # an intermediate element, nor in the txn's own appends
+            if (inter is None or not r
+                    or (r[-1] not in inter and writer[k].get(r[-1]) != t.id)):
                 continue
-            failed = versions.failed.get(k)
-            upto = clean_upto.get(k)
-            bad = (failed.intersection(r) if failed and (upto is None or len(r) > upto)
-                   else None)
-            for e in sorted(bad, key=repr) if bad else ():
-                w = txns[versions.writer[k][e]]
-                anomalies.append({
-                    "type": "G1a", "key": k, "element": e, "reader": txn_ref(t),
-                    "writer": txn_ref(w),
-                    "explanation": (f"The txn by {describe(t)} read key {k!r} as "
-                                    f"{show_list(r)}, including {e!r}, which was "
-                                    f"appended by the failed txn by {describe(w)}."),
-                })
-            inter = versions.intermediate.get(k)
-            if not r or inter is None:
-                continue
-            if r[-1] not in inter and versions.writer[k].get(r[-1]) != t.id:
-                continue  # the common case, without a call
             end = own_suffix_start(t, k, r, versions)
-            if end and r[end - 1] in versions.intermediate[k]:
+            if end and r[end - 1] in inter:
                 e = r[end - 1]
-                w = txns[versions.writer[k][e]]
+                w = txns[writer[k][e]]
                 anomalies.append({
                     "type": "G1b", "key": k, "element": e, "reader": txn_ref(t),
                     "writer": txn_ref(w),
@@ -80,3 +67,21 @@ def dirty_anomalies(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]
                                 f"one."),
             })
     return anomalies
+
+
+def _aborted_reads(txns: list[Txn], versions: Versions, t: Txn, k: Any, r: list,
+                   upto: int | None) -> list[dict[str, Any]]:
+    """G1a: the elements of read `r` that failed txns appended."""
+    if upto is not None and len(r) <= upto:
+        return []
+    out = []
+    for e in sorted(versions.failed[k].intersection(r), key=repr):
+        w = txns[versions.writer[k][e]]
+        out.append({
+            "type": "G1a", "key": k, "element": e, "reader": txn_ref(t),
+            "writer": txn_ref(w),
+            "explanation": (f"The txn by {describe(t)} read key {k!r} as "
+                            f"{show_list(r)}, including {e!r}, which was "
+                            f"appended by the failed txn by {describe(w)}."),
+        })
+    return out

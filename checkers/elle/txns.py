@@ -32,11 +32,13 @@ class Txn:
     process: int | str
     invoke: Op
     completion: Op | None
-    mops: list[tuple[str, Any, Any]]
-    # its appends and, for an ok txn, its reads (the same tuples as in
+    # (f, key, value) each; the history's own [f, key, value] lists where
+    # they need no conversion
+    mops: Sequence[Sequence[Any]]
+    # its appends and, for an ok txn, its reads (the same micro-ops as in
     # `mops`): every pass over the history wants one or the other
-    append_mops: Sequence[tuple[str, Any, Any]] = ()
-    read_mops: Sequence[tuple[str, Any, list]] = ()
+    append_mops: Sequence[Sequence[Any]] = ()
+    read_mops: Sequence[Sequence[Any]] = ()
 
 
 class MalformedTxn(ValueError):
@@ -61,8 +63,7 @@ def _elements(v: list | tuple) -> list:
 
 _SCALARS = (int, str)
 # a txn's micro-ops, its appends and its reads, as in Txn
-_Parsed = tuple[list[tuple[str, Any, Any]], Sequence[tuple[str, Any, Any]],
-                Sequence[tuple[str, Any, Any]]]
+_Parsed = tuple[Sequence[Sequence[Any]], Sequence[Sequence[Any]], Sequence[Sequence[Any]]]
 _NONE: tuple = ()
 
 
@@ -93,6 +94,45 @@ def _parse_register_mops(value: Any, reads_known: bool) -> _Parsed:
 def _parse_mops(value: Any, reads_known: bool) -> _Parsed:
     """List-append micro-ops, and apart from them the appends and, if
     `reads_known`, the reads (what every later pass walks)."""
+    plain = _plain_mops(value, reads_known)
+    return plain if plain is not None else _converted_mops(value, reads_known)
+
+
+def _plain_mops(value: Any, reads_known: bool) -> _Parsed | None:
+    """The common case: micro-ops that need no conversion are taken as the
+    history holds them (no copy of each), or None if one needs any."""
+    if type(value) is not list:
+        return None
+    appends = []
+    reads = []
+    for m in value:
+        if type(m) is not list or len(m) != 3:
+            return None
+        f, k, v = m
+        if type(k) is not int and type(k) is not str:
+            return None
+        if f == APPEND:
+            if type(v) is not int and type(v) is not str:
+                return None
+            appends.append(m)
+        elif f == READ:
+            if not reads_known:
+                if v is not None:
+                    return None
+                continue
+            if type(v) is not list:
+                return None
+            try:
+                hash(tuple(v))  # every element, in C
+            except TypeError:
+                return None
+            reads.append(m)
+        else:
+            return None
+    return value, appends or _NONE, reads or _NONE
+
+
+def _converted_mops(value: Any, reads_known: bool) -> _Parsed:
     if not isinstance(value, (list, tuple)):
         raise MalformedTxn(f"a txn value must be a list of micro-ops, not {value!r:.60}")
     mops = []
