@@ -9,12 +9,14 @@ import random
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkers import elle
-from checkers.elle.graph import dependency_graph
+from checkers.elle import graph
+from checkers.elle.graph import dependency_graph, scc_labels, tarjan_labels
 from checkers.elle.kinds import REALTIME
 from checkers.elle.simulate import serial_history
 from checkers.elle.txns import transactions
@@ -235,3 +237,40 @@ def test_cli_reads_elle_shaped_history(tmp_path: Path, read_y: str, code: int,
     assert out["stats"]["txns"] == 2
     if code:  # T2 saw T1's append to x but not to y: read skew
         assert out["anomalies"][0]["type"] == "G-single"
+
+
+def _partition(labels) -> set[frozenset[int]]:
+    groups: dict[int, set[int]] = {}
+    for node, label in enumerate(labels.tolist()):
+        groups.setdefault(label, set()).add(node)
+    return {frozenset(g) for g in groups.values()}
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 40), data=st.data())
+def test_tarjan_components_are_scipys(n: int, data) -> None:
+    # Small graphs' components are found in Python (no scipy import); they
+    # must be exactly the ones scipy finds.
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    edges = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
+                               max_size=4 * n))
+    src = np.array([u for u, _ in edges], dtype=np.int32)
+    dst = np.array([v for _, v in edges], dtype=np.int32)
+    m = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
+    _, reference = connected_components(m, directed=True, connection="strong")
+    assert _partition(tarjan_labels(n, src, dst)) == _partition(reference)
+    assert _partition(scc_labels(n, src, dst)) == _partition(reference)
+
+
+def test_scipy_and_python_components_give_one_verdict(monkeypatch) -> None:
+    ops = serial_history(600, keys=3, max_writes_per_key=20, p_stale=0.05,
+                         rng=random.Random(7))
+    python = elle.check(ops)
+    monkeypatch.setattr(graph, "SCIPY_FROM_EDGES", 0)
+    with_scipy = elle.check(ops)
+    assert python["valid"] is False
+    for v in (python, with_scipy):
+        del v["stats"]["graph_s"], v["stats"]["cycle_search_s"]
+    assert python == with_scipy

@@ -17,7 +17,8 @@ they are nodes, and get data edges only where their appends were observed.
 Two representations, because a sane history's graph is large and acyclic:
 `Edges` holds every edge as flat integer arrays, and scipy's sparse-graph
 routines find its strongly connected components in C (networkx takes ~10x as
-long and ~5x the memory to build and search a 100k-txn graph). Only the txns
+long and ~5x the memory to build and search a 100k-txn graph); a small graph's
+are found in Python, which costs less than importing scipy. Only the txns
 in a component of more than one become a networkx DiGraph, the graph of
 record that the cycle search walks and the explanations quote.
 
@@ -39,8 +40,6 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from checkers.elle.kinds import KIND_NAMES, PROCESS, REALTIME, RW, WR, WW
 from checkers.elle.txns import FAIL, OK, Txn
@@ -89,10 +88,7 @@ class Edges:
         sel = (self.kind & kinds) != 0
         if not sel.any():
             return []
-        m = csr_matrix((np.ones(int(sel.sum()), dtype=np.int8),
-                        (self.src[sel], self.dst[sel])), shape=(self.n_nodes, self.n_nodes))
-        _, labels = connected_components(m, directed=True, connection="strong")
-        labels = labels[:self.n_txns]
+        labels = scc_labels(self.n_nodes, self.src[sel], self.dst[sel])[:self.n_txns]
         sizes = np.bincount(labels)
         big = np.flatnonzero(sizes > 1)
         if big.size == 0:
@@ -102,6 +98,79 @@ class Edges:
         members = members[order]
         cuts = np.flatnonzero(np.diff(labels[members])) + 1
         return np.split(members, cuts)
+
+
+# Up to this many edges, finding components in Python costs less than
+# importing scipy's sparse graphs (~0.3 s: it brings numpy.testing, f2py and
+# linalg along), which a command checking one small history pays in full.
+SCIPY_FROM_EDGES = 100_000
+
+
+def scc_labels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """A strongly connected component label for each of nodes 0..n-1 of the
+    graph of edges src[i] -> dst[i]: by scipy's sparse-graph routine for a
+    large graph, else by `tarjan_labels`."""
+    if len(src) < SCIPY_FROM_EDGES:
+        return tarjan_labels(n, src, dst)
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    m = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
+    return connected_components(m, directed=True, connection="strong")[1]
+
+
+def tarjan_labels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Tarjan's algorithm, iterative, over the edges sorted into CSR lists."""
+    order = np.argsort(src, kind="stable")
+    targets = dst[order].tolist()
+    starts = np.searchsorted(src[order], np.arange(n + 1)).tolist()
+    index = [-1] * n
+    low = [0] * n
+    on_stack = [False] * n
+    labels = [0] * n
+    stack: list[int] = []
+    count = label = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        index[root] = low[root] = count
+        count += 1
+        stack.append(root)
+        on_stack[root] = True
+        work = [root]               # the DFS path
+        next_edge = [starts[root]]  # per node on it, its next edge to follow
+        while work:
+            node = work[-1]
+            i, end = next_edge[-1], starts[node + 1]
+            while i < end:
+                v = targets[i]
+                i += 1
+                if index[v] < 0:
+                    break
+                if on_stack[v] and index[v] < low[node]:
+                    low[node] = index[v]
+            else:
+                work.pop()
+                next_edge.pop()
+                if work and low[node] < low[work[-1]]:
+                    low[work[-1]] = low[node]
+                if low[node] == index[node]:
+                    while True:
+                        w = stack.pop()
+                        on_stack[w] = False
+                        labels[w] = label
+                        if w == node:
+                            break
+                    label += 1
+                continue
+            next_edge[-1] = i
+            index[v] = low[v] = count
+            count += 1
+            stack.append(v)
+            on_stack[v] = True
+            work.append(v)
+            next_edge.append(starts[v])
+    return np.array(labels, dtype=np.int64)
 
 
 class EdgeLists:
