@@ -52,8 +52,10 @@ def index_writers(txns: list[Txn]) -> Versions:
     for t in txns:
         tid = t.id
         committed = t.status != FAIL
-        last: dict[Any, Any] = {}
-        for _, k, e in t.append_mops:
+        appends = t.append_mops
+        # the last element appended to each key so far, if more than one append
+        last: dict[Any, Any] | None = {} if len(appends) > 1 else None
+        for _, k, e in appends:
             wk = writer.get(k)
             if wk is None:
                 wk = writer[k] = {}
@@ -62,9 +64,10 @@ def index_writers(txns: list[Txn]) -> Versions:
                 wk[e] = tid
                 if committed:
                     live[k][e] = tid
-            if k in last:
-                v.intermediate.setdefault(k, set()).add(last[k])
-            last[k] = e
+            if last is not None:
+                if k in last:
+                    v.intermediate.setdefault(k, set()).add(last[k])
+                last[k] = e
             if not committed:
                 v.failed.setdefault(k, set()).add(e)
         for _, k, r in t.read_mops:
