@@ -351,17 +351,26 @@ def _realtime_barriers(g: EdgeLists, txns: list[Txn]) -> int:
     """Realtime order as barrier nodes (see the module's docstring); returns
     how many barriers it made, numbered from len(txns)."""
     base = len(txns)
-    ok = [t for t in txns if t.status == OK]
-    live = [t for t in txns if t.status != FAIL]
-    if not ok:
+    done: list[int] = []        # ok txns' ids and completion indices
+    completed: list[int] = []
+    live: list[int] = []        # txns that may have happened: ids and invoke indices
+    invoked: list[int] = []
+    for t in txns:  # one pass, not one per list
+        if t.status == FAIL:
+            continue
+        live.append(t.id)
+        invoked.append(t.invoke.index)
+        if t.status == OK:
+            done.append(t.id)
+            completed.append(t.completion.index)  # type: ignore[union-attr]
+    if not done:
         return 0
-    completions = np.fromiter((t.completion.index for t in ok), np.int64, len(ok))
-    done_ids = np.fromiter((t.id for t in ok), np.int64, len(ok))
+    completions = np.array(completed, dtype=np.int64)
     order = np.argsort(completions, kind="stable")
-    completions, done_ids = completions[order], done_ids[order]
-    barriers = base + np.arange(len(ok), dtype=np.int64)
-    invokes = np.fromiter((t.invoke.index for t in live), np.int64, len(live))
-    live_ids = np.fromiter((t.id for t in live), np.int64, len(live))
+    completions, done_ids = completions[order], np.array(done, dtype=np.int64)[order]
+    barriers = base + np.arange(len(done), dtype=np.int64)
+    invokes = np.array(invoked, dtype=np.int64)
+    live_ids = np.array(live, dtype=np.int64)
     before = np.searchsorted(completions, invokes, side="left")
     after = before > 0
     src = np.concatenate([done_ids, barriers[:-1], base + before[after] - 1])
@@ -369,7 +378,7 @@ def _realtime_barriers(g: EdgeLists, txns: list[Txn]) -> int:
     g.src.frombytes(src.astype(np.int32).tobytes())
     g.dst.frombytes(dst.astype(np.int32).tobytes())
     g.kind.frombytes(np.full(len(src), REALTIME, dtype=np.int8).tobytes())
-    return len(ok)
+    return len(done)
 
 
 def realtime_edges(g: EdgeLists, txns: list[Txn]) -> None:

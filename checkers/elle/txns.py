@@ -106,13 +106,18 @@ def _plain_mops(value: Any, reads_known: bool) -> _Parsed | None:
     appends = []
     reads = []
     for m in value:
-        if type(m) is not list or len(m) != 3:
+        if type(m) is not list:
             return None
-        f, k, v = m
-        if type(k) is not int and type(k) is not str:
+        try:
+            f, k, v = m
+        except ValueError:  # not three long
+            return None
+        t = type(k)
+        if t is not int and t is not str:
             return None
         if f == APPEND:
-            if type(v) is not int and type(v) is not str:
+            t = type(v)
+            if t is not int and t is not str:
                 return None
             appends.append(m)
         elif f == READ:
