@@ -274,3 +274,31 @@ def test_scipy_and_python_components_give_one_verdict(monkeypatch) -> None:
     for v in (python, with_scipy):
         del v["stats"]["graph_s"], v["stats"]["cycle_search_s"]
     assert python == with_scipy
+
+
+MOP_VALUES = st.one_of(st.none(), st.integers(-3, 3), st.sampled_from(["a", "b"]),
+                       st.booleans(), st.lists(st.integers(0, 3), max_size=4),
+                       st.lists(st.lists(st.integers(0, 2), max_size=2), max_size=2))
+
+
+@settings(max_examples=400, deadline=None)
+@given(mops=st.lists(st.one_of(
+    st.tuples(st.sampled_from(["append", "r", "w", "x"]), MOP_VALUES, MOP_VALUES).map(list),
+    st.lists(st.integers(0, 2), max_size=4)), max_size=5), reads_known=st.booleans())
+def test_plain_micro_ops_parse_as_converted_ones(mops, reads_known) -> None:
+    # Micro-ops that need no conversion are taken as they are; the result
+    # must be what converting them gives.
+    from checkers.elle.txns import MalformedTxn, _converted_mops, _plain_mops
+
+    def shape(parsed):
+        m, a, r, rereads = parsed
+        return ([tuple(x) for x in m], [tuple(x) for x in a], [tuple(x) for x in r], rereads)
+
+    plain = _plain_mops(mops, reads_known)
+    if plain is None:
+        return
+    try:
+        converted = _converted_mops(mops, reads_known)
+    except MalformedTxn:
+        raise AssertionError(f"plain path took what conversion refuses: {mops}") from None
+    assert shape(plain) == shape(converted)

@@ -4,21 +4,16 @@ must find its appends at the end, in order, on top of what it read before."""
 
 from __future__ import annotations
 
-from operator import itemgetter
 from typing import Any
 
 from checkers.elle.explain import describe, show_list, txn_ref
 from checkers.elle.txns import APPEND, Txn
 
-_key = itemgetter(1)
-
 
 def internal_anomalies(txns: list[Txn]) -> list[dict[str, Any]]:
     anomalies = []
     for t in txns:
-        # An ok txn's own appends and reads can contradict each other only
-        # where it reads a key it touched before.
-        if not t.read_mops or len(t.mops) < 2 or len(set(map(_key, t.mops))) == len(t.mops):
+        if not t.rereads:
             continue
         known: dict[Any, list] = {}      # key -> the list as this txn last saw it
         unread: dict[Any, list] = {}     # key -> own appends made before any read of it

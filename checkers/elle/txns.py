@@ -39,6 +39,9 @@ class Txn:
     # `mops`): every pass over the history wants one or the other
     append_mops: Sequence[Sequence[Any]] = ()
     read_mops: Sequence[Sequence[Any]] = ()
+    # an ok txn that reads a key it read or appended before: only such a txn
+    # can contradict itself (an internal anomaly)
+    rereads: bool = False
 
 
 class MalformedTxn(ValueError):
@@ -63,7 +66,8 @@ def _elements(v: list | tuple) -> list:
 
 _SCALARS = (int, str)
 # a txn's micro-ops, its appends and its reads, as in Txn
-_Parsed = tuple[Sequence[Sequence[Any]], Sequence[Sequence[Any]], Sequence[Sequence[Any]]]
+# and whether it rereads
+_Parsed = tuple[Sequence[Sequence[Any]], Sequence[Sequence[Any]], Sequence[Sequence[Any]], bool]
 _NONE: tuple = ()
 
 
@@ -88,7 +92,7 @@ def _parse_register_mops(value: Any, reads_known: bool) -> _Parsed:
                          if known else None))
         else:
             raise MalformedTxn(f"micro-op kind {f!r:.40} is neither w nor r")
-    return mops, _NONE, [m for m in mops if m[0] == READ] if reads_known else _NONE
+    return mops, _NONE, [m for m in mops if m[0] == READ] if reads_known else _NONE, False
 
 
 def _parse_mops(value: Any, reads_known: bool) -> _Parsed:
@@ -105,6 +109,8 @@ def _plain_mops(value: Any, reads_known: bool) -> _Parsed | None:
         return None
     appends = []
     reads = []
+    touched: set | None = set() if reads_known and len(value) > 1 else None
+    rereads = False
     for m in value:
         if type(m) is not list:
             return None
@@ -115,6 +121,10 @@ def _plain_mops(value: Any, reads_known: bool) -> _Parsed | None:
         t = type(k)
         if t is not int and t is not str:
             return None
+        if touched is not None:
+            if f == READ and k in touched:
+                rereads = True
+            touched.add(k)
         if f == APPEND:
             t = type(v)
             if t is not int and t is not str:
@@ -134,7 +144,7 @@ def _plain_mops(value: Any, reads_known: bool) -> _Parsed | None:
             reads.append(m)
         else:
             return None
-    return value, appends or _NONE, reads or _NONE
+    return value, appends or _NONE, reads or _NONE, rereads
 
 
 def _converted_mops(value: Any, reads_known: bool) -> _Parsed:
@@ -172,7 +182,16 @@ def _converted_mops(value: Any, reads_known: bool) -> _Parsed:
         else:
             raise MalformedTxn(f"micro-op kind {f!r:.40} is neither append nor r")
     # most txns only append or only read: no empty list for the other
-    return mops, appends or _NONE, reads or _NONE
+    return mops, appends or _NONE, reads or _NONE, _rereads(mops) if reads_known else False
+
+
+def _rereads(mops: Sequence[Sequence[Any]]) -> bool:
+    touched = set()
+    for f, k, _ in mops:
+        if f == READ and k in touched:
+            return True
+        touched.add(k)
+    return False
 
 
 def transactions(history: Iterable[Op], registers: bool = False
@@ -189,13 +208,14 @@ def transactions(history: Iterable[Op], registers: bool = False
         status = comp.type if comp is not None else INFO
         try:
             if status == OK:
-                mops, appends, reads = parse(comp.value, reads_known=True)
+                mops, appends, reads, rereads = parse(comp.value, reads_known=True)
             else:
-                mops, appends, reads = parse(inv.value, reads_known=False)
+                mops, appends, reads, rereads = parse(inv.value, reads_known=False)
         except MalformedTxn as e:
             problems.append({"type": "malformed-txn", "op": inv.index,
                              "explanation": f"The txn invoked at op {inv.index} was left "
                                             f"out: {e}."})
             continue
-        txns.append(Txn(len(txns), status, inv.process, inv, comp, mops, appends, reads))
+        txns.append(Txn(len(txns), status, inv.process, inv, comp, mops, appends, reads,
+                        rereads))
     return txns, problems
