@@ -65,8 +65,7 @@ def _elements(v: list | tuple) -> list:
 
 
 _SCALARS = (int, str)
-# a txn's micro-ops, its appends and its reads, as in Txn
-# and whether it rereads
+# a txn's micro-ops, its appends, its reads and whether it rereads, as in Txn
 _Parsed = tuple[Sequence[Sequence[Any]], Sequence[Sequence[Any]], Sequence[Sequence[Any]], bool]
 _NONE: tuple = ()
 
