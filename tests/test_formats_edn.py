@@ -299,6 +299,12 @@ def test_fast_path_reads_elle_history(tmp_path):
 @pytest.mark.parametrize("text", [
     "{:a 1 :a 2}", "{:a}", "{[1] 2}", "{:a [1 2}]", "{:a 1.5}", "{:a 12345678901234567890}",
     "{:a (1)}", '{:a "\\ud800"}', "{:a #{1}}", "{:a x}", "{:a 1}}", "{:a 1", "[{:a 1}] {}",
-    "{:a ##Inf}", "{:a \\c}", "{:a 1N}", '{:a "x\x01"}'])
+    "{:a ##Inf}", "{:a \\c}", "{:a 1N}", '{:a "x\x01"}', "{:a :\u00e9}", "{:a\u00a01}"])
 def test_fast_path_declines(text):
     assert op_maps(text) is None
+
+
+@pytest.mark.parametrize("text", ['{:a "x;y"}', '{:a "x;y"} ; c\n{:b 1}', '{:a "\u00e9;"}'])
+def test_fast_path_semicolons_in_strings(text):
+    assert op_maps(text) is not None
+    assert op_maps(text) == slow_maps(text)

@@ -23,14 +23,19 @@ from typing import Any
 # inside them. The escapes EDN allows are JSON's, but for a lone surrogate,
 # which EDN refuses; a string with any other escape does not match here, so
 # its quote stays in the code and fails _TOKENS.
-_STRINGS_AND_COMMENTS = re.compile(
-    r'("(?:[^"\\]|\\[trn\\"bf]|\\u(?![dD][89a-fA-F])[0-9A-Fa-f]{4})*+")|;[^\n]*')
+_STRING_RE = r'("(?:[^"\\]|\\[trn\\"bf]|\\u(?![dD][89a-fA-F])[0-9A-Fa-f]{4})*+")'
+_STRINGS_AND_COMMENTS = re.compile(_STRING_RE + r"|;[^\n]*")
+# Without the comment alternative the regex engine scans for the quote alone,
+# ~25x faster: for text with no ';' anywhere.
+_STRINGS = re.compile(_STRING_RE)
 _STRING = "\x01"   # stands for a string while the rest is rewritten
 # Every token (brackets, strings and comments aside) must be one of these; at
 # most 18 digits keeps every integer in msgpack's range.
 _SYMBOL = r"(?:[A-Za-z*!_?$%&=<>.'/]|[+\-](?![0-9]))[A-Za-z0-9*+!\-_?$%&=<>.:#'/]*"
 _TOKENS = re.compile(rf"(?:(?::{_SYMBOL}|-?(?:0|[1-9][0-9]{{0,17}})|nil|true|false) )*+")
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+# Deletes every ASCII character but brackets; anything else is left, and
+# makes _balanced fail (no token of the subset is outside ASCII).
+_BRACKETS_ONLY = {i: None for i in range(128) if chr(i) not in "[]{}"}
 _MAX_DEPTH = 50
 # A map becomes a JSON object whose one member holds its forms in order, and
 # the decoder hands each to _map, in C's stride (no walk over every value).
@@ -43,7 +48,7 @@ def op_maps(text: str) -> list[dict[str, Any]] | None:
     path reads."""
     if _STRING in text:
         return None
-    parts = _STRINGS_AND_COMMENTS.split(text)
+    parts = (_STRINGS_AND_COMMENTS if ";" in text else _STRINGS).split(text)
     # split() alternates code, group, code...; the group is None for a comment
     strings = [s for s in parts[1::2] if s is not None]
     code = "".join(p + (" " if s is None else _STRING)
@@ -89,7 +94,7 @@ def _map(pairs: list[tuple[str, list]]) -> dict[Any, Any]:
 
 def _balanced(code: str) -> bool:
     """Every bracket closed by its own kind, nested at most _MAX_DEPTH deep."""
-    brackets = _NOT_BRACKET.sub("", code)
+    brackets = code.translate(_BRACKETS_ONLY)
     for _ in range(_MAX_DEPTH):
         if not brackets:
             return True
