@@ -302,3 +302,16 @@ def test_plain_micro_ops_parse_as_converted_ones(mops, reads_known) -> None:
     except MalformedTxn:
         raise AssertionError(f"plain path took what conversion refuses: {mops}") from None
     assert shape(plain) == shape(converted)
+
+
+def test_a_small_sane_history_needs_neither_scipy_nor_networkx() -> None:
+    # Each costs a command checking one history ~0.15-0.3 s to import.
+    import subprocess
+
+    code = ("import random, sys\nfrom checkers import elle\n"
+            "from checkers.elle.simulate import serial_history\n"
+            "v = elle.check(serial_history(300, rng=random.Random(1)))\n"
+            "print(v['valid'], 'scipy' in sys.modules, 'networkx' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["True", "False", "False"]

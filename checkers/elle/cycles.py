@@ -17,11 +17,12 @@ import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from checkers.elle.kinds import DATA, KIND_NAMES, PROCESS, REALTIME, RW, WR, WW
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 UNBOUNDED = 1 << 30
 
@@ -276,7 +277,7 @@ def find_cycles(g: nx.DiGraph, budget_s: float, specs: tuple[CycleSpec, ...] = S
     started = time.monotonic()
     result = SearchResult()
     clock = _Clock(budget_s)
-    components = [c for c in nx.strongly_connected_components(g) if len(c) > 1]
+    components = [set(c) for c in _sccs(_adjacency(g, set(g))) if len(c) > 1]
     result.components = len(components)
     result.largest_component = max((len(c) for c in components), default=0)
     adjacencies = [_adjacency(g, comp) for comp in components]

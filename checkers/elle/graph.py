@@ -36,14 +36,16 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from checkers.elle.kinds import KIND_NAMES, PROCESS, REALTIME, RW, WR, WW
 from checkers.elle.txns import FAIL, OK, Txn
 from checkers.elle.versions import Versions, own_suffix_start
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 # A node id: a txn's or a barrier's (two per txn at most), 4 bytes.
 _NODE = "i"
@@ -236,6 +238,9 @@ def record_graph(txns: list[Txn], edges: Edges, members: Iterable[int]) -> nx.Di
     for u, v in zip(rt.src, rt.dst, strict=True):
         d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
         d["kinds"] |= REALTIME
+    # Imported here: ~0.15 s, which a history without a cycle never needs.
+    import networkx as nx
+
     g = nx.DiGraph()
     g.add_nodes_from(nodes.tolist())
     g.add_edges_from((u, v, d) for u, out in succ.items() for v, d in out.items())
