@@ -33,7 +33,8 @@ def dirty_anomalies(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]
             # the common case first, without a call: the read does not end at
             # an intermediate element, nor in the txn's own appends
             if (inter is None or not r
-                    or (r[-1] not in inter and writer[k].get(r[-1]) != t.id)):
+                    or (r[-1] not in inter
+                        and (not t.append_mops or writer[k].get(r[-1]) != t.id))):
                 continue
             end = own_suffix_start(t, k, r, versions)
             if end and r[end - 1] in inter:
