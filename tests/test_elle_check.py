@@ -315,3 +315,28 @@ def test_a_small_sane_history_needs_neither_scipy_nor_networkx() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.split() == ["True", "False", "False"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 30), data=st.data())
+def test_cycle_search_components_are_networkxs(n: int, data) -> None:
+    # The cycle search finds components and their topological order with its
+    # own Tarjan over adjacency lists; networkx is the reference.
+    import networkx as nx
+
+    from checkers.elle.cycles import _sccs
+
+    edges = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1),
+                                         st.sampled_from([1, 2, 4])), max_size=3 * n))
+    kinds = data.draw(st.sampled_from([1, 3, 7]))
+    adj: dict[int, list[tuple[int, int]]] = {u: [] for u in range(n)}
+    for u, v, k in edges:
+        adj[u].append((v, k))
+    h = nx.DiGraph()
+    h.add_nodes_from(range(n))
+    h.add_edges_from((u, v) for u, v, k in edges if k & kinds)
+    comps = _sccs(adj, kinds)
+    assert {frozenset(c) for c in comps} == {frozenset(c) for c in
+                                            nx.strongly_connected_components(h)}
+    position = {x: i for i, c in enumerate(comps) for x in c}
+    assert all(position[u] <= position[v] for u, v in h.edges)
