@@ -1,16 +1,17 @@
 """A fast path for the EDN of Jepsen and Elle histories: text made only of
-maps at the top level holding vectors, keywords, plain strings, small
-integers, nil, true and false (what Elle's own histories are) is rewritten as
+maps at the top level holding vectors, maps, keywords, strings, integers of
+up to 18 digits, nil, true and false (what those tools write) is rewritten as
 JSON with a few whole-text regex and string operations, and decoded by the
 json module in C. Per token Python work is what makes the general reader
 (`checkers.formats.edn`) slow; here there is none.
 
-Anything else (floats, characters, sets, tags, lists, symbols,
-nested maps, unbalanced brackets, a map with an odd number of forms or a key
-twice) gives None, and the caller reads the text with the general reader,
-which also produces the error messages. So this path never decides that text
-is malformed, and where it answers, it answers what the general reader would
-(`tests/test_formats_edn.py` compares the two on generated texts).
+Anything else (floats, characters, sets, tags, lists, symbols, non-ASCII
+text outside strings, brackets unbalanced or nested over 50 deep, a map with
+an odd number of forms, a key twice or a vector as a key) gives None, and the
+caller reads the text with the general reader, which also words the errors.
+So this path never decides that text is malformed, and where it answers, it
+answers what the general reader would (`tests/test_formats_edn.py` compares
+the two on generated texts).
 """
 
 from __future__ import annotations
