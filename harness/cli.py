@@ -47,7 +47,14 @@ class Parser(argparse.ArgumentParser):
         sys.exit(EXIT_BAD_INPUT)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_name(module: str) -> str:
+    """The subcommand a module registers: harness.commands.check_elle -> check-elle."""
+    return module.rsplit(".", 1)[1].replace("_", "-")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand, or with `command` only of that one (so
+    `faultline check-elle` does not import what `faultline run` needs)."""
     parser = Parser(
         prog="faultline",
         description="Jepsen-style fault injection: run, check and gate chaos campaigns.",
@@ -55,12 +62,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+        if command is None or _command_name(name) == command:
+            importlib.import_module(name).register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    args_in = sys.argv[1:] if argv is None else argv
+    named = {_command_name(m) for m in COMMAND_MODULES}
+    parser = build_parser(args_in[0] if args_in and args_in[0] in named else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help (0) or a usage error (254)

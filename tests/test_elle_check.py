@@ -9,12 +9,14 @@ import random
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkers import elle
-from checkers.elle.graph import dependency_graph
+from checkers.elle import graph
+from checkers.elle.graph import dependency_graph, scc_labels, tarjan_labels
 from checkers.elle.kinds import REALTIME
 from checkers.elle.simulate import serial_history
 from checkers.elle.txns import transactions
@@ -235,3 +237,106 @@ def test_cli_reads_elle_shaped_history(tmp_path: Path, read_y: str, code: int,
     assert out["stats"]["txns"] == 2
     if code:  # T2 saw T1's append to x but not to y: read skew
         assert out["anomalies"][0]["type"] == "G-single"
+
+
+def _partition(labels) -> set[frozenset[int]]:
+    groups: dict[int, set[int]] = {}
+    for node, label in enumerate(labels.tolist()):
+        groups.setdefault(label, set()).add(node)
+    return {frozenset(g) for g in groups.values()}
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 40), data=st.data())
+def test_tarjan_components_are_scipys(n: int, data) -> None:
+    # Small graphs' components are found in Python (no scipy import); they
+    # must be exactly the ones scipy finds.
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    edges = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
+                               max_size=4 * n))
+    src = np.array([u for u, _ in edges], dtype=np.int32)
+    dst = np.array([v for _, v in edges], dtype=np.int32)
+    m = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
+    _, reference = connected_components(m, directed=True, connection="strong")
+    assert _partition(tarjan_labels(n, src, dst)) == _partition(reference)
+    assert _partition(scc_labels(n, src, dst)) == _partition(reference)
+
+
+def test_scipy_and_python_components_give_one_verdict(monkeypatch) -> None:
+    ops = serial_history(600, keys=3, max_writes_per_key=20, p_stale=0.05,
+                         rng=random.Random(7))
+    python = elle.check(ops)
+    monkeypatch.setattr(graph, "SCIPY_FROM_EDGES", 0)
+    with_scipy = elle.check(ops)
+    assert python["valid"] is False
+    for v in (python, with_scipy):
+        del v["stats"]["graph_s"], v["stats"]["cycle_search_s"]
+    assert python == with_scipy
+
+
+MOP_VALUES = st.one_of(st.none(), st.integers(-3, 3), st.sampled_from(["a", "b"]),
+                       st.booleans(), st.lists(st.integers(0, 3), max_size=4),
+                       st.lists(st.lists(st.integers(0, 2), max_size=2), max_size=2))
+
+
+@settings(max_examples=400, deadline=None)
+@given(mops=st.lists(st.one_of(
+    st.tuples(st.sampled_from(["append", "r", "w", "x"]), MOP_VALUES, MOP_VALUES).map(list),
+    st.lists(st.integers(0, 2), max_size=4)), max_size=5), reads_known=st.booleans())
+def test_plain_micro_ops_parse_as_converted_ones(mops, reads_known) -> None:
+    # Micro-ops that need no conversion are taken as they are; the result
+    # must be what converting them gives.
+    from checkers.elle.txns import MalformedTxn, _converted_mops, _plain_mops
+
+    def shape(parsed):
+        m, a, r, rereads = parsed
+        return ([tuple(x) for x in m], [tuple(x) for x in a], [tuple(x) for x in r], rereads)
+
+    plain = _plain_mops(mops, reads_known)
+    if plain is None:
+        return
+    try:
+        converted = _converted_mops(mops, reads_known)
+    except MalformedTxn:
+        raise AssertionError(f"plain path took what conversion refuses: {mops}") from None
+    assert shape(plain) == shape(converted)
+
+
+def test_a_small_sane_history_needs_neither_scipy_nor_networkx() -> None:
+    # Each costs a command checking one history ~0.15-0.3 s to import.
+    import subprocess
+
+    code = ("import random, sys\nfrom checkers import elle\n"
+            "from checkers.elle.simulate import serial_history\n"
+            "v = elle.check(serial_history(300, rng=random.Random(1)))\n"
+            "print(v['valid'], 'scipy' in sys.modules, 'networkx' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["True", "False", "False"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 30), data=st.data())
+def test_cycle_search_components_are_networkxs(n: int, data) -> None:
+    # The cycle search finds components and their topological order with its
+    # own Tarjan over adjacency lists; networkx is the reference.
+    import networkx as nx
+
+    from checkers.elle.cycles import _sccs
+
+    edges = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1),
+                                         st.sampled_from([1, 2, 4])), max_size=3 * n))
+    kinds = data.draw(st.sampled_from([1, 3, 7]))
+    adj: dict[int, list[tuple[int, int]]] = {u: [] for u in range(n)}
+    for u, v, k in edges:
+        adj[u].append((v, k))
+    h = nx.DiGraph()
+    h.add_nodes_from(range(n))
+    h.add_edges_from((u, v) for u, v, k in edges if k & kinds)
+    comps = _sccs(adj, kinds)
+    assert {frozenset(c) for c in comps} == {frozenset(c) for c in
+                                            nx.strongly_connected_components(h)}
+    position = {x: i for i, c in enumerate(comps) for x in c}
+    assert all(position[u] <= position[v] for u, v in h.edges)

@@ -5,8 +5,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from checkers.formats import detect_format, read_any
-from checkers.formats.edn import EdnError, Keyword, Parser, Symbol, dumps, iter_forms, loads
-from checkers.formats.jepsen import read_edn_history, write_edn_history
+from checkers.formats.edn import (
+    EdnError,
+    Keyword,
+    Parser,
+    Symbol,
+    dumps,
+    iter_collection,
+    iter_forms,
+    loads,
+)
+from checkers.formats.edn_fast import op_maps
+from checkers.formats.jepsen import plain, read_edn_history, write_edn_history
 from checkers.history import NEMESIS, HistoryError, Op, validate
 
 
@@ -224,3 +234,77 @@ def test_elle_shapes_no_process_no_f_index_gaps_comments(tmp_path):
     # each anonymous invoke is its own process, after the ones the file names
     assert [o.process for o in ops] == [4, 4, 5, 5, 3, 3]
     assert validate(ops) == []
+
+
+# The JSON fast path (edn_fast) either declines (None) or reads what the
+# general reader reads; it never decides that text is malformed.
+FAST_TOKENS = st.sampled_from([
+    "{", "}", "[", "]", "(", ")", "#{", ":type", ":invoke", ":k", ":a:b", ":nil", "::k",
+    ":1", ":-x", ":+1", "nil", "true", "false", "null", "x", "0", "-0", "7", "-12", "00",
+    "+3", "3N", "1.5", "1234567890123456789", '"s"', '"a b, [c] {d}"', '"e\\n\\"q"',
+    '"\\u00e9"', '"\\ud800"', '"\\/"', '"\\a"', '"', "\\c", "#_", "#inst", ";c\n", ",", " ",
+    "\n", "\u00a0", "\x01", '"\\u0002"', "{}", "[]"])
+
+
+def slow_maps(text):
+    parser = Parser(text)
+    parser.skip_ws()
+    wrapped = parser.pos < len(text) and text[parser.pos] in "[("
+    forms = iter_collection(text) if wrapped else iter_forms(text)
+    return [plain(f) if isinstance(f, dict) else ("not a map", f) for _, f in forms]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(FAST_TOKENS, max_size=40), st.booleans())
+def test_fast_path_declines_or_agrees(tokens, spaced):
+    text = (" " if spaced else "").join(tokens)
+    fast = op_maps(text)
+    if fast is None:
+        return
+    assert outcome(lambda: slow_maps(text)) == ("ok", fast)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(
+    st.sampled_from(["type", "f", "value", "process", "error", "node"]),
+    st.recursive(st.none() | st.booleans() | st.integers(-10**18 + 1, 10**18 - 1)
+                 | st.text(st.characters(blacklist_characters="\x01"), max_size=6)
+                 | st.sampled_from(["append", "r", "ok"]).map(Keyword),
+                 lambda inner: st.lists(inner, max_size=4)
+                 | st.dictionaries(st.text(max_size=3) | st.integers(0, 5), inner,
+                                   max_size=3),
+                 max_leaves=12), max_size=5), max_size=6), st.booleans())
+def test_fast_path_reads_written_maps(maps, wrapped):
+    # Whole op-like maps, as dumps() writes them: the fast path must take them
+    # (it declines integers of more than 18 digits, and the character \x01).
+    body = "\n".join(dumps(m) for m in maps)
+    text = f"[{body}]" if wrapped else body
+    fast = op_maps(text)
+    assert fast is not None
+    assert fast == slow_maps(text)
+
+
+def test_fast_path_reads_elle_history(tmp_path):
+    text = ('; Elle\n{:index 0 :type :invoke, :value [[:append :x 1] [:r :y nil]]}\n'
+            '{:index 1 :type :ok, :value [[:append :x 1] [:r :y [1 2]]], '
+            ':error {:why "a \\"b\\"", 3 [nil true]}}\n')
+    assert op_maps(text) == slow_maps(text)
+    assert op_maps(text)[1]["error"] == {"why": 'a "b"', 3: [None, True]}
+    path = tmp_path / "h.edn"
+    path.write_text(text)
+    assert [o.value for o in read_edn_history(path)] == [
+        [["append", "x", 1], ["r", "y", None]], [["append", "x", 1], ["r", "y", [1, 2]]]]
+
+
+@pytest.mark.parametrize("text", [
+    "{:a 1 :a 2}", "{:a}", "{[1] 2}", "{:a [1 2}]", "{:a 1.5}", "{:a 12345678901234567890}",
+    "{:a (1)}", '{:a "\\ud800"}', "{:a #{1}}", "{:a x}", "{:a 1}}", "{:a 1", "[{:a 1}] {}",
+    "{:a ##Inf}", "{:a \\c}", "{:a 1N}", '{:a "x\x01"}', "{:a :\u00e9}", "{:a\u00a01}"])
+def test_fast_path_declines(text):
+    assert op_maps(text) is None
+
+
+@pytest.mark.parametrize("text", ['{:a "x;y"}', '{:a "x;y"} ; c\n{:b 1}', '{:a "\u00e9;"}'])
+def test_fast_path_semicolons_in_strings(text):
+    assert op_maps(text) is not None
+    assert op_maps(text) == slow_maps(text)

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from checkers.elle.consistency import FORBIDDEN_EDGES, PROHIBITED, judge, models_report
-from checkers.elle.cycles import Cycle, edge_evidence, families, find_cycles
+from checkers.elle.cycles import Cycle, SearchResult, edge_evidence, families, find_cycles
 from checkers.elle.dirty import dirty_anomalies
 from checkers.elle.explain import explain_cycle, txn_ref
 from checkers.elle.graph import Edges, dependency_edges, record_graph
@@ -57,10 +57,11 @@ def judge_graph(txns: list[Txn], edges: Edges, anomalies: list[dict[str, Any]],
     dependency edges and the anomalies found so far, search for cycles and
     judge the history against `model`."""
     cyclic = edges.components(ALL)
-    # Cycles live inside components: only their txns need the graph of record.
-    g = record_graph(txns, edges, (int(i) for c in cyclic for i in c))
+    # Cycles live inside components: only their txns need the graph of record,
+    # and a history without any needs none (nor networkx imported).
+    g = record_graph(txns, edges, (int(i) for c in cyclic for i in c)) if cyclic else None
     built = time.monotonic()
-    search = find_cycles(g, cycle_search_budget_s)
+    search = find_cycles(g, cycle_search_budget_s) if g is not None else SearchResult()
     anomalies += [_cycle_anomaly(c, g, txns) for c in search.cycles]
     if search.undecided:
         anomalies.append({

@@ -17,11 +17,12 @@ import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from checkers.elle.kinds import DATA, KIND_NAMES, PROCESS, REALTIME, RW, WR, WW
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 UNBOUNDED = 1 << 30
 
@@ -142,10 +143,54 @@ def _restrict(adj: Adjacency, allowed: int, nodes: set[int] | None = None) -> Ad
 
 
 def _components(adj: Adjacency) -> list[set[int]]:
-    h = nx.DiGraph()
-    h.add_nodes_from(adj)
-    h.add_edges_from((u, v) for u, vs in adj.items() for v, _ in vs)
-    return [c for c in nx.strongly_connected_components(h) if len(c) > 1]
+    return [set(c) for c in _sccs(adj) if len(c) > 1]
+
+
+def _sccs(adj: Adjacency, kinds: int = -1) -> list[list[int]]:
+    """The strongly connected components of the edges with one of `kinds`, in
+    a topological order of the graph they condense it to (Tarjan's
+    algorithm, iterative, straight over the adjacency lists: building a
+    networkx graph for each search took longer than the searches)."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    out: list[list[int]] = []
+    for root in adj:
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(adj[root]))]
+        while work:
+            node, successors = work[-1]
+            for v, mask in successors:
+                if not mask & kinds:
+                    continue
+                if v not in index:
+                    index[v] = low[v] = len(index)
+                    stack.append(v)
+                    on_stack.add(v)
+                    work.append((v, iter(adj[v])))
+                    break
+                if v in on_stack and index[v] < low[node]:
+                    low[node] = index[v]
+            else:
+                work.pop()
+                if work and low[node] < low[work[-1][0]]:
+                    low[work[-1][0]] = low[node]
+                if low[node] == index[node]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp.append(w)
+                        if w == node:
+                            break
+                    out.append(comp)
+    out.reverse()  # Tarjan finishes a component after all it reaches
+    return out
 
 
 def _shortest_back(adj: Adjacency, order: dict[int, int],
@@ -199,12 +244,7 @@ def _rest_order(adj: Adjacency, rest: int) -> dict[int, int]:
     components of the graph of `rest` edges. A path of rest edges from x to y
     needs order[x] <= order[y]; that one comparison rules out most candidate
     first edges, and bounds each search to the region that can lead back."""
-    h = nx.DiGraph()
-    h.add_nodes_from(adj)
-    h.add_edges_from((u, v) for u, vs in adj.items() for v, m in vs if m & rest)
-    dag = nx.condensation(h)
-    position = {c: i for i, c in enumerate(nx.topological_sort(dag))}
-    return {n: position[c] for n, c in dag.graph["mapping"].items()}
+    return {n: i for i, comp in enumerate(_sccs(adj, rest)) for n in comp}
 
 
 def _find(adj: Adjacency, spec: CycleSpec, clock: _Clock) -> Cycle | None:
@@ -237,7 +277,7 @@ def find_cycles(g: nx.DiGraph, budget_s: float, specs: tuple[CycleSpec, ...] = S
     started = time.monotonic()
     result = SearchResult()
     clock = _Clock(budget_s)
-    components = [c for c in nx.strongly_connected_components(g) if len(c) > 1]
+    components = [set(c) for c in _sccs(_adjacency(g, set(g))) if len(c) > 1]
     result.components = len(components)
     result.largest_component = max((len(c) for c in components), default=0)
     adjacencies = [_adjacency(g, comp) for comp in components]

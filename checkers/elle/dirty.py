@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from checkers.elle.explain import describe, show_list, txn_ref
-from checkers.elle.txns import FAIL, Txn
+from checkers.elle.txns import Txn
 from checkers.elle.versions import Versions, own_suffix_start
 
 
@@ -21,29 +21,25 @@ def dirty_anomalies(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]
     clean_upto = {k: next((i for i, e in enumerate(versions.order[k]) if e in failed),
                           len(versions.order[k]))
                   for k, failed in versions.failed.items() if k in versions.order}
+    # Only reads of keys with a failed element in reach can hold one.
+    aborted_keys = {k for k in versions.failed
+                    if k not in clean_upto or clean_upto[k] < len(versions.order[k])}
+    intermediate, writer = versions.intermediate, versions.writer
     for t in txns:
-        for k, r in t.reads():
-            failed = versions.failed.get(k)
-            upto = clean_upto.get(k)
-            bad = (failed.intersection(r) if failed and (upto is None or len(r) > upto)
-                   else None)
-            for e in sorted(bad, key=repr) if bad else ():
-                w = txns[versions.writer[(k, e)]]
-                anomalies.append({
-                    "type": "G1a", "key": k, "element": e, "reader": txn_ref(t),
-                    "writer": txn_ref(w),
-                    "explanation": (f"The txn by {describe(t)} read key {k!r} as "
-                                    f"{show_list(r)}, including {e!r}, which was "
-                                    f"appended by the failed txn by {describe(w)}."),
-                })
-            if not r:
+        for _, k, r in t.read_mops:
+            if k in aborted_keys:
+                anomalies += _aborted_reads(txns, versions, t, k, r, clean_upto.get(k))
+            inter = intermediate.get(k)
+            # the common case first, without a call: the read does not end at
+            # an intermediate element, nor in the txn's own appends
+            if (inter is None or not r
+                    or (r[-1] not in inter
+                        and (not t.append_mops or writer[k].get(r[-1]) != t.id))):
                 continue
-            end = len(r)
-            if versions.writer.get((k, r[-1])) == t.id:
-                end = own_suffix_start(t, k, r, versions)
-            if end and (k, r[end - 1]) in versions.intermediate:
+            end = own_suffix_start(t, k, r, versions)
+            if end and r[end - 1] in inter:
                 e = r[end - 1]
-                w = txns[versions.writer[(k, e)]]
+                w = txns[writer[k][e]]
                 anomalies.append({
                     "type": "G1b", "key": k, "element": e, "reader": txn_ref(t),
                     "writer": txn_ref(w),
@@ -54,16 +50,15 @@ def dirty_anomalies(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]
                 })
     for k, failed in versions.failed.items():
         order = versions.order.get(k, ())
+        live = versions.live.get(k, {})
         for i, e in enumerate(order):
             if e not in failed:
                 continue
-            later = next((x for x in order[i + 1:]
-                          if (k, x) in versions.writer
-                          and txns[versions.writer[(k, x)]].status != FAIL), None)
+            later = next((x for x in order[i + 1:] if x in live), None)
             if later is None:
                 continue
-            w = txns[versions.writer[(k, e)]]
-            u = txns[versions.writer[(k, later)]]
+            w = txns[versions.writer[k][e]]
+            u = txns[live[later]]
             anomalies.append({
                 "type": "dirty-update", "key": k, "element": e, "next": later,
                 "aborted": txn_ref(w), "writer": txn_ref(u),
@@ -73,3 +68,21 @@ def dirty_anomalies(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]
                                 f"one."),
             })
     return anomalies
+
+
+def _aborted_reads(txns: list[Txn], versions: Versions, t: Txn, k: Any, r: list,
+                   upto: int | None) -> list[dict[str, Any]]:
+    """G1a: the elements of read `r` that failed txns appended."""
+    if upto is not None and len(r) <= upto:
+        return []
+    out = []
+    for e in sorted(versions.failed[k].intersection(r), key=repr):
+        w = txns[versions.writer[k][e]]
+        out.append({
+            "type": "G1a", "key": k, "element": e, "reader": txn_ref(t),
+            "writer": txn_ref(w),
+            "explanation": (f"The txn by {describe(t)} read key {k!r} as "
+                            f"{show_list(r)}, including {e!r}, which was "
+                            f"appended by the failed txn by {describe(w)}."),
+        })
+    return out

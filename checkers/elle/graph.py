@@ -17,7 +17,8 @@ they are nodes, and get data edges only where their appends were observed.
 Two representations, because a sane history's graph is large and acyclic:
 `Edges` holds every edge as flat integer arrays, and scipy's sparse-graph
 routines find its strongly connected components in C (networkx takes ~10x as
-long and ~5x the memory to build and search a 100k-txn graph). Only the txns
+long and ~5x the memory to build and search a 100k-txn graph); a small graph's
+are found in Python, which costs less than importing scipy. Only the txns
 in a component of more than one become a networkx DiGraph, the graph of
 record that the cycle search walks and the explanations quote.
 
@@ -35,16 +36,20 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from checkers.elle.kinds import KIND_NAMES, PROCESS, REALTIME, RW, WR, WW
 from checkers.elle.txns import FAIL, OK, Txn
 from checkers.elle.versions import Versions, own_suffix_start
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+# A node id: a txn's or a barrier's (two per txn at most), 4 bytes.
+_NODE = "i"
+assert array(_NODE).itemsize == 4
 
 # Marks the evidence of an edge to an append no read saw.
 UNREAD = "unread"
@@ -52,14 +57,16 @@ UNREAD = "unread"
 
 @dataclass
 class Edges:
-    """Every edge of the graph: `src[i] -> dst[i]` for `kind[i]`, with the
-    data edges' evidence by position. Nodes below `n_txns` are txn ids, the
-    rest realtime barriers."""
+    """Every edge of the graph: `src[i] -> dst[i]` for `kind[i]`. Nodes below
+    `n_txns` are txn ids, the rest realtime barriers. The data edges' evidence
+    is not kept: most edges are in no cycle, and the few that are get theirs
+    from `data_edges`, run again (as Elle explains a cycle's edges once it has
+    found the cycle)."""
 
     src: np.ndarray
     dst: np.ndarray
     kind: np.ndarray
-    evidence: list[Any]     # of the data edges, which come first
+    data_edges: Callable[[EdgeLists], None]
     n_txns: int
     n_nodes: int
 
@@ -70,8 +77,8 @@ class Edges:
         # barrier edges are unique by construction and need none.
         rt = self.kind == REALTIME
         other = ~rt
-        codes = np.sort((self.src[other] * self.n_nodes + self.dst[other]) * 32
-                        + self.kind[other])
+        codes = np.sort((self.src[other].astype(np.int64) * self.n_nodes
+                         + self.dst[other]) * 32 + self.kind[other])
         codes = codes[np.concatenate(([True], codes[1:] != codes[:-1]))] if codes.size else codes
         per_kind = np.bincount(codes % 32, minlength=32)
         per_kind[REALTIME] = int(rt.sum())
@@ -83,10 +90,7 @@ class Edges:
         sel = (self.kind & kinds) != 0
         if not sel.any():
             return []
-        m = csr_matrix((np.ones(int(sel.sum()), dtype=np.int8),
-                        (self.src[sel], self.dst[sel])), shape=(self.n_nodes, self.n_nodes))
-        _, labels = connected_components(m, directed=True, connection="strong")
-        labels = labels[:self.n_txns]
+        labels = scc_labels(self.n_nodes, self.src[sel], self.dst[sel])[:self.n_txns]
         sizes = np.bincount(labels)
         big = np.flatnonzero(sizes > 1)
         if big.size == 0:
@@ -98,30 +102,98 @@ class Edges:
         return np.split(members, cuts)
 
 
-class EdgeLists:
-    """Edges appended to C arrays of int64 (8 bytes an edge end, where a list
-    of ints costs ~36), viewed as numpy arrays once at the end. Data edges
-    come first, so `evidence[i]` belongs to edge i."""
+# Up to this many edges, finding components in Python costs less than
+# importing scipy's sparse graphs (~0.3 s: it brings numpy.testing, f2py and
+# linalg along), which a command checking one small history pays in full.
+SCIPY_FROM_EDGES = 100_000
 
-    def __init__(self) -> None:
-        self.src = array("q")
-        self.dst = array("q")
-        self.kind = array("q")
-        self.evidence: list[Any] = []
+
+def scc_labels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """A strongly connected component label for each of nodes 0..n-1 of the
+    graph of edges src[i] -> dst[i]: by scipy's sparse-graph routine for a
+    large graph, else by `tarjan_labels`."""
+    if len(src) < SCIPY_FROM_EDGES:
+        return tarjan_labels(n, src, dst)
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    m = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
+    return connected_components(m, directed=True, connection="strong")[1]
+
+
+def tarjan_labels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Tarjan's algorithm, iterative, over the edges sorted into CSR lists."""
+    order = np.argsort(src, kind="stable")
+    targets = dst[order].tolist()
+    starts = np.searchsorted(src[order], np.arange(n + 1)).tolist()
+    index = [-1] * n
+    low = [0] * n
+    on_stack = [False] * n
+    labels = [0] * n
+    stack: list[int] = []
+    count = label = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        index[root] = low[root] = count
+        count += 1
+        stack.append(root)
+        on_stack[root] = True
+        work = [root]               # the DFS path
+        next_edge = [starts[root]]  # per node on it, its next edge to follow
+        while work:
+            node = work[-1]
+            i, end = next_edge[-1], starts[node + 1]
+            while i < end:
+                v = targets[i]
+                i += 1
+                if index[v] < 0:
+                    break
+                if on_stack[v] and index[v] < low[node]:
+                    low[node] = index[v]
+            else:
+                work.pop()
+                next_edge.pop()
+                if work and low[node] < low[work[-1]]:
+                    low[work[-1]] = low[node]
+                if low[node] == index[node]:
+                    while True:
+                        w = stack.pop()
+                        on_stack[w] = False
+                        labels[w] = label
+                        if w == node:
+                            break
+                    label += 1
+                continue
+            next_edge[-1] = i
+            index[v] = low[v] = count
+            count += 1
+            stack.append(v)
+            on_stack[v] = True
+            work.append(v)
+            next_edge.append(starts[v])
+    return np.array(labels, dtype=np.int64)
+
+
+class EdgeLists:
+    """Edges appended to C arrays (4 bytes an edge end and 1 its kind, where
+    a list of ints costs ~36), viewed as numpy arrays once at the end. With
+    `evidence`, data edges also keep theirs: `evidence[i]` belongs to edge i."""
+
+    def __init__(self, evidence: bool = True) -> None:
+        self.src = array(_NODE)
+        self.dst = array(_NODE)
+        self.kind = array("b")
+        self.evidence: list[Any] | None = [] if evidence else None
 
     def add(self, u: int, v: int, kind: int, evidence: Any = None) -> None:
         if u == v:
             return
-        if len(self.evidence) == len(self.src):
+        if self.evidence is not None:
             self.evidence.append(evidence)
         self.src.append(u)
         self.dst.append(v)
         self.kind.append(kind)
-
-    def arrays(self, n_txns: int, n_nodes: int) -> Edges:
-        return Edges(np.frombuffer(self.src, dtype=np.int64),
-                     np.frombuffer(self.dst, dtype=np.int64),
-                     np.frombuffer(self.kind, dtype=np.int64), self.evidence, n_txns, n_nodes)
 
 
 def dependency_edges(txns: list[Txn], versions: Versions) -> Edges:
@@ -129,35 +201,46 @@ def dependency_edges(txns: list[Txn], versions: Versions) -> Edges:
 
 
 def edges_with(txns: list[Txn], data_edges: Callable[[EdgeLists], None]) -> Edges:
-    """Every edge: the data edges `data_edges` adds (first, with evidence),
-    then process and realtime order."""
-    edges = EdgeLists()
+    """Every edge: the data edges `data_edges` adds (without evidence), then
+    process and realtime order."""
+    edges = EdgeLists(evidence=False)
     data_edges(edges)
     _process_edges(edges, txns)
     barriers = _realtime_barriers(edges, txns)
-    return edges.arrays(len(txns), len(txns) + barriers)
+    return Edges(np.frombuffer(edges.src, dtype=np.int32),
+                 np.frombuffer(edges.dst, dtype=np.int32),
+                 np.frombuffer(edges.kind, dtype=np.int8), data_edges, len(txns),
+                 len(txns) + barriers)
 
 
 def record_graph(txns: list[Txn], edges: Edges, members: Iterable[int]) -> nx.DiGraph:
     """The networkx graph of `members` (txn ids) and the edges among them, each
     with `kinds` (a bitmask) and the first evidence seen per data kind."""
     nodes = np.fromiter(members, dtype=np.int64)
-    inside = np.zeros(edges.n_nodes, dtype=bool)
-    inside[nodes] = True
-    sel = np.flatnonzero(inside[edges.src] & inside[edges.dst])
     succ: dict[int, dict[int, dict[str, Any]]] = {}
-    for i, u, v, kind in zip(sel.tolist(), edges.src[sel].tolist(), edges.dst[sel].tolist(),
-                             edges.kind[sel].tolist(), strict=True):
-        d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
-        d["kinds"] |= kind
-        ev = edges.evidence[i] if i < len(edges.evidence) else None
-        if ev is not None:
-            d.setdefault(KIND_NAMES[kind], ev)
+    if nodes.size:
+        inside = np.zeros(edges.n_nodes, dtype=bool)
+        inside[nodes] = True
+        sel = np.flatnonzero(inside[edges.src] & inside[edges.dst])
+        for u, v, kind in zip(edges.src[sel].tolist(), edges.dst[sel].tolist(),
+                              edges.kind[sel].tolist(), strict=True):
+            d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
+            d["kinds"] |= kind
+        # The data edges again, this time with their evidence.
+        data = EdgeLists()
+        edges.data_edges(data)
+        assert data.evidence is not None
+        for u, v, kind, ev in zip(data.src, data.dst, data.kind, data.evidence, strict=True):
+            if ev is not None and inside[u] and inside[v]:
+                succ[u][v].setdefault(KIND_NAMES[kind], ev)
     rt = EdgeLists()
     realtime_edges(rt, [txns[i] for i in sorted(nodes.tolist())])
     for u, v in zip(rt.src, rt.dst, strict=True):
         d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
         d["kinds"] |= REALTIME
+    # Imported here: ~0.15 s, which a history without a cycle never needs.
+    import networkx as nx
+
     g = nx.DiGraph()
     g.add_nodes_from(nodes.tolist())
     g.add_edges_from((u, v, d) for u, out in succ.items() for v, d in out.items())
@@ -172,81 +255,100 @@ def dependency_graph(txns: list[Txn], versions: Versions) -> nx.DiGraph:
 
 
 def _data_edges(g: EdgeLists, txns: list[Txn], versions: Versions) -> None:
-    add = g.add
-    # The committed writer of each element (failed txns did not happen).
-    live = {ke: w for ke, w in versions.writer.items() if txns[w].status != FAIL}
-    # next_writer[k][i]: the first committed writer at or after position i of
-    # key k's order, with its element (None past the last), so that a read
-    # ending at i finds what it missed in one lookup.
-    next_writer: dict[Any, list[tuple[Any, int] | None]] = {}
-    for k, order in versions.order.items():
-        nxt: list[tuple[Any, int] | None] = [None] * (len(order) + 1)
-        following: tuple[Any, int] | None = None
-        # Walking back, each committed writer is followed (ww) by the next one,
-        # skipping elements nobody (or a failed txn) appended: those are
-        # reported elsewhere and order nothing.
-        for i in range(len(order) - 1, -1, -1):
-            e = order[i]
-            w = live.get((k, e))
-            if w is not None:
-                if following is not None and following[1] != w:
-                    add(w, following[1], WW, (k, e, following[0]))
-                following = (e, w)
-            nxt[i] = following
-        next_writer[k] = nxt
-        last = next((x for x in reversed(nxt) if x is not None), None)
-        if last is not None:
-            for e, w in versions.unread.get(k, ()):
-                if w != last[1]:
-                    add(last[1], w, WW, (k, last[0], e, UNREAD))
-    unread = versions.unread
+    # The committed writer of each element, per key (failed txns did not happen).
+    live = versions.live
     src, dst, kind, evidence = g.src, g.dst, g.kind, g.evidence
+    # The hot loops append to the arrays inline (see EdgeLists.add): per key
+    # first, per read after.
+    # following[k]: the position and writer of each element of k's order
+    # that was appended by a txn that may have happened, when some elements
+    # were not (else the element at a position is its own next writer).
+    following: dict[Any, list[tuple[Any, int] | None]] = {}
+    for k, order in versions.order.items():
+        lk = live.get(k, {})
+        writers = [lk.get(e) for e in order]
+        if None in writers:  # an element nobody, or only a failed txn, appended
+            nxt: list[tuple[Any, int] | None] = [None] * (len(order) + 1)
+            after: tuple[Any, int] | None = None
+            for i in range(len(order) - 1, -1, -1):
+                if writers[i] is not None:
+                    after = (order[i], writers[i])
+                nxt[i] = after
+            following[k] = nxt
+        # Each committed writer is followed (ww) by the next one, skipping
+        # elements nobody (or a failed txn) appended: those are reported
+        # elsewhere and order nothing.
+        prev_e = prev_w = None
+        for e, w in zip(order, writers, strict=True):
+            if w is None:
+                continue
+            if prev_w is not None and prev_w != w:
+                if evidence is not None:
+                    evidence.append((k, prev_e, e))
+                src.append(prev_w)
+                dst.append(w)
+                kind.append(WW)
+            prev_e, prev_w = e, w
+        if prev_w is not None:
+            for e, w in versions.unread.get(k, ()):
+                if w != prev_w:
+                    g.add(prev_w, w, WW, (k, prev_e, e, UNREAD))
+    unread = versions.unread
+    order_of = versions.order
     for t in txns:
-        if t.status != OK:
+        reads = t.read_mops
+        if not reads:
             continue
         tid = t.id
-        for f, k, r in t.mops:
-            if f != "r":
-                continue
+        for _, k, r in reads:
+            lk = live.get(k)
             end = len(r)
-            last_writer = live.get((k, r[-1])) if end else None
+            last_writer = lk.get(r[-1]) if end and lk else None
             if last_writer == tid:
                 end = own_suffix_start(t, k, r, versions)
-                last_writer = live.get((k, r[end - 1])) if end else None
+                last_writer = lk.get(r[end - 1]) if end else None
             seen = r[end - 1] if end else None
-            if last_writer is not None:  # inlined add(): this is the hot loop
-                evidence.append((k, seen))
+            if last_writer is not None:
+                if evidence is not None:
+                    evidence.append((k, seen))
                 src.append(last_writer)
                 dst.append(tid)
                 kind.append(WR)
-            nxt = next_writer.get(k)
-            if nxt is None or end >= len(nxt):
+            order = order_of.get(k)
+            if order is None or end > len(order):
                 continue
-            missed = nxt[end]
+            missed = None
+            if end < len(order):
+                nxt = following.get(k)
+                missed = (order[end], lk[order[end]]) if nxt is None else nxt[end]
             if missed is not None:
                 e, w = missed
                 # The read stopping inside one txn's appends is an intermediate
                 # read (G1b), not an anti-dependency on that txn.
                 if w != tid and w != last_writer:
-                    evidence.append((k, seen, e))
+                    if evidence is not None:
+                        evidence.append((k, seen, e))
                     src.append(tid)
                     dst.append(w)
                     kind.append(RW)
-            else:  # it saw every element read: it missed every unread append
+            else:  # it saw every committed element read: it missed every unread append
                 for e, w in unread.get(k, ()):
                     if w != tid and w != last_writer:
-                        add(tid, w, RW, (k, seen, e, UNREAD))
+                        g.add(tid, w, RW, (k, seen, e, UNREAD))
 
 
 def _process_edges(g: EdgeLists, txns: list[Txn]) -> None:
     # txns are in invoke order already
     last: dict[Any, int] = {}
+    src, dst, kind = g.src, g.dst, g.kind
     for t in txns:
         if t.status == FAIL:
             continue
         prev = last.get(t.process)
         if prev is not None:
-            g.add(prev, t.id, PROCESS)
+            src.append(prev)
+            dst.append(t.id)
+            kind.append(PROCESS)
         last[t.process] = t.id
 
 
@@ -254,25 +356,34 @@ def _realtime_barriers(g: EdgeLists, txns: list[Txn]) -> int:
     """Realtime order as barrier nodes (see the module's docstring); returns
     how many barriers it made, numbered from len(txns)."""
     base = len(txns)
-    ok = [t for t in txns if t.status == OK]
-    live = [t for t in txns if t.status != FAIL]
-    if not ok:
+    done: list[int] = []        # ok txns' ids and completion indices
+    completed: list[int] = []
+    live: list[int] = []        # txns that may have happened: ids and invoke indices
+    invoked: list[int] = []
+    for t in txns:  # one pass, not one per list
+        if t.status == FAIL:
+            continue
+        live.append(t.id)
+        invoked.append(t.invoke.index)
+        if t.status == OK:
+            done.append(t.id)
+            completed.append(t.completion.index)  # type: ignore[union-attr]
+    if not done:
         return 0
-    completions = np.fromiter((t.completion.index for t in ok), np.int64, len(ok))
-    done_ids = np.fromiter((t.id for t in ok), np.int64, len(ok))
+    completions = np.array(completed, dtype=np.int64)
     order = np.argsort(completions, kind="stable")
-    completions, done_ids = completions[order], done_ids[order]
-    barriers = base + np.arange(len(ok), dtype=np.int64)
-    invokes = np.fromiter((t.invoke.index for t in live), np.int64, len(live))
-    live_ids = np.fromiter((t.id for t in live), np.int64, len(live))
+    completions, done_ids = completions[order], np.array(done, dtype=np.int64)[order]
+    barriers = base + np.arange(len(done), dtype=np.int64)
+    invokes = np.array(invoked, dtype=np.int64)
+    live_ids = np.array(live, dtype=np.int64)
     before = np.searchsorted(completions, invokes, side="left")
     after = before > 0
     src = np.concatenate([done_ids, barriers[:-1], base + before[after] - 1])
     dst = np.concatenate([barriers, barriers[1:], live_ids[after]])
-    g.src.frombytes(src.astype(np.int64).tobytes())
-    g.dst.frombytes(dst.astype(np.int64).tobytes())
-    g.kind.frombytes(np.full(len(src), REALTIME, dtype=np.int64).tobytes())
-    return len(ok)
+    g.src.frombytes(src.astype(np.int32).tobytes())
+    g.dst.frombytes(dst.astype(np.int32).tobytes())
+    g.kind.frombytes(np.full(len(src), REALTIME, dtype=np.int8).tobytes())
+    return len(done)
 
 
 def realtime_edges(g: EdgeLists, txns: list[Txn]) -> None:

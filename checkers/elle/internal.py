@@ -7,16 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from checkers.elle.explain import describe, show_list, txn_ref
-from checkers.elle.txns import APPEND, OK, Txn
+from checkers.elle.txns import APPEND, Txn
 
 
 def internal_anomalies(txns: list[Txn]) -> list[dict[str, Any]]:
     anomalies = []
     for t in txns:
-        if t.status != OK:
+        if not t.rereads:
             continue
-        if len(t.mops) < 2 or len({k for _, k, _ in t.mops}) == len(t.mops):
-            continue  # one micro-op per key: nothing of its own to contradict
         known: dict[Any, list] = {}      # key -> the list as this txn last saw it
         unread: dict[Any, list] = {}     # key -> own appends made before any read of it
         for f, k, v in t.mops:
@@ -29,12 +27,12 @@ def internal_anomalies(txns: list[Txn]) -> list[dict[str, Any]]:
             if k in known:
                 expected = known[k]
                 ok = v == expected
-                want = show_list(expected)
             else:
                 mine = unread.get(k, [])
                 ok = not mine or v[len(v) - len(mine):] == mine and len(v) >= len(mine)
-                want = f"a list ending in {show_list(mine)}"
             if not ok:
+                want = (show_list(expected) if k in known
+                        else f"a list ending in {show_list(mine)}")
                 anomalies.append({
                     "type": "internal", "key": k, "read": list(v), "txn": txn_ref(t),
                     "explanation": (f"The txn by {describe(t)} read key {k!r} as "

@@ -24,30 +24,56 @@ from checkers.elle.txns import FAIL, OK, Txn
 class Versions:
     # key -> its elements in append order; keys with incompatible reads are absent
     order: dict[Any, list] = field(default_factory=dict)
-    # (key, element) -> the id of the txn that appended it
-    writer: dict[tuple[Any, Any], int] = field(default_factory=dict)
-    # (key, element) pairs after which their writer appended to that key again
-    intermediate: set[tuple[Any, Any]] = field(default_factory=set)
+    # key -> element -> the id of the txn that appended it
+    writer: dict[Any, dict[Any, int]] = field(default_factory=dict)
+    # the same for the elements whose writer did not fail (it may have happened)
+    live: dict[Any, dict[Any, int]] = field(default_factory=dict)
+    # key -> elements after which their writer appended to that key again
+    intermediate: dict[Any, set] = field(default_factory=dict)
     # key -> elements appended by failed txns
     failed: dict[Any, set] = field(default_factory=dict)
     # key -> (element, writer) of committed appends no read saw, which all
     # come after the key's `order` in an unknown order among themselves
     unread: dict[Any, list[tuple[Any, int]]] = field(default_factory=dict)
+    # key -> the longest list an ok txn read, and that txn
+    longest: dict[Any, tuple[list, Txn]] = field(default_factory=dict)
+
+    def writer_of(self, k: Any, e: Any) -> int | None:
+        w = self.writer.get(k)
+        return None if w is None else w.get(e)
 
 
 def index_writers(txns: list[Txn]) -> Versions:
-    """Who appended each element. Elements are unique per key by contract; if a
-    value is appended twice the first writer is kept."""
+    """Who appended each element, and each key's longest read. Elements are
+    unique per key by contract; if a value is appended twice the first writer
+    is kept."""
     v = Versions()
+    writer, live, longest = v.writer, v.live, v.longest
     for t in txns:
-        last: dict[Any, Any] = {}
-        for k, e in t.appends():
-            v.writer.setdefault((k, e), t.id)
-            if k in last:
-                v.intermediate.add((k, last[k]))
-            last[k] = e
-            if t.status == FAIL:
+        tid = t.id
+        committed = t.status != FAIL
+        appends = t.append_mops
+        # the last element appended to each key so far, if more than one append
+        last: dict[Any, Any] | None = {} if len(appends) > 1 else None
+        for _, k, e in appends:
+            wk = writer.get(k)
+            if wk is None:
+                wk = writer[k] = {}
+                live[k] = {}
+            if e not in wk:
+                wk[e] = tid
+                if committed:
+                    live[k][e] = tid
+            if last is not None:
+                if k in last:
+                    v.intermediate.setdefault(k, set()).add(last[k])
+                last[k] = e
+            if not committed:
                 v.failed.setdefault(k, set()).add(e)
+        for _, k, r in t.read_mops:
+            best = longest.get(k)
+            if best is None or len(r) > len(best[0]):
+                longest[k] = (r, t)
     return v
 
 
@@ -55,7 +81,8 @@ def own_suffix_start(t: Txn, k: Any, r: list, versions: Versions) -> int:
     """Where the txn's own appends at the end of read `r` begin: what comes
     before is what it observed of other txns."""
     end = len(r)
-    while end and versions.writer.get((k, r[end - 1])) == t.id:
+    wk = versions.writer.get(k, {})
+    while end and wk.get(r[end - 1]) == t.id:
         end -= 1
     return end
 
@@ -63,27 +90,21 @@ def own_suffix_start(t: Txn, k: Any, r: list, versions: Versions) -> int:
 def infer_orders(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]:
     """Fill `versions.order` from the ok txns' reads; return incompatible-order and
     duplicate-elements anomalies."""
-    longest: dict[Any, tuple[list, Txn]] = {}
-    reads: list[tuple[Any, list, Txn]] = []
-    for t in txns:
-        for k, r in t.read_mops:
-            reads.append((k, r, t))
-            best = longest.get(k)
-            if best is None or len(r) > len(best[0]):
-                longest[k] = (r, t)
+    longest = versions.longest
     anomalies: list[dict[str, Any]] = []
     incompatible: set[Any] = set()
     checked_dupes: set[tuple] = set()
-    for k, r, t in reads:
-        full, full_txn = longest[k]
-        if full[:len(r)] == r:
-            continue
-        if k not in incompatible:
-            incompatible.add(k)
-            anomalies.append(_incompatible(k, full, full_txn, r, t))
-        if tuple(r) not in checked_dupes:
-            checked_dupes.add(tuple(r))
-            anomalies.extend(_duplicates(k, r, t))
+    for t in txns:
+        for _, k, r in t.read_mops:
+            full = longest[k][0]
+            if r is full or full[:len(r)] == r:
+                continue
+            if k not in incompatible:
+                incompatible.add(k)
+                anomalies.append(_incompatible(k, full, longest[k][1], r, t))
+            if tuple(r) not in checked_dupes:
+                checked_dupes.add(tuple(r))
+                anomalies.extend(_duplicates(k, r, t))
     for k, (full, t) in longest.items():
         # Every compatible read is a prefix of the longest, so if it has no
         # duplicates none of them has; one report per key is enough.
@@ -96,18 +117,18 @@ def infer_orders(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]:
 
 
 def _place_unread(txns: list[Txn], versions: Versions, incompatible: set[Any]) -> None:
-    seen: dict[Any, frozenset] = {}
-    for (k, e), w in versions.writer.items():
-        if txns[w].status != OK or k in incompatible:
+    for k, lk in versions.live.items():
+        if k in incompatible:
             continue
-        order = versions.order.get(k)
-        if order is None:  # appended, never read: the initial state came before
-            order = versions.order[k] = []
-        elements = seen.get(k)
-        if elements is None:
-            elements = seen[k] = frozenset(order)
-        if e not in elements:
-            versions.unread.setdefault(k, []).append((e, w))
+        order = versions.order.get(k, ())
+        missing = lk.keys() - order
+        if missing:  # in append order, as the writers were indexed
+            unread = [(e, w) for e, w in lk.items()
+                      if e in missing and txns[w].status == OK]
+            if unread:
+                versions.unread[k] = unread
+                if not order:  # appended, never read: the initial state came before
+                    versions.order[k] = []
 
 
 def _incompatible(k: Any, a: list, ta: Txn, b: list, tb: Txn) -> dict[str, Any]:

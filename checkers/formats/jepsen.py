@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from checkers.formats import edn
+from checkers.formats import edn, edn_fast
 from checkers.formats.textfile import position, read_text
 from checkers.history import NEMESIS, OP_TYPES, HistoryError, Op, collector_paused
 
@@ -92,12 +92,14 @@ DEFAULT_F = "txn"
 
 
 def op_from_edn(m: Any, position: int, independent: bool = False,
-                time: int | None = None, process_optional: bool = False) -> Op:
+                time: int | None = None, process_optional: bool = False,
+                values_plain: bool = False) -> Op:
     """An Op from one decoded EDN op map; ValueError naming the bad field.
 
     `position` supplies a missing `:index` (and `:time` unless `time` is given).
     With `process_optional`, an op without `:process` gets process None, for
-    the caller to assign.
+    the caller to assign. `values_plain`: the map's values are plain already
+    (decoded by `edn_fast`), so they are taken as they are.
     """
     if not isinstance(m, dict):
         raise ValueError("an op must be a map")
@@ -123,8 +125,10 @@ def op_from_edn(m: Any, position: int, independent: bool = False,
         time = m.get("time", position)
         if type(time) is not int or not MIN_INT <= time <= MAX_INT:
             raise ValueError(f"field :time must be an integer, not {time!r:.40}")
-    value = plain(m.get("value"))
-    key = plain(m.get("key"))
+    value = m.get("value")
+    key = m.get("key")
+    if not values_plain:
+        value, key = plain(value), plain(key)
     if independent and process != NEMESIS:
         if not (isinstance(value, list) and len(value) == 2):
             raise ValueError("with independent keys a client op's :value must be [key value]")
@@ -148,10 +152,32 @@ def read_edn_history(path: str | os.PathLike[str], independent: bool = False) ->
 def _read_edn_history(path: str | os.PathLike[str], independent: bool) -> list[Op]:
     path = Path(path)
     text = read_text(path)
-    parser = edn.Parser(text)
-    parser.skip_ws()
-    wrapped = parser.pos < len(text) and text[parser.pos] in "[("
-    forms = edn.iter_collection(text) if wrapped else edn.iter_forms(text)
+    maps = edn_fast.op_maps(text)
+    if maps is not None:
+        try:
+            return _ops(((0, m) for m in maps), independent, values_plain=True)
+        except ValueError:
+            pass  # the general reader below says where, and why
+    try:
+        parser = edn.Parser(text)
+        parser.skip_ws()
+        wrapped = parser.pos < len(text) and text[parser.pos] in "[("
+        forms = edn.iter_collection(text) if wrapped else edn.iter_forms(text)
+        return _ops(forms, independent)
+    except _AtOffset as e:
+        byte, line = position(text, e.offset)
+        raise HistoryError(path, byte, e.done, f"line {line}: {e.reason}") from None
+
+
+class _AtOffset(Exception):
+    def __init__(self, offset: int, done: int, reason: str) -> None:
+        self.offset, self.done, self.reason = offset, done, reason
+
+
+def _ops(forms: Iterable[tuple[int, Any]], independent: bool, values_plain: bool = False
+         ) -> list[Op]:
+    """Ops from (offset, op map) pairs; _AtOffset for a malformed one (ValueError
+    from the fast path's maps, which carry no offsets)."""
     ops: list[Op] = []
     offset = 0  # where the form being converted starts, for error messages
     anonymous = _AnonymousProcesses()
@@ -159,18 +185,19 @@ def _read_edn_history(path: str | os.PathLike[str], independent: bool) -> list[O
         for form_offset, form in forms:
             offset = form_offset
             next_index = ops[-1].index + 1 if ops else 0
-            op = op_from_edn(form, next_index, independent, process_optional=True)
+            op = op_from_edn(form, next_index, independent, process_optional=True,
+                             values_plain=values_plain)
             if ops and op.index <= ops[-1].index:
                 raise ValueError(f"field :index {op.index} does not follow the previous "
                                  f"op's {ops[-1].index}")
             anonymous.place(op)
             ops.append(op)
     except edn.EdnError as e:
-        byte, line = position(text, e.offset)
-        raise HistoryError(path, byte, len(ops), f"line {line}: {e.reason}") from None
+        raise _AtOffset(e.offset, len(ops), e.reason) from None
     except ValueError as e:
-        byte, line = position(text, offset)
-        raise HistoryError(path, byte, len(ops), f"line {line}: {e}") from None
+        if values_plain:
+            raise
+        raise _AtOffset(offset, len(ops), str(e)) from None
     anonymous.name(ops)
     return ops
 
