@@ -27,6 +27,7 @@ READ, WRITE, CAS, CAS_FAILED, CAS_MAYBE, READ_ANY = range(6)
 _PRODUCING = frozenset({WRITE, CAS, CAS_MAYBE})
 _SEEING = frozenset({READ, CAS})
 _CAS_PRODUCING = frozenset({CAS, CAS_MAYBE})
+_OBSERVING = frozenset({READ, CAS, CAS_FAILED, CAS_MAYBE})   # calls that compare the value
 # kv opcodes.
 GET, PUT, APPEND = range(3)
 # mutex opcodes.
@@ -201,14 +202,19 @@ class RegisterModel(Model):
         if f == "read":
             if status != "ok":
                 return None  # an unanswered read constrains nothing
-            value = _freeze(completion.value)
-            if value is None and self.flavour == "knossos":
+            value = completion.value
+            if value.__class__ not in _SCALARS:
+                value = _freeze(value)
+            elif value is None and self.flavour == "knossos":
                 return (READ_ANY,), DET
             return (READ, value), DET
         if f == "write":
             if status == "fail":
                 return None
-            return (WRITE, _freeze(invoke.value)), (DET if status == "ok" else INFO)
+            value = invoke.value
+            if value.__class__ not in _SCALARS:
+                value = _freeze(value)
+            return (WRITE, value), (DET if status == "ok" else INFO)
         if f == "cas" and self.allow_cas:
             old, new = _pair(invoke.value, invoke)
             if status == "ok":
@@ -331,7 +337,7 @@ def _unobserved(calls: list[Call], unseen: set) -> list[Call]:
 
 def _observed(calls: list[Call]) -> set:
     """Values some op reads or compares against."""
-    return {c[1] for c in calls if c[0] in (READ, CAS, CAS_FAILED, CAS_MAYBE)}
+    return {c[1] for c in calls if c[0] in _OBSERVING}
 
 
 @dataclass(frozen=True)
