@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from itertools import combinations
 from typing import Any
 
+from checkers.history import collector_paused
 from checkers.verdict import Verdict, verdict
 
 Entry = dict[str, Any]
@@ -29,6 +30,7 @@ Log = dict[int, Entry]
 MAX_ANOMALIES_PER_RULE = 100
 
 
+@collector_paused()   # millions of small acyclic objects: its passes free nothing
 def check(dumps: dict[str, dict], events: dict[str, list[dict]] | None = None) -> Verdict:
     logs = {name: entries_by_offset(dump) for name, dump in sorted(dumps.items())}
     committed = {name: committed_end(dumps[name], logs[name]) for name in logs}

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgpack
 
-from checkers.history import History, HistoryError, read_history
+from checkers.history import History, HistoryError, collector_paused, read_history
 
 MAX_RUN_JSON_BYTES = 16 * 1024 * 1024
 MAX_DUMP_BYTES = 256 * 1024 * 1024
@@ -31,6 +31,10 @@ VERDICTS_JSON = "verdicts.json"
 NODES_DIR = "nodes"
 LOG_DUMP = "log.msgpack"
 STDOUT_LOG = "stdout.log"
+
+
+_decode = json.JSONDecoder().raw_decode
+_JSON_SPACE = " \t\n\r"
 
 
 class RunDirError(HistoryError):
@@ -112,11 +116,16 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
                 continue
             if not line.lstrip().startswith(b"{"):
                 continue
+            # json.loads less its wrapper (a third of the time on 750k lines):
+            # UTF-8 only, nothing but whitespace after the object.
             try:
-                event = json.loads(line)
+                text = line.decode()
+                event, end = _decode(text, len(text) - len(text.lstrip(_JSON_SPACE)))
             except (ValueError, RecursionError):
                 continue
-            if isinstance(event, dict) and "event" in event:
+            if text[end:].strip(_JSON_SPACE):
+                continue
+            if event.__class__ is dict and "event" in event:
                 yield event
 
 
@@ -158,4 +167,5 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
         raise RunDirError(run_dir, None, None, "not a run directory")
     run = load_json(run_dir / RUN_JSON)
     history = read_history(run_dir / HISTORY)
-    return Run(run_dir, run, history, load_dumps(run_dir), load_events(run_dir))
+    with collector_paused():
+        return Run(run_dir, run, history, load_dumps(run_dir), load_events(run_dir))

@@ -198,3 +198,23 @@ def test_overlong_event_line_is_skipped(tmp_path):
     path.write_bytes(b"{" + b"x" * (2 * 1024 * 1024) + b"\n"
                      + b'{"event": "start", "t": 1}\n')
     assert list(iter_events(path)) == [{"event": "start", "t": 1}]
+
+
+def test_event_lines_parse_as_json_loads_would(tmp_path):
+    lines = [b'{"event": "a"}\n', b'  \t{"event": "b", "n": [1, {"k": null}]}  \r\n',
+             b'{"event": "c"} trailing\n', b'{"event": "d"}{"event": "e"}\n',
+             b'{"event": "\xff"}\n', b'{"event": "f", "s": "\xc3\xa9"}\n',
+             b'{"no-event": 1}\n', b'["event"]\n', b'\x0b{"event": "g"}\n',
+             b'{"event": "h"', b'{"event": "i"}']
+    path = tmp_path / "stdout.log"
+    path.write_bytes(b"".join(lines[:-2]) + lines[-2] + b"\n" + lines[-1])
+    expected = []
+    for line in b"".join(lines[:-2]).splitlines(keepends=True) + [lines[-2], lines[-1]]:
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(e, dict) and "event" in e:
+            expected.append(e)
+    assert [e["event"] for e in expected] == ["a", "b", "f", "i"]
+    assert list(iter_events(path)) == expected
