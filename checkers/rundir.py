@@ -145,11 +145,12 @@ def load_dumps(run_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     dump, so sharing is invisible to them."""
     out = {}
     seen: dict[Any, dict[str, Any]] = {}
-    for name in node_names(run_dir):
-        path = Path(run_dir) / NODES_DIR / name / LOG_DUMP
-        if path.exists():
-            out[name] = dump = load_log_dump(path)
-            _share_entries(dump["entries"] if "entries" in dump else [], seen)
+    with collector_paused():
+        for name in node_names(run_dir):
+            path = Path(run_dir) / NODES_DIR / name / LOG_DUMP
+            if path.exists():
+                out[name] = dump = load_log_dump(path)
+                _share_entries(dump["entries"] if "entries" in dump else [], seen)
     return out
 
 
@@ -175,10 +176,11 @@ def _share_entries(entries: list[Any], seen: dict[Any, dict[str, Any]]) -> None:
 def load_events(run_dir: str | os.PathLike[str]) -> dict[str, list[dict[str, Any]]]:
     """node -> event lines from its stdout, for the nodes that have a stdout log."""
     out = {}
-    for name in node_names(run_dir):
-        path = Path(run_dir) / NODES_DIR / name / STDOUT_LOG
-        if path.exists():
-            out[name] = list(iter_events(path))
+    with collector_paused():
+        for name in node_names(run_dir):
+            path = Path(run_dir) / NODES_DIR / name / STDOUT_LOG
+            if path.exists():
+                out[name] = list(iter_events(path))
     return out
 
 
@@ -193,5 +195,4 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
         raise RunDirError(run_dir, None, None, "not a run directory")
     run = load_json(run_dir / RUN_JSON)
     history = read_history(run_dir / HISTORY)
-    with collector_paused():
-        return Run(run_dir, run, history, load_dumps(run_dir), load_events(run_dir))
+    return Run(run_dir, run, history, load_dumps(run_dir), load_events(run_dir))
