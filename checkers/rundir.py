@@ -155,12 +155,14 @@ def load_dumps(run_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
 
 
 def _share_entries(entries: list[Any], seen: dict[Any, dict[str, Any]]) -> None:
-    """Replace each entry equal to one in `seen` (by offset) with that one."""
+    """Replace each entry equal to one in `seen` (by offset) with that one.
+    Only entries whose offset and epoch are ints take part: 1 == 1.0 == True,
+    and a checker that skips a malformed entry must still see it malformed."""
     for i, e in enumerate(entries):
         if e.__class__ is not dict:
             continue
         offset = e.get("offset")
-        if offset.__class__ is not int:
+        if offset.__class__ is not int or e.get("epoch").__class__ is not int:
             continue
         other = seen.get(offset)
         if other is None:

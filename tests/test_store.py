@@ -228,8 +228,10 @@ def test_replicas_equal_entries_are_one_object(tmp_path):
         return {"offset": offset, "epoch": epoch, "committed": True, "digest": digest,
                 "payload": {"op": "write", "value": [offset]}}
 
-    logs = {"n1": [entry(0, 1, "a"), entry(1, 1, "b"), entry(2, 1, "c"), "junk"],
-            "n2": [entry(0, 1, "a"), entry(1, 2, "x"), entry(2, 1, "c"), {"offset": "3"}],
+    logs = {"n1": [entry(0, 1, "a"), entry(1, 1, "b"), entry(2, 1, "c"), "junk",
+                   entry(4, 1, "d")],
+            "n2": [entry(0, 1, "a"), entry(1, 2, "x"), entry(2, 1, "c"), {"offset": "3"},
+                   entry(4, True, "d")],
             "n3": [entry(1, 1, "b"), entry(2, 1, "c")]}
     for name, entries in logs.items():
         (tmp_path / "nodes" / name).mkdir(parents=True)
@@ -237,9 +239,11 @@ def test_replicas_equal_entries_are_one_object(tmp_path):
             msgpack.packb({"high_watermark": 3, "entries": entries}))
     dumps = load_dumps(tmp_path)
     n1, n2, n3 = (dumps[n]["entries"] for n in ("n1", "n2", "n3"))
-    assert [n1[i] for i in range(4)] == logs["n1"] and n2 == logs["n2"] and n3 == logs["n3"]
+    assert n1 == logs["n1"] and n2 == logs["n2"] and n3 == logs["n3"]
     assert n2[0] is n1[0] and n2[2] is n1[2] and n3[0] is n1[1] and n3[1] is n1[2]
     assert n2[1] is not n1[1]
+    # Equal (True == 1) but malformed: kept apart, so divergence still skips it.
+    assert n2[4] is not n1[4] and n2[4]["epoch"] is True
     v = divergence.check(dumps)
     assert v["valid"] is False
     assert [(a["nodes"], a["offsets"]) for a in v["anomalies"] if a["type"] == "divergence"] == [
