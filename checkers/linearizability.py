@@ -202,9 +202,9 @@ class _Job:
                  key: Hashable) -> None:
         self.ops, self.model, self.key = ops, model, key
         self.seconds = 0.0
-        self.n_info = sum(1 for o in ops if not o.det)
-        info_all = sorted((o for o in ops if not o.det), key=_BY_INVOKE)
         det_ops = [o for o in ops if o.det]
+        info_all = sorted([o for o in ops if not o.det], key=_BY_INVOKE)
+        self.n_info = len(info_all)
         det_ops, info_all = _promote_witnessed(model, det_ops, info_all)
         self.n_witnessed = self.n_info - len(info_all)
         keep = model.relevant_infos([o.call for o in det_ops], [o.call for o in info_all])
