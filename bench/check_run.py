@@ -9,8 +9,9 @@ as any re-check does.
 
 Prints figures; asserts nothing. Usage:
     python bench/check_run.py RUN_DIR [--target-s 30]
-A long run to try it on: `faultline run --workload register --duration 1200`
-with every fault (README, "Linearizability at scale").
+A long run to try it on (the README's 20-minute run): `faultline run --workload
+register --nodes 5 --time-limit 1200 --seed 7 --nemesis
+partition,kill,pause,truncate,lose-unsynced --client-option ops_per_key=0`.
 """
 
 from __future__ import annotations
