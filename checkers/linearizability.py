@@ -35,12 +35,13 @@ Two more rules come from what the model can say about a call in advance
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
-from checkers.history import NEMESIS, Op
+from checkers.history import NEMESIS, Op, collector_paused
 from checkers.models import (
     ANY_STATE,
     DET,
@@ -201,9 +202,9 @@ class _Job:
                  key: Hashable) -> None:
         self.ops, self.model, self.key = ops, model, key
         self.seconds = 0.0
-        self.n_info = sum(1 for o in ops if not o.det)
-        info_all = sorted((o for o in ops if not o.det), key=_BY_INVOKE)
         det_ops = [o for o in ops if o.det]
+        info_all = sorted([o for o in ops if not o.det], key=_BY_INVOKE)
+        self.n_info = len(info_all)
         det_ops, info_all = _promote_witnessed(model, det_ops, info_all)
         self.n_witnessed = self.n_info - len(info_all)
         keep = model.relevant_infos([o.call for o in det_ops], [o.call for o in info_all])
@@ -348,15 +349,14 @@ class _Search:
         dead_end = model.dead_end if type(model).dead_end is not Model.dead_end else None
         # A det call that cannot change the state and is legal now goes first,
         # alone: any solution can be reordered to start with it.
-        mutates = [model.mutates(c) for c in calls]
+        mutates, raw_need, produces = model.facts(calls)
         greedy = not all(mutates)
         # For those, the one state they are legal in, if there is one: the
         # scan then compares instead of stepping the model.
-        raw_need = [model.needs(c) for c in calls]
         legal_in = [NO_STATE if m else s for s, m in zip(raw_need, mutates, strict=True)]
         # States that never come back once left, and how many det calls that
         # need each are still to be placed.
-        sticky = _sticky_states(model, calls, info_calls)
+        sticky = _sticky_states(model.init(), produces + model.facts(info_calls)[2])
         need = [s if s is not NO_STATE and s in sticky else _NONE for s in raw_need]
         pending: dict[Hashable, int] = {}
         for j, s in enumerate(need):
@@ -685,17 +685,14 @@ _NEW, _DET, _PUSH, _INFO, _BACK = range(5)
 _NO_MORE = 1 << 62   # an info candidate position past any list
 
 
-def _sticky_states(model: Model, det: list[Call], info: list[Call]) -> set[Hashable]:
+def _sticky_states(init: Hashable, produces: list[Hashable]) -> set[Hashable]:
     """States at most one call (or the start) produces: once left, never back.
     Empty when some call's product cannot be named in advance."""
-    made: dict[Hashable, int] = {model.init(): 1}
-    for c in (*det, *info):
-        s = model.produces(c)
-        if s is ANY_STATE:
-            return set()
-        if s is not NO_STATE:
-            made[s] = made.get(s, 0) + 1
-    return {s for s, k in made.items() if k == 1}
+    if ANY_STATE in produces:
+        return set()
+    made = Counter(produces)
+    made[init] += 1
+    return {s for s, k in made.items() if k == 1 and s is not NO_STATE}
 
 
 def check(history: list[Op], run: dict | None = None, *, model: str = "cas-register",
@@ -706,6 +703,14 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "cas-regis
     e.g. {"initial": 0})? Partitions (keys) are checked one by one within one
     shared budget. `run` is accepted for the checker contract; nothing in it
     changes the answer."""
+    with collector_paused():
+        return _check(history, model, time_limit, memory_limit_mb, stop_on_first_failure,
+                      model_options)
+
+
+def _check(history: list[Op], model: str, time_limit: float | None,
+           memory_limit_mb: int | None, stop_on_first_failure: bool,
+           model_options: dict[str, Any] | None) -> Verdict:
     try:
         m = get_model(model, model_options)
         parts = prepare(history, m)

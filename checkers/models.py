@@ -26,6 +26,8 @@ INFO = "info"
 READ, WRITE, CAS, CAS_FAILED, CAS_MAYBE, READ_ANY = range(6)
 _PRODUCING = frozenset({WRITE, CAS, CAS_MAYBE})
 _SEEING = frozenset({READ, CAS})
+_CAS_PRODUCING = frozenset({CAS, CAS_MAYBE})
+_OBSERVING = frozenset({READ, CAS, CAS_FAILED, CAS_MAYBE})   # calls that compare the value
 # kv opcodes.
 GET, PUT, APPEND = range(3)
 # mutex opcodes.
@@ -156,6 +158,13 @@ class Model:
         call that needs it is still to be placed."""
         return ANY_STATE
 
+    def facts(self, calls: list[Call]) -> tuple[list[bool], list[Hashable], list[Hashable]]:
+        """`mutates`, `needs` and `produces` of each call. The search asks them of
+        every op of a partition before it starts, so a model may answer in bulk
+        (for speed only: an override must agree with the three methods)."""
+        return ([self.mutates(c) for c in calls], [self.needs(c) for c in calls],
+                [self.produces(c) for c in calls])
+
     def dead_end(self, state: Hashable, call: Call, resets_pending: bool) -> bool:
         """Whether `call` can never become legal from `state`, given whether an op
         that resets the state may still run first. Models that cannot tell leave
@@ -193,14 +202,19 @@ class RegisterModel(Model):
         if f == "read":
             if status != "ok":
                 return None  # an unanswered read constrains nothing
-            value = _freeze(completion.value)
-            if value is None and self.flavour == "knossos":
+            value = completion.value
+            if value.__class__ not in _SCALARS:
+                value = _freeze(value)
+            elif value is None and self.flavour == "knossos":
                 return (READ_ANY,), DET
             return (READ, value), DET
         if f == "write":
             if status == "fail":
                 return None
-            return (WRITE, _freeze(invoke.value)), (DET if status == "ok" else INFO)
+            value = invoke.value
+            if value.__class__ not in _SCALARS:
+                value = _freeze(value)
+            return (WRITE, value), (DET if status == "ok" else INFO)
         if f == "cas" and self.allow_cas:
             old, new = _pair(invoke.value, invoke)
             if status == "ok":
@@ -275,20 +289,24 @@ class RegisterModel(Model):
             return call[1]
         return call[2] if code in (CAS, CAS_MAYBE) else NO_STATE
 
+    def facts(self, calls: list[Call]) -> tuple[list[bool], list[Hashable], list[Hashable]]:
+        return ([c[0] in _PRODUCING for c in calls],
+                [c[1] if c[0] in _SEEING else NO_STATE for c in calls],
+                [c[1] if c[0] == WRITE else c[2] if c[0] in _PRODUCING else NO_STATE
+                 for c in calls])
+
     def canonical(self, det: list[Call], info: list[Call]) -> tuple[list[Call], list[Call]]:
         # A value nobody reads or compares against behaves like any other such
         # value under every op (reads and cas fail, failed cas holds), so all
         # of them become one state.
-        observed = _observed(det + info)
-
-        def canon(c: Call) -> Call:
-            if c[0] == WRITE and c[1] not in observed and c[1] is not None:
-                return (WRITE, UNOBSERVED)
-            if c[0] in (CAS, CAS_MAYBE) and c[2] not in observed and c[2] is not None:
-                return (c[0], c[1], UNOBSERVED)
-            return c
-
-        return [canon(c) for c in det], [canon(c) for c in info]
+        calls = det + info
+        observed = _observed(calls)
+        observed.add(None)
+        unseen = {c[1] if c[0] == WRITE else c[2] for c in calls if c[0] in _PRODUCING}
+        unseen -= observed
+        if not unseen:
+            return det, info
+        return _unobserved(det, unseen), _unobserved(info, unseen)
 
     def describe(self, call: Call) -> str:
         code = call[0]
@@ -310,9 +328,16 @@ class _Unobserved:
 UNOBSERVED = _Unobserved()
 
 
+def _unobserved(calls: list[Call], unseen: set) -> list[Call]:
+    """`calls` with every produced value in `unseen` replaced by UNOBSERVED."""
+    return [(WRITE, UNOBSERVED) if c[0] == WRITE and c[1] in unseen
+            else (c[0], c[1], UNOBSERVED) if c[0] in _CAS_PRODUCING and c[2] in unseen
+            else c for c in calls]
+
+
 def _observed(calls: list[Call]) -> set:
     """Values some op reads or compares against."""
-    return {c[1] for c in calls if c[0] in (READ, CAS, CAS_FAILED, CAS_MAYBE)}
+    return {c[1] for c in calls if c[0] in _OBSERVING}
 
 
 @dataclass(frozen=True)

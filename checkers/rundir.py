@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 
 import msgpack
 
-from checkers.history import History, HistoryError, read_history
+from checkers.history import History, HistoryError, collector_paused, read_history
 
 MAX_RUN_JSON_BYTES = 16 * 1024 * 1024
 MAX_DUMP_BYTES = 256 * 1024 * 1024
@@ -31,6 +32,12 @@ VERDICTS_JSON = "verdicts.json"
 NODES_DIR = "nodes"
 LOG_DUMP = "log.msgpack"
 STDOUT_LOG = "stdout.log"
+
+
+_decode = json.JSONDecoder().raw_decode
+_intern = sys.intern
+_JSON_SPACE = " \t\n\r"
+_SHORT = 24   # longest event string value shared between events
 
 
 class RunDirError(HistoryError):
@@ -112,12 +119,21 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
                 continue
             if not line.lstrip().startswith(b"{"):
                 continue
+            # json.loads less its wrapper (a third of the time on 750k lines):
+            # UTF-8 only, nothing but whitespace after the object.
             try:
-                event = json.loads(line)
+                text = line.decode()
+                event, end = _decode(text, len(text) - len(text.lstrip(_JSON_SPACE)))
             except (ValueError, RecursionError):
                 continue
-            if isinstance(event, dict) and "event" in event:
-                yield event
+            if text[end:].strip(_JSON_SPACE):
+                continue
+            if event.__class__ is dict and "event" in event:
+                # Every line repeats the same keys and short values (node,
+                # event kind): one shared copy of each takes 60% less memory
+                # (a 20-minute run's 757k events: 450 -> 180 MiB) for 30% more time.
+                yield {_intern(k): _intern(v) if v.__class__ is str and len(v) <= _SHORT else v
+                       for k, v in event.items()}
 
 
 def node_names(run_dir: str | os.PathLike[str]) -> list[str]:
@@ -128,22 +144,52 @@ def node_names(run_dir: str | os.PathLike[str]) -> list[str]:
 
 
 def load_dumps(run_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
-    """node -> log dump, for the nodes that have one."""
+    """node -> log dump, for the nodes that have one.
+
+    Replicas hold mostly the same entries: an entry equal to one already
+    loaded from another node is that same object (a 5-node 20-minute run's
+    dumps took 500 MiB before, a fifth of it after). Checkers never change a
+    dump, so sharing is invisible to them."""
     out = {}
-    for name in node_names(run_dir):
-        path = Path(run_dir) / NODES_DIR / name / LOG_DUMP
-        if path.exists():
-            out[name] = load_log_dump(path)
+    seen: dict[Any, dict[str, Any]] = {}
+    with collector_paused():
+        for name in node_names(run_dir):
+            path = Path(run_dir) / NODES_DIR / name / LOG_DUMP
+            if path.exists():
+                out[name] = dump = load_log_dump(path)
+                _share_entries(dump["entries"] if "entries" in dump else [], seen)
     return out
+
+
+def _share_entries(entries: list[Any], seen: dict[Any, dict[str, Any]]) -> None:
+    """Replace each entry equal to one in `seen` (by offset) with that one.
+    Only entries whose offset and epoch are ints take part: 1 == 1.0 == True,
+    and a checker that skips a malformed entry must still see it malformed."""
+    for i, e in enumerate(entries):
+        if e.__class__ is not dict:
+            continue
+        offset = e.get("offset")
+        if offset.__class__ is not int or e.get("epoch").__class__ is not int:
+            continue
+        other = seen.get(offset)
+        if other is None:
+            seen[offset] = e
+        else:
+            try:
+                if other == e:
+                    entries[i] = other
+            except RecursionError:   # a hostile dump's nesting: keep its own copy
+                pass
 
 
 def load_events(run_dir: str | os.PathLike[str]) -> dict[str, list[dict[str, Any]]]:
     """node -> event lines from its stdout, for the nodes that have a stdout log."""
     out = {}
-    for name in node_names(run_dir):
-        path = Path(run_dir) / NODES_DIR / name / STDOUT_LOG
-        if path.exists():
-            out[name] = list(iter_events(path))
+    with collector_paused():
+        for name in node_names(run_dir):
+            path = Path(run_dir) / NODES_DIR / name / STDOUT_LOG
+            if path.exists():
+                out[name] = list(iter_events(path))
     return out
 
 

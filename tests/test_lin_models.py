@@ -111,3 +111,50 @@ def test_lists_become_hashable():
     got = MODELS["register-kv"].interpret(op("invoke", "write", [1, [2]]),
                                           op("ok", "write", [1, [2]]))
     assert got == ((WRITE, (1, (2,))), "det")
+
+
+def _random_register_calls(rng, n):
+    values = [None, 0, 1, 2, "a", (1, 2)]
+    out = []
+    for _ in range(n):
+        code = rng.choice([READ, WRITE, CAS, CAS_FAILED, CAS_MAYBE, READ_ANY])
+        if code == READ_ANY:
+            out.append((READ_ANY,))
+        elif code in (READ, WRITE):
+            out.append((code, rng.choice(values)))
+        else:
+            out.append((code, rng.choice(values), rng.choice(values)))
+    return out
+
+
+# Models whose `facts` is their own (the others inherit the base's, which
+# asks the per-call methods) and kv's, which shows the base's answer.
+@pytest.mark.parametrize("name", [n for n in sorted(MODELS)
+                                  if isinstance(MODELS[n], type(ETCD)) or n == "kv"])
+def test_bulk_facts_agree_with_the_per_call_methods(name):
+    import random
+
+    from checkers.models import Model
+    model = MODELS[name]
+    rng = random.Random(7)
+    if name == "kv":
+        calls = [(rng.choice([GET, PUT, APPEND]), rng.choice(["", "x", "xy"]))
+                 for _ in range(200)]
+    else:
+        calls = _random_register_calls(rng, 400)
+        calls += model.canonical(calls, [])[0]     # UNOBSERVED values too
+    mutates, needs, produces = model.facts(calls)
+    assert mutates == [model.mutates(c) for c in calls]
+    assert needs == [model.needs(c) for c in calls]
+    assert produces == [model.produces(c) for c in calls]
+    assert Model.facts(model, calls) == (mutates, needs, produces)
+
+
+def test_register_canonical_merges_only_values_nobody_observes():
+    from checkers.models import UNOBSERVED
+    det = [(WRITE, 1), (WRITE, 2), (READ, 1), (CAS, 1, 3), (WRITE, None)]
+    info = [(CAS_MAYBE, 3, 4), (WRITE, 5)]
+    got_det, got_info = ETCD.canonical(det, info)
+    assert got_det == [(WRITE, 1), (WRITE, UNOBSERVED), (READ, 1), (CAS, 1, 3), (WRITE, None)]
+    assert got_info == [(CAS_MAYBE, 3, UNOBSERVED), (WRITE, UNOBSERVED)]
+    assert ETCD.canonical([(WRITE, 1), (READ, 1)], []) == ([(WRITE, 1), (READ, 1)], [])

@@ -390,3 +390,16 @@ def test_a_stale_read_far_later_is_the_op_named():
     html = render_html(v)
     assert "produced only once" in html and "class='over'" in html
     assert valid(H(*ops, *seq(2, "read", None, 29), *seq(0, "write", 99))) is True
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_as_it_was_after_a_check(enabled):
+    import gc
+    h = H(*seq(0, "write", 1), *seq(1, "read", None, 2))
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        assert valid(h, model="register") is False
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
