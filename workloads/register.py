@@ -4,7 +4,9 @@ Keys rotate, as Jepsen's independent generator does for its register tests:
 one register at a time, a fresh one (`r0`, `r1`, ...) every `ops_per_key` ops,
 so a long run is many bounded single-register histories, each checked on its
 own (also by Spark, which groups by (run, key)). `ops_per_key` 0 keeps one
-register for the whole run.
+register for the whole run. `cas` false leaves cas out (reads and writes
+only): at a rate of a few ops a run, a cas would rarely succeed, and a run
+with no successful cas shows nothing about cas (stats: unknown).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from workloads.ops import OpSpec, UniqueValues
 
 NAME = "register"
 # --client-option keys the generator reads, with their kind (harness.run_config checks them).
-OPTIONS = {"ops_per_key": "int"}  # check_options refuses a negative one
+OPTIONS = {"ops_per_key": "int", "cas": "bool"}  # check_options refuses a negative one
 RECENT = 4  # cas guesses among the last few written values: a plausible mix of hits and misses
 # Ops per register before the next one. A key's history of this length checks
 # in well under a second, and a key still sees every fault a schedule plays
@@ -36,6 +38,7 @@ def check_options(config: dict[str, Any]) -> None:
 def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
     check_options(config)
     per_key = config.get("ops_per_key", OPS_PER_KEY)
+    with_cas = config.get("cas", True)
     values = UniqueValues()
     recent: list[int] = []
     key_no = 0
@@ -48,7 +51,7 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
         r = rng.random()
         if r < 0.5:
             yield OpSpec("read", None, key)
-        elif r < 0.75 or not recent:
+        elif r < 0.75 or not recent or not with_cas:
             v = values.take()
             recent = (recent + [v])[-RECENT:]
             yield OpSpec("write", v, key)
