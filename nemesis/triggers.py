@@ -234,9 +234,6 @@ class KillAfterVote(TriggerFault):
     def describe(self) -> dict[str, Any]:
         return {"watch": "vote", "then": "kill the voter"}
 
-    def rearmed(self) -> None:
-        """Called (under the lock) at each arming: reset what a match counts."""
-
     def provoke(self) -> tuple[str, dict[str, Any]] | None:
         # Votes come with elections, and one fault at a time means nothing else
         # brings one on while armed: kill the leader.
