@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 import detection  # noqa: E402
+import power_cuts  # noqa: E402
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and LazyFS need root")]
@@ -40,5 +41,10 @@ def test_a_real_run_catches_the_switch(switch: str, tmp_path: Path) -> None:
                                 | {"bugs": [switch]})
     outcome = detection.execute(planned, tmp_path, 0)
     log = (tmp_path / "runs" / "000" / "output.log").read_text()[-3000:]
+    if switch == bugs.COMMIT_DIRTY and outcome.run_dir and \
+            (Path(outcome.run_dir) / "verdicts.json").exists():
+        # What each power cut did, to tell a cut that came late from one
+        # that never found a young write.
+        log += "".join(f"\ncut: {c}" for c in power_cuts.cuts(Path(outcome.run_dir)))
     assert outcome.exit_code == 1, log
     assert set(outcome.invalid_checkers) & set(bugs.CALIBRATION[switch]["caught_by"]), log
