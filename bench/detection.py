@@ -69,13 +69,14 @@ def switch_config(name: str, seed: int, time_limit: float) -> dict[str, Any]:
     return {"workload": SWITCH_WORKLOAD, "nodes": plan.get("nodes", SWITCH_NODES),
             "nemesis": list(plan["nemesis"]),
             "nemesis_interval": plan["nemesis_interval"], "time_limit": time_limit,
-            "rate": plan.get("rate", DEFAULT_RATE), "seed": seed, "bugs": []}
+            "rate": plan.get("rate", DEFAULT_RATE), "seed": seed, "bugs": [],
+            "workload_options": dict(plan.get("workload_options", {}))}
 
 
 def all_faults_config(workload: str, seed: int, time_limit: float) -> dict[str, Any]:
     return {"workload": workload, "nodes": ALL_FAULTS_NODES, "nemesis": list(FAULTS),
             "nemesis_interval": ALL_FAULTS_INTERVAL, "time_limit": time_limit,
-            "rate": DEFAULT_RATE, "seed": seed, "bugs": []}
+            "rate": DEFAULT_RATE, "seed": seed, "bugs": [], "workload_options": {}}
 
 
 def cli_args(config: dict[str, Any]) -> list[str]:
@@ -86,6 +87,8 @@ def cli_args(config: dict[str, Any]) -> list[str]:
             "--seed", str(config["seed"])]
     for bug in config["bugs"]:
         args += ["--bug", bug]
+    for key, value in sorted(config["workload_options"].items()):
+        args += ["--client-option", f"{key}={json.dumps(value)}"]
     return args
 
 

@@ -56,6 +56,29 @@ class UnsyncedFile:
     def saved_bytes(self) -> int:
         return sum(len(p) for p in self.pages.values())
 
+    def save(self, start: int, end: int | None) -> None:
+        """Keep the pre-images of the pages [start, end) (None: to EOF) overlaps
+        below `synced_size`, unless already kept."""
+        stop = self.synced_size if end is None else min(end, self.synced_size)
+        for page in range(start // PAGE, -(-stop // PAGE)):
+            if page not in self.pages:
+                offset = page * PAGE
+                length = min(PAGE, self.synced_size - offset)
+                # Unsaved pages below synced_size are untouched since the fsync:
+                # a shrinking truncate saves every page it cuts before it cuts.
+                self.pages[page] = os.pread(self.fd, length, offset)
+
+
+@dataclass
+class SyncInFlight:
+    """An fsync in flight: the file as it was when the fsync was called. A
+    flush covers what was written before it was issued; writes that land while
+    it runs are not its to make durable (the adversarial reading of fsync)."""
+
+    key: InodeKey
+    image: UnsyncedFile     # pre-images of what changed since the call
+    done: bool = False      # finished, abandoned, or overtaken by a later one
+
 
 class UndoLog:
     """Pre-images of everything written since each file's last fsync.
@@ -71,6 +94,8 @@ class UndoLog:
         self.generation = 0
         # The power is off (`freeze`): nothing becomes durable until roll_back.
         self.frozen = False
+        # fsyncs in flight per file, oldest call first.
+        self._in_flight: dict[InodeKey, list[SyncInFlight]] = {}
 
     def before_change(self, fd: int, path: str, start: int, end: int | None) -> None:
         """Save what bytes [start, end) (end None = to EOF) hold now, if not saved since fsync."""
@@ -80,24 +105,56 @@ class UndoLog:
         if record is None:
             record = UnsyncedFile(fd=os.dup(fd), path=path, synced_size=st.st_size)
             self._files[key] = record
-        stop = record.synced_size if end is None else min(end, record.synced_size)
-        for page in range(start // PAGE, -(-stop // PAGE)):
-            if page not in record.pages:
-                offset = page * PAGE
-                length = min(PAGE, record.synced_size - offset)
-                # Unsaved pages below synced_size are untouched since the fsync:
-                # a shrinking truncate saves every page it cuts before it cuts.
-                record.pages[page] = os.pread(record.fd, length, offset)
+        record.save(start, end)
+        for sync in self._in_flight.get(key, ()):
+            sync.image.save(start, end)
 
-    def synced(self, fd: int) -> None:
+    def begin_sync(self, fd: int) -> SyncInFlight:
+        """An fsync is called: note the file as it is now."""
         st = os.fstat(fd)
-        self._forget((st.st_dev, st.st_ino))
+        key = (st.st_dev, st.st_ino)
+        sync = SyncInFlight(key, UnsyncedFile(fd=os.dup(fd), path="", synced_size=st.st_size))
+        self._in_flight.setdefault(key, []).append(sync)
+        return sync
+
+    def end_sync(self, sync: SyncInFlight) -> None:
+        """The fsync returns: the file is durable as it was at the call, and what
+        changed since stays undoable. An older call still in flight is
+        overtaken: durability never goes back."""
+        if sync.done:
+            return
+        pending = self._in_flight.get(sync.key, [])
+        for older in pending[:pending.index(sync)]:
+            self.abandon_sync(older)
+        self._sync_done(sync)
+        original = self._files.get(sync.key)
+        self._forget(sync.key)
+        if sync.image.pages or sync.image.synced_size != os.fstat(sync.image.fd).st_size:
+            sync.image.path = original.path if original is not None else "(unknown)"
+            self._files[sync.key] = sync.image
+        else:
+            os.close(sync.image.fd)
+
+    def abandon_sync(self, sync: SyncInFlight) -> None:
+        if not sync.done:
+            self._sync_done(sync)
+            os.close(sync.image.fd)
+
+    def _sync_done(self, sync: SyncInFlight) -> None:
+        sync.done = True
+        pending = self._in_flight.get(sync.key, [])
+        if sync in pending:
+            pending.remove(sync)
+        if not pending:
+            self._in_flight.pop(sync.key, None)
 
     def forget_if_gone(self, key: InodeKey) -> None:
         """Drop a file whose last name went away: nothing can see it after a crash."""
         record = self._files.get(key)
         if record is not None and os.fstat(record.fd).st_nlink == 0:
             self._forget(key)
+            for sync in list(self._in_flight.get(key, ())):
+                self.abandon_sync(sync)
 
     def _forget(self, key: InodeKey) -> None:
         record = self._files.pop(key, None)
@@ -108,6 +165,9 @@ class UndoLog:
         """Put every file back as its last fsync left it; report what was undone."""
         self.generation += 1
         self.frozen = False
+        for pending in list(self._in_flight.values()):
+            for sync in list(pending):
+                self.abandon_sync(sync)
         undone = []
         for key in list(self._files):
             record = self._files[key]
@@ -190,19 +250,32 @@ class LazyFSOperations(Operations):
                 os.close(fd)
 
     def fsync(self, path: str, datasync: int, fh: int) -> None:
-        # The slow-disk knob: a wider window between write and durable, for
-        # faults aimed at unflushed data. The delay is outside the mutex, so
-        # only this caller waits; a power cut during it undoes the writes, and
-        # the fsync that follows must not then mark anything as synced.
-        generation = self.undo.generation
-        if self.fsync_delay_s > 0:
-            time.sleep(self.fsync_delay_s)
-        # Metadata is durable at once here, so fdatasync promises what fsync does.
+        # An fsync makes durable what was written before it was called (the
+        # kernel's FUSE inode lock holds back writes to this file meanwhile
+        # anyway). Neither the slow-disk delay nor the backing disk's own
+        # flush runs under the mutex: only this caller waits, and a power cut
+        # (`freeze`) lands at once. A cut before the end voids this fsync.
+        with self.undo.mutex:
+            if self.undo.frozen:
+                raise FuseOSError(errno.EIO)
+            generation = self.undo.generation
+            in_flight = self.undo.begin_sync(fh)
+        try:
+            if self.fsync_delay_s > 0:
+                # The slow-disk knob: every write stays undoable for at least
+                # this long, a window for faults aimed at unflushed data.
+                time.sleep(self.fsync_delay_s)
+            # Metadata is durable at once here, so fdatasync promises what fsync does.
+            (os.fdatasync if datasync else os.fsync)(fh)
+        except BaseException:
+            with self.undo.mutex:
+                self.undo.abandon_sync(in_flight)
+            raise
         with self.undo.mutex:
             if self.undo.generation != generation or self.undo.frozen:
+                self.undo.abandon_sync(in_flight)
                 raise FuseOSError(errno.EIO)
-            (os.fdatasync if datasync else os.fsync)(fh)
-            self.undo.synced(fh)
+            self.undo.end_sync(in_flight)
 
     def flush(self, path: str, fh: int) -> None:
         # close() promises nothing about durability.

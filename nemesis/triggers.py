@@ -13,12 +13,23 @@ already in the schedule.
 - `kill-after-vote`: kill the leader to bring on an election, then SIGKILL
   the first voter right after its `vote` line (the grant has just left;
   KIP-595 says the vote must already be on disk). Heal restarts both.
-- `power-cut-after-commit[:majority|all][-Dms]`: right after the leader's `hw`
-  line, roll back un-fsynced writes (`lose-unsynced`) on a majority with the
-  leader (or on all nodes). The data dirs' LazyFS delays each fsync by D ms
-  (default 50), so written but unflushed entries stay in reach (the Redpanda
-  RFC's dirty window). A majority cut often leaves the dirty entry on the
-  survivor, whose longer log then wins the election; `all` never does.
+- `power-cut-after-commit[:majority|all][-Dms]`: right after the leader's `ack`
+  line for a young write (its reply is already on the client's socket),
+  power off a majority with the leader (or all nodes): their LazyFS mounts
+  freeze at once, in the watcher's thread, then `lose-unsynced` kills and
+  rolls back whatever no fsync covered. The data dirs' LazyFS delays each
+  fsync by D ms (default 50), and an fsync covers only what was written
+  before it was called, so no copy of a write is durable before it is D ms
+  old on the leader, which writes it first (the Redpanda RFC's dirty window).
+  The trigger waits for an ack of a write the leader wrote under D/2 ms
+  before (the line's `age_ms`), and records how much of the window was left
+  when the power went off (`after.dirty_left_ms`; not negative means the cut
+  lost every copy). A leader that counts dirty offsets toward its high
+  watermark (`commit-dirty`) acks such writes all the time; a correct one
+  never does, so after FALLBACK_ACKS older ones any ack will do, and the cut then
+  tests that acked writes survive. A majority cut often leaves the dirty
+  entry on the survivor, whose longer log then wins the election; `all`
+  never does.
 """
 
 from __future__ import annotations
@@ -37,6 +48,14 @@ from nemesis.fault import FaultContext
 ARMED_POLL_S = 0.001
 IDLE_POLL_S = 0.05
 DEFAULT_FSYNC_DELAY_MS = 50
+# power-cut-after-commit waits for the ack of a write younger than this share
+# of the fsync delay (the rest is the freeze's time to land), and takes the
+# next ack after FALLBACK_ACKS older ones: a correct leader never acks so young
+# a write. With commit-dirty about half the acks are young (a follower's
+# write waits behind its fsync in flight), so 20 old ones in a row are
+# about one in a million.
+YOUNG_SHARE = 0.5
+FALLBACK_ACKS = 20
 MAX_LINE = 1 << 20
 
 # (fault spec to run, params) -> None: the runner's queue for urgent faults.
@@ -149,12 +168,16 @@ class TriggerFault:
         with self._lock:
             self._armed = not self.replay
             self._rng = random.Random(rng.getrandbits(64))
+            self.rearmed()
         if self._watcher is not None:
             self._watcher.wake()
         provoke = self.provoke()
         if provoke is not None and self._armed and self.fire is not None:
             self.fire(*provoke)
         return {"armed": self._armed, **self.describe()}
+
+    def rearmed(self) -> None:
+        """Called (under the lock) at each arming: reset what a match counts."""
 
     def provoke(self) -> tuple[str, dict[str, Any]] | None:
         """A fault to run right after arming, to bring on the moment watched for."""
@@ -187,9 +210,16 @@ class TriggerFault:
             # One shot per arming: the next inject re-arms it.
             self._armed = False
         spec, params = action
+        seen_ns = time.monotonic_ns()
+        if type(event.get("t")) is int and isinstance(params.get("after"), dict):
+            params["after"]["seen_after_ms"] = round((seen_ns - event["t"]) / 1e6, 3)
+        self.at_once(params)
         self.fired.append({"node": node, "event": event, "spec": spec, "params": params,
-                           "seen_ns": time.monotonic_ns()})
+                           "seen_ns": seen_ns})
         self.fire(spec, params)
+
+    def at_once(self, params: dict[str, Any]) -> None:
+        """The part of the fault that cannot wait for the nemesis thread."""
 
     def describe(self) -> dict[str, Any]:
         return {}
@@ -222,6 +252,7 @@ class PowerCutAfterCommit(TriggerFault):
 
     def __init__(self, ctx: FaultContext) -> None:
         super().__init__(ctx)
+        self.old_acks = 0
         self.targets, self.fsync_delay_ms = parse_power_cut(ctx.variant)
         self.mounts = ctx.extras.get("mounts")
         if self.mounts is None:
@@ -240,20 +271,48 @@ class PowerCutAfterCommit(TriggerFault):
             except Exception:
                 continue  # a mount already stopped has no delay to undo
 
+    def rearmed(self) -> None:
+        self.old_acks = 0
+
     def describe(self) -> dict[str, Any]:
-        return {"watch": "leader hw", "then": f"lose-unsynced on {self.targets} with the leader",
+        return {"watch": "leader ack", "then": f"power off {self.targets} with the leader",
                 "fsync_delay_ms": self.fsync_delay_ms}
 
     def match(self, node: str, event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-        if event.get("event") != "hw" or self.roles.get(node) != "Leader":
+        # Only a leader acknowledges writes: the line names the leader.
+        if event.get("event") != "ack":
+            return None
+        age = event.get("age_ms")
+        young = type(age) in (int, float) and age < self.fsync_delay_ms * YOUNG_SHARE
+        if not young and self.old_acks < FALLBACK_ACKS:
+            self.old_acks += 1
             return None
         names = sorted(self.cluster.names)
         others = [n for n in names if n != node]
         count = len(names) // 2 + 1 if self.targets == "majority" else len(names)
         chosen = sorted([node] + self._rng.sample(others, count - 1))
         return "lose-unsynced", {"nodes": chosen, "trigger": self.name,
-                                 "after": {"event": "hw", "node": node, "t": event.get("t"),
-                                           "hw": event.get("hw")}}
+                                 "after": {"event": "ack", "node": node, "t": event.get("t"),
+                                           "last": event.get("last"), "age_ms": age,
+                                           "young": young}}
+
+    def at_once(self, params: dict[str, Any]) -> None:
+        # The power goes off now: handing over to the nemesis thread can take
+        # milliseconds (the GIL, a fault built on first use), and the window
+        # is the fsync delay. lose-unsynced freezes again (a no-op), kills and
+        # rolls back; a replay, with no watcher, freezes at that inject.
+        for name in params["nodes"]:
+            self.mounts[name].freeze()
+        after = params["after"]
+        if type(after.get("t")) is int:
+            after["frozen_after_ms"] = round((time.monotonic_ns() - after["t"]) / 1e6, 3)
+            if after["young"]:
+                # No copy of the write can be durable before it is fsync_delay
+                # old (the leader writes it first, and an fsync covers only
+                # what was written before its call): if this is not negative,
+                # the cut loses it on every node it powers off.
+                after["dirty_left_ms"] = round(
+                    self.fsync_delay_ms - after["age_ms"] - after["frozen_after_ms"], 3)
 
 
 POWER_CUT_TARGETS = ("majority", "all")

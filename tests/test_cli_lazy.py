@@ -21,7 +21,7 @@ def test_module_registers_the_command_its_name_says(module: str) -> None:
 def test_check_elle_does_not_import_the_cluster_code() -> None:
     code = ("import sys\nfrom harness.cli import main\n"
             "main(['check-elle', '--help'])\n"
-            "print('harness.cluster' in sys.modules, 'pyroute2' in sys.modules)")
+            "print('harness.run.cluster' in sys.modules, 'pyroute2' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip().splitlines()[-1] == "False False"

@@ -83,6 +83,13 @@ def test_write_and_read_through_the_client(cluster):
     start = events(cluster, follower)[0]
     assert start["event"] == "start" and start["node"] == follower
     assert start["recovered_truncated_bytes"] == 0 and start["t"] <= time.monotonic_ns()
+    # The leader says when it acknowledges writes (put, the cas that matched,
+    # the txn, two appends), never reads or a refused cas; each write's age
+    # since the leader wrote it is at least a round trip.
+    acks = [e for n in cluster.names for e in events(cluster, n) if e["event"] == "ack"]
+    assert sum(e["writes"] for e in acks) == 5
+    assert all(e["node"] == leader and 0 < e["age_ms"] < 5000 and e["first"] <= e["last"]
+               for e in acks)
 
 
 def test_db_adapter_sees_the_cluster(cluster, tmp_path):

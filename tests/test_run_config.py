@@ -94,6 +94,7 @@ def test_every_workload_option_its_docs_name_is_accepted() -> None:
     from harness.run.config import RunConfig, validate
     for workload, options in [("register", {"ops_per_key": 100}),
                               ("register", {"ops_per_key": 0}),
+                              ("register", {"cas": False}),
                               ("rw-register", {"active_keys": 3, "max_writes_per_key": 4}),
                               ("list-append", {"active_keys": 3, "max_appends_per_key": 4})]:
         validate(RunConfig(db="raft", workload=workload, workload_options=options))

@@ -18,6 +18,7 @@ import pytest
 from checkers.history import read_history, validate
 from harness.run.recorder import Recorder
 from harness.run.replay import replay_events
+from nemesis import triggers
 from nemesis.base import CompositeNemesis, FaultContext, NemesisRunner, make_fault
 from nemesis.lazyfs import LazyFS, check_installed
 from nemesis.schedule import Event, plan_params
@@ -150,39 +151,89 @@ def test_a_trigger_fires_only_while_armed_and_once_per_arming(tmp_path: Path) ->
 class FakeMount:
     def __init__(self) -> None:
         self.delays: list[int] = []
+        self.frozen_at: list[int] = []
 
     def set_fsync_delay(self, ms: int) -> None:
         self.delays.append(ms)
 
+    def freeze(self) -> None:
+        self.frozen_at.append(time.monotonic_ns())
 
-def test_power_cut_fires_on_the_leaders_hw_and_cuts_a_majority_with_it(tmp_path: Path) -> None:
+
+def test_power_cut_fires_on_a_young_write_ack_and_powers_off_a_majority_with_it_at_once(
+        tmp_path: Path) -> None:
     cluster = FakeCluster(tmp_path, ("n1", "n2", "n3", "n4", "n5"))
     mounts = {n: FakeMount() for n in cluster.names}
     trigger = PowerCutAfterCommit(FaultContext(variant="40ms", extras={"mounts": mounts}))
     everyone = PowerCutAfterCommit(FaultContext(variant="all", extras={"mounts": mounts}))
-    everyone.cluster, everyone.roles = cluster, {"n2": "Leader"}
-    assert everyone.match("n2", {"event": "hw", "hw": 1})[1]["nodes"] == cluster.names
+    everyone.cluster = cluster
+    assert everyone.match("n2", {"event": "ack", "last": 1, "age_ms": 1.0})[1]["nodes"] == \
+        cluster.names
     fired = Fired()
     trigger.fire = fired
     trigger.setup(cluster)
     try:
         assert all(m.delays == [40] for m in mounts.values())
         trigger.inject(cluster, random.Random(3), {})
-        cluster.line("n2", {"event": "role", "role": "Follower", "epoch": 1, "leader": "n4"})
-        cluster.line("n2", {"event": "hw", "hw": 5, "epoch": 1})     # a follower's: ignored
+        cluster.line("n4", {"event": "role", "role": "Leader", "epoch": 1, "leader": "n4"})
+        cluster.line("n4", {"event": "hw", "hw": 6, "epoch": 1})   # a commit, no ack
+        # A write written 20 ms ago may be flushed already, with 40 ms fsyncs,
+        # by the time the power goes off: not the moment.
+        cluster.line("n4", {"event": "ack", "epoch": 1, "first": 4, "last": 4, "writes": 1,
+                            "age_ms": 20.0, "flushed": 3})
         time.sleep(0.1)
         assert fired.calls == []
-        cluster.line("n4", {"event": "role", "role": "Leader", "epoch": 1, "leader": "n4"})
-        cluster.line("n4", {"event": "hw", "hw": 6, "epoch": 1})
+        line = cluster.line("n4", {"event": "ack", "epoch": 1, "first": 5, "last": 5,
+                                   "writes": 1, "age_ms": 3.0, "flushed": 3})
         assert fired.event.wait(2.0)
         spec, params, _ = fired.calls[0]
         assert spec == "lose-unsynced"
-        assert "n4" in params["nodes"] and len(params["nodes"]) == 3
-        assert params["after"] == {"event": "hw", "node": "n4", "t": params["after"]["t"],
-                                   "hw": 6}
+        chosen = params["nodes"]
+        assert "n4" in chosen and len(chosen) == 3
+        # The power went off before the nemesis thread was even asked, on
+        # exactly the nodes the fault then cuts, within 10 ms of the line.
+        assert {n for n, m in mounts.items() if m.frozen_at} == set(chosen)
+        assert all(0 < mounts[n].frozen_at[0] - line["t"] < 10_000_000 for n in chosen)
+        after = params["after"]
+        frozen_after = after.pop("frozen_after_ms")
+        assert 0 < after.pop("seen_after_ms") <= frozen_after < 10.0
+        assert after.pop("dirty_left_ms") == pytest.approx(40 - 3.0 - frozen_after, abs=1e-3)
+        assert after == {"event": "ack", "node": "n4", "t": line["t"], "last": 5,
+                         "age_ms": 3.0, "young": True}
     finally:
         trigger.teardown(cluster)
     assert all(m.delays == [40, 0] for m in mounts.values())
+
+
+def test_power_cut_takes_any_ack_after_enough_old_ones(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # A correct leader never acks a write younger than the fsync delay: the
+    # cut still comes, after FALLBACK_ACKS old acks, so the correct build
+    # meets it too. Each arming counts afresh.
+    monkeypatch.setattr(triggers, "FALLBACK_ACKS", 3)
+    cluster = FakeCluster(tmp_path)
+    mounts = {n: FakeMount() for n in cluster.names}
+    trigger = PowerCutAfterCommit(FaultContext(variant="all", extras={"mounts": mounts}))
+    fired = Fired()
+    trigger.fire = fired
+    trigger.setup(cluster)
+    try:
+        trigger.inject(cluster, random.Random(3), {})
+        for last in (1, 2, 3):
+            cluster.line("n1", {"event": "ack", "last": last, "age_ms": 60.0})
+        time.sleep(0.1)
+        assert fired.calls == []
+        cluster.line("n1", {"event": "ack", "last": 4, "age_ms": 61.0})
+        assert fired.event.wait(2.0)
+        after = fired.calls[0][1]["after"]
+        assert after["young"] is False and after["last"] == 4 and "dirty_left_ms" not in after
+        assert fired.calls[0][1]["nodes"] == ["n1", "n2", "n3"]
+        trigger.inject(cluster, random.Random(4), {})
+        cluster.line("n1", {"event": "ack", "last": 5, "age_ms": 60.0})
+        time.sleep(0.1)
+        assert len(fired.calls) == 1
+    finally:
+        trigger.teardown(cluster)
 
 
 def test_trigger_variants_are_checked_when_planned() -> None:

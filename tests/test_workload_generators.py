@@ -74,6 +74,12 @@ def test_final_reads_cover_what_was_touched(name):
         assert {op.value[0] for op in finals} == {op.value[0] for op in issued if op.f == "append"}
 
 
+def test_register_without_cas_reads_and_writes_only():
+    ops = take("register", 5, 2000, {"cas": False})
+    assert {op.f for op in ops} == {"read", "write"}
+    assert "cas" in {op.f for op in take("register", 5, 2000, {"cas": True})}
+
+
 def test_register_rotates_to_a_fresh_key_every_n_ops():
     ops = take("register", 4, 2500, {"ops_per_key": 1000})
     keys = [op.key for op in ops]

@@ -34,10 +34,14 @@ CALIBRATION: dict[str, dict] = {
                    "caught_by": ["durability", "linearizability", "divergence"]},
     # Scenario A needs a cut-off node whose log is as long as the others': a
     # busy leader's writes would leave it behind, and its pre-vote refused on
-    # log grounds alone. KIP-996 describes mostly idle controller quorums.
-    # On 5 nodes the leader is the bridge's middle 1 time in 5, not 1 in 3.
+    # log grounds alone. KIP-996 describes mostly idle controller quorums:
+    # a write every 4 s on average (every op is a log entry) leaves most cuts
+    # without one before the pre-vote, about a second after. On 5 nodes the
+    # leader is the bridge's middle 1 time in 5, not 1 in 3. No cas: a handful
+    # of them would rarely succeed, and the stats checker says unknown then.
     PRE_VOTE_WHILE_FOLLOWING: {"nemesis": ["partition:bridge"], "nemesis_interval": 2.0,
-                               "nodes": 5, "rate": 1.0, "caught_by": ["invariants"]},
+                               "nodes": 5, "rate": 0.25, "workload_options": {"cas": False},
+                               "caught_by": ["invariants"]},
     RESIGNED_SAME_EPOCH: {"nemesis": ["partition:isolate-leader"], "nemesis_interval": 4.0,
                           "caught_by": ["invariants"]},
 }

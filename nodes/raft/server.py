@@ -59,6 +59,7 @@ class Pending:
     request: dict[str, Any]
     connection: ClientConnection
     deadline: float
+    written: float | None = None   # time.monotonic() once its entry is in our log file
 
 
 @dataclass
@@ -261,22 +262,37 @@ class RaftServer:
         if ready.append:
             self.log.append([LogRecord(e.offset, e.epoch, e.payload) for e in ready.append])
             self._need_flush.set()
+            written = time.monotonic()
+            for entry in ready.append:
+                if (pending := self.pending.get(entry.offset)) is not None:
+                    pending.written = written
         if ready.epoch_cache is not None:
             storage.write_epoch_checkpoint(self.data_dir, ready.epoch_cache)
         for msg in ready.messages:
             link = self._links.get(msg.get("to"))
             if link is not None:
                 link.send(msg)
-        for entry in ready.committed:
-            self._apply(entry)
+        acked = [(entry.offset, age) for entry in ready.committed
+                 if (age := self._apply(entry)) is not None]
         if ready.high_watermark is not None:
             self.flags.hw_dirty = True
         for event in ready.events:
             self.emit(event)
+        if acked:
+            # The moment writes are acknowledged, for faults aimed at it
+            # (nemesis.triggers): the replies are on their sockets already. No
+            # copy of a write is older than ours: its age here bounds how long
+            # any disk can have had it.
+            self.emit({"event": "ack", "epoch": self.core.epoch, "first": acked[0][0],
+                       "last": acked[-1][0], "writes": len(acked),
+                       "age_ms": round(min(age for _, age in acked), 3),
+                       "flushed": self.core.flushed_end})
 
-    def _apply(self, entry: Entry) -> None:
+    def _apply(self, entry: Entry) -> float | None:
+        """Apply a committed entry; if that acknowledged a write (an ok reply),
+        the ms since we wrote it to our log."""
         if entry.offset < self.applied_end:
-            return  # replayed after a restart: already in the state machine
+            return None  # replayed after a restart: already in the state machine
         try:
             command = msgpack.unpackb(entry.payload, raw=False)
         except Exception:
@@ -285,14 +301,19 @@ class RaftServer:
         self.applied_end = entry.offset + 1
         pending = self.pending.pop(entry.offset, None)
         if pending is None:
-            return
+            return None
         if pending.epoch != entry.epoch:
             # Another leader's entry took our offset: ours was truncated.
             pending.connection.reply(pending.request["id"], error_outcome("leader_lost"), False)
-            return
+            return None
         if pending.request["op"] in READS:
-            outcome = self.state_machine.query(pending.request)
+            pending.connection.reply(pending.request["id"],
+                                     self.state_machine.query(pending.request), definite=True)
+            return None
         pending.connection.reply(pending.request["id"], outcome, definite=True)
+        if not outcome.ok or pending.written is None:
+            return None
+        return (time.monotonic() - pending.written) * 1000
 
     def _answer_lost(self, offset: int) -> None:
         pending = self.pending.pop(offset)
