@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from checkers.verdict import exit_code
 from harness.checking import check_run_dir, overall_validity, rows_from_document
 from harness.errors import EXIT_STATUS_HELP, UserError
 from harness.run_state import COMPLETE, read_state
+from harness.spark.session import REMOTE_ENV
 from harness.store import results_dir
 from harness.summary import print_verdict_rows
 
@@ -22,6 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="*", type=Path, metavar="RUN_DIR")
     p.add_argument("--results", type=Path, help="check every run under this results dir")
     p.add_argument("--master", help="Spark master URL (default: embedded local[*])")
+    p.add_argument("--remote", metavar="sc://HOST:PORT",
+                   help="check through a running Spark Connect server (`faultline spark "
+                        f"serve`) instead of starting Spark; default ${REMOTE_ENV}")
     p.add_argument("--in-process", action="store_true",
                    help="run the checkers in this process instead of Spark")
     p.set_defaults(func=run)
@@ -52,6 +57,10 @@ def resolve_runs(args: argparse.Namespace) -> tuple[list[Path], Path]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.in_process and (args.master or args.remote):
+        raise UserError("--in-process runs no Spark: give it without --master or --remote")
+    if args.master and args.remote:
+        raise UserError("give --master or --remote (a Spark Connect server), not both")
     runs, table_dir = resolve_runs(args)
     say = lambda s: print(f"check: {s}", file=sys.stderr, flush=True)  # noqa: E731
     for d in runs:
@@ -72,7 +81,9 @@ def run(args: argparse.Namespace) -> int:
         from harness.spark.check_job import check_runs
         from harness.spark.session import SparkUnavailable, spark_session
         try:
-            spark = spark_session(args.master)
+            # The environment's server serves whoever did not ask for another master.
+            remote = args.remote or (None if args.master else os.environ.get(REMOTE_ENV) or None)
+            spark = spark_session(args.master, remote=remote)
         except SparkUnavailable as e:
             raise UserError(str(e)) from None
         try:
