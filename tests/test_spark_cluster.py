@@ -134,12 +134,3 @@ def test_a_warm_connect_server_agrees_and_is_reused(results: Path, tmp_path: Pat
         server.stop()
     assert not [p for p in psutil.process_iter(["cmdline"])
                 if f"spark.connect.grpc.binding.port={port}" in (p.info["cmdline"] or [])]
-
-
-def test_an_absent_connect_server_is_one_clear_error(tmp_path: Path, capfd) -> None:
-    run = stale_read_run(tmp_path / "results")
-    code = main(["check", str(run), "--remote", f"sc://127.0.0.1:{free_port()}"])
-    assert code == 254
-    err = capfd.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("faultline: no Spark Connect server answered at sc://")
-    assert "faultline spark serve" in err[-1]

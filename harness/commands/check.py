@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -81,9 +80,7 @@ def run(args: argparse.Namespace) -> int:
         from harness.spark.check_job import check_runs
         from harness.spark.session import SparkUnavailable, spark_session
         try:
-            # The environment's server serves whoever did not ask for another master.
-            remote = args.remote or (None if args.master else os.environ.get(REMOTE_ENV) or None)
-            spark = spark_session(args.master, remote=remote)
+            spark = spark_session(args.master, remote=args.remote)
         except SparkUnavailable as e:
             raise UserError(str(e)) from None
         try:

@@ -113,7 +113,10 @@ def spark_session(master: str | None = None, app: str = "faultline",
                   remote: str | None = None) -> Any:
     """A session on `master` (default: embedded local[*]) or, with `remote`
     (`sc://host:port`), on a running Spark Connect server, which pays the
-    JVM start once for many checks."""
+    JVM start once for many checks. With neither, $FAULTLINE_SPARK_REMOTE
+    names the server, if set."""
+    if remote is None and master is None:
+        remote = os.environ.get(REMOTE_ENV) or None
     if remote is not None:
         if master is not None:
             raise SparkUnavailable("give a Spark master or a Spark Connect remote, not both.")
