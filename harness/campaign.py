@@ -211,6 +211,9 @@ def check_all(cdir: Path, entries: list[dict[str, Any]], master: str | None, say
     finally:
         spark.stop()
     update_table(cdir, rows)
+    from harness.spark.dataset import publish_campaign
+    dataset = publish_campaign(cdir.parent.parent, read_json(cdir / CAMPAIGN_JSON), entries, rows)
+    say(f"dataset (every campaign, by campaign and date): {dataset}")
     return {e["index"]: load_verdicts(Path(e["run_dir"])) for e in checkable}
 
 
