@@ -90,6 +90,16 @@ def judged(doc: dict) -> dict:
                          for n, v in doc["checkers"].items()}}
 
 
+def listening_addresses(cluster: StandaloneCluster) -> set[str]:
+    """Where the cluster's JVMs listen (their RPC ports, web UIs, REST server)."""
+    pids = set()
+    for s in cluster.services:
+        pids.add(s.proc.pid)
+        pids.update(c.pid for c in psutil.Process(s.proc.pid).children(recursive=True))
+    return {c.laddr.ip.removeprefix("::ffff:") for c in psutil.net_connections("inet")
+            if c.status == psutil.CONN_LISTEN and c.pid in pids}
+
+
 def spark_processes_under(root: Path) -> list[psutil.Process]:
     return [p for p in psutil.process_iter(["cmdline"])
             if any(str(root) in part for part in (p.info["cmdline"] or []))]
@@ -103,6 +113,7 @@ def test_a_standalone_cluster_agrees_with_in_process(results: Path, tmp_path: Pa
             "invariants", "availability", "stats"} <= checkers
     with StandaloneCluster(tmp_path / "cluster", workers=2) as cluster:
         assert len(cluster.services) == 3
+        assert listening_addresses(cluster) == {"127.0.0.1"}
         code_c, docs_c, rows_c = checked_copy(results, tmp_path / "on-cluster",
                                               "--master", cluster.url)
         # Both workers took part: each ran an executor of this application.
