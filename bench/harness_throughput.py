@@ -19,9 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from checkers.history import pair_ops, read_history  # noqa: E402
-from harness.recorder import Recorder  # noqa: E402
-from harness.run import run_test  # noqa: E402
-from harness.run_config import RunConfig  # noqa: E402
+from harness.run.config import RunConfig  # noqa: E402
+from harness.run.lifecycle import run_test  # noqa: E402
+from harness.run.recorder import Recorder  # noqa: E402
 
 
 def recorder_cost(n: int = 200_000) -> float:

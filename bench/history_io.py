@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from checkers.history import Op, iter_history, read_history
-from harness.history import HistoryWriter
+from harness.run.history import HistoryWriter
 
 
 def realistic_ops(n: int, seed: int = 1) -> list[Op]:

@@ -22,8 +22,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from harness.cluster import Cluster, ClusterError  # noqa: E402
-from harness.netns import Topology  # noqa: E402
+from harness.run.cluster import Cluster, ClusterError  # noqa: E402
+from nemesis.netns import Topology  # noqa: E402
 from nemesis.partition import Partitioner, isolate  # noqa: E402
 
 

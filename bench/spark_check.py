@@ -34,10 +34,10 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from lin_corpus import generate  # noqa: E402  (bench/ is not a package)
 
-from harness.history import HistoryWriter  # noqa: E402
-from harness.spark.ops_table import cached_parquet  # noqa: E402
+from checkers.spark.ops_table import cached_parquet  # noqa: E402
+from harness.results.store import create_run_dir  # noqa: E402
+from harness.run.history import HistoryWriter  # noqa: E402
 from harness.spark.servers import StandaloneCluster, connect_server, free_port  # noqa: E402
-from harness.store import create_run_dir  # noqa: E402
 
 COUNTS = (1, 10, 100)
 

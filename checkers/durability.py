@@ -28,6 +28,9 @@ from checkers.history import Op, client_ops, pair_ops
 from checkers.verdict import Verdict, verdict
 
 WORKLOADS = ("register", "kv", "list-append", "log")
+# Workloads whose reads do not show every value written: only the nodes'
+# committed logs show whether an acknowledged write survived.
+JUDGED_BY_LOG = ("register", "kv")
 MAX_ANOMALIES = 200
 # How many offsets one log read can vouch for; bounds work on hostile counts.
 MAX_READ_COVER = 100_000

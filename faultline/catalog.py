@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from faultline.system import System
 from nemesis.base import FAULTS, LAZYFS_FAULTS, TRIGGER_FAULTS, split_spec
+from workloads.options import Option
 from workloads.registry import WORKLOADS
 
 # What a fault can need: "events" (it fires on a node's event lines, so the
@@ -18,7 +19,7 @@ EVENTS, LAZYFS = "events", "lazyfs"
 @dataclass(frozen=True)
 class WorkloadInfo:
     name: str
-    options: dict[str, str]          # --client-option key -> kind
+    options: dict[str, Option]       # --client-option key -> kind, default, help
     description: str
 
 
@@ -26,6 +27,7 @@ class WorkloadInfo:
 class FaultInfo:
     name: str
     needs: frozenset[str]
+    description: str                 # variants, what it does, its default
 
 
 def workloads() -> list[WorkloadInfo]:
@@ -40,7 +42,7 @@ def fault_needs(name: str) -> frozenset[str]:
 
 
 def faults() -> list[FaultInfo]:
-    return [FaultInfo(name, fault_needs(name)) for name in FAULTS]
+    return [FaultInfo(name, fault_needs(name), kind.describe()) for name, kind in FAULTS.items()]
 
 
 def artifacts_of(system: System) -> frozenset[str]:

@@ -78,8 +78,8 @@ def faultline_run(request: pytest.FixtureRequest,
     comma-separated string, time_limit=, nodes=, seed=, ...); returns a ChaosResult."""
     if os.geteuid() != 0:
         pytest.skip("faultline_run needs root: nodes run in network namespaces")
-    from harness.run import run_test
-    from harness.run_config import RunConfig, parse_nemesis
+    from harness.run.config import RunConfig, parse_nemesis
+    from harness.run.lifecycle import run_test
 
     results = _results_dir(request.config, tmp_path_factory)
 

@@ -56,7 +56,7 @@ class System:
     clients: workload name -> client class; the workloads this system supports.
     node_defaults: node options a run uses unless `--node-option` says otherwise.
     node_options: --node-option keys the adapter reads, with their kind
-        (`harness.run_config.OPTION_KINDS`: "int", "bool", "string", ...).
+        (`workloads.options.OPTION_KINDS`: "int", "bool", "string", ...).
     check_bugs: validates `--bug` switches (raises ValueError); None: the
         system has no bug switches and `--bug` is refused.
     description: one line for `--help`.

@@ -36,7 +36,7 @@ COMMAND_MODULES: list[str] = [
 ]
 
 
-__all__ = ["UserError", "build_parser", "main"]
+__all__ = ["build_parser", "main"]
 
 
 class Parser(argparse.ArgumentParser):

@@ -21,43 +21,17 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from checkers.history import NEMESIS, Op, noop_reason
-
-# f of the op that heals each fault kind (contracts.md, "Nemesis ops").
-HEAL_F = {"kill": "start", "pause": "resume", "partition": "heal", "truncate": "start",
-          "lose-unsynced": "start"}
-# Faults that need the nodes' data dirs on LazyFS mounts (made before the nodes start).
-LAZYFS_FAULTS = frozenset({"lose-unsynced", "power-cut-after-commit"})
-# Faults armed by the schedule that fire on node event lines (nemesis.triggers).
-TRIGGER_FAULTS = frozenset({"kill-after-vote", "power-cut-after-commit"})
-
-
-class Fault(Protocol):
-    name: str
-
-    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
-               ) -> dict[str, Any]: ...
-
-    def heal(self, cluster: Any) -> dict[str, Any]: ...
-
-
-def heal_f(fault: Fault) -> str:
-    return getattr(fault, "heal_f", None) or HEAL_F.get(fault.name, "heal")
-
-
-@dataclass
-class FaultContext:
-    """What a fault factory may need from the run: the DB adapter, and
-    anything else a run prepared (e.g. `mounts`: node -> LazyFS)."""
-    db: Any = None
-    variant: str | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
-
-
-FaultFactory = Callable[[FaultContext], Fault]
+from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabulary)
+    ClusterControl,
+    Fault,
+    FaultContext,
+    FaultFactory,
+    split_spec,
+)
 
 
 def _disk_truncate(ctx: FaultContext) -> Fault:
@@ -78,31 +52,126 @@ def _lazy(module: str, attr: str) -> FaultFactory:
     return factory
 
 
-# Name -> factory. Modules load only when their fault is asked for, so a
-# run without disk faults never imports FUSE code.
-FAULTS: dict[str, FaultFactory] = {
-    "kill": _lazy("nemesis.process", "kill_fault"),
-    "pause": _lazy("nemesis.process", "pause_fault"),
-    "partition": _lazy("nemesis.partition", "partition_fault"),
-    "truncate": _disk_truncate,
-    "lose-unsynced": _disk_lose_unsynced,
-    "kill-after-vote": _lazy("nemesis.triggers", "kill_after_vote"),
-    "power-cut-after-commit": _lazy("nemesis.triggers", "power_cut_after_commit"),
-}
+def _names(module: str, attr: str, *extra: str) -> Callable[[], tuple[str, ...]]:
+    def names() -> tuple[str, ...]:
+        return (*getattr(importlib.import_module(module), attr), *extra)
+    return names
+
+
+Planner = Callable[[random.Random, Sequence[str], str | None], dict[str, Any]]
+
+
+def one_node(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
+    """Disk faults and plug-ins: one node, chosen when planned so the timeline shows it."""
+    return {"nodes": [rng.choice(sorted(nodes))]}
+
+
+def _planner(module: str, attr: str) -> Planner:
+    def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
+        return getattr(importlib.import_module(module), attr)(rng, nodes, variant)
+    return plan
+
+
+def _armed(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
+    """A trigger is armed by the schedule; whom it hits is decided by the event it fires on."""
+    if variant is not None:
+        raise ValueError("kill-after-vote takes no variant")
+    return {}
+
+
+def _armed_power_cut(rng: random.Random, nodes: Sequence[str], variant: str | None
+                     ) -> dict[str, Any]:
+    from nemesis.triggers import parse_power_cut
+    parse_power_cut(variant)   # a bad variant is refused when planned
+    return {}
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    """A fault as the registry knows it, with its metadata.
+
+    heal_f: f of the op that heals it (contracts.md, "Nemesis ops").
+    variants: what may follow the colon (`partition:one-way`), read from the
+        fault's module when asked; default: what it does without one.
+    instant: injecting it also heals it (the schedule plans no heal).
+    needs_lazyfs: the nodes' data dirs must be LazyFS mounts (made before they start).
+    fires_on_events: armed by the schedule, fired by node event lines (nemesis.triggers).
+    planner: what an inject will do (its params), from the event's rng, the
+        node names and the variant; pure, so the schedule shows and replays it.
+    """
+
+    name: str
+    factory: FaultFactory
+    help: str
+    heal_f: str = "heal"
+    variants: Callable[[], tuple[str, ...]] = tuple
+    default: str = ""
+    instant: bool = False
+    needs_lazyfs: bool = False
+    fires_on_events: bool = False
+    planner: Planner = one_node
+
+    def __call__(self, ctx: FaultContext) -> Fault:
+        return self.factory(ctx)
+
+    def describe(self) -> str:
+        """One line for the CLI's help and `faultline systems`."""
+        variants = self.variants()
+        shown = f"[:{'|'.join(variants)}]" if variants else ""
+        default = f" (without one: {self.default})" if self.default else ""
+        return f"{self.name}{shown}: {self.help}{default}"
+
+
+RANDOM_TARGETS = "one, a minority or a majority, drawn at random"
+# The one table of faults. Modules load only when their fault is asked for, so
+# a run without disk faults never imports FUSE code.
+FAULTS: dict[str, FaultKind] = {k.name: k for k in (
+    FaultKind("kill", _lazy("nemesis.process", "kill_fault"), "SIGKILL nodes", "start",
+              _names("nemesis.process", "ALL_TARGETS"), RANDOM_TARGETS,
+              planner=_planner("nemesis.process", "plan")),
+    FaultKind("pause", _lazy("nemesis.process", "pause_fault"), "SIGSTOP nodes", "resume",
+              _names("nemesis.process", "ALL_TARGETS"), RANDOM_TARGETS,
+              planner=_planner("nemesis.process", "plan")),
+    FaultKind("partition", _lazy("nemesis.partition", "partition_fault"),
+              "cut links on the bridge", "heal", _names("nemesis.partition", "SHAPES"),
+              "a shape that cuts a link on this many nodes",
+              planner=_planner("nemesis.partition", "plan")),
+    FaultKind("truncate", _disk_truncate, "truncate a node's data files", "start",
+              _names("nemesis.disk", "MODES"), "tail"),
+    FaultKind("lose-unsynced", _disk_lose_unsynced, "drop writes a node never fsynced",
+              "start", _names("nemesis.process", "TARGETS", "all"), "one node", instant=True,
+              needs_lazyfs=True, planner=_planner("nemesis.disk", "plan_lose_unsynced")),
+    FaultKind("kill-after-vote", _lazy("nemesis.triggers", "kill_after_vote"),
+              "kill a node right after it votes", fires_on_events=True, planner=_armed),
+    FaultKind("power-cut-after-commit", _lazy("nemesis.triggers", "power_cut_after_commit"),
+              "cut power to nodes right after a commit", variants=lambda: (
+                  "majority", "all", "<target>-<D>ms"), default="majority-50ms",
+              needs_lazyfs=True, fires_on_events=True, planner=_armed_power_cut),
+)}
+
+
+def _with(attr: str) -> frozenset[str]:
+    return frozenset(name for name, kind in FAULTS.items() if getattr(kind, attr))
+
+
+LAZYFS_FAULTS = _with("needs_lazyfs")
+TRIGGER_FAULTS = _with("fires_on_events")
+INSTANT_FAULTS = _with("instant")
+HEAL_F = {name: kind.heal_f for name, kind in FAULTS.items()}
+
+
+def heal_f(fault: Fault) -> str:
+    return getattr(fault, "heal_f", None) or HEAL_F.get(fault.name, "heal")
 
 
 def needs_lazyfs(specs: Sequence[str]) -> bool:
     return any(split_spec(s)[0] in LAZYFS_FAULTS for s in specs)
 
 
-def register_fault(name: str, factory: FaultFactory) -> None:
-    FAULTS[name] = factory
-
-
-def split_spec(spec: str) -> tuple[str, str | None]:
-    """`"partition:one-way"` -> (`"partition"`, `"one-way"`)."""
-    name, _, variant = spec.partition(":")
-    return name, (variant or None)
+def register_fault(name: str, factory: FaultFactory, help: str = "a plug-in fault",
+                   **metadata: Any) -> None:
+    """Add a fault (a plug-in's); `metadata`: FaultKind's other fields."""
+    FAULTS[name] = FaultKind(name, factory, help, **metadata)
 
 
 def make_fault(spec: str, ctx: FaultContext | None = None) -> Fault:
@@ -122,7 +191,7 @@ class CompositeNemesis:
 
     def __init__(self, faults: Mapping[str, Fault], context: FaultContext | None = None) -> None:
         self.faults = dict(faults)
-        self.cluster: Any = None
+        self.cluster: ClusterControl | None = None
         self.context = context or FaultContext()
 
     @classmethod
@@ -130,7 +199,7 @@ class CompositeNemesis:
                    ) -> CompositeNemesis:
         return cls({spec: make_fault(spec, ctx) for spec in specs}, ctx)
 
-    def setup(self, cluster: Any) -> None:
+    def setup(self, cluster: ClusterControl) -> None:
         self.cluster = cluster
         for fault in self.faults.values():
             if hasattr(fault, "setup"):
@@ -180,7 +249,7 @@ def _describe(e: BaseException) -> str:
 
 
 class RecordFn(Protocol):
-    """`harness.recorder.Recorder.record`'s shape."""
+    """`harness.run.recorder.Recorder.record`'s shape."""
 
     def __call__(self, process: int | str, type: str, f: str, value: Any = None,
                  key: Any = None, node: str | None = None, error: str | None = None

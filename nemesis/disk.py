@@ -15,13 +15,16 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from nemesis.lazyfs import LazyFS
-from nemesis.process import resolve_nodes
+from nemesis.process import choose_targets, resolve_nodes
 
 Mode = Literal["tail", "length"]
+# lose-unsynced's variants besides the target sets of nemesis.process.
+ALL = "all"
+MODES: tuple[str, ...] = Mode.__args__  # the truncate variants
 
 
 class DiskCluster(Protocol):
-    """What disk faults need from `harness.cluster.Cluster`."""
+    """What disk faults need from `harness.run.cluster.Cluster`."""
 
     names: list[str]
 
@@ -54,8 +57,9 @@ class TruncateChoice:
         known = {k: params[k] for k in ("mode", "bytes", "max_bytes", "length", "every_file")
                  if k in params}
         choice = cls(**known)
-        if choice.mode not in ("tail", "length"):
-            raise ValueError(f"truncate mode must be 'tail' or 'length', not {choice.mode!r}")
+        if choice.mode not in MODES:
+            raise ValueError(f"truncate mode must be one of {', '.join(MODES)}, "
+                             f"not {choice.mode!r}")
         return choice
 
 
@@ -187,3 +191,15 @@ class LoseUnsyncedFault:
     def heal(self, cluster: DiskCluster) -> dict[str, Any]:
         names, self.down = self.down, []
         return {"nodes": cluster.start(names) if names else []}
+
+
+def plan_lose_unsynced(rng: random.Random, nodes: Sequence[str], variant: str | None
+                       ) -> dict[str, Any]:
+    """One node; or, with a variant, a power cut of a target set at once: a
+    majority (or all) is what loses data a quorum acknowledged but had not
+    flushed (the Redpanda RFC's case)."""
+    if variant is None:
+        return {"nodes": [rng.choice(sorted(nodes))]}
+    if variant == ALL:
+        return {"targets": ALL, "nodes": sorted(nodes)}
+    return {"targets": variant, "nodes": choose_targets(rng, nodes, variant)}

@@ -1,7 +1,7 @@
 """Start, drive and stop a LazyFS mount: a FUSE layer that can lose un-fsynced writes.
 
 The filesystem itself runs in its own process (`nemesis.lazyfs_main`, also
-reachable as `python -m nemesis.lazyfs BACKING MOUNTPOINT --control SOCK`);
+reachable as `python -m nemesis.lazyfs_main BACKING MOUNTPOINT --control SOCK`);
 this module is what the harness imports. It does not import fusepy, so the
 harness loads on machines without libfuse and asks `check_installed()`.
 """
@@ -132,7 +132,7 @@ class LazyFS:
         self.backing.mkdir(parents=True, exist_ok=True)
         self.mountpoint.mkdir(parents=True, exist_ok=True)
         argv = [
-            sys.executable, "-m", "nemesis.lazyfs",
+            sys.executable, "-m", "nemesis.lazyfs_main",
             str(self.backing), str(self.mountpoint), "--control", str(self.control),
         ]
         with open(self.log_path, "ab") as log:
@@ -229,8 +229,3 @@ def mount_data_dir(
     lazyfs.start(timeout, on_spawn)
     return lazyfs
 
-
-if __name__ == "__main__":
-    from nemesis.lazyfs_main import main
-
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """The LazyFS process: a FUSE passthrough filesystem that can forget un-fsynced writes.
 
-Run as `python -m nemesis.lazyfs BACKING MOUNTPOINT --control SOCK` (see
+Run as `python -m nemesis.lazyfs_main BACKING MOUNTPOINT --control SOCK` (see
 `nemesis.lazyfs` for the API that starts it). Every operation goes straight
 through to BACKING, so reads are always simply correct; what is kept apart is
 an undo log: for each file written since its last fsync, its size at that
@@ -358,7 +358,7 @@ def _raise_fd_limit() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nemesis.lazyfs", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m nemesis.lazyfs_main", description=__doc__)
     parser.add_argument("backing", type=Path)
     parser.add_argument("mountpoint", type=Path)
     parser.add_argument("--control", type=Path, required=True, help="unix socket to create")

@@ -20,7 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from checkers.history import NOOP
-from nemesis.base import FaultContext
+from nemesis.fault import ClusterControl, FaultContext
+from nemesis.netns import preexec_setns
 
 TABLE = "faultline"
 SET = "cut"
@@ -153,7 +154,7 @@ class Nft:
     millisecond, against ~10 ms to fork and exec `nft`, the fallback.
     """
 
-    def __init__(self, cluster: Any) -> None:
+    def __init__(self, cluster: ClusterControl) -> None:
         self._lock = threading.Lock()
         self._netns = cluster.hub_netns
         self._lib: Any = None
@@ -185,7 +186,7 @@ class Nft:
                     err = self._lib.nft_ctx_get_error_buffer(self._ctx) or b""
                     raise RuntimeError(f"nft failed: {err.decode(errors='replace').strip()}")
                 return
-        from_ns = _setns_preexec(self._netns)
+        from_ns = preexec_setns(self._netns)
         done = subprocess.run(["nft", "-f", "-"], input=script.encode(), capture_output=True,
                               preexec_fn=from_ns, timeout=10)
         if done.returncode != 0:
@@ -200,19 +201,24 @@ class Nft:
                 self._ctx = None
 
 
-def _setns_preexec(name: str) -> Any:
-    def enter() -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        with open(f"/run/netns/{name}", "rb") as f:
-            if libc.setns(f.fileno(), 0x40000000) != 0:
-                raise OSError(ctypes.get_errno(), "setns failed")
-    return enter
+def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
+    """The partition's params: the named shape, or one drawn among those that
+    cut a link on this many nodes."""
+    shapes = shapes_for(len(nodes))
+    if variant is not None and variant not in shapes:
+        plan_shape(rng, nodes, variant)  # an unknown name: the shape's own error
+        raise ValueError(f"partition shape {variant!r} cannot act on {len(nodes)} "
+                         f"node(s); there, use one of "
+                         f"{', '.join(shapes) or '(none: add nodes)'}")
+    if not shapes:
+        raise ValueError(f"no partition can cut a link on {len(nodes)} node(s)")
+    return plan_shape(rng, nodes, variant or rng.choice(shapes))
 
 
 class Partitioner:
     """The cut currently in force on one cluster's bridge."""
 
-    def __init__(self, cluster: Any) -> None:
+    def __init__(self, cluster: ClusterControl) -> None:
         self.cluster = cluster
         self.nft = Nft(cluster)
         self.nft.run(TABLE_SCRIPT)
@@ -248,16 +254,16 @@ class PartitionFault:
     def plan(self, rng: random.Random, nodes: Sequence[str]) -> dict[str, Any]:
         return plan_shape(rng, nodes, self.variant or rng.choice(shapes_for(len(nodes))))
 
-    def partitioner(self, cluster: Any) -> Partitioner:
+    def partitioner(self, cluster: ClusterControl) -> Partitioner:
         key = cluster.hub_netns
         if key not in self._partitioners:
             self._partitioners[key] = Partitioner(cluster)
         return self._partitioners[key]
 
-    def setup(self, cluster: Any) -> None:
+    def setup(self, cluster: ClusterControl) -> None:
         self.partitioner(cluster)
 
-    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         if "cut" in params:
             value = dict(params)
@@ -278,13 +284,13 @@ class PartitionFault:
                            f"{len(cluster.names)} nodes")
         return value
 
-    def heal(self, cluster: Any) -> dict[str, Any]:
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         p = self.partitioner(cluster)
         healed = [list(pair) for pair in p.cut]
         p.heal()
         return {"healed": healed} if healed else {"healed": [], NOOP: "no link was cut"}
 
-    def teardown(self, cluster: Any) -> None:
+    def teardown(self, cluster: ClusterControl) -> None:
         p = self._partitioners.pop(cluster.hub_netns, None)
         if p is not None:
             p.close()

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from checkers.history import NOOP
-from nemesis.base import FaultContext
+from nemesis.fault import ClusterControl, FaultContext
 
 TARGETS = ("one", "minority", "majority")
 ALL_TARGETS = (*TARGETS, "leader")
@@ -44,7 +44,8 @@ def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[
     return {"targets": targets, "nodes": choose_targets(rng, nodes, targets)}
 
 
-def resolve_nodes(cluster: Any, rng: random.Random, params: Mapping[str, Any]) -> list[str]:
+def resolve_nodes(cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
+                  ) -> list[str]:
     if params.get("nodes"):
         return list(params["nodes"])
     targets = params.get("targets", "one")
@@ -73,7 +74,7 @@ class KillFault(_TargetedFault):
     name = "kill"
     heal_f = "start"
 
-    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         nodes = resolve_nodes(cluster, rng, params)
         killed = cluster.kill(nodes)
@@ -82,7 +83,7 @@ class KillFault(_TargetedFault):
             value[NOOP] = f"{' '.join(nodes)} already down"
         return value
 
-    def heal(self, cluster: Any) -> dict[str, Any]:
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         down = [n for n in cluster.names if not cluster.is_running(n)]
         started = cluster.start(down, fresh=False)
         return {"nodes": started} if started else {"nodes": [], NOOP: "no node was down"}
@@ -95,7 +96,7 @@ class PauseFault(_TargetedFault):
     name = "pause"
     heal_f = "resume"
 
-    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         nodes = resolve_nodes(cluster, rng, params)
         already = set(cluster.paused)
@@ -105,7 +106,7 @@ class PauseFault(_TargetedFault):
             value[NOOP] = f"{' '.join(nodes)} already down or paused"
         return value
 
-    def heal(self, cluster: Any) -> dict[str, Any]:
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         resumed = cluster.resume(sorted(cluster.paused))
         return {"nodes": resumed} if resumed else {"nodes": [], NOOP: "no node was paused"}
 

@@ -18,10 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from nemesis.base import TRIGGER_FAULTS, split_spec
+from nemesis.base import FAULTS, one_node, split_spec
+from nemesis.base import INSTANT_FAULTS as INSTANT
 
-# Faults that inject and heal in one op (nothing to undo later).
-INSTANT = frozenset({"lose-unsynced"})
 # The shortest a fault lasts (or its mean gap / 2, if shorter): a 50 ms kill
 # at the very end of a run shows nothing.
 MIN_FAULT_S = 1.0
@@ -42,39 +41,11 @@ class Event:
 
 
 def plan_params(spec: str, rng: random.Random, nodes: Sequence[str]) -> dict[str, Any]:
-    """Pure: what a fault will do, decided from the rng and the node names."""
+    """Pure: what a fault will do, decided from the rng and the node names by
+    its kind's planner (a fault the table does not know: one node)."""
     name, variant = split_spec(spec)
-    if name in ("kill", "pause"):
-        from nemesis.process import plan
-        return plan(rng, nodes, variant)
-    if name == "partition":
-        from nemesis.partition import plan_shape, shapes_for
-        shapes = shapes_for(len(nodes))
-        if variant is not None and variant not in shapes:
-            plan_shape(rng, nodes, variant)  # an unknown name: the shape's own error
-            raise ValueError(f"partition shape {variant!r} cannot act on {len(nodes)} "
-                             f"node(s); there, use one of "
-                             f"{', '.join(shapes) or '(none: add nodes)'}")
-        if not shapes:
-            raise ValueError(f"no partition can cut a link on {len(nodes)} node(s)")
-        return plan_shape(rng, nodes, variant or rng.choice(shapes))
-    if name == "lose-unsynced" and variant is not None:
-        # A power cut of a majority (or all) at once is what loses data a
-        # quorum acknowledged but had not flushed (the Redpanda RFC's case).
-        from nemesis.process import choose_targets
-        if variant == "all":
-            return {"targets": "all", "nodes": sorted(nodes)}
-        return {"targets": variant, "nodes": choose_targets(rng, nodes, variant)}
-    if name in TRIGGER_FAULTS:
-        # Armed by the schedule; whom it hits is decided by the event it fires on.
-        if name == "power-cut-after-commit":
-            from nemesis.triggers import parse_power_cut
-            parse_power_cut(variant)
-        elif variant is not None:
-            raise ValueError(f"{name} takes no variant")
-        return {}
-    # Disk faults and plug-ins: one node, chosen here so the timeline shows it.
-    return {"nodes": [rng.choice(sorted(nodes))]}
+    kind = FAULTS.get(name)
+    return (kind.planner if kind is not None else one_node)(rng, nodes, variant)
 
 
 def schedule(seed: int, faults: Sequence[str], mean_interval: float, time_limit: float,

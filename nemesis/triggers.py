@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nemesis.base import FaultContext
+from nemesis.fault import FaultContext
 
 # How often the watcher looks at the logs: fast while armed, idle otherwise.
 ARMED_POLL_S = 0.001

@@ -12,11 +12,11 @@ import pyarrow.dataset as pads
 import pytest
 
 from checkers.history import Op
-from harness.history import HistoryWriter
-from harness.spark.dataset import DATASET_DIR, publish_campaign
-from harness.spark.ops_table import cached_parquet
-from harness.spark.session import java_missing
-from harness.store import create_run_dir
+from checkers.spark.ops_table import cached_parquet
+from checkers.spark.session import java_missing
+from harness.results.dataset import DATASET_DIR, publish_campaign
+from harness.results.store import create_run_dir
+from harness.run.history import HistoryWriter
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -111,7 +111,7 @@ def readme_query() -> str:
 @pytest.mark.slow
 @pytest.mark.skipif(java_missing() is not None, reason="Java is not installed")
 def test_the_readme_query_gives_detection_per_switch_per_week(tmp_path):
-    from harness.spark.session import spark_session
+    from checkers.spark.session import spark_session
     results = tmp_path / "results"
     for doc, entries, rows in nights(results):
         root = publish_campaign(results, doc, entries, rows)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from harness.campaign import exit_code_of
+from checkers.spark.session import java_missing
+from harness.campaign.runner import exit_code_of
 from harness.cli import main
-from harness.spark.session import java_missing
 
 SMOKE = Path(__file__).resolve().parents[1] / "campaigns" / "smoke.toml"
 

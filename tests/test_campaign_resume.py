@@ -2,9 +2,9 @@
 
 import json
 
-from harness.campaign import exit_code_of
-from harness.campaign_report import summarize, summary_text
-from harness.campaign_store import RunState, new_entry, plan_resume, read_run_state, redo_reason
+from harness.campaign.report import summarize, summary_text
+from harness.campaign.runner import exit_code_of
+from harness.campaign.store import RunState, new_entry, plan_resume, read_run_state, redo_reason
 
 
 def make_run(tmp_path, name, status="complete", history=True):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.campaign_spec import CampaignError, estimated_seconds, load_campaign, parse_campaign
+from harness.campaign.spec import CampaignError, estimated_seconds, load_campaign, parse_campaign
 from harness.cli import main
 
 CAMPAIGNS = Path(__file__).resolve().parents[1] / "campaigns"
@@ -109,7 +109,7 @@ def test_dry_run_lists_runs(capsys):
 
 def test_a_matrix_typo_lists_every_allowed_key():
     """Finding 8: the list of allowed keys left out the matrix axes."""
-    from harness.campaign_spec import AXES, SETTABLE, CampaignError, parse_campaign
+    from harness.campaign.spec import AXES, SETTABLE, CampaignError, parse_campaign
     doc = {"name": "x", "matrix": [{"db": ["raft"], "workload": ["register"], "seeds": [1],
                                     "nemesiss": ["kill"]}]}
     with pytest.raises(CampaignError) as e:

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.resources import (
+from harness.run.resources import (
     NETNS_DIR,
     ResourceLog,
     kill_process,
@@ -34,8 +34,8 @@ import json, subprocess, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[4])
 from echo_db import EchoDB
-from harness.cluster import Cluster
-from harness.resources import install_termination_handlers
+from harness.run.cluster import Cluster
+from harness.run.resources import install_termination_handlers
 run_dir, run_id, state = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 install_termination_handlers()
 with Cluster(run_dir, EchoDB(), ["n1", "n2"], run_id, state_dir=state,
@@ -203,7 +203,7 @@ def test_a_reused_pid_is_never_killed() -> None:
 def test_leftovers_of_dead_runs_are_found_for_the_next_run(tmp_path: Path) -> None:
     """What a run whose harness (and watchdog) died left is named, so the next
     `faultline run` can say `faultline clean` has work; live runs are not."""
-    from harness.resources import dead_runs_with_leftovers
+    from harness.run.resources import dead_runs_with_leftovers
     state = tmp_path / "state"
     live = ResourceLog(tmp_path / "live.jsonl", "runlive", state)
     live.add("tempdir", path=str(tmp_path / "x"))

@@ -5,10 +5,10 @@ from shared_corpus import MISSING_REASON, PORCUPINE
 
 from checkers.formats.jepsen import write_edn_history
 from checkers.history import Op, read_history
+from checkers.verdict_store import write_verdicts
 from harness.cli import main
-from harness.history import HistoryWriter
-from harness.store import create_run_dir
-from harness.verdict_store import write_verdicts
+from harness.results.store import create_run_dir
+from harness.run.history import HistoryWriter
 
 CORPUS = PORCUPINE
 

@@ -11,8 +11,8 @@ import msgpack
 import pytest
 
 from checkers.history import read_history, validate
-from harness.clients import ClientPool
-from harness.recorder import Recorder
+from harness.run.clients import ClientPool
+from harness.run.recorder import Recorder
 from workloads.ops import OpSpec
 
 LEN = struct.Struct(">I")

@@ -12,9 +12,9 @@ import psutil
 import pytest
 from echo_db import EchoDB, echo
 
-from harness import cluster as cluster_mod
-from harness.cluster import Cluster, ClusterError, NeedsRootError, check_privileges
-from harness.resources import NETNS_DIR, read_journal
+from harness.run import cluster as cluster_mod
+from harness.run.cluster import Cluster, ClusterError, NeedsRootError, check_privileges
+from harness.run.resources import NETNS_DIR, read_journal
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.campaign_spec import load_campaign
+from harness.campaign.spec import load_campaign
 from nodes.raft import bugs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +24,7 @@ def key(config: dict) -> tuple:
 
 def test_every_switch_has_a_calibration_plan_with_a_known_nemesis():
     assert set(bugs.CALIBRATION) == set(bugs.KNOWN)
-    from harness.run_config import RunConfig, validate
+    from harness.run.config import RunConfig, validate
     for name in bugs.KNOWN:
         validate(RunConfig(**detection.switch_config(name, 1, 30.0) | {"bugs": [name]}))
 

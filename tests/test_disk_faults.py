@@ -94,7 +94,7 @@ NODE = textwrap.dedent(
 
 
 class ProcessCluster:
-    """Real node processes with harness.cluster.Cluster's methods: SIGKILL, reap, restart."""
+    """Real node processes with harness.run.cluster.Cluster's methods: SIGKILL, reap, restart."""
 
     def __init__(self, root: Path, names: list[str]) -> None:
         self.root = root

@@ -12,7 +12,7 @@ import pytest
 
 from checkers.history import Op
 from harness.cli import main
-from harness.history import HistoryWriter
+from harness.run.history import HistoryWriter
 
 ROOT = os.geteuid() == 0
 
@@ -119,7 +119,7 @@ def test_empty_history_is_unknown_never_valid(tmp_path, capsys):
 def test_run_check_of_a_run_without_client_ops_is_unknown(tmp_path, capsys):
     import json
 
-    from harness.store import create_run_dir
+    from harness.results.store import create_run_dir
     run_dir = create_run_dir(tmp_path)
     write_history(run_dir / "history.msgpack", [])
     (run_dir / "run.json").write_text(json.dumps({
@@ -136,8 +136,8 @@ def test_check_of_a_garbage_run_dir_is_254_not_an_old_verdict(tmp_path, capsys):
     """Finding 5: garbage in a run dir is a clear error, never the old VALID."""
     import json
 
-    from harness.store import create_run_dir
-    from harness.verdict_store import write_verdicts
+    from checkers.verdict_store import write_verdicts
+    from harness.results.store import create_run_dir
     run_dir = create_run_dir(tmp_path)
     write_history(run_dir / "history.msgpack", [Op(0, 1, 0, "invoke", "read"),
                                                  Op(1, 2, 0, "ok", "read", None)])

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from faultline import System
-from harness.run_config import RunConfig, validate
+from harness.run.config import RunConfig, validate
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,7 @@ from checkers.formats import read_any
 from checkers.formats.jepsen import read_edn_history, write_edn_history
 from checkers.formats.porcupine import read_etcd_log, read_kv_log
 from checkers.history import HistoryError, Op, read_history
-from harness.history import HistoryWriter
+from harness.run.history import HistoryWriter
 
 CORPUS = PORCUPINE
 

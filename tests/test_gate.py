@@ -1,6 +1,6 @@
 import xml.etree.ElementTree as ET
 
-from harness.gate import GateCase, cases_from_verdicts, decide, junit_xml
+from harness.results.gate import GateCase, cases_from_verdicts, decide, junit_xml
 
 VALID = {"valid": True, "checkers": {"linearizability": {"valid": True, "anomalies": [],
                                                          "stats": {"seconds": 0.5}}}}

@@ -4,9 +4,9 @@ import json
 import xml.etree.ElementTree as ET
 
 from checkers.history import Op
+from checkers.verdict_store import write_verdicts
 from harness.cli import main
-from harness.history import HistoryWriter
-from harness.verdict_store import write_verdicts
+from harness.run.history import HistoryWriter
 
 VALID = {"valid": True, "checkers": {
     "linearizability": {"valid": True, "anomalies": [], "stats": {"seconds": 0.2}},
@@ -151,7 +151,7 @@ def test_a_listing_trusts_an_unchanged_stamp_but_gate_hashes(tmp_path):
     rewritten to the same size and mtime still fails the gate's digest check."""
     import os
 
-    from harness.verdict_store import read_verdicts
+    from checkers.verdict_store import read_verdicts
     d = run_dir(tmp_path, "r1", VALID)
     assert read_verdicts(d, quick=True).document is not None
     hist = d / "history.msgpack"

@@ -11,7 +11,7 @@ from checkers.history import (
     read_history,
     validate,
 )
-from harness.history import HistoryWriter
+from harness.run.history import HistoryWriter
 
 
 def sample_ops(n):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.netns import Topology, in_netns, popen_in_netns
-from harness.resources import NETNS_DIR, ResourceLog, read_journal
+from harness.run.resources import NETNS_DIR, ResourceLog, read_journal
+from nemesis.netns import Topology, in_netns, popen_in_netns
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 

@@ -7,8 +7,8 @@ import random
 from typing import Any
 
 from checkers.history import NEMESIS, NOOP, Op
-from harness.report_data import timeline
-from harness.run import active_faults
+from harness.report.data import timeline
+from harness.run.lifecycle import active_faults
 from nemesis.base import CompositeNemesis, NemesisRunner
 from nemesis.partition import PartitionFault, shapes_for
 from nemesis.process import KillFault, PauseFault
@@ -16,7 +16,7 @@ from nemesis.schedule import Event, schedule
 
 
 class FakeCluster:
-    """Just enough of harness.cluster.Cluster for process faults."""
+    """Just enough of harness.run.cluster.Cluster for process faults."""
 
     def __init__(self, names: list[str]) -> None:
         self.names = names

@@ -12,9 +12,9 @@ import pytest
 from echo_db import EchoDB, echo
 
 from checkers.history import Op
-from harness.cluster import Cluster
-from harness.netns import in_netns
+from harness.run.cluster import Cluster
 from nemesis.base import CompositeNemesis
+from nemesis.netns import in_netns
 from nemesis.partition import (
     SHAPES,
     PartitionFault,

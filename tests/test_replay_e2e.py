@@ -7,7 +7,7 @@ import os
 import pytest
 
 from harness.cli import main
-from harness.replay import executed_action
+from harness.run.replay import executed_action
 
 pytestmark = [
     pytest.mark.slow,

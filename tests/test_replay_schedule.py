@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.replay import (
+from harness.run.replay import (
     ReplayError,
     ReplayOutcome,
     comparison_lines,

@@ -12,9 +12,9 @@ from typing import Any
 
 from checkers.history import Op, pack_op
 from harness.cli import main as cli_main
-from harness.report import write_report
-from harness.report_data import bin_width_ns, fault_label, timeline
-from harness.report_explain import explain
+from harness.report.data import bin_width_ns, fault_label, timeline
+from harness.report.explain import explain
+from harness.report.page import write_report
 
 S = 1_000_000_000
 START = 5 * 10**12  # CLOCK_MONOTONIC at history time 0
@@ -53,7 +53,7 @@ class RunDir:
     def write_json(self, name: str, doc: Any) -> None:
         if name == "verdicts.json":
             # Bound to the history written so far, as a real check would be.
-            from harness.verdict_store import write_verdicts
+            from checkers.verdict_store import write_verdicts
             write_verdicts(self.path, doc)
             return
         (self.path / name).write_text(json.dumps(doc))
@@ -296,8 +296,8 @@ def test_an_already_loaded_run_is_not_read_again(tmp_path: Path) -> None:
 
 def test_leader_labels_never_overlap_and_fault_labels_are_never_cut() -> None:
     """Finding 7: "n3 e2" printed under "n1 e1"; "partition…" cut mid-word."""
-    from harness.report_data import LeaderChange
-    from harness.report_svg import _X, CHAR_W, fit_label, leader_label, leader_label_rows
+    from harness.report.data import LeaderChange
+    from harness.report.svg import _X, CHAR_W, fit_label, leader_label, leader_label_rows
     x = _X(10 * S)
     leaders = [LeaderChange(0, "n1", 1, True), LeaderChange(int(0.05 * S), "n3", 2, False),
                LeaderChange(int(0.1 * S), "n2", 3, False), LeaderChange(5 * S, "n1", 4, False)]
@@ -316,7 +316,7 @@ def test_leader_labels_never_overlap_and_fault_labels_are_never_cut() -> None:
 
 
 def test_node_lanes_show_down_paused_and_cut_off() -> None:
-    from harness.report_data import cut_off
+    from harness.report.data import cut_off
     nodes = ["n1", "n2", "n3", "n4", "n5"]
     halves = [[a, b] for a in ("n1", "n2") for b in ("n3", "n4", "n5")]
     halves += [[b, a] for a, b in halves]

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from checkers.history import NEMESIS, Op
-from harness.history import HistoryWriter
-from harness.run import judge
-from harness.store import create_run_dir
+from harness.results.store import create_run_dir
+from harness.run.history import HistoryWriter
+from harness.run.lifecycle import judge
 
 S = 1_000_000_000
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

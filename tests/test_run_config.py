@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from harness.run_config import ConfigError, RunConfig, parse_nemesis, validate
+from harness.run.config import ConfigError, RunConfig, parse_nemesis, validate
 
 
 def test_defaults_are_valid_and_round_trip():
@@ -33,11 +33,12 @@ def test_bad_arguments_are_one_sentence(change, words):
 
 def test_lin_options_reach_the_linearizability_checker(tmp_path):
     from checkers.history import Op
+    from checkers.registry import check_loaded
     from checkers.rundir import load_run
-    from harness.checking import check_loaded
     from harness.cli import main
-    from harness.history import HistoryWriter
-    from harness.store import create_run_dir
+    from harness.results.store import create_run_dir
+    from harness.run.history import HistoryWriter
+    from workloads.judging import plan_for
 
     # 16 overlapping writes then an impossible read: ~16 * 2**16 configurations.
     run_dir = create_run_dir(tmp_path)
@@ -52,7 +53,8 @@ def test_lin_options_reach_the_linearizability_checker(tmp_path):
     (run_dir / "run.json").write_text(json.dumps({
         "run_id": run_dir.name, "status": "complete", "artifacts": [],
         "config": config.to_json()}))
-    lin = check_loaded(load_run(run_dir))["checkers"]["linearizability"]
+    loaded = load_run(run_dir)
+    lin = check_loaded(loaded, plan_for(loaded.run))["checkers"]["linearizability"]
     assert lin["valid"] == "unknown"
     assert "time limit" in lin["anomalies"][0]["reason"]
     # On the command line: K=V pairs, values read as JSON.
@@ -65,10 +67,15 @@ def test_parse_nemesis():
 
 
 def test_checkers_a_system_cannot_feed_are_skipped_with_a_reason():
-    from harness.checking import checks_for, skipped_checks
+    from checkers.registry import runnable, skipped_checks
+    from workloads.judging import plan_for
+
+    def checks_for(run):
+        return list(runnable(run, plan_for(run)))
+
     etcd = {"config": {"db": "etcd", "workload": "register"}, "artifacts": []}
     assert checks_for(etcd) == ["stats", "linearizability", "availability"]
-    assert skipped_checks(etcd, ["divergence"]) == {"divergence": "etcd leaves no log dumps"}
+    assert skipped_checks(etcd, {"divergence": {}}) == {"divergence": "etcd leaves no log dumps"}
     appends = {"config": {"db": "etcd", "workload": "list-append"}, "artifacts": []}
     assert "durability" in checks_for(appends)
     raft = {"config": {"db": "raft", "workload": "register"}, "artifacts": ["events", "log_dump"]}
@@ -84,7 +91,7 @@ def test_nemesis_variants():
 
 
 def test_every_workload_option_its_docs_name_is_accepted() -> None:
-    from harness.run_config import RunConfig, validate
+    from harness.run.config import RunConfig, validate
     for workload, options in [("register", {"ops_per_key": 100}),
                               ("register", {"ops_per_key": 0}),
                               ("rw-register", {"active_keys": 3, "max_writes_per_key": 4}),
@@ -93,6 +100,6 @@ def test_every_workload_option_its_docs_name_is_accepted() -> None:
 
 
 def test_a_negative_ops_per_key_is_refused_before_anything_starts() -> None:
-    from harness.run_config import ConfigError, RunConfig, validate
+    from harness.run.config import ConfigError, RunConfig, validate
     with pytest.raises(ConfigError, match="ops_per_key"):
         validate(RunConfig(db="raft", workload="register", workload_options={"ops_per_key": -1}))

@@ -12,7 +12,7 @@ from checkers.availability import fault_windows
 from checkers.history import read_history, validate
 from checkers.rundir import load_run
 from harness.cli import main
-from harness.resources import read_journal, state_dir
+from harness.run.resources import read_journal, state_dir
 
 pytestmark = [
     pytest.mark.slow,

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.resources import NETNS_DIR, mounted_paths
+from harness.run.resources import NETNS_DIR, mounted_paths
 
 pytestmark = [
     pytest.mark.slow,

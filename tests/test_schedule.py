@@ -13,8 +13,8 @@ import pytest
 from echo_db import EchoDB
 
 from checkers.history import noop_reason, read_history, validate
-from harness.cluster import Cluster
-from harness.recorder import Recorder
+from harness.run.cluster import Cluster
+from harness.run.recorder import Recorder
 from nemesis.base import CompositeNemesis, FaultContext, NemesisRunner, make_fault
 from nemesis.schedule import Event, schedule
 

@@ -9,13 +9,15 @@ import pytest
 from shared_corpus import MISSING_REASON, PORCUPINE
 
 from checkers.history import Op
+from checkers.registry import check_loaded
+from checkers.registry import read_run_json as read_json
 from checkers.rundir import load_run
-from harness.checking import check_loaded
+from checkers.spark.session import JAVA_INSTALL, java_missing
 from harness.cli import main
-from harness.history import HistoryWriter
-from harness.importing import import_history
-from harness.spark.session import JAVA_INSTALL, java_missing
-from harness.store import create_run_dir
+from harness.results.importing import import_history
+from harness.results.store import create_run_dir
+from harness.run.history import HistoryWriter
+from workloads.judging import plan_for
 
 CORPUS = PORCUPINE
 
@@ -70,7 +72,7 @@ def test_spark_agrees_with_manifest_and_in_process(tmp_path, capfd):
     # The same runs checked in-process give the same verdicts, run by run and
     # checker by checker (in-process gets the same budget from run.json).
     for d in dirs:
-        local = check_loaded(load_run(d))
+        local = check_loaded(load_run(d), plan_for(read_json(d)))
         assert local["valid"] == spark_docs[d]["valid"], d
         assert ({n: v["valid"] for n, v in local["checkers"].items()}
                 == {n: v["valid"] for n, v in spark_docs[d]["checkers"].items()}), d
@@ -138,7 +140,7 @@ def test_spark_skips_what_the_system_cannot_feed_like_in_process(tmp_path):
     (run_dir / "run.json").write_text(json.dumps({
         "run_id": run_dir.name, "status": "complete", "artifacts": [],
         "config": {"db": "etcd", "workload": "register"}}))
-    in_process = check_loaded(load_run(run_dir))
+    in_process = check_loaded(load_run(run_dir), plan_for(read_json(run_dir)))
     assert main(["check", str(run_dir)]) == 0
     spark = json.loads((run_dir / "verdicts.json").read_text())
     assert set(spark["skipped"]) == {"divergence", "elections", "durability", "invariants"}

@@ -15,12 +15,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from checkers.history import Op
+from checkers.spark.session import java_missing
 from checkers.verdict import combine
 from harness.cli import main
-from harness.history import HistoryWriter
+from harness.results.store import create_run_dir
+from harness.run.history import HistoryWriter
 from harness.spark.servers import StandaloneCluster, connect_server, free_port
-from harness.spark.session import java_missing
-from harness.store import create_run_dir
 
 pytestmark = [
     pytest.mark.slow,

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from checkers.history import Op
+from checkers.spark.session import REMOTE_ENV, SparkUnavailable, parse_remote
 from harness.cli import main
-from harness.history import HistoryWriter
+from harness.results.store import create_run_dir
+from harness.run.history import HistoryWriter
 from harness.spark.servers import free_port
-from harness.spark.session import REMOTE_ENV, SparkUnavailable, parse_remote
-from harness.store import create_run_dir
 
 
 def one_run(results: Path) -> Path:

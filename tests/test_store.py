@@ -8,8 +8,8 @@ import pytest
 
 from checkers.history import HistoryError, Op
 from checkers.rundir import RunDirError, iter_events, load_log_dump, load_run
-from harness.history import HistoryWriter
-from harness.store import (
+from checkers.verdict_store import write_verdicts
+from harness.results.store import (
     RUN_ID,
     RunIdClock,
     create_run_dir,
@@ -18,7 +18,7 @@ from harness.store import (
     results_dir,
     run_id_time,
 )
-from harness.verdict_store import write_verdicts
+from harness.run.history import HistoryWriter
 
 
 def test_run_id_format_and_time():

@@ -7,7 +7,7 @@ import pytest
 from faultline import System, registry
 from faultline.builtin import RAFT, SYSTEMS
 from faultline.pytest_plugin import system_spec
-from harness.run_config import ConfigError, RunConfig, validate
+from harness.run.config import ConfigError, RunConfig, validate
 from nodes.raft.db import RaftDB
 from workloads.clients.raft import RaftClient
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from checkers.history import read_history, validate
-from harness.recorder import Recorder
-from harness.replay import replay_events
+from harness.run.recorder import Recorder
+from harness.run.replay import replay_events
 from nemesis.base import CompositeNemesis, FaultContext, NemesisRunner, make_fault
 from nemesis.lazyfs import LazyFS, check_installed
 from nemesis.schedule import Event, plan_params
@@ -31,7 +31,7 @@ class Node:
 
 
 class FakeCluster:
-    """Node logs on disk and a record of kills/starts, like harness.cluster.Cluster."""
+    """Node logs on disk and a record of kills/starts, like harness.run.cluster.Cluster."""
 
     def __init__(self, root: Path, names: tuple[str, ...] = ("n1", "n2", "n3")) -> None:
         self.nodes = []

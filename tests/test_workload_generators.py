@@ -101,6 +101,6 @@ def test_register_final_reads_cover_every_key():
 
 @pytest.mark.parametrize("bad", [-1, "lots", 2.5])
 def test_register_rejects_a_bad_ops_per_key(bad):
-    from harness.run_config import ConfigError, RunConfig, validate
+    from harness.run.config import ConfigError, RunConfig, validate
     with pytest.raises(ConfigError, match="ops_per_key must be a non-negative integer"):
         validate(RunConfig(workload="register", workload_options={"ops_per_key": bad}))

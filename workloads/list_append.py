@@ -7,23 +7,27 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from checkers.registry import DURABILITY, ELLE
 from workloads.ops import OpSpec, final_txn_reads, rotating_txns
+from workloads.options import Option, resolve, table
 
 NAME = "list-append"
-OPTIONS = {"active_keys": "positive-int", "max_appends_per_key": "positive-int"}
+OPTIONS = table(
+    Option("active_keys", "positive-int", 5, "keys transactions touch at once"),
+    Option("max_appends_per_key", "positive-int", 32, "appends to a key before a fresh one"))
 
 
 def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
-    active_keys = int(config.get("active_keys", 5))
+    opts = resolve(OPTIONS, config)
+    active_keys = opts["active_keys"]
     # Elle infers version orders from reads of whole lists: short lists keep
     # reads cheap and give every key many reads per append.
-    max_appends_per_key = int(config.get("max_appends_per_key", 32))
+    max_appends_per_key = opts["max_appends_per_key"]
     return rotating_txns(rng, active_keys, max_appends_per_key, "append")
 
 
-def checker_names(config: dict[str, Any]) -> list[str]:
-    return ["stats", "elle", "durability", "elections", "invariants", "divergence",
-            "availability"]
+# What judges this workload's answers (the cluster checkers come on top).
+CHECKERS = (ELLE, DURABILITY)
 
 
 final_reads = final_txn_reads

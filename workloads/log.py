@@ -9,15 +9,20 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from checkers.registry import DURABILITY
 from workloads.ops import OpSpec, UniqueValues
+from workloads.options import Option, resolve, table
 
 NAME = "log"
-OPTIONS = {"logs": "positive-int", "read_count": "positive-int"}
+OPTIONS = table(
+    Option("logs", "positive-int", 3, "independent logs"),
+    Option("read_count", "positive-int", 50, "entries a poll asks for"))
 
 
 def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
-    logs = [f"log{i}" for i in range(int(config.get("logs", 3)))]
-    read_count = int(config.get("read_count", 50))
+    opts = resolve(OPTIONS, config)
+    logs = [f"log{i}" for i in range(opts["logs"])]
+    read_count = opts["read_count"]
     values = UniqueValues()
     appended: dict[str, int] = {name: 0 for name in logs}
     while True:
@@ -33,9 +38,8 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
             yield OpSpec("read", [name, start, read_count])
 
 
-def checker_names(config: dict[str, Any]) -> list[str]:
-    return ["stats", "durability", "elections", "invariants", "divergence",
-            "availability"]
+# What judges this workload's answers (the cluster checkers come on top).
+CHECKERS = (DURABILITY,)
 
 # The node caps one read at this many entries (nodes.raft.requests.MAX_READ_COUNT).
 FINAL_READ_COUNT = 10_000

@@ -13,29 +13,24 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from checkers.registry import DURABILITY, LINEARIZABILITY
 from workloads.ops import OpSpec, UniqueValues
+from workloads.options import Option, resolve, table
 
 NAME = "register"
-# --client-option keys the generator reads, with their kind (harness.run_config checks them).
-OPTIONS = {"ops_per_key": "int"}  # check_options refuses a negative one
 RECENT = 4  # cas guesses among the last few written values: a plausible mix of hits and misses
 # Ops per register before the next one. A key's history of this length checks
 # in well under a second, and a key still sees every fault a schedule plays
 # within it.
 OPS_PER_KEY = 1000
-
-
-def check_options(config: dict[str, Any]) -> None:
-    """Raise ValueError (one sentence) for a workload option this workload cannot use."""
-    n = config.get("ops_per_key", OPS_PER_KEY)
-    if type(n) is not int or n < 0:
-        raise ValueError(f"register: ops_per_key must be a non-negative integer "
-                         f"(0: one register for the whole run), not {n!r}")
+# --client-option keys the generator reads.
+OPTIONS = table(
+    Option("ops_per_key", "non-negative-int", OPS_PER_KEY,
+           "ops per register before the next; 0: one register for the whole run"))
 
 
 def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
-    check_options(config)
-    per_key = config.get("ops_per_key", OPS_PER_KEY)
+    per_key = resolve(OPTIONS, config)["ops_per_key"]
     values = UniqueValues()
     recent: list[int] = []
     key_no = 0
@@ -59,13 +54,17 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
             yield OpSpec("cas", [old, new], key)
 
 
-def checker_names(config: dict[str, Any]) -> list[str]:
-    return ["stats", "linearizability", "durability", "elections", "invariants", "divergence",
-            "availability"]
+# What judges this workload's answers (the cluster checkers come on top).
+CHECKERS = (LINEARIZABILITY, DURABILITY)
 
 
 # The cas register per key (etcd flavour); a history without keys is one register.
 LIN_MODEL = "register-kv"
+
+
+def checker_options(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Defaults under what run.json's config sets for each checker."""
+    return {LINEARIZABILITY.name: {"model": LIN_MODEL}}
 
 
 def final_reads(issued: list[OpSpec]) -> list[OpSpec]:

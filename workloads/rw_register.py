@@ -8,34 +8,27 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from checkers.registry import RW_REGISTER
 from workloads.ops import OpSpec, final_txn_reads, rotating_txns
+from workloads.options import Option, resolve, table
 
 NAME = "rw-register"
-OPTIONS = {"active_keys": "positive-int", "max_writes_per_key": "positive-int"}
-
-
-def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
-    active_keys = int(config.get("active_keys", 5))
+OPTIONS = table(
+    Option("active_keys", "positive-int", 5, "keys transactions touch at once"),
     # A register's versions are only known through inference (see
     # checkers/elle/rw_register.py): few writes per key keep every version
     # near the reads that order it.
-    max_writes_per_key = int(config.get("max_writes_per_key", 16))
+    Option("max_writes_per_key", "positive-int", 16, "writes to a key before a fresh one"))
+
+
+def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
+    opts = resolve(OPTIONS, config)
+    active_keys, max_writes_per_key = opts["active_keys"], opts["max_writes_per_key"]
     return rotating_txns(rng, active_keys, max_writes_per_key, "w")
 
 
-def checker_names(config: dict[str, Any]) -> list[str]:
-    return ["stats", "rw-register", "elections", "invariants", "divergence", "availability"]
-
-
-def elle_options(config: dict[str, Any]) -> dict[str, bool]:
-    """Which of Elle's version-order inferences the checker may use: the run's
-    `elle_options`, else writes-follow-reads (true of every serializable
-    store) and, when the model checked is strict serializability (which makes
-    every key linearizable), linearizable keys."""
-    if config.get("elle_options") is not None:
-        return {k.replace("-", "_"): bool(v) for k, v in config["elle_options"].items()}
-    strict = config.get("consistency_model", "strict-serializable") == "strict-serializable"
-    return {"wfr_keys": True, "linearizable_keys": strict}
+# What judges this workload's answers (the cluster checkers come on top).
+CHECKERS = (RW_REGISTER,)
 
 
 final_reads = final_txn_reads

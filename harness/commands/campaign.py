@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.campaign_spec import CampaignError, estimated_seconds, load_campaign
+from harness.campaign.spec import CampaignError, estimated_seconds, load_campaign
 from harness.errors import UserError
-from harness.store import results_dir
+from harness.results.store import results_dir
 
 EPILOG = ("exit status: 0 every run valid, 1 any invalid, 2 any unknown, 254 bad "
           "arguments or campaign file (nothing started), 255 a run failed (harness error; "
@@ -39,7 +39,7 @@ def say(text: str) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness.campaign import duration_text, planned, resume_campaign, start_campaign
+    from harness.campaign.runner import duration_text, planned, resume_campaign, start_campaign
     if (args.file is None) == (args.resume is None):
         raise UserError("give a campaign file or --resume ID (one of them)")
     if args.parallel is not None and args.parallel < 1:

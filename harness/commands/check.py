@@ -6,13 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from checkers.registry import check_run_dir, overall_validity, rows_from_document
+from checkers.spark.session import REMOTE_ENV
 from checkers.verdict import exit_code
-from harness.checking import check_run_dir, overall_validity, rows_from_document
 from harness.errors import EXIT_STATUS_HELP, UserError
-from harness.run_state import COMPLETE, read_state
-from harness.spark.session import REMOTE_ENV
-from harness.store import results_dir
-from harness.summary import print_verdict_rows
+from harness.report.summary import print_verdict_rows
+from harness.results.store import results_dir
+from harness.run.state import COMPLETE, read_state
+from workloads.judging import plan_for
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -72,22 +73,22 @@ def run(args: argparse.Namespace) -> int:
     if args.in_process:
         rows = []
         for i, d in enumerate(runs, 1):
-            rows += rows_from_document(d.name, check_run_dir(d))
+            rows += rows_from_document(d.name, check_run_dir(d, plan_for))
             say(f"checked {i}/{len(runs)}: {d.name}")
         import pandas as pd
         table = pd.DataFrame(rows)
     else:
-        from harness.spark.check_job import check_runs
-        from harness.spark.session import SparkUnavailable, spark_session
+        from checkers.spark.check_job import check_runs
+        from checkers.spark.session import SparkUnavailable, spark_session
         try:
             spark = spark_session(args.master, remote=args.remote)
         except SparkUnavailable as e:
             raise UserError(str(e)) from None
         try:
-            table = check_runs(spark, runs, say)
+            table = check_runs(spark, runs, plan_for, say)
         finally:
             spark.stop()
-    from harness.spark.check_job import update_table
+    from checkers.spark.check_job import update_table
     out = update_table(table_dir, table)
     print_verdict_rows(table)
     say(f"verdict table: {out}")

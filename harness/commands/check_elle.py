@@ -9,12 +9,16 @@ import json
 import sys
 from typing import Any
 
+from checkers.elle.consistency import MODELS
 from checkers.formats import read_any
 from checkers.history import Op
+from checkers.registry import ELLE, RW_REGISTER
 from checkers.verdict import exit_code
+from workloads.registry import WORKLOADS
 
-MODELS = ("read-committed", "repeatable-read", "snapshot-isolation", "serializable",
-          "strict-serializable")
+# The transactional workloads: those judged by one of the Elle-style checkers.
+TXN_WORKLOADS = {name: w.CHECKERS[0] for name, w in sorted(WORKLOADS.items())
+                 if w.CHECKERS and w.CHECKERS[0] in (ELLE, RW_REGISTER)}
 
 
 def register(subparsers: Any) -> None:
@@ -31,7 +35,7 @@ def register(subparsers: Any) -> None:
                    help="the consistency model the run asked for (default %(default)s)")
     p.add_argument("--budget", type=float, default=30.0, metavar="SECONDS",
                    help="time allowed for cycle search (default %(default)s)")
-    p.add_argument("--workload", choices=("list-append", "rw-register"), default="list-append",
+    p.add_argument("--workload", choices=sorted(TXN_WORKLOADS), default="list-append",
                    help="what the txns' micro-ops are (default %(default)s)")
     for flag, what in (("wfr-keys", "within a txn, writes follow reads"),
                        ("sequential-keys", "every key is sequentially consistent"),
@@ -52,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from checkers import elle
 
     ops = _load(args.file, args.format)
-    if args.workload == "rw-register":
+    if TXN_WORKLOADS[args.workload] is RW_REGISTER:
         from checkers.elle import rw_register
         verdict = rw_register.check(ops, None, model=args.model,
                                     cycle_search_budget_s=args.budget, wfr_keys=args.wfr_keys,

@@ -1,6 +1,6 @@
 """`faultline clean`: remove what a killed harness left behind.
 
-Reads the journals indexed under /run/faultline (harness.resources) and
+Reads the journals indexed under /run/faultline (harness.run.resources) and
 kills recorded processes (only if pid and start time still match),
 unmounts recorded mounts, deletes the run's namespaces and temp dirs.
 Runs whose harness is still alive are left alone unless --force.
@@ -12,9 +12,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.cluster import check_privileges
 from harness.errors import HarnessError
-from harness.resources import sweep_all
+from harness.run.cluster import check_privileges
+from harness.run.resources import sweep_all
 
 
 def register(subparsers: Any) -> None:

@@ -7,10 +7,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.campaign_store import RUNS_JSON, campaign_dir, read_json
+from harness.campaign.store import RUNS_JSON, campaign_dir, read_json
 from harness.errors import UserError
-from harness.gate import ERROR, GateCase, cases_of_run_dir, decide, junit_xml
-from harness.store import results_dir
+from harness.results.gate import ERROR, GateCase, cases_of_run_dir, decide, junit_xml
+from harness.results.store import results_dir
 
 EPILOG = ("exit status: 0 every run complete and every verdict valid, 1 any invalid, 2 "
           "any unknown and none invalid (0 with --allow-unknown) or any run not complete "

@@ -15,7 +15,7 @@ from checkers.formats import FORMATS, detect_format, read_any
 from checkers.history import History, Op, client_ops, validate
 from checkers.stats import NO_CLIENT_OPS
 from harness.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, UserError
-from harness.history import HistoryWriter
+from harness.run.history import HistoryWriter
 
 MAX_VALUE_CHARS = 200
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.store import RunSummary, list_runs, results_dir
+from harness.results.store import RunSummary, list_runs, results_dir
 
 
 def register(subparsers: Any) -> None:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from harness.errors import UserError
-from harness.store import results_dir
+from harness.results.store import results_dir
 
 EPILOG = ("exit status: the replay's verdict (0 valid, 1 invalid, 2 unknown), 254 bad "
           "arguments or an unusable run dir (nothing started), 255 harness error; the "
@@ -28,8 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness.replay import ReplayError, comparison_lines, replay
-    from harness.run import HARNESS_ERROR
+    from harness.run.lifecycle import HARNESS_ERROR
+    from harness.run.replay import ReplayError, comparison_lines, replay
     if not (args.run_dir / "run.json").is_file():
         raise UserError(f"{args.run_dir} is not a run dir (it has no run.json)")
     try:

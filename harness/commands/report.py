@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from checkers.history import HistoryError
     from checkers.rundir import RUN_JSON, load_json
-    from harness.report import write_report
+    from harness.report.page import write_report
     for run_dir in args.run_dirs:
         if not run_dir.is_dir():
             raise UserError(f"{run_dir} is not a directory")

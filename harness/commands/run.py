@@ -10,8 +10,9 @@ from pathlib import Path
 from faultline import registry as systems
 from harness.errors import EXIT_STATUS_HELP as EXIT_HELP
 from harness.errors import UserError
-from harness.run_config import ConfigError, RunConfig, parse_nemesis, validate
+from harness.run.config import ConfigError, RunConfig, parse_nemesis, validate
 from nemesis.base import FAULTS
+from workloads.options import describe
 from workloads.registry import WORKLOADS
 
 
@@ -23,8 +24,9 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workload", default=d.workload,
                    help=f"one of {', '.join(sorted(WORKLOADS))}")
     p.add_argument("--nemesis", default=",".join(d.nemesis),
-                   help=f"comma-separated faults: {', '.join(FAULTS)} (a variant after a "
-                        "colon, e.g. partition:one-way), or none")
+                   help="comma-separated faults, each maybe with a variant after a colon "
+                        "(e.g. partition:one-way), or none: "
+                        + "; ".join(k.describe() for k in FAULTS.values()))
     p.add_argument("--nodes", type=int, default=d.nodes)
     p.add_argument("--concurrency", type=int, default=d.concurrency,
                    help="client worker processes")
@@ -41,7 +43,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--node-option", action="append", default=[], metavar="K=V",
                    help="node option, e.g. tick_ms=20 (repeatable; V parsed as JSON if it can be)")
     p.add_argument("--client-option", action="append", default=[], metavar="K=V",
-                   help="client/workload option, e.g. serializable_reads=true (repeatable)")
+                   help="client/workload option (repeatable), e.g. serializable_reads=true; "
+                        "workload options with their defaults: " + "; ".join(
+                            f"{name}: {describe(getattr(m, 'OPTIONS', {}))}"
+                            for name, m in sorted(WORKLOADS.items())))
     p.add_argument("--threshold", action="append", default=[], metavar="K=V",
                    help="availability threshold, e.g. max_leader_changes_per_heal=1")
     p.add_argument("--consistency-model", default=d.consistency_model)
@@ -112,8 +117,8 @@ def print_outcome(outcome, stream=None) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness.run import HARNESS_ERROR, run_test
-    from harness.store import results_dir
+    from harness.results.store import results_dir
+    from harness.run.lifecycle import HARNESS_ERROR, run_test
     config = config_from_args(args)
     try:
         outcome = run_test(config, results_dir(args.results))

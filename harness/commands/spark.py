@@ -37,8 +37,8 @@ def register(subparsers: Any) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     import tempfile
 
+    from checkers.spark.session import java_missing
     from harness.spark.servers import ServiceError, connect_server
-    from harness.spark.session import java_missing
     missing = java_missing()
     if missing:
         raise HarnessError(missing)

@@ -34,9 +34,13 @@ def describe() -> dict[str, Any]:
                          "faults_it_cannot_take": [f.name for f in catalog.faults()
                                                    if catalog.unmet_needs(f.name, s)]}
     return {"systems": systems,
-            "workloads": {w.name: {"options": w.options, "description": w.description}
+            "workloads": {w.name: {"options": {o.name: {"kind": o.kind, "default": o.default,
+                                                         "help": o.help}
+                                                for o in w.options.values()},
+                                   "description": w.description}
                           for w in catalog.workloads()},
-            "faults": {f.name: {"needs": sorted(f.needs)} for f in catalog.faults()}}
+            "faults": {f.name: {"needs": sorted(f.needs), "description": f.description}
+                       for f in catalog.faults()}}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,10 +61,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {'':<10} cannot take: {', '.join(s['faults_it_cannot_take'])}")
     print("workloads:")
     for name, w in doc["workloads"].items():
-        opts = f"  (options: {', '.join(sorted(w['options']))})" if w["options"] else ""
-        print(f"  {name:<12} {w['description']}{opts}")
+        print(f"  {name:<12} {w['description']}")
+        for key, o in w["options"].items():
+            print(f"  {'':<12} --client-option {key}={o['default']}  {o['help']} ({o['kind']})")
     print("faults:")
-    for name, f in doc["faults"].items():
+    for f in doc["faults"].values():
         needs = f"  (needs {', '.join(f['needs'])})" if f["needs"] else ""
-        print(f"  {name}{needs}")
+        print(f"  {f['description']}{needs}")
     return 0

@@ -16,14 +16,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.netns import die_with_parent
-from harness.spark.session import (
+from checkers.spark.session import (
     DEFAULT_CONNECT_PORT,
     LOOPBACK,
     job_settings,
     local_settings,
     loopback_env,
 )
+from nemesis.netns import die_with_parent
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"

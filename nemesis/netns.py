@@ -16,11 +16,13 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
+import psutil
 from pyroute2 import IPRoute, netns
 
-from harness.address_plan import (  # noqa: F401 (re-exported: the plan's names)
+from nemesis.address_plan import (  # noqa: F401 (re-exported: the plan's names)
     FIRST_NODE_HOST,
     HUB_ADDRESS,
     MAX_NODES,
@@ -28,8 +30,8 @@ from harness.address_plan import (  # noqa: F401 (re-exported: the plan's names)
     SUBNET_PREFIX,
     node_address,
 )
-from harness.resources import NETNS_DIR, ResourceLog, netns_prefix, remove_netns
 
+NETNS_DIR = Path("/run/netns")
 CLONE_NEWNET = 0x40000000
 BRIDGE = "br0"
 
@@ -40,6 +42,51 @@ def _setns_fd(fd: int) -> None:
     if _libc.setns(fd, CLONE_NEWNET) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"setns failed: {os.strerror(err)}")
+
+
+def pids_in_netns(name: str) -> list[int]:
+    """Processes whose network namespace is the named one (found even with no journal)."""
+    try:
+        target = os.stat(NETNS_DIR / name).st_ino
+    except FileNotFoundError:
+        return []
+    pids = []
+    for pid in psutil.pids():
+        try:
+            if os.stat(f"/proc/{pid}/ns/net").st_ino == target and pid != os.getpid():
+                pids.append(pid)
+        except OSError:
+            continue
+    return pids
+
+
+def netns_of_run(run_id: str) -> list[str]:
+    try:
+        return sorted(n for n in os.listdir(NETNS_DIR) if n.startswith(netns_prefix(run_id)))
+    except FileNotFoundError:
+        return []
+
+
+def netns_prefix(run_id: str) -> str:
+    return f"fl-{run_id}-"
+
+
+def remove_netns(name: str) -> bool:
+    path = NETNS_DIR / name
+    if not path.exists():
+        return False
+    _libc.umount2(str(path).encode(), 2)  # MNT_DETACH
+    path.unlink(missing_ok=True)
+    return True
+
+
+class Journal(Protocol):
+    """Where a topology records what it creates, so a sweeper can remove it
+    after a crash (harness.run.resources.ResourceLog)."""
+
+    def add(self, kind: str, **fields: Any) -> int: ...
+
+    def release(self, rid: int) -> None: ...
 
 
 def setns(name: str) -> None:
@@ -112,7 +159,7 @@ class Topology:
     """Hub + bridge + one namespace and address per node, journalled as built."""
 
     def __init__(self, run_id: str, node_names: list[str],
-                 resources: ResourceLog | None = None) -> None:
+                 resources: Journal | None = None) -> None:
         if len(set(node_names)) != len(node_names):
             raise ValueError(f"duplicate node names in {node_names}")
         self.run_id = run_id

@@ -1,6 +1,6 @@
 """A client worker process: one Jepsen "process" at a time, one op open at a time.
 
-Run as `python -m harness.worker`. The harness sends an `open` frame (db kind,
+Run as `python -m harness.run.worker`. The harness sends an `open` frame (db kind,
 workload, node addresses, options) and then `op` frames on stdin; the worker
 answers each with a completion frame on stdout. It starts in the namespace the
 harness gave it (the hub), so it reaches the nodes' test addresses.
@@ -13,7 +13,7 @@ import sys
 
 from checkers.history import Op
 from faultline import registry as systems
-from harness.frames import read_frame, write_frame
+from harness.run.frames import read_frame, write_frame
 
 
 def serve(stdin, stdout) -> int:

@@ -1,7 +1,7 @@
 """Running a campaign: its runs one after another or K at once, then one Spark
 check over all of them, then the verdict table and the summary.
 
-Each run is a `harness.campaign_worker` process (its own namespaces and
+Each run is a `harness.campaign.worker` process (its own namespaces and
 subnet world, its own signal handlers); its output goes to
 `logs/<index>.log` in the campaign dir, and the campaign's own progress
 (run i of N, each verdict as it finishes) to stderr. runs.json is rewritten
@@ -20,9 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.campaign_report import summarize, summary_text
-from harness.campaign_spec import Campaign, estimated_seconds, load_campaign
-from harness.campaign_store import (
+from harness.campaign.report import summarize, summary_text
+from harness.campaign.spec import Campaign, estimated_seconds, load_campaign
+from harness.campaign.store import (
     CAMPAIGN_JSON,
     RUNS_JSON,
     campaign_dir,
@@ -42,7 +42,7 @@ from harness.errors import (
     HarnessError,
     UserError,
 )
-from harness.gate import load_verdicts
+from harness.results.gate import load_verdicts
 
 Say = Callable[[str], None]
 
@@ -141,7 +141,7 @@ def run_one(cdir: Path, campaign_id: str, entry: dict[str, Any], results: Path
         "outcome": str(outcome_path),
         "extra_doc": {"campaign": {"id": campaign_id, "index": index, "label": entry["label"]}}})
     with open(logs / f"{index}.log", "w") as log:
-        proc = subprocess.run([sys.executable, "-m", "harness.campaign_worker", str(spec_path)],
+        proc = subprocess.run([sys.executable, "-m", "harness.campaign.worker", str(spec_path)],
                               stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
         return read_json(outcome_path)
@@ -193,8 +193,9 @@ def run_entries(cdir: Path, entries: list[dict[str, Any]], todo: list[int], resu
 def check_all(cdir: Path, entries: list[dict[str, Any]], master: str | None, say: Say
               ) -> dict[int, dict[str, Any] | None]:
     """One Spark job over every complete run; returns each run's verdicts document."""
-    from harness.spark.check_job import check_runs, update_table
-    from harness.spark.session import SparkUnavailable, spark_session
+    from checkers.spark.check_job import check_runs, update_table
+    from checkers.spark.session import SparkUnavailable, spark_session
+    from workloads.judging import plan_for
     checkable = [e for e in entries if redo_reason(read_run_state(e.get("run_dir"))) is None]
     if not checkable:
         say("no complete runs to check")
@@ -207,11 +208,11 @@ def check_all(cdir: Path, entries: list[dict[str, Any]], master: str | None, say
         raise HarnessError(f"{e} The runs are saved; `faultline campaign --resume {cdir.name}` "
                         f"checks them.") from None
     try:
-        rows = check_runs(spark, [Path(e["run_dir"]) for e in checkable], say)
+        rows = check_runs(spark, [Path(e["run_dir"]) for e in checkable], plan_for, say)
     finally:
         spark.stop()
     update_table(cdir, rows)
-    from harness.spark.dataset import publish_campaign
+    from harness.results.dataset import publish_campaign
     dataset = publish_campaign(cdir.parent.parent, read_json(cdir / CAMPAIGN_JSON), entries, rows)
     say(f"dataset (every campaign, by campaign and date): {dataset}")
     return {e["index"]: load_verdicts(Path(e["run_dir"])) for e in checkable}

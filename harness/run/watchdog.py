@@ -9,7 +9,7 @@ processes, mounts, namespaces, temp dirs), marks a run.json left `running` as
 `crashed`, drops the run's index entry and exits. A harness that tore down
 normally leaves an empty journal, so the watchdog has nothing to do.
 
-Run as `python -m harness.watchdog JOURNAL`; started by `start_watchdog`.
+Run as `python -m harness.run.watchdog JOURNAL`; started by `start_watchdog`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.resources import read_journal, same_process, state_dir, sweep_journal
+from harness.run.resources import read_journal, same_process, state_dir, sweep_journal
 
 # How long to wait for a harness that closed the pipe to finish exiting.
 OWNER_EXIT_WAIT_S = 30.0
@@ -37,7 +37,7 @@ def start_watchdog(journal: Path, index_dir: Path | None = None) -> int:
     env = dict(os.environ)
     env["FAULTLINE_STATE_DIR"] = str(index_dir or state_dir())
     try:
-        subprocess.Popen([sys.executable, "-m", "harness.watchdog", str(journal)],
+        subprocess.Popen([sys.executable, "-m", "harness.run.watchdog", str(journal)],
                          stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True, close_fds=True, env=env,
                          cwd=str(Path(__file__).resolve().parent.parent))
@@ -89,7 +89,7 @@ def watch(journal_path: Path) -> int:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m harness.watchdog JOURNAL", file=sys.stderr)
+        print("usage: python -m harness.run.watchdog JOURNAL", file=sys.stderr)
         return 254
     return watch(Path(argv[0]))
 

@@ -172,7 +172,7 @@ def summarize_run(path: Path) -> RunSummary:
         else:
             config = run.get("config") if isinstance(run.get("config"), dict) else {}
             summary.start = str(run["start_wall"]) if run.get("start_wall") else None
-            from harness.run_state import effective_status
+            from harness.run.state import effective_status
             summary.status = effective_status(run)
             summary.db = str(config["db"]) if config.get("db") is not None else None
             summary.workload = (str(config["workload"]) if config.get("workload") is not None
@@ -184,7 +184,7 @@ def summarize_run(path: Path) -> RunSummary:
     if summary.start is None and RUN_ID.fullmatch(path.name):
         summary.start = run_id_time(path.name).isoformat()
     if (path / VERDICTS_JSON).exists():
-        from harness.verdict_store import read_verdicts
+        from checkers.verdict_store import read_verdicts
         stored = read_verdicts(path, quick=True)
         if stored.document is None:
             summary.verdict = "broken" if stored.broken else "unchecked"

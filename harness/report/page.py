@@ -2,7 +2,7 @@
 
 This is the I/O edge: it reads whatever the run dir holds (run.json,
 verdicts.json, the history, node event lines), tolerating every missing or
-broken piece, and writes the page that `harness.report_html` renders. It
+broken piece, and writes the page that `harness.report.html` renders. It
 reads the run dir alone, so `faultline report` can (re)make the page for an
 old, imported or crashed run.
 """
@@ -15,6 +15,7 @@ from typing import Any
 
 from checkers.history import HistoryError, Op, iter_history
 from checkers.lin_report import failure_anchor
+from checkers.registry import LINEARIZABILITY
 from checkers.rundir import (
     HISTORY,
     NODES_DIR,
@@ -27,10 +28,10 @@ from checkers.rundir import (
     load_json,
     node_names,
 )
-from harness.report_data import FailingOp, RunReport, op_counts, timeline
-from harness.report_html import render
-from harness.run_state import effective_status
-from harness.verdict_store import read_verdicts
+from checkers.verdict_store import read_verdicts
+from harness.report.data import FailingOp, RunReport, op_counts, timeline
+from harness.report.html import render
+from harness.run.state import effective_status
 
 REPORT_HTML = "report.html"
 LIN_HTML = "linearizability.html"
@@ -84,7 +85,7 @@ def gather(run_dir: Path, loaded: Run | None = None) -> RunReport:
 
 def failing_ops(verdicts: dict[str, Any]) -> list[FailingOp]:
     """The ops linearizability could not place, linked to their counterexample."""
-    lin = (verdicts.get("checkers") or {}).get("linearizability")
+    lin = (verdicts.get("checkers") or {}).get(LINEARIZABILITY.name)
     anomalies = lin.get("anomalies") if isinstance(lin, dict) else None
     out = []
     for a in anomalies if isinstance(anomalies, list) else []:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from checkers.history import Op
-from harness.frames import FrameReader, encode
-from harness.recorder import Recorder
+from harness.run.frames import FrameReader, encode
+from harness.run.recorder import Recorder
 from workloads.ops import OpSpec
 
 
@@ -40,7 +40,8 @@ class ClientPool:
 
     def __init__(self, concurrency: int, db_kind: str, workload: str,
                  nodes: dict[str, tuple[str, int]], options: dict[str, Any], log_dir: Path,
-                 preexec_fn: Callable[[], None] | None = None, seed: int = 0,
+                 preexec_fn: Callable[[], None] | None = None,
+                 node_rng: random.Random | None = None,
                  node_choice: str = "random") -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -49,7 +50,9 @@ class ClientPool:
                        "nodes": {k: list(v) for k, v in nodes.items()}, "options": options}
         self._node_names = sorted(nodes)
         self._node_choice = node_choice
-        self._node_rng = random.Random(seed + 1)
+        # A seeded stream of its own (harness.run.seeds "node-choice"), so a replay
+        # sends each op to the node it went to.
+        self._node_rng = node_rng or random.Random(0)
         self._log_dir = log_dir
         self._preexec_fn = preexec_fn
         self.workers: list[Worker] = []
@@ -64,7 +67,7 @@ class ClientPool:
 
     def _spawn(self, slot: int, process: int) -> Worker:
         stderr = open(self._log_dir / f"worker-{slot}.log", "ab")
-        proc = subprocess.Popen([sys.executable, "-m", "harness.worker"],
+        proc = subprocess.Popen([sys.executable, "-m", "harness.run.worker"],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                 preexec_fn=self._preexec_fn, close_fds=True)
         stderr.close()

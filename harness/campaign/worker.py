@@ -1,4 +1,4 @@
-"""One campaign run in its own process: `python -m harness.campaign_worker SPEC.json`.
+"""One campaign run in its own process: `python -m harness.campaign.worker SPEC.json`.
 
 A process per run because a run installs signal handlers (main thread only)
 and owns namespaces and children: a crash, or K runs at once, stays contained.
@@ -16,16 +16,16 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from harness.campaign_store import read_json, write_json
+from harness.campaign.store import read_json, write_json
 from harness.errors import EXIT_BAD_INPUT, EXIT_HARNESS_ERROR
-from harness.run_config import RunConfig
+from harness.run.config import RunConfig
 
 VERDICT_WORDS = {True: "valid", False: "invalid", "unknown": "unknown"}
 
 
 def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     from harness.errors import UserError
-    from harness.run import HARNESS_ERROR, Run
+    from harness.run.lifecycle import HARNESS_ERROR, Run
     started = time.monotonic()
     outcome: dict[str, Any] = {"run_dir": None, "exit_code": HARNESS_ERROR, "verdict": None,
                                "error": None}
@@ -51,7 +51,7 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m harness.campaign_worker SPEC.json", file=sys.stderr)
+        print("usage: python -m harness.campaign.worker SPEC.json", file=sys.stderr)
         return EXIT_BAD_INPUT
     outcome = run_spec(read_json(Path(argv[0])))
     print(json.dumps(outcome), file=sys.stderr)

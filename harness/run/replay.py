@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.rundir import load_json
-from harness.run_config import RunConfig
+from harness.run.config import RunConfig
 from nemesis.base import split_spec
 
 # Keys of an inject's recorded value that pin down what it did to which nodes;
@@ -97,7 +97,7 @@ class ReplayOutcome:
 
 
 def replay(run_dir: Path, results: Path, stream: Any = None) -> ReplayOutcome:
-    from harness.run import run_test
+    from harness.run.lifecycle import run_test
     try:
         run = load_json(run_dir / "run.json")
     except Exception as e:

@@ -25,15 +25,15 @@ from typing import IO, Any
 import psutil
 
 from harness.errors import UserError
-from harness.netns import Topology, popen_in_netns
-from harness.resources import (
+from harness.run.resources import (
     ResourceLog,
     become_subreaper,
     install_termination_handlers,
     signals_deferred,
     unmount,
 )
-from harness.watchdog import start_watchdog
+from harness.run.watchdog import start_watchdog
+from nemesis.netns import Topology, popen_in_netns
 from nodes.db import DB, NodeSpec
 
 DEFAULT_PORT = 7000

@@ -17,29 +17,37 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from checkers.registry import LINEARIZABILITY, check_loaded
 from checkers.rundir import load_run
 from checkers.verdict import exit_code
+from checkers.verdict_store import history_digest, write_verdicts
 from faultline import registry as systems
-from harness.checking import check_loaded
-from harness.clients import ClientPool
-from harness.cluster import Cluster, check_privileges
 from harness.errors import EXIT_HARNESS_ERROR as HARNESS_ERROR  # noqa: F401 (re-export)
 from harness.errors import UserError
-from harness.netns import preexec_setns
-from harness.progress import Progress
-from harness.recorder import Recorder
-from harness.resources import Terminated, dead_runs_with_leftovers, process_start_time
-from harness.run_config import RunConfig, validate
-from harness.run_state import COMPLETE, ERROR, INTERRUPTED, RUNNING, harness_fields
-from harness.store import check_results_dir, create_run_dir
-from harness.verdict_store import history_digest, write_verdicts
-from nemesis.base import CompositeNemesis, FaultContext, needs_lazyfs, split_spec
+from harness.results.store import check_results_dir, create_run_dir
+from harness.run.clients import ClientPool
+from harness.run.cluster import Cluster, check_privileges
+from harness.run.config import RunConfig, validate
+from harness.run.progress import Progress
+from harness.run.recorder import Recorder
+from harness.run.resources import Terminated, dead_runs_with_leftovers, process_start_time
+from harness.run.seeds import Seeds
+from harness.run.state import COMPLETE, ERROR, INTERRUPTED, RUNNING, harness_fields
+from nemesis.base import (
+    CompositeNemesis,
+    FaultContext,
+    NemesisRunner,
+    needs_lazyfs,
+    split_spec,
+)
+from nemesis.netns import preexec_setns
 from nemesis.schedule import Event, schedule
+from workloads.judging import plan_for
 from workloads.ops import OpSpec
 from workloads.registry import get as get_workload
 
@@ -65,8 +73,12 @@ def plan_events(config: RunConfig, names: list[str]) -> list[Event]:
     if config.schedule is not None:
         return [Event(e["time"], e["action"], e["fault"], e.get("params") or {},
                       e.get("seed", 0)) for e in config.schedule]
-    return schedule(config.seed, config.nemesis, config.nemesis_interval, config.time_limit,
-                    names)
+    return schedule(run_seeds(config).of("schedule"), config.nemesis, config.nemesis_interval,
+                    config.time_limit, names)
+
+
+def run_seeds(config: RunConfig) -> Seeds:
+    return Seeds(config.seed, config.seed_scheme)
 
 
 def versions() -> dict[str, str]:
@@ -118,7 +130,29 @@ def active_faults(executed: list[dict[str, Any]]) -> list[str]:
     return list(active.values())
 
 
+@dataclass
+class Live:
+    """What the workload, heal, recover and final-read phases share."""
+
+    recorder: Recorder
+    runner: NemesisRunner
+    pool: ClientPool
+    ops: TrackingOps
+    seeds: Seeds
+    progress: Progress
+    stop: threading.Event = field(default_factory=threading.Event)
+    nemesis_thread: threading.Thread | None = None
+    t0: float = 0.0
+
+    def tick(self, phase: str) -> Callable[[], None]:
+        return lambda: self.progress.update(phase, self.recorder.counts,
+                                            active_faults(self.runner.executed))
+
+
 class Run:
+    """One run as named phases: preflight, setup, start, workload + nemesis, heal,
+    recover, final reads, dump, teardown, check (`execute` calls them in order)."""
+
     def __init__(self, config: RunConfig, results: Path, stream: Any = None,
                  extra_doc: dict[str, Any] | None = None) -> None:
         self.config = validate(config)
@@ -156,7 +190,7 @@ class Run:
         opts.update(self.config.node_options)
         if self.config.bugs:
             opts["bugs"] = list(self.config.bugs)
-        opts.setdefault("seed", self.config.seed)
+        opts.setdefault("seed", run_seeds(self.config).of("nodes"))
         return opts
 
     def client_options(self) -> dict[str, Any]:
@@ -169,6 +203,26 @@ class Run:
 
     def execute(self) -> RunOutcome:
         self.preflight()
+        progress = self._open_run_dir()
+        assert self.run_dir is not None
+        cluster = Cluster(self.run_dir, self.db, self.names, self.run_dir.name,
+                          node_options=self.node_options())
+        interrupted = False
+        try:
+            self._run_cluster(cluster, progress)
+            self.doc["status"] = COMPLETE
+        except BaseException as e:
+            interrupted = isinstance(e, (KeyboardInterrupt, Terminated))
+            self.doc["status"] = INTERRUPTED if interrupted else ERROR
+            self.doc["error"] = f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            progress.close()
+            self._teardown(cluster, interrupted)
+        return self._judge()
+
+    def _open_run_dir(self) -> Progress:
+        """The run dir and its first run.json (status running), after the warnings."""
         cpus = os.cpu_count() or 1
         if self.config.nodes > NODES_PER_CPU_WARNING * cpus:
             print(f"faultline: warning: {self.config.nodes} nodes on {cpus} CPU(s): starting "
@@ -194,27 +248,18 @@ class Run:
         progress.say(f"run {self.run_dir.name}: {self.config.db} x {self.config.workload}, "
                      f"{self.config.nodes} nodes, nemesis "
                      f"{','.join(self.config.nemesis) or 'none'}, seed {self.config.seed}")
-        cluster = Cluster(self.run_dir, self.db, self.names, self.run_dir.name,
-                          node_options=self.node_options())
-        interrupted = False
-        try:
-            self._run_cluster(cluster, progress)
-            self.doc["status"] = COMPLETE
-        except BaseException as e:
-            interrupted = isinstance(e, (KeyboardInterrupt, Terminated))
-            self.doc["status"] = INTERRUPTED if interrupted else ERROR
-            self.doc["error"] = f"{type(e).__name__}: {e}"
-            raise
-        finally:
-            progress.close()
-            self._stop_mounts(cluster)
-            cluster.teardown()
-            self.doc["end_wall"] = datetime.now(UTC).isoformat()
-            self.doc["schedule"] = self.executed
-            write_run_json(self.run_dir, self.doc)
-            if interrupted:
-                self._say_how_to_check()
-        return self._judge()
+        return progress
+
+    def _teardown(self, cluster: Cluster, interrupted: bool) -> None:
+        """teardown: mounts, processes, namespaces; the final run.json. Runs always."""
+        assert self.run_dir is not None
+        self._stop_mounts(cluster)
+        cluster.teardown()
+        self.doc["end_wall"] = datetime.now(UTC).isoformat()
+        self.doc["schedule"] = self.executed
+        write_run_json(self.run_dir, self.doc)
+        if interrupted:
+            self._say_how_to_check()
 
     def _say_how_to_check(self) -> None:
         """An interrupted run keeps its history: say where it is and how to judge it."""
@@ -227,15 +272,40 @@ class Run:
               f"{self.run_dir}", file=self.stream, flush=True)
 
     def _run_cluster(self, cluster: Cluster, progress: Progress) -> None:
-        cfg = self.config
+        """The phases between building the run dir and tearing down, in order."""
+        self._setup(cluster)
+        self._start(cluster, progress)
+        live = self._begin_workload_and_nemesis(cluster, progress)
+        try:
+            self._workload(live)
+            self._heal(live, progress)
+            self._recover(live)
+            self._final_reads(live.pool, live.recorder,
+                              self.workload.final_reads(live.ops.issued), live.tick("final"))
+        finally:
+            self._end_workload_and_nemesis(live)
+        self._dump(cluster, live.recorder, progress)
+
+    # --- phases --------------------------------------------------------------------
+
+    def _setup(self, cluster: Cluster) -> None:
+        """setup: namespaces, data dirs (on LazyFS when a fault needs it)."""
         cluster.setup()
-        if needs_lazyfs(cfg.nemesis):
+        if needs_lazyfs(self.config.nemesis):
             self._mount_lazyfs(cluster)
         self.doc["nodes"] = {n.name: {"address": n.host, "port": n.port} for n in cluster.nodes}
+
+    def _start(self, cluster: Cluster, progress: Progress) -> None:
+        """start: every node, then wait (bounded) for a leader."""
         progress.say("starting nodes")
         cluster.start_all(timeout=60.0)
         self._wait_for_leader(cluster, progress)
 
+    def _begin_workload_and_nemesis(self, cluster: Cluster, progress: Progress) -> Live:
+        """The recorder, the nemesis with its planned schedule, the client pool."""
+        cfg = self.config
+        assert self.run_dir is not None
+        seeds = run_seeds(cfg)
         recorder = Recorder(self.run_dir / "history.msgpack")
         self.doc["start_monotonic_ns"] = recorder.start_ns
         write_run_json(self.run_dir, self.doc)
@@ -250,47 +320,55 @@ class Run:
             FaultContext(self.db, None, {"mounts": self.mounts,
                                          "replay": cfg.schedule is not None}))
         nemesis.setup(cluster)
-        from nemesis.base import NemesisRunner
         runner = NemesisRunner(nemesis, events, recorder.record)
         self.executed = runner.executed
-        stop = threading.Event()
-        t0 = time.monotonic()
-        progress.start_clock()
-        self.doc["schedule_offset_ns"] = int(t0 * 1e9) - recorder.start_ns
-        nemesis_thread = threading.Thread(target=runner.run, args=(stop, t0), name="nemesis",
-                                          daemon=True)
         pool = ClientPool(cfg.concurrency, cfg.db, cfg.workload,
                           {n.name: (n.host, n.port) for n in cluster.nodes},
                           self.client_options(), self.run_dir / "clients",
                           preexec_fn=preexec_setns(cluster.hub_netns, die_with_parent_thread=True),
-                          seed=cfg.seed,
+                          node_rng=seeds.rng("node-choice"),
                           node_choice=cfg.node_choice)
+        ops = TrackingOps(self.workload.generate(seeds.rng("workload"), cfg.workload_options))
+        return Live(recorder, runner, pool, ops, seeds, progress)
 
-        def tick(phase: str) -> Callable[[], None]:
-            return lambda: progress.update(phase, recorder.counts, active_faults(runner.executed))
+    def _workload(self, live: Live) -> None:
+        """workload + nemesis: clients run the ops while the nemesis plays its schedule."""
+        live.t0 = time.monotonic()
+        live.progress.start_clock()
+        self.doc["schedule_offset_ns"] = int(live.t0 * 1e9) - live.recorder.start_ns
+        live.nemesis_thread = threading.Thread(target=live.runner.run,
+                                               args=(live.stop, live.t0), name="nemesis",
+                                               daemon=True)
+        live.pool.start()
+        live.nemesis_thread.start()
+        live.pool.run(live.ops, live.recorder, live.t0 + self.config.time_limit,
+                      self.config.rate or None, live.seeds.rng("pacing"), live.tick("main"))
 
-        try:
-            pool.start()
-            nemesis_thread.start()
-            ops = TrackingOps(self.workload.generate(random.Random(cfg.seed),
-                                                     cfg.workload_options))
-            pool.run(ops, recorder, t0 + cfg.time_limit, cfg.rate or None,
-                     random.Random(cfg.seed + 2), tick("main"))
-            # The nemesis heals everything before it returns.
-            stop.set()
-            nemesis_thread.join()
-            progress.say(f"healed; recovering for {cfg.recovery_time:g}s")
-            pool.run(iter(()), recorder, time.monotonic() + cfg.recovery_time, None,
-                     random.Random(0), tick("recover"))
-            time.sleep(max(0.0, cfg.recovery_time - (time.monotonic() - t0 - cfg.time_limit)))
-            self._final_reads(pool, recorder, self.workload.final_reads(ops.issued),
-                              tick("final"))
-        finally:
-            stop.set()
-            if nemesis_thread.is_alive():
-                nemesis_thread.join()
-            pool.close(recorder)
-            recorder.close()
+    def _heal(self, live: Live, progress: Progress) -> None:
+        """heal: the nemesis heals everything before its thread returns."""
+        live.stop.set()
+        assert live.nemesis_thread is not None
+        live.nemesis_thread.join()
+        progress.say(f"healed; recovering for {self.config.recovery_time:g}s")
+
+    def _recover(self, live: Live) -> None:
+        """recover: a quiet spell (ops still open finish) before the final reads."""
+        cfg = self.config
+        live.pool.run(iter(()), live.recorder, time.monotonic() + cfg.recovery_time, None,
+                      live.seeds.rng("pacing"), live.tick("recover"))
+        time.sleep(max(0.0, cfg.recovery_time - (time.monotonic() - live.t0 - cfg.time_limit)))
+
+    def _end_workload_and_nemesis(self, live: Live) -> None:
+        """Whatever happened: the nemesis stopped (healing), the clients closed, the
+        history closed with info completions for ops still open."""
+        live.stop.set()
+        if live.nemesis_thread is not None and live.nemesis_thread.is_alive():
+            live.nemesis_thread.join()
+        live.pool.close(live.recorder)
+        live.recorder.close()
+
+    def _dump(self, cluster: Cluster, recorder: Recorder, progress: Progress) -> None:
+        """dump: stop the nodes and dump their logs for the checkers."""
         counts = dict(recorder.counts)
         self.doc["op_counts"] = counts
         progress.say(f"ops: {sum(counts.values())} "
@@ -380,9 +458,9 @@ def judge(run_dir: Path, stream: Any = None) -> dict[str, Any]:
     stream = stream or sys.stderr
     digest = history_digest(run_dir)
     loaded = load_run(run_dir)
-    document = check_loaded(loaded)
+    document = check_loaded(loaded, plan_for(loaded.run))
     write_verdicts(run_dir, document, digest)
-    lin = (document.get("checkers") or {}).get("linearizability")
+    lin = (document.get("checkers") or {}).get(LINEARIZABILITY.name)
     if lin is not None:
         try:
             from checkers.lin_report import write_html
@@ -390,7 +468,7 @@ def judge(run_dir: Path, stream: Any = None) -> dict[str, Any]:
         except Exception as e:  # the view is a convenience; the verdict stands without it
             print(f"faultline: could not write linearizability.html ({e})", file=stream)
     try:
-        from harness.report import write_report
+        from harness.report.page import write_report
         write_report(run_dir, loaded)
     except Exception as e:  # the page is a view; the verdict stands without it
         print(f"faultline: could not write report.html ({e})", file=stream)
@@ -401,7 +479,7 @@ def lin_context(loaded: Any) -> dict[str, Any]:
     """What the linearizability view shows beside the checker's counterexample:
     the node that served each op (by its invoke's index) and the faults in force."""
     from checkers.history import NEMESIS, pair_ops
-    from harness.report_data import fault_list
+    from harness.report.data import fault_list
     ops = loaded.history.ops
     nodes = {}
     for inv, done in pair_ops([op for op in ops if op.process != NEMESIS]):

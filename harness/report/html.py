@@ -13,9 +13,9 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from harness.report_data import NS, OUTCOMES, PERCENTILES, RunReport
-from harness.report_explain import compact, explain
-from harness.report_svg import (
+from harness.report.data import NS, OUTCOMES, PERCENTILES, RunReport
+from harness.report.explain import compact, explain
+from harness.report.svg import (
     NODE_STATE_COLOR,
     OUTCOME_COLOR,
     PCT_NAME,

@@ -20,27 +20,28 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from checkers.stats import NO_CLIENT_OPS
-from checkers.verdict import Verdict, merge
-from harness.checking import (
+from checkers.registry import (
     CHECKS,
-    checks_for,
+    Plan,
     load_node_files,
     merge_key_verdicts,
     read_run_json,
     run_check,
     run_from_ops,
+    runnable,
     with_skipped,
 )
-from harness.spark.ops_table import (
+from checkers.spark.ops_table import (
     CHECK_COLUMNS,
     NEMESIS_PROCESS,
     SPARK_DDL,
     cached_parquet,
     ops_from_rows,
 )
-from harness.spark.session import SHUFFLE_LIMIT_KEY
-from harness.verdict_store import history_digest, write_verdicts
+from checkers.spark.session import SHUFFLE_LIMIT_KEY
+from checkers.stats import NO_CLIENT_OPS
+from checkers.verdict import Verdict, merge
+from checkers.verdict_store import history_digest, write_verdicts
 
 VERDICT_COLUMNS = "run string, checker string, key string, valid string, " \
                   "anomaly_count long, seconds double, verdict_json string"
@@ -61,33 +62,34 @@ def _row(run: str, checker: str, key: str | None, v: Verdict, seconds: float) ->
 PandasFn = Callable[[pd.DataFrame], pd.DataFrame]
 
 
-def key_check_fn(checker: str, runs: dict[str, dict[str, Any]]) -> PandasFn:
+def key_check_fn(checker: str, runs: dict[str, dict[str, Any]],
+                 plans: dict[str, Plan]) -> PandasFn:
     """A pandas function for one (run, key) group of client ops."""
 
     def check_group(rows: pd.DataFrame) -> pd.DataFrame:
         run_id = rows["run"].iloc[0]
         key = rows["key"].iloc[0]
         r = run_from_ops(Path(run_id), runs[run_id], ops_from_rows(rows))
-        v, seconds = run_check(checker, r)
+        v, seconds = run_check(checker, r, plans[run_id][checker])
         return pd.DataFrame([_row(run_id, checker, key if isinstance(key, str) else None,
                                   v, seconds)])
 
     return check_group
 
 
-def run_check_fn(checkers_by_run: dict[str, list[str]], runs: dict[str, dict[str, Any]],
+def run_check_fn(plans: dict[str, Plan], runs: dict[str, dict[str, Any]],
                  run_dirs: dict[str, str]) -> PandasFn:
     """A pandas function for one run's whole history: its run-scoped checkers."""
 
     def check_run(rows: pd.DataFrame) -> pd.DataFrame:
         run_id = rows["run"].iloc[0]
-        names = [n for n in checkers_by_run[run_id] if CHECKS[n].scope == "run"]
+        names = [n for n in plans[run_id] if CHECKS[n].scope == "run"]
         r = run_from_ops(Path(run_dirs[run_id]), runs[run_id], ops_from_rows(rows))
         if any(CHECKS[n].needs_node_files for n in names):
             r.dumps, r.events = load_node_files(r.path)
         out = []
         for name in names:
-            v, seconds = run_check(name, r)
+            v, seconds = run_check(name, r, plans[run_id][name])
             out.append(_row(run_id, name, None, v, seconds))
         return pd.DataFrame(out, columns=VERDICT_NAMES)
 
@@ -106,14 +108,17 @@ def size_shuffle(spark: Any, runs: int) -> None:
     spark.conf.set("spark.sql.shuffle.partitions", str(min(limit, max(2, 2 * runs))))
 
 
-def check_runs(spark: Any, run_dirs: list[Path],
+def check_runs(spark: Any, run_dirs: list[Path], plan_for: Callable[[dict[str, Any]], Plan],
                progress: Callable[[str], None] = lambda s: None) -> pd.DataFrame:
-    """Check every run through Spark; returns the verdict rows (also written out)."""
+    """Check every run through Spark, each with the checkers `plan_for(run.json)`
+    names; returns the verdict rows (also written out)."""
     runs = {d.name: read_run_json(d) for d in run_dirs}
     # Taken before the histories are read: the verdicts are of these bytes.
     digests = {d.name: history_digest(d) for d in run_dirs}
     by_id = {d.name: str(d.resolve()) for d in run_dirs}
-    checkers_by_run = {r: checks_for(run) for r, run in runs.items()}
+    requested = {r: plan_for(run) for r, run in runs.items()}
+    plans = {r: runnable(runs[r], plan) for r, plan in requested.items()}
+    checkers_by_run = {r: list(plan) for r, plan in plans.items()}
     started = time.perf_counter()
     paths = []
     for i, d in enumerate(run_dirs, 1):
@@ -130,12 +135,12 @@ def check_runs(spark: Any, run_dirs: list[Path],
         if wanted:
             groups = ops.filter(ops.run.isin(wanted) & (ops.process != NEMESIS_PROCESS))
             frames.append(groups.groupBy("run", "key")
-                          .applyInPandas(key_check_fn(name, runs), VERDICT_COLUMNS))
+                          .applyInPandas(key_check_fn(name, runs, plans), VERDICT_COLUMNS))
     run_scoped = [r for r, names in checkers_by_run.items()
                   if any(CHECKS[n].scope == "run" for n in names)]
     if run_scoped:
         frames.append(ops.filter(ops.run.isin(run_scoped)).groupBy("run")
-                      .applyInPandas(run_check_fn(checkers_by_run, runs, by_id), VERDICT_COLUMNS))
+                      .applyInPandas(run_check_fn(plans, runs, by_id), VERDICT_COLUMNS))
     progress(f"checking {len(runs)} run(s) with Spark")
     result = frames[0]
     for f in frames[1:]:
@@ -156,7 +161,8 @@ def check_runs(spark: Any, run_dirs: list[Path],
     by_run = dict(iter(rows.groupby("run", sort=False)))
     for run_id, d in zip(runs, run_dirs, strict=True):
         document = run_document(by_run.get(run_id, rows.iloc[:0]), checkers_by_run[run_id])
-        write_verdicts(d, with_skipped(document, runs[run_id]), digests[run_id])
+        write_verdicts(d, with_skipped(document, runs[run_id], requested[run_id]),
+                       digests[run_id])
     return rows
 
 

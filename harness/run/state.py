@@ -15,7 +15,7 @@ from typing import Any
 
 from checkers.history import HistoryError
 from checkers.rundir import RUN_JSON, load_json
-from harness.resources import same_process
+from harness.run.resources import same_process
 
 RUNNING, COMPLETE, INTERRUPTED, CRASHED, ERROR = (
     "running", "complete", "interrupted", "crashed", "error")

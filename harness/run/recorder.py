@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.history import Op
-from harness.history import HistoryWriter
+from harness.run.history import HistoryWriter
 
 
 class Recorder:

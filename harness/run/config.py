@@ -10,9 +10,11 @@ from typing import Any
 
 from faultline import registry as systems
 from faultline.catalog import unmet_needs
-from harness.address_plan import MAX_NODES
 from harness.errors import UserError
+from harness.run.seeds import SCHEME, SCHEMES
+from nemesis.address_plan import MAX_NODES
 from nemesis.base import FAULTS
+from workloads.options import OPTION_KINDS, kinds
 from workloads.registry import WORKLOADS
 
 # Faults by name, from the nemesis registry.
@@ -33,6 +35,9 @@ class RunConfig:
     rate: float = 200.0
     time_limit: float = 30.0
     seed: int = 0
+    # How the run's random streams derive from `seed` (harness.run.seeds); a
+    # run.json without it predates schemes: 1.
+    seed_scheme: int = SCHEME
     nemesis_interval: float = 5.0     # mean seconds between fault events
     recovery_time: float = 5.0        # quiet time after the final heal, before final reads
     final_read_timeout: float = 10.0
@@ -56,7 +61,7 @@ class RunConfig:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunConfig:
         known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in d.items() if k in known})
+        return cls(**{"seed_scheme": 1, **{k: v for k, v in d.items() if k in known}})
 
 
 def validate(c: RunConfig) -> RunConfig:
@@ -86,6 +91,9 @@ def validate(c: RunConfig) -> RunConfig:
         if unmet:
             raise ConfigError(f"nemesis {spec} needs node {', '.join(sorted(unmet))} lines, "
                               f"which system {c.db} does not leave")
+    if c.seed_scheme not in SCHEMES:
+        raise ConfigError(f"seed_scheme must be one of {', '.join(map(str, SCHEMES))}, "
+                          f"not {c.seed_scheme!r}")
     if c.concurrency < 1:
         raise ConfigError(f"--concurrency must be at least 1, not {c.concurrency}")
     if c.rate < 0:
@@ -115,21 +123,6 @@ def validate(c: RunConfig) -> RunConfig:
     return c
 
 
-# What each kind of option value must be; the kinds are named by the workload
-# modules' and clients' OPTIONS tables.
-OPTION_KINDS = {
-    "positive-int": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
-                     "a positive integer"),
-    "positive-number": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-                        and v > 0, "a positive number"),
-    "bool": (lambda v: isinstance(v, bool), "true or false"),
-    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
-    "string": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
-    "string-list": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
-                    "a list of strings"),
-}
-
-
 def _check_node_options(c: RunConfig) -> None:
     """--node-option keys the db's adapter reads (its OPTIONS): a typo would
     otherwise be ignored, or fail only once the nodes start."""
@@ -146,7 +139,7 @@ def _check_workload_options(c: RunConfig) -> None:
     workload_options = getattr(WORKLOADS[c.workload], "OPTIONS", None)
     if workload_options is None:
         return  # a workload that does not declare its options: nothing to check against
-    allowed.update(workload_options)
+    allowed.update(kinds(workload_options))
     _check_options(c.workload_options, allowed, "--client-option", f"{c.db} x {c.workload}")
 
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checkers.verdict_store import read_verdicts
 from harness.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
-from harness.run_state import COMPLETE, read_state
-from harness.verdict_store import read_verdicts
+from harness.run.state import COMPLETE, read_state
 
 ERROR = "error"   # a case the gate cannot judge: never passes
 

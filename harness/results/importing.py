@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from checkers.formats import read_any
-from harness.history import HistoryWriter
-from harness.store import create_run_dir
+from checkers.registry import LINEARIZABILITY
+from harness.results.store import create_run_dir
+from harness.run.history import HistoryWriter
 
 
 def import_history(source: Path, results: Path, fmt: str | None = None,
@@ -21,7 +22,7 @@ def import_history(source: Path, results: Path, fmt: str | None = None,
         for op in history.ops:
             w.append(op)
     config: dict[str, Any] = {"imported_from": str(source), "format": fmt,
-                              "checkers": checkers or ["linearizability"]}
+                              "checkers": checkers or [LINEARIZABILITY.name]}
     if lin_model:
         config["lin_model"] = lin_model
     if workload:

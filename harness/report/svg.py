@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from harness.report_data import (
+from harness.report.data import (
     NS,
     OUTCOMES,
     FailingOp,

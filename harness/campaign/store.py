@@ -6,7 +6,7 @@
     work/           per-run worker specs and results, logs/ per-run output
     verdicts.parquet, summary.json, summary.txt   after the Spark check
 
-The id has the run-id form (`harness.store`): ids sort by start time and the
+The id has the run-id form (`harness.results.store`): ids sort by start time and the
 directory is made with an exclusive mkdir.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.store import create_run_dir
+from harness.results.store import create_run_dir
 
 CAMPAIGNS = "campaigns"
 CAMPAIGN_JSON = "campaign.json"

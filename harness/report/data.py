@@ -1,7 +1,7 @@
 """The numbers a run report draws, computed from a run's pieces: op counts,
 throughput and latency binned by time, fault windows, leader changes.
 
-Pure functions over already-loaded data (`harness.report` does the reading).
+Pure functions over already-loaded data (`harness.report.page` does the reading).
 Everything is binned by time, so a history of a million ops becomes a few
 hundred numbers: the report stays small and fast whatever the run's size.
 """
@@ -263,7 +263,7 @@ def leader_list(events: dict[str, list[dict[str, Any]]], start_monotonic_ns: int
 
 @dataclass
 class RunReport:
-    """Everything `harness.report_html.render` shows; any piece may be missing
+    """Everything `harness.report.html.render` shows; any piece may be missing
     (an imported or crashed run), and the page says so instead of failing."""
     run_id: str
     run: dict[str, Any]                       # run.json, {} when missing

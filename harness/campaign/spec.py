@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from harness.run_config import ConfigError, RunConfig, parse_nemesis, validate
+from harness.run.config import ConfigError, RunConfig, parse_nemesis, validate
 
 # Matrix axes: each a non-empty list in a [[matrix]] table.
 AXES = ("db", "workload", "nemesis", "node_options", "seeds")

@@ -26,9 +26,16 @@ from typing import Any
 
 import psutil
 
+from nemesis.netns import (  # noqa: F401 (re-exported for the sweeper's callers)
+    NETNS_DIR,
+    netns_of_run,
+    netns_prefix,
+    pids_in_netns,
+    remove_netns,
+)
+
 STATE_DIR_ENV = "FAULTLINE_STATE_DIR"
 DEFAULT_STATE_DIR = Path("/run/faultline")
-NETNS_DIR = Path("/run/netns")
 PR_SET_CHILD_SUBREAPER = 36
 # Two readings of one process's create_time differ by clock-tick rounding only.
 START_TIME_TOLERANCE = 0.05
@@ -215,43 +222,6 @@ def unmount(path: str) -> bool:
         except (OSError, subprocess.TimeoutExpired):
             continue
     raise OSError(f"could not unmount {path}")
-
-
-def remove_netns(name: str) -> bool:
-    path = NETNS_DIR / name
-    if not path.exists():
-        return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.umount2(str(path).encode(), 2)  # MNT_DETACH
-    path.unlink(missing_ok=True)
-    return True
-
-
-def pids_in_netns(name: str) -> list[int]:
-    """Processes whose network namespace is the named one (found even with no journal)."""
-    try:
-        target = os.stat(NETNS_DIR / name).st_ino
-    except FileNotFoundError:
-        return []
-    pids = []
-    for pid in psutil.pids():
-        try:
-            if os.stat(f"/proc/{pid}/ns/net").st_ino == target and pid != os.getpid():
-                pids.append(pid)
-        except OSError:
-            continue
-    return pids
-
-
-def netns_of_run(run_id: str) -> list[str]:
-    try:
-        return sorted(n for n in os.listdir(NETNS_DIR) if n.startswith(netns_prefix(run_id)))
-    except FileNotFoundError:
-        return []
-
-
-def netns_prefix(run_id: str) -> str:
-    return f"fl-{run_id}-"
 
 
 def sweep_record(rec: dict[str, Any]) -> str | None:

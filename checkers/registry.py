@@ -1,0 +1,284 @@
+"""The checkers by name, each behind one signature, and running them in-process.
+
+Every checker is `check(run, options) -> Verdict`: `run` is a loaded run dir
+(history, run.json, node dumps and events), `options` what this run asks of
+that checker (a model, limits, a workload name). Adapters below fit each
+checker module's own function to that signature. Which checkers judge a run,
+and with which options, is a `Plan` (name -> options) the caller derives from
+the run's workload (`workloads.judging.plan_for`): this module knows no workload.
+
+One registry serves `faultline run` (in-process, at the end of a run) and
+`faultline check` (Spark), so a run gets the same verdict either way.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from checkers.history import NEMESIS, History, Op, client_ops
+from checkers.rundir import Run, load_dumps, load_events, load_json, load_run
+from checkers.stats import NO_CLIENT_OPS
+from checkers.verdict import Verdict, combine, merge, verdict
+from checkers.verdict_store import history_digest, write_verdicts
+
+Options = Mapping[str, Any]
+# checker name -> its options, in the order the checkers judge.
+Plan = dict[str, dict[str, Any]]
+# What a checker may need from the nodes besides the history (run.json
+# `artifacts`, from the system's DB adapter).
+LOG_DUMP, EVENTS = "log_dump", "events"
+
+
+def config_of(run: Run) -> dict[str, Any]:
+    return run.run.get("config") or {}
+
+
+def run_from_ops(path: Path, run_json: dict[str, Any], ops: list[Op]) -> Run:
+    """A Run whose history came from elsewhere (a Spark partition), node files not loaded."""
+    return Run(path, run_json, History(ops))
+
+
+def read_run_json(run_dir: Path) -> dict[str, Any]:
+    return load_json(run_dir / "run.json")
+
+
+def load_node_files(run_dir: Path) -> tuple[dict[str, dict[str, Any]],
+                                            dict[str, list[dict[str, Any]]]]:
+    return load_dumps(run_dir), load_events(run_dir)
+
+
+def _no_events() -> Verdict:
+    return verdict("unknown", stats={"reason": "no node event logs in the run"})
+
+
+def _linearizability(r: Run, options: Options) -> Verdict:
+    from checkers import linearizability
+    return linearizability.check(client_ops(r.history.ops), r.run, **options)
+
+
+def _stats(r: Run, options: Options) -> Verdict:
+    from checkers import stats
+    return stats.check(r.history.ops, r.run)
+
+
+def _elle(r: Run, options: Options) -> Verdict:
+    from checkers import elle
+    return elle.check(client_ops(r.history.ops), r.run, **options)
+
+
+def _rw_register(r: Run, options: Options) -> Verdict:
+    from checkers.elle import rw_register
+    return rw_register.check(client_ops(r.history.ops), r.run, **options)
+
+
+def _durability(r: Run, options: Options) -> Verdict:
+    from checkers import durability
+    return durability.check(r.history.ops, r.dumps or None, options.get("workload", "register"))
+
+
+def _durability_needs(options: Options) -> frozenset[str]:
+    # list-append and log histories show every value in their reads; for
+    # registers only the committed log shows whether an acknowledged write survived.
+    from checkers import durability
+    return frozenset({LOG_DUMP} if options.get("workload", "register") in durability.JUDGED_BY_LOG
+                     else ())
+
+
+def _divergence(r: Run, options: Options) -> Verdict:
+    from checkers import divergence
+    if not r.dumps:
+        return verdict("unknown", stats={"reason": "no node log dumps in the run"})
+    return divergence.check(r.dumps, r.events or None)
+
+
+def _elections(r: Run, options: Options) -> Verdict:
+    from checkers import elections
+    return elections.check(r.events) if r.events else _no_events()
+
+
+def _invariants(r: Run, options: Options) -> Verdict:
+    from checkers import invariants
+    return invariants.check(r.history.ops, r.events, r.run) if r.events else _no_events()
+
+
+def _availability(r: Run, options: Options) -> Verdict:
+    from checkers import availability
+    return availability.check(r.history.ops, r.events or None, r.run, options.get("thresholds"))
+
+
+def _nothing(options: Options) -> frozenset[str]:
+    return frozenset()
+
+
+@dataclass(frozen=True)
+class Checker:
+    """A checker in the registry.
+
+    scope: "key": P-compositional, may run per (run, key) group; "run": needs the whole run.
+    fn: the checker, `(run, options) -> Verdict`.
+    from_config: its options read off run.json's config (what a user set);
+        a workload's defaults come underneath (`workloads.judging`).
+    needs: the node artefacts it cannot judge without, given its options.
+    needs_node_files: whether it reads node dumps or events at all (loaders skip the I/O).
+    """
+
+    name: str
+    scope: str
+    fn: Callable[[Run, Options], Verdict]
+    from_config: Callable[[Mapping[str, Any]], dict[str, Any]] = field(
+        default=lambda config: {})
+    needs: Callable[[Options], frozenset[str]] = _nothing
+    needs_node_files: bool = False
+
+
+def _consistency_model(config: Mapping[str, Any]) -> dict[str, Any]:
+    return {"model": config.get("consistency_model", "strict-serializable")}
+
+
+def _rw_register_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The model, and which of Elle's version-order inferences the checker may
+    use: the run's `elle_options`, else writes-follow-reads (true of every
+    serializable store) and, when the model checked is strict serializability
+    (which makes every key linearizable), linearizable keys."""
+    options = _consistency_model(config)
+    if config.get("elle_options") is not None:
+        return {**options, **{k.replace("-", "_"): bool(v)
+                              for k, v in config["elle_options"].items()}}
+    strict = options["model"] == "strict-serializable"
+    return {**options, "wfr_keys": True, "linearizable_keys": strict}
+
+
+STATS = Checker("stats", "run", _stats)
+LINEARIZABILITY = Checker(
+    "linearizability", "key", _linearizability,
+    from_config=lambda c: {**({"model": str(c["lin_model"])} if c.get("lin_model") else {}),
+                           **(c.get("lin_options") or {})})
+ELLE = Checker("elle", "run", _elle, from_config=_consistency_model)
+RW_REGISTER = Checker("rw-register", "run", _rw_register, from_config=_rw_register_options)
+DURABILITY = Checker("durability", "run", _durability,
+                     from_config=lambda c: {"workload": c.get("workload", "register")},
+                     needs=_durability_needs, needs_node_files=True)
+DIVERGENCE = Checker("divergence", "run", _divergence, needs=lambda o: frozenset({LOG_DUMP}),
+                     needs_node_files=True)
+ELECTIONS = Checker("elections", "run", _elections, needs=lambda o: frozenset({EVENTS}),
+                    needs_node_files=True)
+INVARIANTS = Checker("invariants", "run", _invariants, needs=lambda o: frozenset({EVENTS}),
+                     needs_node_files=True)
+AVAILABILITY = Checker("availability", "run", _availability,
+                       from_config=lambda c: {"thresholds": c.get("thresholds")},
+                       needs_node_files=True)
+
+CHECKS: dict[str, Checker] = {c.name: c for c in (
+    STATS, LINEARIZABILITY, ELLE, RW_REGISTER, DURABILITY, DIVERGENCE, ELECTIONS, INVARIANTS,
+    AVAILABILITY)}
+# The checkers that judge the nodes rather than a workload's answers: every
+# workload's run gets them, after its own.
+CLUSTER_CHECKERS = (ELECTIONS, INVARIANTS, DIVERGENCE, AVAILABILITY)
+
+
+def check_names(names: list[str]) -> None:
+    """Raise ValueError (one sentence) for a checker name not in the registry."""
+    unknown = [n for n in names if n not in CHECKS]
+    if unknown:
+        raise ValueError(f"unknown checker(s) {', '.join(unknown)}; known: {', '.join(CHECKS)}")
+
+
+def skipped_checks(run: Mapping[str, Any], plan: Plan) -> dict[str, str]:
+    """Checkers of `plan` that cannot judge this run because its system leaves
+    no such artefacts (run.json `artifacts`), with the reason."""
+    if "artifacts" not in run:
+        return {}
+    have = set(run["artifacts"])
+    config = run.get("config") or {}
+    out = {}
+    for name, options in plan.items():
+        missing = CHECKS[name].needs(options) - have
+        if missing:
+            out[name] = (f"{config.get('db', 'this system')} leaves no "
+                         f"{' or '.join(sorted(missing)).replace('_', ' ')}s")
+    return out
+
+
+def runnable(run: Mapping[str, Any], plan: Plan) -> Plan:
+    """The part of `plan` the run's system can feed."""
+    skipped = skipped_checks(run, plan)
+    return {n: o for n, o in plan.items() if n not in skipped}
+
+
+def run_check(name: str, r: Run, options: Options) -> tuple[Verdict, float]:
+    """One checker's verdict and the seconds it took; a crash is an `unknown`
+    verdict naming the exception, so one broken checker never hides the others."""
+    started = time.perf_counter()
+    if not any(op.process != NEMESIS for op in r.history.ops):
+        # Nothing a client did: every verdict would be vacuous.
+        return verdict("unknown", stats={"reason": NO_CLIENT_OPS}), 0.0
+    try:
+        v = CHECKS[name].fn(r, options)
+    except Exception as e:  # a checker bug must not take the other verdicts down
+        v = verdict("unknown", stats={"error": f"{type(e).__name__}: {e}"})
+    return v, time.perf_counter() - started
+
+
+def check_loaded(r: Run, plan: Plan) -> dict[str, Any]:
+    """The `verdicts.json` document for one run, each checker of `plan` that
+    the run can feed run in-process."""
+    verdicts: dict[str, Verdict] = {}
+    for name, options in runnable(r.run, plan).items():
+        v, seconds = run_check(name, r, options)
+        v["stats"] = {**v.get("stats", {}), "seconds": round(seconds, 3)}
+        verdicts[name] = v
+    return with_skipped(merge(verdicts), r.run, plan)
+
+
+def with_skipped(document: dict[str, Any], run: Mapping[str, Any], plan: Plan) -> dict[str, Any]:
+    """Say in verdicts.json which checkers did not run and why."""
+    skipped = skipped_checks(run, plan)
+    if skipped:
+        document["skipped"] = skipped
+    return document
+
+
+def check_run_dir(run_dir: Path, plan_for: Callable[[dict[str, Any]], Plan]) -> dict[str, Any]:
+    """Check a saved run in-process and write its verdicts.json, bound to the
+    history it judged (digest taken before reading it). `plan_for` reads the
+    plan off run.json."""
+    digest = history_digest(run_dir)
+    loaded = load_run(run_dir)
+    document = check_loaded(loaded, plan_for(loaded.run))
+    write_verdicts(run_dir, document, digest)
+    return document
+
+
+def merge_key_verdicts(per_key: dict[Any, Verdict]) -> Verdict:
+    """Per-key verdicts of a P-compositional checker folded into the run's verdict."""
+    anomalies = []
+    for key, v in per_key.items():
+        for a in v.get("anomalies", []):
+            anomalies.append({"key": key, **a} if "key" not in a else a)
+    validity = combine([v["valid"] for v in per_key.values()]) if per_key else True
+    counts = {"valid": 0, "invalid": 0, "unknown": 0}
+    for v in per_key.values():
+        counts[{True: "valid", False: "invalid"}.get(v["valid"], "unknown")] += 1
+    return verdict(validity, anomalies, {"keys": len(per_key), "keys_by_validity": counts})
+
+
+def rows_from_document(run_id: str, document: dict[str, Any]) -> list[dict[str, Any]]:
+    """Verdict-table rows (one per checker) from a run's verdicts.json."""
+    rows = []
+    for name, v in (document.get("checkers") or {}).items():
+        rows.append({"run": run_id, "checker": name, "key": None,
+                     "valid": {True: "true", False: "false"}.get(v.get("valid"), "unknown"),
+                     "anomaly_count": len(v.get("anomalies") or []),
+                     "seconds": float((v.get("stats") or {}).get("seconds", 0.0)),
+                     "verdict_json": json.dumps(v, default=str)})
+    return rows
+
+
+def overall_validity(table: Any) -> bool | str:
+    """The overall validity of a verdict table's `valid` column ("true"/"false"/"unknown")."""
+    return combine([{"true": True, "false": False}.get(v, "unknown") for v in table["valid"]])

@@ -1,0 +1,1 @@
+"""The results store: run dirs and their listing, imported histories, the release gate."""

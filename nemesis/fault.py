@@ -1,0 +1,78 @@
+"""What a fault is, for the faults and for the registry that names them: the
+`Fault` interface, the context a fault factory gets, and fault spec names.
+Below every fault module and the registry (nemesis.base), so none of them
+imports another back."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from nodes.db import NodeSpec
+
+
+class ClusterControl(Protocol):
+    """What a fault may do to the cluster under test: the harness's running
+    cluster (`harness.run.cluster.Cluster`) is one. Names are node names; every
+    action returns the nodes it acted on (an empty list: nothing to do)."""
+
+    nodes: list[NodeSpec]
+    paused: set[str]
+
+    @property
+    def names(self) -> list[str]: ...
+
+    @property
+    def hub_netns(self) -> str: ...
+
+    def netns_of(self, name: str) -> str: ...
+
+    def ip_of(self, name: str) -> str: ...
+
+    def spec(self, name: str) -> NodeSpec: ...
+
+    def in_hub(self) -> AbstractContextManager[None]:
+        """This thread (and threads it starts) in the clients' namespace."""
+        ...
+
+    def is_running(self, name: str) -> bool: ...
+
+    def start(self, names: Sequence[str], fresh: bool = False) -> list[str]: ...
+
+    def kill(self, names: Sequence[str]) -> list[str]: ...
+
+    def pause(self, names: Sequence[str]) -> list[str]: ...
+
+    def resume(self, names: Sequence[str]) -> list[str]: ...
+
+    def leader(self) -> str | None: ...
+
+
+class Fault(Protocol):
+    name: str
+
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
+               ) -> dict[str, Any]: ...
+
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]: ...
+
+
+@dataclass
+class FaultContext:
+    """What a fault factory may need from the run: the DB adapter, and
+    anything else a run prepared (e.g. `mounts`: node -> LazyFS)."""
+    db: Any = None
+    variant: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+FaultFactory = Callable[[FaultContext], Fault]
+
+
+def split_spec(spec: str) -> tuple[str, str | None]:
+    """`"partition:one-way"` -> (`"partition"`, `"one-way"`)."""
+    name, _, variant = spec.partition(":")
+    return name, (variant or None)

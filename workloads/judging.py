@@ -1,0 +1,33 @@
+"""What judges a run: the checkers its workload names and each one's options,
+read off run.json (so a saved run is judged as it was when it ran)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from checkers.registry import CHECKS, CLUSTER_CHECKERS, LINEARIZABILITY, STATS, Plan, check_names
+from workloads.registry import WORKLOADS
+
+
+def default_checkers(workload_name: str) -> list[str]:
+    """A workload's checkers: the stats, its own, then those that judge the nodes.
+    A history of no known workload (an imported one) is judged for linearizability."""
+    workload = WORKLOADS.get(workload_name)
+    if workload is None:
+        return [LINEARIZABILITY.name]
+    return [c.name for c in (STATS, *workload.CHECKERS, *CLUSTER_CHECKERS)]
+
+
+def plan_for(run: Mapping[str, Any]) -> Plan:
+    """name -> options for every checker the run asked for (run.json
+    `config.checkers`), else its workload's. Options: the workload's defaults,
+    overridden by what the config sets."""
+    config = run.get("config") or {}
+    names = config.get("checkers")
+    if names is None:
+        names = default_checkers(config.get("workload", ""))
+    check_names(list(names))
+    workload = WORKLOADS.get(config.get("workload", ""))
+    defaults = workload.checker_options(config) if hasattr(workload, "checker_options") else {}
+    return {n: {**defaults.get(n, {}), **CHECKS[n].from_config(config)} for n in names}

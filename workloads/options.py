@@ -1,0 +1,67 @@
+"""Options as metadata: each workload declares one table of its options (name,
+kind, default, help). Its generator reads them through `resolve`, run config
+validation checks them by kind, and the CLI's help and `faultline systems`
+print them, all from that one table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# What each kind of option value must be. Node and client option tables name
+# these kinds too (`System.node_options`, a client's `OPTIONS`).
+OPTION_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "positive-int": (lambda v: _int(v) and v > 0, "a positive integer"),
+    "non-negative-int": (lambda v: _int(v) and v >= 0, "a non-negative integer"),
+    "positive-number": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                        and v > 0, "a positive number"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "int": (_int, "an integer"),
+    "string": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
+    "string-list": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+                    "a list of strings"),
+}
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    kind: str          # an OPTION_KINDS key
+    default: Any
+    help: str
+
+    def __post_init__(self) -> None:
+        ok, what = OPTION_KINDS[self.kind]
+        if not ok(self.default):
+            raise ValueError(f"option {self.name}: default {self.default!r} is not {what}")
+
+    def problem(self, value: Any) -> str | None:
+        """Why `value` cannot be this option's, in one sentence; None if it can."""
+        ok, what = OPTION_KINDS[self.kind]
+        return None if ok(value) else f"{self.name} must be {what}, not {value!r}"
+
+
+def table(*options: Option) -> dict[str, Option]:
+    return {o.name: o for o in options}
+
+
+def kinds(options: Mapping[str, Option]) -> dict[str, str]:
+    """name -> kind, the form node and client option tables have."""
+    return {name: o.kind for name, o in options.items()}
+
+
+def resolve(options: Mapping[str, Option], given: Mapping[str, Any]) -> dict[str, Any]:
+    """Every option of the table: the given value, else its default (keys the
+    table does not name, e.g. the client's, are left out)."""
+    return {name: given.get(name, o.default) for name, o in options.items()}
+
+
+def describe(options: Mapping[str, Option]) -> str:
+    """`name=default (help)`, comma-separated: the CLI's help line."""
+    return ", ".join(f"{o.name}={o.default} ({o.help})" for o in options.values()) or "none"
