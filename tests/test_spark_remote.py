@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from checkers.history import Op
-from checkers.spark.session import REMOTE_ENV, SparkUnavailable, parse_remote
+from checkers.spark.session import REMOTE_ENV, SparkUnavailable, parse_remote, shared_session_url
 from harness.cli import main
 from harness.results.store import create_run_dir
 from harness.run.history import HistoryWriter
@@ -69,3 +69,15 @@ def test_contradictory_choices_are_bad_arguments(tmp_path, capfd, args):
     run = one_run(tmp_path / "results")
     assert main(["check", str(run), *args]) == 254
     assert capfd.readouterr().err.startswith("faultline: ")
+
+
+def test_every_check_of_one_server_shares_one_server_session():
+    a = shared_session_url("sc://127.0.0.1:15002")
+    assert a == shared_session_url("sc://127.0.0.1:15002")
+    assert a.startswith("sc://127.0.0.1:15002/;session_id=")
+    assert parse_remote(a) == ("127.0.0.1", 15002)
+    assert shared_session_url("sc://127.0.0.1:15003") != a
+    # Parameters are kept; a session id given by the user wins.
+    assert shared_session_url("sc://h:1/;token=x").startswith("sc://h:1/;token=x;session_id=")
+    mine = "sc://h:1/;session_id=6a1c6f50-0000-4000-8000-00000000fa17"
+    assert shared_session_url(mine) == mine

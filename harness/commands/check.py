@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         table = pd.DataFrame(rows)
     else:
         from checkers.spark.check_job import check_runs
-        from checkers.spark.session import SparkUnavailable, spark_session
+        from checkers.spark.session import SparkUnavailable, end_session, spark_session
         try:
             spark = spark_session(args.master, remote=args.remote)
         except SparkUnavailable as e:
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             table = check_runs(spark, runs, plan_for, say)
         finally:
-            spark.stop()
+            end_session(spark)
     from checkers.spark.check_job import update_table
     out = update_table(table_dir, table)
     print_verdict_rows(table)
