@@ -176,6 +176,11 @@ def parse_remote(url: str) -> tuple[str, int]:
     return host, int(port) if port else DEFAULT_CONNECT_PORT
 
 
+# What PySpark sets in os.environ when it makes a Spark Connect session.
+CONNECT_MODE_ENV = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
+_env_before_remote: dict[str, str] = {}
+
+
 def shared_session_url(url: str) -> str:
     """`url` with a session id every faultline check of that server shares,
     unless it names one. A server session keeps its Python workers, with
@@ -194,6 +199,14 @@ def end_session(session: Any) -> None:
     server session warm for the next check."""
     if is_remote(session):
         session.client.close()
+        # PySpark marks the whole process as Spark Connect once a remote
+        # session exists; unmarked, a later embedded session here (a test, a
+        # bench) is classic again.
+        for k in CONNECT_MODE_ENV:
+            if k in _env_before_remote:
+                os.environ[k] = _env_before_remote[k]
+            else:
+                os.environ.pop(k, None)
     else:
         session.stop()
 
@@ -215,6 +228,9 @@ def remote_session(url: str) -> Any:
                                "start one with `faultline spark serve`.") from None
     try:
         from pyspark.sql import SparkSession
+        _env_before_remote.clear()
+        _env_before_remote.update({k: os.environ[k] for k in CONNECT_MODE_ENV
+                                   if k in os.environ})
         session = SparkSession.builder.remote(shared_session_url(url)).getOrCreate()
         for k, v in job_settings().items():
             if k.startswith("spark.sql."):
