@@ -32,6 +32,7 @@ COMMAND_MODULES: list[str] = [
     "harness.commands.replay",
     "harness.commands.report",
     "harness.commands.systems",
+    "harness.commands.spark",
 ]
 
 

@@ -38,6 +38,7 @@ from checkers.spark.ops_table import (
     cached_parquet,
     ops_from_rows,
 )
+from checkers.spark.session import SHUFFLE_LIMIT_KEY
 from checkers.stats import NO_CLIENT_OPS
 from checkers.verdict import Verdict, merge
 from checkers.verdict_store import history_digest, write_verdicts
@@ -99,9 +100,11 @@ def size_shuffle(spark: Any, runs: int) -> None:
     """A few shuffle partitions per run, up to the session's setting: each
     partition is a task with its own Python round trip, and for one or ten
     runs most of a fixed 16 would be empty."""
-    # The launch setting, not the session's current one, which an earlier
-    # call in this session may have lowered.
-    limit = int(spark.sparkContext.getConf().get("spark.sql.shuffle.partitions", "200"))
+    # The session's starting width, not its current one, which an earlier
+    # call in this session may have lowered (a Spark Connect session has no
+    # SparkContext to ask for the launch setting).
+    limit = int(spark.conf.get(SHUFFLE_LIMIT_KEY,
+                               spark.conf.get("spark.sql.shuffle.partitions", "200")))
     spark.conf.set("spark.sql.shuffle.partitions", str(min(limit, max(2, 2 * runs))))
 
 
@@ -143,6 +146,8 @@ def check_runs(spark: Any, run_dirs: list[Path], plan_for: Callable[[dict[str, A
     for f in frames[1:]:
         result = result.unionByName(f)
     rows = result.toPandas() if frames else pd.DataFrame(columns=VERDICT_NAMES)
+    # Spark Connect hangs its query metrics on the frame, which Arrow cannot store.
+    rows.attrs.clear()
     # A run with no ops has no group: its key-scoped checkers saw nothing to judge.
     judged = set(zip(rows["run"], rows["checker"], strict=True))
     missing = [(r, n) for r, names in checkers_by_run.items() for n in names

@@ -10,6 +10,7 @@ after every run, so a killed campaign resumes from what is on disk.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -20,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from checkers.spark.session import REMOTE_ENV
 from harness.campaign.report import summarize, summary_text
 from harness.campaign.spec import Campaign, estimated_seconds, load_campaign
 from harness.campaign.store import (
@@ -194,13 +196,14 @@ def check_all(cdir: Path, entries: list[dict[str, Any]], master: str | None, say
               ) -> dict[int, dict[str, Any] | None]:
     """One Spark job over every complete run; returns each run's verdicts document."""
     from checkers.spark.check_job import check_runs, update_table
-    from checkers.spark.session import SparkUnavailable, spark_session
+    from checkers.spark.session import SparkUnavailable, end_session, spark_session
     from workloads.judging import plan_for
     checkable = [e for e in entries if redo_reason(read_run_state(e.get("run_dir"))) is None]
     if not checkable:
         say("no complete runs to check")
         return {}
-    say(f"checking {len(checkable)} run(s) with Spark ({master or 'local[*]'})")
+    where = master or os.environ.get(REMOTE_ENV) or "local[*]"
+    say(f"checking {len(checkable)} run(s) with Spark ({where})")
     try:
         spark = spark_session(master)
     except SparkUnavailable as e:
@@ -210,8 +213,11 @@ def check_all(cdir: Path, entries: list[dict[str, Any]], master: str | None, say
     try:
         rows = check_runs(spark, [Path(e["run_dir"]) for e in checkable], plan_for, say)
     finally:
-        spark.stop()
+        end_session(spark)
     update_table(cdir, rows)
+    from harness.results.dataset import publish_campaign
+    dataset = publish_campaign(cdir.parent.parent, read_json(cdir / CAMPAIGN_JSON), entries, rows)
+    say(f"dataset (every campaign, by campaign and date): {dataset}")
     return {e["index"]: load_verdicts(Path(e["run_dir"])) for e in checkable}
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from checkers.registry import check_run_dir, overall_validity, rows_from_document
+from checkers.spark.session import REMOTE_ENV
 from checkers.verdict import exit_code
 from harness.errors import EXIT_STATUS_HELP, UserError
 from harness.report.summary import print_verdict_rows
@@ -23,6 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="*", type=Path, metavar="RUN_DIR")
     p.add_argument("--results", type=Path, help="check every run under this results dir")
     p.add_argument("--master", help="Spark master URL (default: embedded local[*])")
+    p.add_argument("--remote", metavar="sc://HOST:PORT",
+                   help="check through a running Spark Connect server (`faultline spark "
+                        f"serve`) instead of starting Spark; default ${REMOTE_ENV}")
     p.add_argument("--in-process", action="store_true",
                    help="run the checkers in this process instead of Spark")
     p.set_defaults(func=run)
@@ -53,6 +57,10 @@ def resolve_runs(args: argparse.Namespace) -> tuple[list[Path], Path]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.in_process and (args.master or args.remote):
+        raise UserError("--in-process runs no Spark: give it without --master or --remote")
+    if args.master and args.remote:
+        raise UserError("give --master or --remote (a Spark Connect server), not both")
     runs, table_dir = resolve_runs(args)
     say = lambda s: print(f"check: {s}", file=sys.stderr, flush=True)  # noqa: E731
     for d in runs:
@@ -71,15 +79,15 @@ def run(args: argparse.Namespace) -> int:
         table = pd.DataFrame(rows)
     else:
         from checkers.spark.check_job import check_runs
-        from checkers.spark.session import SparkUnavailable, spark_session
+        from checkers.spark.session import SparkUnavailable, end_session, spark_session
         try:
-            spark = spark_session(args.master)
+            spark = spark_session(args.master, remote=args.remote)
         except SparkUnavailable as e:
             raise UserError(str(e)) from None
         try:
             table = check_runs(spark, runs, plan_for, say)
         finally:
-            spark.stop()
+            end_session(spark)
     from checkers.spark.check_job import update_table
     out = update_table(table_dir, table)
     print_verdict_rows(table)

@@ -1,0 +1,61 @@
+"""`faultline spark serve`: a warm Spark Connect server for many checks."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "spark", help="run Spark services for `faultline check`",
+        description="Spark services started from the PySpark install.")
+    sub = p.add_subparsers(dest="spark_command", metavar="SPARK_COMMAND")
+    sub.required = True
+    serve = sub.add_parser(
+        "serve", help="a Spark Connect server: checks pay the JVM start once",
+        description="Start a Spark Connect server on loopback and keep it in the foreground "
+                    "until Ctrl-C. Then `faultline check --remote sc://127.0.0.1:PORT` (or "
+                    "FAULTLINE_SPARK_REMOTE=sc://127.0.0.1:PORT) checks through it, "
+                    "with no JVM to start.")
+    from harness.spark.servers import DEFAULT_CONNECT_PORT
+    serve.add_argument("--port", type=int, default=DEFAULT_CONNECT_PORT,
+                       help=f"gRPC port on 127.0.0.1 (default {DEFAULT_CONNECT_PORT})")
+    serve.add_argument("--master", default="local[*]",
+                       help="the server's Spark master (default: local[*]); a "
+                            "spark://HOST:PORT standalone master spreads checks over its workers")
+    serve.add_argument("--log", type=Path, default=None,
+                       help="the server's log file (default: faultline-spark-connect.log "
+                            "in the temp dir)")
+    serve.set_defaults(func=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from checkers.spark.session import java_missing
+    from harness.spark.servers import ServiceError, connect_server
+    missing = java_missing()
+    if missing:
+        raise HarnessError(missing)
+    log = args.log or Path(tempfile.gettempdir()) / "faultline-spark-connect.log"
+    server = connect_server(log, args.port, args.master)
+    print(f"spark: starting a Spark Connect server on 127.0.0.1:{args.port} "
+          f"(master {args.master}); log {log}", file=sys.stderr, flush=True)
+    try:
+        server.start()
+        server.wait_ready()
+    except ServiceError as e:
+        server.stop()
+        raise HarnessError(str(e)) from None
+    print(f"spark: serving; check with `faultline check --remote sc://127.0.0.1:{args.port} ...`"
+          " (Ctrl-C stops it)", file=sys.stderr, flush=True)
+    try:
+        code = server.proc.wait()
+    finally:
+        server.stop()
+    raise HarnessError(f"the Spark Connect server exited with status {code}; its log is {log}")
