@@ -13,6 +13,7 @@ import pytest
 from checkers.spark.session import java_missing
 from harness.campaign.runner import exit_code_of
 from harness.cli import main
+from harness.results.store import RUN_ID
 
 SMOKE = Path(__file__).resolve().parents[1] / "campaigns" / "smoke.toml"
 
@@ -28,7 +29,8 @@ def read(path):
 
 
 def run_dirs(results):
-    return sorted(p.name for p in results.iterdir() if p.name != "campaigns" and p.is_dir())
+    # Beside the runs: campaigns/ and the campaigns' dataset/.
+    return sorted(p.name for p in results.iterdir() if RUN_ID.fullmatch(p.name) and p.is_dir())
 
 
 def test_smoke_campaign_checked_gated_and_resumed(tmp_path, capsys):
@@ -51,6 +53,13 @@ def test_smoke_campaign_checked_gated_and_resumed(tmp_path, capsys):
     # one Spark check: the verdict table covers all three runs
     table = pq.read_table(cdir / "verdicts.parquet").to_pandas()
     assert set(table["run"]) == {e["run_id"] for e in entries}
+    # ...and is published into the dataset, partitioned by campaign and date.
+    (part,) = (results / "dataset" / "verdicts").glob(f"campaign={cdir.name}/date=*")
+    published = pq.read_table(part / "verdicts.parquet").to_pandas()
+    assert set(published["run"]) == set(table["run"]) and len(published) == len(table)
+    assert set(published["label"]) == {e["label"] for e in entries}
+    histories = results / "dataset" / "histories" / f"campaign={cdir.name}" / part.name
+    assert sorted(p.stem for p in histories.glob("*.parquet")) == sorted(table["run"].unique())
     summary = read(cdir / "summary.json")
     assert sum(summary["counts"].values()) == 3 and summary["counts"]["error"] == 0
     assert len(summary["invalid_runs"]) == summary["counts"]["invalid"]
