@@ -69,7 +69,8 @@ def switch_config(name: str, seed: int, time_limit: float) -> dict[str, Any]:
     return {"workload": SWITCH_WORKLOAD, "nodes": plan.get("nodes", SWITCH_NODES),
             "nemesis": list(plan["nemesis"]),
             "nemesis_interval": plan["nemesis_interval"], "time_limit": time_limit,
-            "rate": plan.get("rate", DEFAULT_RATE), "seed": seed, "bugs": []}
+            "rate": plan.get("rate", DEFAULT_RATE), "seed": seed, "bugs": [],
+            "node_options": dict(plan.get("node_options", {}))}
 
 
 def all_faults_config(workload: str, seed: int, time_limit: float) -> dict[str, Any]:
@@ -86,6 +87,8 @@ def cli_args(config: dict[str, Any]) -> list[str]:
             "--seed", str(config["seed"])]
     for bug in config["bugs"]:
         args += ["--bug", bug]
+    for key, value in sorted(config.get("node_options", {}).items()):
+        args += ["--node-option", f"{key}={json.dumps(value)}"]
     return args
 
 

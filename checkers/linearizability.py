@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
+from checkers.acks import as_promised
 from checkers.history import NEMESIS, Op
 from checkers.models import (
     ANY_STATE,
@@ -706,6 +707,8 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "cas-regis
     e.g. {"initial": 0})? Partitions (keys) are checked one by one within one
     shared budget. `run` is accepted for the checker contract; nothing in it
     changes the answer."""
+    # A write acknowledged below quorum promised nothing: it may or may not be in.
+    history = as_promised(history)
     try:
         m = get_model(model, model_options)
         parts = prepare(history, m)

@@ -28,7 +28,7 @@ from checkers.history import NEMESIS, Op, noop_reason
 
 # f of the op that heals each fault kind (contracts.md, "Nemesis ops").
 HEAL_F = {"kill": "start", "pause": "resume", "partition": "heal", "truncate": "start",
-          "lose-unsynced": "start"}
+          "lose-unsynced": "start", "membership": "restore-voters"}
 # Faults that need the nodes' data dirs on LazyFS mounts (made before the nodes start).
 LAZYFS_FAULTS = frozenset({"lose-unsynced", "power-cut-after-commit"})
 # Faults armed by the schedule that fire on node event lines (nemesis.triggers).
@@ -88,6 +88,7 @@ FAULTS: dict[str, FaultFactory] = {
     "lose-unsynced": _disk_lose_unsynced,
     "kill-after-vote": _lazy("nemesis.triggers", "kill_after_vote"),
     "power-cut-after-commit": _lazy("nemesis.triggers", "power_cut_after_commit"),
+    "membership": _lazy("nemesis.membership", "membership_fault"),
 }
 
 

@@ -13,9 +13,14 @@ TRUNCATE_TO_HW = "truncate-to-hw"
 COMMIT_DIRTY = "commit-dirty"
 PRE_VOTE_WHILE_FOLLOWING = "pre-vote-while-following"
 RESIGNED_SAME_EPOCH = "resigned-same-epoch"
+# Membership and consistency-level switches (KIP-853, KIP-1186, Redpanda RFC).
+LEADER_ACK_AS_QUORUM = "leader-ack-as-quorum"
+TWO_VOTER_CHANGES = "two-voter-changes"
+ACK_WHEN_COMMITTED_AUTOJOIN = "ack-when-committed-autojoin"
 
 KNOWN = frozenset({NO_PRE_VOTE, NO_CHECK_QUORUM, VOTE_BEFORE_PERSIST, TRUNCATE_TO_HW, COMMIT_DIRTY,
                    PRE_VOTE_WHILE_FOLLOWING, RESIGNED_SAME_EPOCH})
+KNOWN |= {LEADER_ACK_AS_QUORUM, TWO_VOTER_CHANGES, ACK_WHEN_COMMITTED_AUTOJOIN}
 
 # How a real run exposes each switch (BUGS.md's last column; bench/detection.py
 # and campaigns/calibration.toml are built from this): the nemesis, its mean
@@ -40,6 +45,20 @@ CALIBRATION: dict[str, dict] = {
                                "nodes": 5, "rate": 1.0, "caught_by": ["invariants"]},
     RESIGNED_SAME_EPOCH: {"nemesis": ["partition:isolate-leader"], "nemesis_interval": 4.0,
                           "caught_by": ["invariants"]},
+    # Rows below: detection in real runs not yet measured (BUGS.md says so).
+    # A power cut of every node right after a commit loses what the leader
+    # acked but nobody had flushed.
+    LEADER_ACK_AS_QUORUM: {"nemesis": ["power-cut-after-commit:all"], "nemesis_interval": 3.0,
+                           "caught_by": ["durability", "linearizability"]},
+    # A removal left uncommitted by an isolated leader, then the re-add on
+    # heal: two changes in flight, majorities that need not overlap.
+    TWO_VOTER_CHANGES: {"nemesis": ["membership", "partition:isolate-leader"],
+                        "nemesis_interval": 2.0,
+                        "caught_by": ["divergence", "linearizability"]},
+    # Removed voters rejoin by auto-join (KIP-1186's scenario, on 3 nodes).
+    ACK_WHEN_COMMITTED_AUTOJOIN: {"nemesis": ["membership:auto-join"], "nemesis_interval": 3.0,
+                                  "node_options": {"auto_join": True},
+                                  "caught_by": ["invariants"]},
 }
 
 

@@ -415,7 +415,11 @@ class Core:
         if epoch > self._epoch:
             self._observe_epoch(epoch, None)
         granted = False
-        if candidate in self.voters and candidate != self.node_id and epoch == self._epoch:
+        # KIP-853: a candidate outside our voter set is not refused for that:
+        # our log may lack the VotersRecord that made it a voter, and refusing
+        # could leave its voter set without a leader. It counts only the votes
+        # of its own voters, so granting is safe.
+        if candidate != self.node_id and epoch == self._epoch:
             log_ok = (int(msg["last_epoch"]), int(msg["log_end"])) >= (
                 self.last_epoch,
                 len(self._log),
@@ -965,7 +969,11 @@ class Core:
             raise VoterChangeRefused(m.NOT_COMMITTED_IN_EPOCH)
         # One change at a time: any majority of the new set then overlaps any
         # majority of the old one, so two leaders cannot be elected.
-        if self._voter_sets.uncommitted(self._hw):
+        # BUG when switched on (what KIP-853's one-change rule prevents): a
+        # second change is accepted while the first is uncommitted, so the
+        # sets two changes apart may have disjoint majorities.
+        if (self._voter_sets.uncommitted(self._hw)
+                and bugs.TWO_VOTER_CHANGES not in self._bugs):
             raise VoterChangeRefused(m.VOTER_CHANGE_IN_FLIGHT)
         return self.voters
 
@@ -1089,7 +1097,10 @@ class Core:
     def _join_waits_for_commit(self) -> bool:
         # KIP-1186: auto-join asks for the answer after the local append, so
         # the joiner can go on fetching: the fetch that commits the new set.
-        return False
+        # BUG when switched on (KIP-853 before KIP-1186): it asks for the
+        # answer at commit, which needs its own fetch, which waits for the
+        # answer: the leader's check quorum expires and it resigns.
+        return bugs.ACK_WHEN_COMMITTED_AUTOJOIN in self._bugs
 
     def _observer_lost_leader(self) -> None:
         """An observer never canvasses: it waits in Unattached and asks the
