@@ -73,6 +73,11 @@ def plan_params(spec: str, rng: random.Random, nodes: Sequence[str]) -> dict[str
         elif variant is not None:
             raise ValueError(f"{name} takes no variant")
         return {}
+    if name == "membership" and variant is not None:
+        from nemesis.membership import VARIANTS
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown membership variant {variant!r}; "
+                             f"expected one of {', '.join(VARIANTS)}")
     # Disk faults and plug-ins: one node, chosen here so the timeline shows it.
     return {"nodes": [rng.choice(sorted(nodes))]}
 
