@@ -22,6 +22,8 @@ derived from the timers the nodes report in their `start` lines.
   still fetches from a live leader grants no pre-vote. Judged only where it
   is certain: both had held their roles for a fetch timeout + grace and no
   fault that may have touched either (or their link) was in force.
+- `two-voter-changes-in-flight` (KIP-853): a leader starts a voter change
+  while its last one is uncommitted (`checkers/membership.py`).
 
 One leader per epoch is the elections checker's `multiple-leaders`.
 
@@ -38,6 +40,7 @@ from collections import defaultdict
 from typing import Any
 
 from checkers.history import NEMESIS, Op, pair_ops
+from checkers.membership import changes_in_flight
 from checkers.verdict import Verdict, verdict
 
 NS = 1_000_000_000
@@ -56,6 +59,7 @@ def check(history: list[Op], events: dict[str, list[dict]], run: dict) -> Verdic
     timers = node_timers(events)
     stats: dict[str, Any] = {"timers_ms": timers, "votes": _count(events, "vote")}
     anomalies = double_votes(events) + forgotten_votes(events) + resigned_leaders(events)
+    anomalies += changes_in_flight(events)
     if type(start_ns) is not int or timers is None:
         stats["timed_invariants"] = ("skipped: " + ("run.json has no start_monotonic_ns"
                                      if type(start_ns) is not int else
