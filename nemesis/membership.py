@@ -5,6 +5,9 @@ Variants:
   (`restore-voters`) adds back every voter this fault removed.
 - `remove-leader`: remove the current leader (it leads on until the change
   commits, then resigns).
+- `remove-two`: remove two voters with two requests sent at once, as a
+  hasty operator might; the leader must refuse the second while the first
+  is in flight (it is retried after), and the heal adds both back.
 - `auto-join`: remove every voter but the leader, one change at a time; the
   nodes (run with the `auto_join` node option) ask to rejoin by themselves,
   the first one growing the set from one voter to two: KIP-1186's case. The
@@ -20,6 +23,7 @@ without it cannot run this fault.
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -27,7 +31,7 @@ from typing import Any
 from checkers.history import NOOP
 from nemesis.base import FaultContext
 
-VARIANTS = ("remove", "remove-leader", "auto-join")
+VARIANTS = ("remove", "remove-leader", "remove-two", "auto-join")
 HEAL_F = "restore-voters"
 # A change is refused while another is in flight or the leader is new: retry.
 RETRY_S = 5.0
@@ -49,6 +53,8 @@ class MembershipFault:
                ) -> dict[str, Any]:
         if self.variant == "auto-join":
             return self._remove_all_but_leader(cluster)
+        if self.variant == "remove-two":
+            return self._remove_two_at_once(cluster, rng)
         if self.variant == "remove-leader":
             node = cluster.leader()
             if node is None:
@@ -61,6 +67,27 @@ class MembershipFault:
         value = {"change": "remove", "nodes": [node], **result}
         if not result.get("ok"):
             value[NOOP] = f"remove {node} refused: {result.get('error')}"
+        return value
+
+    def _remove_two_at_once(self, cluster: Any, rng: random.Random) -> dict[str, Any]:
+        nodes = sorted(rng.sample(sorted(cluster.names), min(2, len(cluster.names) - 1)))
+        results: dict[str, dict[str, Any]] = {}
+
+        def remove(node: str) -> None:
+            results[node] = _change(cluster, "remove", node)
+
+        threads = [threading.Thread(target=remove, args=(n,)) for n in nodes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        removed = [n for n in nodes if results[n].get("ok")]
+        self.removed += removed
+        value: dict[str, Any] = {"change": "remove", "nodes": removed,
+                                 "refused": {n: results[n].get("error")
+                                             for n in nodes if n not in removed}}
+        if not removed:
+            value[NOOP] = "every removal refused"
         return value
 
     def _remove_all_but_leader(self, cluster: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from checkers.membership import changes_in_flight
 
 
 def change(offset: int, node: str = "n4") -> dict:
-    return {"event": "voter_change", "change": "add", "node": node, "offset": offset,
+    return {"event": "voter_change", "change": "add", "voter": node, "offset": offset,
             "epoch": 2}
 
 
@@ -57,3 +57,57 @@ def test_the_core_event_lines_of_the_switch_are_flagged_and_the_correct_ones_not
     assert [a["type"] for a in changes_in_flight(lines(True))] == [
         "two-voter-changes-in-flight"]
     assert changes_in_flight(lines(False)) == []
+
+
+# --- leader-resigned-adding-voter (KIP-1186) ---------------------------------
+
+from checkers.membership import resigned_adding_voter  # noqa: E402
+
+START = 1_000
+
+
+def at(t: int, ev: dict) -> dict:
+    return {"t": START + t} | ev
+
+
+def adding_then(last: dict) -> dict[str, list[dict]]:
+    return {"n1": [at(10, change(5, "n2")), at(11, voters("appended", 5, ["n1", "n2"])),
+                   at(500, last)]}
+
+
+RESIGNED = {"event": "role", "role": "Resigned", "epoch": 2, "leader": "n1"}
+NO_FAULTS: list[dict] = []
+
+
+def test_a_leader_resigning_while_its_add_is_uncommitted_fails():
+    found = resigned_adding_voter(adding_then(RESIGNED), NO_FAULTS, START, 10_000)
+    assert [(a["type"], a["voter"]) for a in found] == [("leader-resigned-adding-voter", "n2")]
+
+
+def test_resigning_after_the_add_committed_or_under_a_fault_or_at_the_stop_passes():
+    events = adding_then(voters("committed", 5, ["n1", "n2"]))
+    events["n1"].append(at(600, RESIGNED))
+    assert resigned_adding_voter(events, NO_FAULTS, START, 10_000) == []
+    cut = [{"start": 100, "end": 200, "cut": {("n1", "n2")}, "down": set()}]
+    assert resigned_adding_voter(adding_then(RESIGNED), cut, START, 10_000) == []
+    assert resigned_adding_voter(adding_then(RESIGNED), NO_FAULTS, START, 400) == []
+
+
+def test_the_autojoin_switch_is_flagged_from_its_event_lines_and_the_fix_is_not():
+    from nodes.raft import bugs
+    from nodes.raft.sim import Sim
+
+    def lines(on: bool) -> dict[str, list[dict]]:
+        sim = Sim(("n1",), seed=5, observers=("n2",),
+                  config={"bugs": frozenset({bugs.ACK_WHEN_COMMITTED_AUTOJOIN})} if on else None)
+        sim.nodes["n2"].config.auto_join = True
+        sim.settle()
+        sim.propose(b"x")
+        sim.run(400)
+        by_node: dict[str, list[dict]] = {}
+        for tick, node, event in sim.events:
+            by_node.setdefault(node, []).append({"t": START + tick} | event)
+        return by_node
+
+    assert resigned_adding_voter(lines(True), NO_FAULTS, START, 10_000)
+    assert resigned_adding_voter(lines(False), NO_FAULTS, START, 10_000) == []

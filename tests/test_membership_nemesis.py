@@ -100,3 +100,13 @@ def test_unknown_variant_is_refused_before_anything_starts():
     with pytest.raises(ValueError, match="membership variant"):
         plan_params("membership:shuffle", random.Random(0), ["n1", "n2", "n3"])
     assert plan_params("membership:remove", random.Random(0), ["n1", "n2"])["nodes"]
+
+
+def test_remove_two_sends_both_and_heal_restores_both():
+    cluster = FakeCluster(["n1", "n2", "n3"], busy=1)
+    fault = make_fault("membership:remove-two")
+    value = fault.inject(cluster, random.Random(3), {})
+    assert len(value["nodes"]) == 2 and value["refused"] == {}
+    assert len(cluster.db.voters) == 1
+    assert fault.heal(cluster)["nodes"] == value["nodes"]
+    assert cluster.db.voters == {"n1", "n2", "n3"}

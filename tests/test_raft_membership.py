@@ -389,3 +389,14 @@ def test_truncation_below_the_high_watermark_is_refused():
                          fetch_offset=3, last_fetched_epoch=2, entries=[],
                          diverging_epoch=1, diverging_end_offset=0, high_watermark=3))
     assert core.log_end == 3
+
+
+def test_event_lines_leave_the_node_field_to_the_server():
+    # The server writes {"node": <emitter>} | event: an event's own "node"
+    # key would overwrite who emitted it.
+    sim = Sim(THREE, seed=12, observers=("n4",))
+    settled(sim)
+    sim.run(5)
+    assert isinstance(sim.change_voters("add", "n4"), tuple)
+    sim.run(50)
+    assert not [e for _, _, e in sim.events if "node" in e]

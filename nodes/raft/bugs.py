@@ -50,11 +50,10 @@ CALIBRATION: dict[str, dict] = {
     # acked but nobody had flushed.
     LEADER_ACK_AS_QUORUM: {"nemesis": ["power-cut-after-commit:all"], "nemesis_interval": 3.0,
                            "caught_by": ["durability", "linearizability"]},
-    # A removal left uncommitted by an isolated leader, then the re-add on
-    # heal: two changes in flight, majorities that need not overlap.
-    TWO_VOTER_CHANGES: {"nemesis": ["membership", "partition:isolate-leader"],
-                        "nemesis_interval": 2.0,
-                        "caught_by": ["divergence", "linearizability"]},
+    # Two removals sent at once: the leader must refuse the second while the
+    # first is in flight; the switch accepts it.
+    TWO_VOTER_CHANGES: {"nemesis": ["membership:remove-two"], "nemesis_interval": 3.0,
+                        "caught_by": ["invariants"]},
     # Removed voters rejoin by auto-join (KIP-1186's scenario, on 3 nodes).
     ACK_WHEN_COMMITTED_AUTOJOIN: {"nemesis": ["membership:auto-join"], "nemesis_interval": 3.0,
                                   "node_options": {"auto_join": True},

@@ -979,7 +979,7 @@ class Core:
 
     def _append_voters(self, voters: tuple[str, ...], change: str, node: str) -> int:
         offset = len(self._log)
-        self._events.append({"event": "voter_change", "change": change, "node": node,
+        self._events.append({"event": "voter_change", "change": change, "voter": node,
                              "offset": offset, "epoch": self._epoch})
         self._append([Entry(offset, self._epoch, vs.record_payload(voters))])
         return offset
