@@ -806,6 +806,8 @@ class Core:
             self._replicas = {}
             # Their fetchers retry and learn of the change from the answer.
             self._held_fetches = {}
+            # Auto-joiners retry on their timer; a later term must not answer them.
+            self._voter_acks = {}
         self._role = role
         self._epoch = epoch
         self._leader = leader
