@@ -15,11 +15,17 @@ sys.path.insert(0, str(ROOT / "bench"))
 import detection  # noqa: E402
 
 KEYS = ("workload", "nodes", "nemesis", "nemesis_interval", "time_limit", "rate", "seed",
-        "bugs")
+        "bugs", "node_options")
 
 
 def key(config: dict) -> tuple:
-    return tuple(tuple(v) if isinstance(v, list) else v for v in (config[k] for k in KEYS))
+    def hashable(v):
+        if isinstance(v, list):
+            return tuple(v)
+        if isinstance(v, dict):
+            return tuple(sorted(v.items()))
+        return v
+    return tuple(hashable(config.get(k, {} if k == "node_options" else None)) for k in KEYS)
 
 
 def test_every_switch_has_a_calibration_plan_with_a_known_nemesis():
