@@ -440,8 +440,8 @@ class RaftServer:
 
     def _on_voter_change(self, request: dict[str, Any], connection: ClientConnection) -> None:
         """An operator's AddRaftVoter / RemoveRaftVoter (KIP-853): answered when
-        the VotersRecord commits, or (add, ack_when_committed false, KIP-1186)
-        once the leader appended it."""
+        the VotersRecord commits, or (ack_when_committed false, KIP-1186's
+        field, accepted for both) once the leader appended it."""
         request_id = request["id"]
         node = request.get("node")
         if not isinstance(node, str) or not node:
