@@ -180,11 +180,6 @@ class Sim:
         self.nodes[name] = SimNode(name=name, config=cfg, disk=SimDisk())
         self._boot(self.nodes[name])
 
-    def wipe(self, name: str) -> None:
-        """Crash a node and lose its whole disk (it comes back empty on restart)."""
-        self.crash(name)
-        self.nodes[name].disk = SimDisk()
-
     def change_voters(self, change: str, node: str,
                       ack_when_committed: bool = True) -> tuple[str, int] | str:
         """Ask the leader to add or remove a voter: (leader, offset), or why not."""
