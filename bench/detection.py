@@ -70,7 +70,8 @@ def switch_config(name: str, seed: int, time_limit: float) -> dict[str, Any]:
             "nemesis": list(plan["nemesis"]),
             "nemesis_interval": plan["nemesis_interval"], "time_limit": time_limit,
             "rate": plan.get("rate", DEFAULT_RATE), "seed": seed, "bugs": [],
-            "workload_options": dict(plan.get("workload_options", {}))}
+            "workload_options": dict(plan.get("workload_options", {})),
+            "node_options": dict(plan.get("node_options", {}))}
 
 
 def all_faults_config(workload: str, seed: int, time_limit: float) -> dict[str, Any]:
@@ -87,8 +88,10 @@ def cli_args(config: dict[str, Any]) -> list[str]:
             "--seed", str(config["seed"])]
     for bug in config["bugs"]:
         args += ["--bug", bug]
-    for key, value in sorted(config["workload_options"].items()):
+    for key, value in sorted(config.get("workload_options", {}).items()):
         args += ["--client-option", f"{key}={json.dumps(value)}"]
+    for key, value in sorted(config.get("node_options", {}).items()):
+        args += ["--node-option", f"{key}={json.dumps(value)}"]
     return args
 
 

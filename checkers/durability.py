@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from checkers.acks import relaxed
 from checkers.history import Op, client_ops, collector_paused, pair_ops
 from checkers.verdict import Verdict, verdict
 
@@ -44,6 +45,7 @@ class Write:
     status: str          # ok, fail, info (info also for a never-completed invoke)
     invoke: Op
     completion: Op | None
+    level: str | None = None  # set for an ack below quorum (then status is info)
 
 
 @dataclass(slots=True)
@@ -80,6 +82,9 @@ def check(history: list[Op], dumps: dict[str, dict] | None, workload: str) -> Ve
         evidence.append("final-reads")
         anomalies += _log_rules(pairs, writes)
     stats["lost_write_evidence"] = evidence
+    relaxed_acks = _relaxed_acks(writes, dumps)
+    if relaxed_acks:
+        stats["relaxed_acks"] = relaxed_acks
 
     if len(anomalies) > MAX_ANOMALIES:
         stats["anomalies_omitted"] = len(anomalies) - MAX_ANOMALIES
@@ -90,6 +95,21 @@ def check(history: list[Op], dumps: dict[str, dict] | None, workload: str) -> Ve
     # acknowledged write that vanished leaves no trace here.
     unjudged = not evidence and stats["writes"]["ok"] > 0
     return verdict("unknown" if unjudged else True, [], stats)
+
+
+def _relaxed_acks(writes: list[Write], dumps: dict[str, dict] | None) -> dict[str, dict]:
+    """Per level below quorum: writes acked, and how many of them the committed
+    logs lack (the losses that level allows; None without dumps to tell)."""
+    committed = committed_values(dumps)[0] if dumps else None
+    out: dict[str, dict] = {}
+    for w in writes:
+        if w.level is None:
+            continue
+        row = out.setdefault(w.level, {"acked": 0, "lost": 0 if committed is not None else None})
+        row["acked"] += 1
+        if committed is not None and freeze(w.value) not in committed:
+            row["lost"] += 1
+    return out
 
 
 def freeze(v: Any) -> Any:
@@ -117,8 +137,12 @@ def _writes(pairs: list[tuple[Op, Op | None]], workload: str) -> list[Write]:
     out = []
     for inv, done in pairs:
         status = done.type if done is not None else "info"
+        level = None
+        if done is not None and relaxed(done):
+            # Acked below quorum: it may be lost without a bug (checkers.acks).
+            status, level = "info", done.level
         for key, value in _written_values(inv, workload):
-            out.append(Write(value, key, status, inv, done))
+            out.append(Write(value, key, status, inv, done, level))
     return out
 
 

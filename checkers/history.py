@@ -25,6 +25,12 @@ NEMESIS = "nemesis"
 # a partition shape cutting no link, a kill of nodes already down. The history
 # and the executed schedule record it; nothing may count it as a fault.
 NOOP = "noop"
+# What an acknowledgement promised (the Redpanda raft recovery RFC's
+# consistency levels): "quorum" - on a majority's disks; "leader" - appended
+# by the leader only; "none" - sent. Only a quorum ack may never be lost; an
+# ok completion without a level is a quorum ack.
+QUORUM = "quorum"
+LEVELS = (QUORUM, "leader", "none")
 
 # Limits for one op on disk. An op is small; anything bigger is corruption or
 # an attack, and must not make the reader allocate gigabytes.
@@ -62,6 +68,7 @@ class Op:
     key: Any = None
     node: str | None = None
     error: str | None = None
+    level: str | None = None  # a completion's consistency level, when not quorum
 
     def to_map(self) -> dict[str, Any]:
         m: dict[str, Any] = {
@@ -78,6 +85,8 @@ class Op:
             m["node"] = self.node
         if self.error is not None:
             m["error"] = self.error
+        if self.level is not None:
+            m["level"] = self.level
         return m
 
     @classmethod
@@ -109,7 +118,11 @@ class Op:
         error = m.get("error")
         if error is not None and type(error) is not str:
             raise ValueError(f"field 'error' must be a string, not {error!r:.40}")
-        return cls(index, time, process, typ, f, m.get("value"), m.get("key"), node, error)
+        level = m.get("level")
+        if level is not None and level not in LEVELS:
+            raise ValueError(f"field 'level' must be one of {'/'.join(LEVELS)}, not {level!r:.40}")
+        return cls(index, time, process, typ, f, m.get("value"), m.get("key"), node, error,
+                   level)
 
     def completes(self, invoke: Op) -> bool:
         return self.process == invoke.process and self.f == invoke.f

@@ -22,6 +22,10 @@ derived from the timers the nodes report in their `start` lines.
   still fetches from a live leader grants no pre-vote. Judged only where it
   is certain: both had held their roles for a fetch timeout + grace and no
   fault that may have touched either (or their link) was in force.
+- `two-voter-changes-in-flight` (KIP-853): a leader starts a voter change
+  while its last one is uncommitted; `leader-resigned-adding-voter`
+  (KIP-1186): a leader resigns, no fault in force, while a voter it added is
+  uncommitted (`checkers/membership.py`).
 
 One leader per epoch is the elections checker's `multiple-leaders`.
 
@@ -38,6 +42,7 @@ from collections import defaultdict
 from typing import Any
 
 from checkers.history import NEMESIS, Op, pair_ops
+from checkers.membership import changes_in_flight, resigned_adding_voter
 from checkers.verdict import Verdict, verdict
 
 NS = 1_000_000_000
@@ -56,6 +61,7 @@ def check(history: list[Op], events: dict[str, list[dict]], run: dict) -> Verdic
     timers = node_timers(events)
     stats: dict[str, Any] = {"timers_ms": timers, "votes": _count(events, "vote")}
     anomalies = double_votes(events) + forgotten_votes(events) + resigned_leaders(events)
+    anomalies += changes_in_flight(events)
     if type(start_ns) is not int or timers is None:
         stats["timed_invariants"] = ("skipped: " + ("run.json has no start_monotonic_ns"
                                      if type(start_ns) is not int else
@@ -72,6 +78,8 @@ def check(history: list[Op], events: dict[str, list[dict]], run: dict) -> Verdic
     anomalies += cut_off_candidates(events, timeline, nodes, start_ns, prevote_limit)
     anomalies += pre_votes_from_fetching_followers(
         events, fault_timeline(history, nodes, certain=False), start_ns, fetch_limit)
+    anomalies += resigned_adding_voter(events, fault_timeline(history, nodes, certain=False),
+                                       start_ns, max((op.time for op in history), default=0))
     stats["limits_ms"] = {"stranded_leader": fetch_limit // MS,
                           "cut_off_before_candidate": prevote_limit // MS}
     stats["fault_segments"] = len(timeline)

@@ -147,6 +147,10 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
               "cut power to nodes right after a commit", variants=lambda: (
                   "majority", "all", "<target>-<D>ms"), default="majority-50ms",
               needs_lazyfs=True, fires_on_events=True, planner=_armed_power_cut),
+    FaultKind("membership", _lazy("nemesis.membership", "membership_fault"),
+              "remove voters (KIP-853), added back at the heal", "restore-voters",
+              _names("nemesis.membership", "VARIANTS"), "remove",
+              planner=_planner("nemesis.membership", "plan")),
 )}
 
 

@@ -193,3 +193,13 @@ def test_client_follows_the_leader_hint_and_forgets_a_dead_leader():
     client.invoke(write)
     assert follower.seen == 2                       # back to the node it was given
     client.close()
+
+
+def test_the_consistency_option_is_recorded_on_each_write(tmp_path):
+    history = run_pool(tmp_path, RegisterServer(), ops(40), seconds=20.0,
+                       options={"op_timeout": OP_TIMEOUT_S, "consistency": "quorum,leader"})
+    writes = [op for op in history if op.f == "write" and op.type == "ok"]
+    reads = [op for op in history if op.f == "read" and op.type == "ok"]
+    # Mixed by the written value: both levels appear; reads are always quorum.
+    assert writes and {op.level for op in writes} == {"quorum", "leader"}
+    assert reads and {op.level for op in reads} == {None}

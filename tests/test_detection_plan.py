@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import detection  # noqa: E402
 
 KEYS = ("workload", "nodes", "nemesis", "nemesis_interval", "time_limit", "rate", "seed",
-        "bugs", "workload_options")
+        "bugs", "workload_options", "node_options")
 
 
 def key(config: dict) -> tuple:
@@ -23,7 +23,8 @@ def key(config: dict) -> tuple:
         if isinstance(v, dict):
             return tuple(sorted(v.items()))
         return tuple(v) if isinstance(v, list) else v
-    return tuple(hashable(config[k]) for k in KEYS)
+    # An option table a config leaves out is an empty one.
+    return tuple(hashable(config.get(k, {} if k.endswith("_options") else None)) for k in KEYS)
 
 
 def test_every_switch_has_a_calibration_plan_with_a_known_nemesis():

@@ -228,3 +228,59 @@ def test_resigned_same_epoch_follows_itself():
 def test_every_switch_is_documented(bug):
     text = (Path(__file__).parent.parent / "nodes" / "raft" / "BUGS.md").read_text()
     assert f"`{bug}`" in text
+
+
+# ------------------------------------- two-voter-changes (KIP-853)
+
+
+def two_adds_across_a_partition(on: bool) -> tuple[Sim, object]:
+    """Leader n1 of {n1,n2,n3} cut off with observers n4 and n5 adds both."""
+    sim = Sim(("n1", "n2", "n3"), seed=31, observers=("n4", "n5"),
+              config=switches(bugs.TWO_VOTER_CHANGES) if on else None)
+    assert sim.run_until(lambda: sim.stable_leader() == "n1", 400), sim.describe()
+    commit(sim, b"before")
+    sim.run(5)
+    sim.partition(["n1", "n4", "n5"], ["n2", "n3"])
+    first = sim.change_voters("add", "n4", ack_when_committed=False)
+    second = sim.change_voters("add", "n5", ack_when_committed=False)
+    assert isinstance(first, tuple)
+    for i in range(30):
+        sim.propose(b"n1-side-%d" % i)
+        sim.run(10)
+    # n2 and n3 elect one of themselves and commit in their old voter set.
+    assert sim.run_until(lambda: sim.leader() in ("n2", "n3"), 400), sim.describe()
+    for i in range(5):
+        sim.propose(b"n23-side-%d" % i)
+        sim.run(10)
+    return sim, second
+
+
+def test_two_voter_changes_let_disjoint_majorities_commit_different_entries():
+    sim, second = two_adds_across_a_partition(on=True)
+    assert isinstance(second, tuple)  # the second change was accepted
+    assert any("was committed as" in v for v in sim.violations), sim.violations
+
+
+def test_one_voter_change_at_a_time_keeps_the_majorities_overlapping():
+    sim, second = two_adds_across_a_partition(on=False)
+    assert second == "voter_change_in_flight"
+    sim.check_logs_agree()
+    assert sim.violations == []
+
+
+# ------------------------------ ack-when-committed-autojoin (KIP-1186)
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_ack_when_committed_autojoin_makes_the_leader_resign(on):
+    # --standalone: one voter, one observer auto-joining (KIP-1186's example).
+    sim = Sim(("n1",), seed=5, observers=("n2",),
+              config=switches(bugs.ACK_WHEN_COMMITTED_AUTOJOIN) if on else None)
+    sim.nodes["n2"].config.auto_join = True
+    assert sim.settle() == "n1"
+    commit(sim, b"x")
+    assert sim.run_until(lambda: sim.core("n2").is_voter, 300), sim.describe()
+    sim.run(200)
+    resigned = [e for _, _, e in sim.role_events("n1") if e["role"] == "Resigned"]
+    assert bool(resigned) is on, resigned
+    assert sim.violations == []

@@ -28,9 +28,23 @@ def random_groups(rng: random.Random, names: list[str]) -> list[list[str]]:
     return [shuffled[:cut], shuffled[cut:]]
 
 
-def chaos(seed: int, fault_ticks: int) -> Sim:
+def change_membership(sim: Sim, rng: random.Random) -> None:
+    """Ask the leader to add an observer or remove a voter (KIP-853); refusals
+    (a change in flight, not caught up, no leader) are part of the test."""
+    voters = set(sim.voters_in_force())
+    if rng.random() < 0.5 and len(voters) > 1:
+        sim.change_voters("remove", rng.choice(sorted(voters)))
+    else:
+        others = sorted(set(sim.nodes) - voters)
+        if others:
+            sim.change_voters("add", rng.choice(others), ack_when_committed=rng.random() < 0.5)
+
+
+def chaos(seed: int, fault_ticks: int, membership: bool = False) -> Sim:
     rng = random.Random(seed)
     names = [f"n{i}" for i in range(1, rng.choice([3, 3, 5]) + 1)]
+    # Spare nodes start as observers; voter changes move nodes in and out.
+    observers = ("s1", "s2") if membership else ()
     network = NetworkConfig(
         drop=rng.choice([0.0, 0.02, 0.1]),
         min_delay=1,
@@ -42,7 +56,9 @@ def chaos(seed: int, fault_ticks: int) -> Sim:
         seed=seed,
         network=network,
         flush_lag=(0, rng.choice([0, 2, 6])),
+        observers=observers,
     )
+    names += observers
     proposals = 0
     for _ in range(fault_ticks):
         roll = rng.random()
@@ -64,6 +80,8 @@ def chaos(seed: int, fault_ticks: int) -> Sim:
             sim.heal()
         elif roll < 0.07:
             sim.stall_flush(rng.choice(names), rng.random() < 0.5)
+        if membership and rng.random() < 0.02:
+            change_membership(sim, rng)
         if rng.random() < 0.3:
             proposals += 1
             sim.propose(b"s%d-p%d" % (seed, proposals))
@@ -102,8 +120,8 @@ def heal_and_check_liveness(sim: Sim, seed: int) -> None:
         assert log[: offset + 1] == reference, f"{name} diverges from the leader"
 
 
-def run_seed(seed: int, fault_ticks: int = 300) -> None:
-    sim = chaos(seed, fault_ticks)
+def run_seed(seed: int, fault_ticks: int = 300, membership: bool = False) -> None:
+    sim = chaos(seed, fault_ticks, membership)
     assert sim.violations == [], f"seed {seed}: {sim.violations[:5]}"
     heal_and_check_liveness(sim, seed)
     assert sim.violations == [], f"seed {seed}: {sim.violations[:5]}"
@@ -122,3 +140,17 @@ def test_safety_and_liveness_random_faults(block):
 def test_safety_and_liveness_random_faults_long(block):
     for seed in SLOW_SEEDS[block::10]:
         run_seed(seed, fault_ticks=1500)
+
+
+@pytest.mark.parametrize("block", range(4))
+def test_safety_and_liveness_with_voter_changes(block):
+    # The same faults while the leader adds observers and removes voters.
+    for seed in FAST_SEEDS[block::4]:
+        run_seed(seed, membership=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", range(10))
+def test_safety_and_liveness_with_voter_changes_long(block):
+    for seed in SLOW_SEEDS[block::10]:
+        run_seed(seed, fault_ticks=1500, membership=True)

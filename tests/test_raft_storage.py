@@ -157,7 +157,9 @@ def test_unsynced_appends_are_not_reported_flushed(tmp_path):
 
 def test_quorum_state_round_trip_and_atomic_replace(tmp_path):
     assert storage.read_quorum_state(tmp_path) is None
-    state = {"epoch": 3, "leader": "n2", "voted_for": "n2", "cluster_id": "C"}
+    state = {"epoch": 3, "leader": "n2", "voted_for": "n2", "cluster_id": "C",
+             "applied_offset": 7, "current_voters": ("n1", "n2"),
+             "target_voters": ("n1", "n2", "n3")}
     storage.write_quorum_state(tmp_path, state)
     assert storage.read_quorum_state(tmp_path) == state
     storage.write_quorum_state(tmp_path, state | {"epoch": 4, "leader": None})
@@ -166,6 +168,15 @@ def test_quorum_state_round_trip_and_atomic_replace(tmp_path):
     # a left-over tmp from a crash mid-write does not affect the real file
     (tmp_path / (storage.QUORUM_STATE_FILE + ".tmp")).write_bytes(b"{\"epo")
     assert storage.read_quorum_state(tmp_path)["epoch"] == 4
+
+
+def test_quorum_state_without_voter_fields_reads_as_bootstrap_voters(tmp_path):
+    # A file written before KIP-595's voter fields were kept.
+    (tmp_path / storage.QUORUM_STATE_FILE).write_text(
+        '{"version": 1, "epoch": 2, "leader": null, "voted_for": null, "cluster_id": "C"}')
+    assert storage.read_quorum_state(tmp_path) == {
+        "epoch": 2, "leader": None, "voted_for": None, "cluster_id": "C",
+        "applied_offset": -1, "current_voters": None, "target_voters": None}
 
 
 def test_quorum_state_garbage_reads_as_missing(tmp_path):

@@ -6,6 +6,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from checkers.acks import as_promised
 from checkers.elle.consistency import FORBIDDEN_EDGES, PROHIBITED, judge, models_report
 from checkers.elle.cycles import Cycle, SearchResult, edge_evidence, families, find_cycles
 from checkers.elle.dirty import dirty_anomalies
@@ -30,7 +31,7 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
     if model not in PROHIBITED:
         raise ValueError(f"unknown consistency model {model!r}; one of {sorted(PROHIBITED)}")
     with collector_paused():
-        return _check(history, model, cycle_search_budget_s)
+        return _check(as_promised(history), model, cycle_search_budget_s)
 
 
 def _check(history: list[Op], model: str, cycle_search_budget_s: float) -> Verdict:

@@ -31,6 +31,7 @@ from typing import Any
 
 import networkx as nx
 
+from checkers.acks import as_promised
 from checkers.elle.consistency import PROHIBITED
 from checkers.elle.explain import describe, txn_ref
 from checkers.elle.graph import EdgeLists, edges_with, realtime_edges
@@ -86,7 +87,7 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
         raise ValueError(f"unknown consistency model {model!r}; one of {sorted(PROHIBITED)}")
     with collector_paused():
         started = time.monotonic()
-        txns, malformed = transactions(history, registers=True)
+        txns, malformed = transactions(as_promised(history), registers=True)
         if not any(t.status != FAIL for t in txns):
             return verdict("unknown", list(malformed), {
                 "model": model, "txns": len(txns),

@@ -36,6 +36,7 @@ SCHEMA = pa.schema([
     ("value_msgpack", pa.binary()),
     ("node", pa.string()),
     ("error", pa.string()),
+    ("level", pa.string()),        # a completion's consistency level; null: quorum
 ])
 
 
@@ -75,6 +76,7 @@ def _rows(run_id: str, ops: Iterable[Op]) -> Iterable[dict[str, list[Any]]]:
         cols["value_msgpack"].append(msgpack.packb(op.value, use_bin_type=True))
         cols["node"].append(op.node)
         cols["error"].append(op.error)
+        cols["level"].append(op.level)
         if len(cols["run"]) >= BATCH:
             yield cols
             cols = {name: [] for name in SCHEMA.names}
@@ -117,5 +119,6 @@ def ops_from_rows(rows: Any) -> list[Op]:
         process: int | str = NEMESIS if r.process == NEMESIS_PROCESS else int(r.process)
         ops.append(Op(int(r.index), int(r.time), process, r.type, r.f, value, key,
                       r.node if isinstance(r.node, str) else None,
-                      r.error if isinstance(r.error, str) else None))
+                      r.error if isinstance(r.error, str) else None,
+                      r.level if isinstance(r.level, str) else None))
     return ops

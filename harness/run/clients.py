@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checkers.history import Op
+from checkers.history import LEVELS, Op
 from harness.run.frames import FrameReader, encode
 from harness.run.recorder import Recorder
 from workloads.ops import OpSpec
@@ -103,8 +103,11 @@ class ClientPool:
         typ = msg.get("type")
         if typ not in ("ok", "fail", "info"):
             typ, msg = "info", {"error": f"worker sent a bad completion type {typ!r}"}
+        # The consistency level the ack promised (checkers.acks); a level the
+        # history format does not know would make the history unreadable.
+        level = msg.get("level") if msg.get("level") in LEVELS else None
         done = recorder.record(inv.process, typ, inv.f, msg.get("value"), inv.key,
-                               msg.get("node") or inv.node, msg.get("error"))
+                               msg.get("node") or inv.node, msg.get("error"), level)
         if typ == "info":
             w.process += self.concurrency
         if self.on_complete is not None:

@@ -27,9 +27,11 @@ class Recorder:
         return time.monotonic_ns() - self.start_ns
 
     def record(self, process: int | str, type: str, f: str, value: Any = None,
-               key: Any = None, node: str | None = None, error: str | None = None) -> Op:
+               key: Any = None, node: str | None = None, error: str | None = None,
+               level: str | None = None) -> Op:
         with self._lock:
-            op = self._writer.append(Op(0, self.now(), process, type, f, value, key, node, error))
+            op = self._writer.append(Op(0, self.now(), process, type, f, value, key, node, error,
+                                        level))
             if type == "invoke":
                 self._open[process] = op
             else:

@@ -33,7 +33,7 @@ def serve(stdin, stdout) -> int:
                         msg.get("key"), msg.get("node"))
             done = client.invoke(invoke)
             write_frame(stdout, {"type": done.type, "value": done.value, "error": done.error,
-                                 "node": done.node})
+                                 "node": done.node, "level": done.level})
     finally:
         client.close()
     return 0

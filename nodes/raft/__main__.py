@@ -34,9 +34,19 @@ def node_main(argv: list[str]) -> None:
     p.add_argument("--bug", action="append", default=[], help="bug switch (repeatable)")
     p.add_argument("--request-timeout-ms", type=int, default=5000)
     p.add_argument("--seed", type=int, default=None, help="election timer rng seed")
+    p.add_argument("--voters", default=None,
+                   help="bootstrap voters n1,n2,... (default: every peer); a peer not "
+                        "among them starts as an observer (KIP-853)")
+    p.add_argument("--auto-join", action="store_true",
+                   help="an observer asks the leader to make it a voter (KIP-853 auto-join)")
     args = p.parse_args(argv)
     if args.id not in args.peers:
         p.error(f"--peers must include this node ({args.id})")
+    voters = tuple(sorted(args.peers))
+    if args.voters is not None:
+        voters = tuple(sorted(v for v in args.voters.split(",") if v))
+        if not voters or not set(voters) <= set(args.peers):
+            p.error("--voters must name one or more of the --peers")
     try:
         bug_switches = bugs.validate(args.bug)
     except bugs.UnknownBug as e:
@@ -49,6 +59,8 @@ def node_main(argv: list[str]) -> None:
         data_dir=args.data_dir,
         tick_ms=args.tick_ms,
         bugs=bug_switches,
+        voters=voters,
+        auto_join=args.auto_join,
         request_timeout_s=args.request_timeout_ms / 1000,
         seed=args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big"),
     ))

@@ -13,9 +13,14 @@ TRUNCATE_TO_HW = "truncate-to-hw"
 COMMIT_DIRTY = "commit-dirty"
 PRE_VOTE_WHILE_FOLLOWING = "pre-vote-while-following"
 RESIGNED_SAME_EPOCH = "resigned-same-epoch"
+# Membership and consistency-level switches (KIP-853, KIP-1186, Redpanda RFC).
+LEADER_ACK_AS_QUORUM = "leader-ack-as-quorum"
+TWO_VOTER_CHANGES = "two-voter-changes"
+ACK_WHEN_COMMITTED_AUTOJOIN = "ack-when-committed-autojoin"
 
 KNOWN = frozenset({NO_PRE_VOTE, NO_CHECK_QUORUM, VOTE_BEFORE_PERSIST, TRUNCATE_TO_HW, COMMIT_DIRTY,
                    PRE_VOTE_WHILE_FOLLOWING, RESIGNED_SAME_EPOCH})
+KNOWN |= {LEADER_ACK_AS_QUORUM, TWO_VOTER_CHANGES, ACK_WHEN_COMMITTED_AUTOJOIN}
 
 # How a real run exposes each switch (BUGS.md's last column; bench/detection.py
 # and campaigns/calibration.toml are built from this): the nemesis, its mean
@@ -44,6 +49,19 @@ CALIBRATION: dict[str, dict] = {
                                "caught_by": ["invariants"]},
     RESIGNED_SAME_EPOCH: {"nemesis": ["partition:isolate-leader"], "nemesis_interval": 4.0,
                           "caught_by": ["invariants"]},
+    # Rows below: 10/10 each in real runs of 30 s (BUGS.md), 2026-11-22.
+    # A power cut of every node right after a commit loses what the leader
+    # acked but nobody had flushed.
+    LEADER_ACK_AS_QUORUM: {"nemesis": ["power-cut-after-commit:all"], "nemesis_interval": 3.0,
+                           "caught_by": ["durability", "linearizability"]},
+    # Two removals sent at once: the leader must refuse the second while the
+    # first is in flight; the switch accepts it.
+    TWO_VOTER_CHANGES: {"nemesis": ["membership:remove-two"], "nemesis_interval": 3.0,
+                        "caught_by": ["invariants"]},
+    # Removed voters rejoin by auto-join (KIP-1186's scenario, on 3 nodes).
+    ACK_WHEN_COMMITTED_AUTOJOIN: {"nemesis": ["membership:auto-join"], "nemesis_interval": 3.0,
+                                  "node_options": {"auto_join": True},
+                                  "caught_by": ["invariants"]},
 }
 
 

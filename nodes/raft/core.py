@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from nodes.raft import bugs
 from nodes.raft import epoch_cache as ec
 from nodes.raft import messages as m
+from nodes.raft import voters as vs
 from nodes.raft.messages import Entry, QuorumState
 from nodes.raft.roles import (
     CANDIDATE,
@@ -34,6 +35,7 @@ __all__ = [
     "NotLeader",
     "QuorumState",
     "Ready",
+    "VoterChangeRefused",
 ]
 
 
@@ -49,6 +51,10 @@ class Config:
     pre_vote: bool = True
     check_quorum: bool = True
     bugs: frozenset[str] = frozenset()
+    # KIP-853 auto-join: an observer asks the leader to make it a voter once
+    # it has caught up, and again every join_retry_ticks until it is one.
+    auto_join: bool = False
+    join_retry_ticks: int = 10
 
 
 class NotLeader(Exception):
@@ -59,6 +65,14 @@ class NotLeader(Exception):
 
 class MalformedMessage(ValueError):
     pass
+
+
+class VoterChangeRefused(Exception):
+    """The leader will not start this voter change now (KIP-853 error codes in messages)."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
 
 
 @dataclass
@@ -114,8 +128,6 @@ class Core:
     def __init__(
         self, config: Config, state: QuorumState | None, log: list[Entry], seed: int
     ) -> None:
-        if config.node_id not in config.voters:
-            raise ValueError(f"{config.node_id} is not a voter; observers are not supported")
         if state is not None and state.cluster_id != config.cluster_id:
             raise ValueError(
                 f"quorum state belongs to cluster {state.cluster_id!r}, not {config.cluster_id!r}"
@@ -126,8 +138,20 @@ class Core:
         self._bugs = bugs.validate(config.bugs)
         self._cfg = config
         self._rng = random.Random(seed)
-        self._majority = len(config.voters) // 2 + 1
         self._now = 0
+        # KIP-853: config.voters are the bootstrap voters; VotersRecords in
+        # the log supersede them from the moment they are appended.
+        self._voter_sets = vs.VoterSets(config.voters)
+        for entry in log:
+            self._voter_sets.note(entry.offset, entry.payload)
+        self._voters_committed_reported = -1
+        # Leader: AddRaftVoter requests answered when their record commits.
+        self._voter_acks: dict[int, str] = {}
+        # Observer auto-join: at most one AddRaftVoter in flight (KIP-1186).
+        self._join_in_flight = False
+        self._join_sent_tick = 0
+        self._next_join_tick = 0
+        self._caught_up = False
 
         self._log: list[Entry] = list(log)
         self._cache = ec.build((e.offset, e.epoch) for e in self._log)
@@ -203,6 +227,23 @@ class Core:
         return self._voted_for
 
     @property
+    def voters(self) -> tuple[str, ...]:
+        """The voter set in force: the newest VotersRecord in the log (KIP-853)."""
+        return self._voter_sets.in_force()
+
+    @property
+    def committed_voters(self) -> tuple[str, ...]:
+        return self._voter_sets.at(self._hw)
+
+    @property
+    def is_voter(self) -> bool:
+        return self.node_id in self._voter_sets.in_force()
+
+    @property
+    def _majority(self) -> int:
+        return vs.majority(self._voter_sets.in_force())
+
+    @property
     def high_watermark(self) -> int:
         return self._hw
 
@@ -246,6 +287,7 @@ class Core:
                 self._become_prospective()
             elif self._now >= self._next_fetch_tick and self._may_fetch_again():
                 self._send_fetch()
+            self._auto_join_tick()
         elif self._now >= self._election_deadline:
             if role == UNATTACHED:
                 self._become_prospective()
@@ -345,6 +387,8 @@ class Core:
             m.FETCH: self._on_fetch,
             m.FETCH_RESPONSE: self._on_fetch_response,
             m.ERROR: self._on_error,
+            m.ADD_RAFT_VOTER: self._on_add_raft_voter,
+            m.ADD_RAFT_VOTER_RESPONSE: self._on_add_raft_voter_response,
         }
 
     def _reject_foreign(self, msg: dict) -> None:
@@ -359,9 +403,10 @@ class Core:
             )
 
     def _on_error(self, msg: dict) -> None:
-        # Errors carry nothing a peer should act on (a cluster-id mismatch is
-        # an operator's problem); the server logs them.
-        return
+        # A cluster-id mismatch is an operator's problem (the server logs it);
+        # FENCED_EPOCH tells us of a newer epoch, like any message would.
+        if msg.get("error") == m.FENCED_EPOCH and int(msg["epoch"]) > self._epoch:
+            self._observe_epoch(int(msg["epoch"]), None)
 
     def _on_vote_request(self, msg: dict) -> None:
         candidate = msg["from"]
@@ -370,7 +415,11 @@ class Core:
         if epoch > self._epoch:
             self._observe_epoch(epoch, None)
         granted = False
-        if candidate in self._cfg.voters and candidate != self.node_id and epoch == self._epoch:
+        # KIP-853: a candidate outside our voter set is not refused for that:
+        # our log may lack the VotersRecord that made it a voter, and refusing
+        # could leave its voter set without a leader. It counts only the votes
+        # of its own voters, so granting is safe.
+        if candidate != self.node_id and epoch == self._epoch:
             log_ok = (int(msg["last_epoch"]), int(msg["log_end"])) >= (
                 self.last_epoch,
                 len(self._log),
@@ -443,7 +492,7 @@ class Core:
         pre_vote = bool(msg["pre_vote"])
         if (self._role == PROSPECTIVE and pre_vote) or (self._role == CANDIDATE and not pre_vote):
             voter = msg["from"]
-            if voter not in self._cfg.voters:
+            if voter not in self.voters:
                 return
             if msg["granted"]:
                 self._granted.add(voter)
@@ -460,7 +509,9 @@ class Core:
             self._observe_epoch(epoch, leader)
         elif epoch == self._epoch and self._role in (UNATTACHED, PROSPECTIVE, CANDIDATE):
             self._become_follower(epoch, leader)
-        self._send(m.BEGIN_QUORUM_EPOCH_RESPONSE, leader, leader=self._leader)
+        # KIP-595: a stale leader hears FENCED_EPOCH (and our epoch in the header).
+        self._send(m.BEGIN_QUORUM_EPOCH_RESPONSE, leader, leader=self._leader,
+                   error=m.FENCED_EPOCH if epoch < self._epoch else None)
 
     def _on_begin_quorum_epoch_response(self, msg: dict) -> None:
         epoch = int(msg["epoch"])
@@ -473,6 +524,9 @@ class Core:
 
     def _on_end_quorum_epoch(self, msg: dict) -> None:
         epoch = int(msg["epoch"])
+        if epoch < self._epoch:
+            self._send(m.ERROR, msg["from"], error=m.FENCED_EPOCH, in_reply_to=msg["type"])
+            return
         if epoch > self._epoch:
             self._observe_epoch(epoch, None)
         elif epoch == self._epoch and self._role == FOLLOWER and self._leader == msg["from"]:
@@ -498,6 +552,10 @@ class Core:
         fetch_offset = int(msg["fetch_offset"])
         last_fetched_epoch = int(msg["last_fetched_epoch"])
         progress = self._replicas.get(follower)
+        if progress is None:
+            # An observer (KIP-853): tracked like a voter for replication,
+            # counted for neither the high watermark nor check quorum.
+            progress = self._replicas[follower] = _ReplicaProgress(last_fetch_tick=self._now)
         if progress is not None:
             progress.last_fetch_tick = self._now
             progress.acknowledged = True
@@ -591,6 +649,8 @@ class Core:
         if epoch > self._epoch:
             self._observe_epoch(epoch, leader)
             return
+        if self._learn_leader_from_fetch_response(epoch, leader):
+            return
         if self._role != FOLLOWER or epoch != self._epoch or msg["from"] != self._leader:
             return
         if msg.get("error"):
@@ -625,6 +685,7 @@ class Core:
         leader_hw = msg.get("high_watermark")
         if leader_hw is not None:
             self._raise_hw(min(int(leader_hw), len(self._log)))
+            self._caught_up = len(self._log) >= int(leader_hw)
         # The leader holds a fetch that has nothing to return (long-poll), so
         # asking again at once costs nothing while idle and nothing waits on a timer.
         self._send_fetch()
@@ -646,7 +707,7 @@ class Core:
                 self._become_candidate()
             else:
                 self._become_leader()
-        elif len(self._rejected) > len(self._cfg.voters) - self._majority:
+        elif len(self._rejected) > len(self.voters) - self._majority:
             # A lost pre-vote backs off in Unattached/Follower. A lost election
             # waits out its (random) election timeout before canvassing again:
             # two equal candidates that retried at once would bump the epoch
@@ -677,9 +738,12 @@ class Core:
             self._election_deadline = min(self._election_deadline, deadline)
 
     def _become_prospective(self) -> None:
+        if not self._may_canvass():
+            self._observer_lost_leader()
+            return
         self._transition(PROSPECTIVE, self._epoch, self._leader)
         self._reset_election_timer()
-        self._granted = {self.node_id}
+        self._granted = self._own_vote()
         self._rejected = set()
         if not self._cfg.pre_vote or bugs.NO_PRE_VOTE in self._bugs:
             # BUG when switched on (KIP-996's motivation): canvass by bumping
@@ -694,7 +758,7 @@ class Core:
         self._voted_for = self.node_id
         self._transition(CANDIDATE, self._epoch + 1, None)
         self._reset_election_timer()
-        self._granted = {self.node_id}
+        self._granted = self._own_vote()
         self._rejected = set()
         self._request_votes(pre_vote=False)
         self._count_votes()
@@ -710,7 +774,7 @@ class Core:
         self._leader_since = self._now
         self._replicas = {
             v: _ReplicaProgress(last_fetch_tick=self._now)
-            for v in self._cfg.voters
+            for v in self.voters
             if v != self.node_id
         }
         # KIP-595: a record of our own epoch lets the high watermark advance
@@ -742,6 +806,8 @@ class Core:
             self._replicas = {}
             # Their fetchers retry and learn of the change from the answer.
             self._held_fetches = {}
+            # Auto-joiners retry on their timer; a later term must not answer them.
+            self._voter_acks = {}
         self._role = role
         self._epoch = epoch
         self._leader = leader
@@ -766,6 +832,8 @@ class Core:
         return not self._fetch_in_flight or self._now - self._fetch_sent_tick >= retry_after
 
     def _send_fetch(self) -> None:
+        if self._join_in_flight:
+            return  # one request in flight to the leader at a time (KIP-1186)
         self._next_fetch_tick = self._now + self._cfg.fetch_interval_ticks
         self._fetch_in_flight = True
         self._fetch_sent_tick = self._now
@@ -778,13 +846,15 @@ class Core:
         )
 
     def _leader_tick(self) -> None:
+        if self._resign_if_removed():
+            return
         window = self._cfg.fetch_timeout_ticks
         # BUG when switched off (KIP-595 check quorum): a leader cut off from
         # the majority never resigns and keeps taking writes it cannot commit.
         check_quorum = self._cfg.check_quorum and bugs.NO_CHECK_QUORUM not in self._bugs
         if check_quorum and self._now - self._leader_since >= window:
-            recent = 1 + sum(
-                1 for p in self._replicas.values() if self._now - p.last_fetch_tick < window
+            recent = self._own_count() + sum(
+                1 for p in self._voter_progress() if self._now - p.last_fetch_tick < window
             )
             if recent < self._majority:
                 self._resign()
@@ -796,7 +866,7 @@ class Core:
     def _announce(self) -> None:
         """(Re)send BeginQuorumEpoch to voters that have not shown up yet."""
         for voter, progress in self._replicas.items():
-            if not progress.acknowledged:
+            if not progress.acknowledged and voter in self.voters:
                 self._send(m.BEGIN_QUORUM_EPOCH, voter, leader=self.node_id)
         self._next_announce_tick = self._now + max(1, self._cfg.election_timeout_ticks // 2)
 
@@ -809,12 +879,14 @@ class Core:
             # BUG (what the Redpanda RFC warns of): written-but-unflushed
             # (dirty) offsets count, so a power cut can lose a committed entry.
             durable = sorted(
-                [len(self._log)] + [p.match_end for p in self._replicas.values()],
+                [len(self._log)] * self._own_count()
+                + [p.match_end for p in self._voter_progress()],
                 reverse=True,
             )
         else:
             durable = sorted(
-                [self._flushed_end] + [p.flushed_end for p in self._replicas.values()],
+                [self._flushed_end] * self._own_count()
+                + [p.flushed_end for p in self._voter_progress()],
                 reverse=True,
             )
         candidate = durable[self._majority - 1]
@@ -827,6 +899,7 @@ class Core:
             self._hw = hw
             self._hw_changed = True
             self._events.append({"event": "hw", "hw": hw, "epoch": self._epoch})
+            self._after_hw_raised()
 
     def _append(self, entries: list[Entry]) -> None:
         for entry in entries:
@@ -834,6 +907,7 @@ class Core:
                 self._cache_changed = True
             self._log.append(entry)
         self._pending_append.extend(entries)
+        self._note_voter_records(entries)
 
     def _truncate(self, end: int, reason: str) -> None:
         if end >= len(self._log):
@@ -846,6 +920,8 @@ class Core:
         del self._log[end:]
         if ec.truncate(self._cache, end):
             self._cache_changed = True
+        if self._voter_sets.truncate(end):
+            self._on_voters_changed("truncated")
         self._pending_append = [e for e in self._pending_append if e.offset < end]
         if end < self._disk_end:
             current = self._pending_truncate
@@ -855,10 +931,205 @@ class Core:
             {"event": "truncate", "from": previous_end, "to": end, "reason": reason}
         )
 
+    # ------------------------------------------------- voter changes (KIP-853)
+
+    def add_voter(self, node: str, ack_when_committed: bool = True) -> int:
+        """Leader: append a VotersRecord adding ``node``; its offset. The new set
+        is in force at once; the caller answers the operator when that offset
+        commits, or (``ack_when_committed`` false, KIP-1186) right after the
+        append. Refused (VoterChangeRefused) unless ``node`` is an observer
+        caught up to the high watermark and no other change is in flight."""
+        voters = self._check_voter_change()
+        if node in voters:
+            raise VoterChangeRefused(m.DUPLICATE_VOTER)
+        progress = self._replicas.get(node)
+        if (
+            progress is None
+            or self._now - progress.last_fetch_tick >= self._cfg.fetch_timeout_ticks
+            or progress.match_end < self._hw
+        ):
+            raise VoterChangeRefused(m.NOT_CAUGHT_UP)
+        return self._append_voters(voters + (node,), "add", node)
+
+    def remove_voter(self, node: str) -> int:
+        """Leader: append a VotersRecord without ``node``; its offset. A leader
+        that removes itself leads on until the record commits, then resigns."""
+        voters = self._check_voter_change()
+        if node not in voters:
+            raise VoterChangeRefused(m.VOTER_NOT_FOUND)
+        if len(voters) == 1:
+            raise VoterChangeRefused(m.INVALID_REQUEST)
+        return self._append_voters(tuple(v for v in voters if v != node), "remove", node)
+
+    def _check_voter_change(self) -> tuple[str, ...]:
+        if self._role != LEADER:
+            hint = self._leader if self._leader != self.node_id else None
+            raise NotLeader(hint)
+        # KIP-853: a leader that has not committed in its own epoch may hold an
+        # uncommitted change of a previous leader it does not know is settled.
+        if self._hw == 0 or self._log[self._hw - 1].epoch != self._epoch:
+            raise VoterChangeRefused(m.NOT_COMMITTED_IN_EPOCH)
+        # One change at a time: any majority of the new set then overlaps any
+        # majority of the old one, so two leaders cannot be elected.
+        # BUG when switched on (what KIP-853's one-change rule prevents): a
+        # second change is accepted while the first is uncommitted, so the
+        # sets two changes apart may have disjoint majorities.
+        if (self._voter_sets.uncommitted(self._hw)
+                and bugs.TWO_VOTER_CHANGES not in self._bugs):
+            raise VoterChangeRefused(m.VOTER_CHANGE_IN_FLIGHT)
+        return self.voters
+
+    def _append_voters(self, voters: tuple[str, ...], change: str, node: str) -> int:
+        offset = len(self._log)
+        self._events.append({"event": "voter_change", "change": change, "voter": node,
+                             "offset": offset, "epoch": self._epoch})
+        self._append([Entry(offset, self._epoch, vs.record_payload(voters))])
+        return offset
+
+    def _note_voter_records(self, entries: list[Entry]) -> None:
+        changed = False
+        for entry in entries:
+            changed |= self._voter_sets.note(entry.offset, entry.payload)
+        if changed:
+            self._on_voters_changed("appended")
+
+    def _on_voters_changed(self, how: str) -> None:
+        voters = self.voters
+        self._events.append({"event": "voters", "state": how, "voters": list(voters),
+                             "offset": self._voter_sets.last_offset(), "epoch": self._epoch})
+        self._persist()
+        if self._role == LEADER:
+            for v in voters:
+                if v != self.node_id and v not in self._replicas:
+                    self._replicas[v] = _ReplicaProgress(last_fetch_tick=self._now)
+
+    def _voter_progress(self) -> list[_ReplicaProgress]:
+        voters = self.voters
+        return [p for v, p in self._replicas.items() if v in voters]
+
+    def _own_count(self) -> int:
+        """1 if this node's own log counts toward the quorum, 0 for an observer
+        (a leader that removed itself)."""
+        return 1 if self.is_voter else 0
+
+    def _after_hw_raised(self) -> None:
+        offset = self._voter_sets.last_offset()
+        if self._voters_committed_reported < offset < self._hw:
+            self._voters_committed_reported = offset
+            self._events.append({"event": "voters", "state": "committed",
+                                 "voters": list(self.committed_voters), "offset": offset,
+                                 "epoch": self._epoch})
+            self._persist()
+        for ack_offset in [o for o in self._voter_acks if o < self._hw]:
+            self._answer_add_voter(self._voter_acks.pop(ack_offset), None)
+
+    def _own_vote(self) -> set[str]:
+        return {self.node_id} if self.is_voter else set()
+
+    def _may_canvass(self) -> bool:
+        """A voter canvasses; so does a node whose removal is not yet known to
+        be committed (Raft thesis 4.2.2): it may hold the longest log, and the
+        remaining voters cannot elect anyone without its vote. It does not
+        count its own vote."""
+        if self.is_voter:
+            return True
+        sets = self._voter_sets
+        return sets.uncommitted(self._hw) and self.node_id in sets.at(sets.last_offset())
+
+    def _resign_if_removed(self) -> bool:
+        # KIP-853: a leader removed from the voters resigns once that is committed.
+        if self.is_voter or self._voter_sets.uncommitted(self._hw):
+            return False
+        self._resign()
+        return True
+
+    def _on_add_raft_voter(self, msg: dict) -> None:
+        epoch = int(msg["epoch"])
+        if epoch > self._epoch:
+            self._observe_epoch(epoch, None)
+        requester = msg["from"]
+        try:
+            offset = self.add_voter(requester, bool(msg["ack_when_committed"]))
+        except NotLeader:
+            self._answer_add_voter(requester, m.NOT_LEADER)
+            return
+        except VoterChangeRefused as refused:
+            self._answer_add_voter(requester, refused.code)
+            return
+        if msg["ack_when_committed"]:
+            self._voter_acks[offset] = requester
+        else:
+            self._answer_add_voter(requester, None)
+
+    def _answer_add_voter(self, to: str, error: str | None) -> None:
+        self._send(m.ADD_RAFT_VOTER_RESPONSE, to, error=error, leader=self._leader)
+
+    def _on_add_raft_voter_response(self, msg: dict) -> None:
+        if not self._join_in_flight:
+            return
+        self._join_in_flight = False
+        self._next_join_tick = self._now + self._cfg.join_retry_ticks
+        epoch = int(msg["epoch"])
+        if epoch > self._epoch:
+            self._observe_epoch(epoch, msg.get("leader"))
+        elif self._role == FOLLOWER:
+            self._send_fetch()
+
+    def _auto_join_tick(self) -> None:
+        """Observer: ask the leader to add us once caught up; retry on a timer."""
+        if self._join_in_flight:
+            # The leader may never answer (it resigned, the answer was lost).
+            if self._now - self._join_sent_tick >= self._cfg.fetch_timeout_ticks:
+                self._join_in_flight = False
+                self._next_join_tick = self._now + self._cfg.join_retry_ticks
+            return
+        if (
+            not self._cfg.auto_join
+            or self._role != FOLLOWER
+            or self.is_voter
+            or not self._caught_up
+            or self._now < self._next_join_tick
+        ):
+            return
+        self._join_in_flight = True
+        self._join_sent_tick = self._now
+        self._next_join_tick = self._now + self._cfg.join_retry_ticks
+        self._send(m.ADD_RAFT_VOTER, self._leader, ack_when_committed=self._join_waits_for_commit())
+
+    def _join_waits_for_commit(self) -> bool:
+        # KIP-1186: auto-join asks for the answer after the local append, so
+        # the joiner can go on fetching: the fetch that commits the new set.
+        # BUG when switched on (KIP-853 before KIP-1186): it asks for the
+        # answer at commit, which needs its own fetch, which waits for the
+        # answer: the leader's check quorum expires and it resigns.
+        return bugs.ACK_WHEN_COMMITTED_AUTOJOIN in self._bugs
+
+    def _observer_lost_leader(self) -> None:
+        """An observer never canvasses: it waits in Unattached and asks the
+        bootstrap and known voters who leads (KIP-853 discovery by Fetch)."""
+        self._become_unattached(self._epoch)
+        targets = sorted((set(self._cfg.voters) | set(self.voters)) - {self.node_id})
+        for voter in targets:
+            self._send(m.FETCH, voter, fetch_offset=len(self._log),
+                       last_fetched_epoch=self.last_epoch, flushed_offset=self._flushed_end)
+
+    def _learn_leader_from_fetch_response(self, epoch: int, leader: str | None) -> bool:
+        """An Unattached node that fetched to find the leader follows the one
+        named in its own epoch (a higher epoch was handled already)."""
+        if (
+            self._role == UNATTACHED
+            and epoch == self._epoch
+            and leader is not None
+            and leader != self.node_id
+        ):
+            self._become_follower(epoch, leader)
+            return True
+        return False
+
     # ---------------------------------------------------------------- output
 
     def _others(self) -> list[str]:
-        return [v for v in self._cfg.voters if v != self.node_id]
+        return [v for v in self.voters if v != self.node_id]
 
     def _send(self, kind: str, to: str, **fields) -> None:
         self._outbox.append(
@@ -866,7 +1137,16 @@ class Core:
         )
 
     def _persist(self) -> None:
-        state = QuorumState(self._epoch, self._leader, self._voted_for, self._cfg.cluster_id)
+        in_force = self._voter_sets.in_force()
+        committed = self._voter_sets.at(self._hw)
+        # None stands for the bootstrap voters of the node's configuration.
+        bootstrap = self._voter_sets.bootstrap
+        state = QuorumState(
+            self._epoch, self._leader, self._voted_for, self._cfg.cluster_id,
+            applied_offset=self._voter_sets.last_offset(),
+            current_voters=committed if committed != bootstrap else None,
+            target_voters=in_force if in_force != committed else None,
+        )
         if state != self._persisted:
             self._persisted = state
             self._pending_state = state

@@ -17,6 +17,7 @@ from nodes.raft.client import NodeClient
 from nodes.raft.dump import write_dump
 
 STATUS_TIMEOUT_S = 1.0
+CHANGE_TIMEOUT_S = 5.0  # a voter change waits for its record to commit
 
 
 class RaftDB:
@@ -26,7 +27,8 @@ class RaftDB:
     artifacts = frozenset({"log_dump", "events"})
     # --node-option keys it reads, with their kind (checked before a run starts).
     OPTIONS = {"cluster_id": "string", "tick_ms": "positive-int",
-               "request_timeout_ms": "positive-int", "seed": "int", "bugs": "string-list"}
+               "request_timeout_ms": "positive-int", "seed": "int", "bugs": "string-list",
+               "voters": "string-list", "auto_join": "bool"}
 
     def check_installed(self) -> str | None:
         if importlib.util.find_spec("msgpack") is None:
@@ -53,6 +55,11 @@ class RaftDB:
                 argv += [f"--{flag.replace('_', '-')}", str(int(options[flag]))]
         for bug in options.get("bugs", []):
             argv += ["--bug", str(bug)]
+        # KIP-853: nodes of the cluster not among the bootstrap voters observe.
+        if options.get("voters"):
+            argv += ["--voters", ",".join(str(v) for v in options["voters"])]
+        if options.get("auto_join"):
+            argv.append("--auto-join")
         return argv
 
     def _status(self, node: NodeSpec) -> dict | None:
@@ -62,6 +69,21 @@ class RaftDB:
         except OSError:
             return None
         return response.value if response.ok else None
+
+    def change_voters(self, cluster: list[NodeSpec], change: str, node: str) -> dict:
+        """AddRaftVoter / RemoveRaftVoter (KIP-853) through the leader's client
+        port, answered once the new voter set commits."""
+        leader = self.leader(cluster)
+        if leader is None:
+            return {"ok": False, "error": "no_leader"}
+        address = next(n.address for n in cluster if n.name == leader)
+        try:
+            with NodeClient(address, timeout=CHANGE_TIMEOUT_S) as client:
+                response = client.call(f"{change}_voter", node=node)
+        except OSError as e:
+            return {"ok": False, "error": "timeout" if isinstance(e, TimeoutError) else str(e)}
+        return {"ok": response.ok, "error": response.error, "leader": leader,
+                "voters": (response.value or {}).get("voters") if response.ok else None}
 
     def is_ready(self, node: NodeSpec) -> bool:
         """Up and part of a quorum that has a leader."""

@@ -22,13 +22,16 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 class LocalCluster(LocalProcesses):
     def __init__(self, root: Path, size: int = 3, host: str = "127.0.0.1",
-                 tick_ms: int = 50, extra_args: list[str] | None = None) -> None:
+                 tick_ms: int = 50, extra_args: list[str] | None = None,
+                 voters: list[str] | None = None) -> None:
         super().__init__()
         self.root = Path(root)
         self.host = host
         self.tick_ms = tick_ms
         self.extra_args = extra_args or []
         self.names = [f"n{i}" for i in range(1, size + 1)]
+        # Bootstrap voters (KIP-853); the other names start as observers.
+        self.voters = voters
         self.ports = {name: free_port(host) for name in self.names}
 
     def address(self, name: str) -> str:
@@ -44,7 +47,8 @@ class LocalCluster(LocalProcesses):
     def spec(self, name: str) -> NodeSpec:
         return NodeSpec(
             name=name, host=self.host, port=self.ports[name], data_dir=self.data_dir(name),
-            log_dir=self.root / name, options={"cluster_id": "test", "tick_ms": self.tick_ms},
+            log_dir=self.root / name,
+            options={"cluster_id": "test", "tick_ms": self.tick_ms, "voters": self.voters},
         )
 
     def specs(self) -> list[NodeSpec]:

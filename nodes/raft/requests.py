@@ -16,6 +16,13 @@ MAX_TXN_OPS = 1_000
 
 READS = ("get", "read")  # answered from the state machine after a read barrier commits
 WRITES = ("put", "cas", "txn", "append")
+# Consistency levels of the Redpanda raft recovery RFC: ack once a majority
+# flushed the entry (quorum_ack), once the leader appended it (leader_ack),
+# or at once (no_ack). Only writes whose answer needs no state may use the
+# last two: a cas or a read has no result before its entry is applied.
+QUORUM, LEADER_ACK, NO_ACK = "quorum", "leader", "none"
+CONSISTENCY_LEVELS = (QUORUM, LEADER_ACK, NO_ACK)
+BLIND_TXN_OPS = ("append", "w")
 
 
 class BadRequest(Exception):
@@ -40,6 +47,26 @@ def _check_txn_ops(ops: list[Any]) -> None:
             raise BadRequest("a micro-op is [f, key, value] with a str key")
         if op[0] not in TXN_MICRO_OPS:
             raise BadRequest(f"unknown micro-op {op[0]!r}")
+
+
+def is_blind_write(request: dict[str, Any]) -> bool:
+    """A write whose answer is known before it applies (put, append, a txn of them)."""
+    op = request.get("op")
+    if op in ("put", "append"):
+        return True
+    ops = request.get("ops")
+    return op == "txn" and isinstance(ops, list) and all(
+        isinstance(mop, list) and mop and mop[0] in BLIND_TXN_OPS for mop in ops)
+
+
+def consistency_of(request: dict[str, Any]) -> str:
+    """The request's consistency level (default quorum), or BadRequest."""
+    level = request.get("consistency", QUORUM)
+    if level not in CONSISTENCY_LEVELS:
+        raise BadRequest(f"consistency must be one of {', '.join(CONSISTENCY_LEVELS)}")
+    if level != QUORUM and not is_blind_write(request):
+        raise BadRequest(f"only put, append and txns of writes may be acked at {level}")
+    return level
 
 
 def command_for(request: dict[str, Any]) -> dict[str, Any]:

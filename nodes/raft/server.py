@@ -25,15 +25,35 @@ from typing import Any
 
 import msgpack
 
-from nodes.raft import codec, storage
-from nodes.raft.core import Config, Core, Entry, MalformedMessage, NotLeader, QuorumState, Ready
+from nodes.raft import bugs, codec, storage
+from nodes.raft.core import (
+    Config,
+    Core,
+    Entry,
+    MalformedMessage,
+    NotLeader,
+    QuorumState,
+    Ready,
+    VoterChangeRefused,
+)
 from nodes.raft.peers import PeerLink
-from nodes.raft.requests import MAX_COMMAND_BYTES, READS, BadRequest, command_for
+from nodes.raft.requests import (
+    LEADER_ACK,
+    MAX_COMMAND_BYTES,
+    NO_ACK,
+    QUORUM,
+    READS,
+    BadRequest,
+    command_for,
+    consistency_of,
+    is_blind_write,
+)
 from nodes.raft.roles import LEADER
 from nodes.raft.state_machine import Outcome, StateMachine
 from nodes.raft.storage import LogRecord, SegmentedLog
 
 HW_CHECKPOINT_INTERVAL_S = 0.5
+VOTER_CHANGES = ("add_voter", "remove_voter")  # operator requests (KIP-853)
 RESIGN_GRACE_S = 0.05  # time for the EndQuorumEpoch messages to leave
 
 
@@ -42,8 +62,10 @@ class NodeOptions:
     node_id: str
     cluster_id: str
     listen: tuple[str, int]
-    peers: dict[str, tuple[str, int]]  # every voter, this node included
+    peers: dict[str, tuple[str, int]]  # every node it may talk to, this one included
     data_dir: Path
+    voters: tuple[str, ...] | None = None  # bootstrap voters; None: every peer
+    auto_join: bool = False
     tick_ms: int = 50
     bugs: frozenset[str] = frozenset()
     request_timeout_s: float = 5.0
@@ -108,6 +130,8 @@ class RaftServer:
         self.data_dir = Path(options.data_dir)
         self.state_machine = StateMachine()
         self.pending: dict[int, Pending] = {}
+        # leader_ack writes: answered once the Ready appending them is written.
+        self.ack_on_append: dict[int, tuple[Any, ClientConnection]] = {}
         self.applied_end = 0
         self.flags = _Flags()
         self.boot = time.monotonic_ns()
@@ -135,9 +159,10 @@ class RaftServer:
             )
         config = Config(
             node_id=self.node_id,
-            voters=tuple(sorted(self.options.peers)),
+            voters=self.options.voters or tuple(sorted(self.options.peers)),
             cluster_id=self.options.cluster_id,
             bugs=self.options.bugs,
+            auto_join=self.options.auto_join,
         )
         entries = [Entry(r.offset, r.epoch, r.payload) for r in recovered.records]
         self.core = Core(config, state, entries, self.options.seed)
@@ -266,6 +291,7 @@ class RaftServer:
             for entry in ready.append:
                 if (pending := self.pending.get(entry.offset)) is not None:
                     pending.written = written
+            self._ack_appended(ready.append)
         if ready.epoch_cache is not None:
             storage.write_epoch_checkpoint(self.data_dir, ready.epoch_cache)
         for msg in ready.messages:
@@ -309,6 +335,12 @@ class RaftServer:
         if pending.request["op"] in READS:
             pending.connection.reply(pending.request["id"],
                                      self.state_machine.query(pending.request), definite=True)
+            return None
+        if pending.request["op"] in VOTER_CHANGES:
+            # An operator's change, answered at commit (KIP-1186); not a client write.
+            pending.connection.reply(pending.request["id"],
+                                     Outcome(True, {"voters": list(self.core.committed_voters)}),
+                                     definite=True)
             return None
         pending.connection.reply(pending.request["id"], outcome, definite=True)
         if not outcome.ok or pending.written is None:
@@ -398,8 +430,12 @@ class RaftServer:
         if request.get("op") == "status":
             connection.reply(request_id, Outcome(True, self.status()))
             return
+        if request.get("op") in VOTER_CHANGES:
+            self._on_voter_change(request, connection)
+            return
         try:
             command = command_for(request)
+            level = self._ack_level(request)
         except BadRequest as e:
             connection.reply(request_id, Outcome(False, str(e), "bad_request"))
             return
@@ -413,17 +449,74 @@ class RaftServer:
         except NotLeader as e:
             connection.reply(request_id, error_outcome("not_leader"), leader=e.leader)
             return
+        if level == NO_ACK:
+            connection.reply(request_id, Outcome(True))
+            self.schedule_ready()
+            return
+        if level == LEADER_ACK:
+            self.ack_on_append[offset] = (request_id, connection)
+            self.schedule_ready()
+            return
         self.pending[offset] = Pending(
             self.core.epoch, request, connection,
             time.monotonic() + self.options.request_timeout_s,
         )
         self.schedule_ready()
 
+    def _on_voter_change(self, request: dict[str, Any], connection: ClientConnection) -> None:
+        """An operator's AddRaftVoter / RemoveRaftVoter (KIP-853): answered when
+        the VotersRecord commits, or (ack_when_committed false, KIP-1186's
+        field, accepted for both) once the leader appended it."""
+        request_id = request["id"]
+        node = request.get("node")
+        if not isinstance(node, str) or not node:
+            connection.reply(request_id, Outcome(False, "node must be a name", "bad_request"))
+            return
+        ack_when_committed = request.get("ack_when_committed", True) is not False
+        try:
+            if request["op"] == "add_voter":
+                offset = self.core.add_voter(node, ack_when_committed)
+            else:
+                offset = self.core.remove_voter(node)
+        except NotLeader as e:
+            connection.reply(request_id, error_outcome("not_leader"), leader=e.leader)
+            return
+        except VoterChangeRefused as refused:
+            connection.reply(request_id, error_outcome(refused.code))
+            return
+        if ack_when_committed:
+            self.pending[offset] = Pending(self.core.epoch, request, connection,
+                                           time.monotonic() + self.options.request_timeout_s)
+        else:
+            self.ack_on_append[offset] = (request_id, connection)
+        self.schedule_ready()
+
+    def _ack_level(self, request: dict[str, Any]) -> str:
+        level = consistency_of(request)
+        if (level == QUORUM and bugs.LEADER_ACK_AS_QUORUM in self.options.bugs
+                and is_blind_write(request)):
+            # BUG (what the Redpanda RFC's quorum_ack exists to prevent): a
+            # quorum write is acknowledged once the leader appended it, so a
+            # leader crash or lost disk before replication loses an acked write.
+            level = LEADER_ACK
+        return level
+
+    def _ack_appended(self, entries: list[Entry]) -> None:
+        """leader_ack: the leader's log holds the entry (written, not flushed)."""
+        if not self.ack_on_append:
+            return
+        for entry in entries:
+            waiting = self.ack_on_append.pop(entry.offset, None)
+            if waiting is not None:
+                request_id, connection = waiting
+                connection.reply(request_id, Outcome(True))
+
     def status(self) -> dict[str, Any]:
         return {
             "node": self.node_id, "role": self.core.role, "epoch": self.core.epoch,
             "leader": self.core.leader, "hw": self.core.high_watermark,
-            "log_end": self.core.log_end,
+            "log_end": self.core.log_end, "voters": list(self.core.voters),
+            "committed_voters": list(self.core.committed_voters),
         }
 
     def _log_problem(self, text: str) -> None:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 import msgpack
 
-from nodes.raft.core import Config, Core, Entry, NotLeader, QuorumState
+from nodes.raft import voters as vs
+from nodes.raft.core import Config, Core, Entry, NotLeader, QuorumState, VoterChangeRefused
 from nodes.raft.roles import FOLLOWER, LEADER
 
 
@@ -68,6 +69,7 @@ class Sim:
         config: dict | None = None,
         initial: dict[str, tuple[QuorumState | None, list[Entry]]] | None = None,
         cluster_ids: dict[str, str] | None = None,
+        observers: tuple[str, ...] = (),
     ) -> None:
         self.rng = random.Random(seed)
         self.now = 0
@@ -85,14 +87,17 @@ class Sim:
         # Tick since which each leader could reach no live majority.
         self._stranded_since: dict[str, int] = {}
         self.nodes: dict[str, SimNode] = {}
-        overrides = config or {}
-        for name in names:
+        self.bootstrap = tuple(names)
+        self._overrides = config or {}
+        overrides = self._overrides
+        # Observers start with the same bootstrap voters but are not among them.
+        for name in tuple(names) + tuple(observers):
             cid = (cluster_ids or {}).get(name, cluster_id)
             cfg = Config(node_id=name, voters=tuple(names), cluster_id=cid, **overrides)
             state, log = (initial or {}).get(name, (None, []))
             disk = SimDisk(state=state, written=list(log), durable=list(log))
             self.nodes[name] = SimNode(name=name, config=cfg, disk=disk)
-        for name in names:
+        for name in tuple(names) + tuple(observers):
             self._boot(self.nodes[name])
 
     # ------------------------------------------------------------ controls
@@ -165,6 +170,48 @@ class Sim:
         if node.alive:
             return
         self._boot(node)
+
+    def add_node(self, name: str, **config) -> None:
+        """Start a node with an empty disk as an observer of the bootstrap voters."""
+        if name in self.nodes:
+            raise ValueError(f"{name} exists")
+        cfg = Config(node_id=name, voters=self.bootstrap, cluster_id=self.cluster_id,
+                     **(self._overrides | config))
+        self.nodes[name] = SimNode(name=name, config=cfg, disk=SimDisk())
+        self._boot(self.nodes[name])
+
+    def change_voters(self, change: str, node: str,
+                      ack_when_committed: bool = True) -> tuple[str, int] | str:
+        """Ask the leader to add or remove a voter: (leader, offset), or why not."""
+        name = self.leader()
+        if name is None:
+            return "no_leader"
+        core = self.nodes[name].core
+        try:
+            if change == "add":
+                offset = core.add_voter(node, ack_when_committed)
+            else:
+                offset = core.remove_voter(node)
+        except VoterChangeRefused as refused:
+            return refused.code
+        except NotLeader:
+            return "not_leader"
+        self._apply_ready(self.nodes[name])
+        return name, offset
+
+    def voters_in_force(self) -> tuple[str, ...]:
+        """The voter set of the live leader, else of the committed log."""
+        name = self.leader()
+        if name is not None:
+            return self.nodes[name].core.voters
+        return self.committed_voters()
+
+    def committed_voters(self) -> tuple[str, ...]:
+        for entry in reversed(self.committed):
+            voters = vs.parse_record(entry.payload)
+            if voters is not None:
+                return voters
+        return self.bootstrap
 
     def stall_flush(self, name: str, stalled: bool = True) -> None:
         node = self.nodes[name]
@@ -243,11 +290,16 @@ class Sim:
         k = len(self.committed)
         if k == 0:
             return
-        holders = sum(1 for n in self.nodes.values() if n.disk.durable[:k] == self.committed)
-        if holders < len(self.nodes) // 2 + 1:
-            self.violations.append(
-                f"t={self.now}: committed prefix of {k} entries durable on only {holders} nodes"
-            )
+        holders = {n.name for n in self.nodes.values() if n.disk.durable[:k] == self.committed}
+        # Every majority of a voter set that could elect a leader must hold it
+        # (with one change at a time the committed and in-force sets overlap).
+        for voters in {self.committed_voters(), self.voters_in_force()}:
+            lacking = len(set(voters) - holders)
+            if lacking >= vs.majority(voters):
+                self.violations.append(
+                    f"t={self.now}: committed prefix of {k} entries durable on only "
+                    f"{len(set(voters) & holders)} of the voters {list(voters)}"
+                )
 
     def check_no_stranded_leader(self) -> None:
         """Liveness: a leader that can reach no live majority must step down within
@@ -256,14 +308,15 @@ class Sim:
             if not (node.alive and node.core.role == LEADER):
                 self._stranded_since.pop(node.name, None)
                 continue
-            reachable = 1 + sum(
+            voters = node.core.voters
+            reachable = sum(
                 1
                 for other in self.nodes.values()
-                if other is not node
-                and other.alive
-                and (node.name, other.name) not in self._blocked
+                if other.name in voters
+                and (other is node
+                     or (other.alive and (node.name, other.name) not in self._blocked))
             )
-            if reachable >= len(self.nodes) // 2 + 1:
+            if reachable >= vs.majority(voters):
                 self._stranded_since.pop(node.name, None)
                 continue
             since = self._stranded_since.setdefault(node.name, self.now)
@@ -393,8 +446,10 @@ class Sim:
             return
         # Redpanda rule: the leader may only count offsets a majority has flushed.
         prefix = node.core.entries()[:hw]
-        holders = sum(1 for n in self.nodes.values() if n.disk.durable[:hw] == prefix)
-        if holders < len(self.nodes) // 2 + 1:
+        voters = node.core.voters
+        holders = sum(1 for n in self.nodes.values()
+                      if n.name in voters and n.disk.durable[:hw] == prefix)
+        if holders < vs.majority(voters):
             self.violations.append(
                 f"t={self.now}: leader {node.name} advanced hw to {hw} with only "
                 f"{holders} nodes holding it durably"

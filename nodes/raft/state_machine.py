@@ -105,4 +105,5 @@ _COMMANDS = {
     "append": StateMachine._append,
     "read_barrier": StateMachine._no_effect,
     "leader_change": StateMachine._no_effect,
+    "voters": StateMachine._no_effect,  # a KIP-853 VotersRecord: the core's business
 }

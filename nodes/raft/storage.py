@@ -130,21 +130,38 @@ def _read_json(path: Path) -> Any:
 # --- quorum state ---------------------------------------------------------------
 
 QUORUM_STATE_KEYS = ("epoch", "leader", "voted_for", "cluster_id")
+# KIP-595's voter fields; optional on read (files written before they existed).
+QUORUM_STATE_VOTER_KEYS = ("applied_offset", "current_voters", "target_voters")
 
 
 def write_quorum_state(data_dir: Path, state: dict[str, Any]) -> None:
     doc = {"version": 1} | {k: state[k] for k in QUORUM_STATE_KEYS}
+    for key in QUORUM_STATE_VOTER_KEYS:
+        value = state.get(key)
+        doc[key] = list(value) if isinstance(value, (tuple, list)) else value
     write_file_atomically(data_dir / QUORUM_STATE_FILE, json.dumps(doc).encode())
 
 
+def _voter_list(value: Any) -> tuple[str, ...] | None:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return None
+
+
 def read_quorum_state(data_dir: Path) -> dict[str, Any] | None:
-    """{"epoch", "leader", "voted_for", "cluster_id"} or None when missing or invalid."""
+    """{"epoch", "leader", "voted_for", "cluster_id", "applied_offset",
+    "current_voters", "target_voters"} or None when missing or invalid."""
     doc = _read_json(data_dir / QUORUM_STATE_FILE)
     if not isinstance(doc, dict) or not all(k in doc for k in QUORUM_STATE_KEYS):
         return None
     if not isinstance(doc["epoch"], int) or doc["epoch"] < 0:
         return None
-    return {k: doc[k] for k in QUORUM_STATE_KEYS}
+    state = {k: doc[k] for k in QUORUM_STATE_KEYS}
+    applied = doc.get("applied_offset", -1)
+    state["applied_offset"] = applied if isinstance(applied, int) else -1
+    state["current_voters"] = _voter_list(doc.get("current_voters"))
+    state["target_voters"] = _voter_list(doc.get("target_voters"))
+    return state
 
 
 # --- leader-epoch checkpoint and high watermark ----------------------------------

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import socket
+import zlib
 from typing import Any
 
 from checkers.history import Op
 from nodes.raft.codec import BadMessage, FrameError, encode_frame, recv_frame
+from nodes.raft.requests import CONSISTENCY_LEVELS, is_blind_write
 from workloads.clients.outcome import CLIENT_OPTIONS, fail, info, ok
 
 REGISTER_KEY = "register"
@@ -16,8 +18,20 @@ class _Unsent(Exception):
     """The request never fully left: it certainly did not take effect."""
 
 
+def parse_levels(spec: str) -> tuple[str, ...]:
+    """`quorum`, `leader`, `none`, or several comma-separated (a run mixing them)."""
+    levels = tuple(x.strip() for x in spec.split(",") if x.strip())
+    bad = [x for x in levels if x not in CONSISTENCY_LEVELS]
+    if not levels or bad:
+        raise ValueError(f"consistency must be one or more of {', '.join(CONSISTENCY_LEVELS)} "
+                         f"(comma-separated), not {spec!r}")
+    return levels
+
+
 class RaftClient:
-    OPTIONS = CLIENT_OPTIONS
+    # consistency: the ack level of blind writes (put, append, txns of writes);
+    # several levels are spread over the writes by their value.
+    OPTIONS = CLIENT_OPTIONS | {"consistency": "string"}
 
     def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
                  options: dict[str, Any]) -> None:
@@ -31,6 +45,8 @@ class RaftClient:
         # a client library that follows redirects would, unless told to stay put.
         self.follow_leader = bool(options.get("follow_leader", True))
         self._leader: str | None = None
+        spec = options.get("consistency")
+        self.levels = parse_levels(str(spec)) if spec is not None else None
 
     # --- requests and completions -------------------------------------------
 
@@ -112,11 +128,29 @@ class RaftClient:
             self._drop(node)
             raise
 
+    def level_for(self, op: Op, req: dict[str, Any]) -> str | None:
+        """The level this write asks for (None: the option is not set, or not
+        a blind write). Chosen by the written value, so a replay asks alike."""
+        if self.levels is None or not is_blind_write(req):
+            return None
+        if len(self.levels) == 1:
+            return self.levels[0]
+        return self.levels[zlib.crc32(repr(op.value).encode()) % len(self.levels)]
+
     def invoke(self, op: Op) -> Op:
+        req = self.request(op)
+        level = self.level_for(op, req)
+        if level is None:
+            return self._invoke(op, req)
+        done = self._invoke(op, req | {"consistency": level})
+        # What the ack promised, for the checkers (checkers.acks).
+        done.level = level
+        return done
+
+    def _invoke(self, op: Op, req: dict[str, Any]) -> Op:
         node = op.node if op.node in self.nodes else next(iter(self.nodes))
         if self.follow_leader and self._leader is not None:
             node = self._leader
-        req = self.request(op)
         for _ in range(2):
             try:
                 resp = self._call(node, req)

@@ -1,0 +1,88 @@
+"""Voter changes judged from the nodes' event lines (KIP-853).
+
+Rule `two-voter-changes-in-flight`: a leader starts a voter change
+(`voter_change` line) while the VotersRecord it last appended is neither
+committed (a `voters` line with state committed at or past it) nor truncated.
+One change at a time is what keeps any majority of the new voter set
+overlapping any majority of the old one. A restart forgets what was pending:
+a record lost by recovery leaves no line, and a false alarm is worse than a
+miss here (the log checkers still judge what the change broke).
+
+Rule `leader-resigned-adding-voter` (KIP-1186): a leader resigns while a
+voter it added is uncommitted, and no fault (cut link, node down or paused)
+may have been in force from the append to the resignation. Adding a voter
+that fetches must not cost the leader its quorum; it does when the joiner
+waits for the commit its own fetch would make (AckWhenCommitted on auto-join).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_LISTED = 50
+
+
+def changes_in_flight(events: dict[str, list[dict]]) -> list[dict[str, Any]]:
+    anomalies: list[dict[str, Any]] = []
+    for node, lines in sorted(events.items()):
+        pending: dict | None = None  # the last appended, not yet committed record
+        for ev in lines:
+            kind = ev.get("event")
+            if kind == "start":
+                pending = None
+            elif kind == "voter_change":
+                if pending is not None:
+                    anomalies.append({
+                        "type": "two-voter-changes-in-flight", "node": node,
+                        "epoch": ev.get("epoch"), "change": ev.get("change"),
+                        "voter": ev.get("voter"), "offset": ev.get("offset"),
+                        "in_flight": {"offset": pending.get("offset"),
+                                      "voters": pending.get("voters")}})
+            elif kind == "voters":
+                offset = ev.get("offset")
+                state = ev.get("state")
+                if state == "appended":
+                    pending = ev
+                elif pending is not None and isinstance(offset, int) and (
+                        (state == "committed" and offset >= pending["offset"])
+                        or (state == "truncated" and offset < pending["offset"])):
+                    pending = None
+    return anomalies[:MAX_LISTED]
+
+
+def resigned_adding_voter(events: dict[str, list[dict]], timeline: list[dict],
+                          start_ns: int, end_ns: int) -> list[dict[str, Any]]:
+    """`timeline`: invariants.fault_timeline(certain=False) segments, history ns;
+    resignations after `end_ns` (the graceful stop) are not judged."""
+    anomalies: list[dict[str, Any]] = []
+    for node, lines in sorted(events.items()):
+        adding: dict | None = None  # the voter_change line of an uncommitted add
+        for ev in lines:
+            kind = ev.get("event")
+            if kind == "start":
+                adding = None
+            elif kind == "voter_change":
+                adding = ev if ev.get("change") == "add" else None
+            elif kind == "voters" and adding is not None and ev.get("state") != "appended":
+                offset = ev.get("offset")
+                if isinstance(offset, int) and (
+                        (ev.get("state") == "committed" and offset >= adding["offset"])
+                        or (ev.get("state") == "truncated" and offset < adding["offset"])):
+                    adding = None
+            elif kind == "role" and ev.get("role") == "Resigned" and adding is not None:
+                t0, t1 = adding.get("t"), ev.get("t")
+                if type(t0) is int and type(t1) is int and t1 - start_ns <= end_ns \
+                        and not _faulty(timeline, t0 - start_ns, t1 - start_ns):
+                    anomalies.append({
+                        "type": "leader-resigned-adding-voter", "node": node,
+                        "epoch": ev.get("epoch"), "voter": adding.get("voter"),
+                        "offset": adding.get("offset"),
+                        "added_s": round((t0 - start_ns) / 1e9, 3),
+                        "resigned_s": round((t1 - start_ns) / 1e9, 3)})
+                adding = None
+    return anomalies[:MAX_LISTED]
+
+
+def _faulty(timeline: list[dict], lo: int, hi: int) -> bool:
+    return any(seg["start"] < hi and lo < seg["end"] and (seg["cut"] or seg["down"])
+               for seg in timeline)

@@ -1,0 +1,153 @@
+"""`membership`: voter changes as a fault (KIP-853 AddRaftVoter / RemoveRaftVoter).
+
+Variants:
+- `remove` (default): remove one voter, chosen by the schedule; the heal
+  (`restore-voters`) adds back every voter this fault removed.
+- `remove-leader`: remove the current leader (it leads on until the change
+  commits, then resigns).
+- `remove-two`: remove two voters with two requests sent at once, as a
+  hasty operator might; the leader must refuse the second while the first
+  is in flight (it is retried after), and the heal adds both back.
+- `auto-join`: remove every voter but the leader, one change at a time; the
+  nodes (run with the `auto_join` node option) ask to rejoin by themselves,
+  the first one growing the set from one voter to two: KIP-1186's case. The
+  heal adds back whoever has not rejoined.
+
+The node stays up as an observer while removed, so re-adding it is the
+operator's path: AddRaftVoter of a caught-up observer, answered at commit.
+The change goes through the DB adapter's `change_voters(cluster, change,
+node)`, which the raft adapter sends to the leader's client port; a system
+without it cannot run this fault.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from checkers.history import NOOP
+from nemesis.fault import FaultContext
+
+VARIANTS = ("remove", "remove-leader", "remove-two", "auto-join")
+HEAL_F = "restore-voters"
+# A change is refused while another is in flight or the leader is new: retry.
+RETRY_S = 5.0
+RETRY_EVERY_S = 0.2
+
+
+def check_variant(variant: str | None) -> None:
+    if variant is not None and variant not in VARIANTS:
+        raise ValueError(f"unknown membership variant {variant!r}; "
+                         f"expected one of {', '.join(VARIANTS)}")
+
+
+def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
+    """The schedule's choice: one voter (the `remove` variant's target; the
+    others pick theirs from the cluster when injected). A bad variant is
+    refused when planned, before a run starts."""
+    check_variant(variant)
+    return {"nodes": [rng.choice(sorted(nodes))]}
+
+
+class MembershipFault:
+    name = "membership"
+    heal_f = HEAL_F
+
+    def __init__(self, variant: str | None = None) -> None:
+        check_variant(variant)
+        self.variant = variant or "remove"
+        self.removed: list[str] = []
+
+    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+               ) -> dict[str, Any]:
+        if self.variant == "auto-join":
+            return self._remove_all_but_leader(cluster)
+        if self.variant == "remove-two":
+            return self._remove_two_at_once(cluster, rng)
+        if self.variant == "remove-leader":
+            node = cluster.leader()
+            if node is None:
+                return {"change": "remove", "nodes": [], NOOP: "no leader to remove"}
+        else:
+            node = (params.get("nodes") or [rng.choice(cluster.names)])[0]
+        result = _change(cluster, "remove", node)
+        if result.get("ok"):
+            self.removed.append(node)
+        value = {"change": "remove", "nodes": [node], **result}
+        if not result.get("ok"):
+            value[NOOP] = f"remove {node} refused: {result.get('error')}"
+        return value
+
+    def _remove_two_at_once(self, cluster: Any, rng: random.Random) -> dict[str, Any]:
+        nodes = sorted(rng.sample(sorted(cluster.names), min(2, len(cluster.names) - 1)))
+        results: dict[str, dict[str, Any]] = {}
+
+        def remove(node: str) -> None:
+            results[node] = _change(cluster, "remove", node)
+
+        threads = [threading.Thread(target=remove, args=(n,)) for n in nodes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        removed = [n for n in nodes if results[n].get("ok")]
+        self.removed += removed
+        value: dict[str, Any] = {"change": "remove", "nodes": removed,
+                                 "refused": {n: results[n].get("error")
+                                             for n in nodes if n not in removed}}
+        if not removed:
+            value[NOOP] = "every removal refused"
+        return value
+
+    def _remove_all_but_leader(self, cluster: Any) -> dict[str, Any]:
+        leader = cluster.leader()
+        if leader is None:
+            return {"change": "remove", "nodes": [], NOOP: "no leader"}
+        removed, refused = [], {}
+        for node in sorted(n for n in cluster.names if n != leader):
+            result = _change(cluster, "remove", node)
+            if result.get("ok"):
+                removed.append(node)
+            else:
+                refused[node] = result.get("error")
+        self.removed += removed
+        value: dict[str, Any] = {"change": "remove", "nodes": removed, "refused": refused}
+        if not removed:
+            value[NOOP] = "every removal refused"
+        return value
+
+    def heal(self, cluster: Any) -> dict[str, Any]:
+        added, failed = [], {}
+        for node in list(self.removed):
+            result = _change(cluster, "add", node)
+            if result.get("ok") or result.get("error") == "duplicate_voter":
+                added.append(node)
+                self.removed.remove(node)
+            else:
+                failed[node] = result.get("error")
+        if not added and not failed:
+            return {"nodes": [], NOOP: "no voter was removed"}
+        return {"nodes": added, "failed": failed}
+
+
+def _change(cluster: Any, change: str, node: str) -> dict[str, Any]:
+    """Ask the leader, retrying refusals that only mean "not now"."""
+    change_voters = getattr(cluster.db, "change_voters", None)
+    if change_voters is None:
+        raise RuntimeError(f"{getattr(cluster.db, 'kind', 'this db')} cannot change voters")
+    deadline = time.monotonic() + RETRY_S
+    while True:
+        with cluster.in_hub():
+            result = change_voters(cluster.nodes, change, node)
+        retry = result.get("error") in ("voter_change_in_flight", "not_committed_in_epoch",
+                                        "not_caught_up", "not_leader", "no_leader", "timeout")
+        if result.get("ok") or not retry or time.monotonic() > deadline:
+            return result
+        time.sleep(RETRY_EVERY_S)
+
+
+def membership_fault(ctx: FaultContext) -> MembershipFault:
+    return MembershipFault(ctx.variant)

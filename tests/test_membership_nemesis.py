@@ -1,0 +1,112 @@
+"""The membership fault (KIP-853 voter changes as a nemesis) against a fake
+cluster whose DB keeps a voter set and refuses like a leader does."""
+
+from __future__ import annotations
+
+import random
+from contextlib import nullcontext
+
+import pytest
+
+from checkers.history import NOOP
+from nemesis import membership
+from nemesis.base import make_fault
+from nemesis.schedule import plan_params
+
+
+class FakeDB:
+    kind = "fake"
+
+    def __init__(self, voters: list[str], busy: int = 0) -> None:
+        self.voters = set(voters)
+        self.busy = busy  # answers of "change in flight" before the next change
+        self.calls: list[tuple[str, str]] = []
+
+    def change_voters(self, cluster, change: str, node: str) -> dict:
+        self.calls.append((change, node))
+        if self.busy:
+            self.busy -= 1
+            return {"ok": False, "error": "voter_change_in_flight"}
+        if change == "remove":
+            if node not in self.voters:
+                return {"ok": False, "error": "voter_not_found"}
+            self.voters.discard(node)
+        else:
+            if node in self.voters:
+                return {"ok": False, "error": "duplicate_voter"}
+            self.voters.add(node)
+        return {"ok": True, "error": None, "voters": sorted(self.voters)}
+
+
+class FakeCluster:
+    def __init__(self, names: list[str], leader: str = "n1", busy: int = 0) -> None:
+        self.names = names
+        self.nodes = names
+        self.db = FakeDB(names, busy)
+        self._leader = leader
+
+    def leader(self) -> str:
+        return self._leader
+
+    def in_hub(self):
+        return nullcontext()
+
+
+@pytest.fixture(autouse=True)
+def fast_retries(monkeypatch):
+    monkeypatch.setattr(membership, "RETRY_EVERY_S", 0.001)
+
+
+def test_remove_then_heal_adds_the_voter_back():
+    cluster = FakeCluster(["n1", "n2", "n3"])
+    fault = make_fault("membership")
+    value = fault.inject(cluster, random.Random(1), {"nodes": ["n2"]})
+    assert value["nodes"] == ["n2"] and value["ok"] and NOOP not in value
+    assert cluster.db.voters == {"n1", "n3"}
+    healed = fault.heal(cluster)
+    assert healed == {"nodes": ["n2"], "failed": {}}
+    assert cluster.db.voters == {"n1", "n2", "n3"}
+    assert fault.heal(cluster)[NOOP]  # nothing left to restore
+
+
+def test_remove_leader_targets_the_leader_and_refusals_are_noops():
+    cluster = FakeCluster(["n1", "n2", "n3"], leader="n3")
+    fault = make_fault("membership:remove-leader")
+    assert fault.inject(cluster, random.Random(1), {"nodes": ["n1"]})["nodes"] == ["n3"]
+    again = fault.inject(cluster, random.Random(1), {})
+    assert again["error"] == "voter_not_found" and again[NOOP]
+
+
+def test_a_change_in_flight_is_retried_not_dropped():
+    cluster = FakeCluster(["n1", "n2", "n3"], busy=2)
+    fault = make_fault("membership")
+    assert fault.inject(cluster, random.Random(1), {"nodes": ["n3"]})["ok"]
+    assert cluster.db.calls == [("remove", "n3")] * 3
+
+
+def test_auto_join_variant_leaves_the_leader_alone_and_heal_restores_the_rest():
+    cluster = FakeCluster(["n1", "n2", "n3"], leader="n2")
+    fault = make_fault("membership:auto-join")
+    value = fault.inject(cluster, random.Random(1), {"nodes": ["n1"]})
+    assert value["nodes"] == ["n1", "n3"] and cluster.db.voters == {"n2"}
+    cluster.db.voters.add("n1")  # n1 rejoined by itself
+    assert fault.heal(cluster)["nodes"] == ["n1", "n3"]
+    assert cluster.db.voters == {"n1", "n2", "n3"}
+
+
+def test_unknown_variant_is_refused_before_anything_starts():
+    with pytest.raises(ValueError, match="membership variant"):
+        make_fault("membership:shuffle")
+    with pytest.raises(ValueError, match="membership variant"):
+        plan_params("membership:shuffle", random.Random(0), ["n1", "n2", "n3"])
+    assert plan_params("membership:remove", random.Random(0), ["n1", "n2"])["nodes"]
+
+
+def test_remove_two_sends_both_and_heal_restores_both():
+    cluster = FakeCluster(["n1", "n2", "n3"], busy=1)
+    fault = make_fault("membership:remove-two")
+    value = fault.inject(cluster, random.Random(3), {})
+    assert len(value["nodes"]) == 2 and value["refused"] == {}
+    assert len(cluster.db.voters) == 1
+    assert fault.heal(cluster)["nodes"] == value["nodes"]
+    assert cluster.db.voters == {"n1", "n2", "n3"}
