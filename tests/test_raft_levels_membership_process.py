@@ -8,6 +8,7 @@ import signal
 import time
 
 import pytest
+from test_raft_process import wait_until
 
 from nodes.raft.client import NodeClient
 from nodes.raft.local_cluster import LocalCluster
@@ -15,14 +16,6 @@ from nodes.raft.local_cluster import LocalCluster
 pytestmark = pytest.mark.slow
 
 
-def wait_until(predicate, timeout=20.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise TimeoutError(what)
 
 
 def signal_followers(cluster: LocalCluster, leader: str, sig: int) -> None:

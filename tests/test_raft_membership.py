@@ -23,6 +23,15 @@ def msg(kind: str, sender: str, to: str, epoch: int, **fields) -> dict:
     return m.message(kind, sender, to, CID, epoch, **fields)
 
 
+def tick_until_prospective(core: Core, limit: int = 40) -> None:
+    """Let an election timeout pass: the core starts its pre-vote."""
+    for _ in range(limit):
+        core.tick()
+        if core.role == PROSPECTIVE:
+            return
+    raise AssertionError(f"still {core.role} after {limit} ticks")
+
+
 def sent(core: Core, kind: str) -> list[dict]:
     return [x for x in core.ready().messages if x["type"] == kind]
 
@@ -106,10 +115,7 @@ def test_kip853_one_voter_change_in_flight_at_a_time():
 def test_kip853_leader_changes_voters_only_after_committing_in_its_epoch():
     core = make("n1", voters=("n1", "n2"))
     core.ready()
-    for _ in range(40):
-        core.tick()
-        if core.role == PROSPECTIVE:
-            break
+    tick_until_prospective(core)
     core.receive(msg("vote_response", "n2", "n1", core.epoch, granted=True, pre_vote=True,
                      leader=None))
     core.receive(msg("vote_response", "n2", "n1", core.epoch, granted=True, pre_vote=False,
@@ -277,10 +283,7 @@ def test_restart_rebuilds_the_voter_set_from_the_log():
 def test_kip996_prospective_grants_a_standard_vote_and_keeps_it():
     core = make("n1")
     core.ready()
-    for _ in range(40):
-        core.tick()
-        if core.role == PROSPECTIVE:
-            break
+    tick_until_prospective(core)
     assert core.role == PROSPECTIVE and core.voted_for is None
     core.ready()
     core.receive(msg("vote_request", "n2", "n1", core.epoch, pre_vote=False, last_epoch=0,
@@ -314,10 +317,7 @@ def test_kip996_follower_keeps_voted_key_in_the_same_epoch():
 def test_kip595_begin_quorum_epoch_is_re_sent_until_acknowledged():
     core = make("n1")
     core.ready()
-    for _ in range(40):
-        core.tick()
-        if core.role == PROSPECTIVE:
-            break
+    tick_until_prospective(core)
     for pre_vote in (True, False):
         core.receive(msg("vote_response", "n2", "n1", core.epoch, granted=True,
                          pre_vote=pre_vote, leader=None))
@@ -362,10 +362,7 @@ def test_kip853_grants_from_non_voters_never_count():
     assert answer["granted"] is True and core.voted_for == "n9"
     core = make("n1")
     core.ready()
-    for _ in range(40):
-        core.tick()
-        if core.role == PROSPECTIVE:
-            break
+    tick_until_prospective(core)
     core.receive(msg("vote_response", "n9", "n1", core.epoch, granted=True, pre_vote=True,
                      leader=None))
     assert core.role == PROSPECTIVE  # n9's grant is no majority
