@@ -32,7 +32,7 @@ from harness.run.resources import (
     signals_deferred,
     unmount,
 )
-from harness.run.watchdog import start_watchdog
+from harness.run.watchdog import Watchdog, start_watchdog
 from nemesis.netns import Topology, popen_in_netns
 from nodes.db import DB, NodeSpec
 
@@ -102,7 +102,7 @@ class Cluster:
         self._orphans: set[int] = set()
         # A process outside us that sweeps the run if we die without teardown.
         self._watchdog = watchdog
-        self._watchdog_fd: int | None = None
+        self._watchdog_handle: Watchdog | None = None
         # Node processes die with the thread that forked them (PR_SET_PDEATHSIG
         # is per thread): fork them all from one thread that lives as long as
         # the cluster, never from a nemesis thread that ends mid-run.
@@ -151,7 +151,7 @@ class Cluster:
         self.resources = ResourceLog(self.run_dir / "resources.jsonl", self.run_id,
                                      self._state_dir)
         if self._watchdog:
-            self._watchdog_fd = start_watchdog(self.resources.path, self._state_dir)
+            self._watchdog_handle = start_watchdog(self.resources.path, self._state_dir)
         self.topology.resources = self.resources
         try:
             data_root = self._data_root
@@ -345,10 +345,10 @@ class Cluster:
             if self.resources is not None:
                 self.resources.close()
             self._spawner.shutdown(wait=True)
-            if self._watchdog_fd is not None:
+            if self._watchdog_handle is not None:
                 # Everything is gone: the watchdog reads EOF, finds the journal empty, exits.
-                os.close(self._watchdog_fd)
-                self._watchdog_fd = None
+                self._watchdog_handle.release()
+                self._watchdog_handle = None
 
     def _unmount_leftovers(self) -> None:
         # Mounts are made by disk faults, which unmount in their own teardown;

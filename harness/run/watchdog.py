@@ -29,21 +29,49 @@ OWNER_EXIT_WAIT_S = 30.0
 POLL_S = 0.02
 
 
-def start_watchdog(journal: Path, index_dir: Path | None = None) -> int:
-    """Start the watchdog of `journal`; returns the pipe's write end, which the
-    caller keeps open (non-inheritable: no child of ours holds it) until its
-    teardown is done, then closes."""
+# How long a harness that tore down cleanly waits for its watchdog to see the
+# empty journal and exit, so that a finished run leaves no process behind.
+RELEASE_WAIT_S = 10.0
+
+
+class Watchdog:
+    """The harness's side of a running watchdog: the pipe's write end, kept
+    open (non-inheritable: no child of ours holds it) until teardown is done."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], write_end: int) -> None:
+        self._proc = proc
+        self._write_end: int | None = write_end
+
+    def release(self, wait_s: float = RELEASE_WAIT_S) -> None:
+        """Teardown is done: close the pipe and wait for the watchdog to exit."""
+        if self._write_end is None:
+            return
+        os.close(self._write_end)
+        self._write_end = None
+        try:
+            self._proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            # It is sweeping a journal we left non-empty; it outlives us by design.
+            pass
+
+
+def start_watchdog(journal: Path, index_dir: Path | None = None) -> Watchdog:
+    """Start the watchdog of `journal`."""
     read_end, write_end = os.pipe()
     env = dict(os.environ)
     env["FAULTLINE_STATE_DIR"] = str(index_dir or state_dir())
     try:
-        subprocess.Popen([sys.executable, "-m", "harness.run.watchdog", str(journal)],
-                         stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True, close_fds=True, env=env,
-                         cwd=str(Path(__file__).resolve().parent.parent))
+        proc = subprocess.Popen([sys.executable, "-m", "harness.run.watchdog", str(journal)],
+                                stdin=read_end, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True,
+                                close_fds=True, env=env,
+                                cwd=str(Path(__file__).resolve().parent.parent))
+    except BaseException:
+        os.close(write_end)
+        raise
     finally:
         os.close(read_end)
-    return write_end
+    return Watchdog(proc, write_end)
 
 
 def mark_crashed(run_json: Path, pid: int | None) -> None:
