@@ -8,7 +8,7 @@ import importlib
 import sys
 
 from checkers.history import HistoryError
-from harness.errors import (
+from harness.run.errors import (
     EXIT_BAD_INPUT,
     EXIT_HARNESS_ERROR,
     EXIT_INTERRUPTED,

@@ -115,3 +115,10 @@ def test_the_harness_cluster_is_the_nemesis_cluster_control():
             assert hasattr(Cluster, name), name
     for attribute in ClusterControl.__annotations__:
         assert attribute in inspect.getsource(Cluster.__init__), attribute
+
+
+def test_only_the_cli_entry_sits_directly_in_the_harness():
+    """The harness reads from its folders: every module is in a subpackage
+    (run/, campaign/, report/, results/, commands/, spark/) but the entry point."""
+    loose = {p.name for p in (REPO / "harness").glob("*.py")}
+    assert loose == {"__init__.py", "__main__.py", "cli.py"}

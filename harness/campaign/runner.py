@@ -36,7 +36,8 @@ from harness.campaign.store import (
     redo_reason,
     write_json,
 )
-from harness.errors import (
+from harness.results.gate import load_verdicts
+from harness.run.errors import (
     EXIT_HARNESS_ERROR,
     EXIT_INVALID,
     EXIT_UNKNOWN,
@@ -44,7 +45,6 @@ from harness.errors import (
     HarnessError,
     UserError,
 )
-from harness.results.gate import load_verdicts
 
 Say = Callable[[str], None]
 

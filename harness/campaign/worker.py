@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.campaign.store import read_json, write_json
-from harness.errors import EXIT_BAD_INPUT, EXIT_HARNESS_ERROR
 from harness.run.config import RunConfig
+from harness.run.errors import EXIT_BAD_INPUT, EXIT_HARNESS_ERROR
 
 VERDICT_WORDS = {True: "valid", False: "invalid", "unknown": "unknown"}
 
 
 def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    from harness.errors import UserError
+    from harness.run.errors import UserError
     from harness.run.lifecycle import HARNESS_ERROR, Run
     started = time.monotonic()
     outcome: dict[str, Any] = {"run_dir": None, "exit_code": HARNESS_ERROR, "verdict": None,

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from harness.campaign.spec import CampaignError, estimated_seconds, load_campaign
-from harness.errors import UserError
 from harness.results.store import results_dir
+from harness.run.errors import UserError
 
 EPILOG = ("exit status: 0 every run valid, 1 any invalid, 2 any unknown, 254 bad "
           "arguments or campaign file (nothing started), 255 a run failed (harness error; "

@@ -9,9 +9,9 @@ from pathlib import Path
 from checkers.registry import check_run_dir, overall_validity, rows_from_document
 from checkers.spark.session import REMOTE_ENV
 from checkers.verdict import exit_code
-from harness.errors import EXIT_STATUS_HELP, UserError
 from harness.report.summary import print_verdict_rows
 from harness.results.store import results_dir
+from harness.run.errors import EXIT_STATUS_HELP, UserError
 from harness.run.state import COMPLETE, read_state
 from workloads.judging import plan_for
 

@@ -13,7 +13,7 @@ from checkers.models import MODELS, ModelError, get_model
 from checkers.stats import NO_CLIENT_OPS
 from checkers.verdict import exit_code, verdict
 from harness.commands.run import parse_options
-from harness.errors import UserError
+from harness.run.errors import UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -12,8 +12,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
 from harness.run.cluster import check_privileges
+from harness.run.errors import HarnessError
 from harness.run.resources import sweep_all
 
 

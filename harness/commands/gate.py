@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from harness.campaign.store import RUNS_JSON, campaign_dir, read_json
-from harness.errors import UserError
 from harness.results.gate import ERROR, GateCase, cases_of_run_dir, decide, junit_xml
 from harness.results.store import results_dir
+from harness.run.errors import UserError
 
 EPILOG = ("exit status: 0 every run complete and every verdict valid, 1 any invalid, 2 "
           "any unknown and none invalid (0 with --allow-unknown) or any run not complete "

@@ -14,7 +14,7 @@ from typing import Any
 from checkers.formats import FORMATS, detect_format, read_any
 from checkers.history import History, Op, client_ops, validate
 from checkers.stats import NO_CLIENT_OPS
-from harness.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, UserError
+from harness.run.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, UserError
 from harness.run.history import HistoryWriter
 
 MAX_VALUE_CHARS = 200

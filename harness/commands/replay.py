@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.errors import UserError
 from harness.results.store import results_dir
+from harness.run.errors import UserError
 
 EPILOG = ("exit status: the replay's verdict (0 valid, 1 invalid, 2 unknown), 254 bad "
           "arguments or an unusable run dir (nothing started), 255 harness error; the "

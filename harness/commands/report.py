@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.run.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

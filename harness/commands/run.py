@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from faultline import registry as systems
-from harness.errors import EXIT_STATUS_HELP as EXIT_HELP
-from harness.errors import UserError
 from harness.run.config import ConfigError, RunConfig, parse_nemesis, validate
+from harness.run.errors import EXIT_STATUS_HELP as EXIT_HELP
+from harness.run.errors import UserError
 from nemesis.base import FAULTS
 from workloads.options import describe
 from workloads.registry import WORKLOADS

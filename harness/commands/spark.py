@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.run.errors import HarnessError
 
 
 def register(subparsers: Any) -> None:

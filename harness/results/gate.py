@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.verdict_store import read_verdicts
-from harness.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
+from harness.run.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
 from harness.run.state import COMPLETE, read_state
 
 ERROR = "error"   # a case the gate cannot judge: never passes

@@ -57,7 +57,7 @@ def results_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
 def check_results_dir(results: str | os.PathLike[str]) -> None:
     """Refuse a results dir that is not a writable directory (or cannot become
     one) before anything starts, in one sentence."""
-    from harness.errors import UserError
+    from harness.run.errors import UserError
     path = Path(results)
     probe = path
     while not probe.exists():

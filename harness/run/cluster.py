@@ -24,7 +24,7 @@ from typing import IO, Any
 
 import psutil
 
-from harness.errors import UserError
+from harness.run.errors import UserError
 from harness.run.resources import (
     ResourceLog,
     become_subreaper,

@@ -10,7 +10,7 @@ from typing import Any
 
 from faultline import registry as systems
 from faultline.catalog import unmet_needs
-from harness.errors import UserError
+from harness.run.errors import UserError
 from harness.run.seeds import SCHEME, SCHEMES
 from nemesis.address_plan import MAX_NODES
 from nemesis.base import FAULTS

@@ -27,12 +27,12 @@ from checkers.rundir import load_run
 from checkers.verdict import exit_code
 from checkers.verdict_store import history_digest, write_verdicts
 from faultline import registry as systems
-from harness.errors import EXIT_HARNESS_ERROR as HARNESS_ERROR  # noqa: F401 (re-export)
-from harness.errors import UserError
 from harness.results.store import check_results_dir, create_run_dir
 from harness.run.clients import ClientPool
 from harness.run.cluster import Cluster, check_privileges
 from harness.run.config import RunConfig, validate
+from harness.run.errors import EXIT_HARNESS_ERROR as HARNESS_ERROR  # noqa: F401 (re-export)
+from harness.run.errors import UserError
 from harness.run.progress import Progress
 from harness.run.recorder import Recorder
 from harness.run.resources import Terminated, dead_runs_with_leftovers, process_start_time
