@@ -70,3 +70,28 @@ def test_the_schedule_follows_the_schedule_stream():
     assert plan_events(c2, names) == schedule(Seeds(3).of("schedule"), c2.nemesis,
                                               c2.nemesis_interval, 60.0, names)
     assert plan_events(c1, names) != plan_events(c2, names)
+
+
+def test_from_scheme_3_each_node_draws_its_own_seed():
+    names = ["n1", "n2", "n3"]
+    s3 = Seeds(42, 3)
+    assert len({s3.node(n) for n in names}) == 3
+    # Pinned: a run's node seeds are part of what it replays with.
+    assert s3.node("n1") == Seeds(42, 3).node("n1") != Seeds(43, 3).node("n1")
+    # The named streams are scheme 2's.
+    assert {s: s3.of(s) for s in STREAMS} == PINNED_V2
+    # Runs saved under schemes 1 and 2 gave every node the one "nodes" seed.
+    assert {Seeds(42, 2).node(n) for n in names} == {PINNED_V2["nodes"]}
+    assert {Seeds(42, 1).node(n) for n in names} == {42}
+    with pytest.raises(ValueError):
+        Seeds(1, 9).node("n1")
+
+
+def test_a_run_gives_each_node_its_seed_unless_a_node_option_sets_one(tmp_path):
+    from harness.run.lifecycle import Run
+    run = Run(RunConfig(seed=5, nodes=3), tmp_path)
+    per_node = run.per_node_options()
+    assert per_node == {n: {"seed": Seeds(5).node(n)} for n in run.names}
+    assert "seed" not in run.node_options()
+    fixed = Run(RunConfig(seed=5, nodes=3, node_options={"seed": 9}), tmp_path)
+    assert fixed.per_node_options() == {} and fixed.node_options()["seed"] == 9

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -81,6 +81,7 @@ class Cluster:
 
     def __init__(self, run_dir: Path, db: DB, names: Sequence[str], run_id: str, *,
                  port: int = DEFAULT_PORT, node_options: dict[str, Any] | None = None,
+                 per_node_options: Mapping[str, Mapping[str, Any]] | None = None,
                  data_root: Path | None = None, state_dir: Path | None = None,
                  watchdog: bool = True) -> None:
         self.run_dir = Path(run_dir)
@@ -90,6 +91,8 @@ class Cluster:
         self._data_root = data_root
         self._state_dir = state_dir
         self._node_options = dict(node_options or {})
+        # Options one node gets over the shared ones (its own seed).
+        self._per_node_options = dict(per_node_options or {})
         self._port = port
         self.nodes: list[NodeSpec] = []
         self.resources: ResourceLog | None = None
@@ -165,7 +168,8 @@ class Cluster:
                 log_dir.mkdir(parents=True, exist_ok=True)
                 self.nodes.append(NodeSpec(name, self.ip_of(name), self._port,
                                            data_root / name, log_dir,
-                                           dict(self._node_options)))
+                                           {**self._node_options,
+                                            **self._per_node_options.get(name, {})}))
             for node in self.nodes:
                 self.db.setup(node, self.nodes)
         except BaseException:

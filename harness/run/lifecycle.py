@@ -190,8 +190,14 @@ class Run:
         opts.update(self.config.node_options)
         if self.config.bugs:
             opts["bugs"] = list(self.config.bugs)
-        opts.setdefault("seed", run_seeds(self.config).of("nodes"))
         return opts
+
+    def per_node_options(self) -> dict[str, dict[str, Any]]:
+        """Each node's own seed (seeds.Seeds.node), unless a node option sets one for all."""
+        if "seed" in self.node_options():
+            return {}
+        seeds = run_seeds(self.config)
+        return {name: {"seed": seeds.node(name)} for name in self.names}
 
     def client_options(self) -> dict[str, Any]:
         # Sticky clients stay on their node; others follow leader hints.
@@ -206,7 +212,8 @@ class Run:
         progress = self._open_run_dir()
         assert self.run_dir is not None
         cluster = Cluster(self.run_dir, self.db, self.names, self.run_dir.name,
-                          node_options=self.node_options())
+                          node_options=self.node_options(),
+                          per_node_options=self.per_node_options())
         interrupted = False
         try:
             self._run_cluster(cluster, progress)
