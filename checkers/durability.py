@@ -5,8 +5,7 @@ one op that wrote it. The rules:
 
 - `lost-write`: an acknowledged write/cas/append/txn-append that is not in the
   final committed state: the committed entries of the log dumps, and (for
-  list-append and log, whose reads show every value) the last read that
-  covers it.
+  lists and logs, whose reads show every value) the last read that covers it.
 - `phantom-read`: a value read that no op ever tried to write (to that key).
 - `aborted-read`: a value read whose write failed definitively.
 - `failed-write-committed`: a definitively failed write found committed. A
@@ -25,13 +24,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkers.acks import relaxed
+from checkers.datatypes import LISTS, LOGS, REGISTERS
 from checkers.history import Op, client_ops, collector_paused, pair_ops
 from checkers.verdict import Verdict, verdict
 
-WORKLOADS = ("register", "kv", "list-append", "log")
-# Workloads whose reads do not show every value written: only the nodes'
+# The data types (checkers.datatypes) these rules read; the run's workload
+# says which its history is (the checker's `data` option).
+DATA = (REGISTERS, LISTS, LOGS)
+# Types whose reads do not show every value written: only the nodes'
 # committed logs show whether an acknowledged write survived.
-JUDGED_BY_LOG = ("register", "kv")
+JUDGED_BY_LOG = (REGISTERS,)
 MAX_ANOMALIES = 200
 # How many offsets one log read can vouch for; bounds work on hostile counts.
 MAX_READ_COVER = 100_000
@@ -57,16 +59,17 @@ class Observation:
 
 
 @collector_paused()   # millions of small acyclic objects: its passes free nothing
-def check(history: list[Op], dumps: dict[str, dict] | None, workload: str) -> Verdict:
-    if workload not in WORKLOADS:
-        return verdict("unknown", [], {"error": f"no durability rules for workload "
-                                                f"{workload!r}; known: {list(WORKLOADS)}"})
+def check(history: list[Op], dumps: dict[str, dict] | None, data: str | None) -> Verdict:
+    """`data`: what the history's ops act on (checkers.datatypes)."""
+    if data not in DATA:
+        return verdict("unknown", [], {"error": f"no durability rules for data type "
+                                                f"{data!r}; known: {list(DATA)}"})
     pairs = pair_ops(client_ops(history))
-    writes = _writes(pairs, workload)
+    writes = _writes(pairs, data)
     by_value = {freeze(w.value): w for w in writes}
-    observations = list(_observations(pairs, workload))
+    observations = list(_observations(pairs, data))
 
-    anomalies = _bad_reads(observations, by_value, workload)
+    anomalies = _bad_reads(observations, by_value)
     stats: dict[str, Any] = {
         "writes": {s: sum(1 for w in writes if w.status == s) for s in ("ok", "fail", "info")},
         "values_read": len(observations),
@@ -74,11 +77,11 @@ def check(history: list[Op], dumps: dict[str, dict] | None, workload: str) -> Ve
     evidence = []
     if dumps:
         evidence.append("dumps")
-        anomalies += _against_dumps(writes, dumps, workload, stats)
-    if workload == "list-append":
+        anomalies += _against_dumps(writes, dumps, data, stats)
+    if data == LISTS:
         evidence.append("final-reads")
         anomalies += _list_final_reads(pairs, writes)
-    if workload == "log":
+    if data == LOGS:
         evidence.append("final-reads")
         anomalies += _log_rules(pairs, writes)
     stats["lost_write_evidence"] = evidence
@@ -133,7 +136,7 @@ def _op_ref(op: Op | None) -> dict[str, Any] | None:
 # --- what was written and what was read --------------------------------------
 
 
-def _writes(pairs: list[tuple[Op, Op | None]], workload: str) -> list[Write]:
+def _writes(pairs: list[tuple[Op, Op | None]], data: str) -> list[Write]:
     out = []
     for inv, done in pairs:
         status = done.type if done is not None else "info"
@@ -141,42 +144,42 @@ def _writes(pairs: list[tuple[Op, Op | None]], workload: str) -> list[Write]:
         if done is not None and relaxed(done):
             # Acked below quorum: it may be lost without a bug (checkers.acks).
             status, level = "info", done.level
-        for key, value in _written_values(inv, workload):
+        for key, value in _written_values(inv, data):
             out.append(Write(value, key, status, inv, done, level))
     return out
 
 
-def _written_values(inv: Op, workload: str) -> Iterator[tuple[Any, Any]]:
+def _written_values(inv: Op, data: str) -> Iterator[tuple[Any, Any]]:
     v = inv.value
-    if workload in ("register", "kv"):
+    if data == REGISTERS:
         if inv.f == "write":
             yield inv.key, v
         elif inv.f == "cas" and _pair(v):
             yield inv.key, v[1]
-    elif workload == "list-append" and inv.f == "txn" and isinstance(v, list):
+    elif data == LISTS and inv.f == "txn" and isinstance(v, list):
         for mop in v:
             if _triple(mop) and mop[0] == "append":
                 yield mop[1], mop[2]
-    elif workload == "log" and inv.f == "append" and _pair(v):
+    elif data == LOGS and inv.f == "append" and _pair(v):
         yield v[0], v[1]
 
 
-def _observations(pairs: list[tuple[Op, Op | None]], workload: str) -> Iterator[Observation]:
+def _observations(pairs: list[tuple[Op, Op | None]], data: str) -> Iterator[Observation]:
     for inv, done in pairs:
         if done is None or done.type != "ok":
             continue
         v = done.value
-        if workload in ("register", "kv"):
+        if data == REGISTERS:
             if inv.f == "read" and v is not None:
                 yield Observation(v, inv.key, done)
             elif inv.f == "cas" and _pair(v) and v[0] is not None:
                 yield Observation(v[0], inv.key, done)
-        elif workload == "list-append" and inv.f == "txn" and isinstance(v, list):
+        elif data == LISTS and inv.f == "txn" and isinstance(v, list):
             for mop in v:
                 if _triple(mop) and mop[0] == "r" and isinstance(mop[2], list):
                     for x in mop[2]:
                         yield Observation(x, mop[1], done)
-        elif workload == "log" and inv.f == "read":
+        elif data == LOGS and inv.f == "read":
             for offset, x in _log_entries(v):
                 yield Observation(x, v[0], done, offset)
 
@@ -200,8 +203,8 @@ def _log_entries(v: Any) -> list[tuple[int, Any]]:
 # --- reads of values that were never (successfully) written ------------------
 
 
-def _bad_reads(observations: list[Observation], by_value: dict[Any, Write],
-               workload: str) -> list[dict[str, Any]]:
+def _bad_reads(observations: list[Observation], by_value: dict[Any, Write]
+               ) -> list[dict[str, Any]]:
     anomalies = []
     reported: set[Any] = set()
     for ob in observations:
@@ -209,8 +212,9 @@ def _bad_reads(observations: list[Observation], by_value: dict[Any, Write],
         if fv in reported:
             continue
         w = by_value.get(fv)
-        # The register workload has one key, so keys there say nothing.
-        wrong_key = w is not None and workload != "register" and freeze(w.key) != freeze(ob.key)
+        # Values are unique per run: one read under another key than its
+        # write's was never written there.
+        wrong_key = w is not None and freeze(w.key) != freeze(ob.key)
         if w is None or wrong_key:
             reported.add(fv)
             anomalies.append({
@@ -257,7 +261,7 @@ def _payload_values(payload: dict) -> Iterator[Any]:
                 yield mop[2]
 
 
-def _against_dumps(writes: list[Write], dumps: dict[str, dict], workload: str,
+def _against_dumps(writes: list[Write], dumps: dict[str, dict], data: str,
                    stats: dict[str, Any]) -> list[dict[str, Any]]:
     offsets, kinds = committed_values(dumps)
     anomalies = []
@@ -272,7 +276,7 @@ def _against_dumps(writes: list[Write], dumps: dict[str, dict], workload: str,
             anomalies.append({"type": "failed-write-committed", "value": w.value,
                               "key": w.key, "offsets": sorted(found),
                               "write": _op_ref(w.invoke), "fail": _op_ref(w.completion)})
-    if workload in ("list-append", "log"):
+    if data in (LISTS, LOGS):
         for fv, offs in offsets.items():
             if len(offs) > 1 and kinds.get(fv) in ("append", "txn"):
                 anomalies.append({"type": "duplicate-append", "value": fv,

@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from checkers.faults import CUT, DOWN, KILL, RESTART, healed_by, named
 from checkers.history import NEMESIS, Op, pair_ops
 from checkers.membership import changes_in_flight, resigned_adding_voter
 from checkers.verdict import Verdict, verdict
@@ -49,10 +50,11 @@ NS = 1_000_000_000
 MS = 1_000_000
 # Scheduling noise on a loaded machine: an asyncio tick or an fsync can run late.
 GRACE_MS = 500
-DOWN_FAULTS = ("kill", "pause")
+DOWN_FAULTS = named(DOWN)
+CUT_FAULTS = named(CUT)
 # Faults that kill and restart inside their own op: down only while it runs.
-INSTANT_DOWN_FAULTS = ("lose-unsynced", "truncate")
-HEALS = {"start": "kill", "resume": "pause", "heal": "partition"}
+INSTANT_DOWN_FAULTS = named(RESTART)
+HEALS = healed_by(DOWN, CUT)
 MAX_LISTED = 50
 
 
@@ -178,7 +180,7 @@ def fault_timeline(history: list[Op], nodes: list[str], certain: bool = True) ->
             kind = HEALS[inv.f]
             for payload in open_faults.pop(kind, []):
                 changes.append((inv.time if certain else done.time, "off", kind, payload))
-        elif inv.f in DOWN_FAULTS or inv.f == "partition":
+        elif inv.f in DOWN_FAULTS or inv.f in CUT_FAULTS:
             payload = _payload(inv, done, nodes)
             if payload:
                 open_faults[inv.f].append(payload)
@@ -186,8 +188,8 @@ def fault_timeline(history: list[Op], nodes: list[str], certain: bool = True) ->
         elif not certain and inv.f in INSTANT_DOWN_FAULTS:
             payload = _payload(inv, done, nodes)
             if payload:
-                changes.append((inv.time, "on", "kill", payload))
-                changes.append((done.time, "off", "kill", payload))
+                changes.append((inv.time, "on", KILL.name, payload))
+                changes.append((done.time, "off", KILL.name, payload))
     changes.sort(key=lambda c: c[0])
     segments: list[dict] = []
     active: list[tuple[str, Any]] = []
@@ -201,7 +203,7 @@ def fault_timeline(history: list[Op], nodes: list[str], certain: bool = True) ->
             cut: set[tuple[str, str]] = set()
             down: set[str] = set()
             for k, p in active:
-                if k == "partition":
+                if k in CUT_FAULTS:
                     cut |= p
                 else:
                     down |= p
@@ -213,7 +215,7 @@ def _payload(inv: Op, done: Op, nodes: list[str]) -> Any:
     value = done.value if isinstance(done.value, dict) else inv.value
     if not isinstance(value, dict):
         return None
-    if inv.f == "partition":
+    if inv.f in CUT_FAULTS:
         pairs = value.get("cut") or (inv.value or {}).get("cut") or []
         return frozenset((a, b) for a, b in pairs)
     named = value.get("nodes") or (inv.value or {}).get("nodes") or []

@@ -2,7 +2,7 @@
 
 Every checker is `check(run, options) -> Verdict`: `run` is a loaded run dir
 (history, run.json, node dumps and events), `options` what this run asks of
-that checker (a model, limits, a workload name). Adapters below fit each
+that checker (a model, limits, the history's data type). Adapters below fit each
 checker module's own function to that signature. Which checkers judge a run,
 and with which options, is a `Plan` (name -> options) the caller derives from
 the run's workload (`workloads.judging.plan_for`): this module knows no workload.
@@ -78,15 +78,14 @@ def _rw_register(r: Run, options: Options) -> Verdict:
 
 def _durability(r: Run, options: Options) -> Verdict:
     from checkers import durability
-    return durability.check(r.history.ops, r.dumps or None, options.get("workload", "register"))
+    return durability.check(r.history.ops, r.dumps or None, options.get("data"))
 
 
 def _durability_needs(options: Options) -> frozenset[str]:
-    # list-append and log histories show every value in their reads; for
-    # registers only the committed log shows whether an acknowledged write survived.
+    # list and log histories show every value in their reads; for registers
+    # only the committed log shows whether an acknowledged write survived.
     from checkers import durability
-    return frozenset({LOG_DUMP} if options.get("workload", "register") in durability.JUDGED_BY_LOG
-                     else ())
+    return frozenset({LOG_DUMP} if options.get("data") in durability.JUDGED_BY_LOG else ())
 
 
 def _divergence(r: Run, options: Options) -> Verdict:
@@ -160,9 +159,9 @@ LINEARIZABILITY = Checker(
                            **(c.get("lin_options") or {})})
 ELLE = Checker("elle", "run", _elle, from_config=_consistency_model)
 RW_REGISTER = Checker("rw-register", "run", _rw_register, from_config=_rw_register_options)
-DURABILITY = Checker("durability", "run", _durability,
-                     from_config=lambda c: {"workload": c.get("workload", "register")},
-                     needs=_durability_needs, needs_node_files=True)
+# Its `data` option (checkers.datatypes) comes from the run's workload (workloads.judging).
+DURABILITY = Checker("durability", "run", _durability, needs=_durability_needs,
+                     needs_node_files=True)
 DIVERGENCE = Checker("divergence", "run", _divergence, needs=lambda o: frozenset({LOG_DUMP}),
                      needs_node_files=True)
 ELECTIONS = Checker("elections", "run", _elections, needs=lambda o: frozenset({EVENTS}),

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from faultline.system import System
+from faultline.system import System, clients_for
 from nodes.etcd.db import EtcdDB
 from nodes.raft import bugs
 from nodes.raft.db import RaftDB
-from workloads.clients.etcd import KEY_PREFIX, EtcdClient
+from workloads.clients.etcd import EtcdClient
 from workloads.clients.raft import RaftClient
-from workloads.registry import WORKLOADS
 
 
 def _check_raft_bugs(names: list[str]) -> None:
@@ -16,10 +15,10 @@ def _check_raft_bugs(names: list[str]) -> None:
 
 
 RAFT = System(
-    name="raft",
+    name=RaftDB.kind,
     db=RaftDB,
     # The raft node serves every workload faultline has.
-    clients={w: RaftClient for w in WORKLOADS},
+    clients=clients_for(RaftClient),
     # Elections in a few hundred ms: faults show within a 30 s run.
     node_defaults={"tick_ms": 50},
     node_options=RaftDB.OPTIONS,
@@ -28,11 +27,13 @@ RAFT = System(
 )
 
 ETCD = System(
-    name="etcd",
+    name=EtcdDB.kind,
     db=EtcdDB,
-    clients={w: EtcdClient for w in KEY_PREFIX},
+    clients=clients_for(EtcdClient),
     node_options=EtcdDB.OPTIONS,
     description="etcd 3.4 from Debian, through its JSON gRPC gateway",
 )
 
 SYSTEMS = (RAFT, ETCD)
+# What a run tests unless told otherwise (harness.run.config).
+DEFAULT = RAFT

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from checkers.faults import PARTITION
 from faultline.system import System
 
 
@@ -83,7 +84,7 @@ def faultline_run(request: pytest.FixtureRequest,
 
     results = _results_dir(request.config, tmp_path_factory)
 
-    def run(*, system: str | System | None = None, nemesis: str | list[str] = "partition",
+    def run(*, system: str | System | None = None, nemesis: str | list[str] = PARTITION.name,
             **config: Any) -> ChaosResult:
         faults = parse_nemesis(nemesis) if isinstance(nemesis, str) else list(nemesis)
         cfg = RunConfig(db=RunConfig().db if system is None else system_spec(system),

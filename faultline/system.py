@@ -21,10 +21,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from checkers.datatypes import LISTS, LOGS, REGISTER_TXNS, REGISTERS
 from checkers.history import Op
 from nodes.db import DB, NodeSpec
 
-__all__ = ["ARTIFACTS", "Client", "DB", "NodeSpec", "Op", "System"]
+__all__ = ["ARTIFACTS", "LISTS", "LOGS", "REGISTERS", "REGISTER_TXNS", "Client", "DB",
+           "NodeSpec", "Op", "System", "clients_for"]
 
 # What a node can leave for the checkers besides the history: "log_dump"
 # (nodes/<n>/log.msgpack, judged by divergence/durability) and "events" (JSON
@@ -37,7 +39,10 @@ class Client(Protocol):
     """One client per worker process, one op open at a time. `invoke` turns an
     invoke op into the system's request and its answer into an ok / fail / info
     completion (`workloads.clients.outcome`); it never raises for a request
-    that may have taken effect (that is an info)."""
+    that may have taken effect (that is an info). `DATA`: the data types
+    whose ops it carries out (REGISTERS, LISTS, REGISTER_TXNS, LOGS)."""
+
+    DATA: tuple[str, ...]
 
     def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
                  options: dict[str, Any]) -> None: ...
@@ -53,7 +58,8 @@ class System:
 
     name: what `--system`/`--db` and run.json call it.
     db: makes the DB adapter (called once per run, in the harness process).
-    clients: workload name -> client class; the workloads this system supports.
+    clients: workload name -> client class; the workloads this system supports
+        (`clients_for(client)`: every workload its client's DATA covers).
     node_defaults: node options a run uses unless `--node-option` says otherwise.
     node_options: --node-option keys the adapter reads, with their kind
         (`workloads.options.OPTION_KINDS`: "int", "bool", "string", ...).
@@ -80,3 +86,12 @@ class System:
         except KeyError:
             raise ValueError(f"system {self.name!r} has no client for workload {workload!r}; "
                              f"it supports {', '.join(self.workloads)}") from None
+
+
+def clients_for(client: type) -> dict[str, type]:
+    """A System's `clients` for one client class: every workload whose data
+    type (checkers.datatypes) is in the class's `DATA`, so a new workload of
+    a type it serves needs no edit here or in the system."""
+    from workloads.registry import WORKLOADS
+    return {name: client for name, workload in sorted(WORKLOADS.items())
+            if workload.DATA in client.DATA}

@@ -24,6 +24,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from checkers.faults import (
+    KILL,
+    KILL_AFTER_VOTE,
+    LOSE_UNSYNCED,
+    MEMBERSHIP,
+    PARTITION,
+    PAUSE,
+    POWER_CUT_AFTER_COMMIT,
+    TRUNCATE,
+    FaultOp,
+)
 from checkers.history import NEMESIS, Op, noop_reason
 from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabulary)
     ClusterControl,
@@ -42,7 +53,7 @@ def _disk_truncate(ctx: FaultContext) -> Fault:
 def _disk_lose_unsynced(ctx: FaultContext) -> Fault:
     from nemesis.disk import LoseUnsyncedFault
     if "mounts" not in ctx.extras:
-        raise ValueError("lose-unsynced needs the nodes' data dirs on LazyFS mounts")
+        raise ValueError(f"{LOSE_UNSYNCED.name} needs the nodes' data dirs on LazyFS mounts")
     return LoseUnsyncedFault(ctx.extras["mounts"])
 
 
@@ -75,7 +86,7 @@ def _planner(module: str, attr: str) -> Planner:
 def _armed(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
     """A trigger is armed by the schedule; whom it hits is decided by the event it fires on."""
     if variant is not None:
-        raise ValueError("kill-after-vote takes no variant")
+        raise ValueError(f"{KILL_AFTER_VOTE.name} takes no variant")
     return {}
 
 
@@ -123,34 +134,42 @@ class FaultKind:
 
 
 RANDOM_TARGETS = "one, a minority or a majority, drawn at random"
+
+
+def _kind(op: FaultOp, factory: FaultFactory, help: str, **metadata: Any) -> FaultKind:
+    """A built-in fault: its name and heal op are its row of checkers.faults."""
+    return FaultKind(op.name, factory, help, op.heal_f, **metadata)
+
+
 # The one table of faults. Modules load only when their fault is asked for, so
 # a run without disk faults never imports FUSE code.
 FAULTS: dict[str, FaultKind] = {k.name: k for k in (
-    FaultKind("kill", _lazy("nemesis.process", "kill_fault"), "SIGKILL nodes", "start",
-              _names("nemesis.process", "ALL_TARGETS"), RANDOM_TARGETS,
-              planner=_planner("nemesis.process", "plan")),
-    FaultKind("pause", _lazy("nemesis.process", "pause_fault"), "SIGSTOP nodes", "resume",
-              _names("nemesis.process", "ALL_TARGETS"), RANDOM_TARGETS,
-              planner=_planner("nemesis.process", "plan")),
-    FaultKind("partition", _lazy("nemesis.partition", "partition_fault"),
-              "cut links on the bridge", "heal", _names("nemesis.partition", "SHAPES"),
-              "a shape that cuts a link on this many nodes",
-              planner=_planner("nemesis.partition", "plan")),
-    FaultKind("truncate", _disk_truncate, "truncate a node's data files", "start",
-              _names("nemesis.disk", "MODES"), "tail"),
-    FaultKind("lose-unsynced", _disk_lose_unsynced, "drop writes a node never fsynced",
-              "start", _names("nemesis.process", "TARGETS", "all"), "one node", instant=True,
-              needs_lazyfs=True, planner=_planner("nemesis.disk", "plan_lose_unsynced")),
-    FaultKind("kill-after-vote", _lazy("nemesis.triggers", "kill_after_vote"),
-              "kill a node right after it votes", fires_on_events=True, planner=_armed),
-    FaultKind("power-cut-after-commit", _lazy("nemesis.triggers", "power_cut_after_commit"),
-              "cut power to nodes right after a commit", variants=lambda: (
-                  "majority", "all", "<target>-<D>ms"), default="majority-50ms",
-              needs_lazyfs=True, fires_on_events=True, planner=_armed_power_cut),
-    FaultKind("membership", _lazy("nemesis.membership", "membership_fault"),
-              "remove voters (KIP-853), added back at the heal", "restore-voters",
-              _names("nemesis.membership", "VARIANTS"), "remove",
-              planner=_planner("nemesis.membership", "plan")),
+    _kind(KILL, _lazy("nemesis.process", "kill_fault"), "SIGKILL nodes",
+          variants=_names("nemesis.process", "ALL_TARGETS"), default=RANDOM_TARGETS,
+          planner=_planner("nemesis.process", "plan")),
+    _kind(PAUSE, _lazy("nemesis.process", "pause_fault"), "SIGSTOP nodes",
+          variants=_names("nemesis.process", "ALL_TARGETS"), default=RANDOM_TARGETS,
+          planner=_planner("nemesis.process", "plan")),
+    _kind(PARTITION, _lazy("nemesis.partition", "partition_fault"), "cut links on the bridge",
+          variants=_names("nemesis.partition", "SHAPES"),
+          default="a shape that cuts a link on this many nodes",
+          planner=_planner("nemesis.partition", "plan")),
+    _kind(TRUNCATE, _disk_truncate, "truncate a node's data files",
+          variants=_names("nemesis.disk", "MODES"), default="tail"),
+    _kind(LOSE_UNSYNCED, _disk_lose_unsynced, "drop writes a node never fsynced",
+          variants=_names("nemesis.process", "TARGETS", "all"), default="one node",
+          instant=True, needs_lazyfs=True,
+          planner=_planner("nemesis.disk", "plan_lose_unsynced")),
+    _kind(KILL_AFTER_VOTE, _lazy("nemesis.triggers", "kill_after_vote"),
+          "kill a node right after it votes", fires_on_events=True, planner=_armed),
+    _kind(POWER_CUT_AFTER_COMMIT, _lazy("nemesis.triggers", "power_cut_after_commit"),
+          "cut power to nodes right after a commit",
+          variants=lambda: ("majority", "all", "<target>-<D>ms"), default="majority-50ms",
+          needs_lazyfs=True, fires_on_events=True, planner=_armed_power_cut),
+    _kind(MEMBERSHIP, _lazy("nemesis.membership", "membership_fault"),
+          "remove voters (KIP-853), added back at the heal",
+          variants=_names("nemesis.membership", "VARIANTS"), default="remove",
+          planner=_planner("nemesis.membership", "plan")),
 )}
 
 

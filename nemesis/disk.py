@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from checkers.faults import LOSE_UNSYNCED, TRUNCATE
 from nemesis.lazyfs import LazyFS
 from nemesis.process import choose_targets, resolve_nodes
 
@@ -122,8 +123,7 @@ class TruncateFault:
     whose `mode` defaults to the fault's variant (`truncate:length`).
     """
 
-    name = "truncate"
-    heal_f = "start"
+    name, heal_f = TRUNCATE.name, TRUNCATE.heal_f
 
     def __init__(self, db: DataFiles, variant: str | None = None) -> None:
         self.db = db
@@ -156,8 +156,7 @@ class LoseUnsyncedFault:
     heal only restarts nodes a failed inject left down.
     """
 
-    name = "lose-unsynced"
-    heal_f = "start"
+    name, heal_f = LOSE_UNSYNCED.name, LOSE_UNSYNCED.heal_f
 
     def __init__(self, mounts: Mapping[str, LazyFS]) -> None:
         self.mounts = mounts

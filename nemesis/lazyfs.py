@@ -167,7 +167,7 @@ class LazyFS:
         Kill the processes writing to the mount first: a write racing the
         rollback lands after it, as if made after the power came back.
         """
-        return send_command(self.control, "lose-unsynced")["files"]
+        return send_command(self.control, "roll-back")["files"]
 
     def freeze(self) -> None:
         """Power off: from now until `lose_unsynced`, no fsync makes anything durable."""

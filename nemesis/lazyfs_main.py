@@ -368,8 +368,8 @@ class LazyFSOperations(Operations):
 
 
 class ControlServer:
-    """Line commands on a unix socket: `lose-unsynced`, `freeze`, `fsync-delay MS`,
-    `status`, `stop`; one JSON line back.
+    """Line commands on a unix socket: `roll-back` (the lose-unsynced fault),
+    `freeze`, `fsync-delay MS`, `status`, `stop`; one JSON line back.
 
     A socket, not signals: Python signal handlers never run while the main
     thread sits inside fuse_main.
@@ -395,7 +395,7 @@ class ControlServer:
 
     def answer(self, request: str) -> dict[str, Any]:
         undo = self.ops.undo
-        if request == "lose-unsynced":
+        if request == "roll-back":
             with undo.mutex:
                 files = undo.roll_back()
             return {"ok": True, "files": files}

@@ -28,11 +28,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from checkers.faults import MEMBERSHIP
 from checkers.history import NOOP
 from nemesis.fault import FaultContext
 
 VARIANTS = ("remove", "remove-leader", "remove-two", "auto-join")
-HEAL_F = "restore-voters"
+HEAL_F = MEMBERSHIP.heal_f
 # A change is refused while another is in flight or the leader is new: retry.
 RETRY_S = 5.0
 RETRY_EVERY_S = 0.2
@@ -53,8 +54,7 @@ def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[
 
 
 class MembershipFault:
-    name = "membership"
-    heal_f = HEAL_F
+    name, heal_f = MEMBERSHIP.name, HEAL_F
 
     def __init__(self, variant: str | None = None) -> None:
         check_variant(variant)

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from checkers.faults import PARTITION
 from checkers.history import NOOP
 from nemesis.fault import ClusterControl, FaultContext
 from nemesis.netns import preexec_setns
@@ -241,8 +242,7 @@ class PartitionFault:
     """`partition` in one of SHAPES (variant picks one; else the rng does);
     heal (`heal`) removes every cut."""
 
-    name = "partition"
-    heal_f = "heal"
+    name, heal_f = PARTITION.name, PARTITION.heal_f
 
     def __init__(self, variant: str | None = None) -> None:
         if variant is not None and variant not in SHAPES:

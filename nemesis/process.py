@@ -11,6 +11,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from checkers.faults import KILL, PAUSE
 from checkers.history import NOOP
 from nemesis.fault import ClusterControl, FaultContext
 
@@ -71,8 +72,7 @@ class KillFault(_TargetedFault):
     """`kill`: SIGKILL the nodes' process groups; heal (`start`) restarts every
     node that is down, on its existing data dir."""
 
-    name = "kill"
-    heal_f = "start"
+    name, heal_f = KILL.name, KILL.heal_f
 
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
@@ -93,8 +93,7 @@ class PauseFault(_TargetedFault):
     """`pause`: SIGSTOP the nodes' process trees; heal (`resume`) continues
     every paused node."""
 
-    name = "pause"
-    heal_f = "resume"
+    name, heal_f = PAUSE.name, PAUSE.heal_f
 
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:

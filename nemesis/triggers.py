@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from checkers.faults import KILL, KILL_AFTER_VOTE, LOSE_UNSYNCED, POWER_CUT_AFTER_COMMIT
 from nemesis.fault import FaultContext
 
 # How often the watcher looks at the logs: fast while armed, idle otherwise.
@@ -229,7 +230,7 @@ class TriggerFault:
 
 
 class KillAfterVote(TriggerFault):
-    name = "kill-after-vote"
+    name, heal_f = KILL_AFTER_VOTE.name, KILL_AFTER_VOTE.heal_f
 
     def describe(self) -> dict[str, Any]:
         return {"watch": "vote", "then": "kill the voter"}
@@ -237,18 +238,18 @@ class KillAfterVote(TriggerFault):
     def provoke(self) -> tuple[str, dict[str, Any]] | None:
         # Votes come with elections, and one fault at a time means nothing else
         # brings one on while armed: kill the leader.
-        return "kill", {"targets": "leader", "trigger": self.name}
+        return KILL.name, {"targets": "leader", "trigger": self.name}
 
     def match(self, node: str, event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
         if event.get("event") != "vote":
             return None
-        return "kill", {"nodes": [node], "trigger": self.name,
+        return KILL.name, {"nodes": [node], "trigger": self.name,
                         "after": {"event": "vote", "node": node, "t": event.get("t"),
                                   "epoch": event.get("epoch")}}
 
 
 class PowerCutAfterCommit(TriggerFault):
-    name = "power-cut-after-commit"
+    name, heal_f = POWER_CUT_AFTER_COMMIT.name, POWER_CUT_AFTER_COMMIT.heal_f
 
     def __init__(self, ctx: FaultContext) -> None:
         super().__init__(ctx)
@@ -291,7 +292,7 @@ class PowerCutAfterCommit(TriggerFault):
         others = [n for n in names if n != node]
         count = len(names) // 2 + 1 if self.targets == "majority" else len(names)
         chosen = sorted([node] + self._rng.sample(others, count - 1))
-        return "lose-unsynced", {"nodes": chosen, "trigger": self.name,
+        return LOSE_UNSYNCED.name, {"nodes": chosen, "trigger": self.name,
                                  "after": {"event": "ack", "node": node, "t": event.get("t"),
                                            "last": event.get("last"), "age_ms": age,
                                            "young": young}}

@@ -10,6 +10,7 @@ import pytest
 
 from checkers import durability, elle, linearizability
 from checkers.acks import as_promised, relaxed
+from checkers.datatypes import REGISTERS
 from checkers.history import Op
 
 
@@ -72,20 +73,20 @@ def dumps_with(*values: int) -> dict[str, dict]:
 
 @pytest.mark.parametrize("level", ["leader", "none"])
 def test_durability_counts_relaxed_losses_without_an_anomaly(level):
-    v = durability.check(lost_register_write(level), dumps_with(1), "register")
+    v = durability.check(lost_register_write(level), dumps_with(1), REGISTERS)
     assert v["valid"] is True, v["anomalies"]
     assert v["stats"]["relaxed_acks"] == {level: {"acked": 1, "lost": 1}}
 
 
 def test_durability_flags_a_lost_quorum_write():
-    v = durability.check(lost_register_write("quorum"), dumps_with(1), "register")
+    v = durability.check(lost_register_write("quorum"), dumps_with(1), REGISTERS)
     assert v["valid"] is False
     assert [a["type"] for a in v["anomalies"]] == ["lost-write"]
     assert "relaxed_acks" not in v["stats"]
 
 
 def test_durability_counts_relaxed_writes_that_survived():
-    v = durability.check(lost_register_write("leader"), dumps_with(1, 2), "register")
+    v = durability.check(lost_register_write("leader"), dumps_with(1, 2), REGISTERS)
     assert v["stats"]["relaxed_acks"] == {"leader": {"acked": 1, "lost": 0}}
 
 

@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from checkers.registry import CHECKS, CLUSTER_CHECKERS, LINEARIZABILITY, STATS, Plan, check_names
+from checkers.registry import (
+    CHECKS,
+    CLUSTER_CHECKERS,
+    DURABILITY,
+    LINEARIZABILITY,
+    STATS,
+    Plan,
+    check_names,
+)
 from workloads.registry import WORKLOADS
 
 
@@ -21,13 +29,22 @@ def default_checkers(workload_name: str) -> list[str]:
 
 def plan_for(run: Mapping[str, Any]) -> Plan:
     """name -> options for every checker the run asked for (run.json
-    `config.checkers`), else its workload's. Options: the workload's defaults,
-    overridden by what the config sets."""
+    `config.checkers`), else its workload's. Options: the workload's defaults
+    (durability's data type among them), overridden by what the config sets."""
     config = run.get("config") or {}
     names = config.get("checkers")
     if names is None:
         names = default_checkers(config.get("workload", ""))
     check_names(list(names))
     workload = WORKLOADS.get(config.get("workload", ""))
-    defaults = workload.checker_options(config) if hasattr(workload, "checker_options") else {}
+    defaults = workload_defaults(workload, config)
     return {n: {**defaults.get(n, {}), **CHECKS[n].from_config(config)} for n in names}
+
+
+def workload_defaults(workload: Any, config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Checker options a workload implies: what its ops act on, for the
+    checkers that read a history by its data type, and its own defaults."""
+    if workload is None:
+        return {}
+    own = workload.checker_options(config) if hasattr(workload, "checker_options") else {}
+    return {DURABILITY.name: {"data": workload.DATA}, **own}

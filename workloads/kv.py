@@ -11,11 +11,13 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from checkers.datatypes import REGISTERS
 from checkers.registry import DURABILITY, LINEARIZABILITY
 from workloads.ops import OpSpec, UniqueValues
 from workloads.options import Option, resolve, table
 
 NAME = "kv"
+DATA = REGISTERS
 LIN_MODEL = "register-kv"
 
 

@@ -7,11 +7,13 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from checkers.datatypes import LISTS
 from checkers.registry import DURABILITY, ELLE
 from workloads.ops import OpSpec, final_txn_reads, rotating_txns
 from workloads.options import Option, resolve, table
 
 NAME = "list-append"
+DATA = LISTS
 OPTIONS = table(
     Option("active_keys", "positive-int", 5, "keys transactions touch at once"),
     Option("max_appends_per_key", "positive-int", 32, "appends to a key before a fresh one"))

@@ -9,11 +9,13 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from checkers.datatypes import LOGS
 from checkers.registry import DURABILITY
 from workloads.ops import OpSpec, UniqueValues
 from workloads.options import Option, resolve, table
 
 NAME = "log"
+DATA = LOGS
 OPTIONS = table(
     Option("logs", "positive-int", 3, "independent logs"),
     Option("read_count", "positive-int", 50, "entries a poll asks for"))

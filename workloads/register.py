@@ -15,11 +15,13 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from checkers.datatypes import REGISTERS
 from checkers.registry import DURABILITY, LINEARIZABILITY
 from workloads.ops import OpSpec, UniqueValues
 from workloads.options import Option, resolve, table
 
 NAME = "register"
+DATA = REGISTERS
 RECENT = 4  # cas guesses among the last few written values: a plausible mix of hits and misses
 # Ops per register before the next one. A key's history of this length checks
 # in well under a second, and a key still sees every fault a schedule plays

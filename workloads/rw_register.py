@@ -8,11 +8,14 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from checkers.datatypes import REGISTER_TXNS
 from checkers.registry import RW_REGISTER
 from workloads.ops import OpSpec, final_txn_reads, rotating_txns
 from workloads.options import Option, resolve, table
 
-NAME = "rw-register"
+# Named after the Elle checker that judges it: one name, defined there.
+NAME = RW_REGISTER.name
+DATA = REGISTER_TXNS
 OPTIONS = table(
     Option("active_keys", "positive-int", 5, "keys transactions touch at once"),
     # A register's versions are only known through inference (see

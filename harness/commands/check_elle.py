@@ -14,6 +14,7 @@ from checkers.formats import read_any
 from checkers.history import Op
 from checkers.registry import ELLE, RW_REGISTER
 from checkers.verdict import exit_code
+from workloads import list_append
 from workloads.registry import WORKLOADS
 
 # The transactional workloads: those judged by one of the Elle-style checkers.
@@ -35,7 +36,7 @@ def register(subparsers: Any) -> None:
                    help="the consistency model the run asked for (default %(default)s)")
     p.add_argument("--budget", type=float, default=30.0, metavar="SECONDS",
                    help="time allowed for cycle search (default %(default)s)")
-    p.add_argument("--workload", choices=sorted(TXN_WORKLOADS), default="list-append",
+    p.add_argument("--workload", choices=sorted(TXN_WORKLOADS), default=list_append.NAME,
                    help="what the txns' micro-ops are (default %(default)s)")
     for flag, what in (("wfr-keys", "within a txn, writes follow reads"),
                        ("sequential-keys", "every key is sequentially consistent"),

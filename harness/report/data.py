@@ -14,6 +14,7 @@ from typing import Any
 
 from checkers.availability import HEALED_BY, fault_windows
 from checkers.elections import leader_elections
+from checkers.faults import CUT, KILL, PAUSE, named
 from checkers.history import NEMESIS, Op, noop_reason, pair_ops
 
 NS = 1_000_000_000
@@ -23,6 +24,9 @@ OUTCOMES = ("ok", "fail", "info")
 NICE_BINS_S = (0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300,
                600, 1800, 3600)
 MAX_BINS = 200
+# What a node span says a node was (its colour follows, harness.report.svg).
+DOWN_STATE, PAUSED_STATE, CUT_OFF_STATE = "down", "paused", "cut off"
+CUT_FAULTS = named(CUT)
 PERCENTILES = (50, 95, 99, 100)
 
 
@@ -167,14 +171,14 @@ def node_spans(faults: list[FaultWindow], nodes: list[str]) -> list[NodeSpan]:
     out = []
     for w in faults:
         value = w.value if isinstance(w.value, dict) else {}
-        if w.f == "partition":
+        if w.f in CUT_FAULTS:
             for node, peers in cut_off(value.get("cut"), nodes).items():
-                out.append(NodeSpan(node, "cut off", w.f, w.start, w.end,
+                out.append(NodeSpan(node, CUT_OFF_STATE, w.f, w.start, w.end,
                                     f"{w.label}: cut off from {' '.join(peers)}"))
             continue
-        hit = {"kill": value.get("killed"), "pause": value.get("paused")}.get(w.f)
+        hit = {KILL.name: value.get("killed"), PAUSE.name: value.get("paused")}.get(w.f)
         targets = hit if isinstance(hit, list) else w.nodes
-        state = {"kill": "down", "pause": "paused"}.get(w.f, w.f)
+        state = {KILL.name: DOWN_STATE, PAUSE.name: PAUSED_STATE}.get(w.f, w.f)
         for node in targets:
             out.append(NodeSpan(str(node), state, w.f, w.start, w.end, w.label))
     return out

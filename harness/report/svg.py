@@ -12,9 +12,13 @@ from __future__ import annotations
 import math
 from html import escape
 
+from checkers.faults import KILL, LOSE_UNSYNCED, PARTITION, PAUSE, TRUNCATE
 from harness.report.data import (
+    CUT_OFF_STATE,
+    DOWN_STATE,
     NS,
     OUTCOMES,
+    PAUSED_STATE,
     FailingOp,
     FaultWindow,
     LeaderChange,
@@ -36,11 +40,11 @@ GAP = 30
 AXIS_H = 24
 
 OUTCOME_COLOR = {"ok": "#2da44e", "fail": "#e5534b", "info": "#d4a72c"}
-FAULT_COLOR = {"partition": "#8250df", "kill": "#bc4c00", "pause": "#0969da",
-               "truncate": "#57606a", "lose-unsynced": "#bf3989"}
+FAULT_COLOR = {PARTITION.name: "#8250df", KILL.name: "#bc4c00", PAUSE.name: "#0969da",
+               TRUNCATE.name: "#57606a", LOSE_UNSYNCED.name: "#bf3989"}
 OTHER_FAULT_COLOR = "#6e7781"
-NODE_STATE_COLOR = {"down": FAULT_COLOR["kill"], "paused": FAULT_COLOR["pause"],
-                    "cut off": FAULT_COLOR["partition"]}
+NODE_STATE_COLOR = {DOWN_STATE: FAULT_COLOR[KILL.name], PAUSED_STATE: FAULT_COLOR[PAUSE.name],
+                    CUT_OFF_STATE: FAULT_COLOR[PARTITION.name]}
 FAILING_COLOR = "#cf222e"
 CHAR_W = 6.5           # px per character of an 11 px label
 PCT_STYLE = {50: ("#0969da", ""), 95: ("#8250df", ""), 99: ("#bf3989", ""),

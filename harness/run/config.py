@@ -8,17 +8,24 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from checkers.faults import KILL, PARTITION
 from faultline import registry as systems
 from faultline.catalog import unmet_needs
 from harness.run.errors import UserError
 from harness.run.seeds import SCHEME, SCHEMES
 from nemesis.address_plan import MAX_NODES
 from nemesis.base import FAULTS
+from workloads import register
 from workloads.options import OPTION_KINDS, kinds
 from workloads.registry import WORKLOADS
 
 # Faults by name, from the nemesis registry.
 NEMESES = tuple(FAULTS)
+
+
+def _default_system() -> str:
+    from faultline.builtin import DEFAULT  # builds the systems: only when a run is made
+    return DEFAULT.name
 
 
 class ConfigError(UserError, ValueError):
@@ -27,9 +34,9 @@ class ConfigError(UserError, ValueError):
 
 @dataclass
 class RunConfig:
-    db: str = "raft"
-    workload: str = "register"
-    nemesis: list[str] = field(default_factory=lambda: ["partition", "kill"])
+    db: str = field(default_factory=_default_system)
+    workload: str = register.NAME
+    nemesis: list[str] = field(default_factory=lambda: [PARTITION.name, KILL.name])
     nodes: int = 3
     concurrency: int = 5
     rate: float = 200.0

@@ -2,13 +2,15 @@
 connection kept per node, no retries by the HTTP library: every retry is a
 decision about the history, made here).
 
-register / kv: read -> range (linearizable unless the client option
-`serializable_reads` asks for etcd's serializable reads, which a member
-answers from its own, possibly stale, state); write -> put; cas -> a txn
-comparing the value. list-append: each key's list is a JSON value; a txn reads
+Keys live under the workload's name; what to do follows the workload's data
+type (checkers.datatypes). Registers: read -> range (linearizable unless the
+client option `serializable_reads` asks for etcd's serializable reads, which a
+member answers from its own, possibly stale, state); write -> put; cas -> a
+txn comparing the value. Lists: each key's list is a JSON value; a txn reads
 every key it touches, then commits its appends in one etcd txn guarded by the
 mod_revision of every one of those keys, so it lands only if nothing it read
-changed in between. rw-register: the same, with each key's value a JSON scalar.
+changed in between. Register txns: the same, with each key's value a JSON
+scalar.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from typing import Any
 import urllib3
 from urllib3.exceptions import ConnectTimeoutError, HTTPError, ReadTimeoutError
 
+from checkers.datatypes import LISTS, REGISTER_TXNS, REGISTERS
 from checkers.history import Op
 from nodes.etcd.codec import as_int, b64, unb64
 from workloads.clients.outcome import fail, info, ok
+from workloads.registry import get as get_workload
 
-KEY_PREFIX = {"register": "register", "kv": "kv/", "list-append": "la/", "rw-register": "rw/"}
 # gRPC codes etcd returns for requests it rejected before proposing them:
 # InvalidArgument, NotFound, PermissionDenied, ResourceExhausted ("too many
 # requests"), FailedPrecondition, OutOfRange, Unimplemented, Unauthenticated.
@@ -74,12 +77,16 @@ def rejection(status: int, body: bytes) -> _Rejected:
 
 
 class EtcdClient:
+    # The data types (checkers.datatypes) it carries out: every workload of
+    # these types is etcd's (faultline.builtin).
+    DATA = (REGISTERS, LISTS, REGISTER_TXNS)
     OPTIONS = {"serializable_reads": "bool", "txn_attempts": "positive-int",
                "connect_timeout": "positive-number", "op_timeout": "positive-number"}
 
     def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
                  options: dict[str, Any]) -> None:
-        if workload not in KEY_PREFIX:
+        self.data = get_workload(workload).DATA
+        if self.data not in self.DATA:
             raise ValueError(f"the etcd client has no {workload!r} workload")
         self.workload = workload
         self.nodes = nodes
@@ -122,10 +129,11 @@ class EtcdClient:
             raise _Rejected("undecodable answer", False) from None
 
     def key(self, op: Op) -> str:
-        prefix = KEY_PREFIX[self.workload]
-        if self.workload == "register":
-            return prefix if op.key is None else f"{prefix}/{op.key}"
-        return f"{prefix}{op.key}"
+        return self.key_of(op.key)
+
+    def key_of(self, key: Any) -> str:
+        """etcd's key for a workload's key, under the workload's name (None: the one register)."""
+        return self.workload if key is None else f"{self.workload}/{key}"
 
     # --- requests -----------------------------------------------------------
 
@@ -171,7 +179,7 @@ class EtcdClient:
                 values[key] = mv
                 return mv
             return values[key]
-        return self.guarded_txn(node, op, KEY_PREFIX["rw-register"], "w", step)
+        return self.guarded_txn(node, op, "w", step)
 
     def txn(self, node: str, op: Op) -> Op:
         """list-append: an append extends the key's list, a read sees a copy of it."""
@@ -180,14 +188,14 @@ class EtcdClient:
                 values[key] = [*(values[key] or []), mv]
                 return mv
             return list(values[key] or [])
-        return self.guarded_txn(node, op, KEY_PREFIX["list-append"], "append", step)
+        return self.guarded_txn(node, op, "append", step)
 
-    def guarded_txn(self, node: str, op: Op, prefix: str, write_f: str,
+    def guarded_txn(self, node: str, op: Op, write_f: str,
                     step: Callable[[dict[str, Any], str, str, Any], Any]) -> Op:
         """Read every key the txn touches in one snapshot, apply its micro-ops
         locally, then commit the written keys guarded by every read key's
         mod_revision: serializable, and retried while the guard fails."""
-        keys = list(dict.fromkeys(f"{prefix}{k}" for _, k, _ in op.value))
+        keys = list(dict.fromkeys(self.key_of(k) for _, k, _ in op.value))
         for _ in range(self.txn_attempts):
             try:
                 seen = self.read_values(node, keys)
@@ -196,7 +204,7 @@ class EtcdClient:
             values = {k: v for k, (v, _) in seen.items()}
             result, written = [], set()
             for mf, k, mv in op.value:
-                key = f"{prefix}{k}"
+                key = self.key_of(k)
                 result.append([mf, k, step(values, mf, key, mv)])
                 if mf == write_f:
                     written.add(key)
@@ -231,9 +239,9 @@ class EtcdClient:
                 if self.cas(node, op):
                     return ok(op, op.value, node)
                 return fail(op, "cas-mismatch", node)
-            if op.f == "txn" and self.workload == "list-append":
+            if op.f == "txn" and self.data == LISTS:
                 return self.txn(node, op)
-            if op.f == "txn" and self.workload == "rw-register":
+            if op.f == "txn" and self.data == REGISTER_TXNS:
                 return self.register_txn(node, op)
         except _Unsent as e:
             return fail(op, f"unsent: {e}", node)

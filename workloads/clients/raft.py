@@ -6,12 +6,12 @@ import socket
 import zlib
 from typing import Any
 
+from checkers.datatypes import ALL, LOGS, REGISTER_TXNS
 from checkers.history import Op
 from nodes.raft.codec import BadMessage, FrameError, encode_frame, recv_frame
 from nodes.raft.requests import CONSISTENCY_LEVELS, is_blind_write
 from workloads.clients.outcome import CLIENT_OPTIONS, fail, info, ok
-
-REGISTER_KEY = "register"
+from workloads.registry import get as get_workload
 
 
 class _Unsent(Exception):
@@ -29,6 +29,8 @@ def parse_levels(spec: str) -> tuple[str, ...]:
 
 
 class RaftClient:
+    # The node serves every data type (checkers.datatypes), so every workload.
+    DATA = ALL
     # consistency: the ack level of blind writes (put, append, txns of writes);
     # several levels are spread over the writes by their value.
     OPTIONS = CLIENT_OPTIONS | {"consistency": "string"}
@@ -36,6 +38,7 @@ class RaftClient:
     def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
                  options: dict[str, Any]) -> None:
         self.workload = workload
+        self.data = get_workload(workload).DATA
         self.nodes = nodes
         self.timeout = float(options.get("op_timeout", 2.0))
         self.connect_timeout = float(options.get("connect_timeout", 1.0))
@@ -52,8 +55,9 @@ class RaftClient:
 
     def request(self, op: Op) -> dict[str, Any]:
         f, v = op.f, op.value
-        key = op.key if op.key is not None else REGISTER_KEY
-        if self.workload == "log":
+        # A keyless register is the node's key named after the workload.
+        key = op.key if op.key is not None else self.workload
+        if self.data == LOGS:
             if f == "append":
                 return {"op": "append", "log": v[0], "value": v[1]}
             if f == "read":
@@ -67,13 +71,13 @@ class RaftClient:
         elif f == "txn":
             # The node keys its lists by string; the history keeps the workload's keys.
             # A register read is the node's "get" (nil when unset), a list read its "r".
-            reads = "get" if self.workload == "rw-register" else "r"
+            reads = "get" if self.data == REGISTER_TXNS else "r"
             return {"op": "txn", "ops": [[reads if mf == "r" else mf, str(k), mv]
                                          for mf, k, mv in v]}
         raise ValueError(f"{self.workload} client cannot do f={f!r}")
 
     def ok_value(self, op: Op, resp: dict[str, Any]) -> Any:
-        if self.workload == "log":
+        if self.data == LOGS:
             if op.f == "append":
                 return [op.value[0], op.value[1], resp.get("value")]
             return [op.value[0], op.value[1], resp.get("value")]

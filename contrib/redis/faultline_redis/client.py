@@ -8,7 +8,7 @@ from typing import Any
 
 import redis
 
-from faultline import CLIENT_OPTIONS, Op, fail, info, ok
+from faultline import CLIENT_OPTIONS, REGISTERS, Op, fail, info, ok
 from faultline_redis.config import MASTER_NAME
 from faultline_redis.connect import connect
 
@@ -18,6 +18,8 @@ CAS = ("local v = redis.call('GET', KEYS[1]) "
 
 
 class RedisClient:
+    # read / write / cas on keys: every workload of that type (register, kv).
+    DATA = (REGISTERS,)
     OPTIONS = CLIENT_OPTIONS
 
     def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
@@ -44,7 +46,8 @@ class RedisClient:
         return h, int(p)
 
     def key(self, op: Op) -> str:
-        return f"{self.workload}/{op.key if op.key is not None else 'register'}"
+        # A keyless register is named after its workload, as on the other systems.
+        return f"{self.workload}/{op.key if op.key is not None else self.workload}"
 
     def invoke(self, op: Op) -> Op:
         node = op.node if op.node in self.nodes else next(iter(self.nodes))

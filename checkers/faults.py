@@ -1,0 +1,67 @@
+"""The faults as a history records them: each fault's name (the f of the op
+that injects it), the f of the op that ends it, and what it does to the
+cluster while in force, as the checkers count it.
+
+The nemesis builds its table on these rows (nemesis.base.FAULTS adds how to
+inject, variants, needs), and the checkers and the report read nemesis ops by
+them, so each fault is named here once. It sits on the checkers' floor because
+the checkers, which import nothing above them, read it too. A plug-in fault
+(`nemesis.base.register_fault`) has no row: the checkers count it as lasting
+its own op and doing nothing they model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# What a fault does while in force.
+DOWN = "down"        # its nodes are stopped until its heal
+CUT = "cut"          # links between nodes are cut until its heal (op value: `cut` pairs)
+VOTERS = "voters"    # voters are removed until its heal
+RESTART = "restart"  # kills its nodes and starts them again; counted down while its op runs
+ARMED = "armed"      # a trigger: what it sets off is recorded as another fault's op
+
+
+@dataclass(frozen=True)
+class FaultOp:
+    name: str
+    heal_f: str
+    effect: str
+
+    @property
+    def lasting(self) -> bool:
+        """In force from its inject until its heal op, not just while its own op runs."""
+        return self.effect in (DOWN, CUT, VOTERS)
+
+
+KILL = FaultOp("kill", "start", DOWN)
+PAUSE = FaultOp("pause", "resume", DOWN)
+PARTITION = FaultOp("partition", "heal", CUT)
+# A truncate leaves its nodes down until `start`; the checkers have counted it
+# as down only while its op runs, as lose-unsynced, since they were written.
+TRUNCATE = FaultOp("truncate", "start", RESTART)
+LOSE_UNSYNCED = FaultOp("lose-unsynced", "start", RESTART)
+# A trigger's heal restarts whatever it killed.
+KILL_AFTER_VOTE = FaultOp("kill-after-vote", "start", ARMED)
+POWER_CUT_AFTER_COMMIT = FaultOp("power-cut-after-commit", "start", ARMED)
+MEMBERSHIP = FaultOp("membership", "restore-voters", VOTERS)
+
+FAULT_OPS: dict[str, FaultOp] = {f.name: f for f in (
+    KILL, PAUSE, PARTITION, TRUNCATE, LOSE_UNSYNCED, KILL_AFTER_VOTE, POWER_CUT_AFTER_COMMIT,
+    MEMBERSHIP)}
+
+
+def named(*effects: str) -> tuple[str, ...]:
+    """The names of the faults with one of `effects`, in table order."""
+    return tuple(f.name for f in FAULT_OPS.values() if f.effect in effects)
+
+
+def healed_by(*effects: str) -> dict[str, str]:
+    """heal f -> the lasting fault with one of `effects` it ends."""
+    out: dict[str, str] = {}
+    for f in FAULT_OPS.values():
+        if f.lasting and f.effect in effects:
+            if f.heal_f in out:   # a heal op must say which fault it ended
+                raise ValueError(f"{f.heal_f} would end both {out[f.heal_f]} and {f.name}")
+            out[f.heal_f] = f.name
+    return out
