@@ -150,3 +150,13 @@ def test_raft_nodes_under_kill_and_leader_isolation(tmp_path: Path) -> None:
         c.start([leader])
         c.wait_ready(timeout=60)
         assert "start" in (c.spec(leader).log_dir / "stdout.log").read_text()
+
+
+@needs_root
+def test_each_node_gets_the_shared_options_and_its_own(tmp_path: Path) -> None:
+    run_id = f"tcl{uuid.uuid4().hex[:8]}"
+    with Cluster(tmp_path / run_id, EchoDB(), ["n1", "n2"], run_id, state_dir=tmp_path / "state",
+                 node_options={"tick_ms": 50},
+                 per_node_options={"n1": {"seed": 7}, "n2": {"seed": 8}}) as c:
+        assert c.spec("n1").options == {"tick_ms": 50, "seed": 7}
+        assert c.spec("n2").options == {"tick_ms": 50, "seed": 8}
