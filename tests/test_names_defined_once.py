@@ -185,3 +185,29 @@ def test_each_workload_names_a_data_type_and_its_checkers_and_clients_follow_it(
         [client] = set(system.clients.values())
         assert set(system.clients) == {name for name, workload in WORKLOADS.items()
                                        if workload.DATA in client.DATA}, system.name
+
+
+def test_clients_act_on_the_workloads_data_type_and_key_by_its_name():
+    """No client names a workload: etcd's keys live under the workload's name
+    and its txns follow the data type; a type it does not serve is refused."""
+    from checkers.datatypes import LISTS, LOGS, REGISTER_TXNS
+    from checkers.history import Op
+    from workloads import list_append, log, register, rw_register
+    from workloads.clients.etcd import EtcdClient
+    from workloads.clients.raft import RaftClient
+
+    keyless = EtcdClient(register.NAME, {}, {})
+    assert keyless.key_of(None) == register.NAME and keyless.key_of("r1") == "register/r1"
+    lists = EtcdClient(list_append.NAME, {}, {})
+    assert lists.data == LISTS and lists.key_of(3) == "list-append/3"
+    assert EtcdClient(rw_register.NAME, {}, {}).data == REGISTER_TXNS
+    with pytest.raises(ValueError, match="no 'log' workload"):
+        EtcdClient(log.NAME, {}, {})
+
+    txn = Op(0, 0, 0, "invoke", "txn", [["r", 1, None]])
+    reads = {w.NAME: RaftClient(w.NAME, {}, {}).request(txn)["ops"][0][0]
+             for w in (list_append, rw_register)}
+    assert reads == {list_append.NAME: "r", rw_register.NAME: "get"}
+    assert RaftClient(log.NAME, {}, {}).data == LOGS
+    assert RaftClient(register.NAME, {}, {}).request(Op(0, 0, 0, "invoke", "read", None))[
+        "key"] == register.NAME
