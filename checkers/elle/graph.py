@@ -294,47 +294,73 @@ def _data_edges(g: EdgeLists, txns: list[Txn], versions: Versions) -> None:
                 if w != prev_w:
                     g.add(prev_w, w, WW, (k, prev_e, e, UNREAD))
     unread = versions.unread
-    order_of = versions.order
+    # What a read of a key with an order needs, found with one lookup: its
+    # live writers, order and length, next live (element, writer) per
+    # position (None when every element has one) and unread appends.
+    per_key = {k: (live.get(k, {}), order, len(order), following.get(k), unread.get(k, ()))
+               for k, order in versions.order.items()}
     for t in txns:
         reads = t.read_mops
         if not reads:
             continue
         tid = t.id
         for _, k, r in reads:
-            lk = live.get(k)
-            end = len(r)
-            last_writer = lk.get(r[-1]) if end and lk else None
-            if last_writer == tid:
-                end = own_suffix_start(t, k, r, versions)
-                last_writer = lk.get(r[end - 1]) if end else None
-            seen = r[end - 1] if end else None
-            if last_writer is not None:
-                if evidence is not None:
-                    evidence.append((k, seen))
-                src.append(last_writer)
-                dst.append(tid)
-                kind.append(WR)
-            order = order_of.get(k)
-            if order is None or end > len(order):
-                continue
-            missed = None
-            if end < len(order):
-                nxt = following.get(k)
-                missed = (order[end], lk[order[end]]) if nxt is None else nxt[end]
-            if missed is not None:
-                e, w = missed
-                # The read stopping inside one txn's appends is an intermediate
-                # read (G1b), not an anti-dependency on that txn.
-                if w != tid and w != last_writer:
+            info = per_key.get(k)
+            if info is None:  # no order: its reads disagree; only what each saw last
+                lk = live.get(k) or {}
+                end = len(r)
+                last_writer = lk.get(r[-1]) if end else None
+                if last_writer == tid:
+                    end = own_suffix_start(t, k, r, versions)
+                    last_writer = lk.get(r[end - 1]) if end else None
+                if last_writer is not None:
                     if evidence is not None:
-                        evidence.append((k, seen, e))
-                    src.append(tid)
-                    dst.append(w)
-                    kind.append(RW)
-            else:  # it saw every committed element read: it missed every unread append
-                for e, w in unread.get(k, ()):
+                        evidence.append((k, r[end - 1]))
+                    src.append(last_writer)
+                    dst.append(tid)
+                    kind.append(WR)
+                continue
+            lk, order, n, nxt, unread_k = info
+            end = len(r)
+            if end:
+                last_writer = lk.get(r[-1])
+                if last_writer == tid:
+                    end = own_suffix_start(t, k, r, versions)
+                    last_writer = lk.get(r[end - 1]) if end else None
+                if last_writer is not None:
+                    if evidence is not None:
+                        evidence.append((k, r[end - 1]))
+                    src.append(last_writer)
+                    dst.append(tid)
+                    kind.append(WR)
+            else:
+                last_writer = None
+            if end < n:
+                if nxt is None:
+                    e = order[end]
+                    w = lk[e]
+                else:
+                    missed = nxt[end]
+                    if missed is None:
+                        w = None
+                    else:
+                        e, w = missed
+                if w is not None:
+                    # The read stopping inside one txn's appends is an
+                    # intermediate read (G1b), not an anti-dependency on that txn.
                     if w != tid and w != last_writer:
-                        g.add(tid, w, RW, (k, seen, e, UNREAD))
+                        if evidence is not None:
+                            evidence.append((k, r[end - 1] if end else None, e))
+                        src.append(tid)
+                        dst.append(w)
+                        kind.append(RW)
+                    continue
+            elif end > n:
+                continue
+            # It saw every committed element read: it missed every unread append.
+            for e, w in unread_k:
+                if w != tid and w != last_writer:
+                    g.add(tid, w, RW, (k, r[end - 1] if end else None, e, UNREAD))
 
 
 def _process_edges(g: EdgeLists, txns: list[Txn]) -> None:
@@ -356,26 +382,18 @@ def _realtime_barriers(g: EdgeLists, txns: list[Txn]) -> int:
     """Realtime order as barrier nodes (see the module's docstring); returns
     how many barriers it made, numbered from len(txns)."""
     base = len(txns)
-    done: list[int] = []        # ok txns' ids and completion indices
-    completed: list[int] = []
-    live: list[int] = []        # txns that may have happened: ids and invoke indices
-    invoked: list[int] = []
-    for t in txns:  # one pass, not one per list
-        if t.status == FAIL:
-            continue
-        live.append(t.id)
-        invoked.append(t.invoke.index)
-        if t.status == OK:
-            done.append(t.id)
-            completed.append(t.completion.index)  # type: ignore[union-attr]
+    live = [t for t in txns if t.status != FAIL]    # txns that may have happened
+    done = [t for t in live if t.status == OK]
     if not done:
         return 0
+    completed = [t.completion.index for t in done]  # type: ignore[union-attr]
     completions = np.array(completed, dtype=np.int64)
     order = np.argsort(completions, kind="stable")
-    completions, done_ids = completions[order], np.array(done, dtype=np.int64)[order]
+    completions = completions[order]
+    done_ids = np.array([t.id for t in done], dtype=np.int64)[order]
     barriers = base + np.arange(len(done), dtype=np.int64)
-    invokes = np.array(invoked, dtype=np.int64)
-    live_ids = np.array(live, dtype=np.int64)
+    invokes = np.array([t.invoke.index for t in live], dtype=np.int64)
+    live_ids = np.array([t.id for t in live], dtype=np.int64)
     before = np.searchsorted(completions, invokes, side="left")
     after = before > 0
     src = np.concatenate([done_ids, barriers[:-1], base + before[after] - 1])
