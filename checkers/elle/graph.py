@@ -373,7 +373,7 @@ def _read_edges(g: EdgeLists, t: Txn, k: Any, r: list, versions: Versions,
 
 def _edges_by_arrays(g: EdgeLists, txns: list[Txn], versions: Versions,
                      per_key: dict[Any, _KeyReads],
-                     writers_of: dict[Any, list[int | None]]) -> None:
+                     writers_of: dict[Any, list[int]]) -> None:
     """The ww edges and every read's `_read_edges`, as array operations. Per
     key, slot i holds the live writer of the order's i-th element (slot 0,
     before the first, none) and of the first live element at or after i.
@@ -391,9 +391,11 @@ def _edges_by_arrays(g: EdgeLists, txns: list[Txn], versions: Versions,
         wr_at += writers
         unread_k = per_key[k][4]
         unread_keys.append(bool(unread_k))
-        live_writers = [w for w in writers if w >= 0] if unread_k else ()
-        for _, w in unread_k if live_writers else ():  # the last live writer, then each
-            g.add(live_writers[-1], w, WW)
+        if unread_k:
+            live_writers = [w for w in writers if w >= 0]
+            if live_writers:  # the key's last live writer precedes each unread append
+                for _, w in unread_k:
+                    g.add(live_writers[-1], w, WW)
     wr_of = np.array(wr_at, dtype=np.int64)
     n = len(wr_of)
     starts = np.zeros(n, dtype=np.int64)
@@ -424,6 +426,9 @@ def _edges_by_arrays(g: EdgeLists, txns: list[Txn], versions: Versions,
             if b0 is None:
                 _read_edges(g, t, m[1], m[2], versions, None)
                 continue
+            # Every ok read of a key with an order is a prefix of it (the
+            # order is the longest, and a key whose reads disagree has none),
+            # so the slot is the key's own.
             slots.append(b0 + len(m[2]))
             readers.append(tid)
             mops.append(m)
