@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from checkers import elle
@@ -281,27 +281,40 @@ MOP_VALUES = st.one_of(st.none(), st.integers(-3, 3), st.sampled_from(["a", "b"]
                        st.lists(st.lists(st.integers(0, 2), max_size=2), max_size=2))
 
 
-@settings(max_examples=400, deadline=None)
-@given(mops=st.lists(st.one_of(
+# Read values share a few small lists, so that reads are often prefixes of
+# one another (the parse checks elements through each key's longest read).
+READ_LISTS = st.sampled_from([[], [0], [0, 1], [0, 1, 2], [1], [0, [1]], [[1]], [0, {"a": 1}],
+                              [0, 1, [2]], ["a", 0], [0, 1, 2, 3]])
+MOP = st.one_of(
     st.tuples(st.sampled_from(["append", "r", "w", "x"]), MOP_VALUES, MOP_VALUES).map(list),
-    st.lists(st.integers(0, 2), max_size=4)), max_size=5), reads_known=st.booleans())
-def test_plain_micro_ops_parse_as_converted_ones(mops, reads_known) -> None:
-    # Micro-ops that need no conversion are taken as they are; the result
-    # must be what converting them gives.
-    from checkers.elle.txns import MalformedTxn, _converted_mops, _plain_mops
+    st.tuples(st.just("r"), st.sampled_from([0, 1]), READ_LISTS).map(list),
+    st.tuples(st.just("append"), st.sampled_from([0, 1]), st.integers(0, 3)).map(list),
+    st.lists(st.integers(0, 2), max_size=4))
+
+
+@settings(max_examples=400, deadline=None)
+@example(txns=[([["r", 0, [0, 1, 2]]], "ok"), ([["r", 0, [0, [1]]]], "ok")])
+@example(txns=[([["r", 0, [0, [1]]]], "ok"), ([["r", 0, [0]]], "ok")])
+@given(txns=st.lists(st.tuples(st.one_of(st.lists(MOP, max_size=5), MOP_VALUES),
+                               st.sampled_from(["ok", "ok", "info", "fail"])), max_size=6))
+def test_plain_micro_ops_parse_as_converted_ones(txns) -> None:
+    # Micro-ops that need no conversion are taken as they are, their reads'
+    # elements checked only through each key's longest read; the txns must be
+    # what converting every micro-op gives.
+    from checkers.elle.txns import _converted_mops, _transactions, _txn_pairs
+
+    ops = []
+    for p, (mops, status) in enumerate(txns):
+        ops.append(Op(2 * p, 2 * p, p, "invoke", "txn", mops))
+        ops.append(Op(2 * p + 1, 2 * p + 1, p, status, "txn", mops))
 
     def shape(parsed):
-        m, a, r, rereads = parsed
-        return ([tuple(x) for x in m], [tuple(x) for x in a], [tuple(x) for x in r], rereads)
+        ts, problems = parsed
+        return ([(t.id, t.status, [tuple(x) for x in t.mops], [tuple(x) for x in t.append_mops],
+                  [tuple(x) for x in t.read_mops], t.rereads) for t in ts], problems)
 
-    plain = _plain_mops(mops, reads_known)
-    if plain is None:
-        return
-    try:
-        converted = _converted_mops(mops, reads_known)
-    except MalformedTxn:
-        raise AssertionError(f"plain path took what conversion refuses: {mops}") from None
-    assert shape(plain) == shape(converted)
+    reference = _transactions(_txn_pairs(ops), _converted_mops)
+    assert shape(transactions(ops)) == shape(reference)
 
 
 def test_a_small_sane_history_needs_neither_scipy_nor_networkx() -> None:

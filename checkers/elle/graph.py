@@ -22,6 +22,13 @@ are found in Python, which costs less than importing scipy. Only the txns
 in a component of more than one become a networkx DiGraph, the graph of
 record that the cycle search walks and the explanations quote.
 
+The whole history's data edges are found by array lookups: a key's order
+lists its elements' writers, and a read, being a prefix of it, saw what the
+slot at its length holds and missed the next live one (`_edges_by_arrays`;
+reads that end in their own appends or missed only unread ones go the long
+way). The txns of cycles get theirs again read by read, with the evidence
+the explanations quote (`_read_edges`); a test holds the two ways equal.
+
 Realtime order is encoded for the component search with one barrier node per
 completion: each completed txn points to its completion's barrier, barriers
 point to the next, and a barrier points to every txn invoked after it and
@@ -34,8 +41,9 @@ realtime edges between its own txns.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -86,7 +94,8 @@ class Edges:
 
     def components(self, kinds: int) -> list[np.ndarray]:
         """Txn ids of each strongly connected component of more than one txn
-        in the graph of the edges with one of `kinds`."""
+        in the graph of the edges with one of `kinds`, each in ascending
+        order, ordered by their first (so by the edges, not their order)."""
         sel = (self.kind & kinds) != 0
         if not sel.any():
             return []
@@ -99,7 +108,7 @@ class Edges:
         order = np.argsort(labels[members], kind="stable")
         members = members[order]
         cuts = np.flatnonzero(np.diff(labels[members])) + 1
-        return np.split(members, cuts)
+        return sorted(np.split(members, cuts), key=lambda c: int(c[0]))
 
 
 # Up to this many edges, finding components in Python costs less than
@@ -221,18 +230,21 @@ def record_graph(txns: list[Txn], edges: Edges, members: Iterable[int]) -> nx.Di
     if nodes.size:
         inside = np.zeros(edges.n_nodes, dtype=bool)
         inside[nodes] = True
-        sel = np.flatnonzero(inside[edges.src] & inside[edges.dst])
-        for u, v, kind in zip(edges.src[sel].tolist(), edges.dst[sel].tolist(),
-                              edges.kind[sel].tolist(), strict=True):
-            d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
-            d["kinds"] |= kind
-        # The data edges again, this time with their evidence.
+        # The data edges again, this time with their evidence, read by read
+        # (so in an order that does not depend on how `edges` found them).
         data = EdgeLists()
         edges.data_edges(data)
         assert data.evidence is not None
         for u, v, kind, ev in zip(data.src, data.dst, data.kind, data.evidence, strict=True):
-            if ev is not None and inside[u] and inside[v]:
-                succ[u][v].setdefault(KIND_NAMES[kind], ev)
+            if inside[u] and inside[v]:
+                d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
+                d["kinds"] |= kind
+                if ev is not None:
+                    d.setdefault(KIND_NAMES[kind], ev)
+        sel = np.flatnonzero((edges.kind == PROCESS) & inside[edges.src] & inside[edges.dst])
+        for u, v in zip(edges.src[sel].tolist(), edges.dst[sel].tolist(), strict=True):
+            d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
+            d["kinds"] |= PROCESS
     rt = EdgeLists()
     realtime_edges(rt, [txns[i] for i in sorted(nodes.tolist())])
     for u, v in zip(rt.src, rt.dst, strict=True):
@@ -255,86 +267,191 @@ def dependency_graph(txns: list[Txn], versions: Versions) -> nx.DiGraph:
 
 
 def _data_edges(g: EdgeLists, txns: list[Txn], versions: Versions) -> None:
+    """The ww edges along each key's order, then each read's wr and rw edges:
+    without evidence (the whole history) by array lookups, with it (the txns
+    of cycles) element by element and read by read."""
     # The committed writer of each element, per key (failed txns did not happen).
     live = versions.live
-    src, dst, kind, evidence = g.src, g.dst, g.kind, g.evidence
-    # The hot loops append to the arrays inline (see EdgeLists.add): per key
-    # first, per read after.
+    # (-1: nobody, or only a failed txn, appended it)
+    writers_of = {k: list(map(live.get(k, {}).get, order, repeat(-1, len(order))))
+                  for k, order in versions.order.items()}
     # following[k]: the position and writer of each element of k's order
     # that was appended by a txn that may have happened, when some elements
     # were not (else the element at a position is its own next writer).
     following: dict[Any, list[tuple[Any, int] | None]] = {}
-    for k, order in versions.order.items():
-        lk = live.get(k, {})
-        writers = [lk.get(e) for e in order]
-        if None in writers:  # an element nobody, or only a failed txn, appended
+    for k, writers in writers_of.items():
+        if -1 in writers:  # an element nobody, or only a failed txn, appended
+            order = versions.order[k]
             nxt: list[tuple[Any, int] | None] = [None] * (len(order) + 1)
             after: tuple[Any, int] | None = None
             for i in range(len(order) - 1, -1, -1):
-                if writers[i] is not None:
+                if writers[i] >= 0:
                     after = (order[i], writers[i])
                 nxt[i] = after
             following[k] = nxt
+    unread = versions.unread
+    # What a read of a key with an order needs, found with one lookup: its
+    # live writers, order and length, next live (element, writer) per
+    # position (None when every element has one) and unread appends.
+    per_key = {k: (live.get(k, {}), order, len(order), following.get(k), unread.get(k, ()))
+               for k, order in versions.order.items()}
+    if g.evidence is None:
+        _edges_by_arrays(g, txns, versions, per_key, writers_of)
+        return
+    for k, writers in writers_of.items():
         # Each committed writer is followed (ww) by the next one, skipping
         # elements nobody (or a failed txn) appended: those are reported
         # elsewhere and order nothing.
         prev_e = prev_w = None
-        for e, w in zip(order, writers, strict=True):
-            if w is None:
+        for e, w in zip(versions.order[k], writers, strict=True):
+            if w < 0:
                 continue
             if prev_w is not None and prev_w != w:
-                if evidence is not None:
-                    evidence.append((k, prev_e, e))
-                src.append(prev_w)
-                dst.append(w)
-                kind.append(WW)
+                g.add(prev_w, w, WW, (k, prev_e, e))
             prev_e, prev_w = e, w
         if prev_w is not None:
-            for e, w in versions.unread.get(k, ()):
+            for e, w in unread.get(k, ()):
                 if w != prev_w:
                     g.add(prev_w, w, WW, (k, prev_e, e, UNREAD))
-    unread = versions.unread
-    order_of = versions.order
+    for t in txns:
+        for _, k, r in t.read_mops:
+            _read_edges(g, t, k, r, versions, per_key.get(k))
+
+
+_KeyReads = tuple[dict[Any, int], list, int, list | None, Any]
+
+
+def _read_edges(g: EdgeLists, t: Txn, k: Any, r: list, versions: Versions,
+                info: _KeyReads | None) -> None:
+    """The wr edge to what read `r` (of key `k`, by txn `t`) saw last, and the
+    rw edge to the next live append it missed (or to every unread append,
+    if it missed none that was read)."""
+    tid = t.id
+    if info is None:  # no order: its reads disagree; only what each saw last
+        lk = versions.live.get(k) or {}
+        end = len(r)
+        last_writer = lk.get(r[-1]) if end else None
+        if last_writer == tid:
+            end = own_suffix_start(t, k, r, versions)
+            last_writer = lk.get(r[end - 1]) if end else None
+        if last_writer is not None:
+            g.add(last_writer, tid, WR, (k, r[end - 1]))
+        return
+    lk, order, n, nxt, unread_k = info
+    end = len(r)
+    last_writer = None
+    if end:
+        last_writer = lk.get(r[-1])
+        if last_writer == tid:
+            end = own_suffix_start(t, k, r, versions)
+            last_writer = lk.get(r[end - 1]) if end else None
+        if last_writer is not None:
+            g.add(last_writer, tid, WR, (k, r[end - 1]))
+    seen = r[end - 1] if end else None
+    if end < n:
+        if nxt is None:
+            e = order[end]
+            w = lk[e]
+        else:
+            missed = nxt[end]
+            w = None
+            if missed is not None:
+                e, w = missed
+        if w is not None:
+            # The read stopping inside one txn's appends is an intermediate
+            # read (G1b), not an anti-dependency on that txn.
+            if w != tid and w != last_writer:
+                g.add(tid, w, RW, (k, seen, e))
+            return
+    elif end > n:
+        return
+    # It saw every committed element read: it missed every unread append.
+    for e, w in unread_k:
+        if w != tid and w != last_writer:
+            g.add(tid, w, RW, (k, seen, e, UNREAD))
+
+
+def _edges_by_arrays(g: EdgeLists, txns: list[Txn], versions: Versions,
+                     per_key: dict[Any, _KeyReads],
+                     writers_of: dict[Any, list[int]]) -> None:
+    """The ww edges and every read's `_read_edges`, as array operations. Per
+    key, slot i holds the live writer of the order's i-th element (slot 0,
+    before the first, none) and of the first live element at or after i.
+    Consecutive live writers of a key give the ww edges. A read of a key with
+    an order is a prefix of it, so its length alone says what it saw last
+    (wr) and what it missed (rw). Reads that end in their own txn's appends,
+    that missed only unread appends, or whose key has no order take
+    `_read_edges`."""
+    base: dict[Any, int] = {}
+    wr_at: list[int] = []
+    unread_keys: list[bool] = []
+    for k, writers in writers_of.items():
+        base[k] = len(wr_at)
+        wr_at.append(-1)  # an empty read saw nothing
+        wr_at += writers
+        unread_k = per_key[k][4]
+        unread_keys.append(bool(unread_k))
+        if unread_k:
+            live_writers = [w for w in writers if w >= 0]
+            if live_writers:  # the key's last live writer precedes each unread append
+                for _, w in unread_k:
+                    g.add(live_writers[-1], w, WW)
+    wr_of = np.array(wr_at, dtype=np.int64)
+    n = len(wr_of)
+    starts = np.zeros(n, dtype=np.int64)
+    starts[list(base.values())] = 1
+    key_of = np.cumsum(starts) - 1
+    live_slots = np.flatnonzero(wr_of >= 0)
+    a, b = live_slots[:-1], live_slots[1:]
+    ww = (key_of[a] == key_of[b]) & (wr_of[a] != wr_of[b])
+    _extend(g, wr_of[a[ww]], wr_of[b[ww]], WW)
+    # The first live slot after each slot, if of the same key: what a read
+    # that long missed.
+    after = np.full(n + 1, n, dtype=np.int64)
+    after[live_slots] = live_slots
+    after = np.minimum.accumulate(after[::-1])[::-1][1:]
+    clipped = np.minimum(after, n - 1)
+    rw_of = np.where((after < n) & (key_of[clipped] == key_of), wr_of[clipped], -1)
+    unread_of = np.array(unread_keys, dtype=bool)[key_of]
+    slots: list[int] = []
+    readers: list[int] = []
+    mops: list[Sequence[Any]] = []
     for t in txns:
         reads = t.read_mops
         if not reads:
             continue
         tid = t.id
-        for _, k, r in reads:
-            lk = live.get(k)
-            end = len(r)
-            last_writer = lk.get(r[-1]) if end and lk else None
-            if last_writer == tid:
-                end = own_suffix_start(t, k, r, versions)
-                last_writer = lk.get(r[end - 1]) if end else None
-            seen = r[end - 1] if end else None
-            if last_writer is not None:
-                if evidence is not None:
-                    evidence.append((k, seen))
-                src.append(last_writer)
-                dst.append(tid)
-                kind.append(WR)
-            order = order_of.get(k)
-            if order is None or end > len(order):
+        for m in reads:
+            b0 = base.get(m[1])
+            if b0 is None:
+                _read_edges(g, t, m[1], m[2], versions, None)
                 continue
-            missed = None
-            if end < len(order):
-                nxt = following.get(k)
-                missed = (order[end], lk[order[end]]) if nxt is None else nxt[end]
-            if missed is not None:
-                e, w = missed
-                # The read stopping inside one txn's appends is an intermediate
-                # read (G1b), not an anti-dependency on that txn.
-                if w != tid and w != last_writer:
-                    if evidence is not None:
-                        evidence.append((k, seen, e))
-                    src.append(tid)
-                    dst.append(w)
-                    kind.append(RW)
-            else:  # it saw every committed element read: it missed every unread append
-                for e, w in unread.get(k, ()):
-                    if w != tid and w != last_writer:
-                        g.add(tid, w, RW, (k, seen, e, UNREAD))
+            # Every ok read of a key with an order is a prefix of it (the
+            # order is the longest, and a key whose reads disagree has none),
+            # so the slot is the key's own.
+            slots.append(b0 + len(m[2]))
+            readers.append(tid)
+            mops.append(m)
+    if not slots:
+        return
+    at = np.array(slots, dtype=np.int64)
+    tids = np.array(readers, dtype=np.int64)
+    wr = wr_of[at]
+    rw = rw_of[at]
+    exact = (wr == tids) | ((rw < 0) & unread_of[at])
+    sel = ~exact & (wr >= 0)
+    _extend(g, wr[sel], tids[sel], WR)
+    sel = ~exact & (rw >= 0) & (rw != tids) & (rw != wr)
+    _extend(g, tids[sel], rw[sel], RW)
+    for i in np.flatnonzero(exact).tolist():
+        _, k, r = mops[i]
+        _read_edges(g, txns[readers[i]], k, r, versions, per_key[k])
+
+
+def _extend(g: EdgeLists, src: np.ndarray, dst: np.ndarray, kind: int) -> None:
+    g.src.frombytes(src.astype(np.int32).tobytes())
+    g.dst.frombytes(dst.astype(np.int32).tobytes())
+    g.kind.frombytes(np.full(len(src), kind, dtype=np.int8).tobytes())
 
 
 def _process_edges(g: EdgeLists, txns: list[Txn]) -> None:
@@ -356,26 +473,18 @@ def _realtime_barriers(g: EdgeLists, txns: list[Txn]) -> int:
     """Realtime order as barrier nodes (see the module's docstring); returns
     how many barriers it made, numbered from len(txns)."""
     base = len(txns)
-    done: list[int] = []        # ok txns' ids and completion indices
-    completed: list[int] = []
-    live: list[int] = []        # txns that may have happened: ids and invoke indices
-    invoked: list[int] = []
-    for t in txns:  # one pass, not one per list
-        if t.status == FAIL:
-            continue
-        live.append(t.id)
-        invoked.append(t.invoke.index)
-        if t.status == OK:
-            done.append(t.id)
-            completed.append(t.completion.index)  # type: ignore[union-attr]
+    live = [t for t in txns if t.status != FAIL]    # txns that may have happened
+    done = [t for t in live if t.status == OK]
     if not done:
         return 0
+    completed = [t.completion.index for t in done]  # type: ignore[union-attr]
     completions = np.array(completed, dtype=np.int64)
     order = np.argsort(completions, kind="stable")
-    completions, done_ids = completions[order], np.array(done, dtype=np.int64)[order]
+    completions = completions[order]
+    done_ids = np.array([t.id for t in done], dtype=np.int64)[order]
     barriers = base + np.arange(len(done), dtype=np.int64)
-    invokes = np.array(invoked, dtype=np.int64)
-    live_ids = np.array(live, dtype=np.int64)
+    invokes = np.array([t.invoke.index for t in live], dtype=np.int64)
+    live_ids = np.array([t.id for t in live], dtype=np.int64)
     before = np.searchsorted(completions, invokes, side="left")
     after = before > 0
     src = np.concatenate([done_ids, barriers[:-1], base + before[after] - 1])

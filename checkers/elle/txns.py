@@ -7,7 +7,7 @@ malformed transaction is reported (and left out), never a crash.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,10 @@ class Txn:
     # an ok txn that reads a key it read or appended before: only such a txn
     # can contradict itself (an internal anomaly)
     rereads: bool = False
+    # every read is a prefix of its key's longest read among the txns
+    # `transactions` returned with it, so none can contradict the key's order
+    # (False: not known, so checked)
+    reads_prefix: bool = False
 
 
 class MalformedTxn(ValueError):
@@ -103,27 +107,20 @@ def _parse_mops(value: Any, reads_known: bool) -> _Parsed:
 
 def _plain_mops(value: Any, reads_known: bool) -> _Parsed | None:
     """The common case: micro-ops that need no conversion are taken as the
-    history holds them (no copy of each), or None if one needs any."""
+    history holds them (no copy of each), or None if one needs any. A read's
+    elements are not looked at here: `transactions` checks them, mostly
+    through each key's longest read (see `_reads_plain`)."""
     if type(value) is not list:
         return None
     appends = []
     reads = []
-    touched: set | None = set() if reads_known and len(value) > 1 else None
-    rereads = False
     for m in value:
-        if type(m) is not list:
+        if type(m) is not list or len(m) != 3:
             return None
-        try:
-            f, k, v = m
-        except ValueError:  # not three long
-            return None
+        f, k, v = m
         t = type(k)
         if t is not int and t is not str:
             return None
-        if touched is not None:
-            if f == READ and k in touched:
-                rereads = True
-            touched.add(k)
         if f == APPEND:
             t = type(v)
             if t is not int and t is not str:
@@ -133,16 +130,15 @@ def _plain_mops(value: Any, reads_known: bool) -> _Parsed | None:
             if not reads_known:
                 if v is not None:
                     return None
-                continue
-            if type(v) is not list:
+            elif type(v) is not list:
                 return None
-            try:
-                hash(tuple(v))  # every element, in C
-            except TypeError:
-                return None
-            reads.append(m)
+            else:
+                reads.append(m)
         else:
             return None
+    # Only a txn touching some key twice can reread one.
+    rereads = (bool(reads) and len(value) > 1 and len({m[1] for m in value}) < len(value)
+               and _rereads(value))
     return value, appends or _NONE, reads or _NONE, rereads
 
 
@@ -198,12 +194,27 @@ def transactions(history: Iterable[Op], registers: bool = False
     """The txns of a history in invoke order, and a `malformed-txn` anomaly for
     each one that could not be parsed. An invoke without a completion is info.
     `registers`: rw-register micro-ops instead of list-append ones."""
-    parse = _parse_register_mops if registers else _parse_mops
+    if registers:
+        return _transactions(_txn_pairs(history), _parse_register_mops)
+    pairs = _txn_pairs(history)
+    txns, problems = _transactions(pairs, _parse_mops)
+    if not _reads_plain(txns):
+        # Some read holds an element that needs converting (or refusing):
+        # parse again, looking at every read's elements.
+        txns, problems = _transactions(pairs, _parse_mops_strictly)
+    return txns, problems
+
+
+def _txn_pairs(history: Iterable[Op]) -> list[tuple[Op, Op | None]]:
+    return [(inv, comp) for inv, comp in pair_ops(history)
+            if inv.f == "txn" and inv.process != NEMESIS]
+
+
+def _transactions(pairs: list[tuple[Op, Op | None]], parse: Callable[..., _Parsed]
+                  ) -> tuple[list[Txn], list[dict[str, Any]]]:
     txns: list[Txn] = []
     problems: list[dict[str, Any]] = []
-    for inv, comp in pair_ops(history):
-        if inv.process == NEMESIS or inv.f != "txn":
-            continue
+    for inv, comp in pairs:
         status = comp.type if comp is not None else INFO
         try:
             if status == OK:
@@ -218,3 +229,46 @@ def transactions(history: Iterable[Op], registers: bool = False
         txns.append(Txn(len(txns), status, inv.process, inv, comp, mops, appends, reads,
                         rereads))
     return txns, problems
+
+
+def _parse_mops_strictly(value: Any, reads_known: bool) -> _Parsed:
+    """`_parse_mops`, but taking a txn as it is only if every element of its
+    reads is hashable as it is, so it needs no conversion."""
+    plain = _plain_mops(value, reads_known)
+    if plain is not None:
+        try:
+            for _, _, r in plain[2]:
+                hash(tuple(r))  # every element, in C
+            return plain
+        except TypeError:
+            pass
+    return _converted_mops(value, reads_known)
+
+
+def _reads_plain(txns: list[Txn]) -> bool:
+    """Whether every element every read holds is hashable as it is (the parse
+    took the reads without looking at their elements). Each key's longest
+    read is hashed, and a read that is a prefix of it holds nothing else:
+    one comparison per read (which also marks the txns whose reads all are
+    prefixes, `Txn.reads_prefix`), hashing only the reads that are not.
+    False if some element is not."""
+    longest: dict[Any, list] = {}
+    for t in txns:
+        for _, k, r in t.read_mops:
+            best = longest.get(k)
+            if best is None or len(r) > len(best):
+                longest[k] = r
+    try:
+        for r in longest.values():
+            hash(tuple(r))
+        for t in txns:
+            prefix = True
+            for _, k, r in t.read_mops:
+                full = longest[k]
+                if r is not full and full[:len(r)] != r:
+                    prefix = False
+                    hash(tuple(r))
+            t.reads_prefix = prefix
+    except TypeError:
+        return False
+    return True

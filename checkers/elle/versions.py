@@ -95,6 +95,8 @@ def infer_orders(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]:
     incompatible: set[Any] = set()
     checked_dupes: set[tuple] = set()
     for t in txns:
+        if t.reads_prefix:  # `transactions` compared them already
+            continue
         for _, k, r in t.read_mops:
             full = longest[k][0]
             if r is full or full[:len(r)] == r:

@@ -49,7 +49,11 @@ def op_maps(text: str) -> list[dict[str, Any]] | None:
     path reads."""
     if _STRING in text:
         return None
-    parts = (_STRINGS_AND_COMMENTS if ";" in text else _STRINGS).split(text)
+    parts = _STRINGS.split(text)
+    # A ';' inside strings only (a shell command in a nemesis op's value) is
+    # no comment: only one outside them needs the slower split.
+    if ";" in text and any(";" in p for p in parts[::2]):
+        parts = _STRINGS_AND_COMMENTS.split(text)
     # split() alternates code, group, code...; the group is None for a comment
     strings = [s for s in parts[1::2] if s is not None]
     code = "".join(p + (" " if s is None else _STRING)
@@ -61,16 +65,15 @@ def op_maps(text: str) -> list[dict[str, Any]] | None:
     tokens = (code.replace(",", " ").replace("[", " [ ").replace("]", " ] ")
               .replace("{", " { ").replace("}", " } ").replace(_STRING, f" {_STRING} ")
               .split())
-    # Thousands of distinct tokens, not millions: each is checked and
-    # translated once, and the tokens mapped through the table in C.
-    table = {t: f'"{t[1:]}"' for t in set(tokens).difference(_JSON)}
-    if _TOKENS.fullmatch("".join(t + " " for t in table)) is None:
+    # Thousands of distinct tokens, not millions: each is checked once, the
+    # keywords and JSON's words translated once, and the tokens mapped
+    # through the table in C (any other token, a number, is itself).
+    distinct = set(tokens).difference(_JSON)
+    if distinct and _TOKENS.fullmatch(" ".join(distinct) + " ") is None:
         return None
-    for t in table:
-        if t[0] != ":":
-            table[t] = t
+    table = {t: f'"{t[1:]}"' for t in distinct if t[0] == ":"}
     table.update(_JSON)
-    code = (",".join(map(table.__getitem__, tokens))
+    code = (",".join(map(table.get, tokens, tokens))
             .replace("[,", "[").replace(",]", "]"))
     if strings:
         pieces = code.split(_STRING)
