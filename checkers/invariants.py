@@ -31,13 +31,25 @@ One leader per epoch is the elections checker's `multiple-leaders`.
 
 "Cut off" counts only what was certainly in force: a partition from its
 inject's completion to its heal's invoke, a kill or pause likewise. A node is
-cut off when it and the alive nodes it still has links to are fewer than a
-majority; for a request-response exchange (a pre-vote) any cut pair breaks a
+cut off when the voters it can count (itself if it is one, and the alive
+voters it still has links to) are fewer than a majority of the voter set in
+force; for a request-response exchange (a pre-vote) any cut pair breaks a
 link, for a leader hearing fetches only a cut towards it does.
+
+The voter set in force is the node's own (KIP-853: a VotersRecord is in force
+from the moment it is appended, and a truncation of it puts the previous set
+back): the `voters` field of its `start` line, then each `voters` line with
+state `appended` or `truncated`. A leader's check quorum and a candidate's
+pre-vote count that set, not every node of the cluster: with observers, or
+after a removal, counting every node would call a lone remaining voter cut
+off (a false alarm) and a voter cut off from the other voters but not from
+the observers reachable (a miss). Nodes whose lines name no voters count the
+whole cluster, as before voter changes existed.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from typing import Any
 
@@ -71,11 +83,12 @@ def check(history: list[Op], events: dict[str, list[dict]], run: dict) -> Verdic
         return verdict("unknown", [], stats)
     nodes = sorted(events)
     timeline = fault_timeline(history, nodes)
+    voters = voters_in_force(events, start_ns)
     grace = GRACE_MS * MS
     fetch_limit = timers["fetch_timeout_ms"] * MS + grace
     prevote_limit = 2 * timers["election_timeout_ms"] * MS + grace
-    anomalies += stranded_leaders(events, timeline, nodes, start_ns, fetch_limit)
-    anomalies += cut_off_candidates(events, timeline, nodes, start_ns, prevote_limit)
+    anomalies += stranded_leaders(events, timeline, nodes, start_ns, fetch_limit, voters)
+    anomalies += cut_off_candidates(events, timeline, nodes, start_ns, prevote_limit, voters)
     anomalies += pre_votes_from_fetching_followers(
         events, fault_timeline(history, nodes, certain=False), start_ns, fetch_limit)
     anomalies += resigned_adding_voter(events, fault_timeline(history, nodes, certain=False),
@@ -220,8 +233,45 @@ def _payload(inv: Op, done: Op, nodes: list[str]) -> Any:
     return frozenset(n for n in named if n in nodes)
 
 
-def cut_off(node: str, segment: dict, nodes: list[str], inbound_only: bool = False) -> bool:
-    """Alive, but it and the alive nodes it has links to are fewer than a majority.
+def voters_in_force(events: dict[str, list[dict]], start_ns: int
+                    ) -> dict[str, list[tuple[int, frozenset[str] | None]]]:
+    """Per node, the voter set in force in its own view, as (from, voters)
+    steps in history ns; None where its lines do not say (every node counts)."""
+    steps: dict[str, list[tuple[int, frozenset[str] | None]]] = {}
+    for node, evs in events.items():
+        out: list[tuple[int, frozenset[str] | None]] = []
+        for ev in evs:
+            if type(ev.get("t")) is not int:
+                continue
+            kind = ev.get("event")
+            if kind == "start":
+                named = ev.get("voters")
+            elif kind == "voters" and ev.get("state") in ("appended", "truncated"):
+                named = ev.get("voters")
+            else:
+                continue
+            voters = (frozenset(named) if isinstance(named, list)
+                      and all(isinstance(v, str) for v in named) else None)
+            out.append((ev["t"] - start_ns, voters))
+        steps[node] = out
+    return steps
+
+
+def _voters_at(steps: list[tuple[int, frozenset[str] | None]], t: int
+               ) -> frozenset[str] | None:
+    current = None
+    for at, voters in steps:
+        if at > t:
+            break
+        current = voters
+    return current
+
+
+def cut_off(node: str, segment: dict, nodes: list[str], inbound_only: bool = False,
+            voters: frozenset[str] | None = None) -> bool:
+    """Alive, but the voters it can count are fewer than a majority of `voters`
+    (None: every node is a voter). It counts itself if it is a voter, and
+    every other alive voter it has a link to.
 
     A request-response exchange needs both directions, so any cut pair breaks
     it. With `inbound_only`, a link counts as long as the other node's packets
@@ -230,20 +280,40 @@ def cut_off(node: str, segment: dict, nodes: list[str], inbound_only: bool = Fal
     """
     if node in segment["down"]:
         return False
+    electorate = sorted(voters) if voters is not None else nodes
     cut = segment["cut"]
-    reach = 1 + sum(1 for other in nodes
-                    if other != node and other not in segment["down"]
-                    and (other, node) not in cut
-                    and (inbound_only or (node, other) not in cut))
-    return reach < len(nodes) // 2 + 1
+    reach = (node in electorate) + sum(
+        1 for other in electorate
+        if other != node and other not in segment["down"]
+        and (other, node) not in cut
+        and (inbound_only or (node, other) not in cut))
+    return reach < len(electorate) // 2 + 1
+
+
+def _split_at_voter_changes(timeline: list[dict],
+                            steps: list[tuple[int, frozenset[str] | None]]
+                            ) -> list[tuple[dict, frozenset[str] | None]]:
+    """The timeline's segments cut where the node's voter set changes, each
+    with the set in force over it."""
+    out = []
+    changes = sorted({at for at, _ in steps})
+    for seg in timeline:
+        bounds = [seg["start"]] + [c for c in changes if seg["start"] < c < seg["end"]]
+        bounds.append(seg["end"])
+        for lo, hi in itertools.pairwise(bounds):
+            out.append((seg | {"start": lo, "end": hi}, _voters_at(steps, lo)))
+    return out
 
 
 def cut_off_spans(node: str, timeline: list[dict], nodes: list[str],
-                  inbound_only: bool = False) -> list[tuple[int, int]]:
-    """Maximal [start, end) spans in which `node` was cut off (history ns)."""
+                  inbound_only: bool = False,
+                  voter_steps: list[tuple[int, frozenset[str] | None]] | None = None
+                  ) -> list[tuple[int, int]]:
+    """Maximal [start, end) spans in which `node` was cut off (history ns), judged
+    against its voter set in force (`voter_steps`; none given: every node)."""
     spans: list[list[int]] = []
-    for seg in timeline:
-        if not cut_off(node, seg, nodes, inbound_only):
+    for seg, voters in _split_at_voter_changes(timeline, voter_steps or []):
+        if not cut_off(node, seg, nodes, inbound_only, voters):
             continue
         if spans and spans[-1][1] == seg["start"]:
             spans[-1][1] = seg["end"]
@@ -282,10 +352,13 @@ def leader_tenures(evs: list[dict], start_ns: int) -> list[tuple[int, int, int]]
 
 
 def stranded_leaders(events: dict[str, list[dict]], timeline: list[dict], nodes: list[str],
-                     start_ns: int, limit_ns: int) -> list[dict]:
+                     start_ns: int, limit_ns: int,
+                     voters: dict[str, list[tuple[int, frozenset[str] | None]]] | None = None
+                     ) -> list[dict]:
     anomalies = []
     for node in nodes:
-        spans = cut_off_spans(node, timeline, nodes, inbound_only=True)
+        spans = cut_off_spans(node, timeline, nodes, inbound_only=True,
+                              voter_steps=(voters or {}).get(node))
         downs = _down_spans(node, timeline)
         for epoch, t0, t1 in leader_tenures(events.get(node, []), start_ns):
             # A killed leader has no line until it restarts: its tenure ends at the kill.
@@ -301,10 +374,13 @@ def stranded_leaders(events: dict[str, list[dict]], timeline: list[dict], nodes:
 
 
 def cut_off_candidates(events: dict[str, list[dict]], timeline: list[dict], nodes: list[str],
-                       start_ns: int, limit_ns: int) -> list[dict]:
+                       start_ns: int, limit_ns: int,
+                       voters: dict[str, list[tuple[int, frozenset[str] | None]]] | None = None
+                       ) -> list[dict]:
     anomalies = []
     for node in nodes:
-        spans = cut_off_spans(node, timeline, nodes)
+        spans = cut_off_spans(node, timeline, nodes,
+                              voter_steps=(voters or {}).get(node))
         for ev in events.get(node, []):
             if (ev.get("event") != "role" or ev.get("role") != "Candidate"
                     or type(ev.get("t")) is not int):

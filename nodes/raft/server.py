@@ -169,6 +169,9 @@ class RaftServer:
         self.emit({
             "event": "start", "epoch": self.core.epoch, "log_end": self.core.log_end,
             "voted_for": self.core.voted_for,
+            # The voter set in force from the recovered log (KIP-853), for the
+            # invariants that count a majority of voters.
+            "voters": list(self.core.voters),
             # The protocol timers in wall time, for invariants judged from these lines.
             "tick_ms": self.options.tick_ms,
             "election_timeout_ms": config.election_timeout_ticks * self.options.tick_ms,
