@@ -37,7 +37,7 @@ LEADER_LIMITS = ("max_leader_changes_per_heal", "max_quiet_leader_changes")
 # Faults that stay in force until a later op undoes them; all others last as
 # long as their own invoke..completion.
 HEALED_BY = {"start": "kill", "resume": "pause", "heal": "partition",
-             "restore-voters": "membership"}
+             "restore-voters": "membership", "restore-data": "reformat"}
 MAX_LISTED = 50
 NS = 1_000_000_000
 

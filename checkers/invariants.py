@@ -27,6 +27,12 @@ derived from the timers the nodes report in their `start` lines.
   (KIP-1186): a leader resigns, no fault in force, while a voter it added is
   uncommitted (`checkers/membership.py`).
 
+- `follows-other-cluster` / `votes-for-other-cluster` (KIP-595 cluster id):
+  a node refuses requests carrying another cluster's id, so it never follows
+  a leader, nor votes for a candidate, of another cluster. A node's cluster
+  is the `cluster_id` of its last `start` line; a leader's or candidate's is
+  that of the run of it that claimed the role in that epoch.
+
 One leader per epoch is the elections checker's `multiple-leaders`.
 
 "Cut off" counts only what was certainly in force: a partition from its
@@ -74,6 +80,7 @@ def check(history: list[Op], events: dict[str, list[dict]], run: dict) -> Verdic
     stats: dict[str, Any] = {"timers_ms": timers, "votes": _count(events, "vote")}
     anomalies = double_votes(events) + forgotten_votes(events) + resigned_leaders(events)
     anomalies += changes_in_flight(events)
+    anomalies += other_cluster_links(events)
     if type(start_ns) is not int or timers is None:
         stats["timed_invariants"] = ("skipped: " + ("run.json has no start_monotonic_ns"
                                      if type(start_ns) is not int else
@@ -152,21 +159,71 @@ def forgotten_votes(events: dict[str, list[dict]]) -> list[dict]:
     for node, evs in sorted(events.items()):
         last_vote: dict | None = None
         lost = False
+        cluster = None
         for ev in evs:
             kind = ev.get("event")
+            if kind == "start":
+                cluster = ev.get("cluster_id")
             if kind == "vote" and type(ev.get("epoch")) is int:
-                last_vote, lost = ev, False
+                last_vote, lost = ev | {"cluster_id": cluster}, False
             elif kind == "data_loss":
                 lost = True
             elif kind == "start" and last_vote is not None:
                 epoch = ev.get("epoch")
-                if not lost and type(epoch) is int and (
+                # A node re-formatted for another cluster starts afresh: the
+                # vote was another cluster's node's (and back, the same).
+                moved = ev.get("cluster_id") != last_vote.get("cluster_id")
+                if not lost and not moved and type(epoch) is int and (
                         epoch < last_vote["epoch"]
                         or (epoch == last_vote["epoch"]
                             and ev.get("voted_for") != last_vote.get("candidate"))):
                     anomalies.append({"type": "vote-forgotten", "node": node,
                                       "vote": last_vote, "restart": ev})
                 last_vote = None
+    return anomalies
+
+
+# --- KIP-595 cluster id -----------------------------------------------------------
+
+
+def _with_cluster(evs: list[dict]) -> list[tuple[str | None, dict]]:
+    """Each line with the cluster id of the node's run that wrote it."""
+    out, cluster = [], None
+    for ev in evs:
+        if ev.get("event") == "start":
+            cid = ev.get("cluster_id")
+            cluster = cid if isinstance(cid, str) else None
+        out.append((cluster, ev))
+    return out
+
+
+def other_cluster_links(events: dict[str, list[dict]]) -> list[dict]:
+    lines = {node: _with_cluster(evs) for node, evs in events.items()}
+    # (node, role, epoch) -> the clusters of the runs of it that claimed that role.
+    claims: dict[tuple[str, str, Any], set[str]] = defaultdict(set)
+    for node, evs in lines.items():
+        for cluster, ev in evs:
+            if cluster is not None and ev.get("event") == "role" \
+                    and ev.get("role") in ("Leader", "Candidate"):
+                claims[(node, ev["role"], ev.get("epoch"))].add(cluster)
+    anomalies = []
+    for node, evs in sorted(lines.items()):
+        for cluster, ev in evs:
+            kind = ev.get("event")
+            if cluster is None:
+                continue
+            if kind == "role" and ev.get("role") == "Follower" \
+                    and isinstance(ev.get("leader"), str):
+                other, claimed, rule = ev["leader"], "Leader", "follows-other-cluster"
+            elif kind == "vote" and isinstance(ev.get("candidate"), str):
+                other, claimed, rule = ev["candidate"], "Candidate", "votes-for-other-cluster"
+            else:
+                continue
+            theirs = claims.get((other, claimed, ev.get("epoch")))
+            if theirs and cluster not in theirs:
+                anomalies.append({"type": rule, "node": node, "cluster_id": cluster,
+                                  "other": other, "other_cluster_ids": sorted(theirs),
+                                  "epoch": ev.get("epoch"), "event": ev})
     return anomalies
 
 

@@ -151,6 +151,9 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
               "remove voters (KIP-853), added back at the heal", "restore-voters",
               _names("nemesis.membership", "VARIANTS"), "remove",
               planner=_planner("nemesis.membership", "plan")),
+    FaultKind("reformat", _lazy("nemesis.reformat", "reformat_fault"),
+              "re-format a node for another cluster and start it there (KIP-595 cluster id)",
+              "restore-data"),
 )}
 
 

@@ -423,3 +423,55 @@ def test_the_voter_set_follows_each_nodes_own_lines_across_a_restart():
     assert [(t // S, v) for t, v in steps] == [
         (0, frozenset(NODES)), (1, frozenset({"n1", "n2"})), (3, None),
         (4, frozenset({"n1", "n2"}))]
+
+
+# --- KIP-595 cluster id ---------------------------------------------------------------
+
+
+def in_cluster(line: dict, cluster_id: str) -> dict:
+    return line | {"cluster_id": cluster_id}
+
+
+def n3_reformatted(follows_n1: bool, votes_for_n1: bool = False) -> dict[str, list[dict]]:
+    """Cluster A elects n1 in epoch 1; n3 is re-formatted for cluster B at 10 s
+    and put back at 20 s."""
+    events = elected_n1()
+    for node in NODES:
+        events[node][0] = in_cluster(events[node][0], "A")
+    events["n3"].append(in_cluster(start(10, "n3"), "B"))
+    events["n3"] += [role(10.5, "n3", "Prospective", 0)]
+    if follows_n1:
+        events["n3"].append(role(11, "n3", "Follower", 1, "n1"))
+    if votes_for_n1:
+        events["n1"] += [role(12, "n1", "Candidate", 2)]
+        events["n3"].append(vote(12.1, "n3", 2, "n1"))
+    events["n3"] += [in_cluster(start(20, "n3", 1, "n1"), "A"),
+                     role(20.2, "n3", "Follower", 1, "n1")]
+    return events
+
+
+def test_a_node_formatted_for_another_cluster_that_stays_alone_passes():
+    v = invariants.check([], n3_reformatted(follows_n1=False), run())
+    assert v["valid"] is True, v["anomalies"]
+
+
+def test_a_node_of_another_cluster_following_our_leader_fails():
+    v = invariants.check([], n3_reformatted(follows_n1=True), run())
+    assert types(v) == ["follows-other-cluster"]
+    a = v["anomalies"][0]
+    assert (a["node"], a["cluster_id"], a["other"], a["other_cluster_ids"], a["epoch"]) == (
+        "n3", "B", "n1", ["A"], 1)
+
+
+def test_a_node_of_another_cluster_voting_for_our_candidate_fails():
+    v = invariants.check([], n3_reformatted(follows_n1=False, votes_for_n1=True), run())
+    assert types(v) == ["votes-for-other-cluster"]
+
+
+def test_a_vote_before_a_re_format_is_not_a_forgotten_vote():
+    # n3 voted in epoch 1 as a node of A; its run in B starts at epoch 0.
+    events = n3_reformatted(follows_n1=False)
+    assert "vote-forgotten" not in types(invariants.check([], events, run()))
+    # The same restart in its own cluster forgot the vote.
+    events["n3"][3] = in_cluster(start(10, "n3"), "A")
+    assert "vote-forgotten" in types(invariants.check([], events, run()))

@@ -341,7 +341,11 @@ class Core:
             kind = msg["type"]
             if msg["to"] != self.node_id:
                 return
-            if msg["cluster_id"] != self._cfg.cluster_id:
+            # BUG when switched on (KIP-595: a request whose ClusterId is not
+            # ours is refused with INCONSISTENT_CLUSTER_ID): a node formatted
+            # for another cluster votes, fetches and counts toward our commits.
+            if (msg["cluster_id"] != self._cfg.cluster_id
+                    and bugs.CLUSTER_ID_IGNORED not in self._bugs):
                 self._reject_foreign(msg)
                 return
             handler = self._handlers().get(kind)
