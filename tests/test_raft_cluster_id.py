@@ -44,6 +44,7 @@ def test_new_cluster_ids_are_random_uuids_in_url_safe_base64():
     ids = {storage.new_cluster_id() for _ in range(100)}
     assert len(ids) == 100
     assert all(len(i) == 22 and "=" not in i and "/" not in i and "+" not in i for i in ids)
+    assert not any(i.startswith("-") for i in ids)   # never read as a command-line option
 
 
 def test_the_format_command_generates_an_id_and_refuses_another(tmp_path):
@@ -109,7 +110,7 @@ def test_the_adapter_formats_every_node_for_one_new_cluster(tmp_path):
     ids = {storage.read_cluster_id(n.data_dir) for n in nodes}
     assert len(ids) == 1 and None not in ids
     argv = db.argv(nodes[0], nodes, fresh=True)
-    assert argv[argv.index("--cluster-id") + 1] in ids
+    assert f"--cluster-id={ids.pop()}" in argv
     # Another cluster (another adapter) gets another id; an option names one.
     other = RaftDB()
     assert other.cluster_id(spec(tmp_path, "x")) not in ids
@@ -129,8 +130,7 @@ def test_reformat_moves_the_data_aside_and_back(tmp_path):
     assert [p.name for p in node.data_dir.iterdir()] == [reformat.STASH]
     assert db.reformat(node, "foreign") == "foreign"
     assert storage.read_cluster_id(node.data_dir) == "foreign"
-    argv = db.argv(node, [node], fresh=False)
-    assert argv[argv.index("--cluster-id") + 1] == "foreign"
+    assert "--cluster-id=foreign" in db.argv(node, [node], fresh=False)
     (node.data_dir / "log").mkdir()
     (node.data_dir / "log" / "0.seg").write_bytes(b"the other cluster's")
     reformat.restore_data(node.data_dir)

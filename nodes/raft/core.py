@@ -756,6 +756,7 @@ class Core:
             self._become_candidate()
             return
         self._request_votes(pre_vote=True)
+        self._discover_leader(exclude=set(self._others()))
         self._count_votes()
 
     def _become_candidate(self) -> None:
@@ -1112,16 +1113,27 @@ class Core:
         """An observer never canvasses: it waits in Unattached and asks the
         bootstrap and known voters who leads (KIP-853 discovery by Fetch)."""
         self._become_unattached(self._epoch)
-        targets = sorted((set(self._cfg.voters) | set(self.voters)) - {self.node_id})
-        for voter in targets:
+        self._discover_leader(exclude=set())
+
+    def _discover_leader(self, exclude: set[str]) -> None:
+        """Fetch from the bootstrap and known voters (but those in `exclude`)
+        to learn who leads. A Prospective voter does so too (KIP-996 with
+        KIP-853): its pre-vote reaches only the voters it knows of, and a
+        voter removed while cut off may know of none that still leads; the
+        leader sends it no BeginQuorumEpoch, so only a fetch finds it."""
+        targets = (set(self._cfg.voters) | set(self.voters)) - exclude - {self.node_id}
+        for voter in sorted(targets):
             self._send(m.FETCH, voter, fetch_offset=len(self._log),
                        last_fetched_epoch=self.last_epoch, flushed_offset=self._flushed_end)
 
     def _learn_leader_from_fetch_response(self, epoch: int, leader: str | None) -> bool:
-        """An Unattached node that fetched to find the leader follows the one
-        named in its own epoch (a higher epoch was handled already)."""
+        """An Unattached or Prospective node that fetched to find the leader
+        follows the one named in its own epoch (a higher epoch was handled
+        already). KIP-996 lets Prospective go back to Follower on any response
+        naming a leader; it shields that leader from pre-votes only once it
+        has fetched from it."""
         if (
-            self._role == UNATTACHED
+            self._role in (UNATTACHED, PROSPECTIVE)
             and epoch == self._epoch
             and leader is not None
             and leader != self.node_id

@@ -74,7 +74,8 @@ class RaftDB:
         argv = [
             sys.executable, "-m", "nodes.raft",
             "--id", node.name,
-            "--cluster-id", self.cluster_id(node),
+            # One argument: an id of an option's shape must not read as an option.
+            f"--cluster-id={self.cluster_id(node)}",
             "--listen", node.address,
             "--peers", ",".join(f"{n.name}={n.address}" for n in cluster),
             "--data-dir", str(node.data_dir),

@@ -140,8 +140,12 @@ class FormatError(Exception):
 
 
 def new_cluster_id() -> str:
-    """A random cluster id, as Kafka writes them: a UUID in URL-safe base64."""
-    return base64.urlsafe_b64encode(uuid4().bytes).rstrip(b"=").decode()
+    """A random cluster id, as Kafka makes them: a UUID in URL-safe base64,
+    never starting with "-" (a command line would take it for an option)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def read_cluster_id(data_dir: Path) -> str | None:
