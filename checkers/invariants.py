@@ -25,7 +25,9 @@ derived from the timers the nodes report in their `start` lines.
 - `two-voter-changes-in-flight` (KIP-853): a leader starts a voter change
   while its last one is uncommitted; `leader-resigned-adding-voter`
   (KIP-1186): a leader resigns, no fault in force, while a voter it added is
-  uncommitted (`checkers/membership.py`).
+  uncommitted; `voter-change-incomplete` (KIP-853): a voter change neither
+  commits nor fails cleanly (truncated, or its leader leaves the role) within
+  2 x fetch timeout + grace, no fault in force (`checkers/membership.py`).
 
 - `follows-other-cluster` / `votes-for-other-cluster` (KIP-595 cluster id):
   a node refuses requests carrying another cluster's id, so it never follows
@@ -60,7 +62,7 @@ from collections import defaultdict
 from typing import Any
 
 from checkers.history import NEMESIS, Op, pair_ops
-from checkers.membership import changes_in_flight, resigned_adding_voter
+from checkers.membership import changes_in_flight, changes_incomplete, resigned_adding_voter
 from checkers.verdict import Verdict, verdict
 
 NS = 1_000_000_000
@@ -98,10 +100,14 @@ def check(history: list[Op], events: dict[str, list[dict]], run: dict) -> Verdic
     anomalies += cut_off_candidates(events, timeline, nodes, start_ns, prevote_limit, voters)
     anomalies += pre_votes_from_fetching_followers(
         events, fault_timeline(history, nodes, certain=False), start_ns, fetch_limit)
-    anomalies += resigned_adding_voter(events, fault_timeline(history, nodes, certain=False),
-                                       start_ns, max((op.time for op in history), default=0))
+    possible = fault_timeline(history, nodes, certain=False)
+    end_ns = max((op.time for op in history), default=0)
+    anomalies += resigned_adding_voter(events, possible, start_ns, end_ns)
+    change_limit = 2 * timers["fetch_timeout_ms"] * MS + grace
+    anomalies += changes_incomplete(events, possible, start_ns, end_ns, change_limit)
     stats["limits_ms"] = {"stranded_leader": fetch_limit // MS,
-                          "cut_off_before_candidate": prevote_limit // MS}
+                          "cut_off_before_candidate": prevote_limit // MS,
+                          "voter_change": change_limit // MS}
     stats["fault_segments"] = len(timeline)
     stats["anomaly_counts"] = dict(_counts(anomalies))
     if anomalies:

@@ -69,7 +69,8 @@ def test_quiet_cluster_is_valid_with_limits_from_the_nodes_timers():
     v = invariants.check([], elected_n1(), run())
     assert v["valid"] is True, v["anomalies"]
     assert v["stats"]["timers_ms"] == {"election_timeout_ms": 500, "fetch_timeout_ms": 750}
-    assert v["stats"]["limits_ms"] == {"stranded_leader": 1250, "cut_off_before_candidate": 1500}
+    assert v["stats"]["limits_ms"] == {"stranded_leader": 1250, "cut_off_before_candidate": 1500,
+                                       "voter_change": 2000}
     assert v["stats"]["votes"] == 2
 
 
