@@ -49,9 +49,9 @@ class RaftDB:
         return self._cluster_id
 
     def reformat(self, node: NodeSpec, cluster_id: str | None) -> str:
-        """Format the node's (emptied) data dir for `cluster_id`, a new cluster
-        when None, and configure the node for it from its next start; None
-        also undoes that, for a data dir put back. Returns the id it is now for."""
+        """Format the node's (emptied) data dir for `cluster_id` and configure
+        the node for that cluster from its next start; None undoes it (its own
+        data put back). Returns the id the node is now configured for."""
         self._reformatted.pop(node.name, None)
         if cluster_id is None:
             return self.cluster_id(node)
