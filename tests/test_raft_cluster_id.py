@@ -144,3 +144,18 @@ def test_reformat_moves_the_data_aside_and_back(tmp_path):
 def test_a_system_that_cannot_reformat_cannot_run_the_fault():
     with pytest.raises(ValueError, match="cannot re-format"):
         reformat.ReformatFault(object())
+
+
+def test_the_node_process_stops_with_the_mismatch_on_stderr(tmp_path):
+    # An id that looks like an option still arrives whole (--cluster-id=ID).
+    storage.format_data_dir(tmp_path / "d", "-formatted")
+    db = RaftDB()
+    node = NodeSpec("n1", "127.0.0.1", 1, tmp_path / "d", tmp_path, {"cluster_id": "-other"})
+    done = subprocess.run(db.argv(node, [node], fresh=False), capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 1
+    assert ("was formatted for cluster '-formatted', but this node is configured for "
+            "cluster '-other'") in done.stderr
+    event = json.loads(done.stdout.splitlines()[-1])
+    assert (event["event"], event["stored"], event["configured"]) == (
+        "cluster_id_mismatch", ["-formatted"], "-other")
