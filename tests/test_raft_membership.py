@@ -460,3 +460,15 @@ def test_kip996_voter_removed_while_cut_off_finds_the_leader_and_observes():
                          and not sim.core(stuck).is_voter, 400), sim.describe()
     assert sim.core(sim.leader()).voters == tuple(sorted(set(THREE) - {stuck}))
     assert_safe(sim)
+
+
+def test_kip996_prospective_does_not_follow_a_resigned_leader_naming_itself():
+    removed_n1 = Entry(0, 1, vs.record_payload(("n2", "n3")))
+    core = make("n3", state=QuorumState(1, None, None, CID), log=[removed_n1])
+    tick_until_prospective(core)
+    core.ready()
+    # n1 resigned epoch 1: it refuses the fetch and still names itself.
+    core.receive(msg(m.FETCH_RESPONSE, "n1", "n3", 1, leader="n1", error=m.NOT_LEADER,
+                     fetch_offset=1, last_fetched_epoch=1, high_watermark=None, entries=[],
+                     diverging_epoch=None, diverging_end_offset=None))
+    assert core.role == PROSPECTIVE

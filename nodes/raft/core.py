@@ -653,7 +653,7 @@ class Core:
         if epoch > self._epoch:
             self._observe_epoch(epoch, leader)
             return
-        if self._learn_leader_from_fetch_response(epoch, leader):
+        if self._learn_leader_from_fetch_response(epoch, leader, msg):
             return
         if self._role != FOLLOWER or epoch != self._epoch or msg["from"] != self._leader:
             return
@@ -1126,17 +1126,21 @@ class Core:
             self._send(m.FETCH, voter, fetch_offset=len(self._log),
                        last_fetched_epoch=self.last_epoch, flushed_offset=self._flushed_end)
 
-    def _learn_leader_from_fetch_response(self, epoch: int, leader: str | None) -> bool:
+    def _learn_leader_from_fetch_response(self, epoch: int, leader: str | None,
+                                          msg: dict) -> bool:
         """An Unattached or Prospective node that fetched to find the leader
         follows the one named in its own epoch (a higher epoch was handled
         already). KIP-996 lets Prospective go back to Follower on any response
         naming a leader; it shields that leader from pre-votes only once it
-        has fetched from it."""
+        has fetched from it. A refusal that names its own sender comes from a
+        leader that resigned the epoch: following it would only wait out
+        another fetch timeout."""
         if (
             self._role in (UNATTACHED, PROSPECTIVE)
             and epoch == self._epoch
             and leader is not None
             and leader != self.node_id
+            and not (msg.get("error") and leader == msg["from"])
         ):
             self._become_follower(epoch, leader)
             return True
