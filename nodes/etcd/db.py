@@ -110,9 +110,11 @@ class EtcdDB:
             doc = json.loads(resp.data)
         except ValueError:
             return {"error": f"HTTP {resp.status}"}
+        if not isinstance(doc, dict):
+            return {"error": f"HTTP {resp.status}: not a JSON object"}
         if resp.status != 200:
             return {"error": str(doc.get("error") or doc.get("message") or resp.status)}
-        return doc if isinstance(doc, dict) else {"error": "not a JSON object"}
+        return doc
 
     def change_voters(self, cluster: list[NodeSpec], change: str, node: str) -> dict:
         """etcd's member remove / member add (what its own robustness tests
