@@ -61,9 +61,12 @@ CALIBRATION: dict[str, dict] = {
     # first is in flight; the switch accepts it.
     TWO_VOTER_CHANGES: {"nemesis": ["membership:remove-two"], "nemesis_interval": 3.0,
                         "caught_by": ["invariants"]},
-    # Removed voters rejoin by auto-join (KIP-1186's scenario, on 3 nodes).
+    # KIP-1186's scenario on 3 nodes: n1 starts as the only voter (its
+    # --standalone), the others auto-join; removed voters rejoin the same way.
+    # Without the standalone start, a removed node could rejoin before the
+    # next removal, the set never shrinking to the leader alone (1 run in 5).
     ACK_WHEN_COMMITTED_AUTOJOIN: {"nemesis": ["membership:auto-join"], "nemesis_interval": 3.0,
-                                  "node_options": {"auto_join": True},
+                                  "node_options": {"auto_join": True, "voters": ["n1"]},
                                   "caught_by": ["invariants"]},
     # A node re-formatted for another cluster rejoins under its old name: the
     # switch lets it follow our leader (and count toward our commits).
