@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from checkers.elections import leader_elections
-from checkers.faults import CUT, DOWN, VOTERS, healed_by
+from checkers.faults import CUT, DOWN, OTHER_CLUSTER, VOTERS, healed_by
 from checkers.history import NEMESIS, Op, client_ops, collector_paused, noop_reason, pair_ops
 from checkers.verdict import Verdict, verdict
 
@@ -37,7 +37,7 @@ DERIVED_GRACE_S = 2.0
 LEADER_LIMITS = ("max_leader_changes_per_heal", "max_quiet_leader_changes")
 # Faults that stay in force until a later op undoes them; all others last as
 # long as their own invoke..completion.
-HEALED_BY = healed_by(DOWN, CUT, VOTERS)
+HEALED_BY = healed_by(DOWN, CUT, VOTERS, OTHER_CLUSTER)
 MAX_LISTED = 50
 NS = 1_000_000_000
 

@@ -5,7 +5,9 @@
 - `epoch-regression`: a node's epoch went down without the node reporting a
   `data_loss` in between or in the same incarnation. A restart (`start`) alone
   does not excuse it: the epoch lives in the quorum-state file, which must
-  survive restarts.
+  survive restarts. A node re-formatted for another cluster (a `start` line
+  with another `cluster_id`) is another node of another quorum: its epochs
+  are compared with its own in that cluster only.
 """
 
 from __future__ import annotations
@@ -89,6 +91,8 @@ def _epoch_regressions(events: dict[str, list[dict]]) -> list[dict[str, Any]]:
         # A node may report its lost quorum state just before or just after
         # its start line: either way that incarnation is excused.
         incarnation = 0
+        last_in: dict[Any, dict] = {}     # cluster id -> its last line with an epoch
+        cluster = None
         last: dict | None = None
         last_incarnation = 0
         loss_since_last = False
@@ -96,6 +100,11 @@ def _epoch_regressions(events: dict[str, list[dict]]) -> list[dict[str, Any]]:
             kind = ev.get("event")
             if kind == "start":
                 incarnation += 1
+                if ev.get("cluster_id") != cluster:
+                    if last is not None:
+                        last_in[cluster] = last
+                    cluster = ev.get("cluster_id")
+                    last = last_in.get(cluster)
             if kind == "data_loss":
                 loss_since_last = True
                 continue

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 DOWN = "down"        # its nodes are stopped until its heal
 CUT = "cut"          # links between nodes are cut until its heal (op value: `cut` pairs)
 VOTERS = "voters"    # voters are removed until its heal
+OTHER_CLUSTER = "other-cluster"  # its node is formatted for another cluster until its heal
 RESTART = "restart"  # kills its nodes and starts them again; counted down while its op runs
 ARMED = "armed"      # a trigger: what it sets off is recorded as another fault's op
 
@@ -31,7 +32,7 @@ class FaultOp:
     @property
     def lasting(self) -> bool:
         """In force from its inject until its heal op, not just while its own op runs."""
-        return self.effect in (DOWN, CUT, VOTERS)
+        return self.effect in (DOWN, CUT, VOTERS, OTHER_CLUSTER)
 
 
 KILL = FaultOp("kill", "start", DOWN)
@@ -45,10 +46,12 @@ LOSE_UNSYNCED = FaultOp("lose-unsynced", "start", RESTART)
 KILL_AFTER_VOTE = FaultOp("kill-after-vote", "start", ARMED)
 POWER_CUT_AFTER_COMMIT = FaultOp("power-cut-after-commit", "start", ARMED)
 MEMBERSHIP = FaultOp("membership", "restore-voters", VOTERS)
+# The heal puts the node's own data back and starts it in its own cluster.
+REFORMAT = FaultOp("reformat", "restore-data", OTHER_CLUSTER)
 
 FAULT_OPS: dict[str, FaultOp] = {f.name: f for f in (
     KILL, PAUSE, PARTITION, TRUNCATE, LOSE_UNSYNCED, KILL_AFTER_VOTE, POWER_CUT_AFTER_COMMIT,
-    MEMBERSHIP)}
+    MEMBERSHIP, REFORMAT)}
 
 
 def named(*effects: str) -> tuple[str, ...]:

@@ -25,25 +25,45 @@ derived from the timers the nodes report in their `start` lines.
 - `two-voter-changes-in-flight` (KIP-853): a leader starts a voter change
   while its last one is uncommitted; `leader-resigned-adding-voter`
   (KIP-1186): a leader resigns, no fault in force, while a voter it added is
-  uncommitted (`checkers/membership.py`).
+  uncommitted; `voter-change-incomplete` (KIP-853): a voter change neither
+  commits nor fails cleanly (truncated, or its leader leaves the role) within
+  2 x fetch timeout + grace, no fault in force (`checkers/membership.py`).
+
+- `follows-other-cluster` / `votes-for-other-cluster` (KIP-595 cluster id):
+  a node refuses requests carrying another cluster's id, so it never follows
+  a leader, nor votes for a candidate, of another cluster. A node's cluster
+  is the `cluster_id` of its last `start` line; a leader's or candidate's is
+  that of the run of it that claimed the role in that epoch.
 
 One leader per epoch is the elections checker's `multiple-leaders`.
 
 "Cut off" counts only what was certainly in force: a partition from its
 inject's completion to its heal's invoke, a kill or pause likewise. A node is
-cut off when it and the alive nodes it still has links to are fewer than a
-majority; for a request-response exchange (a pre-vote) any cut pair breaks a
+cut off when the voters it can count (itself if it is one, and the alive
+voters it still has links to) are fewer than a majority of the voter set in
+force; for a request-response exchange (a pre-vote) any cut pair breaks a
 link, for a leader hearing fetches only a cut towards it does.
+
+The voter set in force is the node's own (KIP-853: a VotersRecord is in force
+from the moment it is appended, and a truncation of it puts the previous set
+back): the `voters` field of its `start` line, then each `voters` line with
+state `appended` or `truncated`. A leader's check quorum and a candidate's
+pre-vote count that set, not every node of the cluster: with observers, or
+after a removal, counting every node would call a lone remaining voter cut
+off (a false alarm) and a voter cut off from the other voters but not from
+the observers reachable (a miss). Nodes whose lines name no voters count the
+whole cluster, as before voter changes existed.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from typing import Any
 
 from checkers.faults import CUT, DOWN, KILL, RESTART, healed_by, named
 from checkers.history import NEMESIS, Op, pair_ops
-from checkers.membership import changes_in_flight, resigned_adding_voter
+from checkers.membership import changes_in_flight, changes_incomplete, resigned_adding_voter
 from checkers.verdict import Verdict, verdict
 
 NS = 1_000_000_000
@@ -64,6 +84,7 @@ def check(history: list[Op], events: dict[str, list[dict]], run: dict) -> Verdic
     stats: dict[str, Any] = {"timers_ms": timers, "votes": _count(events, "vote")}
     anomalies = double_votes(events) + forgotten_votes(events) + resigned_leaders(events)
     anomalies += changes_in_flight(events)
+    anomalies += other_cluster_links(events)
     if type(start_ns) is not int or timers is None:
         stats["timed_invariants"] = ("skipped: " + ("run.json has no start_monotonic_ns"
                                      if type(start_ns) is not int else
@@ -73,17 +94,22 @@ def check(history: list[Op], events: dict[str, list[dict]], run: dict) -> Verdic
         return verdict("unknown", [], stats)
     nodes = sorted(events)
     timeline = fault_timeline(history, nodes)
+    voters = voters_in_force(events, start_ns)
     grace = GRACE_MS * MS
     fetch_limit = timers["fetch_timeout_ms"] * MS + grace
     prevote_limit = 2 * timers["election_timeout_ms"] * MS + grace
-    anomalies += stranded_leaders(events, timeline, nodes, start_ns, fetch_limit)
-    anomalies += cut_off_candidates(events, timeline, nodes, start_ns, prevote_limit)
+    anomalies += stranded_leaders(events, timeline, nodes, start_ns, fetch_limit, voters)
+    anomalies += cut_off_candidates(events, timeline, nodes, start_ns, prevote_limit, voters)
     anomalies += pre_votes_from_fetching_followers(
         events, fault_timeline(history, nodes, certain=False), start_ns, fetch_limit)
-    anomalies += resigned_adding_voter(events, fault_timeline(history, nodes, certain=False),
-                                       start_ns, max((op.time for op in history), default=0))
+    possible = fault_timeline(history, nodes, certain=False)
+    end_ns = max((op.time for op in history), default=0)
+    anomalies += resigned_adding_voter(events, possible, start_ns, end_ns)
+    change_limit = 2 * timers["fetch_timeout_ms"] * MS + grace
+    anomalies += changes_incomplete(events, possible, start_ns, end_ns, change_limit)
     stats["limits_ms"] = {"stranded_leader": fetch_limit // MS,
-                          "cut_off_before_candidate": prevote_limit // MS}
+                          "cut_off_before_candidate": prevote_limit // MS,
+                          "voter_change": change_limit // MS}
     stats["fault_segments"] = len(timeline)
     stats["anomaly_counts"] = dict(_counts(anomalies))
     if anomalies:
@@ -141,21 +167,71 @@ def forgotten_votes(events: dict[str, list[dict]]) -> list[dict]:
     for node, evs in sorted(events.items()):
         last_vote: dict | None = None
         lost = False
+        cluster = None
         for ev in evs:
             kind = ev.get("event")
+            if kind == "start":
+                cluster = ev.get("cluster_id")
             if kind == "vote" and type(ev.get("epoch")) is int:
-                last_vote, lost = ev, False
+                last_vote, lost = ev | {"cluster_id": cluster}, False
             elif kind == "data_loss":
                 lost = True
             elif kind == "start" and last_vote is not None:
                 epoch = ev.get("epoch")
-                if not lost and type(epoch) is int and (
+                # A node re-formatted for another cluster starts afresh: the
+                # vote was another cluster's node's (and back, the same).
+                moved = ev.get("cluster_id") != last_vote.get("cluster_id")
+                if not lost and not moved and type(epoch) is int and (
                         epoch < last_vote["epoch"]
                         or (epoch == last_vote["epoch"]
                             and ev.get("voted_for") != last_vote.get("candidate"))):
                     anomalies.append({"type": "vote-forgotten", "node": node,
                                       "vote": last_vote, "restart": ev})
                 last_vote = None
+    return anomalies
+
+
+# --- KIP-595 cluster id -----------------------------------------------------------
+
+
+def _with_cluster(evs: list[dict]) -> list[tuple[str | None, dict]]:
+    """Each line with the cluster id of the node's run that wrote it."""
+    out, cluster = [], None
+    for ev in evs:
+        if ev.get("event") == "start":
+            cid = ev.get("cluster_id")
+            cluster = cid if isinstance(cid, str) else None
+        out.append((cluster, ev))
+    return out
+
+
+def other_cluster_links(events: dict[str, list[dict]]) -> list[dict]:
+    lines = {node: _with_cluster(evs) for node, evs in events.items()}
+    # (node, role, epoch) -> the clusters of the runs of it that claimed that role.
+    claims: dict[tuple[str, str, Any], set[str]] = defaultdict(set)
+    for node, evs in lines.items():
+        for cluster, ev in evs:
+            if cluster is not None and ev.get("event") == "role" \
+                    and ev.get("role") in ("Leader", "Candidate"):
+                claims[(node, ev["role"], ev.get("epoch"))].add(cluster)
+    anomalies = []
+    for node, evs in sorted(lines.items()):
+        for cluster, ev in evs:
+            kind = ev.get("event")
+            if cluster is None:
+                continue
+            if kind == "role" and ev.get("role") == "Follower" \
+                    and isinstance(ev.get("leader"), str):
+                other, claimed, rule = ev["leader"], "Leader", "follows-other-cluster"
+            elif kind == "vote" and isinstance(ev.get("candidate"), str):
+                other, claimed, rule = ev["candidate"], "Candidate", "votes-for-other-cluster"
+            else:
+                continue
+            theirs = claims.get((other, claimed, ev.get("epoch")))
+            if theirs and cluster not in theirs:
+                anomalies.append({"type": rule, "node": node, "cluster_id": cluster,
+                                  "other": other, "other_cluster_ids": sorted(theirs),
+                                  "epoch": ev.get("epoch"), "event": ev})
     return anomalies
 
 
@@ -222,8 +298,45 @@ def _payload(inv: Op, done: Op, nodes: list[str]) -> Any:
     return frozenset(n for n in named if n in nodes)
 
 
-def cut_off(node: str, segment: dict, nodes: list[str], inbound_only: bool = False) -> bool:
-    """Alive, but it and the alive nodes it has links to are fewer than a majority.
+def voters_in_force(events: dict[str, list[dict]], start_ns: int
+                    ) -> dict[str, list[tuple[int, frozenset[str] | None]]]:
+    """Per node, the voter set in force in its own view, as (from, voters)
+    steps in history ns; None where its lines do not say (every node counts)."""
+    steps: dict[str, list[tuple[int, frozenset[str] | None]]] = {}
+    for node, evs in events.items():
+        out: list[tuple[int, frozenset[str] | None]] = []
+        for ev in evs:
+            if type(ev.get("t")) is not int:
+                continue
+            kind = ev.get("event")
+            if kind == "start":
+                named = ev.get("voters")
+            elif kind == "voters" and ev.get("state") in ("appended", "truncated"):
+                named = ev.get("voters")
+            else:
+                continue
+            voters = (frozenset(named) if isinstance(named, list)
+                      and all(isinstance(v, str) for v in named) else None)
+            out.append((ev["t"] - start_ns, voters))
+        steps[node] = out
+    return steps
+
+
+def _voters_at(steps: list[tuple[int, frozenset[str] | None]], t: int
+               ) -> frozenset[str] | None:
+    current = None
+    for at, voters in steps:
+        if at > t:
+            break
+        current = voters
+    return current
+
+
+def cut_off(node: str, segment: dict, nodes: list[str], inbound_only: bool = False,
+            voters: frozenset[str] | None = None) -> bool:
+    """Alive, but the voters it can count are fewer than a majority of `voters`
+    (None: every node is a voter). It counts itself if it is a voter, and
+    every other alive voter it has a link to.
 
     A request-response exchange needs both directions, so any cut pair breaks
     it. With `inbound_only`, a link counts as long as the other node's packets
@@ -232,20 +345,40 @@ def cut_off(node: str, segment: dict, nodes: list[str], inbound_only: bool = Fal
     """
     if node in segment["down"]:
         return False
+    electorate = sorted(voters) if voters is not None else nodes
     cut = segment["cut"]
-    reach = 1 + sum(1 for other in nodes
-                    if other != node and other not in segment["down"]
-                    and (other, node) not in cut
-                    and (inbound_only or (node, other) not in cut))
-    return reach < len(nodes) // 2 + 1
+    reach = (node in electorate) + sum(
+        1 for other in electorate
+        if other != node and other not in segment["down"]
+        and (other, node) not in cut
+        and (inbound_only or (node, other) not in cut))
+    return reach < len(electorate) // 2 + 1
+
+
+def _split_at_voter_changes(timeline: list[dict],
+                            steps: list[tuple[int, frozenset[str] | None]]
+                            ) -> list[tuple[dict, frozenset[str] | None]]:
+    """The timeline's segments cut where the node's voter set changes, each
+    with the set in force over it."""
+    out = []
+    changes = sorted({at for at, _ in steps})
+    for seg in timeline:
+        bounds = [seg["start"]] + [c for c in changes if seg["start"] < c < seg["end"]]
+        bounds.append(seg["end"])
+        for lo, hi in itertools.pairwise(bounds):
+            out.append((seg | {"start": lo, "end": hi}, _voters_at(steps, lo)))
+    return out
 
 
 def cut_off_spans(node: str, timeline: list[dict], nodes: list[str],
-                  inbound_only: bool = False) -> list[tuple[int, int]]:
-    """Maximal [start, end) spans in which `node` was cut off (history ns)."""
+                  inbound_only: bool = False,
+                  voter_steps: list[tuple[int, frozenset[str] | None]] | None = None
+                  ) -> list[tuple[int, int]]:
+    """Maximal [start, end) spans in which `node` was cut off (history ns), judged
+    against its voter set in force (`voter_steps`; none given: every node)."""
     spans: list[list[int]] = []
-    for seg in timeline:
-        if not cut_off(node, seg, nodes, inbound_only):
+    for seg, voters in _split_at_voter_changes(timeline, voter_steps or []):
+        if not cut_off(node, seg, nodes, inbound_only, voters):
             continue
         if spans and spans[-1][1] == seg["start"]:
             spans[-1][1] = seg["end"]
@@ -284,10 +417,13 @@ def leader_tenures(evs: list[dict], start_ns: int) -> list[tuple[int, int, int]]
 
 
 def stranded_leaders(events: dict[str, list[dict]], timeline: list[dict], nodes: list[str],
-                     start_ns: int, limit_ns: int) -> list[dict]:
+                     start_ns: int, limit_ns: int,
+                     voters: dict[str, list[tuple[int, frozenset[str] | None]]] | None = None
+                     ) -> list[dict]:
     anomalies = []
     for node in nodes:
-        spans = cut_off_spans(node, timeline, nodes, inbound_only=True)
+        spans = cut_off_spans(node, timeline, nodes, inbound_only=True,
+                              voter_steps=(voters or {}).get(node))
         downs = _down_spans(node, timeline)
         for epoch, t0, t1 in leader_tenures(events.get(node, []), start_ns):
             # A killed leader has no line until it restarts: its tenure ends at the kill.
@@ -303,10 +439,13 @@ def stranded_leaders(events: dict[str, list[dict]], timeline: list[dict], nodes:
 
 
 def cut_off_candidates(events: dict[str, list[dict]], timeline: list[dict], nodes: list[str],
-                       start_ns: int, limit_ns: int) -> list[dict]:
+                       start_ns: int, limit_ns: int,
+                       voters: dict[str, list[tuple[int, frozenset[str] | None]]] | None = None
+                       ) -> list[dict]:
     anomalies = []
     for node in nodes:
-        spans = cut_off_spans(node, timeline, nodes)
+        spans = cut_off_spans(node, timeline, nodes,
+                              voter_steps=(voters or {}).get(node))
         for ev in events.get(node, []):
             if (ev.get("event") != "role" or ev.get("role") != "Candidate"
                     or type(ev.get("t")) is not int):

@@ -13,6 +13,16 @@ voter it added is uncommitted, and no fault (cut link, node down or paused)
 may have been in force from the append to the resignation. Adding a voter
 that fetches must not cost the leader its quorum; it does when the joiner
 waits for the commit its own fetch would make (AckWhenCommitted on auto-join).
+
+Rule `voter-change-incomplete` (KIP-853): a voter change completes, or fails
+cleanly, within a bound. From the leader's `voter_change` line, within
+`bound_ns` (2 x fetch timeout + grace, from the nodes' timers) its record is
+committed (a `voters` committed line at or past it), truncated, or the leader
+leaves its role (any later role line or a restart: the change failed and the
+operator is told so). A leader that a majority of its voters fetch from
+commits within a fetch timeout; one that hears too few resigns within one
+(check quorum). Judged only where no fault may have touched any node from the
+append to the bound, and the bound falls before the end of the history.
 """
 
 from __future__ import annotations
@@ -86,3 +96,36 @@ def resigned_adding_voter(events: dict[str, list[dict]], timeline: list[dict],
 def _faulty(timeline: list[dict], lo: int, hi: int) -> bool:
     return any(seg["start"] < hi and lo < seg["end"] and (seg["cut"] or seg["down"])
                for seg in timeline)
+
+
+def changes_incomplete(events: dict[str, list[dict]], timeline: list[dict],
+                       start_ns: int, end_ns: int, bound_ns: int) -> list[dict[str, Any]]:
+    """`timeline`: invariants.fault_timeline(certain=False) segments, history ns;
+    a change whose bound ends after `end_ns` is not judged."""
+    anomalies: list[dict[str, Any]] = []
+    for node, lines in sorted(events.items()):
+        pending: dict | None = None  # the voter_change line of the open change
+        for ev in lines + [{"event": "end", "t": start_ns + end_ns}]:
+            kind = ev.get("event")
+            t = ev.get("t")
+            if pending is not None and type(t) is int and t - pending["t"] > bound_ns:
+                t0 = pending["t"] - start_ns
+                if t0 + bound_ns <= end_ns and not _faulty(timeline, t0, t0 + bound_ns):
+                    anomalies.append({
+                        "type": "voter-change-incomplete", "node": node,
+                        "epoch": pending.get("epoch"), "change": pending.get("change"),
+                        "voter": pending.get("voter"), "offset": pending.get("offset"),
+                        "changed_s": round(t0 / 1e9, 3),
+                        "bound_s": round(bound_ns / 1e9, 3)})
+                pending = None
+            if kind in ("start", "role"):
+                pending = None
+            elif kind == "voter_change" and type(t) is int \
+                    and isinstance(ev.get("offset"), int):
+                pending = ev
+            elif kind == "voters" and pending is not None and isinstance(ev.get("offset"), int):
+                state, offset = ev.get("state"), ev["offset"]
+                if (state == "committed" and offset >= pending["offset"]) or (
+                        state == "truncated" and offset < pending["offset"]):
+                    pending = None
+    return anomalies[:MAX_LISTED]

@@ -32,6 +32,7 @@ from checkers.faults import (
     PARTITION,
     PAUSE,
     POWER_CUT_AFTER_COMMIT,
+    REFORMAT,
     TRUNCATE,
     FaultOp,
 )
@@ -170,6 +171,8 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           "remove voters (KIP-853), added back at the heal",
           variants=_names("nemesis.membership", "VARIANTS"), default="remove",
           planner=_planner("nemesis.membership", "plan")),
+    _kind(REFORMAT, _lazy("nemesis.reformat", "reformat_fault"),
+          "re-format a node for another cluster and start it there (KIP-595 cluster id)"),
 )}
 
 

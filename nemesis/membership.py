@@ -17,7 +17,11 @@ The node stays up as an observer while removed, so re-adding it is the
 operator's path: AddRaftVoter of a caught-up observer, answered at commit.
 The change goes through the DB adapter's `change_voters(cluster, change,
 node)`, which the raft adapter sends to the leader's client port; a system
-without it cannot run this fault.
+without it cannot run this fault. A system whose removed members leave
+(`members_leave_when_removed`: etcd, whose member API its own robustness
+tests drive the same way) has the node stopped after its removal, and
+started after it is added back (the adapter empties its data dir: it joins
+as a new member). `auto-join` needs the raft node option.
 """
 
 from __future__ import annotations
@@ -76,6 +80,7 @@ class MembershipFault:
         result = _change(cluster, "remove", node)
         if result.get("ok"):
             self.removed.append(node)
+            _left(cluster, [node])
         value = {"change": "remove", "nodes": [node], **result}
         if not result.get("ok"):
             value[NOOP] = f"remove {node} refused: {result.get('error')}"
@@ -95,6 +100,7 @@ class MembershipFault:
             t.join()
         removed = [n for n in nodes if results[n].get("ok")]
         self.removed += removed
+        _left(cluster, removed)
         value: dict[str, Any] = {"change": "remove", "nodes": removed,
                                  "refused": {n: results[n].get("error")
                                              for n in nodes if n not in removed}}
@@ -114,6 +120,7 @@ class MembershipFault:
             else:
                 refused[node] = result.get("error")
         self.removed += removed
+        _left(cluster, removed)
         value: dict[str, Any] = {"change": "remove", "nodes": removed, "refused": refused}
         if not removed:
             value[NOOP] = "every removal refused"
@@ -122,15 +129,30 @@ class MembershipFault:
     def heal(self, cluster: Any) -> dict[str, Any]:
         added, failed = [], {}
         for node in list(self.removed):
+            _left(cluster, [node])   # a kill's heal may have started it again
             result = _change(cluster, "add", node)
             if result.get("ok") or result.get("error") == "duplicate_voter":
                 added.append(node)
                 self.removed.remove(node)
+                if _leaves(cluster):
+                    cluster.start([node])
             else:
                 failed[node] = result.get("error")
         if not added and not failed:
             return {"nodes": [], NOOP: "no voter was removed"}
         return {"nodes": added, "failed": failed}
+
+
+def _leaves(cluster: Any) -> bool:
+    return bool(getattr(cluster.db, "members_leave_when_removed", False))
+
+
+def _left(cluster: Any, nodes: list[str]) -> None:
+    """A removed member of a system whose removed members leave is stopped
+    (it shuts itself down; this makes sure, and keeps a restart from racing
+    the emptying of its data dir at the add)."""
+    if nodes and _leaves(cluster):
+        cluster.kill(nodes)
 
 
 def _change(cluster: Any, change: str, node: str) -> dict[str, Any]:

@@ -129,3 +129,21 @@ def test_a_line_without_an_epoch_does_not_end_the_regression_check():
     assert regression["type"] == "epoch-regression"
     assert (regression["node"], regression["from_epoch"], regression["to_epoch"]) == ("n3", 2, 1)
     assert regression["restarted_between"] is False
+
+
+def test_a_node_re_formatted_for_another_cluster_starts_its_epochs_afresh():
+    def start(t, epoch, cluster):
+        return {"t": t, "event": "start", "epoch": epoch, "cluster_id": cluster}
+
+    def role(t, epoch):
+        return {"t": t, "event": "role", "role": "Follower", "epoch": epoch, "leader": "n1"}
+
+    lines = [start(0, 0, "A"), role(1, 3), start(2, 0, "B"), role(3, 0),
+             start(4, 3, "A"), role(5, 4)]
+    v = elections.check({"n2": lines})
+    assert v["valid"] is True, v["anomalies"]
+    # Back in A below the epoch it had reached there: a regression after all.
+    lines[4] = start(4, 2, "A")
+    v = elections.check({"n2": lines})
+    assert [a["type"] for a in v["anomalies"]] == ["epoch-regression"]
+    assert (v["anomalies"][0]["from_epoch"], v["anomalies"][0]["to_epoch"]) == (3, 2)

@@ -145,3 +145,40 @@ def test_paused_member_is_not_ready(etcd):
         assert EtcdDB().is_ready(etcd.spec(name)) is False
     finally:
         os.killpg(pid, signal.SIGCONT)
+
+
+def change(db: EtcdDB, cluster: list[NodeSpec], what: str, node: str) -> dict:
+    """As the membership fault asks: "not now" answers are retried (etcd
+    refuses changes until its members have been connected for a while)."""
+    deadline = time.monotonic() + 30
+    while True:
+        result = db.change_voters(cluster, what, node)
+        if result["ok"] or result["error"] not in (
+                "not_caught_up", "timeout", "not_leader", "no_leader") \
+                or time.monotonic() > deadline:
+            return result
+        time.sleep(0.2)
+
+
+@needs_etcd
+@pytest.mark.slow
+def test_member_remove_and_add_back_through_the_member_api(etcd):
+    # What the membership fault does on etcd (nemesis/membership.py).
+    db, cluster = etcd.db, etcd.specs
+    gone = next(n for n in etcd.names if n != etcd.wait_for_leader())
+    removed = change(db, cluster, "remove", gone)
+    assert removed["ok"] and removed["voters"] == sorted(set(etcd.names) - {gone}), removed
+    assert db.change_voters(cluster, "remove", gone)["error"] == "voter_not_found"
+    # A removed member shuts itself down.
+    proc = etcd.procs[gone]
+    proc.wait(timeout=30)
+    etcd.kill(gone)
+    # Added back, it joins as a new member: empty data dir, the current members named.
+    argv_before = db.argv(etcd.spec(gone), cluster, fresh=False)
+    added = change(db, cluster, "add", gone)
+    assert added["ok"] and added["voters"] == sorted(etcd.names), added
+    assert not (etcd.spec(gone).data_dir / "member").exists()
+    assert db.change_voters(cluster, "add", gone)["error"] == "duplicate_voter"
+    assert flag(argv_before, "--initial-cluster-state") == "existing"
+    etcd.start(gone)
+    etcd.wait_ready([gone], timeout=60)

@@ -86,3 +86,19 @@ def test_serializable_reads_under_partitions_are_caught_stale(tmp_path):
     without_reads = [op for op in ops if op.f != "read"]
     assert linearizability.check(without_reads, model=stale[0]["model"])["valid"] is True
     assert code == 1
+
+
+def test_membership_changes_through_the_member_api_stay_linearizable(tmp_path):
+    # etcd's own robustness tests remove and re-add members through the
+    # member API; the membership fault does the same here, with kills and
+    # partitions on top. A removed member shuts itself down and comes back
+    # as a new member with an empty data dir.
+    code, ops, checkers = run(tmp_path, "--nemesis", "membership,kill,partition",
+                              "--nemesis-interval", "3", "--time-limit", "30", "--seed", "2")
+    done = [op.value for op in ops if op.process == "nemesis" and op.type != "invoke"
+            and op.f in ("membership", "restore-voters")]
+    assert any(v.get("change") == "remove" and v.get("ok") for v in done), done
+    assert any(v.get("nodes") and not v.get("failed") for v in done
+               if "change" not in v), done
+    assert all(v["valid"] is True for v in checkers.values()), checkers
+    assert code == 0

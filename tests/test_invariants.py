@@ -69,7 +69,8 @@ def test_quiet_cluster_is_valid_with_limits_from_the_nodes_timers():
     v = invariants.check([], elected_n1(), run())
     assert v["valid"] is True, v["anomalies"]
     assert v["stats"]["timers_ms"] == {"election_timeout_ms": 500, "fetch_timeout_ms": 750}
-    assert v["stats"]["limits_ms"] == {"stranded_leader": 1250, "cut_off_before_candidate": 1500}
+    assert v["stats"]["limits_ms"] == {"stranded_leader": 1250, "cut_off_before_candidate": 1500,
+                                       "voter_change": 2000}
     assert v["stats"]["votes"] == 2
 
 
@@ -307,3 +308,171 @@ def test_pre_votes_a_follower_may_grant_pass():
     events["n1"].append(role(45.2, "n1", "Resigned", 1, "n1"))
     v = invariants.check(h.ops, events, run())
     assert "pre-vote-from-fetching-follower" not in types(v), v["anomalies"]
+
+
+# --- the voter set in force (KIP-853) -------------------------------------------------
+
+FIVE = ["n1", "n2", "n3", "n4", "n5"]
+
+
+def voters_line(t_s: float, node: str, voters: list[str], state: str = "appended",
+                offset: int = 5) -> dict:
+    return ev(t_s, node, "voters", state=state, voters=voters, offset=offset, epoch=1)
+
+
+def five_nodes_three_voters() -> dict[str, list[dict]]:
+    """n1 leads epoch 1 over the bootstrap voters n1-n3; n4 and n5 observe."""
+    events = elected_n1()
+    for node in NODES:
+        events[node][0]["voters"] = NODES
+    for node in ("n4", "n5"):
+        events[node] = [ev(0, node, "start", epoch=0, voted_for=None, log_end=0, tick_ms=50,
+                           election_timeout_ms=500, fetch_timeout_ms=750, voters=NODES),
+                        role(0.3, node, "Follower", 1, "n1")]
+    return events
+
+
+def cut_from(h: H, node: str, others: list[str], t_s: float) -> None:
+    cut = [[node, o] for o in others] + [[o, node] for o in others]
+    h.nemesis(t_s, "partition", {"shape": "isolate-one", "nodes": [node], "cut": cut})
+
+
+def test_a_lone_remaining_voter_isolated_is_not_a_stranded_leader():
+    # Every voter but n1 was removed: n1 alone is a majority of its voter set,
+    # so it rightly leads on when a partition isolates it from the observers.
+    h = H()
+    h.isolate(10, "n1")
+    h.nemesis(16, "heal")
+    events = elected_n1()
+    for node in NODES:
+        events[node][0]["voters"] = NODES
+    events["n1"] += [voters_line(5, "n1", ["n1", "n2"], offset=5),
+                     voters_line(6, "n1", ["n1"], offset=6)]
+    v = invariants.check(h.ops, events, run())
+    assert v["valid"] is True, v["anomalies"]
+
+
+def test_the_same_isolation_of_a_leader_with_three_voters_is_stranded():
+    # The twin: without the removals n1 needs one more voter and must resign.
+    h = H()
+    h.isolate(10, "n1")
+    h.nemesis(16, "heal")
+    events = elected_n1()
+    for node in NODES:
+        events[node][0]["voters"] = NODES
+    events["n1"] += [voters_line(5, "n1", ["n1", "n2"], offset=5),
+                     voters_line(6, "n1", NODES, state="truncated", offset=5)]
+    assert types(invariants.check(h.ops, events, run())) == ["stranded-leader"]
+
+
+def test_a_leader_cut_off_from_its_voters_but_not_from_observers_is_stranded():
+    # 5 nodes, voters n1-n3: n1 still reaches the observers n4 and n5 (three
+    # of five nodes) but only itself of its three voters.
+    h = H()
+    cut_from(h, "n1", ["n2", "n3"], 10)
+    h.nemesis(16, "heal")
+    v = invariants.check(h.ops, five_nodes_three_voters(), run())
+    assert types(v) == ["stranded-leader"]
+    assert v["anomalies"][0]["still_leader_s"] == [10.01, 16.0]
+
+
+def test_a_leader_cut_off_from_observers_only_keeps_its_quorum():
+    h = H()
+    cut_from(h, "n1", ["n4", "n5"], 10)
+    h.nemesis(16, "heal")
+    v = invariants.check(h.ops, five_nodes_three_voters(), run())
+    assert v["valid"] is True, v["anomalies"]
+
+
+def test_a_candidate_that_reaches_a_majority_of_its_voters_is_not_cut_off():
+    # Voters n1-n3 of five nodes; the leader n1 is killed and n4, n5 cut off:
+    # n2 reaches n3, a majority of its voters (two of five nodes would not be).
+    h = H()
+    h.nemesis(10, "kill", {"nodes": ["n1"]})
+    h.nemesis(10, "partition", {"shape": "random-halves", "nodes": ["n4", "n5"],
+                                "cut": [[a, b] for a in ("n2", "n3") for b in ("n4", "n5")]
+                                + [[b, a] for a in ("n2", "n3") for b in ("n4", "n5")]})
+    h.nemesis(20, "heal")
+    h.nemesis(20, "start", {"nodes": ["n1"]})
+    events = five_nodes_three_voters()
+    events["n2"] += [role(12, "n2", "Prospective", 1, "n1"), role(13, "n2", "Candidate", 2)]
+    v = invariants.check(h.ops, events, run())
+    assert v["valid"] is True, v["anomalies"]
+
+
+def test_a_voter_cut_off_from_the_voters_that_raises_its_epoch_fails():
+    # The twin: n3 reaches the observers n4 and n5 (three of five nodes) but
+    # none of the other voters, so its pre-vote cannot win.
+    h = H()
+    cut_from(h, "n3", ["n1", "n2"], 10)
+    h.nemesis(20, "heal")
+    events = five_nodes_three_voters()
+    events["n3"] += [role(11, "n3", "Prospective", 1, "n1"), role(13, "n3", "Candidate", 2)]
+    v = invariants.check(h.ops, events, run())
+    assert types(v) == ["epoch-raised-while-cut-off"]
+    assert v["anomalies"][0]["node"] == "n3"
+
+
+def test_the_voter_set_follows_each_nodes_own_lines_across_a_restart():
+    steps = invariants.voters_in_force({"n1": [
+        ev(0, "n1", "start", voters=["n1", "n2", "n3"]),
+        voters_line(1, "n1", ["n1", "n2"]),
+        voters_line(2, "n1", ["n1", "n2"], state="committed"),
+        ev(3, "n1", "start"),                      # a line from before voters were reported
+        ev(4, "n1", "start", voters=["n1", "n2"]),
+    ]}, START)["n1"]
+    assert [(t // S, v) for t, v in steps] == [
+        (0, frozenset(NODES)), (1, frozenset({"n1", "n2"})), (3, None),
+        (4, frozenset({"n1", "n2"}))]
+
+
+# --- KIP-595 cluster id ---------------------------------------------------------------
+
+
+def in_cluster(line: dict, cluster_id: str) -> dict:
+    return line | {"cluster_id": cluster_id}
+
+
+def n3_reformatted(follows_n1: bool, votes_for_n1: bool = False) -> dict[str, list[dict]]:
+    """Cluster A elects n1 in epoch 1; n3 is re-formatted for cluster B at 10 s
+    and put back at 20 s."""
+    events = elected_n1()
+    for node in NODES:
+        events[node][0] = in_cluster(events[node][0], "A")
+    events["n3"].append(in_cluster(start(10, "n3"), "B"))
+    events["n3"] += [role(10.5, "n3", "Prospective", 0)]
+    if follows_n1:
+        events["n3"].append(role(11, "n3", "Follower", 1, "n1"))
+    if votes_for_n1:
+        events["n1"] += [role(12, "n1", "Candidate", 2)]
+        events["n3"].append(vote(12.1, "n3", 2, "n1"))
+    events["n3"] += [in_cluster(start(20, "n3", 1, "n1"), "A"),
+                     role(20.2, "n3", "Follower", 1, "n1")]
+    return events
+
+
+def test_a_node_formatted_for_another_cluster_that_stays_alone_passes():
+    v = invariants.check([], n3_reformatted(follows_n1=False), run())
+    assert v["valid"] is True, v["anomalies"]
+
+
+def test_a_node_of_another_cluster_following_our_leader_fails():
+    v = invariants.check([], n3_reformatted(follows_n1=True), run())
+    assert types(v) == ["follows-other-cluster"]
+    a = v["anomalies"][0]
+    assert (a["node"], a["cluster_id"], a["other"], a["other_cluster_ids"], a["epoch"]) == (
+        "n3", "B", "n1", ["A"], 1)
+
+
+def test_a_node_of_another_cluster_voting_for_our_candidate_fails():
+    v = invariants.check([], n3_reformatted(follows_n1=False, votes_for_n1=True), run())
+    assert types(v) == ["votes-for-other-cluster"]
+
+
+def test_a_vote_before_a_re_format_is_not_a_forgotten_vote():
+    # n3 voted in epoch 1 as a node of A; its run in B starts at epoch 0.
+    events = n3_reformatted(follows_n1=False)
+    assert "vote-forgotten" not in types(invariants.check([], events, run()))
+    # The same restart in its own cluster forgot the vote.
+    events["n3"][3] = in_cluster(start(10, "n3"), "A")
+    assert "vote-forgotten" in types(invariants.check([], events, run()))

@@ -111,3 +111,72 @@ def test_the_autojoin_switch_is_flagged_from_its_event_lines_and_the_fix_is_not(
 
     assert resigned_adding_voter(lines(True), NO_FAULTS, START, 10_000)
     assert resigned_adding_voter(lines(False), NO_FAULTS, START, 10_000) == []
+
+
+# --- voter-change-incomplete (KIP-853) ----------------------------------------------
+
+from checkers.membership import changes_incomplete  # noqa: E402
+
+BOUND = 2_000
+LEADS = {"event": "role", "role": "Leader", "epoch": 2, "leader": "n1"}
+
+
+def change_then(*after: tuple[int, dict]) -> dict[str, list[dict]]:
+    """n1 leads and adds n2 at t=10; `after` are its later lines."""
+    return {"n1": [at(0, LEADS), at(10, change(5, "n2")),
+                   at(11, voters("appended", 5, ["n1", "n2"]))]
+            + [at(t, ev) for t, ev in after]}
+
+
+def incomplete(events: dict, faults: list[dict] = NO_FAULTS, end: int = 10_000) -> list:
+    return [(a["type"], a["voter"]) for a in changes_incomplete(events, faults, START, end,
+                                                                  BOUND)]
+
+
+def test_a_change_that_commits_within_the_bound_passes():
+    assert incomplete(change_then((1_500, voters("committed", 5, ["n1", "n2"])))) == []
+
+
+def test_a_change_that_fails_cleanly_within_the_bound_passes():
+    assert incomplete(change_then((1_000, RESIGNED))) == []
+    assert incomplete(change_then((1_000, voters("truncated", 4, ["n1"])))) == []
+    assert incomplete(change_then((1_000, {"event": "start", "epoch": 2}))) == []
+
+
+def test_a_change_still_open_past_the_bound_fails():
+    assert incomplete(change_then()) == [("voter-change-incomplete", "n2")]
+    # Committed at last, but too late.
+    late = change_then((2_500, voters("committed", 5, ["n1", "n2"])))
+    found = changes_incomplete(late, NO_FAULTS, START, 10_000, BOUND)
+    assert [(a["type"], a["offset"], a["changed_s"]) for a in found] == [
+        ("voter-change-incomplete", 5, 0.0)]
+
+
+def test_a_change_under_a_fault_or_cut_short_by_the_end_is_not_judged():
+    paused = [{"start": 500, "end": 700, "cut": set(), "down": {"n3"}}]
+    assert incomplete(change_then(), paused) == []
+    assert incomplete(change_then(), end=1_500) == []
+
+
+def test_the_core_commits_a_change_within_the_bound_and_a_stalled_one_is_flagged():
+    from nodes.raft.sim import Sim
+
+    def lines(stall: bool) -> dict[str, list[dict]]:
+        # One tick stands for 1 ms of the bound here (BOUND = 2,000 ticks).
+        sim = Sim(("n1", "n2", "n3"), seed=2, observers=("n4",))
+        leader = sim.settle()
+        sim.propose(b"x")
+        sim.run(50)
+        if stall:   # no voter can make the new record durable
+            for name in ("n1", "n2", "n3", "n4"):
+                sim.stall_flush(name)
+        assert isinstance(sim.change_voters("add", "n4", ack_when_committed=False), tuple)
+        sim.run(2_500)
+        assert sim.leader() == leader
+        by_node: dict[str, list[dict]] = {}
+        for tick, node, event in sim.events:
+            by_node.setdefault(node, []).append({"t": START + tick} | event)
+        return by_node
+
+    assert incomplete(lines(stall=False)) == []
+    assert incomplete(lines(stall=True)) == [("voter-change-incomplete", "n4")]

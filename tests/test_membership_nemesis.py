@@ -110,3 +110,43 @@ def test_remove_two_sends_both_and_heal_restores_both():
     assert len(cluster.db.voters) == 1
     assert fault.heal(cluster)["nodes"] == value["nodes"]
     assert cluster.db.voters == {"n1", "n2", "n3"}
+
+
+class LeavingDB(FakeDB):
+    """A system whose removed members shut down (etcd)."""
+
+    members_leave_when_removed = True
+
+
+class ProcessCluster(FakeCluster):
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(names)
+        self.db = LeavingDB(names)
+        self.actions: list[tuple[str, list[str]]] = []
+
+    def kill(self, names):
+        self.actions.append(("kill", list(names)))
+        return list(names)
+
+    def start(self, names):
+        self.actions.append(("start", list(names)))
+        return list(names)
+
+
+def test_a_member_that_leaves_when_removed_is_stopped_then_started_after_the_add():
+    cluster = ProcessCluster(["n1", "n2", "n3"])
+    fault = make_fault("membership")
+    fault.inject(cluster, random.Random(1), {"nodes": ["n3"]})
+    assert cluster.actions == [("kill", ["n3"])]
+    fault.heal(cluster)
+    # Stopped again first (a kill's heal may have started it), then added, then started.
+    assert cluster.actions[1:] == [("kill", ["n3"]), ("start", ["n3"])]
+    assert cluster.db.calls == [("remove", "n3"), ("add", "n3")]
+
+
+def test_a_member_that_stays_as_an_observer_is_never_stopped():
+    cluster = FakeCluster(["n1", "n2", "n3"])
+    fault = make_fault("membership")
+    fault.inject(cluster, random.Random(1), {"nodes": ["n3"]})
+    fault.heal(cluster)
+    assert cluster.db.calls == [("remove", "n3"), ("add", "n3")]   # no kill/start attribute used

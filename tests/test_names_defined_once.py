@@ -31,13 +31,14 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("nodes/raft/server.py", "truncate"): "the raft node's `truncate` event line",
     ("nodes/raft/requests.py", "log"): "the client protocol's `log` field",
     ("nodes/raft/storage.py", "log"): "the node's log directory",
+    ("nemesis/reformat.py", "reformat"): "the db's `reformat` method the fault needs",
     # nodes/ imports nothing above it, so the calibration rows (the fault and
     # the checkers that expose each switch) name them as run configuration
     # does; test_calibration_names_only_registered_faults_and_checkers holds
     # them to the registries.
     **{("nodes/raft/bugs.py", name): "calibration rows: run configuration"
        for name in ("kill-after-vote", "invariants", "divergence", "linearizability",
-                    "durability")},
+                    "durability", "reformat")},
 }
 FIELD_METHODS = {"get", "pop", "setdefault"}
 

@@ -284,3 +284,46 @@ def test_ack_when_committed_autojoin_makes_the_leader_resign(on):
     resigned = [e for _, _, e in sim.role_events("n1") if e["role"] == "Resigned"]
     assert bool(resigned) is on, resigned
     assert sim.violations == []
+
+
+# ------------------------------------------ cluster-id-ignored (KIP-595)
+
+
+def reformatted_follower_rejoins(on: bool) -> tuple[Sim, str, list[dict]]:
+    """A follower re-formatted for another cluster comes back under its old
+    name; later its old disk is put back and the leader crashes."""
+    sim = Sim(seed=41, config=switches(bugs.CLUSTER_ID_IGNORED) if on else None)
+    leader = sim.settle()
+    for i in range(3):
+        commit(sim, b"before-%d" % i)
+    foreign, other = [n for n in sim.nodes if n != leader]
+    old_disk = sim.reformat(foreign, "another-cluster")
+    since = sim.now
+    sim.run(300)
+    # The other follower is cut off: only the foreign node could make a majority.
+    sim.cut(leader, other)
+    proposed = sim.propose(b"needs-a-second-copy")
+    assert proposed is not None
+    sim.run(100)
+    # Its roles while formatted for the other cluster.
+    roles = [e for t, _, e in sim.role_events(foreign) if t >= since]
+    sim.restore(foreign, old_disk)
+    sim.crash(leader)
+    sim.heal()
+    sim.run(400)
+    return sim, leader, roles
+
+
+def test_cluster_id_ignored_lets_a_foreign_node_make_a_commit_that_is_lost():
+    sim, leader, roles = reformatted_follower_rejoins(on=True)
+    # While foreign it followed our leader and copied our log.
+    assert any(e["role"] == FOLLOWER and e["leader"] == leader for e in roles), roles
+    assert any("was committed as" in v for v in sim.violations), (
+        sim.violations)
+
+
+def test_a_foreign_node_is_refused_and_commits_wait_for_our_own_majority():
+    sim, leader, roles = reformatted_follower_rejoins(on=False)
+    assert roles and all(e["role"] != FOLLOWER for e in roles), roles
+    assert sim.committed[-1].payload != b"needs-a-second-copy"
+    assert sim.violations == [], sim.violations

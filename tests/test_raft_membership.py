@@ -397,3 +397,78 @@ def test_event_lines_leave_the_node_field_to_the_server():
     assert isinstance(sim.change_voters("add", "n4"), tuple)
     sim.run(50)
     assert not [e for _, _, e in sim.events if "node" in e]
+
+
+# ----------------------- KIP-996 with KIP-853: Prospective keeps fetching
+
+
+def test_kip996_prospective_fetches_from_bootstrap_voters_its_pre_vote_misses():
+    # n3 saw n1 removed (its view: n2, n3) and lost touch; n1 was added back
+    # and leads, so it sends n3 no BeginQuorumEpoch. n3's pre-vote reaches only
+    # n2; a fetch to the bootstrap voter n1 finds the leader.
+    removed_n1 = Entry(0, 1, vs.record_payload(("n2", "n3")))
+    core = make("n3", state=QuorumState(1, None, None, CID), log=[removed_n1])
+    core.ready()
+    tick_until_prospective(core)
+    out = core.ready().messages
+    assert {x["to"] for x in out if x["type"] == m.VOTE_REQUEST} == {"n2"}
+    fetches = [x for x in out if x["type"] == m.FETCH]
+    assert [x["to"] for x in fetches] == ["n1"] and fetches[0]["fetch_offset"] == 1
+    core.receive(msg(m.FETCH_RESPONSE, "n1", "n3", 1, leader="n1", error=None,
+                     fetch_offset=1, last_fetched_epoch=1, high_watermark=1, entries=[],
+                     diverging_epoch=None, diverging_end_offset=None))
+    assert (core.role, core.epoch, core.leader) == (FOLLOWER, 1, "n1")
+    assert [x["to"] for x in sent(core, m.FETCH)] == ["n1"]
+
+
+def test_kip996_prospective_learns_the_leader_from_a_not_leader_answer():
+    removed_n1 = Entry(0, 1, vs.record_payload(("n2", "n3")))
+    core = make("n3", state=QuorumState(1, None, None, CID), log=[removed_n1])
+    tick_until_prospective(core)
+    core.ready()
+    # n1 follows n2 in our epoch: its NOT_LEADER answer names the leader.
+    core.receive(msg(m.FETCH_RESPONSE, "n1", "n3", 1, leader="n2", error=m.NOT_LEADER,
+                     fetch_offset=1, last_fetched_epoch=1, high_watermark=None, entries=[],
+                     diverging_epoch=None, diverging_end_offset=None))
+    assert (core.role, core.epoch, core.leader) == (FOLLOWER, 1, "n2")
+
+
+def test_kip996_prospective_with_the_bootstrap_voters_only_pre_votes():
+    # Nothing to discover beyond its pre-vote: no fetch goes out (as before KIP-853).
+    core = make("n3", state=QuorumState(1, None, None, CID))
+    tick_until_prospective(core)
+    out = core.ready().messages
+    assert {x["to"] for x in out if x["type"] == m.VOTE_REQUEST} == {"n1", "n2"}
+    assert [x for x in out if x["type"] == m.FETCH] == []
+
+
+def test_kip996_voter_removed_while_cut_off_finds_the_leader_and_observes():
+    # The seed's case (Jose Sancio's): n3 is removed while it cannot reach the
+    # leader; back in touch, it learns its removal from the leader's log.
+    sim = Sim(THREE, seed=3)
+    leader = settled(sim)
+    stuck = next(n for n in THREE if n != leader)
+    sim.isolate(stuck)
+    result = sim.change_voters("remove", stuck)
+    assert isinstance(result, tuple), result
+    assert sim.run_until(lambda: stuck not in sim.core(leader).committed_voters, 300)
+    sim.run(200)   # it canvasses in vain for several rounds, a voter in its own view
+    assert sim.core(stuck).is_voter and sim.core(stuck).role != LEADER
+    sim.heal()
+    assert sim.run_until(lambda: sim.core(stuck).role == FOLLOWER
+                         and sim.core(stuck).leader == sim.leader()
+                         and not sim.core(stuck).is_voter, 400), sim.describe()
+    assert sim.core(sim.leader()).voters == tuple(sorted(set(THREE) - {stuck}))
+    assert_safe(sim)
+
+
+def test_kip996_prospective_does_not_follow_a_resigned_leader_naming_itself():
+    removed_n1 = Entry(0, 1, vs.record_payload(("n2", "n3")))
+    core = make("n3", state=QuorumState(1, None, None, CID), log=[removed_n1])
+    tick_until_prospective(core)
+    core.ready()
+    # n1 resigned epoch 1: it refuses the fetch and still names itself.
+    core.receive(msg(m.FETCH_RESPONSE, "n1", "n3", 1, leader="n1", error=m.NOT_LEADER,
+                     fetch_offset=1, last_fetched_epoch=1, high_watermark=None, entries=[],
+                     diverging_epoch=None, diverging_end_offset=None))
+    assert core.role == PROSPECTIVE

@@ -83,6 +83,7 @@ def test_write_and_read_through_the_client(cluster):
     start = events(cluster, follower)[0]
     assert start["event"] == "start" and start["node"] == follower
     assert start["recovered_truncated_bytes"] == 0 and start["t"] <= time.monotonic_ns()
+    assert start["voters"] == cluster.names   # the set in force, for the invariants
     # The leader says when it acknowledges writes (put, the cas that matched,
     # the txn, two appends), never reads or a refused cas; each write's age
     # since the leader wrote it is at least a round trip.

@@ -33,8 +33,23 @@ def member_dir(node: NodeSpec) -> Path:
     return node.data_dir / "member"
 
 
+CHANGE_TIMEOUT_S = 5.0  # a member add/remove answers once the change is applied
+# etcd's refusals that only mean "not now", as the codes the membership fault
+# retries: a member that has not been connected long enough, or a change
+# still being applied (--strict-reconfig-check).
+NOT_NOW = {"etcdserver: unhealthy cluster": "not_caught_up",
+           "etcdserver: request timed out": "timeout",
+           "etcdserver: leader changed": "not_leader",
+           "etcdserver: re-configuration failed due to not enough started members":
+               "not_caught_up"}
+
+
 class EtcdDB:
     kind = "etcd"
+    # A removed member shuts itself down, and one added (back) must start with
+    # an empty data dir: the membership fault stops it after a removal and
+    # starts it after an add (nemesis/membership.py).
+    members_leave_when_removed = True
     # No log dump (etcd has no honest offline one) and no event lines.
     artifacts: frozenset[str] = frozenset()
     # --node-option keys it reads, with their kind (checked before a run starts).
@@ -44,6 +59,9 @@ class EtcdDB:
     def __init__(self) -> None:
         # One pool per adapter, no retries: a status probe that fails says so.
         self._http = urllib3.PoolManager(retries=False, maxsize=4)
+        # Members removed through change_voters and not added back: a member
+        # added later must name the current members in --initial-cluster.
+        self._removed: set[str] = set()
 
     def check_installed(self) -> str | None:
         return None if shutil.which("etcd") else INSTALL_HINT
@@ -67,7 +85,8 @@ class EtcdDB:
             "--advertise-client-urls", url,
             "--listen-peer-urls", peer_url(node),
             "--initial-advertise-peer-urls", peer_url(node),
-            "--initial-cluster", ",".join(f"{n.name}={peer_url(n)}" for n in cluster),
+            "--initial-cluster", ",".join(f"{n.name}={peer_url(n)}" for n in cluster
+                                          if n.name not in self._removed or n is node),
             "--initial-cluster-state", "new" if fresh else "existing",
             "--initial-cluster-token", str(options.get("cluster_token", "faultline")),
             "--heartbeat-interval", str(int(options.get("heartbeat_ms", 100))),
@@ -77,6 +96,62 @@ class EtcdDB:
             # etcd's boolean flags take their value only after '='.
             argv.append(f"--pre-vote={'true' if options['pre_vote'] else 'false'}")
         return argv
+
+    def _post(self, node: NodeSpec, path: str, body: dict, timeout: float) -> dict | None:
+        """The gateway's JSON answer, or {"error": ...} when it refused, or None
+        when the member did not answer."""
+        try:
+            resp = self._http.request(
+                "POST", client_url(node.host, node.port) + path, body=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"}, timeout=urllib3.Timeout(timeout))
+        except urllib3.exceptions.HTTPError:
+            return None
+        try:
+            doc = json.loads(resp.data)
+        except ValueError:
+            return {"error": f"HTTP {resp.status}"}
+        if not isinstance(doc, dict):
+            return {"error": f"HTTP {resp.status}: not a JSON object"}
+        if resp.status != 200:
+            return {"error": str(doc.get("error") or doc.get("message") or resp.status)}
+        return doc
+
+    def change_voters(self, cluster: list[NodeSpec], change: str, node: str) -> dict:
+        """etcd's member remove / member add (what its own robustness tests
+        use), sent to the leader. An added member's data dir is emptied here:
+        it joins as a new member. The caller stops it before an add and
+        starts it after (`members_leave_when_removed`)."""
+        leader = self.leader(cluster)
+        if leader is None:
+            return {"ok": False, "error": "no_leader"}
+        at = next(n for n in cluster if n.name == leader)
+        target = next(n for n in cluster if n.name == node)
+        listed = self._post(at, "/v3/cluster/member/list", {}, CHANGE_TIMEOUT_S)
+        if listed is None or "error" in listed:
+            return {"ok": False, "error": "timeout" if listed is None else listed["error"]}
+        members = listed.get("members") or []
+        mine = [m for m in members if peer_url(target) in (m.get("peerURLs") or [])]
+        if change == "remove":
+            if not mine:
+                return {"ok": False, "error": "voter_not_found"}
+            answer = self._post(at, "/v3/cluster/member/remove", {"ID": mine[0]["ID"]},
+                                CHANGE_TIMEOUT_S)
+        else:
+            if mine:
+                return {"ok": False, "error": "duplicate_voter"}
+            answer = self._post(at, "/v3/cluster/member/add",
+                                {"peerURLs": [peer_url(target)]}, CHANGE_TIMEOUT_S)
+        if answer is None or "error" in answer:
+            error = "timeout" if answer is None else answer["error"]
+            return {"ok": False, "leader": leader, "error": NOT_NOW.get(error, error)}
+        if change == "remove":
+            self._removed.add(node)
+        else:
+            self._removed.discard(node)
+            shutil.rmtree(member_dir(target), ignore_errors=True)
+        names = {m.get("name") or n.name for m in answer.get("members") or []
+                 for n in cluster if peer_url(n) in (m.get("peerURLs") or [])}
+        return {"ok": True, "error": None, "leader": leader, "voters": sorted(names)}
 
     def _status(self, node: NodeSpec) -> tuple[int, int, int] | None:
         try:

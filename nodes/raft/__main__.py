@@ -1,4 +1,6 @@
-"""`python -m nodes.raft --id n1 ...` runs a node; `python -m nodes.raft dump DIR --out F` dumps."""
+"""`python -m nodes.raft --id n1 ...` runs a node; `python -m nodes.raft dump DIR --out F`
+dumps; `python -m nodes.raft format DIR [--cluster-id ID]` formats a data dir (a new
+cluster id when none is given) and prints its cluster id."""
 
 from __future__ import annotations
 
@@ -77,9 +79,27 @@ def dump_main(argv: list[str]) -> None:
     write_dump(args.data_dir, args.out, args.node)
 
 
+def format_main(argv: list[str]) -> None:
+    from nodes.raft import storage
+
+    p = argparse.ArgumentParser(prog="python -m nodes.raft format")
+    p.add_argument("data_dir", type=Path)
+    p.add_argument("--cluster-id", default=None,
+                   help="the cluster to format for (default: a new random id, KIP-595)")
+    args = p.parse_args(argv)
+    cluster_id = args.cluster_id or storage.new_cluster_id()
+    try:
+        storage.format_data_dir(args.data_dir, cluster_id)
+    except storage.FormatError as e:
+        p.error(str(e))
+    print(cluster_id)
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["dump"]:
         dump_main(argv[1:])
+    elif argv[:1] == ["format"]:
+        format_main(argv[1:])
     else:
         node_main(argv)
 

@@ -17,10 +17,13 @@ RESIGNED_SAME_EPOCH = "resigned-same-epoch"
 LEADER_ACK_AS_QUORUM = "leader-ack-as-quorum"
 TWO_VOTER_CHANGES = "two-voter-changes"
 ACK_WHEN_COMMITTED_AUTOJOIN = "ack-when-committed-autojoin"
+# KIP-595's cluster id check.
+CLUSTER_ID_IGNORED = "cluster-id-ignored"
 
 KNOWN = frozenset({NO_PRE_VOTE, NO_CHECK_QUORUM, VOTE_BEFORE_PERSIST, TRUNCATE_TO_HW, COMMIT_DIRTY,
                    PRE_VOTE_WHILE_FOLLOWING, RESIGNED_SAME_EPOCH})
 KNOWN |= {LEADER_ACK_AS_QUORUM, TWO_VOTER_CHANGES, ACK_WHEN_COMMITTED_AUTOJOIN}
+KNOWN |= {CLUSTER_ID_IGNORED}
 
 # How a real run exposes each switch (BUGS.md's last column; bench/detection.py
 # and campaigns/calibration.toml are built from this): the nemesis, its mean
@@ -58,10 +61,17 @@ CALIBRATION: dict[str, dict] = {
     # first is in flight; the switch accepts it.
     TWO_VOTER_CHANGES: {"nemesis": ["membership:remove-two"], "nemesis_interval": 3.0,
                         "caught_by": ["invariants"]},
-    # Removed voters rejoin by auto-join (KIP-1186's scenario, on 3 nodes).
+    # KIP-1186's scenario on 3 nodes: n1 starts as the only voter (its
+    # --standalone), the others auto-join; removed voters rejoin the same way.
+    # Without the standalone start, a removed node could rejoin before the
+    # next removal, the set never shrinking to the leader alone (1 run in 5).
     ACK_WHEN_COMMITTED_AUTOJOIN: {"nemesis": ["membership:auto-join"], "nemesis_interval": 3.0,
-                                  "node_options": {"auto_join": True},
+                                  "node_options": {"auto_join": True, "voters": ["n1"]},
                                   "caught_by": ["invariants"]},
+    # A node re-formatted for another cluster rejoins under its old name: the
+    # switch lets it follow our leader (and count toward our commits).
+    CLUSTER_ID_IGNORED: {"nemesis": ["reformat"], "nemesis_interval": 3.0,
+                         "caught_by": ["invariants"]},
 }
 
 

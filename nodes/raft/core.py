@@ -341,7 +341,11 @@ class Core:
             kind = msg["type"]
             if msg["to"] != self.node_id:
                 return
-            if msg["cluster_id"] != self._cfg.cluster_id:
+            # BUG when switched on (KIP-595: a request whose ClusterId is not
+            # ours is refused with INCONSISTENT_CLUSTER_ID): a node formatted
+            # for another cluster votes, fetches and counts toward our commits.
+            if (msg["cluster_id"] != self._cfg.cluster_id
+                    and bugs.CLUSTER_ID_IGNORED not in self._bugs):
                 self._reject_foreign(msg)
                 return
             handler = self._handlers().get(kind)
@@ -649,7 +653,7 @@ class Core:
         if epoch > self._epoch:
             self._observe_epoch(epoch, leader)
             return
-        if self._learn_leader_from_fetch_response(epoch, leader):
+        if self._learn_leader_from_fetch_response(epoch, leader, msg):
             return
         if self._role != FOLLOWER or epoch != self._epoch or msg["from"] != self._leader:
             return
@@ -752,6 +756,7 @@ class Core:
             self._become_candidate()
             return
         self._request_votes(pre_vote=True)
+        self._discover_leader(exclude=set(self._others()))
         self._count_votes()
 
     def _become_candidate(self) -> None:
@@ -1108,19 +1113,34 @@ class Core:
         """An observer never canvasses: it waits in Unattached and asks the
         bootstrap and known voters who leads (KIP-853 discovery by Fetch)."""
         self._become_unattached(self._epoch)
-        targets = sorted((set(self._cfg.voters) | set(self.voters)) - {self.node_id})
-        for voter in targets:
+        self._discover_leader(exclude=set())
+
+    def _discover_leader(self, exclude: set[str]) -> None:
+        """Fetch from the bootstrap and known voters (but those in `exclude`)
+        to learn who leads. A Prospective voter does so too (KIP-996 with
+        KIP-853): its pre-vote reaches only the voters it knows of, and a
+        voter removed while cut off may know of none that still leads; the
+        leader sends it no BeginQuorumEpoch, so only a fetch finds it."""
+        targets = (set(self._cfg.voters) | set(self.voters)) - exclude - {self.node_id}
+        for voter in sorted(targets):
             self._send(m.FETCH, voter, fetch_offset=len(self._log),
                        last_fetched_epoch=self.last_epoch, flushed_offset=self._flushed_end)
 
-    def _learn_leader_from_fetch_response(self, epoch: int, leader: str | None) -> bool:
-        """An Unattached node that fetched to find the leader follows the one
-        named in its own epoch (a higher epoch was handled already)."""
+    def _learn_leader_from_fetch_response(self, epoch: int, leader: str | None,
+                                          msg: dict) -> bool:
+        """An Unattached or Prospective node that fetched to find the leader
+        follows the one named in its own epoch (a higher epoch was handled
+        already). KIP-996 lets Prospective go back to Follower on any response
+        naming a leader; it shields that leader from pre-votes only once it
+        has fetched from it. A refusal that names its own sender comes from a
+        leader that resigned the epoch: following it would only wait out
+        another fetch timeout."""
         if (
-            self._role == UNATTACHED
+            self._role in (UNATTACHED, PROSPECTIVE)
             and epoch == self._epoch
             and leader is not None
             and leader != self.node_id
+            and not (msg.get("error") and leader == msg["from"])
         ):
             self._become_follower(epoch, leader)
             return True

@@ -1,8 +1,9 @@
 """DB adapter for the raft node (the `nodes.db.DB` protocol in docs/contracts.md).
 
 Says what to run and how to look at a node; the harness owns the processes.
-Node options understood: "cluster_id" (default "faultline"), "tick_ms",
-"request_timeout_ms", "seed", "bugs" (list of bug switch names).
+Node options understood: "cluster_id" (default: a new random id per cluster,
+made when its data dirs are formatted), "tick_ms", "request_timeout_ms", "seed",
+"bugs" (list of bug switch names), "voters", "auto_join".
 """
 
 from __future__ import annotations
@@ -30,13 +31,41 @@ class RaftDB:
                "request_timeout_ms": "positive-int", "seed": "int", "bugs": "string-list",
                "voters": "string-list", "auto_join": "bool"}
 
+    def __init__(self) -> None:
+        # KIP-595: a cluster id is made once, when the cluster's data dirs are
+        # formatted; a node re-formatted for another cluster is configured
+        # for that one (`reformat`).
+        self._cluster_id: str | None = None
+        self._reformatted: dict[str, str] = {}
+
+    def cluster_id(self, node: NodeSpec) -> str:
+        """The cluster the node is configured for."""
+        if node.name in self._reformatted:
+            return self._reformatted[node.name]
+        if node.options.get("cluster_id") is not None:
+            return str(node.options["cluster_id"])
+        if self._cluster_id is None:
+            self._cluster_id = storage.new_cluster_id()
+        return self._cluster_id
+
+    def reformat(self, node: NodeSpec, cluster_id: str | None) -> str:
+        """Format the node's (emptied) data dir for `cluster_id` and configure
+        the node for that cluster from its next start; None undoes it (its own
+        data put back). Returns the id the node is now configured for."""
+        self._reformatted.pop(node.name, None)
+        if cluster_id is None:
+            return self.cluster_id(node)
+        storage.format_data_dir(node.data_dir, cluster_id)
+        self._reformatted[node.name] = cluster_id
+        return cluster_id
+
     def check_installed(self) -> str | None:
         if importlib.util.find_spec("msgpack") is None:
             return "Install msgpack into the harness's Python: pip install msgpack."
         return None
 
     def setup(self, node: NodeSpec, cluster: list[NodeSpec]) -> None:
-        node.data_dir.mkdir(parents=True, exist_ok=True)
+        storage.format_data_dir(node.data_dir, self.cluster_id(node))
 
     def argv(self, node: NodeSpec, cluster: list[NodeSpec], fresh: bool) -> list[str]:
         # `fresh` needs nothing here: a node with an empty data dir simply starts
@@ -45,7 +74,8 @@ class RaftDB:
         argv = [
             sys.executable, "-m", "nodes.raft",
             "--id", node.name,
-            "--cluster-id", str(options.get("cluster_id", "faultline")),
+            # One argument: an id of an option's shape must not read as an option.
+            f"--cluster-id={self.cluster_id(node)}",
             "--listen", node.address,
             "--peers", ",".join(f"{n.name}={n.address}" for n in cluster),
             "--data-dir", str(node.data_dir),

@@ -145,18 +145,16 @@ class RaftServer:
 
     def recover(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        stored = storage.read_quorum_state(self.data_dir)
+        state = QuorumState(**stored) if stored else None
+        # Before anything touches the data (recovery may cut a torn tail): a
+        # node must never act on another cluster's data (KIP-595 cluster id).
+        self._check_cluster_id(state)
         self.log, recovered = SegmentedLog.open(self.data_dir, self.options.segment_bytes)
         state_file = self.data_dir / storage.QUORUM_STATE_FILE
-        stored = storage.read_quorum_state(self.data_dir)
         if stored is None and (state_file.exists() or recovered.records):
             # A voter that forgets its vote could vote twice in one epoch.
             self.emit({"event": "data_loss", "what": "quorum-state-missing"})
-        state = QuorumState(**stored) if stored else None
-        if state is not None and state.cluster_id != self.options.cluster_id:
-            raise SystemExit(
-                f"{self.data_dir} belongs to cluster {state.cluster_id!r}, "
-                f"not {self.options.cluster_id!r}"
-            )
         config = Config(
             node_id=self.node_id,
             voters=self.options.voters or tuple(sorted(self.options.peers)),
@@ -168,7 +166,10 @@ class RaftServer:
         self.core = Core(config, state, entries, self.options.seed)
         self.emit({
             "event": "start", "epoch": self.core.epoch, "log_end": self.core.log_end,
-            "voted_for": self.core.voted_for,
+            "voted_for": self.core.voted_for, "cluster_id": self.options.cluster_id,
+            # The voter set in force from the recovered log (KIP-853), for the
+            # invariants that count a majority of voters.
+            "voters": list(self.core.voters),
             # The protocol timers in wall time, for invariants judged from these lines.
             "tick_ms": self.options.tick_ms,
             "election_timeout_ms": config.election_timeout_ticks * self.options.tick_ms,
@@ -179,6 +180,30 @@ class RaftServer:
             self.emit({"event": "truncate", "from": None, "to": self.core.log_end,
                        "reason": "recovery", "bytes": recovered.truncated_bytes})
         storage.write_epoch_checkpoint(self.data_dir, self.core.epoch_cache)
+
+    def _check_cluster_id(self, state: QuorumState | None) -> None:
+        """Stop with a clear error if the data dir was formatted for (or its
+        quorum state names) another cluster than the configured one. A data
+        dir never formatted is formatted here: empty, for the configured
+        cluster (a new node); with a quorum state, for the cluster it names."""
+        configured = self.options.cluster_id
+        try:
+            stored = storage.read_cluster_id(self.data_dir)
+            if stored is None:
+                stored = state.cluster_id if state is not None else configured
+                storage.format_data_dir(self.data_dir, stored)
+                self.emit({"event": "formatted", "cluster_id": stored})
+        except storage.FormatError as e:
+            raise SystemExit(f"{self.node_id}: {e}") from None
+        found = {stored} | ({state.cluster_id} if state is not None else set())
+        if found != {configured}:
+            self.emit({"event": "cluster_id_mismatch", "configured": configured,
+                       "stored": sorted(found)})
+            raise SystemExit(
+                f"{self.node_id}: {self.data_dir} was formatted for cluster "
+                f"{' and '.join(repr(c) for c in sorted(found))}, but this node is configured "
+                f"for cluster {configured!r}; refusing to start (re-format the data dir "
+                f"or fix --cluster-id)")
 
     async def serve(self) -> None:
         self.recover()

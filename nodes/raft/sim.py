@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import heapq
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import msgpack
 
@@ -169,6 +169,25 @@ class Sim:
         node = self.nodes[name]
         if node.alive:
             return
+        self._boot(node)
+
+    def reformat(self, name: str, cluster_id: str) -> SimDisk:
+        """Crash the node, format an empty disk for `cluster_id` and boot it
+        there (an operator's mistake); the old disk is returned for `restore`."""
+        self.crash(name)
+        node = self.nodes[name]
+        old = node.disk
+        node.disk = SimDisk()
+        node.config = replace(node.config, cluster_id=cluster_id)
+        self._boot(node)
+        return old
+
+    def restore(self, name: str, disk: SimDisk) -> None:
+        """Crash the node and boot it on `disk` again, in this cluster."""
+        self.crash(name)
+        node = self.nodes[name]
+        node.disk = disk
+        node.config = replace(node.config, cluster_id=self.cluster_id)
         self._boot(node)
 
     def add_node(self, name: str, **config) -> None:

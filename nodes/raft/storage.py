@@ -1,6 +1,8 @@
 """Durable state of one raft node: the segmented log and the small checkpoint files.
 
 Data dir layout:
+    meta                               JSON {"version", "cluster_id"}, written once by
+                                       `format` (KIP-595: the cluster id is made at format time)
     log/<base offset, 20 digits>.seg   segments of records
     quorum-state                       JSON, replaced atomically, fsynced (KIP-595)
     leader-epoch-checkpoint            JSON [[epoch, start_offset], ...], replaced atomically
@@ -18,6 +20,7 @@ segment roll, `sync`) holds one lock.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import struct
@@ -26,12 +29,14 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
+from uuid import uuid4
 
 RECORD_HEADER = struct.Struct(">IIQQ")  # crc32, payload length, offset, epoch
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024  # anything longer is a corrupt length field
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 SEGMENT_SUFFIX = ".seg"
 
+META_FILE = "meta"
 QUORUM_STATE_FILE = "quorum-state"
 EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 HIGH_WATERMARK_FILE = "high-watermark"
@@ -125,6 +130,49 @@ def _read_json(path: Path) -> Any:
         return json.loads(path.read_bytes())
     except (FileNotFoundError, ValueError, UnicodeDecodeError):
         return None
+
+
+# --- format: the cluster id -------------------------------------------------------
+
+
+class FormatError(Exception):
+    """The data dir cannot be formatted (or read) for this cluster; one sentence."""
+
+
+def new_cluster_id() -> str:
+    """A random cluster id, as Kafka makes them: a UUID in URL-safe base64,
+    never starting with "-" (a command line would take it for an option)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
+def read_cluster_id(data_dir: Path) -> str | None:
+    """The cluster id the data dir was formatted for; None if never formatted."""
+    path = Path(data_dir) / META_FILE
+    if not path.exists():
+        return None
+    doc = _read_json(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("cluster_id"), str):
+        raise FormatError(f"{path} is unreadable: the data dir's format is lost")
+    return doc["cluster_id"]
+
+
+def format_data_dir(data_dir: Path, cluster_id: str) -> None:
+    """Write the data dir's meta file for `cluster_id` (durably). Refuses a dir
+    formatted for another cluster; formatting again for the same one is a no-op."""
+    data_dir = Path(data_dir)
+    if not cluster_id:
+        raise FormatError("a cluster id must not be empty")
+    data_dir.mkdir(parents=True, exist_ok=True)
+    stored = read_cluster_id(data_dir)
+    if stored == cluster_id:
+        return
+    if stored is not None:
+        raise FormatError(f"{data_dir} is already formatted for cluster {stored!r}")
+    write_file_atomically(data_dir / META_FILE,
+                          json.dumps({"version": 1, "cluster_id": cluster_id}).encode())
 
 
 # --- quorum state ---------------------------------------------------------------
