@@ -86,6 +86,13 @@ def _armed_power_cut(rng: random.Random, nodes: Sequence[str], variant: str | No
     return {}
 
 
+def _armed_power_cut_vote(rng: random.Random, nodes: Sequence[str], variant: str | None
+                          ) -> dict[str, Any]:
+    from nemesis.triggers import parse_fsync_delay
+    parse_fsync_delay(variant)
+    return {}
+
+
 @dataclass(frozen=True)
 class FaultKind:
     """A fault as the registry knows it, with its metadata.
@@ -143,6 +150,10 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
               needs_lazyfs=True, planner=_planner("nemesis.disk", "plan_lose_unsynced")),
     FaultKind("kill-after-vote", _lazy("nemesis.triggers", "kill_after_vote"),
               "kill a node right after it votes", fires_on_events=True, planner=_armed),
+    FaultKind("power-cut-after-vote", _lazy("nemesis.triggers", "power_cut_after_vote"),
+              "cut power to a node right after it votes", variants=lambda: ("<D>ms",),
+              default="50ms", needs_lazyfs=True, fires_on_events=True,
+              planner=_armed_power_cut_vote),
     FaultKind("power-cut-after-commit", _lazy("nemesis.triggers", "power_cut_after_commit"),
               "cut power to nodes right after a commit", variants=lambda: (
                   "majority", "all", "<target>-<D>ms"), default="majority-50ms",
