@@ -46,6 +46,13 @@ def _disk_lose_unsynced(ctx: FaultContext) -> Fault:
     return LoseUnsyncedFault(ctx.extras["mounts"])
 
 
+def _disk_lose_state(ctx: FaultContext) -> Fault:
+    from nemesis.disk import LoseStateFault
+    if ctx.variant is not None:
+        raise ValueError("lose-state takes no variant")
+    return LoseStateFault(ctx.db)
+
+
 def _lazy(module: str, attr: str) -> FaultFactory:
     def factory(ctx: FaultContext) -> Fault:
         return getattr(importlib.import_module(module), attr)(ctx)
@@ -90,6 +97,14 @@ def _armed_power_cut_vote(rng: random.Random, nodes: Sequence[str], variant: str
                           ) -> dict[str, Any]:
     from nemesis.triggers import parse_fsync_delay
     parse_fsync_delay(variant)
+    return {}
+
+
+def _armed_lose_state(rng: random.Random, nodes: Sequence[str], variant: str | None
+                      ) -> dict[str, Any]:
+    """Whom it hits depends on who leads at inject time."""
+    if variant is not None:
+        raise ValueError("lose-state takes no variant")
     return {}
 
 
@@ -158,6 +173,9 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
               "cut power to nodes right after a commit", variants=lambda: (
                   "majority", "all", "<target>-<D>ms"), default="majority-50ms",
               needs_lazyfs=True, fires_on_events=True, planner=_armed_power_cut),
+    FaultKind("lose-state", _disk_lose_state,
+              "take the leader down and a follower's vote records with it", "start",
+              planner=_armed_lose_state),
     FaultKind("membership", _lazy("nemesis.membership", "membership_fault"),
               "remove voters (KIP-853), added back at the heal", "restore-voters",
               _names("nemesis.membership", "VARIANTS"), "remove",

@@ -17,10 +17,13 @@ RESIGNED_SAME_EPOCH = "resigned-same-epoch"
 LEADER_ACK_AS_QUORUM = "leader-ack-as-quorum"
 TWO_VOTER_CHANGES = "two-voter-changes"
 ACK_WHEN_COMMITTED_AUTOJOIN = "ack-when-committed-autojoin"
+# A voter that lost its quorum-state file (KIP-996 "Disk failure", KIP-595).
+VOTE_AFTER_STATE_LOSS = "vote-after-state-loss"
 
 KNOWN = frozenset({NO_PRE_VOTE, NO_CHECK_QUORUM, VOTE_BEFORE_PERSIST, TRUNCATE_TO_HW, COMMIT_DIRTY,
                    PRE_VOTE_WHILE_FOLLOWING, RESIGNED_SAME_EPOCH})
 KNOWN |= {LEADER_ACK_AS_QUORUM, TWO_VOTER_CHANGES, ACK_WHEN_COMMITTED_AUTOJOIN}
+KNOWN |= {VOTE_AFTER_STATE_LOSS}
 
 # How a real run exposes each switch (BUGS.md's last column; bench/detection.py
 # and campaigns/calibration.toml are built from this): the nemesis, its mean
@@ -72,6 +75,11 @@ CALIBRATION: dict[str, dict] = {
     ACK_WHEN_COMMITTED_AUTOJOIN: {"nemesis": ["membership:auto-join"], "nemesis_interval": 3.0,
                                   "node_options": {"auto_join": True},
                                   "caught_by": ["invariants"]},
+    # The leader goes down and a follower loses its quorum-state file at the
+    # same moment and comes back at once: the election that follows needs its
+    # vote before it can have caught up with any leader.
+    VOTE_AFTER_STATE_LOSS: {"nemesis": ["lose-state"], "nemesis_interval": 3.0,
+                            "caught_by": ["invariants"]},
 }
 
 
