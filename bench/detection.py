@@ -68,7 +68,8 @@ def switch_config(name: str, seed: int, time_limit: float) -> dict[str, Any]:
     plan = CALIBRATION[name]
     return {"workload": SWITCH_WORKLOAD, "nodes": plan.get("nodes", SWITCH_NODES),
             "nemesis": list(plan["nemesis"]),
-            "nemesis_interval": plan["nemesis_interval"], "time_limit": time_limit,
+            "nemesis_interval": plan["nemesis_interval"],
+            "nemesis_min_duration": plan.get("nemesis_min_duration", 0.0), "time_limit": time_limit,
             "rate": plan.get("rate", DEFAULT_RATE), "seed": seed, "bugs": [],
             "workload_options": dict(plan.get("workload_options", {})),
             "node_options": dict(plan.get("node_options", {}))}
@@ -76,7 +77,8 @@ def switch_config(name: str, seed: int, time_limit: float) -> dict[str, Any]:
 
 def all_faults_config(workload: str, seed: int, time_limit: float) -> dict[str, Any]:
     return {"workload": workload, "nodes": ALL_FAULTS_NODES, "nemesis": list(FAULTS),
-            "nemesis_interval": ALL_FAULTS_INTERVAL, "time_limit": time_limit,
+            "nemesis_interval": ALL_FAULTS_INTERVAL, "nemesis_min_duration": 0.0,
+            "time_limit": time_limit,
             "rate": DEFAULT_RATE, "seed": seed, "bugs": [], "workload_options": {}}
 
 
@@ -86,6 +88,8 @@ def cli_args(config: dict[str, Any]) -> list[str]:
             "--nemesis-interval", str(config["nemesis_interval"]),
             "--time-limit", str(config["time_limit"]), "--rate", str(config["rate"]),
             "--seed", str(config["seed"])]
+    if config.get("nemesis_min_duration"):
+        args += ["--nemesis-min-duration", str(config["nemesis_min_duration"])]
     for bug in config["bugs"]:
         args += ["--bug", bug]
     for key, value in sorted(config.get("workload_options", {}).items()):

@@ -38,6 +38,7 @@ LEADER_LIMITS = ("max_leader_changes_per_heal", "max_quiet_leader_changes")
 # Faults that stay in force until a later op undoes them; all others last as
 # long as their own invoke..completion.
 HEALED_BY = healed_by(DOWN, CUT, VOTERS, OTHER_CLUSTER)
+LASTING = frozenset(f for faults in HEALED_BY.values() for f in faults)
 MAX_LISTED = 50
 NS = 1_000_000_000
 
@@ -103,7 +104,7 @@ def fault_windows(history: list[Op], run_end: int) -> tuple[list[dict], list[dic
         if inv.f in HEALED_BY:
             healed = _nodes(inv.value)
             heals.append({"f": inv.f, "value": inv.value, "time": finished})
-            for fault in [f for f in open_faults if f["f"] == HEALED_BY[inv.f]]:
+            for fault in [f for f in open_faults if f["f"] in HEALED_BY[inv.f]]:
                 if healed is None or fault["nodes"] is None or fault["nodes"] & healed:
                     fault["end"] = finished
                     open_faults.remove(fault)
@@ -111,7 +112,7 @@ def fault_windows(history: list[Op], run_end: int) -> tuple[list[dict], list[dic
         fault = {"f": inv.f, "value": inv.value, "start": inv.time,
                  "end": finished, "nodes": _nodes(inv.value)}
         faults.append(fault)
-        if inv.f in HEALED_BY.values():
+        if inv.f in LASTING:
             fault["end"] = None
             open_faults.append(fault)
     for fault in open_faults:

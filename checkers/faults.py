@@ -45,13 +45,17 @@ LOSE_UNSYNCED = FaultOp("lose-unsynced", "start", RESTART)
 # A trigger's heal restarts whatever it killed.
 KILL_AFTER_VOTE = FaultOp("kill-after-vote", "start", ARMED)
 POWER_CUT_AFTER_COMMIT = FaultOp("power-cut-after-commit", "start", ARMED)
+POWER_CUT_AFTER_VOTE = FaultOp("power-cut-after-vote", "start", ARMED)
+# The leader stays down until `start`; the follower whose vote records it
+# takes restarts at once.
+LOSE_STATE = FaultOp("lose-state", "start", DOWN)
 MEMBERSHIP = FaultOp("membership", "restore-voters", VOTERS)
 # The heal puts the node's own data back and starts it in its own cluster.
 REFORMAT = FaultOp("reformat", "restore-data", OTHER_CLUSTER)
 
 FAULT_OPS: dict[str, FaultOp] = {f.name: f for f in (
     KILL, PAUSE, PARTITION, TRUNCATE, LOSE_UNSYNCED, KILL_AFTER_VOTE, POWER_CUT_AFTER_COMMIT,
-    MEMBERSHIP, REFORMAT)}
+    POWER_CUT_AFTER_VOTE, LOSE_STATE, MEMBERSHIP, REFORMAT)}
 
 
 def named(*effects: str) -> tuple[str, ...]:
@@ -59,12 +63,11 @@ def named(*effects: str) -> tuple[str, ...]:
     return tuple(f.name for f in FAULT_OPS.values() if f.effect in effects)
 
 
-def healed_by(*effects: str) -> dict[str, str]:
-    """heal f -> the lasting fault with one of `effects` it ends."""
-    out: dict[str, str] = {}
+def healed_by(*effects: str) -> dict[str, tuple[str, ...]]:
+    """heal f -> the lasting faults with one of `effects` it ends (a `start`
+    ends a kill and a lose-state alike; its nodes say which)."""
+    out: dict[str, tuple[str, ...]] = {}
     for f in FAULT_OPS.values():
         if f.lasting and f.effect in effects:
-            if f.heal_f in out:   # a heal op must say which fault it ended
-                raise ValueError(f"{f.heal_f} would end both {out[f.heal_f]} and {f.name}")
-            out[f.heal_f] = f.name
+            out[f.heal_f] = (*out.get(f.heal_f, ()), f.name)
     return out

@@ -15,6 +15,11 @@ derived from the timers the nodes report in their `start` lines.
 - `vote-forgotten` (KIP-595, quorum state durable before the grant): a node
   that granted a vote in epoch e and restarts without reporting `data_loss`
   comes back in a later epoch, or in e with that same vote.
+- `vote-after-state-loss` (KIP-996 "Disk failure"; KIP-595 one vote per
+  epoch): a node that restarts without its quorum-state file (`data_loss`)
+  does not know which votes it gave, so it grants none and does not stand
+  for election before it has followed a leader again (a `role` Follower
+  line naming one after the loss).
 - `resigned-leader-stayed-in-epoch` / `follows-itself` (KIP-996, Resigned): a
   leader that resigns leaves its epoch (its next role is in a later one), so
   it can never end up following itself.
@@ -83,6 +88,7 @@ def check(history: list[Op], events: dict[str, list[dict]], run: dict) -> Verdic
     timers = node_timers(events)
     stats: dict[str, Any] = {"timers_ms": timers, "votes": _count(events, "vote")}
     anomalies = double_votes(events) + forgotten_votes(events) + resigned_leaders(events)
+    anomalies += votes_after_state_loss(events)
     anomalies += changes_in_flight(events)
     anomalies += other_cluster_links(events)
     if type(start_ns) is not int or timers is None:
@@ -232,6 +238,23 @@ def other_cluster_links(events: dict[str, list[dict]]) -> list[dict]:
                 anomalies.append({"type": rule, "node": node, "cluster_id": cluster,
                                   "other": other, "other_cluster_ids": sorted(theirs),
                                   "epoch": ev.get("epoch"), "event": ev})
+
+
+def votes_after_state_loss(events: dict[str, list[dict]]) -> list[dict]:
+    anomalies = []
+    for node, evs in sorted(events.items()):
+        lost: dict | None = None
+        for ev in evs:
+            kind = ev.get("event")
+            if kind == "data_loss" and ev.get("what") == "quorum-state-missing":
+                lost = ev
+            elif lost is None:
+                continue
+            elif kind == "role" and ev.get("role") == "Follower" and ev.get("leader"):
+                lost = None
+            elif kind == "vote" or (kind == "role" and ev.get("role") == "Candidate"):
+                anomalies.append({"type": "vote-after-state-loss", "node": node,
+                                  "epoch": ev.get("epoch"), "loss": lost, "event": ev})
     return anomalies
 
 
@@ -253,9 +276,9 @@ def fault_timeline(history: list[Op], nodes: list[str], certain: bool = True) ->
         if done is None:
             done = Op(inv.index, end_of_history, inv.process, "info", inv.f, inv.value)
         if inv.f in HEALS:
-            kind = HEALS[inv.f]
-            for payload in open_faults.pop(kind, []):
-                changes.append((inv.time if certain else done.time, "off", kind, payload))
+            for kind in HEALS[inv.f]:
+                for payload in open_faults.pop(kind, []):
+                    changes.append((inv.time if certain else done.time, "off", kind, payload))
         elif inv.f in DOWN_FAULTS or inv.f in CUT_FAULTS:
             payload = _payload(inv, done, nodes)
             if payload:
@@ -295,6 +318,8 @@ def _payload(inv: Op, done: Op, nodes: list[str]) -> Any:
         pairs = value.get("cut") or (inv.value or {}).get("cut") or []
         return frozenset((a, b) for a, b in pairs)
     named = value.get("nodes") or (inv.value or {}).get("nodes") or []
+    if inv.f == "lose-state":
+        named = [value.get("leader")]   # the other node it names restarted at once
     return frozenset(n for n in named if n in nodes)
 
 

@@ -27,11 +27,13 @@ from typing import Any, Protocol
 from checkers.faults import (
     KILL,
     KILL_AFTER_VOTE,
+    LOSE_STATE,
     LOSE_UNSYNCED,
     MEMBERSHIP,
     PARTITION,
     PAUSE,
     POWER_CUT_AFTER_COMMIT,
+    POWER_CUT_AFTER_VOTE,
     REFORMAT,
     TRUNCATE,
     FaultOp,
@@ -56,6 +58,13 @@ def _disk_lose_unsynced(ctx: FaultContext) -> Fault:
     if "mounts" not in ctx.extras:
         raise ValueError(f"{LOSE_UNSYNCED.name} needs the nodes' data dirs on LazyFS mounts")
     return LoseUnsyncedFault(ctx.extras["mounts"])
+
+
+def _disk_lose_state(ctx: FaultContext) -> Fault:
+    from nemesis.disk import LoseStateFault
+    if ctx.variant is not None:
+        raise ValueError("lose-state takes no variant")
+    return LoseStateFault(ctx.db)
 
 
 def _lazy(module: str, attr: str) -> FaultFactory:
@@ -95,6 +104,21 @@ def _armed_power_cut(rng: random.Random, nodes: Sequence[str], variant: str | No
                      ) -> dict[str, Any]:
     from nemesis.triggers import parse_power_cut
     parse_power_cut(variant)   # a bad variant is refused when planned
+    return {}
+
+
+def _armed_power_cut_vote(rng: random.Random, nodes: Sequence[str], variant: str | None
+                          ) -> dict[str, Any]:
+    from nemesis.triggers import parse_fsync_delay
+    parse_fsync_delay(variant)
+    return {}
+
+
+def _armed_lose_state(rng: random.Random, nodes: Sequence[str], variant: str | None
+                      ) -> dict[str, Any]:
+    """Whom it hits depends on who leads at inject time."""
+    if variant is not None:
+        raise ValueError("lose-state takes no variant")
     return {}
 
 
@@ -163,10 +187,17 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           planner=_planner("nemesis.disk", "plan_lose_unsynced")),
     _kind(KILL_AFTER_VOTE, _lazy("nemesis.triggers", "kill_after_vote"),
           "kill a node right after it votes", fires_on_events=True, planner=_armed),
+    _kind(POWER_CUT_AFTER_VOTE, _lazy("nemesis.triggers", "power_cut_after_vote"),
+          "cut power to a node right after it votes", variants=lambda: ("<D>ms",),
+          default="50ms", needs_lazyfs=True, fires_on_events=True,
+          planner=_armed_power_cut_vote),
     _kind(POWER_CUT_AFTER_COMMIT, _lazy("nemesis.triggers", "power_cut_after_commit"),
           "cut power to nodes right after a commit",
           variants=lambda: ("majority", "all", "<target>-<D>ms"), default="majority-50ms",
           needs_lazyfs=True, fires_on_events=True, planner=_armed_power_cut),
+    _kind(LOSE_STATE, _disk_lose_state,
+          "take the leader down and a follower's vote records with it",
+          planner=_armed_lose_state),
     _kind(MEMBERSHIP, _lazy("nemesis.membership", "membership_fault"),
           "remove voters (KIP-853), added back at the heal",
           variants=_names("nemesis.membership", "VARIANTS"), default="remove",

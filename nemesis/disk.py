@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from checkers.faults import LOSE_UNSYNCED, TRUNCATE
+from checkers.faults import LOSE_STATE, LOSE_UNSYNCED, TRUNCATE
 from nemesis.lazyfs import LazyFS
 from nemesis.process import choose_targets, resolve_nodes
 
@@ -188,6 +188,51 @@ class LoseUnsyncedFault:
         return {"nodes": names, "lost": lost}
 
     def heal(self, cluster: DiskCluster) -> dict[str, Any]:
+        names, self.down = self.down, []
+        return {"nodes": cluster.start(names) if names else []}
+
+
+class StateFiles(Protocol):
+    """What `lose-state` needs from the db adapter: the files in which a node
+    keeps the record of its votes (raft: the quorum-state file)."""
+
+    def state_files(self, node: Any) -> list[Path]: ...
+
+
+class LoseStateFault:
+    """`lose-state`: the leader goes down and, at the same moment, a follower
+    loses its state files (the rest of its disk survives) and restarts at once;
+    heal restarts the leader. The election that follows needs the follower's
+    vote before it can have caught up with any leader: the moment a voter that
+    forgot its votes must abstain (KIP-996, "Disk failure")."""
+
+    name, heal_f = LOSE_STATE.name, LOSE_STATE.heal_f
+
+    def __init__(self, db: Any) -> None:
+        if not hasattr(db, "state_files"):
+            raise ValueError("lose-state needs a db that names its nodes' state files")
+        self.db: StateFiles = db
+        self.down: list[str] = []
+
+    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+               ) -> dict[str, Any]:
+        leader = cluster.leader()
+        followers = sorted(n for n in cluster.names if n != leader and cluster.is_running(n))
+        if leader is None or not followers:
+            raise RuntimeError("no leader and follower to aim at")
+        node = rng.choice(followers)
+        cluster.kill([leader, node])
+        self.down = sorted(set(self.down) | {leader})
+        removed = []
+        for path in self.db.state_files(cluster.spec(node)):
+            if path.exists():
+                path.unlink()
+                removed.append(str(path))
+        cluster.start([node])
+        return {"nodes": [leader, node], "leader": leader, "lost_state": node,
+                "removed": removed}
+
+    def heal(self, cluster: Any) -> dict[str, Any]:
         names, self.down = self.down, []
         return {"nodes": cluster.start(names) if names else []}
 

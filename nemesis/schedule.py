@@ -49,10 +49,13 @@ def plan_params(spec: str, rng: random.Random, nodes: Sequence[str]) -> dict[str
 
 
 def schedule(seed: int, faults: Sequence[str], mean_interval: float, time_limit: float,
-             nodes: Sequence[str]) -> list[Event]:
+             nodes: Sequence[str], min_duration: float = 0.0) -> list[Event]:
     """The timeline of fault and heal events for one run; same inputs, same timeline.
 
-    Every injected fault is healed no later than `time_limit`.
+    Every injected fault is healed no later than `time_limit`. A fault lasts
+    at least `min_duration` s (0: min(MIN_FAULT_S, mean_interval / 2)), so a
+    bug that needs a fault held for a known time gets it from every fault,
+    not from the ones the draw happens to make long; the draws stay the same.
     """
     if mean_interval <= 0:
         raise ValueError("mean interval must be positive")
@@ -61,7 +64,7 @@ def schedule(seed: int, faults: Sequence[str], mean_interval: float, time_limit:
     rng = random.Random(seed)
     specs = list(faults)
     bag: list[str] = []
-    min_duration = min(MIN_FAULT_S, mean_interval / 2)
+    min_duration = min_duration or min(MIN_FAULT_S, mean_interval / 2)
     events: list[Event] = []
     t = 0.0
     while True:

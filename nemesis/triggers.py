@@ -13,6 +13,16 @@ already in the schedule.
 - `kill-after-vote`: kill the leader to bring on an election, then SIGKILL
   the first voter right after its `vote` line (the grant has just left;
   KIP-595 says the vote must already be on disk). Heal restarts both.
+- `power-cut-after-vote[:Dms]`: the same election, but the voter loses power
+  right after its `vote` line (its LazyFS mount freezes in the watcher's
+  thread; `lose-unsynced` then kills, rolls back and restarts it at once).
+  A SIGKILL alone races the voter's next quorum-state write, which follows
+  within a round trip (it learns who won) and, being a plain file write,
+  survives a kill: the forgotten vote then showed in most runs, not all.
+  With each fsync delayed by D ms (default 50), no quorum-state write begun
+  after the vote line can be durable before D ms, so a cut that lands sooner
+  loses every write of the vote the node made after granting it; a correct
+  voter wrote it durably before the grant left, and keeps it.
 - `power-cut-after-commit[:majority|all][-Dms]`: right after the leader's `ack`
   line for a young write (its reply is already on the client's socket),
   power off a majority with the leader (or all nodes): their LazyFS mounts
@@ -42,7 +52,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from checkers.faults import KILL, KILL_AFTER_VOTE, LOSE_UNSYNCED, POWER_CUT_AFTER_COMMIT
+from checkers.faults import (
+    KILL,
+    KILL_AFTER_VOTE,
+    LOSE_UNSYNCED,
+    POWER_CUT_AFTER_COMMIT,
+    POWER_CUT_AFTER_VOTE,
+)
 from nemesis.fault import FaultContext
 
 # How often the watcher looks at the logs: fast while armed, idle otherwise.
@@ -229,6 +245,12 @@ class TriggerFault:
         raise NotImplementedError
 
 
+def elect(trigger: str) -> tuple[str, dict[str, Any]]:
+    """Votes come with elections, and one fault at a time means nothing else
+    brings one on while a vote trigger is armed: kill the leader."""
+    return KILL.name, {"targets": "leader", "trigger": trigger}
+
+
 class KillAfterVote(TriggerFault):
     name, heal_f = KILL_AFTER_VOTE.name, KILL_AFTER_VOTE.heal_f
 
@@ -236,9 +258,7 @@ class KillAfterVote(TriggerFault):
         return {"watch": "vote", "then": "kill the voter"}
 
     def provoke(self) -> tuple[str, dict[str, Any]] | None:
-        # Votes come with elections, and one fault at a time means nothing else
-        # brings one on while armed: kill the leader.
-        return KILL.name, {"targets": "leader", "trigger": self.name}
+        return elect(self.name)
 
     def match(self, node: str, event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
         if event.get("event") != "vote":
@@ -248,13 +268,14 @@ class KillAfterVote(TriggerFault):
                                   "epoch": event.get("epoch")}}
 
 
-class PowerCutAfterCommit(TriggerFault):
-    name, heal_f = POWER_CUT_AFTER_COMMIT.name, POWER_CUT_AFTER_COMMIT.heal_f
+class PowerCut(TriggerFault):
+    """A trigger that cuts power: every mount's fsyncs slowed by D ms while the
+    fault is set up, and the chosen nodes' mounts frozen in the watcher's thread
+    the moment it fires (`lose-unsynced` does the rest in the nemesis thread)."""
 
-    def __init__(self, ctx: FaultContext) -> None:
+    def __init__(self, ctx: FaultContext, fsync_delay_ms: int) -> None:
         super().__init__(ctx)
-        self.old_acks = 0
-        self.targets, self.fsync_delay_ms = parse_power_cut(ctx.variant)
+        self.fsync_delay_ms = fsync_delay_ms
         self.mounts = ctx.extras.get("mounts")
         if self.mounts is None:
             raise ValueError(f"{self.name} needs the nodes' data dirs on LazyFS mounts")
@@ -271,6 +292,62 @@ class PowerCutAfterCommit(TriggerFault):
                 fs.set_fsync_delay(0)
             except Exception:
                 continue  # a mount already stopped has no delay to undo
+
+    def at_once(self, params: dict[str, Any]) -> None:
+        # The power goes off now: handing over to the nemesis thread can take
+        # milliseconds (the GIL, a fault built on first use), and the window
+        # is the fsync delay. lose-unsynced freezes again (a no-op), kills and
+        # rolls back; a replay, with no watcher, freezes at that inject.
+        for name in params["nodes"]:
+            self.mounts[name].freeze()
+        after = params["after"]
+        if type(after.get("t")) is int:
+            after["frozen_after_ms"] = round((time.monotonic_ns() - after["t"]) / 1e6, 3)
+            left = self.window_left_ms(after)
+            if left is not None:
+                after["dirty_left_ms"] = round(left, 3)
+
+    def window_left_ms(self, after: dict[str, Any]) -> float | None:
+        """How much of the bug's window was left when the power went off (not
+        negative: the cut lost what the bug left unflushed), if it applies."""
+        return None
+
+
+class PowerCutAfterVote(PowerCut):
+    name, heal_f = POWER_CUT_AFTER_VOTE.name, POWER_CUT_AFTER_VOTE.heal_f
+
+    def __init__(self, ctx: FaultContext) -> None:
+        super().__init__(ctx, parse_fsync_delay(ctx.variant))
+
+    def describe(self) -> dict[str, Any]:
+        return {"watch": "vote", "then": "power off the voter",
+                "fsync_delay_ms": self.fsync_delay_ms}
+
+    def provoke(self) -> tuple[str, dict[str, Any]] | None:
+        return elect(self.name)
+
+    def match(self, node: str, event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        if event.get("event") != "vote":
+            return None
+        return LOSE_UNSYNCED.name, {"nodes": [node], "trigger": self.name,
+                                 "after": {"event": "vote", "node": node, "t": event.get("t"),
+                                           "epoch": event.get("epoch"),
+                                           "candidate": event.get("candidate")}}
+
+    def window_left_ms(self, after: dict[str, Any]) -> float | None:
+        # A quorum-state write begun after the vote line is durable no sooner
+        # than one fsync delay later.
+        return self.fsync_delay_ms - after["frozen_after_ms"]
+
+
+class PowerCutAfterCommit(PowerCut):
+    name, heal_f = POWER_CUT_AFTER_COMMIT.name, POWER_CUT_AFTER_COMMIT.heal_f
+
+    def __init__(self, ctx: FaultContext) -> None:
+        targets, delay = parse_power_cut(ctx.variant)
+        super().__init__(ctx, delay)
+        self.old_acks = 0
+        self.targets = targets
 
     def rearmed(self) -> None:
         self.old_acks = 0
@@ -297,23 +374,14 @@ class PowerCutAfterCommit(TriggerFault):
                                            "last": event.get("last"), "age_ms": age,
                                            "young": young}}
 
-    def at_once(self, params: dict[str, Any]) -> None:
-        # The power goes off now: handing over to the nemesis thread can take
-        # milliseconds (the GIL, a fault built on first use), and the window
-        # is the fsync delay. lose-unsynced freezes again (a no-op), kills and
-        # rolls back; a replay, with no watcher, freezes at that inject.
-        for name in params["nodes"]:
-            self.mounts[name].freeze()
-        after = params["after"]
-        if type(after.get("t")) is int:
-            after["frozen_after_ms"] = round((time.monotonic_ns() - after["t"]) / 1e6, 3)
-            if after["young"]:
-                # No copy of the write can be durable before it is fsync_delay
-                # old (the leader writes it first, and an fsync covers only
-                # what was written before its call): if this is not negative,
-                # the cut loses it on every node it powers off.
-                after["dirty_left_ms"] = round(
-                    self.fsync_delay_ms - after["age_ms"] - after["frozen_after_ms"], 3)
+    def window_left_ms(self, after: dict[str, Any]) -> float | None:
+        if not after["young"]:
+            return None
+        # No copy of the write can be durable before it is fsync_delay old
+        # (the leader writes it first, and an fsync covers only what was
+        # written before its call): if this is not negative, the cut loses
+        # it on every node it powers off.
+        return self.fsync_delay_ms - after["age_ms"] - after["frozen_after_ms"]
 
 
 POWER_CUT_TARGETS = ("majority", "all")
@@ -333,6 +401,15 @@ def parse_power_cut(variant: str | None) -> tuple[str, int]:
     return targets, delay
 
 
+def parse_fsync_delay(variant: str | None) -> int:
+    """`<D>ms` -> D; `None` -> 50."""
+    if variant is None:
+        return DEFAULT_FSYNC_DELAY_MS
+    if variant.endswith("ms") and variant[:-2].isdigit():
+        return int(variant[:-2])
+    raise ValueError(f"expected <D>ms (e.g. 50ms), not {variant!r}")
+
+
 def kill_after_vote(ctx: FaultContext) -> KillAfterVote:
     if ctx.variant is not None:
         raise ValueError("kill-after-vote takes no variant")
@@ -341,3 +418,7 @@ def kill_after_vote(ctx: FaultContext) -> KillAfterVote:
 
 def power_cut_after_commit(ctx: FaultContext) -> PowerCutAfterCommit:
     return PowerCutAfterCommit(ctx)
+
+
+def power_cut_after_vote(ctx: FaultContext) -> PowerCutAfterVote:
+    return PowerCutAfterVote(ctx)

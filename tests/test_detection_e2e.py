@@ -4,7 +4,9 @@ checkers, no thresholds): each must be caught by a checker its plan names.
 
 commit-dirty: a run is caught when one power cut lands right after the ack of
 a young write (nemesis.triggers): every such cut measured so far lost an
-acknowledged write (58 of 58, README), and each run had 1-6 of them."""
+acknowledged write (58 of 58, README), and each run had 1-6 of them.
+vote-before-persist: every power cut right after a vote line lands well inside
+the slowed fsync of the voter's next quorum-state write (`dirty_left_ms`)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 import detection  # noqa: E402
-import power_cuts  # noqa: E402
+
+from checkers.history import NEMESIS, read_history  # noqa: E402
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and LazyFS need root")]
@@ -33,13 +36,19 @@ pytestmark = [pytest.mark.slow,
 TIME_LIMIT_S = {bugs.PRE_VOTE_WHILE_FOLLOWING: 60.0}
 
 
-# A run catches a switch only if its faults land in the bug's window, so one
-# run is a sample, not a proof: the calibration (README, bench/detection.py)
-# measures the rate per run over many seeds. This test asks for a catch within
-# ATTEMPTS runs (seeds 1, 2, ...): at the measured rates (9/10 or better per
-# run) three misses in a row have odds under 1 in 1,000, while a switch the
-# harness stopped catching fails every time.
-ATTEMPTS = 3
+# One run per switch, and it must be caught: each switch's configuration
+# (nodes.raft.bugs.CALIBRATION) gives the bug its window by design, not by the
+# draw: the triggers act on the very line that opens the window and slow the
+# disk so it stays open; partitions are held long enough for the bug to show.
+# A miss is a defect to find, not a sample to retry. FAULTLINE_DETECTION_SEED
+# (default 1) picks the run, to run the file again over other seeds.
+SEED = int(os.environ.get("FAULTLINE_DETECTION_SEED", "1"))
+
+
+def fired(run: Path) -> list:
+    return [op for op in read_history(run / "history.msgpack").ops
+            if op.process == NEMESIS and op.type == "invoke" and isinstance(op.value, dict)
+            and "after" in op.value]
 
 
 def caught(switch: str, outcome: detection.Outcome) -> bool:
@@ -49,22 +58,17 @@ def caught(switch: str, outcome: detection.Outcome) -> bool:
 
 @pytest.mark.parametrize("switch", sorted(bugs.CALIBRATION))
 def test_a_real_run_catches_the_switch(switch: str, tmp_path: Path) -> None:
-    time_limit = TIME_LIMIT_S.get(switch, 30.0)
-    logs = []
-    for attempt in range(ATTEMPTS):
-        seed = attempt + 1
-        planned = detection.Planned(switch, f"{switch} seed {seed}",
-                                    detection.switch_config(switch, seed, time_limit)
-                                    | {"bugs": [switch]})
-        outcome = detection.execute(planned, tmp_path, attempt)
-        if caught(switch, outcome):
-            return
-        log = (tmp_path / "runs" / f"{attempt:03d}" / "output.log").read_text()[-2500:]
-        if switch in (bugs.COMMIT_DIRTY, bugs.LEADER_ACK_AS_QUORUM) and outcome.run_dir and \
-                (Path(outcome.run_dir) / "verdicts.json").exists():
-            # What each power cut did, to tell a cut that came late from one
-            # that never found a young write.
-            log += "".join(f"\ncut: {c}" for c in power_cuts.cuts(Path(outcome.run_dir)))
-        logs.append(f"--- seed {seed}: exit {outcome.exit_code}, invalid "
-                    f"{outcome.invalid_checkers}\n{log}")
-    pytest.fail(f"{switch} escaped {ATTEMPTS} runs in a row\n" + "\n".join(logs))
+    planned = detection.Planned(switch, f"{switch} seed {SEED}",
+                                detection.switch_config(switch, SEED,
+                                                        TIME_LIMIT_S.get(switch, 30.0))
+                                | {"bugs": [switch]})
+    outcome = detection.execute(planned, tmp_path, 0)
+    if caught(switch, outcome):
+        return
+    log = (tmp_path / "runs" / "000" / "output.log").read_text()[-2500:]
+    if outcome.run_dir and (Path(outcome.run_dir) / "history.msgpack").exists():
+        # What each triggered fault did, to tell one that came late from one
+        # that never found the moment it waits for.
+        log += "".join(f"\nfired: {op.f} {op.value}" for op in fired(Path(outcome.run_dir)))
+    pytest.fail(f"{switch} escaped seed {SEED}: exit {outcome.exit_code}, invalid "
+                f"{outcome.invalid_checkers}\n{log}")

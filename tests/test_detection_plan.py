@@ -14,7 +14,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import detection  # noqa: E402
 
-KEYS = ("workload", "nodes", "nemesis", "nemesis_interval", "time_limit", "rate", "seed",
+KEYS = ("workload", "nodes", "nemesis", "nemesis_interval", "nemesis_min_duration",
+        "time_limit", "rate", "seed",
         "bugs", "workload_options", "node_options")
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from nemesis.disk import (
     Cut,
+    LoseStateFault,
     LoseUnsyncedFault,
     TruncateChoice,
     TruncateFault,
@@ -254,3 +255,40 @@ def test_a_truncation_on_lazyfs_is_durable(cluster: ProcessCluster) -> None:
     finally:
         cluster.kill(list(cluster.processes))
         lazyfs.stop()
+
+
+class StateFileDB(DirectoryDB):
+    """Each node keeps its votes in `state` (raft: the quorum-state file)."""
+
+    def state_files(self, node: NodeSpec) -> list[Path]:
+        return [node.data_dir / "state"]
+
+
+def test_lose_state_takes_the_leader_down_and_restarts_a_follower_without_its_state(
+        tmp_path: Path) -> None:
+    c = ProcessCluster(tmp_path, ["n1", "n2", "n3"])
+    c.leader = lambda: "n2"
+    try:
+        c.start(c.names)
+        for spec in c.nodes:
+            (spec.data_dir / "state").write_text("voted")
+        fault = LoseStateFault(StateFileDB())
+        value = fault.inject(c, random.Random(1), {})
+        node = value["lost_state"]
+        assert value["leader"] == "n2" and node in ("n1", "n3")
+        assert value["nodes"] == ["n2", node]
+        assert value["removed"] == [str(c.spec(node).data_dir / "state")]
+        # The follower is back at once, without its state and with the rest of its disk.
+        assert c.is_running(node) and not c.is_running("n2")
+        assert not (c.spec(node).data_dir / "state").exists()
+        assert (c.spec(node).data_dir / "log").exists()
+        assert all((c.spec(n).data_dir / "state").exists() for n in c.names if n != node)
+        assert fault.heal(c) == {"nodes": ["n2"]}
+        assert all(c.is_running(n) for n in c.names)
+    finally:
+        c.kill(list(c.processes))
+
+
+def test_lose_state_needs_a_db_that_names_its_state_files() -> None:
+    with pytest.raises(ValueError, match="state files"):
+        LoseStateFault(DirectoryDB())

@@ -476,3 +476,34 @@ def test_a_vote_before_a_re_format_is_not_a_forgotten_vote():
     # The same restart in its own cluster forgot the vote.
     events["n3"][3] = in_cluster(start(10, "n3"), "A")
     assert "vote-forgotten" in types(invariants.check([], events, run()))
+
+# --- a voter that lost its quorum state (KIP-996 "Disk failure") ------------------------
+
+
+def lost_state(events: dict[str, list[dict]], t_s: float, node: str) -> None:
+    events[node] += [ev(t_s, node, "data_loss", what="quorum-state-missing"),
+                     start(t_s, node, 0), role(t_s, node, "Unattached", 0)]
+
+
+def test_a_vote_after_losing_the_quorum_state_before_following_a_leader_fails():
+    events = elected_n1()
+    lost_state(events, 5, "n3")
+    events["n3"] += [vote(6, "n3", 2, "n2")]
+    v = invariants.check([], events, run())
+    assert types(v) == ["vote-after-state-loss"]
+    assert v["anomalies"][0]["node"] == "n3" and v["anomalies"][0]["epoch"] == 2
+
+
+def test_standing_for_election_after_losing_the_quorum_state_fails():
+    events = elected_n1()
+    lost_state(events, 5, "n2")
+    events["n2"] += [role(6, "n2", "Candidate", 1)]
+    assert types(invariants.check([], events, run())) == ["vote-after-state-loss"]
+
+
+def test_votes_once_it_followed_a_leader_again_pass():
+    events = elected_n1()
+    lost_state(events, 5, "n3")
+    events["n3"] += [role(6, "n3", "Follower", 1, "n1"), vote(9, "n3", 2, "n2"),
+                     role(10, "n3", "Candidate", 3)]
+    assert invariants.check([], events, run())["valid"] is True

@@ -327,3 +327,81 @@ def test_a_foreign_node_is_refused_and_commits_wait_for_our_own_majority():
     assert roles and all(e["role"] != FOLLOWER for e in roles), roles
     assert sim.committed[-1].payload != b"needs-a-second-copy"
     assert sim.violations == [], sim.violations
+
+
+# ----------------------- vote-after-state-loss (KIP-996 "Disk failure", KIP-595)
+
+
+def vote_then_lose_state(seed: int, *bug_names: str) -> Sim:
+    """n1 and n2 cannot talk; both canvass n3. As soon as n3 grants a vote its
+    quorum-state file is lost (the log survives) and it restarts; the rival's
+    request for the same epoch may still be on the wire."""
+    sim = Sim(
+        seed=seed,
+        network=NetworkConfig(min_delay=1, max_delay=4),
+        config=switches(*bug_names),
+    )
+    sim.cut("n1", "n2")
+    assert sim.run_until(lambda: sim.core("n3").voted_for is not None, 300)
+    sim.lose_quorum_state("n3")
+    sim.run(100)
+    return sim
+
+
+def votes_by_epoch(sim: Sim, name: str, since: int = 0) -> dict[int, set[str]]:
+    out: dict[int, set[str]] = {}
+    for _, node, event in sim.events[since:]:
+        if node == name and event["event"] == "vote":
+            out.setdefault(event["epoch"], set()).add(event["candidate"])
+    return out
+
+
+def test_vote_after_state_loss_votes_twice_in_one_epoch_and_elects_two_leaders():
+    def two_leaders(seed: int) -> bool:
+        sim = vote_then_lose_state(seed, bugs.VOTE_AFTER_STATE_LOSS)
+        return any("two leaders" in v for v in sim.violations)
+
+    caught = [seed for seed in range(40) if two_leaders(seed)]
+    assert caught, "no seed shows the second vote"
+    for seed in caught:
+        sim = vote_then_lose_state(seed, bugs.VOTE_AFTER_STATE_LOSS)
+        assert any(len(c) > 1 for c in votes_by_epoch(sim, "n3").values())
+        fixed = vote_then_lose_state(seed)
+        assert fixed.violations == []
+        assert all(len(c) == 1 for c in votes_by_epoch(fixed, "n3").values())
+
+
+def test_a_voter_that_lost_its_state_votes_again_only_once_caught_up():
+    sim = Sim(seed=3)
+    leader = sim.settle()
+    commit(sim, b"x")
+    follower = next(n for n in ("n1", "n2", "n3") if n != leader)
+    sim.lose_quorum_state(follower)
+    assert sim.core(follower).epoch == 0
+    # Back in touch with the leader it catches up, says so, and may vote again.
+    assert sim.run_until(lambda: any(
+        n == follower and e["event"] == "votes_again" for _, n, e in sim.events), 200)
+    assert sim.nodes[follower].disk.state.abstain is False
+    sim.crash(leader)
+    assert sim.run_until(lambda: sim.leader() not in (None, leader), 500), sim.describe()
+    assert sim.violations == []
+
+
+def test_an_abstaining_voter_keeps_abstaining_across_a_restart():
+    sim = Sim(seed=4)
+    leader = sim.settle()
+    others = [n for n in ("n1", "n2", "n3") if n != leader]
+    sim.crash(leader)
+    since = len(sim.events)
+    sim.lose_quorum_state(others[0])
+    assert sim.nodes[others[0]].disk.state.abstain is True
+    sim.crash(others[0])
+    sim.restart(others[0])
+    # No leader to catch up with, and the one voter left cannot be elected
+    # without it: no vote from it, so no leader.
+    sim.run(300)
+    assert votes_by_epoch(sim, others[0], since) == {}
+    assert sim.leader() is None
+    sim.restart(leader)
+    assert sim.run_until(lambda: sim.leader() is not None, 500), sim.describe()
+    assert sim.violations == []

@@ -159,9 +159,12 @@ def test_quorum_state_round_trip_and_atomic_replace(tmp_path):
     assert storage.read_quorum_state(tmp_path) is None
     state = {"epoch": 3, "leader": "n2", "voted_for": "n2", "cluster_id": "C",
              "applied_offset": 7, "current_voters": ("n1", "n2"),
-             "target_voters": ("n1", "n2", "n3")}
+             "target_voters": ("n1", "n2", "n3"), "abstain": False}
     storage.write_quorum_state(tmp_path, state)
     assert storage.read_quorum_state(tmp_path) == state
+    # A voter that lost its votes' record keeps abstaining across restarts.
+    storage.write_quorum_state(tmp_path, state | {"abstain": True})
+    assert storage.read_quorum_state(tmp_path)["abstain"] is True
     storage.write_quorum_state(tmp_path, state | {"epoch": 4, "leader": None})
     assert storage.read_quorum_state(tmp_path)["epoch"] == 4
     assert not (tmp_path / (storage.QUORUM_STATE_FILE + ".tmp")).exists()
@@ -176,7 +179,8 @@ def test_quorum_state_without_voter_fields_reads_as_bootstrap_voters(tmp_path):
         '{"version": 1, "epoch": 2, "leader": null, "voted_for": null, "cluster_id": "C"}')
     assert storage.read_quorum_state(tmp_path) == {
         "epoch": 2, "leader": None, "voted_for": None, "cluster_id": "C",
-        "applied_offset": -1, "current_voters": None, "target_voters": None}
+        "applied_offset": -1, "current_voters": None, "target_voters": None,
+        "abstain": False}
 
 
 def test_quorum_state_garbage_reads_as_missing(tmp_path):

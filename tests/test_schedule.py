@@ -40,6 +40,17 @@ def test_every_fault_is_healed_in_time_and_one_at_a_time(seed: int) -> None:
         assert inject.fault == heal.fault and inject.fault in FAULTS
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_a_minimum_duration_holds_every_fault_that_long_and_keeps_the_draws(seed: int) -> None:
+    plain = schedule(seed, ["partition:isolate-leader"], 4.0, 30.0, NODES)
+    held = schedule(seed, ["partition:isolate-leader"], 4.0, 30.0, NODES, min_duration=4.0)
+    assert held and all(e.time <= 30.0 for e in held)
+    for inject, heal in zip(held[::2], held[1::2], strict=True):
+        assert heal.time - inject.time >= 4.0 - 1e-9 or heal.time == 30.0
+    # The same draws: the first fault comes at the same time with the same seed.
+    assert (held[0].time, held[0].seed) == (plain[0].time, plain[0].seed)
+
+
 def test_plans_name_nodes_from_the_seed() -> None:
     events = schedule(5, ["kill", "truncate", "partition:one-way"], 1.0, 200.0, NODES)
     injects = [e for e in events if e.action == "inject"]

@@ -22,7 +22,13 @@ from nemesis import triggers
 from nemesis.base import CompositeNemesis, FaultContext, NemesisRunner, make_fault
 from nemesis.lazyfs import LazyFS, check_installed
 from nemesis.schedule import Event, plan_params
-from nemesis.triggers import KillAfterVote, LogTail, PowerCutAfterCommit, parse_power_cut
+from nemesis.triggers import (
+    KillAfterVote,
+    LogTail,
+    PowerCutAfterCommit,
+    PowerCutAfterVote,
+    parse_power_cut,
+)
 
 
 class Node:
@@ -205,6 +211,45 @@ def test_power_cut_fires_on_a_young_write_ack_and_powers_off_a_majority_with_it_
     assert all(m.delays == [40, 0] for m in mounts.values())
 
 
+def test_power_cut_after_vote_powers_off_only_the_voter_within_10_ms_of_its_vote(
+        tmp_path: Path) -> None:
+    cluster = FakeCluster(tmp_path)
+    mounts = {n: FakeMount() for n in cluster.names}
+    trigger = PowerCutAfterVote(FaultContext(variant="60ms", extras={"mounts": mounts}))
+    fired = Fired()
+    trigger.fire = fired
+    trigger.setup(cluster)
+    try:
+        assert all(m.delays == [60] for m in mounts.values())
+        trigger.inject(cluster, random.Random(1), {})
+        # Arming brings on an election, as kill-after-vote's does.
+        assert fired.provoked == [("kill", {"targets": "leader",
+                                            "trigger": "power-cut-after-vote"})]
+        cluster.line("n2", {"event": "role", "role": "Candidate", "epoch": 4, "leader": None})
+        time.sleep(0.05)
+        assert fired.calls == []
+        line = cluster.line("n3", {"event": "vote", "epoch": 4, "candidate": "n2"})
+        assert fired.event.wait(2.0)
+        spec, params, _ = fired.calls[0]
+        assert spec == "lose-unsynced" and params["nodes"] == ["n3"]
+        assert [n for n, m in mounts.items() if m.frozen_at] == ["n3"]
+        assert 0 < mounts["n3"].frozen_at[0] - line["t"] < 10_000_000
+        after = params["after"]
+        frozen_after = after.pop("frozen_after_ms")
+        assert 0 < after.pop("seen_after_ms") <= frozen_after < 10.0
+        # What was left of the slowed fsync of any quorum-state write begun
+        # after the vote line: the time the bug's lost write had to land in.
+        assert after.pop("dirty_left_ms") == pytest.approx(60 - frozen_after, abs=1e-3)
+        assert after == {"event": "vote", "node": "n3", "t": line["t"], "epoch": 4,
+                         "candidate": "n2"}
+        cluster.line("n1", {"event": "vote", "epoch": 5, "candidate": "n2"})
+        time.sleep(0.1)
+        assert len(fired.calls) == 1    # once per arming
+    finally:
+        trigger.teardown(cluster)
+    assert all(m.delays == [60, 0] for m in mounts.values())
+
+
 def test_power_cut_takes_any_ack_after_enough_old_ones(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     # A correct leader never acks a write younger than the fsync delay: the
@@ -248,6 +293,11 @@ def test_trigger_variants_are_checked_when_planned() -> None:
         plan_params("kill-after-vote:majority", random.Random(0), ["n1"])
     with pytest.raises(ValueError, match="LazyFS"):
         make_fault("power-cut-after-commit")
+    assert plan_params("power-cut-after-vote:80ms", random.Random(0), ["n1"]) == {}
+    with pytest.raises(ValueError):
+        plan_params("power-cut-after-vote:all", random.Random(0), ["n1"])
+    with pytest.raises(ValueError, match="LazyFS"):
+        make_fault("power-cut-after-vote")
 
 
 def test_in_a_replay_a_trigger_never_arms(tmp_path: Path) -> None:

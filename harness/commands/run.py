@@ -35,6 +35,8 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--nemesis-interval", type=float, default=d.nemesis_interval,
                    help="mean seconds between fault events")
+    p.add_argument("--nemesis-min-duration", type=float, default=d.nemesis_min_duration,
+                   help="shortest fault in seconds (0: min(1, interval / 2))")
     p.add_argument("--recovery-time", type=float, default=d.recovery_time)
     p.add_argument("--op-timeout", type=float, default=d.op_timeout)
     p.add_argument("--node-choice", default=d.node_choice, help="random or sticky")
@@ -85,7 +87,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             db=args.db, workload=args.workload, nemesis=parse_nemesis(args.nemesis),
             nodes=args.nodes, concurrency=args.concurrency, rate=args.rate,
             time_limit=args.time_limit, seed=args.seed,
-            nemesis_interval=args.nemesis_interval, recovery_time=args.recovery_time,
+            nemesis_interval=args.nemesis_interval,
+            nemesis_min_duration=args.nemesis_min_duration, recovery_time=args.recovery_time,
             op_timeout=args.op_timeout, node_choice=args.node_choice, bugs=args.bugs,
             node_options=parse_options(args.node_option, "--node-option"),
             workload_options=parse_options(args.client_option, "--client-option"),

@@ -46,6 +46,7 @@ class RunConfig:
     # run.json without it predates schemes: 1.
     seed_scheme: int = SCHEME
     nemesis_interval: float = 5.0     # mean seconds between fault events
+    nemesis_min_duration: float = 0.0  # shortest fault, s (0: min(1, interval / 2))
     recovery_time: float = 5.0        # quiet time after the final heal, before final reads
     final_read_timeout: float = 10.0
     op_timeout: float = 1.0
@@ -109,6 +110,9 @@ def validate(c: RunConfig) -> RunConfig:
         raise ConfigError(f"--time-limit must be positive, not {c.time_limit}")
     if c.nemesis_interval <= 0:
         raise ConfigError(f"--nemesis-interval must be positive, not {c.nemesis_interval}")
+    if c.nemesis_min_duration < 0:
+        raise ConfigError("--nemesis-min-duration must not be negative, "
+                          f"not {c.nemesis_min_duration}")
     if c.node_choice not in ("random", "sticky"):
         raise ConfigError(f"--node-choice must be random or sticky, not {c.node_choice!r}")
     _check_lin_options(c.lin_options)

@@ -74,7 +74,7 @@ def plan_events(config: RunConfig, names: list[str]) -> list[Event]:
         return [Event(e["time"], e["action"], e["fault"], e.get("params") or {},
                       e.get("seed", 0)) for e in config.schedule]
     return schedule(run_seeds(config).of("schedule"), config.nemesis, config.nemesis_interval,
-                    config.time_limit, names)
+                    config.time_limit, names, config.nemesis_min_duration)
 
 
 def run_seeds(config: RunConfig) -> Seeds:

@@ -19,25 +19,38 @@ TWO_VOTER_CHANGES = "two-voter-changes"
 ACK_WHEN_COMMITTED_AUTOJOIN = "ack-when-committed-autojoin"
 # KIP-595's cluster id check.
 CLUSTER_ID_IGNORED = "cluster-id-ignored"
+# A voter that lost its quorum-state file (KIP-996 "Disk failure", KIP-595).
+VOTE_AFTER_STATE_LOSS = "vote-after-state-loss"
 
 KNOWN = frozenset({NO_PRE_VOTE, NO_CHECK_QUORUM, VOTE_BEFORE_PERSIST, TRUNCATE_TO_HW, COMMIT_DIRTY,
                    PRE_VOTE_WHILE_FOLLOWING, RESIGNED_SAME_EPOCH})
 KNOWN |= {LEADER_ACK_AS_QUORUM, TWO_VOTER_CHANGES, ACK_WHEN_COMMITTED_AUTOJOIN}
 KNOWN |= {CLUSTER_ID_IGNORED}
+KNOWN |= {VOTE_AFTER_STATE_LOSS}
 
 # How a real run exposes each switch (BUGS.md's last column; bench/detection.py
 # and campaigns/calibration.toml are built from this): the nemesis, its mean
 # interval in seconds, the nodes and client rate if not the defaults, and the checkers
 # expected to catch it with defaults.
 CALIBRATION: dict[str, dict] = {
+    # Partitions held 4 s at least (`nemesis_min_duration`): every one then
+    # outlasts what these bugs need, so each run has as many chances as
+    # partitions, not as many as the draw makes long (a third of 1-2 s ones
+    # are too short: a cut-off node's second Candidate line comes 1.25-1.75 s
+    # in, a leader must be stranded 1.25 s, and by then the rest must have
+    # elected a leader and written past the old one's suffix). The timers:
+    # 50 ms ticks, election timeout 500 ms, fetch timeout 750 ms (start lines).
     NO_PRE_VOTE: {"nemesis": ["partition:isolate-one"], "nemesis_interval": 4.0,
-                  "caught_by": ["invariants"]},
+                  "nemesis_min_duration": 4.0, "caught_by": ["invariants"]},
     NO_CHECK_QUORUM: {"nemesis": ["partition:isolate-leader"], "nemesis_interval": 4.0,
-                      "caught_by": ["invariants"]},
-    VOTE_BEFORE_PERSIST: {"nemesis": ["kill-after-vote"], "nemesis_interval": 3.0,
+                      "nemesis_min_duration": 4.0, "caught_by": ["invariants"]},
+    # A power cut, not a kill, right after the vote line: the voter's next
+    # quorum-state write follows within a round trip and would survive a kill
+    # (nemesis.triggers says why the slowed fsync makes the loss certain).
+    VOTE_BEFORE_PERSIST: {"nemesis": ["power-cut-after-vote"], "nemesis_interval": 3.0,
                           "caught_by": ["invariants"]},
     TRUNCATE_TO_HW: {"nemesis": ["partition:isolate-leader"], "nemesis_interval": 3.0,
-                     "caught_by": ["divergence", "linearizability"]},
+                     "nemesis_min_duration": 4.0, "caught_by": ["divergence", "linearizability"]},
     COMMIT_DIRTY: {"nemesis": ["power-cut-after-commit:all"], "nemesis_interval": 3.0,
                    "caught_by": ["durability", "linearizability", "divergence"]},
     # Scenario A needs a cut-off node whose log is as long as the others': a
@@ -51,7 +64,7 @@ CALIBRATION: dict[str, dict] = {
                                "nodes": 5, "rate": 0.25, "workload_options": {"cas": False},
                                "caught_by": ["invariants"]},
     RESIGNED_SAME_EPOCH: {"nemesis": ["partition:isolate-leader"], "nemesis_interval": 4.0,
-                          "caught_by": ["invariants"]},
+                          "nemesis_min_duration": 4.0, "caught_by": ["invariants"]},
     # Rows below: 10/10 each in real runs of 30 s (BUGS.md), 2026-11-22.
     # A power cut of every node right after a commit loses what the leader
     # acked but nobody had flushed.
@@ -72,6 +85,11 @@ CALIBRATION: dict[str, dict] = {
     # switch lets it follow our leader (and count toward our commits).
     CLUSTER_ID_IGNORED: {"nemesis": ["reformat"], "nemesis_interval": 3.0,
                          "caught_by": ["invariants"]},
+    # The leader goes down and a follower loses its quorum-state file at the
+    # same moment and comes back at once: the election that follows needs its
+    # vote before it can have caught up with any leader.
+    VOTE_AFTER_STATE_LOSS: {"nemesis": ["lose-state"], "nemesis_interval": 3.0,
+                            "caught_by": ["invariants"]},
 }
 
 

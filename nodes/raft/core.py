@@ -126,8 +126,11 @@ class _HeldFetch:
 
 class Core:
     def __init__(
-        self, config: Config, state: QuorumState | None, log: list[Entry], seed: int
+        self, config: Config, state: QuorumState | None, log: list[Entry], seed: int,
+        state_lost: bool = False,
     ) -> None:
+        """`state_lost`: the node has data but its quorum-state file is gone
+        (or unreadable): `state` is None, and the votes it gave are unknown."""
         if state is not None and state.cluster_id != config.cluster_id:
             raise ValueError(
                 f"quorum state belongs to cluster {state.cluster_id!r}, not {config.cluster_id!r}"
@@ -164,6 +167,14 @@ class Core:
         self._leader = state.leader if state else None
         self._voted_for = state.voted_for if state else None
         self._persisted = state
+        # KIP-996 ("Disk failure"; KIP-853 would use storage ids): a voter
+        # whose quorum-state file is gone no longer knows whom it voted for in
+        # which epoch, so it neither votes nor canvasses until it has caught
+        # up with a leader, as an observer would.
+        self._abstain = bool(state and state.abstain) or (
+            state_lost and bugs.VOTE_AFTER_STATE_LOSS not in self._bugs)
+        # else BUG when switched on: it comes back as a fresh voter in epoch 0
+        # and may vote again in an epoch it already voted in.
 
         # Output not yet handed out by ready().
         self._disk_end = len(self._log)
@@ -469,7 +480,7 @@ class Core:
         return True
 
     def _may_vote(self) -> bool:
-        if self._voted_for is not None:
+        if self._voted_for is not None or self._abstain:
             return False
         return self._role in (UNATTACHED, PROSPECTIVE) and self._leader is None
 
@@ -690,6 +701,11 @@ class Core:
         if leader_hw is not None:
             self._raise_hw(min(int(leader_hw), len(self._log)))
             self._caught_up = len(self._log) >= int(leader_hw)
+            if self._caught_up and self._abstain:
+                self._abstain = False
+                self._persist()
+                self._events.append({"event": "votes_again", "epoch": self._epoch,
+                                     "leader": self._leader, "hw": int(leader_hw)})
         # The leader holds a fetch that has nothing to return (long-poll), so
         # asking again at once costs nothing while idle and nothing waits on a timer.
         self._send_fetch()
@@ -1036,6 +1052,8 @@ class Core:
         be committed (Raft thesis 4.2.2): it may hold the longest log, and the
         remaining voters cannot elect anyone without its vote. It does not
         count its own vote."""
+        if self._abstain:
+            return False
         if self.is_voter:
             return True
         sets = self._voter_sets
@@ -1166,6 +1184,7 @@ class Core:
             applied_offset=self._voter_sets.last_offset(),
             current_voters=committed if committed != bootstrap else None,
             target_voters=in_force if in_force != committed else None,
+            abstain=self._abstain,
         )
         if state != self._persisted:
             self._persisted = state

@@ -139,5 +139,9 @@ class RaftDB:
         ]
         return segments + [p for p in others if p.exists()]
 
+    def state_files(self, node: NodeSpec) -> list[Path]:
+        """Where a node keeps the votes it gave (nemesis `lose-state`)."""
+        return [node.data_dir / storage.QUORUM_STATE_FILE]
+
     def dump_log(self, node: NodeSpec, out: Path) -> None:
         write_dump(node.data_dir, out, node.name)

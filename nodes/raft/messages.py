@@ -61,6 +61,10 @@ class QuorumState:
     applied_offset: int = -1
     current_voters: tuple[str, ...] | None = None
     target_voters: tuple[str, ...] | None = None
+    # This voter lost its quorum-state file (its record of the votes it gave)
+    # and grants no vote until it has caught up with a leader (KIP-996,
+    # "Disk failure"); kept here so a restart before then still abstains.
+    abstain: bool = False
 
 
 def leader_change_payload(leader: str, epoch: int) -> bytes:

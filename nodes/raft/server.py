@@ -152,7 +152,8 @@ class RaftServer:
         self._check_cluster_id(state)
         self.log, recovered = SegmentedLog.open(self.data_dir, self.options.segment_bytes)
         state_file = self.data_dir / storage.QUORUM_STATE_FILE
-        if stored is None and (state_file.exists() or recovered.records):
+        state_lost = stored is None and (state_file.exists() or bool(recovered.records))
+        if state_lost:
             # A voter that forgets its vote could vote twice in one epoch.
             self.emit({"event": "data_loss", "what": "quorum-state-missing"})
         config = Config(
@@ -163,7 +164,7 @@ class RaftServer:
             auto_join=self.options.auto_join,
         )
         entries = [Entry(r.offset, r.epoch, r.payload) for r in recovered.records]
-        self.core = Core(config, state, entries, self.options.seed)
+        self.core = Core(config, state, entries, self.options.seed, state_lost=state_lost)
         self.emit({
             "event": "start", "epoch": self.core.epoch, "log_end": self.core.log_end,
             "voted_for": self.core.voted_for, "cluster_id": self.options.cluster_id,

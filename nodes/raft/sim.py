@@ -49,6 +49,7 @@ class SimNode:
     flush_due: int | None = None
     flush_stalled: bool = False
     incarnation: int = 0
+    state_lost: bool = False   # its disk has data but no quorum-state file
     hw: int = 0
     applied: list[Entry] = field(default_factory=list)
 
@@ -188,6 +189,15 @@ class Sim:
         node = self.nodes[name]
         node.disk = disk
         node.config = replace(node.config, cluster_id=self.cluster_id)
+        self._boot(node)
+
+    def lose_quorum_state(self, name: str) -> None:
+        """Crash the node, delete its quorum-state file, restart it: the log
+        survives, the record of its votes does not."""
+        self.crash(name)
+        node = self.nodes[name]
+        node.disk.state = None
+        node.state_lost = True
         self._boot(node)
 
     def add_node(self, name: str, **config) -> None:
@@ -372,7 +382,8 @@ class Sim:
         node.hw = 0
         node.applied = []
         node.core = Core(
-            node.config, node.disk.state, list(node.disk.durable), seed=self.rng.randrange(2**32)
+            node.config, node.disk.state, list(node.disk.durable), seed=self.rng.randrange(2**32),
+            state_lost=node.state_lost,
         )
         self._apply_ready(node)
 
@@ -400,6 +411,7 @@ class Sim:
         disk = node.disk
         if ready.quorum_state is not None:
             disk.state = ready.quorum_state
+            node.state_lost = False
         if ready.truncate_to is not None:
             # The server makes a truncation durable before appending after it.
             disk.written = disk.written[: ready.truncate_to]

@@ -187,6 +187,8 @@ def write_quorum_state(data_dir: Path, state: dict[str, Any]) -> None:
     for key in QUORUM_STATE_VOTER_KEYS:
         value = state.get(key)
         doc[key] = list(value) if isinstance(value, (tuple, list)) else value
+    if state.get("abstain"):
+        doc["abstain"] = True
     write_file_atomically(data_dir / QUORUM_STATE_FILE, json.dumps(doc).encode())
 
 
@@ -198,7 +200,7 @@ def _voter_list(value: Any) -> tuple[str, ...] | None:
 
 def read_quorum_state(data_dir: Path) -> dict[str, Any] | None:
     """{"epoch", "leader", "voted_for", "cluster_id", "applied_offset",
-    "current_voters", "target_voters"} or None when missing or invalid."""
+    "current_voters", "target_voters", "abstain"} or None when missing or invalid."""
     doc = _read_json(data_dir / QUORUM_STATE_FILE)
     if not isinstance(doc, dict) or not all(k in doc for k in QUORUM_STATE_KEYS):
         return None
@@ -209,6 +211,7 @@ def read_quorum_state(data_dir: Path) -> dict[str, Any] | None:
     state["applied_offset"] = applied if isinstance(applied, int) else -1
     state["current_voters"] = _voter_list(doc.get("current_voters"))
     state["target_voters"] = _voter_list(doc.get("target_voters"))
+    state["abstain"] = doc.get("abstain") is True
     return state
 
 
