@@ -66,7 +66,7 @@ import itertools
 from collections import defaultdict
 from typing import Any
 
-from checkers.faults import CUT, DOWN, KILL, RESTART, healed_by, named
+from checkers.faults import CUT, DOWN, KILL, LOSE_STATE, RESTART, healed_by, named
 from checkers.history import NEMESIS, Op, pair_ops
 from checkers.membership import changes_in_flight, changes_incomplete, resigned_adding_voter
 from checkers.verdict import Verdict, verdict
@@ -238,6 +238,7 @@ def other_cluster_links(events: dict[str, list[dict]]) -> list[dict]:
                 anomalies.append({"type": rule, "node": node, "cluster_id": cluster,
                                   "other": other, "other_cluster_ids": sorted(theirs),
                                   "epoch": ev.get("epoch"), "event": ev})
+    return anomalies
 
 
 def votes_after_state_loss(events: dict[str, list[dict]]) -> list[dict]:
@@ -318,7 +319,7 @@ def _payload(inv: Op, done: Op, nodes: list[str]) -> Any:
         pairs = value.get("cut") or (inv.value or {}).get("cut") or []
         return frozenset((a, b) for a, b in pairs)
     named = value.get("nodes") or (inv.value or {}).get("nodes") or []
-    if inv.f == "lose-state":
+    if inv.f == LOSE_STATE.name:
         named = [value.get("leader")]   # the other node it names restarted at once
     return frozenset(n for n in named if n in nodes)
 
