@@ -14,7 +14,7 @@ because a dump only shows the end state):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import combinations
 from typing import Any
 
@@ -30,9 +30,12 @@ MAX_ANOMALIES_PER_RULE = 100
 
 
 @collector_paused()   # millions of small acyclic objects: its passes free nothing
-def check(dumps: dict[str, dict], events: dict[str, list[dict]] | None = None) -> Verdict:
+def check(dumps: dict[str, dict], events: dict[str, list[dict]] | None = None,
+          facts_of: FactsOf | None = None) -> Verdict:
+    """`facts_of` may read the logs range by range elsewhere (`checkers.spark`);
+    by default they are read here, as one range."""
     logs = {name: entries_by_offset(dump) for name, dump in sorted(dumps.items())}
-    return judge(dumps, [range_facts(logs)], events)
+    return judge(dumps, facts_of(logs) if facts_of else [range_facts(logs)], events)
 
 
 def judge(dumps: dict[str, dict], parts: list[Facts],
@@ -77,6 +80,8 @@ def judge(dumps: dict[str, dict], parts: list[Facts],
 # which offsets each epoch's entries sit at. `judge` joins them.
 
 Facts = dict[str, Any]
+# The logs in, the `range_facts` of consecutive offset ranges out, in offset order.
+FactsOf = Callable[[dict[str, Log]], list[Facts]]
 
 
 def range_facts(logs: dict[str, Log]) -> Facts:
