@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a run of this many history events or more has its Elle cycle "
                         "search (per strongly connected component) and divergence check "
                         "(per offset range) split across executors; 0: every run "
-                        f"(default {SPLIT_FROM})")
+                        "(default: none; README, 'One big history', says why)")
     p.set_defaults(func=run)
 
 
