@@ -13,9 +13,8 @@ because a dump only shows the end state):
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import combinations
 from typing import Any
 
@@ -31,24 +30,37 @@ MAX_ANOMALIES_PER_RULE = 100
 
 
 @collector_paused()   # millions of small acyclic objects: its passes free nothing
-def check(dumps: dict[str, dict], events: dict[str, list[dict]] | None = None) -> Verdict:
+def check(dumps: dict[str, dict], events: dict[str, list[dict]] | None = None,
+          facts_of: FactsOf | None = None) -> Verdict:
+    """`facts_of` may read the logs range by range elsewhere (`checkers.spark`);
+    by default they are read here, as one range."""
     logs = {name: entries_by_offset(dump) for name, dump in sorted(dumps.items())}
-    committed = {name: committed_end(dumps[name], logs[name]) for name in logs}
+    return judge(dumps, facts_of(logs) if facts_of else [range_facts(logs)], events)
+
+
+def judge(dumps: dict[str, dict], parts: list[Facts],
+          events: dict[str, list[dict]] | None = None) -> Verdict:
+    """The verdict from the `range_facts` of consecutive offset ranges, in
+    offset order, covering every entry once. Of the dumps only the headers
+    (watermarks, log start and end, epoch checkpoints) are read here."""
+    names = sorted(dumps)
+    f = _Merged(names, parts)
+    committed = {n: max(_hw(dumps[n]), f.flagged_end[n]) for n in names}
     hw_claims = _hw_claims(events or {})
 
     anomalies: list[dict[str, Any]] = []
-    anomalies += _cap(_mismatches(logs, committed))
-    lost, lagging = _lost_committed(dumps, logs, committed, hw_claims, events or {})
+    anomalies += _cap(_mismatches(f, committed))
+    lost, lagging = _lost_committed(dumps, f, committed, hw_claims, events or {})
     anomalies += _cap(lost)
     anomalies += _cap(_committed_truncations(events or {}))
     leader_epochs, epoch_source = known_leader_epochs(dumps, events)
-    anomalies += _cap(_unknown_epochs(logs, leader_epochs, epoch_source))
+    anomalies += _cap(_unknown_epochs(f, leader_epochs, epoch_source))
 
     stats = {
-        "unconverged": _unconverged(logs, committed),
-        "nodes": sorted(logs),
-        "entries": {name: len(log) for name, log in logs.items()},
-        "log_end_offset": {name: _log_end(dumps[name], log) for name, log in logs.items()},
+        "unconverged": _unconverged(f, committed),
+        "nodes": names,
+        "entries": dict(f.count),
+        "log_end_offset": {n: _log_end(dumps[n], f.present[n]) for n in names},
         "committed_end": committed,
         "cluster_committed_end": _cluster_committed_end(committed, hw_claims),
         "leader_epochs": sorted(leader_epochs),
@@ -58,7 +70,108 @@ def check(dumps: dict[str, dict], events: dict[str, list[dict]] | None = None) -
     if anomalies:
         return verdict(False, anomalies, stats)
     # With no dump there is nothing to compare: no evidence either way.
-    return verdict(True if logs else "unknown", [], stats)
+    return verdict(True if names else "unknown", [], stats)
+
+
+# --- one offset range at a time ------------------------------------------------
+# Every rule compares the replicas offset by offset, so each range of offsets
+# can be read apart (a Spark task each) into facts small for a sane run: which
+# offsets each node holds (as runs), where each pair of nodes differs, and
+# which offsets each epoch's entries sit at. `judge` joins them.
+
+Facts = dict[str, Any]
+# The logs in, the `range_facts` of consecutive offset ranges out, in offset order.
+FactsOf = Callable[[dict[str, Log]], list[Facts]]
+
+
+def range_facts(logs: dict[str, Log]) -> Facts:
+    """What the rules need to know of the entries of one offset range (each
+    node's log cut to that range): JSON-able, so it can travel."""
+    names = sorted(logs)
+    pairs = []
+    for a, b in combinations(names, 2):
+        la, lb = logs[a], logs[b]
+        last_same = -1
+        differ = []
+        for o in sorted(la.keys() & lb.keys()):
+            # Replicas' equal entries are often one object (see rundir.load_dumps).
+            if la[o] is lb[o] or _same(la[o], lb[o]):
+                last_same = o
+            else:
+                differ.append([o, _side(la[o]), _side(lb[o])])
+        pairs.append([a, b, last_same, differ])
+    epochs: dict[str, list[list[Any]]] = {}
+    for name in names:
+        by_epoch: dict[int, list[int]] = defaultdict(list)
+        for o, e in logs[name].items():
+            by_epoch[e["epoch"]].append(o)
+        epochs[name] = [[epoch, ranges(offsets), len(offsets), _side(logs[name][min(offsets)])]
+                        for epoch, offsets in sorted(by_epoch.items())]
+    return {
+        "present": {n: ranges(logs[n]) for n in names},
+        "flagged_end": {n: max([o + 1 for o, e in logs[n].items()
+                                if e.get("committed") is True], default=0) for n in names},
+        "count": {n: len(logs[n]) for n in names},
+        "pairs": pairs,
+        "epochs": epochs,
+    }
+
+
+def split_by_offset(logs: dict[str, Log], parts: int) -> list[dict[str, Log]]:
+    """`logs` cut into up to `parts` consecutive offset ranges of equal width,
+    in offset order (empty ones left out), every node in each."""
+    held = [o for log in logs.values() for o in (min(log), max(log)) if log]
+    if not held or parts <= 1:
+        return [logs]
+    low, high = min(held), max(held) + 1
+    width = -(-(high - low) // parts)
+    cuts: list[dict[str, Log]] = [{n: {} for n in logs} for _ in range(parts)]
+    for n, log in logs.items():
+        for o, e in log.items():
+            cuts[(o - low) // width][n][o] = e
+    return [c for c in cuts if any(c.values())]
+
+
+def _join(runs: Iterable[list[int]]) -> list[list[int]]:
+    """Sorted [first, last] runs with touching ones joined (a run cut by a
+    range boundary is one run again)."""
+    out: list[list[int]] = []
+    for first, last in runs:
+        if out and first <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], last)
+        else:
+            out.append([first, last])
+    return out
+
+
+class _Merged:
+    """The facts of every range, joined per node and per pair of nodes."""
+
+    def __init__(self, names: list[str], parts: list[Facts]) -> None:
+        self.present = {n: _join(r for p in parts for r in p["present"].get(n, ()))
+                        for n in names}
+        self.flagged_end = {n: max((p["flagged_end"].get(n, 0) for p in parts), default=0)
+                            for n in names}
+        self.count = {n: sum(p["count"].get(n, 0) for p in parts) for n in names}
+        self.last_same: dict[tuple[str, str], int] = {}
+        self.differ: dict[tuple[str, str], list[list[Any]]] = {}
+        for a, b in combinations(names, 2):
+            self.last_same[a, b] = -1
+            self.differ[a, b] = []
+        for p in parts:
+            for a, b, last_same, differ in p["pairs"]:
+                self.last_same[a, b] = max(self.last_same[a, b], last_same)
+                self.differ[a, b] += differ
+        self.epochs: dict[str, dict[int, list[Any]]] = {n: {} for n in names}
+        for p in parts:
+            for n, rows in p["epochs"].items():
+                for epoch, runs, count, first in rows:
+                    had = self.epochs[n].get(epoch)
+                    if had is None:
+                        self.epochs[n][epoch] = [list(runs), count, first]
+                    else:
+                        had[0] += runs
+                        had[1] += count
 
 
 # --- reading a dump ----------------------------------------------------------
@@ -75,20 +188,23 @@ def entries_by_offset(dump: dict) -> Log:
 
 def committed_end(dump: dict, log: Log) -> int:
     """First offset this node does not consider committed (exclusive, like hw)."""
-    hw = dump.get("high_watermark")
-    end = hw if type(hw) is int else 0
     flagged = [o for o, e in log.items() if e.get("committed") is True]
-    return max([end] + [o + 1 for o in flagged])
+    return max([_hw(dump)] + [o + 1 for o in flagged])
 
 
-def _log_end(dump: dict, log: Log) -> int:
+def _hw(dump: dict) -> int:
+    hw = dump.get("high_watermark")
+    return hw if type(hw) is int else 0
+
+
+def _log_end(dump: dict, present: list[list[int]]) -> int:
     end = dump.get("log_end_offset")
-    return end if type(end) is int else (max(log) + 1 if log else 0)
+    return end if type(end) is int else (present[-1][1] + 1 if present else 0)
 
 
-def _log_start(dump: dict, log: Log) -> int:
+def _log_start(dump: dict, present: list[list[int]]) -> int:
     start = dump.get("log_start_offset")
-    return start if type(start) is int else (min(log) if log else 0)
+    return start if type(start) is int else (present[0][0] if present else 0)
 
 
 def _side(entry: Entry) -> dict[str, Any]:
@@ -113,14 +229,19 @@ def holes(present: Iterable[int], start: int, end: int) -> list[list[int]]:
     Walks only the present offsets: `end` comes from a dump or an event line
     and may be absurdly large without making this slow.
     """
+    return holes_between(ranges(set(present)), start, end)
+
+
+def holes_between(present: list[list[int]], start: int, end: int) -> list[list[int]]:
+    """`holes`, given the present offsets as sorted [first, last] runs."""
     out: list[list[int]] = []
     nxt = start
-    for o in sorted(set(present)):
-        if o >= end:
+    for first, last in present:
+        if first >= end:
             break
-        if o > nxt:
-            out.append([nxt, o - 1])
-        nxt = max(nxt, o + 1)
+        if first > nxt:
+            out.append([nxt, first - 1])
+        nxt = max(nxt, last + 1)
     if nxt < end:
         out.append([nxt, end - 1])
     return out
@@ -138,18 +259,13 @@ def _cap(anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # --- rule 1: two nodes disagree where they must agree ------------------------
 
 
-def _mismatches(logs: dict[str, Log], committed: dict[str, int]) -> list[dict[str, Any]]:
+def _mismatches(f: _Merged, committed: dict[str, int]) -> list[dict[str, Any]]:
     anomalies = []
-    for a, b in combinations(sorted(logs), 2):
-        la, lb = logs[a], logs[b]
-        common = sorted(la.keys() & lb.keys())
-        # Replicas' equal entries are often one object (see rundir.load_dumps).
-        same = {o for o in common if la[o] is lb[o] or _same(la[o], lb[o])}
-        last_match = max(same, default=-1)
+    for (a, b), differ in f.differ.items():
+        last_match = f.last_same[a, b]
         why_by_offset: dict[int, str] = {}
-        for o in common:
-            if o in same:
-                continue
+        sides: dict[int, tuple[Entry, Entry]] = {}
+        for o, side_a, side_b in differ:
             # Committed on both sides and different: log matching is broken.
             # Committed on one side only is a follower that has not fetched
             # since the leader moved on; raft truncates such a tail on the
@@ -158,8 +274,12 @@ def _mismatches(logs: dict[str, Log], committed: dict[str, int]) -> list[dict[st
                 why_by_offset[o] = "committed"
             elif o < last_match:
                 why_by_offset[o] = "below-matching-entry"
+            else:
+                continue
+            sides[o] = side_a, side_b
         for first, last in _runs_with_same_reason(why_by_offset):
-            span = common[bisect_left(common, first):bisect_right(common, last)]
+            # A run is of consecutive offsets, every one of them differing.
+            span = range(first, last + 1)
             anomalies.append({
                 "type": "divergence",
                 "why": why_by_offset[first],
@@ -167,30 +287,27 @@ def _mismatches(logs: dict[str, Log], committed: dict[str, int]) -> list[dict[st
                 "offsets": [first, last],
                 "count": len(span),
                 "sides": {
-                    a: {"epochs": sorted({la[o]["epoch"] for o in span}),
-                        "committed_end": committed[a], "first": _side(la[first])},
-                    b: {"epochs": sorted({lb[o]["epoch"] for o in span}),
-                        "committed_end": committed[b], "first": _side(lb[first])},
+                    a: {"epochs": sorted({sides[o][0]["epoch"] for o in span}),
+                        "committed_end": committed[a], "first": sides[first][0]},
+                    b: {"epochs": sorted({sides[o][1]["epoch"] for o in span}),
+                        "committed_end": committed[b], "first": sides[first][1]},
                 },
             })
     return anomalies
 
 
-def _unconverged(logs: dict[str, Log], committed: dict[str, int]) -> list[dict[str, Any]]:
+def _unconverged(f: _Merged, committed: dict[str, int]) -> list[dict[str, Any]]:
     """Nodes still holding an uncommitted tail that differs from what another node
     committed: not a safety violation, but worth seeing when a run ends."""
     out = []
-    for a, b in combinations(sorted(logs), 2):
-        la, lb = logs[a], logs[b]
-        for behind, ahead, lbh, lah in ((a, b, la, lb), (b, a, lb, la)):
-            offsets = [o for o in sorted(lbh.keys() & lah.keys())
-                       if committed[behind] <= o < committed[ahead]
-                       and lbh[o] is not lah[o] and not _same(lbh[o], lah[o])]
-            if offsets:
-                out.append({"node": behind, "behind": ahead, "offsets": [offsets[0], offsets[-1]],
-                            "count": len(offsets),
-                            "epochs": {behind: sorted({lbh[o]["epoch"] for o in offsets}),
-                                       ahead: sorted({lah[o]["epoch"] for o in offsets})}})
+    for (a, b), differ in f.differ.items():
+        for behind, ahead, mine, theirs in ((a, b, 1, 2), (b, a, 2, 1)):
+            rows = [d for d in differ if committed[behind] <= d[0] < committed[ahead]]
+            if rows:
+                out.append({"node": behind, "behind": ahead,
+                            "offsets": [rows[0][0], rows[-1][0]], "count": len(rows),
+                            "epochs": {behind: sorted({d[mine]["epoch"] for d in rows}),
+                                       ahead: sorted({d[theirs]["epoch"] for d in rows})}})
     return out[:20]
 
 
@@ -229,14 +346,14 @@ def _cluster_committed_end(committed: dict[str, int], hw_claims: dict[str, dict]
     return max(list(committed.values()) + [c["hw"] for c in hw_claims.values()], default=0)
 
 
-def _lost_committed(dumps: dict[str, dict], logs: dict[str, Log], committed: dict[str, int],
+def _lost_committed(dumps: dict[str, dict], f: _Merged, committed: dict[str, int],
                     hw_claims: dict[str, dict], events: dict[str, list[dict]],
                     ) -> tuple[list[dict[str, Any]], list[str]]:
     anomalies = []
     lagging = []
-    for node, log in logs.items():
+    for node, present in f.present.items():
         claim = max(committed[node], hw_claims.get(node, {}).get("hw", 0))
-        missing = holes(log, _log_start(dumps[node], log), claim)
+        missing = holes_between(present, _log_start(dumps[node], present), claim)
         if not missing:
             continue
         truncations = [ev for ev in events.get(node, []) if ev.get("event") == "truncate"]
@@ -252,15 +369,15 @@ def _lost_committed(dumps: dict[str, dict], logs: dict[str, Log], committed: dic
             "offsets": missing,
             "committed_end": claim,
             "hw_event": hw_claims.get(node),
-            "log_end_offset": _log_end(dumps[node], log),
+            "log_end_offset": _log_end(dumps[node], present),
             "truncations": truncations,
         })
 
     cluster_end = _cluster_committed_end(committed, hw_claims)
-    if logs:
-        lowest_start = min(_log_start(dumps[n], log) for n, log in logs.items())
-        held = set().union(*(log.keys() for log in logs.values()))
-        gone = holes(held, lowest_start, cluster_end)
+    if f.present:
+        lowest_start = min(_log_start(dumps[n], present) for n, present in f.present.items())
+        held = _join(sorted(r for present in f.present.values() for r in present))
+        gone = holes_between(held, lowest_start, cluster_end)
         if gone:
             anomalies.append({
                 "type": "lost-committed",
@@ -271,7 +388,8 @@ def _lost_committed(dumps: dict[str, dict], logs: dict[str, Log], committed: dic
                     [{"node": n, "committed_end": c} for n, c in committed.items()]
                     + [dict(c, source="hw-event") for c in hw_claims.values()],
                     key=lambda c: c["node"]),
-                "log_end_offset": {n: _log_end(dumps[n], log) for n, log in logs.items()},
+                "log_end_offset": {n: _log_end(dumps[n], present)
+                                   for n, present in f.present.items()},
             })
     return anomalies, lagging
 
@@ -319,19 +437,16 @@ def known_leader_epochs(dumps: dict[str, dict],
     return from_checkpoints, "epoch-checkpoints"
 
 
-def _unknown_epochs(logs: dict[str, Log], leader_epochs: set[int],
+def _unknown_epochs(f: _Merged, leader_epochs: set[int],
                     source: str) -> list[dict[str, Any]]:
     anomalies = []
-    for node, log in logs.items():
-        by_epoch: dict[int, list[int]] = defaultdict(list)
-        for o, e in log.items():
-            if e["epoch"] not in leader_epochs:
-                by_epoch[e["epoch"]].append(o)
-        for epoch, offsets in sorted(by_epoch.items()):
+    for node, by_epoch in f.epochs.items():
+        for epoch, (runs, count, first) in sorted(by_epoch.items()):
+            if epoch in leader_epochs:
+                continue
             anomalies.append({
                 "type": "unknown-epoch", "node": node, "epoch": epoch,
-                "offsets": ranges(offsets), "count": len(offsets),
-                "first": _side(log[min(offsets)]),
+                "offsets": _join(runs), "count": count, "first": first,
                 "leader_epochs": sorted(leader_epochs), "leader_epochs_from": source,
             })
     return anomalies

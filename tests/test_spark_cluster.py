@@ -1,13 +1,20 @@
 """`faultline check` on a real Spark standalone cluster (a master and two
 one-core workers started from the PySpark install) and through a warm Spark
 Connect server: the verdicts must equal the in-process ones, checker by
-checker, and every process the test started must be gone afterwards."""
+checker, also with every run split across executors (Elle per strongly
+connected component, divergence per offset range), and every process the
+test started must be gone afterwards: each check runs in a child process
+group of its own, and each Spark service in another."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -60,14 +67,46 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def checked_copy(results: Path, dest: Path, *how: str) -> tuple[int, dict, dict]:
-    """Check a copy of the results dir; (exit code, verdicts.json by run, table rows)."""
+    """Check a copy of the results dir with the faultline CLI, in a child
+    process leading its own process group (its Spark driver JVM and that JVM's
+    Python workers join the group); (exit code, verdicts.json by run, table
+    rows). Nothing of the group may outlive the check."""
     copy = shutil.copytree(results, dest)
     for stale in [copy / "verdicts.parquet", *copy.glob("*/verdicts.json")]:
         stale.unlink(missing_ok=True)
-    code = main(["check", "--results", str(copy), *how])
+    child = subprocess.Popen([sys.executable, "-m", "harness", "check", "--results", str(copy),
+                              *how], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, err = child.communicate(timeout=600)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+    assert child.returncode in (0, 1), err[-3000:]
+    assert in_group(child.pid) == []
     docs = {d.name: json.loads((d / "verdicts.json").read_text())
             for d in copy.iterdir() if d.is_dir()}
-    return code, docs, per_checker(pq.read_table(copy / "verdicts.parquet").to_pandas())
+    return (child.returncode, docs,
+            per_checker(pq.read_table(copy / "verdicts.parquet").to_pandas()))
+
+
+def in_group(pgid: int, grace_s: float = 20.0) -> list[psutil.Process]:
+    """Live processes still in process group `pgid` after up to `grace_s`
+    (a JVM takes a moment to exit after its Python parent; a zombie has
+    exited and only waits for its reaper)."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        out = []
+        for p in psutil.process_iter():
+            try:
+                if os.getpgid(p.pid) == pgid and p.status() != psutil.STATUS_ZOMBIE:
+                    out.append(p)
+            except (ProcessLookupError, psutil.Error):
+                continue
+        if not out or time.monotonic() > deadline:
+            return out
+        time.sleep(0.5)
 
 
 def per_checker(table) -> dict[tuple[str, str], tuple[bool | str, int]]:
@@ -113,15 +152,24 @@ def test_a_standalone_cluster_agrees_with_in_process(results: Path, tmp_path: Pa
             "invariants", "availability", "stats"} <= checkers
     with StandaloneCluster(tmp_path / "cluster", workers=2) as cluster:
         assert len(cluster.services) == 3
+        groups = [s.proc.pid for s in cluster.services]
         assert listening_addresses(cluster) == {"127.0.0.1"}
         code_c, docs_c, rows_c = checked_copy(results, tmp_path / "on-cluster",
                                               "--master", cluster.url)
         # Both workers took part: each ran an executor of this application.
         for i in range(2):
             assert list((tmp_path / "cluster" / f"worker-{i}").glob("app-*/*/stderr")), i
-    assert code_c == code
-    assert rows_c == rows
-    assert {r: judged(d) for r, d in docs_c.items()} == {r: judged(d) for r, d in docs.items()}
+        # Every run big enough to split: Elle's cycle search per component
+        # and divergence per offset range as tasks on the workers.
+        code_s, docs_s, rows_s = checked_copy(results, tmp_path / "split-on-cluster",
+                                              "--master", cluster.url, "--split-from", "0")
+    for c, d, r in ((code_c, docs_c, rows_c), (code_s, docs_s, rows_s)):
+        assert c == code
+        assert r == rows
+        assert {run: judged(doc) for run, doc in d.items()} == {
+            run: judged(doc) for run, doc in docs.items()}
+    # The master, the workers, their executors and Python workers: all gone.
+    assert [p for g in groups for p in in_group(g)] == []
     assert spark_processes_under(tmp_path / "cluster") == []
 
 
@@ -143,5 +191,6 @@ def test_a_warm_connect_server_agrees_and_is_reused(results: Path, tmp_path: Pat
         assert server.proc.poll() is None
     finally:
         server.stop()
+    assert in_group(server.proc.pid) == []
     assert not [p for p in psutil.process_iter(["cmdline"])
                 if f"spark.connect.grpc.binding.port={port}" in (p.info["cmdline"] or [])]

@@ -8,7 +8,14 @@ from typing import Any
 
 from checkers.acks import as_promised
 from checkers.elle.consistency import FORBIDDEN_EDGES, PROHIBITED, judge, models_report
-from checkers.elle.cycles import Cycle, SearchResult, edge_evidence, families, find_cycles
+from checkers.elle.cycles import (
+    Cycle,
+    CycleSearch,
+    SearchResult,
+    edge_evidence,
+    families,
+    find_cycles,
+)
 from checkers.elle.dirty import dirty_anomalies
 from checkers.elle.explain import explain_cycle, txn_ref
 from checkers.elle.graph import Edges, dependency_edges, record_graph
@@ -24,17 +31,20 @@ MAX_PER_TYPE = 20
 
 
 def check(history: list[Op], run: dict | None = None, *, model: str = "strict-serializable",
-          cycle_search_budget_s: float = 30.0) -> Verdict:
+          cycle_search_budget_s: float = 30.0,
+          cycle_search: CycleSearch = find_cycles) -> Verdict:
     """Judge a list-append history against `model` (one of
     `checkers.elle.consistency.MODELS`). Anomalies carry a `type` and an
-    `explanation`; `stats["models"]` says which models the history rules out."""
+    `explanation`; `stats["models"]` says which models the history rules out.
+    `cycle_search` may search the components elsewhere (`checkers.spark`)."""
     if model not in PROHIBITED:
         raise ValueError(f"unknown consistency model {model!r}; one of {sorted(PROHIBITED)}")
     with collector_paused():
-        return _check(as_promised(history), model, cycle_search_budget_s)
+        return _check(as_promised(history), model, cycle_search_budget_s, cycle_search)
 
 
-def _check(history: list[Op], model: str, cycle_search_budget_s: float) -> Verdict:
+def _check(history: list[Op], model: str, cycle_search_budget_s: float,
+           cycle_search: CycleSearch) -> Verdict:
     started = time.monotonic()
     txns, malformed = transactions(history)
     if not any(t.status != FAIL for t in txns):
@@ -48,12 +58,12 @@ def _check(history: list[Op], model: str, cycle_search_budget_s: float) -> Verdi
     anomalies += dirty_anomalies(txns, versions)
     edges = dependency_edges(txns, versions)
     return judge_graph(txns, edges, anomalies, bool(malformed), model, cycle_search_budget_s,
-                       started)
+                       started, cycle_search)
 
 
 def judge_graph(txns: list[Txn], edges: Edges, anomalies: list[dict[str, Any]],
                 unparsed: bool, model: str, cycle_search_budget_s: float,
-                started: float) -> Verdict:
+                started: float, cycle_search: CycleSearch = find_cycles) -> Verdict:
     """The part every Elle-style checker shares: given the txns, their
     dependency edges and the anomalies found so far, search for cycles and
     judge the history against `model`."""
@@ -62,7 +72,7 @@ def judge_graph(txns: list[Txn], edges: Edges, anomalies: list[dict[str, Any]],
     # and a history without any needs none (nor networkx imported).
     g = record_graph(txns, edges, (int(i) for c in cyclic for i in c)) if cyclic else None
     built = time.monotonic()
-    search = find_cycles(g, cycle_search_budget_s) if g is not None else SearchResult()
+    search = cycle_search(g, cycle_search_budget_s) if g is not None else SearchResult()
     anomalies += [_cycle_anomaly(c, g, txns) for c in search.cycles]
     if search.undecided:
         anomalies.append({

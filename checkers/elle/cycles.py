@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -129,6 +129,9 @@ def _labels(mask: int, allowed: int) -> list[int]:
 
 
 Adjacency = dict[int, list[tuple[int, int]]]   # txn -> [(successor, kinds bitmask)]
+SearchAll = Callable[[list[Adjacency], float], list["SearchResult"]]
+# `find_cycles` or a stand-in with its signature and results.
+CycleSearch = Callable[["nx.DiGraph", float], "SearchResult"]
 
 
 def _adjacency(g: nx.DiGraph, nodes: set[int]) -> Adjacency:
@@ -277,30 +280,102 @@ def find_cycles(g: nx.DiGraph, budget_s: float, specs: tuple[CycleSpec, ...] = S
     started = time.monotonic()
     result = SearchResult()
     clock = _Clock(budget_s)
-    components = [set(c) for c in _sccs(_adjacency(g, set(g))) if len(c) > 1]
+    components = cyclic_components(g)
     result.components = len(components)
     result.largest_component = max((len(c) for c in components), default=0)
-    adjacencies = [_adjacency(g, comp) for comp in components]
+    adjacencies = [component_adjacency(g, comp) for comp in components]
     for i, spec in enumerate(specs):
         try:
             found = 0
             for adj in adjacencies:
                 if found >= max_per_spec:
                     break
-                usable = _restrict(adj, spec.allowed)
-                for sub in _components(usable):
-                    clock.check()
-                    cycle = _find(_restrict(usable, spec.allowed, sub), spec, clock)
-                    if cycle is not None:
-                        result.cycles.append(cycle)
-                        found += 1
-                        if found >= max_per_spec:
-                            break
+                found += _spec_cycles(adj, spec, clock, max_per_spec - found, result.cycles)
         except _OutOfTime:
             result.undecided = [s.name for s in specs[i:]]
             break
     result.seconds = time.monotonic() - started
     return result
+
+
+def _spec_cycles(adj: Adjacency, spec: CycleSpec, clock: _Clock, limit: int,
+                 out: list[Cycle]) -> int:
+    """Up to `limit` cycles of `spec` in one component, one per component of
+    the edges the spec may use, appended to `out` as found (a search cut
+    short keeps them); returns how many."""
+    found = 0
+    usable = _restrict(adj, spec.allowed)
+    for sub in _components(usable):
+        clock.check()
+        cycle = _find(_restrict(usable, spec.allowed, sub), spec, clock)
+        if cycle is not None:
+            out.append(cycle)
+            found += 1
+            if found >= limit:
+                break
+    return found
+
+
+# --- the same search, one strongly connected component at a time --------------
+# A cycle never leaves its component, so the components can be searched apart
+# (on other machines) and the results merged into what `find_cycles` returns.
+
+
+def cyclic_components(g: nx.DiGraph) -> list[set[int]]:
+    """The components of more than one txn, in the order `find_cycles` searches them."""
+    return [set(c) for c in _sccs(_adjacency(g, set(g))) if len(c) > 1]
+
+
+def component_adjacency(g: nx.DiGraph, component: set[int]) -> Adjacency:
+    """A component's edges as the search walks them; their order decides which
+    of several equally short cycles is found, so a copy must keep it."""
+    return _adjacency(g, component)
+
+
+def search_component(adj: Adjacency, budget_s: float, specs: tuple[CycleSpec, ...] = SPECS,
+                     max_per_spec: int = 10) -> SearchResult:
+    """`find_cycles` on one component, given as `component_adjacency` gave it."""
+    started = time.monotonic()
+    result = SearchResult(components=1, largest_component=len(adj))
+    clock = _Clock(budget_s)
+    for i, spec in enumerate(specs):
+        try:
+            _spec_cycles(adj, spec, clock, max_per_spec, result.cycles)
+        except _OutOfTime:
+            result.undecided = [s.name for s in specs[i:]]
+            break
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def merge_searches(parts: list[SearchResult], specs: tuple[CycleSpec, ...] = SPECS,
+                   max_per_spec: int = 10) -> SearchResult:
+    """Per-component results, in `cyclic_components` order, as one `find_cycles`
+    result: spec by spec, the first `max_per_spec` cycles across components
+    (each part holds its component's first ones). Only a search cut short by
+    its budget can differ: each component had the whole budget to itself."""
+    merged = SearchResult(components=len(parts),
+                          largest_component=max((p.largest_component for p in parts), default=0),
+                          seconds=sum(p.seconds for p in parts))
+    undecided = {name for p in parts for name in p.undecided}
+    for spec in specs:
+        of_spec = [c for p in parts for c in p.cycles if c.type == spec.name]
+        merged.cycles += of_spec[:max_per_spec]
+    merged.undecided = [s.name for s in specs if s.name in undecided]
+    return merged
+
+
+def find_cycles_by_component(g: nx.DiGraph, budget_s: float,
+                             search_all: SearchAll | None = None) -> SearchResult:
+    """`find_cycles`, each component searched apart by `search_all` (given the
+    components' adjacencies and the budget, it returns their results in
+    order); by default one after another here."""
+    adjacencies = [component_adjacency(g, c) for c in cyclic_components(g)]
+    if search_all is None:
+        parts = [search_component(adj, budget_s) for adj in adjacencies]
+    else:
+        parts = search_all(adjacencies, budget_s)
+    return merge_searches(parts)
 
 
 def edge_evidence(g: nx.DiGraph, u: int, v: int, kind: int) -> Any:

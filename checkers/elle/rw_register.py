@@ -33,6 +33,7 @@ import networkx as nx
 
 from checkers.acks import as_promised
 from checkers.elle.consistency import PROHIBITED
+from checkers.elle.cycles import CycleSearch, find_cycles
 from checkers.elle.explain import describe, txn_ref
 from checkers.elle.graph import EdgeLists, edges_with, realtime_edges
 from checkers.elle.kinds import RW, WR, WW
@@ -77,7 +78,8 @@ class Registers:
 
 def check(history: list[Op], run: dict | None = None, *, model: str = "strict-serializable",
           cycle_search_budget_s: float = 30.0, wfr_keys: bool = False,
-          sequential_keys: bool = False, linearizable_keys: bool = False) -> Verdict:
+          sequential_keys: bool = False, linearizable_keys: bool = False,
+          cycle_search: CycleSearch = find_cycles) -> Verdict:
     """Judge an rw-register history against `model`. The three flags turn on
     Elle's extra version-order inference; each assumes something about the
     database (see the module's docstring)."""
@@ -100,7 +102,8 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
         versions, used, cyclic = version_orders(txns, regs, [s for s in SOURCES if enabled[s]])
         anomalies += cyclic
         edges = edges_with(txns, lambda e: _data_edges(e, txns, regs, versions))
-        v = judge_graph(txns, edges, anomalies, unparsed, model, cycle_search_budget_s, started)
+        v = judge_graph(txns, edges, anomalies, unparsed, model, cycle_search_budget_s, started,
+                        cycle_search)
     v["stats"]["version_sources"] = used
     return v
 

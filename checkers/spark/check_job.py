@@ -13,6 +13,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from checkers.registry import (
     runnable,
     with_skipped,
 )
+from checkers.spark import SPLIT_FROM
 from checkers.spark.ops_table import (
     CHECK_COLUMNS,
     NEMESIS_PROCESS,
@@ -39,6 +41,7 @@ from checkers.spark.ops_table import (
     ops_from_rows,
 )
 from checkers.spark.session import SHUFFLE_LIMIT_KEY
+from checkers.spark.split_job import SPLIT_CHECKERS, check_split
 from checkers.stats import NO_CLIENT_OPS
 from checkers.verdict import Verdict, merge
 from checkers.verdict_store import history_digest, write_verdicts
@@ -109,22 +112,32 @@ def size_shuffle(spark: Any, runs: int) -> None:
 
 
 def check_runs(spark: Any, run_dirs: list[Path], plan_for: Callable[[dict[str, Any]], Plan],
-               progress: Callable[[str], None] = lambda s: None) -> pd.DataFrame:
+               progress: Callable[[str], None] = lambda s: None,
+               split_from: int | None = SPLIT_FROM) -> pd.DataFrame:
     """Check every run through Spark, each with the checkers `plan_for(run.json)`
-    names; returns the verdict rows (also written out)."""
+    names; returns the verdict rows (also written out). A run of `split_from`
+    events or more (None: none) has its split checkers run by the driver,
+    their expensive parts spread over the executors (`split_job`)."""
     runs = {d.name: read_run_json(d) for d in run_dirs}
     # Taken before the histories are read: the verdicts are of these bytes.
     digests = {d.name: history_digest(d) for d in run_dirs}
     by_id = {d.name: str(d.resolve()) for d in run_dirs}
     requested = {r: plan_for(run) for r, run in runs.items()}
-    plans = {r: runnable(runs[r], plan) for r, plan in requested.items()}
-    checkers_by_run = {r: list(plan) for r, plan in plans.items()}
+    full_plans = {r: runnable(runs[r], plan) for r, plan in requested.items()}
+    checkers_by_run = {r: list(plan) for r, plan in full_plans.items()}
     started = time.perf_counter()
     paths = []
+    big: list[Path] = []
     for i, d in enumerate(run_dirs, 1):
         paths.append(str(cached_parquet(d)))
+        if split_from is not None and pq.ParquetFile(paths[-1]).metadata.num_rows >= split_from:
+            big.append(d)
         if i % 10 == 0 or i == len(run_dirs):
             progress(f"history tables ready: {i}/{len(run_dirs)}")
+    # What the per-run tasks check: a big run's split checkers are the driver's.
+    plans = {r: {n: o for n, o in plan.items()
+                 if not (n in SPLIT_CHECKERS and any(d.name == r for d in big))}
+             for r, plan in full_plans.items()}
     ops = spark.read.schema(SPARK_DDL).parquet(*paths).select(*CHECK_COLUMNS)
     size_shuffle(spark, len(runs))
     frames = []
@@ -136,18 +149,25 @@ def check_runs(spark: Any, run_dirs: list[Path], plan_for: Callable[[dict[str, A
             groups = ops.filter(ops.run.isin(wanted) & (ops.process != NEMESIS_PROCESS))
             frames.append(groups.groupBy("run", "key")
                           .applyInPandas(key_check_fn(name, runs, plans), VERDICT_COLUMNS))
-    run_scoped = [r for r, names in checkers_by_run.items()
-                  if any(CHECKS[n].scope == "run" for n in names)]
+    run_scoped = [r for r, plan in plans.items() if any(CHECKS[n].scope == "run" for n in plan)]
     if run_scoped:
         frames.append(ops.filter(ops.run.isin(run_scoped)).groupBy("run")
                       .applyInPandas(run_check_fn(plans, runs, by_id), VERDICT_COLUMNS))
     progress(f"checking {len(runs)} run(s) with Spark")
-    result = frames[0]
-    for f in frames[1:]:
-        result = result.unionByName(f)
-    rows = result.toPandas() if frames else pd.DataFrame(columns=VERDICT_NAMES)
-    # Spark Connect hangs its query metrics on the frame, which Arrow cannot store.
-    rows.attrs.clear()
+    # The other runs' job runs while the driver splits the big runs' checks.
+    with ThreadPoolExecutor(1) as pool:
+        job = pool.submit(_collect, frames)
+        split_rows = []
+        for d in big:
+            progress(f"{d.name}: {', '.join(n for n in full_plans[d.name] if n in SPLIT_CHECKERS)}"
+                     " split across executors")
+            split_rows += [_row(d.name, n, None, v, seconds)
+                           for n, v, seconds in check_split(spark, d, full_plans[d.name])]
+        rows = job.result()
+    if split_rows:
+        split_frame = pd.DataFrame(split_rows, columns=VERDICT_NAMES)
+        rows = (pd.concat([rows, split_frame], ignore_index=True) if len(rows)
+                else split_frame)
     # A run with no ops has no group: its key-scoped checkers saw nothing to judge.
     judged = set(zip(rows["run"], rows["checker"], strict=True))
     missing = [(r, n) for r, names in checkers_by_run.items() for n in names
@@ -163,6 +183,18 @@ def check_runs(spark: Any, run_dirs: list[Path], plan_for: Callable[[dict[str, A
         document = run_document(by_run.get(run_id, rows.iloc[:0]), checkers_by_run[run_id])
         write_verdicts(d, with_skipped(document, runs[run_id], requested[run_id]),
                        digests[run_id])
+    return rows
+
+
+def _collect(frames: list[Any]) -> pd.DataFrame:
+    if not frames:
+        return pd.DataFrame(columns=VERDICT_NAMES)
+    result = frames[0]
+    for f in frames[1:]:
+        result = result.unionByName(f)
+    rows = result.toPandas()
+    # Spark Connect hangs its query metrics on the frame, which Arrow cannot store.
+    rows.attrs.clear()
     return rows
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from checkers.registry import check_run_dir, overall_validity, rows_from_document
+from checkers.spark import SPLIT_FROM
 from checkers.spark.session import REMOTE_ENV
 from checkers.verdict import exit_code
 from harness.report.summary import print_verdict_rows
@@ -29,6 +30,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"serve`) instead of starting Spark; default ${REMOTE_ENV}")
     p.add_argument("--in-process", action="store_true",
                    help="run the checkers in this process instead of Spark")
+    p.add_argument("--split-from", type=int, default=SPLIT_FROM, metavar="EVENTS",
+                   help="a run of this many history events or more has its Elle cycle "
+                        "search (per strongly connected component) and divergence check "
+                        "(per offset range) split across executors; 0: every run "
+                        "(default: none; README, 'One big history', says why)")
     p.set_defaults(func=run)
 
 
@@ -85,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         except SparkUnavailable as e:
             raise UserError(str(e)) from None
         try:
-            table = check_runs(spark, runs, plan_for, say)
+            table = check_runs(spark, runs, plan_for, say, split_from=args.split_from)
         finally:
             end_session(spark)
     from checkers.spark.check_job import update_table
