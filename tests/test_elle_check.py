@@ -664,3 +664,21 @@ def test_register_values_that_cannot_be_compared_leave_their_txn_out_by_name():
         "The txn invoked at op 0 was left out: written value {'a': 1} cannot be compared.",
         "The txn invoked at op 2 was left out: key {'k': 1} cannot be compared.",
         "The txn invoked at op 4 was left out: value read {'b': 2} cannot be compared."]
+
+
+def test_register_cycle_explanation_quotes_the_value_read_and_the_later_version():
+    h = RegisterHistory()
+    h.txn(1, [["w", "x", 1]])
+    h.concurrent((2, [["w", "x", 2], ["w", "y", 2]]), (3, [["r", "x", 1], ["r", "y", 2]]))
+    [a] = rw_register.check(h.ops, linearizable_keys=True)["anomalies"]
+    assert a["type"] == "G-single"
+    assert a["explanation"] == (
+        "Let:\n"
+        "  T1 = the txn by process 3, invoked at op 3, ok at op 5: [r 'x' 1, r 'y' 2]\n"
+        "  T2 = the txn by process 2, invoked at op 2, ok at op 4: [w 'x' 2, w 'y' 2]\n"
+        "Then:\n"
+        "  - T1 < T2, because T1 read key 'x' = 1 and T2 set it to 2, which came later in its "
+        "version order (by linearizable-keys) (rw).\n"
+        "  - T2 < T1, because T1 read key 'y' = 2, which T2 wrote (wr).\n"
+        "A cycle: T1 < T2 < T1, so no order of these transactions agrees with what they "
+        "observed (G-single).")
