@@ -430,3 +430,11 @@ def test_an_incomplete_search_names_its_key():
     (a,) = v["anomalies"]
     assert (a["type"], a["key"]) == ("search-incomplete", "k")
     assert set(a) == {"type", "key", "reason", "stats"}
+
+
+def test_counterexample_state_starts_from_the_models_initial_value():
+    history = H((0, "invoke", "read", None), (0, "ok", "read", 5))
+    [a] = check(history, model="register", model_options={"initial": 0})["anomalies"]
+    assert (a["state"], a["linearized_count"], a["op"]["what"]) == (0, 0, "read -> 5")
+    [a] = check(history, model="register")["anomalies"]
+    assert a["state"] is None
