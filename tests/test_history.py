@@ -73,8 +73,9 @@ def test_wrong_field_type_is_a_clear_error(tmp_path):
     good = Op(0, 1, 0, "invoke", "read").to_map()
     bad = dict(Op(1, 2, 0, "ok", "read").to_map(), time="soon")
     path.write_bytes(msgpack.packb(good) + msgpack.packb(bad))
-    with pytest.raises(HistoryError, match="field 'time'"):
+    with pytest.raises(HistoryError, match="field 'time'") as e:
         read_history(path)
+    assert (e.value.index, e.value.offset) == (1, len(msgpack.packb(good)))
 
 
 def test_absurd_size_is_refused(tmp_path):
