@@ -332,3 +332,18 @@ def test_an_unknown_format_is_named_at_byte_zero(tmp_path):
     with pytest.raises(HistoryError, match="unknown history format") as e:
         detect_format(path)
     assert e.value.offset == 0
+
+
+@pytest.mark.parametrize("opener,closer", [("[", "]"), ("{:a ", "}"), ("#{", "}"), ("(", ")")])
+def test_nesting_up_to_the_depth_limit_parses_and_one_more_is_refused(opener, closer):
+    assert loads(opener * 100 + "1" + closer * 100) is not None
+    with pytest.raises(EdnError, match=r"nested deeper than 100 levels$") as e:
+        loads(opener * 101 + "1" + closer * 101)
+    # At the 101st opener (a set's error points just past its "#{").
+    assert e.value.offset in (100 * len(opener), 101 * len(opener))
+
+
+def test_a_directory_cannot_be_opened_as_a_history(tmp_path):
+    with pytest.raises(HistoryError, match=r"cannot open: Is a directory$") as e:
+        read_any(tmp_path)
+    assert str(tmp_path) in str(e.value)
