@@ -55,7 +55,6 @@ class Observation:
     value: Any
     key: Any
     op: Op                # the ok completion that showed it
-    offset: int | None = None
 
 
 @collector_paused()   # millions of small acyclic objects: its passes free nothing
@@ -180,8 +179,8 @@ def _observations(pairs: list[tuple[Op, Op | None]], data: str) -> Iterator[Obse
                     for x in mop[2]:
                         yield Observation(x, mop[1], done)
         elif data == LOGS and inv.f == "read":
-            for offset, x in _log_entries(v):
-                yield Observation(x, v[0], done, offset)
+            for _, x in _log_entries(v):
+                yield Observation(x, v[0], done)
 
 
 def _pair(v: Any) -> bool:

