@@ -80,7 +80,10 @@ def test_write_and_read_through_the_client(cluster):
         status = direct.status().value
         assert status["role"] == "Follower" and status["leader"] == leader
     # every node's stdout is event lines stamped with the monotonic clock
-    start = events(cluster, follower)[0]
+    # A data dir no one formatted is formatted by the node itself, for its
+    # configured cluster, before it starts (KIP-595 cluster id).
+    first, start = events(cluster, follower)[:2]
+    assert first["event"] == "formatted" and first["cluster_id"] == start["cluster_id"]
     assert start["event"] == "start" and start["node"] == follower
     assert start["recovered_truncated_bytes"] == 0 and start["t"] <= time.monotonic_ns()
     assert start["voters"] == cluster.names   # the set in force, for the invariants
