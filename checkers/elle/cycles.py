@@ -144,14 +144,14 @@ def _adjacency(g: nx.DiGraph, nodes: set[int]) -> Adjacency:
     return {u: [(v, d["kinds"]) for v, d in succ[u].items() if v in nodes] for u in nodes}
 
 
-def _restrict(adj: Adjacency, allowed: int, nodes: set[int] | None = None) -> Adjacency:
-    if nodes is None:
-        return {u: [(v, m) for v, m in vs if m & allowed] for u, vs in adj.items()}
+def _restrict(adj: Adjacency, allowed: int, nodes: set[int]) -> Adjacency:
     return {u: [(v, m) for v, m in adj[u] if m & allowed and v in nodes] for u in nodes}
 
 
-def _components(adj: Adjacency) -> list[set[int]]:
-    return [set(c) for c in _sccs(adj) if len(c) > 1]
+def _components(adj: Adjacency, kinds: int = -1) -> list[set[int]]:
+    """The strongly connected components of more than one node over the
+    edges with one of `kinds`."""
+    return [set(c) for c in _sccs(adj, kinds) if len(c) > 1]
 
 
 def _sccs(adj: Adjacency, kinds: int = -1) -> list[list[int]]:
@@ -317,8 +317,8 @@ def _spec_cycles(adj: Adjacency, spec: CycleSpec, clock: _Clock, limit: int,
     found = 0
     parts = None if subs is None else subs.get(spec.allowed)
     if parts is None:
-        usable = _restrict(adj, spec.allowed)
-        parts = [_restrict(usable, spec.allowed, sub) for sub in _components(usable)]
+        # (most specs find no component: only those found are copied out)
+        parts = [_restrict(adj, spec.allowed, sub) for sub in _components(adj, spec.allowed)]
         if subs is not None:
             subs[spec.allowed] = parts
     for part in parts:
