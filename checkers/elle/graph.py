@@ -87,6 +87,7 @@ class Edges:
     data_edges: Callable[[EdgeLists], None]
     n_txns: int
     n_nodes: int
+    n_data: int   # the data edges come first; process and realtime edges follow
 
     @property
     def large(self) -> bool:
@@ -98,8 +99,11 @@ class Edges:
         # Every edge has one kind bit, so one pass dedupes all kinds at once;
         # barrier edges are unique by construction and need none.
         if not self.large:
-            per_kind = Counter(k for _, _, k in set(zip(self.src, self.dst, self.kind,
-                                                         strict=True)))
+            # (process edges are unique too: one to each txn from the one before)
+            nd = self.n_data
+            per_kind = Counter(k for _, _, k in set(zip(self.src[:nd], self.dst[:nd],
+                                                         self.kind[:nd], strict=True)))
+            per_kind.update(self.kind[nd:])
             return {name: per_kind[bit] for bit, name in KIND_NAMES.items() if per_kind[bit]}
         import numpy as np
 
@@ -263,9 +267,11 @@ def edges_with(txns: list[Txn], data_edges: Callable[[EdgeLists], None]) -> Edge
     process and realtime order."""
     edges = EdgeLists(evidence=False)
     data_edges(edges)
+    n_data = len(edges.src)
     _process_edges(edges, txns)
     barriers = _realtime_barriers(edges, txns, len(txns) >= ARRAYS_FROM_TXNS)
-    return Edges(edges.src, edges.dst, edges.kind, data_edges, len(txns), len(txns) + barriers)
+    return Edges(edges.src, edges.dst, edges.kind, data_edges, len(txns), len(txns) + barriers,
+                 n_data)
 
 
 def record_graph(txns: list[Txn], edges: Edges, members: Iterable[int]) -> nx.DiGraph:
