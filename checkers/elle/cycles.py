@@ -128,9 +128,16 @@ def _labels(mask: int, allowed: int) -> list[int]:
     return out
 
 
-# `_labels` of every (allowed, mask) pair, looked up as _LABELS[allowed][mask]:
-# the search asks once per edge it follows.
-_LABELS = [[_labels(mask, allowed) for mask in range(ALL + 1)] for allowed in range(ALL + 1)]
+# `_labels` of every mask, per set of allowed kinds, made when first asked
+# for: the search asks once per edge it follows.
+_LABELS: dict[int, list[list[int]]] = {}
+
+
+def _label_table(allowed: int) -> list[list[int]]:
+    table = _LABELS.get(allowed)
+    if table is None:
+        table = _LABELS[allowed] = [_labels(mask, allowed) for mask in range(ALL + 1)]
+    return table
 
 
 Adjacency = dict[int, list[tuple[int, int]]]   # txn -> [(successor, kinds bitmask)]
@@ -212,7 +219,7 @@ def _shortest_back(adj: Adjacency, order: dict[int, int],
     parent: dict[tuple[int, int, bool], tuple[tuple[int, int, bool], int] | None] = {s0: None}
     queue = deque([s0])
     rest, need = spec.rest, spec.need
-    labels = _LABELS[rest]
+    labels = _label_table(rest)
     limit = order[goal]
     while queue:
         state = queue.popleft()
@@ -260,7 +267,7 @@ def _find(adj: Adjacency, spec: CycleSpec, clock: _Clock) -> Cycle | None:
     order = _rest_order(adj, spec.rest)
     candidates = []
     first = spec.first
-    labels = _LABELS[first]
+    labels = _label_table(first)
     for u, vs in adj.items():
         for v, mask in vs:
             if order[v] > order[u] or first not in labels[mask]:

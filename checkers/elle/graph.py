@@ -87,7 +87,7 @@ class Edges:
     data_edges: Callable[[EdgeLists], None]
     n_txns: int
     n_nodes: int
-    n_data: int   # the data edges come first; process and realtime edges follow
+    n_data: int   # the data edges come first, then the process edges, then realtime
 
     @property
     def large(self) -> bool:
@@ -294,8 +294,11 @@ def record_graph(txns: list[Txn], edges: Edges, members: Iterable[int]) -> nx.Di
                 d["kinds"] |= kind
                 if ev is not None:
                     d.setdefault(KIND_NAMES[kind], ev)
-        for u, v, kind in zip(edges.src, edges.dst, edges.kind, strict=True):
-            if kind == PROCESS and inside[u] and inside[v]:
+        nd = edges.n_data  # (the process edges follow the data edges)
+        for u, v, kind in zip(edges.src[nd:], edges.dst[nd:], edges.kind[nd:], strict=True):
+            if kind != PROCESS:
+                break
+            if inside[u] and inside[v]:
                 d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
                 d["kinds"] |= PROCESS
     rt = EdgeLists()
