@@ -306,6 +306,8 @@ def find_cycles(g: nx.DiGraph, budget_s: float, specs: tuple[CycleSpec, ...] = S
             for adj, sub in zip(adjacencies, subs, strict=True):
                 if found >= max_per_spec:
                     break
+                if not sub:
+                    _prime(adj, sub, specs)
                 found += _spec_cycles(adj, spec, clock, max_per_spec - found, result.cycles,
                                       sub)
         except _OutOfTime:
@@ -313,6 +315,18 @@ def find_cycles(g: nx.DiGraph, budget_s: float, specs: tuple[CycleSpec, ...] = S
             break
     result.seconds = time.monotonic() - started
     return result
+
+
+def _prime(adj: Adjacency, subs: dict[int, list[Adjacency]],
+           specs: tuple[CycleSpec, ...]) -> None:
+    """`_spec_cycles`' components for every set of edges `specs` may use,
+    the largest sets first: a set of edges whose graph has none leaves none
+    to any of its subsets, which are then not searched."""
+    for allowed in sorted({s.allowed for s in specs}, key=lambda a: -a.bit_count()):
+        if any(not parts and allowed & ~known == 0 for known, parts in subs.items()):
+            subs[allowed] = []
+        else:
+            subs[allowed] = [_restrict(adj, allowed, c) for c in _components(adj, allowed)]
 
 
 def _spec_cycles(adj: Adjacency, spec: CycleSpec, clock: _Clock, limit: int,
@@ -362,6 +376,7 @@ def search_component(adj: Adjacency, budget_s: float, specs: tuple[CycleSpec, ..
     result = SearchResult(components=1, largest_component=len(adj))
     clock = _Clock(budget_s)
     subs: dict[int, list[Adjacency]] = {}
+    _prime(adj, subs, specs)
     for i, spec in enumerate(specs):
         try:
             _spec_cycles(adj, spec, clock, max_per_spec, result.cycles, subs)

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
-from checkers.elle.kinds import KIND_NAMES, PROCESS, REALTIME, RW, WR, WW
+from checkers.elle.kinds import ALL, KIND_NAMES, PROCESS, REALTIME, RW, WR, WW
 from checkers.elle.txns import FAIL, OK, Txn
 from checkers.elle.versions import Versions, own_suffix_start
 
@@ -122,9 +122,12 @@ class Edges:
         in the graph of the edges with one of `kinds`, each in ascending
         order, ordered by their first (so by the edges, not their order)."""
         if not self.large:
-            sel = [i for i, k in enumerate(self.kind) if k & kinds]
-            labels = tarjan_labels(self.n_nodes, [self.src[i] for i in sel],
-                                   [self.dst[i] for i in sel])
+            if kinds & ALL == ALL:
+                src, dst = self.src, self.dst
+            else:
+                sel = [i for i, k in enumerate(self.kind) if k & kinds]
+                src, dst = [self.src[i] for i in sel], [self.dst[i] for i in sel]
+            labels = tarjan_labels(self.n_nodes, src, dst)
             members: dict[int, list[int]] = {}
             for node in range(self.n_txns):
                 members.setdefault(labels[node], []).append(node)

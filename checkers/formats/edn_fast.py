@@ -144,8 +144,8 @@ def _word(m: re.Match[str]) -> str:
 def _map(pairs: list[tuple[str, list]]) -> dict[Any, Any]:
     ((_, forms),) = pairs
     it = iter(forms)
-    m = dict(zip(it, it, strict=True))
-    if len(m) * 2 != len(forms):
+    m = dict(zip(it, it, strict=False))
+    if len(m) * 2 != len(forms):  # an odd number of forms, or a key twice
         raise ValueError("a key twice")
     return m
 
