@@ -245,11 +245,14 @@ class EdgeLists:
     a list of ints costs ~36), viewed as numpy arrays once at the end. With
     `evidence`, data edges also keep theirs: `evidence[i]` belongs to edge i."""
 
-    def __init__(self, evidence: bool = True) -> None:
+    def __init__(self, evidence: bool = True, readers: set[int] | None = None) -> None:
         self.src = array(_NODE)
         self.dst = array(_NODE)
         self.kind = array("b")
         self.evidence: list[Any] | None = [] if evidence else None
+        # With `readers`, only edges from or to them are wanted: a source
+        # may leave out the wr and rw edges of other txns' reads.
+        self.readers = readers
 
     def add(self, u: int, v: int, kind: int, evidence: Any = None) -> None:
         if u == v:
@@ -288,7 +291,7 @@ def record_graph(txns: list[Txn], edges: Edges, members: Iterable[int]) -> nx.Di
             inside[i] = 1
         # The data edges again, this time with their evidence, read by read
         # (so in an order that does not depend on how `edges` found them).
-        data = EdgeLists()
+        data = EdgeLists(readers=set(nodes))
         edges.data_edges(data)
         assert data.evidence is not None
         for u, v, kind, ev in zip(data.src, data.dst, data.kind, data.evidence, strict=True):
@@ -375,9 +378,11 @@ def _data_edges(g: EdgeLists, txns: list[Txn], versions: Versions,
             for e, w in unread.get(k, ()):
                 if w != prev_w:
                     g.add(prev_w, w, WW, (k, prev_e, e, UNREAD))
+    readers = g.readers
     for t in txns:
-        for _, k, r in t.read_mops:
-            _read_edges(g, t, k, r, versions, per_key.get(k))
+        if readers is None or t.id in readers:
+            for _, k, r in t.read_mops:
+                _read_edges(g, t, k, r, versions, per_key.get(k))
 
 
 _KeyReads = tuple[dict[Any, int], list, int, list | None, Any]
