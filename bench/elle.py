@@ -16,7 +16,7 @@ child: interpreter start, imports, read and check), and the EDN read alone in
 MB/s. The CPU figures say how much of a wall time was the
 machine's other load, and each figure is printed with the load average
 (1 min) at the time, since the machine is shared. A history of fewer than
-20k txns is judged without numpy or scipy (see `checkers/elle/graph.py`): the
+15k txns is judged without numpy or scipy (see `checkers/elle/graph.py`): the
 --edn figure of a fresh process includes neither import.
 
     .venv/bin/python bench/elle.py                 # 10k and 100k txns

@@ -52,7 +52,7 @@ CYCLIC = ('{:type :invoke, :value [[:r :x nil] [:append :y 1]], :process 0}\n'
 
 
 def test_check_elle_of_a_small_history_imports_neither_numpy_nor_scipy(tmp_path) -> None:
-    # A history of fewer than 20k txns is judged in pure Python, and networkx
+    # A history of fewer than 15k txns is judged in pure Python, and networkx
     # (the graph of record) is imported only when a cycle needs explaining.
     assert _check_elle_imports(tmp_path, VALID) == ["0", "False", "False", "False"]
     assert _check_elle_imports(tmp_path, CYCLIC) == ["1", "False", "False", "True"]

@@ -29,9 +29,10 @@ in their own appends or missed only unread ones go the long way). A history
 of fewer than `ARRAYS_FROM_TXNS` txns is judged in pure Python (read by read,
 Tarjan's algorithm over the edge arrays), which costs less than importing
 numpy (~0.1 s) and scipy (~0.3 s), a large part of what a command checking
-one history pays. The txns of cycles get their data edges again read by
-read, with the evidence the explanations quote (`_read_edges`); tests hold
-the ways equal.
+one history pays; unless numpy is loaded already, when the arrays pay from
+`ARRAYS_LOADED_FROM_TXNS` txns on (the verdict is the same either way).
+The txns of cycles get their data edges again read by read, with the
+evidence the explanations quote (`_read_edges`); tests hold the ways equal.
 
 Realtime order is encoded for the component search with one barrier node per
 completion: each completed txn points to its completion's barrier, barriers
@@ -44,6 +45,7 @@ realtime edges between its own txns.
 
 from __future__ import annotations
 
+import sys
 from array import array
 from bisect import bisect_left
 from collections import Counter
@@ -69,8 +71,15 @@ UNREAD = "unread"
 
 
 # Histories of at least this many txns are judged with numpy and scipy (see
-# the module's docstring); smaller ones never import them.
-ARRAYS_FROM_TXNS = 20_000
+# the module's docstring); smaller ones never import them...
+ARRAYS_FROM_TXNS = 15_000
+# ...but use numpy from this many if some other part of the process loaded it.
+ARRAYS_LOADED_FROM_TXNS = 2_000
+
+
+def _large(n_txns: int) -> bool:
+    return n_txns >= ARRAYS_FROM_TXNS or (n_txns >= ARRAYS_LOADED_FROM_TXNS
+                                          and "numpy" in sys.modules)
 
 
 @dataclass
@@ -88,10 +97,7 @@ class Edges:
     n_txns: int
     n_nodes: int
     n_data: int   # the data edges come first, then the process edges, then realtime
-
-    @property
-    def large(self) -> bool:
-        return self.n_txns >= ARRAYS_FROM_TXNS
+    large: bool   # judged with numpy (see `_large`)
 
     def counts(self) -> dict[str, int]:
         """Distinct txn pairs per edge kind (realtime: pairs in the barrier
@@ -170,7 +176,9 @@ def scc_labels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     import numpy as np
 
     if len(src) < SCIPY_FROM_EDGES:
-        return np.array(tarjan_labels(n, src.tolist(), dst.tolist()), dtype=np.int64)
+        order = np.argsort(src, kind="stable")
+        starts = np.searchsorted(src[order], np.arange(n + 1)).tolist()
+        return np.array(_tarjan(n, starts, dst[order].tolist()), dtype=np.int64)
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -179,8 +187,8 @@ def scc_labels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
 
 
 def tarjan_labels(n: int, src: Sequence[int], dst: Sequence[int]) -> list[int]:
-    """Tarjan's algorithm, iterative, over the edges sorted into CSR lists
-    (a counting sort by source)."""
+    """Tarjan's algorithm over the edges sorted into CSR lists (a counting
+    sort by source)."""
     starts = [0] * (n + 1)
     for u in src:
         starts[u + 1] += 1
@@ -191,6 +199,12 @@ def tarjan_labels(n: int, src: Sequence[int], dst: Sequence[int]) -> list[int]:
     for u, v in zip(src, dst, strict=True):
         targets[fill[u]] = v
         fill[u] += 1
+    return _tarjan(n, starts, targets)
+
+
+def _tarjan(n: int, starts: list[int], targets: list[int]) -> list[int]:
+    """Tarjan's algorithm, iterative: node u's successors are
+    targets[starts[u]:starts[u + 1]]."""
     index = [-1] * n
     low = [0] * n
     on_stack = [False] * n
@@ -275,9 +289,10 @@ def edges_with(txns: list[Txn], data_edges: Callable[[EdgeLists], None]) -> Edge
     data_edges(edges)
     n_data = len(edges.src)
     _process_edges(edges, txns)
-    barriers = _realtime_barriers(edges, txns, len(txns) >= ARRAYS_FROM_TXNS)
+    large = _large(len(txns))
+    barriers = _realtime_barriers(edges, txns, large)
     return Edges(edges.src, edges.dst, edges.kind, data_edges, len(txns), len(txns) + barriers,
-                 n_data)
+                 n_data, large)
 
 
 def record_graph(txns: list[Txn], edges: Edges, members: Iterable[int]) -> nx.DiGraph:
@@ -359,7 +374,7 @@ def _data_edges(g: EdgeLists, txns: list[Txn], versions: Versions,
     per_key = {k: (live.get(k, {}), order, len(order), following.get(k), unread.get(k, ()))
                for k, order in versions.order.items()}
     if by_arrays is None:
-        by_arrays = g.evidence is None and len(txns) >= ARRAYS_FROM_TXNS
+        by_arrays = g.evidence is None and _large(len(txns))
     if by_arrays:
         _edges_by_arrays(g, txns, versions, per_key, writers_of)
         return
