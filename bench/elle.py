@@ -14,7 +14,10 @@ next one's peak. With --edn FILE (e.g. Elle's histories/huge-scc.edn) it also
 times `faultline check-elle FILE` end to end in a fresh process (CPU of the
 child: interpreter start, imports, read and check), and the EDN read alone in
 MB/s. The CPU figures say how much of a wall time was the
-machine's other load.
+machine's other load, and each figure is printed with the load average
+(1 min) at the time, since the machine is shared. A history of fewer than
+15k txns is judged without numpy or scipy (see `checkers/elle/graph.py`): the
+--edn figure of a fresh process includes neither import.
 
     .venv/bin/python bench/elle.py                 # 10k and 100k txns
     .venv/bin/python bench/elle.py --txns 50000 --edn /path/to/huge-scc.edn
@@ -34,6 +37,10 @@ import subprocess
 import sys
 import tempfile
 import time
+
+
+def _load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
 
 
 def _peak_rss_kib() -> int:
@@ -129,7 +136,7 @@ def main() -> None:
               f"graph {r['graph_s']:.2f} s, cycle search {r['cycle_search_s']:.2f} s); "
               f"end to end (msgpack read + check) {r['end_to_end_s']:.2f} s = "
               f"{n / r['end_to_end_s']:,.0f} txn/s; peak RSS {r['peak_rss_mib']} MiB; "
-              f"valid={r['valid']}, anomalies={r['anomalies']}")
+              f"valid={r['valid']}, anomalies={r['anomalies']}; {_load()}")
         print(f"{'':>7} edges: {r['edges']}")
         if r["anomaly_counts"]:
             print(f"{'':>7} largest cyclic component {r['largest_component']} txns; "
@@ -147,11 +154,11 @@ def edn_figures(path: str) -> None:
     read_s, read_cpu = time.monotonic() - t0, time.process_time() - c0
     print(f"{path}: {size / 1e6:.1f} MB, {len(ops)} ops read in {read_s:.2f} s = "
           f"{size / read_s / 1e6:.1f} MB/s (CPU {read_cpu:.2f} s = "
-          f"{size / read_cpu / 1e6:.1f} MB/s)")
+          f"{size / read_cpu / 1e6:.1f} MB/s; {_load()})")
     print(f"{'':>7} read by the JSON fast path: {edn_fast.op_maps(read_text(path)) is not None}")
     cli = [os.path.join(os.path.dirname(sys.executable), "faultline"), "check-elle", path]
     runs = []
-    for _ in range(3):  # the machine is shared: the best of three says most
+    for _ in range(5):  # the machine is shared: the best of five says most
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t1 = time.monotonic()
         done = subprocess.run(cli, capture_output=True, text=True,
@@ -162,10 +169,10 @@ def edn_figures(path: str) -> None:
         runs.append((cpu, wall))
     cpu, wall = min(runs)
     verdict = json.loads(done.stdout)
-    print(f"{'':>7} faultline check-elle end to end (fresh process, best of 3): "
+    print(f"{'':>7} faultline check-elle end to end (fresh process, best of 5): "
           f"CPU {cpu:.2f} s (wall {wall:.2f} s), exit {done.returncode}, "
           f"{verdict['stats'].get('txns')} txns, "
-          f"anomalies {verdict['stats'].get('anomaly_counts')}")
+          f"anomalies {verdict['stats'].get('anomaly_counts')}; {_load()}")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
 
@@ -69,6 +70,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    code = _main(argv)
+    if argv is None:
+        # Run as the program, which ends next: the interpreter's last garbage
+        # collection then need not walk every object the command made (after
+        # checking a 10k-txn history, ~10% of the process's CPU time).
+        gc.freeze()
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     args_in = sys.argv[1:] if argv is None else argv
     named = {_command_name(m) for m in COMMAND_MODULES}
     parser = build_parser(args_in[0] if args_in and args_in[0] in named else None)

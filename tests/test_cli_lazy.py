@@ -25,3 +25,50 @@ def test_check_elle_does_not_import_the_cluster_code() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip().splitlines()[-1] == "False False"
+
+
+def _check_elle_imports(tmp_path, edn: str) -> list[str]:
+    path = tmp_path / "h.edn"
+    path.write_text(edn)
+    code = ("import sys, io, contextlib\nfrom harness.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    code = main(['check-elle', {str(path)!r}])\n"
+            "print(code, *(m in sys.modules for m in ('numpy', 'scipy', 'networkx')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    return out.split()
+
+
+# VALID: one append, read back. CYCLIC: two txns, each reading the other's
+# append (a G1c cycle, whose explanation needs the graph of record).
+VALID = ('{:type :invoke, :value [[:append :x 1]], :process 0}\n'
+         '{:type :ok, :value [[:append :x 1]], :process 0}\n'
+         '{:type :invoke, :value [[:r :x nil]], :process 1}\n'
+         '{:type :ok, :value [[:r :x [1]]], :process 1}\n')
+CYCLIC = ('{:type :invoke, :value [[:r :x nil] [:append :y 1]], :process 0}\n'
+          '{:type :invoke, :value [[:r :y nil] [:append :x 1]], :process 1}\n'
+          '{:type :ok, :value [[:r :x [1]] [:append :y 1]], :process 0}\n'
+          '{:type :ok, :value [[:r :y [1]] [:append :x 1]], :process 1}\n')
+
+
+def test_check_elle_of_a_small_history_imports_neither_numpy_nor_scipy(tmp_path) -> None:
+    # A history of fewer than 15k txns is judged in pure Python, and networkx
+    # (the graph of record) is imported only when a cycle needs explaining.
+    assert _check_elle_imports(tmp_path, VALID) == ["0", "False", "False", "False"]
+    assert _check_elle_imports(tmp_path, CYCLIC) == ["1", "False", "False", "True"]
+
+
+def test_only_the_program_freezes_the_collector(monkeypatch, capsys) -> None:
+    import gc
+
+    from harness.cli import main
+
+    gc.unfreeze()
+    assert main(["check-elle", "--help"]) == 0
+    assert gc.get_freeze_count() == 0  # a caller in-process keeps its collector
+    monkeypatch.setattr(sys, "argv", ["faultline", "check-elle", "--help"])
+    try:
+        assert main() == 0
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

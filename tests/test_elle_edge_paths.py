@@ -23,7 +23,7 @@ def both_ways(ops) -> tuple[Counter, Counter]:
     versions = index_writers(txns)
     infer_orders(txns, versions)
     by_arrays, by_reads = EdgeLists(evidence=False), EdgeLists(evidence=True)
-    _data_edges(by_arrays, txns, versions)
+    _data_edges(by_arrays, txns, versions, by_arrays=True)
     _data_edges(by_reads, txns, versions)
     assert by_reads.evidence is not None and len(by_reads.evidence) == len(by_reads.src)
     return (Counter(zip(by_arrays.src, by_arrays.dst, by_arrays.kind, strict=True)),
@@ -56,6 +56,6 @@ def test_most_reads_take_the_array_lookups(monkeypatch) -> None:
     calls = []
     real = graph._read_edges
     monkeypatch.setattr(graph, "_read_edges", lambda *a: calls.append(1) or real(*a))
-    _data_edges(EdgeLists(evidence=False), txns, versions)
+    _data_edges(EdgeLists(evidence=False), txns, versions, by_arrays=True)
     reads = sum(len(t.read_mops) for t in txns)
     assert reads > 1000 and len(calls) < reads / 5

@@ -230,3 +230,21 @@ def test_stale_register_reads_are_caught() -> None:
                          registers=True, rng=random.Random(7))
     v = rw_register.check(ops, wfr_keys=True, linearizable_keys=True)
     assert v["valid"] is False
+
+
+def test_the_same_history_gets_the_same_report_in_every_process() -> None:
+    # Version pairs holding None (the initial state) once sat in sets, whose
+    # order followed None's address: another process reported other cycles.
+    import json
+    import subprocess
+
+    code = ("import json, random\nfrom checkers.elle import rw_register\n"
+            "from checkers.elle.simulate import serial_history\n"
+            "ops = serial_history(600, keys=3, concurrency=6, max_writes_per_key=30, "
+            "p_stale=0.3, p_info=0.1, registers=True, rng=random.Random(3))\n"
+            "v = rw_register.check(ops, wfr_keys=True)\n"
+            "print(json.dumps(v['anomalies'], sort_keys=True, default=str))")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout for _ in range(3)]
+    assert len(json.loads(runs[0])) > 5
+    assert runs[0] == runs[1] == runs[2]

@@ -296,6 +296,59 @@ def test_fast_path_reads_elle_history(tmp_path):
         [["append", "x", 1], ["r", "y", None]], [["append", "x", 1], ["r", "y", [1, 2]]]]
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(FAST_TOKENS, max_size=40), st.sampled_from([" ", "\n", " \n"]),
+       st.integers(1, 12))
+def test_fast_path_in_small_pieces_declines_or_agrees(tokens, sep, piece):
+    # Cut into pieces of a few characters at each line's end, a text is read
+    # as a whole, or declined.
+    from unittest.mock import patch
+
+    from checkers.formats import edn_fast
+
+    text = sep.join(tokens)
+    with patch.object(edn_fast, "_PIECE", piece):
+        fast = op_maps(text)
+    if fast is not None:
+        assert outcome(lambda: slow_maps(text)) == ("ok", fast)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.dictionaries(
+    st.sampled_from(["type", "f", "value", "process", "error"]),
+    st.recursive(st.none() | st.integers(-5, 5) | st.text(max_size=4).filter(
+                     lambda t: "\x01" not in t) | st.sampled_from(["r", "ok"]).map(Keyword),
+                 lambda inner: st.lists(inner, max_size=3)
+                 | st.dictionaries(st.sampled_from(["a", "b"]), inner, max_size=2),
+                 max_leaves=8), max_size=4), max_size=8),
+       st.booleans(), st.booleans(), st.integers(1, 60))
+def test_fast_path_pieces_read_every_layout(maps, wrapped, multiline, piece):
+    # One map per line, or maps written over several lines (a cut inside one
+    # must not lose or split it), wrapped in a vector or not: any piece size
+    # reads what one piece reads, which is what the general reader reads.
+    from unittest.mock import patch
+
+    from checkers.formats import edn_fast
+
+    lines = [dumps(m).replace(", ", ",\n ") if multiline else dumps(m) for m in maps]
+    body = "\n".join(lines)
+    text = f"[{body}]" if wrapped else body
+    whole = op_maps(text)
+    assert whole is not None and whole == slow_maps(text)
+    with patch.object(edn_fast, "_PIECE", piece):
+        assert op_maps(text) == whole
+
+
+def test_fast_path_reads_a_map_across_a_cut():
+    from unittest.mock import patch
+
+    from checkers.formats import edn_fast
+
+    text = '{:a 1,\n :b "x\ny"}\n{:a 2, :b [1\n 2]}\n{:a 3}\n'
+    with patch.object(edn_fast, "_PIECE", 3):
+        assert op_maps(text) == [{"a": 1, "b": "x\ny"}, {"a": 2, "b": [1, 2]}, {"a": 3}]
+
+
 @pytest.mark.parametrize("text", [
     "{:a 1 :a 2}", "{:a}", "{[1] 2}", "{:a [1 2}]", "{:a 1.5}", "{:a 12345678901234567890}",
     "{:a (1)}", '{:a "\\ud800"}', "{:a #{1}}", "{:a x}", "{:a 1}}", "{:a 1", "[{:a 1}] {}",

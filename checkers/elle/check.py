@@ -122,7 +122,7 @@ def _cycles_proven(edges: Edges, g: Any, txns: list[Txn],
     proofs: dict[frozenset[int], tuple[list[str], list[str], int]] = {}
     for kinds, models in sorted(by_kinds.items()):
         for members in edges.components(kinds):
-            comp = set(members.tolist())
+            comp = set(members)
             key = frozenset(comp)
             had_models, had_fams, had_kinds = proofs.get(key, ([], [], 0))
             fams = had_fams + [f for f in families(g, comp, kinds) if f not in had_fams]

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from checkers.elle.kinds import DATA, KIND_NAMES, PROCESS, REALTIME, RW, WR, WW
+from checkers.elle.kinds import ALL, DATA, KIND_NAMES, PROCESS, REALTIME, RW, WR, WW
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -128,6 +128,18 @@ def _labels(mask: int, allowed: int) -> list[int]:
     return out
 
 
+# `_labels` of every mask, per set of allowed kinds, made when first asked
+# for: the search asks once per edge it follows.
+_LABELS: dict[int, list[list[int]]] = {}
+
+
+def _label_table(allowed: int) -> list[list[int]]:
+    table = _LABELS.get(allowed)
+    if table is None:
+        table = _LABELS[allowed] = [_labels(mask, allowed) for mask in range(ALL + 1)]
+    return table
+
+
 Adjacency = dict[int, list[tuple[int, int]]]   # txn -> [(successor, kinds bitmask)]
 SearchAll = Callable[[list[Adjacency], float], list["SearchResult"]]
 # `find_cycles` or a stand-in with its signature and results.
@@ -139,14 +151,14 @@ def _adjacency(g: nx.DiGraph, nodes: set[int]) -> Adjacency:
     return {u: [(v, d["kinds"]) for v, d in succ[u].items() if v in nodes] for u in nodes}
 
 
-def _restrict(adj: Adjacency, allowed: int, nodes: set[int] | None = None) -> Adjacency:
-    if nodes is None:
-        return {u: [(v, m) for v, m in vs if m & allowed] for u, vs in adj.items()}
+def _restrict(adj: Adjacency, allowed: int, nodes: set[int]) -> Adjacency:
     return {u: [(v, m) for v, m in adj[u] if m & allowed and v in nodes] for u in nodes}
 
 
-def _components(adj: Adjacency) -> list[set[int]]:
-    return [set(c) for c in _sccs(adj) if len(c) > 1]
+def _components(adj: Adjacency, kinds: int = -1) -> list[set[int]]:
+    """The strongly connected components of more than one node over the
+    edges with one of `kinds`."""
+    return [set(c) for c in _sccs(adj, kinds) if len(c) > 1]
 
 
 def _sccs(adj: Adjacency, kinds: int = -1) -> list[list[int]]:
@@ -207,6 +219,7 @@ def _shortest_back(adj: Adjacency, order: dict[int, int],
     parent: dict[tuple[int, int, bool], tuple[tuple[int, int, bool], int] | None] = {s0: None}
     queue = deque([s0])
     rest, need = spec.rest, spec.need
+    labels = _label_table(rest)
     limit = order[goal]
     while queue:
         state = queue.popleft()
@@ -215,7 +228,7 @@ def _shortest_back(adj: Adjacency, order: dict[int, int],
         for v, mask in adj[node]:
             if order[v] > limit:  # past the goal's component: no way back to it
                 continue
-            for kind in _labels(mask, rest):
+            for kind in labels[mask]:
                 nrw = rw + (kind == RW)
                 if nrw > spec.max_rw:
                     continue
@@ -253,9 +266,11 @@ def _rest_order(adj: Adjacency, rest: int) -> dict[int, int]:
 def _find(adj: Adjacency, spec: CycleSpec, clock: _Clock) -> Cycle | None:
     order = _rest_order(adj, spec.rest)
     candidates = []
+    first = spec.first
+    labels = _label_table(first)
     for u, vs in adj.items():
         for v, mask in vs:
-            if order[v] > order[u] or spec.first not in _labels(mask, spec.first):
+            if order[v] > order[u] or first not in labels[mask]:
                 continue
             candidates.append((order[u] - order[v], u, v))
     # Edges inside one component of rest edges surely lead back: try them first.
@@ -284,13 +299,17 @@ def find_cycles(g: nx.DiGraph, budget_s: float, specs: tuple[CycleSpec, ...] = S
     result.components = len(components)
     result.largest_component = max((len(c) for c in components), default=0)
     adjacencies = [component_adjacency(g, comp) for comp in components]
+    subs: list[dict[int, list[Adjacency]]] = [{} for _ in adjacencies]
     for i, spec in enumerate(specs):
         try:
             found = 0
-            for adj in adjacencies:
+            for adj, sub in zip(adjacencies, subs, strict=True):
                 if found >= max_per_spec:
                     break
-                found += _spec_cycles(adj, spec, clock, max_per_spec - found, result.cycles)
+                if not sub:
+                    _prime(adj, sub, specs)
+                found += _spec_cycles(adj, spec, clock, max_per_spec - found, result.cycles,
+                                      sub)
         except _OutOfTime:
             result.undecided = [s.name for s in specs[i:]]
             break
@@ -298,16 +317,34 @@ def find_cycles(g: nx.DiGraph, budget_s: float, specs: tuple[CycleSpec, ...] = S
     return result
 
 
+def _prime(adj: Adjacency, subs: dict[int, list[Adjacency]],
+           specs: tuple[CycleSpec, ...]) -> None:
+    """`_spec_cycles`' components for every set of edges `specs` may use,
+    the largest sets first: a set of edges whose graph has none leaves none
+    to any of its subsets, which are then not searched."""
+    for allowed in sorted({s.allowed for s in specs}, key=lambda a: -a.bit_count()):
+        if any(not parts and allowed & ~known == 0 for known, parts in subs.items()):
+            subs[allowed] = []
+        else:
+            subs[allowed] = [_restrict(adj, allowed, c) for c in _components(adj, allowed)]
+
+
 def _spec_cycles(adj: Adjacency, spec: CycleSpec, clock: _Clock, limit: int,
-                 out: list[Cycle]) -> int:
+                 out: list[Cycle], subs: dict[int, list[Adjacency]] | None = None) -> int:
     """Up to `limit` cycles of `spec` in one component, one per component of
     the edges the spec may use, appended to `out` as found (a search cut
-    short keeps them); returns how many."""
+    short keeps them); returns how many. `subs` keeps those components per
+    set of usable edges, for the next spec that may use the same."""
     found = 0
-    usable = _restrict(adj, spec.allowed)
-    for sub in _components(usable):
+    parts = None if subs is None else subs.get(spec.allowed)
+    if parts is None:
+        # (most specs find no component: only those found are copied out)
+        parts = [_restrict(adj, spec.allowed, sub) for sub in _components(adj, spec.allowed)]
+        if subs is not None:
+            subs[spec.allowed] = parts
+    for part in parts:
         clock.check()
-        cycle = _find(_restrict(usable, spec.allowed, sub), spec, clock)
+        cycle = _find(part, spec, clock)
         if cycle is not None:
             out.append(cycle)
             found += 1
@@ -338,9 +375,11 @@ def search_component(adj: Adjacency, budget_s: float, specs: tuple[CycleSpec, ..
     started = time.monotonic()
     result = SearchResult(components=1, largest_component=len(adj))
     clock = _Clock(budget_s)
+    subs: dict[int, list[Adjacency]] = {}
+    _prime(adj, subs, specs)
     for i, spec in enumerate(specs):
         try:
-            _spec_cycles(adj, spec, clock, max_per_spec, result.cycles)
+            _spec_cycles(adj, spec, clock, max_per_spec, result.cycles, subs)
         except _OutOfTime:
             result.undecided = [s.name for s in specs[i:]]
             break

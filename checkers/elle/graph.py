@@ -15,19 +15,24 @@ Failed txns are not nodes: they did not happen. Info txns may have happened;
 they are nodes, and get data edges only where their appends were observed.
 
 Two representations, because a sane history's graph is large and acyclic:
-`Edges` holds every edge as flat integer arrays, and scipy's sparse-graph
-routines find its strongly connected components in C (networkx takes ~10x as
-long and ~5x the memory to build and search a 100k-txn graph); a small graph's
-are found in Python, which costs less than importing scipy. Only the txns
-in a component of more than one become a networkx DiGraph, the graph of
+`Edges` holds every edge as flat integer arrays (networkx takes ~10x as long
+and ~5x the memory to build and search a 100k-txn graph), whose strongly
+connected components are found without building any graph object. Only the
+txns in a component of more than one become a networkx DiGraph, the graph of
 record that the cycle search walks and the explanations quote.
 
-The whole history's data edges are found by array lookups: a key's order
-lists its elements' writers, and a read, being a prefix of it, saw what the
-slot at its length holds and missed the next live one (`_edges_by_arrays`;
-reads that end in their own appends or missed only unread ones go the long
-way). The txns of cycles get theirs again read by read, with the evidence
-the explanations quote (`_read_edges`); a test holds the two ways equal.
+A large history's work is done by numpy's array operations, and its
+components by scipy's sparse-graph routines in C: a key's order lists its
+elements' writers, and a read, being a prefix of it, saw what the slot at its
+length holds and missed the next live one (`_edges_by_arrays`; reads that end
+in their own appends or missed only unread ones go the long way). A history
+of fewer than `ARRAYS_FROM_TXNS` txns is judged in pure Python (read by read,
+Tarjan's algorithm over the edge arrays), which costs less than importing
+numpy (~0.1 s) and scipy (~0.3 s), a large part of what a command checking
+one history pays; unless numpy is loaded already, when the arrays pay from
+`ARRAYS_LOADED_FROM_TXNS` txns on (the verdict is the same either way).
+The txns of cycles get their data edges again read by read, with the
+evidence the explanations quote (`_read_edges`); tests hold the ways equal.
 
 Realtime order is encoded for the component search with one barrier node per
 completion: each completed txn points to its completion's barrier, barriers
@@ -40,20 +45,22 @@ realtime edges between its own txns.
 
 from __future__ import annotations
 
+import sys
 from array import array
+from bisect import bisect_left
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from checkers.elle.kinds import KIND_NAMES, PROCESS, REALTIME, RW, WR, WW
+from checkers.elle.kinds import ALL, KIND_NAMES, PROCESS, REALTIME, RW, WR, WW
 from checkers.elle.txns import FAIL, OK, Txn
 from checkers.elle.versions import Versions, own_suffix_start
 
 if TYPE_CHECKING:
     import networkx as nx
+    import numpy as np
 
 # A node id: a txn's or a barrier's (two per txn at most), 4 bytes.
 _NODE = "i"
@@ -61,6 +68,18 @@ assert array(_NODE).itemsize == 4
 
 # Marks the evidence of an edge to an append no read saw.
 UNREAD = "unread"
+
+
+# Histories of at least this many txns are judged with numpy and scipy (see
+# the module's docstring); smaller ones never import them...
+ARRAYS_FROM_TXNS = 15_000
+# ...but use numpy from this many if some other part of the process loaded it.
+ARRAYS_LOADED_FROM_TXNS = 2_000
+
+
+def _large(n_txns: int) -> bool:
+    return n_txns >= ARRAYS_FROM_TXNS or (n_txns >= ARRAYS_LOADED_FROM_TXNS
+                                          and "numpy" in sys.modules)
 
 
 @dataclass
@@ -71,35 +90,61 @@ class Edges:
     from `data_edges`, run again (as Elle explains a cycle's edges once it has
     found the cycle)."""
 
-    src: np.ndarray
-    dst: np.ndarray
-    kind: np.ndarray
+    src: array
+    dst: array
+    kind: array
     data_edges: Callable[[EdgeLists], None]
     n_txns: int
     n_nodes: int
+    n_data: int   # the data edges come first, then the process edges, then realtime
+    large: bool   # judged with numpy (see `_large`)
 
     def counts(self) -> dict[str, int]:
         """Distinct txn pairs per edge kind (realtime: pairs in the barrier
         encoding, whose closure is the realtime order)."""
-        # Every edge has one kind bit, so one sort dedupes all kinds at once;
+        # Every edge has one kind bit, so one pass dedupes all kinds at once;
         # barrier edges are unique by construction and need none.
-        rt = self.kind == REALTIME
+        if not self.large:
+            # (process edges are unique too: one to each txn from the one before)
+            nd = self.n_data
+            per_kind = Counter(k for _, _, k in set(zip(self.src[:nd], self.dst[:nd],
+                                                         self.kind[:nd], strict=True)))
+            per_kind.update(self.kind[nd:])
+            return {name: per_kind[bit] for bit, name in KIND_NAMES.items() if per_kind[bit]}
+        import numpy as np
+
+        src, dst, kind = _views(self)
+        rt = kind == REALTIME
         other = ~rt
-        codes = np.sort((self.src[other].astype(np.int64) * self.n_nodes
-                         + self.dst[other]) * 32 + self.kind[other])
+        codes = np.sort((src[other].astype(np.int64) * self.n_nodes
+                         + dst[other]) * 32 + kind[other])
         codes = codes[np.concatenate(([True], codes[1:] != codes[:-1]))] if codes.size else codes
         per_kind = np.bincount(codes % 32, minlength=32)
         per_kind[REALTIME] = int(rt.sum())
         return {name: int(per_kind[bit]) for bit, name in KIND_NAMES.items() if per_kind[bit]}
 
-    def components(self, kinds: int) -> list[np.ndarray]:
+    def components(self, kinds: int) -> list[list[int]]:
         """Txn ids of each strongly connected component of more than one txn
         in the graph of the edges with one of `kinds`, each in ascending
         order, ordered by their first (so by the edges, not their order)."""
-        sel = (self.kind & kinds) != 0
+        if not self.large:
+            if kinds & ALL == ALL:
+                src, dst = self.src, self.dst
+            else:
+                sel = [i for i, k in enumerate(self.kind) if k & kinds]
+                src, dst = [self.src[i] for i in sel], [self.dst[i] for i in sel]
+            labels = tarjan_labels(self.n_nodes, src, dst)
+            members: dict[int, list[int]] = {}
+            for node in range(self.n_txns):
+                members.setdefault(labels[node], []).append(node)
+            return sorted((c for c in members.values() if len(c) > 1), key=lambda c: c[0])
+        import numpy as np
+
+        src, dst, kind = _views(self)
+        sel = (kind & kinds) != 0
         if not sel.any():
             return []
-        labels = scc_labels(self.n_nodes, self.src[sel], self.dst[sel])[:self.n_txns]
+        labels = scc_labels(self.n_nodes, src[sel], dst[sel])[:self.n_txns]
         sizes = np.bincount(labels)
         big = np.flatnonzero(sizes > 1)
         if big.size == 0:
@@ -108,7 +153,14 @@ class Edges:
         order = np.argsort(labels[members], kind="stable")
         members = members[order]
         cuts = np.flatnonzero(np.diff(labels[members])) + 1
-        return sorted(np.split(members, cuts), key=lambda c: int(c[0]))
+        return sorted((c.tolist() for c in np.split(members, cuts)), key=lambda c: c[0])
+
+
+def _views(edges: Edges) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    import numpy as np
+
+    return (np.frombuffer(edges.src, dtype=np.int32), np.frombuffer(edges.dst, dtype=np.int32),
+            np.frombuffer(edges.kind, dtype=np.int8))
 
 
 # Up to this many edges, finding components in Python costs less than
@@ -121,8 +173,12 @@ def scc_labels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """A strongly connected component label for each of nodes 0..n-1 of the
     graph of edges src[i] -> dst[i]: by scipy's sparse-graph routine for a
     large graph, else by `tarjan_labels`."""
+    import numpy as np
+
     if len(src) < SCIPY_FROM_EDGES:
-        return tarjan_labels(n, src, dst)
+        order = np.argsort(src, kind="stable")
+        starts = np.searchsorted(src[order], np.arange(n + 1)).tolist()
+        return np.array(_tarjan(n, starts, dst[order].tolist()), dtype=np.int64)
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -130,11 +186,25 @@ def scc_labels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     return connected_components(m, directed=True, connection="strong")[1]
 
 
-def tarjan_labels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Tarjan's algorithm, iterative, over the edges sorted into CSR lists."""
-    order = np.argsort(src, kind="stable")
-    targets = dst[order].tolist()
-    starts = np.searchsorted(src[order], np.arange(n + 1)).tolist()
+def tarjan_labels(n: int, src: Sequence[int], dst: Sequence[int]) -> list[int]:
+    """Tarjan's algorithm over the edges sorted into CSR lists (a counting
+    sort by source)."""
+    starts = [0] * (n + 1)
+    for u in src:
+        starts[u + 1] += 1
+    for i in range(n):
+        starts[i + 1] += starts[i]
+    targets = [0] * len(src)
+    fill = starts[:-1]
+    for u, v in zip(src, dst, strict=True):
+        targets[fill[u]] = v
+        fill[u] += 1
+    return _tarjan(n, starts, targets)
+
+
+def _tarjan(n: int, starts: list[int], targets: list[int]) -> list[int]:
+    """Tarjan's algorithm, iterative: node u's successors are
+    targets[starts[u]:starts[u + 1]]."""
     index = [-1] * n
     low = [0] * n
     on_stack = [False] * n
@@ -181,7 +251,7 @@ def tarjan_labels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
             on_stack[v] = True
             work.append(v)
             next_edge.append(starts[v])
-    return np.array(labels, dtype=np.int64)
+    return labels
 
 
 class EdgeLists:
@@ -189,11 +259,14 @@ class EdgeLists:
     a list of ints costs ~36), viewed as numpy arrays once at the end. With
     `evidence`, data edges also keep theirs: `evidence[i]` belongs to edge i."""
 
-    def __init__(self, evidence: bool = True) -> None:
+    def __init__(self, evidence: bool = True, readers: set[int] | None = None) -> None:
         self.src = array(_NODE)
         self.dst = array(_NODE)
         self.kind = array("b")
         self.evidence: list[Any] | None = [] if evidence else None
+        # With `readers`, only edges from or to them are wanted: a source
+        # may leave out the wr and rw edges of other txns' reads.
+        self.readers = readers
 
     def add(self, u: int, v: int, kind: int, evidence: Any = None) -> None:
         if u == v:
@@ -214,25 +287,26 @@ def edges_with(txns: list[Txn], data_edges: Callable[[EdgeLists], None]) -> Edge
     process and realtime order."""
     edges = EdgeLists(evidence=False)
     data_edges(edges)
+    n_data = len(edges.src)
     _process_edges(edges, txns)
-    barriers = _realtime_barriers(edges, txns)
-    return Edges(np.frombuffer(edges.src, dtype=np.int32),
-                 np.frombuffer(edges.dst, dtype=np.int32),
-                 np.frombuffer(edges.kind, dtype=np.int8), data_edges, len(txns),
-                 len(txns) + barriers)
+    large = _large(len(txns))
+    barriers = _realtime_barriers(edges, txns, large)
+    return Edges(edges.src, edges.dst, edges.kind, data_edges, len(txns), len(txns) + barriers,
+                 n_data, large)
 
 
 def record_graph(txns: list[Txn], edges: Edges, members: Iterable[int]) -> nx.DiGraph:
     """The networkx graph of `members` (txn ids) and the edges among them, each
     with `kinds` (a bitmask) and the first evidence seen per data kind."""
-    nodes = np.fromiter(members, dtype=np.int64)
+    nodes = list(members)
     succ: dict[int, dict[int, dict[str, Any]]] = {}
-    if nodes.size:
-        inside = np.zeros(edges.n_nodes, dtype=bool)
-        inside[nodes] = True
+    if nodes:
+        inside = bytearray(edges.n_nodes)
+        for i in nodes:
+            inside[i] = 1
         # The data edges again, this time with their evidence, read by read
         # (so in an order that does not depend on how `edges` found them).
-        data = EdgeLists()
+        data = EdgeLists(readers=set(nodes))
         edges.data_edges(data)
         assert data.evidence is not None
         for u, v, kind, ev in zip(data.src, data.dst, data.kind, data.evidence, strict=True):
@@ -241,12 +315,15 @@ def record_graph(txns: list[Txn], edges: Edges, members: Iterable[int]) -> nx.Di
                 d["kinds"] |= kind
                 if ev is not None:
                     d.setdefault(KIND_NAMES[kind], ev)
-        sel = np.flatnonzero((edges.kind == PROCESS) & inside[edges.src] & inside[edges.dst])
-        for u, v in zip(edges.src[sel].tolist(), edges.dst[sel].tolist(), strict=True):
-            d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
-            d["kinds"] |= PROCESS
+        nd = edges.n_data  # (the process edges follow the data edges)
+        for u, v, kind in zip(edges.src[nd:], edges.dst[nd:], edges.kind[nd:], strict=True):
+            if kind != PROCESS:
+                break
+            if inside[u] and inside[v]:
+                d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
+                d["kinds"] |= PROCESS
     rt = EdgeLists()
-    realtime_edges(rt, [txns[i] for i in sorted(nodes.tolist())])
+    realtime_edges(rt, [txns[i] for i in sorted(nodes)])
     for u, v in zip(rt.src, rt.dst, strict=True):
         d = succ.setdefault(u, {}).setdefault(v, {"kinds": 0})
         d["kinds"] |= REALTIME
@@ -254,7 +331,7 @@ def record_graph(txns: list[Txn], edges: Edges, members: Iterable[int]) -> nx.Di
     import networkx as nx
 
     g = nx.DiGraph()
-    g.add_nodes_from(nodes.tolist())
+    g.add_nodes_from(nodes)
     g.add_edges_from((u, v, d) for u, out in succ.items() for v, d in out.items())
     return g
 
@@ -266,10 +343,11 @@ def dependency_graph(txns: list[Txn], versions: Versions) -> nx.DiGraph:
                         (t.id for t in txns if t.status != FAIL))
 
 
-def _data_edges(g: EdgeLists, txns: list[Txn], versions: Versions) -> None:
+def _data_edges(g: EdgeLists, txns: list[Txn], versions: Versions,
+                by_arrays: bool | None = None) -> None:
     """The ww edges along each key's order, then each read's wr and rw edges:
-    without evidence (the whole history) by array lookups, with it (the txns
-    of cycles) element by element and read by read."""
+    without evidence, for a large history (or if `by_arrays`), by array
+    lookups, else element by element and read by read."""
     # The committed writer of each element, per key (failed txns did not happen).
     live = versions.live
     # (-1: nobody, or only a failed txn, appended it)
@@ -295,7 +373,9 @@ def _data_edges(g: EdgeLists, txns: list[Txn], versions: Versions) -> None:
     # position (None when every element has one) and unread appends.
     per_key = {k: (live.get(k, {}), order, len(order), following.get(k), unread.get(k, ()))
                for k, order in versions.order.items()}
-    if g.evidence is None:
+    if by_arrays is None:
+        by_arrays = g.evidence is None and _large(len(txns))
+    if by_arrays:
         _edges_by_arrays(g, txns, versions, per_key, writers_of)
         return
     for k, writers in writers_of.items():
@@ -313,9 +393,11 @@ def _data_edges(g: EdgeLists, txns: list[Txn], versions: Versions) -> None:
             for e, w in unread.get(k, ()):
                 if w != prev_w:
                     g.add(prev_w, w, WW, (k, prev_e, e, UNREAD))
+    readers = g.readers
     for t in txns:
-        for _, k, r in t.read_mops:
-            _read_edges(g, t, k, r, versions, per_key.get(k))
+        if readers is None or t.id in readers:
+            for _, k, r in t.read_mops:
+                _read_edges(g, t, k, r, versions, per_key.get(k))
 
 
 _KeyReads = tuple[dict[Any, int], list, int, list | None, Any]
@@ -382,6 +464,8 @@ def _edges_by_arrays(g: EdgeLists, txns: list[Txn], versions: Versions,
     (wr) and what it missed (rw). Reads that end in their own txn's appends,
     that missed only unread appends, or whose key has no order take
     `_read_edges`."""
+    import numpy as np
+
     base: dict[Any, int] = {}
     wr_at: list[int] = []
     unread_keys: list[bool] = []
@@ -449,6 +533,8 @@ def _edges_by_arrays(g: EdgeLists, txns: list[Txn], versions: Versions,
 
 
 def _extend(g: EdgeLists, src: np.ndarray, dst: np.ndarray, kind: int) -> None:
+    import numpy as np
+
     g.src.frombytes(src.astype(np.int32).tobytes())
     g.dst.frombytes(dst.astype(np.int32).tobytes())
     g.kind.frombytes(np.full(len(src), kind, dtype=np.int8).tobytes())
@@ -469,7 +555,7 @@ def _process_edges(g: EdgeLists, txns: list[Txn]) -> None:
         last[t.process] = t.id
 
 
-def _realtime_barriers(g: EdgeLists, txns: list[Txn]) -> int:
+def _realtime_barriers(g: EdgeLists, txns: list[Txn], by_arrays: bool) -> int:
     """Realtime order as barrier nodes (see the module's docstring); returns
     how many barriers it made, numbered from len(txns)."""
     base = len(txns)
@@ -477,6 +563,31 @@ def _realtime_barriers(g: EdgeLists, txns: list[Txn]) -> int:
     done = [t for t in live if t.status == OK]
     if not done:
         return 0
+    if by_arrays:
+        _barrier_arrays(g, base, live, done)
+        return len(done)
+    done.sort(key=lambda t: t.completion.index)     # type: ignore[union-attr]
+    completions = [t.completion.index for t in done]  # type: ignore[union-attr]
+    n = len(done)
+    # Each done txn to its completion's barrier, each barrier to the next...
+    g.src.extend([t.id for t in done])
+    g.dst.extend(range(base, base + n))
+    g.src.extend(range(base, base + n - 1))
+    g.dst.extend(range(base + 1, base + n))
+    # ...and the last barrier before each txn's invoke to the txn.
+    for t in live:
+        before = bisect_left(completions, t.invoke.index)
+        if before:
+            g.src.append(base + before - 1)
+            g.dst.append(t.id)
+    g.kind.extend(repeat(REALTIME, len(g.src) - len(g.kind)))
+    return n
+
+
+def _barrier_arrays(g: EdgeLists, base: int, live: list[Txn], done: list[Txn]) -> None:
+    """`_realtime_barriers`' edges, in the same order, by array operations."""
+    import numpy as np
+
     completed = [t.completion.index for t in done]  # type: ignore[union-attr]
     completions = np.array(completed, dtype=np.int64)
     order = np.argsort(completions, kind="stable")
@@ -492,7 +603,6 @@ def _realtime_barriers(g: EdgeLists, txns: list[Txn]) -> int:
     g.src.frombytes(src.astype(np.int32).tobytes())
     g.dst.frombytes(dst.astype(np.int32).tobytes())
     g.kind.frombytes(np.full(len(src), REALTIME, dtype=np.int8).tobytes())
-    return len(done)
 
 
 def realtime_edges(g: EdgeLists, txns: list[Txn]) -> None:

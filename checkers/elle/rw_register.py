@@ -171,35 +171,40 @@ def dirty_reads(txns: list[Txn], regs: Registers) -> list[dict[str, Any]]:
     return out
 
 
-Inference = Callable[[list[Txn], Registers], dict[Any, set[tuple[Any, Any]]]]
+# Per key, the version pairs (v1, v2) a source infers: a dict used as an
+# ordered set, so that edges (and so the cycles reported) come in the same
+# order every run (a set of pairs holding None, the initial state, iterates in
+# an order that varies with None's address).
+Pairs = dict[Any, dict[tuple[Any, Any], None]]
+Inference = Callable[[list[Txn], Registers], Pairs]
 
 
-def _initial_state(txns: list[Txn], regs: Registers) -> dict[Any, set[tuple[Any, Any]]]:
-    out: dict[Any, set[tuple[Any, Any]]] = {}
+def _initial_state(txns: list[Txn], regs: Registers) -> Pairs:
+    out: Pairs = {}
     for k, v in list(regs.writer) + list(regs.readers):
         if v is not INITIAL:
-            out.setdefault(k, set()).add((INITIAL, v))
+            out.setdefault(k, {})[(INITIAL, v)] = None
     return out
 
 
-def _writes_follow_reads(txns: list[Txn], regs: Registers) -> dict[Any, set[tuple[Any, Any]]]:
-    out: dict[Any, set[tuple[Any, Any]]] = {}
+def _writes_follow_reads(txns: list[Txn], regs: Registers) -> Pairs:
+    out: Pairs = {}
     for t in txns:
         if t.status != OK:
             continue
         writes = regs.ext_writes[t.id]
         for k, v in regs.ext_reads[t.id].items():
             if v is not INITIAL and k in writes and writes[k] != v:
-                out.setdefault(k, set()).add((v, writes[k]))
+                out.setdefault(k, {})[(v, writes[k])] = None
     return out
 
 
 def _along(pairs: list[tuple[int, int]], k: Any, regs: Registers,
-           out: dict[Any, set[tuple[Any, Any]]]) -> None:
+           out: Pairs) -> None:
     for a, b in pairs:
         v1, v2 = regs.last(a, k), regs.first(b, k)
         if v1 != v2:
-            out.setdefault(k, set()).add((v1, v2))
+            out.setdefault(k, {})[(v1, v2)] = None
 
 
 def _by_key(txns: list[Txn], regs: Registers) -> dict[Any, list[Txn]]:
@@ -211,8 +216,8 @@ def _by_key(txns: list[Txn], regs: Registers) -> dict[Any, list[Txn]]:
     return touching
 
 
-def _sequential(txns: list[Txn], regs: Registers) -> dict[Any, set[tuple[Any, Any]]]:
-    out: dict[Any, set[tuple[Any, Any]]] = {}
+def _sequential(txns: list[Txn], regs: Registers) -> Pairs:
+    out: Pairs = {}
     for k, ts in _by_key(txns, regs).items():
         last: dict[Any, int] = {}
         pairs = []
@@ -224,8 +229,8 @@ def _sequential(txns: list[Txn], regs: Registers) -> dict[Any, set[tuple[Any, An
     return out
 
 
-def _linearizable(txns: list[Txn], regs: Registers) -> dict[Any, set[tuple[Any, Any]]]:
-    out: dict[Any, set[tuple[Any, Any]]] = {}
+def _linearizable(txns: list[Txn], regs: Registers) -> Pairs:
+    out: Pairs = {}
     for k, ts in _by_key(txns, regs).items():
         rt = EdgeLists()
         realtime_edges(rt, ts)   # realtime order among the txns on k, reduced

@@ -107,16 +107,22 @@ def op_from_edn(m: Any, position: int, independent: bool = False,
         raise ValueError("op has no :type")
     if "process" not in m and not process_optional:
         raise ValueError("op has no :process")
-    typ = _name(m["type"], "type")
+    typ = m["type"]
+    if type(typ) is not str:  # (exact types first: this runs per op)
+        typ = _name(typ, "type")
     if typ not in OP_TYPES:
         raise ValueError(f"field :type must be one of invoke/ok/fail/info, not {typ!r:.40}")
-    f = _name(m["f"], "f") if "f" in m else DEFAULT_F
+    f = m.get("f", DEFAULT_F)
+    if type(f) is not str:
+        f = _name(f, "f")
     process = m.get("process")
-    if process is None and process_optional:
+    if type(process) is int and MIN_INT <= process <= MAX_INT:
+        pass
+    elif process is None and process_optional:
         pass
     elif isinstance(process, str) and process == NEMESIS:
         process = NEMESIS
-    elif type(process) is not int or not MIN_INT <= process <= MAX_INT:
+    else:
         raise ValueError(f"field :process must be an integer or :nemesis, not {process!r:.40}")
     index = m.get("index", position)
     if type(index) is not int or not 0 <= index <= MAX_INT:
@@ -182,15 +188,17 @@ def _ops(forms: Iterable[tuple[int, Any]], independent: bool, values_plain: bool
     offset = 0  # where the form being converted starts, for error messages
     anonymous = _AnonymousProcesses()
     try:
+        last = -1  # the previous op's index
         for form_offset, form in forms:
             offset = form_offset
-            next_index = ops[-1].index + 1 if ops else 0
-            op = op_from_edn(form, next_index, independent, process_optional=True,
+            op = op_from_edn(form, last + 1, independent, process_optional=True,
                              values_plain=values_plain)
-            if ops and op.index <= ops[-1].index:
+            if op.index <= last:
                 raise ValueError(f"field :index {op.index} does not follow the previous "
-                                 f"op's {ops[-1].index}")
-            anonymous.place(op)
+                                 f"op's {last}")
+            last = op.index
+            if op.process is None:
+                anonymous.place(op)
             ops.append(op)
     except edn.EdnError as e:
         raise _AtOffset(e.offset, len(ops), e.reason) from None
