@@ -87,6 +87,10 @@ def check(history: list[Op], dumps: dict[str, dict] | None, data: str | None) ->
     relaxed_acks = _relaxed_acks(writes, dumps)
     if relaxed_acks:
         stats["relaxed_acks"] = relaxed_acks
+        # One figure for the report's summary line: the losses those levels
+        # allowed (counted, never an anomaly); None when nothing tells.
+        lost = [row["lost"] for row in relaxed_acks.values()]
+        stats["relaxed_acks_lost"] = None if None in lost else sum(lost)
 
     if len(anomalies) > MAX_ANOMALIES:
         stats["anomalies_omitted"] = len(anomalies) - MAX_ANOMALIES

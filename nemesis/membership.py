@@ -8,10 +8,14 @@ Variants:
 - `remove-two`: remove two voters with two requests sent at once, as a
   hasty operator might; the leader must refuse the second while the first
   is in flight (it is retried after), and the heal adds both back.
-- `auto-join`: remove every voter but the leader, one change at a time; the
-  nodes (run with the `auto_join` node option) ask to rejoin by themselves,
-  the first one growing the set from one voter to two: KIP-1186's case. The
-  heal adds back whoever has not rejoined.
+- `auto-join`: remove every voter but the leader, one change at a time,
+  then restart the removed nodes: run with the `auto_join` node option, each
+  asks to rejoin by itself, the first one growing the set from one voter to
+  two: KIP-1186's case. The restart is what makes them ask: a node auto-joins
+  once per process, never after it has been a voter in it (KAFKA-19850; a
+  removed voter that added itself back at once raced the next removal, and
+  the set never shrank to the leader alone). The heal adds back whoever has
+  not rejoined.
 
 The node stays up as an observer while removed, so re-adding it is the
 operator's path: AddRaftVoter of a caught-up observer, answered at commit.
@@ -122,6 +126,11 @@ class MembershipFault:
         self.removed += removed
         _left(cluster, removed)
         value: dict[str, Any] = {"change": "remove", "nodes": removed, "refused": refused}
+        if removed and not _leaves(cluster):
+            # Only those running and not paused: another fault's stopped or
+            # paused node stays as that fault left it.
+            running = [n for n in removed if n not in cluster.paused]
+            value["restarted"] = cluster.start(cluster.kill(running))
         if not removed:
             value[NOOP] = "every removal refused"
         return value

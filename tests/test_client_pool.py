@@ -208,3 +208,36 @@ def test_the_consistency_option_is_recorded_on_each_write(tmp_path):
     # Mixed by the written value: both levels appear; reads are always quorum.
     assert writes and {op.level for op in writes} == {"quorum", "leader"}
     assert reads and {op.level for op in reads} == {None}
+
+
+def test_start_waits_until_every_worker_is_ready(tmp_path):
+    # Each worker's interpreter starts a second late (a loaded machine takes
+    # seconds): start() returns only once every worker said it is ready, so
+    # no op is timed from an invoke that nothing could send yet.
+    pool = ClientPool(2, "raft", "register", {"n1": ("127.0.0.1", RegisterServer().port)},
+                      {"op_timeout": OP_TIMEOUT_S}, tmp_path / "workers",
+                      preexec_fn=lambda: time.sleep(1.0))
+    rec = Recorder(tmp_path / "history.msgpack")
+    try:
+        pool.start(rec)
+        assert [w.ready for w in pool.workers] == [True, True]
+    finally:
+        pool.close(rec)
+        rec.close()
+
+
+def test_a_worker_that_is_not_ready_gets_no_op(tmp_path):
+    server = RegisterServer()
+    rec = Recorder(tmp_path / "history.msgpack")
+    pool = ClientPool(3, "raft", "register", {"n1": ("127.0.0.1", server.port)},
+                      {"op_timeout": OP_TIMEOUT_S}, tmp_path / "workers")
+    try:
+        pool.start(rec)
+        pool.workers[1].ready = False   # as a replacement worker still starting
+        pool.run(ops(30), rec, time.monotonic() + POOL_DEADLINE_S, None, random.Random(0))
+    finally:
+        pool.close(rec)
+        rec.close()
+    history = read_history(tmp_path / "history.msgpack").ops
+    assert sum(op.type == "invoke" for op in history) == 30
+    assert {op.process for op in history} == {0, 2}

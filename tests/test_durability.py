@@ -518,14 +518,17 @@ def test_writes_acked_below_quorum_are_counted_per_level_and_may_be_lost():
     assert v["stats"]["relaxed_acks"] == {"leader": {"acked": 2, "lost": 1},
                                           "none": {"acked": 2, "lost": 2}}
     assert v["stats"]["writes"] == {"ok": 1, "fail": 0, "info": 4}
+    assert v["stats"]["relaxed_acks_lost"] == 3
     # Without dumps nothing tells what was lost; with every write committed, none was.
     v = durability.check(h.ops, None, REGISTERS)
     assert v["stats"]["relaxed_acks"] == {"leader": {"acked": 2, "lost": None},
                                           "none": {"acked": 2, "lost": None}}
+    assert v["stats"]["relaxed_acks_lost"] is None
     everything = log_dump(*(entry(i, put(i + 1)) for i in range(5)))
     v = durability.check(h.ops, everything, REGISTERS)
     assert v["stats"]["relaxed_acks"] == {"leader": {"acked": 2, "lost": 0},
                                           "none": {"acked": 2, "lost": 0}}
+    assert v["stats"]["relaxed_acks_lost"] == 0
 
 
 def test_the_same_loss_acked_at_quorum_is_a_lost_write():

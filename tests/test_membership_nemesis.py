@@ -44,6 +44,22 @@ class FakeCluster:
         self.nodes = names
         self.db = FakeDB(names, busy)
         self._leader = leader
+        self.paused: set[str] = set()
+        self.down: set[str] = set()
+        self.actions: list[tuple[str, list[str]]] = []
+
+    def kill(self, names):
+        killed = [n for n in names if n not in self.down]
+        self.down |= set(names)
+        self.paused -= set(names)
+        self.actions.append(("kill", list(names)))
+        return killed
+
+    def start(self, names):
+        started = [n for n in names if n in self.down]
+        self.down -= set(names)
+        self.actions.append(("start", list(names)))
+        return started
 
     def leader(self) -> str:
         return self._leader
@@ -89,9 +105,22 @@ def test_auto_join_variant_leaves_the_leader_alone_and_heal_restores_the_rest():
     fault = make_fault("membership:auto-join")
     value = fault.inject(cluster, random.Random(1), {"nodes": ["n1"]})
     assert value["nodes"] == ["n1", "n3"] and cluster.db.voters == {"n2"}
+    # Restarted after every removal: a new process auto-joins (KAFKA-19850).
+    assert value["restarted"] == ["n1", "n3"]
+    assert cluster.actions == [("kill", ["n1", "n3"]), ("start", ["n1", "n3"])]
     cluster.db.voters.add("n1")  # n1 rejoined by itself
     assert fault.heal(cluster)["nodes"] == ["n1", "n3"]
     assert cluster.db.voters == {"n1", "n2", "n3"}
+
+
+def test_auto_join_variant_leaves_nodes_other_faults_stopped_or_paused_as_they_are():
+    cluster = FakeCluster(["n1", "n2", "n3", "n4"], leader="n1")
+    cluster.down.add("n2")     # killed by another fault
+    cluster.paused.add("n3")   # paused by another fault
+    value = make_fault("membership:auto-join").inject(cluster, random.Random(1), {})
+    assert value["nodes"] == ["n2", "n3", "n4"] and cluster.db.voters == {"n1"}
+    assert value["restarted"] == ["n4"]
+    assert cluster.down == {"n2"} and cluster.paused == {"n3"}
 
 
 def test_unknown_variant_is_refused_before_anything_starts():
@@ -122,15 +151,6 @@ class ProcessCluster(FakeCluster):
     def __init__(self, names: list[str]) -> None:
         super().__init__(names)
         self.db = LeavingDB(names)
-        self.actions: list[tuple[str, list[str]]] = []
-
-    def kill(self, names):
-        self.actions.append(("kill", list(names)))
-        return list(names)
-
-    def start(self, names):
-        self.actions.append(("start", list(names)))
-        return list(names)
 
 
 def test_a_member_that_leaves_when_removed_is_stopped_then_started_after_the_add():

@@ -185,6 +185,67 @@ def test_auto_join_answer_is_sent_at_once_without_ack_when_committed():
     assert any(vs.parse_record(e.payload) for e in ready.append)
 
 
+def _removed_while_running(sim: Sim, victim: str) -> str:
+    leader = settled(sim)
+    assert victim != leader
+    sim.change_voters("remove", victim)
+    remaining = tuple(n for n in sim.bootstrap if n != victim)
+    assert sim.run_until(lambda: sim.core(leader).committed_voters == remaining, 200)
+    return leader
+
+
+def test_kafka19850_a_voter_removed_while_running_does_not_auto_join_back():
+    # Every node auto-joins; the operator removes n3 and means it: n3 stays
+    # an observer (it would add itself back within a few ticks otherwise,
+    # racing every later removal). The operator's add still works.
+    sim = Sim(THREE, seed=7, config={"auto_join": True})
+    leader = _removed_while_running(sim, "n3")
+    sim.run(300)
+    assert sim.core(leader).voters == ("n1", "n2"), sim.describe()
+    assert not sim.core("n3").is_voter and sim.core("n3").role == FOLLOWER
+    assert isinstance(sim.change_voters("add", "n3"), tuple)
+    assert sim.run_until(lambda: sim.core(leader).committed_voters == THREE, 200)
+    assert_safe(sim)
+
+
+def test_kafka19850_a_removed_voter_started_again_auto_joins_once():
+    sim = Sim(THREE, seed=7, config={"auto_join": True})
+    leader = _removed_while_running(sim, "n3")
+    sim.crash("n3")
+    sim.restart("n3")   # a new process: it has not been a voter since it started
+    assert sim.run_until(lambda: sim.core(leader).committed_voters == THREE, 300), \
+        sim.describe()
+    assert_safe(sim)
+
+
+def test_kafka19850_a_voter_removed_while_down_auto_joins_when_started():
+    # Its log still names it a voter when it starts; that is not being one.
+    sim = Sim(THREE, seed=11, config={"auto_join": True})
+    leader = settled(sim)
+    victim = next(n for n in THREE if n != leader)
+    sim.crash(victim)
+    sim.change_voters("remove", victim)
+    remaining = tuple(n for n in THREE if n != victim)
+    assert sim.run_until(lambda: sim.core(leader).committed_voters == remaining, 200)
+    sim.restart(victim)
+    assert sim.run_until(lambda: sim.core(leader).committed_voters == THREE, 300), \
+        sim.describe()
+    assert_safe(sim)
+
+
+def test_kafka19850_a_leader_that_removed_itself_does_not_auto_join_back():
+    sim = Sim(THREE, seed=8, config={"auto_join": True})
+    leader = settled(sim)
+    sim.change_voters("remove", leader)
+    assert sim.run_until(lambda: sim.core(leader).role != LEADER, 200)
+    new = sim.settle(800)
+    commit_one(sim, b"after-leader-left")
+    sim.run(300)
+    assert sim.core(new).voters == tuple(n for n in THREE if n != leader), sim.describe()
+    assert sim.core(leader).role == FOLLOWER and not sim.core(leader).is_voter
+    assert_safe(sim)
+
+
 # --------------------------------------------------------- RemoveRaftVoter
 
 

@@ -237,6 +237,57 @@ def test_redpanda_unflushed_entries_lost_in_crash_were_never_committed():
     assert_no_violations(sim)
 
 
+def _written_on_leader_only(sim: Sim, payload: bytes) -> tuple[str, int]:
+    """What a leader_ack or no_ack write has when it is answered: the
+    leader's own (unflushed) append, with every follower cut off."""
+    leader = sim.settle()
+    commit_one(sim, b"warm-up")
+    sim.stall_flush(leader)
+    sim.isolate(leader)
+    proposed = sim.propose(payload)
+    assert proposed is not None and proposed[0] == leader
+    assert len(sim.nodes[leader].disk.written) > proposed[1]
+    return proposed
+
+
+def test_redpanda_leader_ack_write_is_replicated_by_recovery():
+    # leader_ack / no_ack: answered on the leader's append; recovery, not the
+    # write's own round trip, brings it to the followers, and it commits once
+    # a majority flushed it.
+    sim = Sim(seed=14)
+    leader, offset = _written_on_leader_only(sim, b"leader-acked")
+    sim.run(5)  # less than a fetch timeout: the leader keeps its epoch
+    assert sim.core(leader).high_watermark <= offset
+    sim.heal()
+    sim.stall_flush(leader, False)
+    assert sim.run_until(
+        lambda: all(sim.core(n).high_watermark > offset for n in sim.nodes), 200
+    ), sim.describe()
+    assert any(e.payload == b"leader-acked" for e in sim.committed)
+    assert_no_violations(sim)
+
+
+def test_redpanda_leader_ack_write_may_be_lost_with_the_leader_quorum_never():
+    # The promise each level makes: a write acknowledged at quorum was flushed
+    # by a majority and survives the leader's crash; one acknowledged on the
+    # leader's append alone is gone with the leader's unflushed tail, and no
+    # commit was ever lost (it never was one).
+    sim = Sim(seed=15)
+    sim.settle()
+    warm = commit_one(sim, b"quorum-acked")
+    leader, offset = _written_on_leader_only(sim, b"leader-acked")
+    sim.crash(leader)           # its unflushed tail is gone
+    sim.heal()
+    new = sim.settle()
+    assert new != leader
+    sim.restart(leader)
+    commit_one(sim, b"after")
+    payloads = [e.payload for e in sim.core(leader).entries()]
+    assert b"quorum-acked" in payloads and b"leader-acked" not in payloads
+    assert sim.core(new).entry_at(warm).payload == b"quorum-acked"
+    assert_no_violations(sim)
+
+
 # --------------------------------------------------------------- KIP-595
 
 

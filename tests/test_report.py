@@ -128,6 +128,28 @@ def test_invalid_run_says_so_and_explains(tmp_path: Path) -> None:
     assert page.index("<b>elle</b>") < page.index("<b>stats</b>")
 
 
+def test_losses_a_write_level_allows_are_counted_in_the_report_not_flagged(
+        tmp_path: Path) -> None:
+    # The Redpanda RFC's leader_ack / no_ack: lost writes counted, run VALID.
+    from test_durability import entry, log_dump, put, relaxed_history
+
+    from checkers import durability
+    from checkers.datatypes import REGISTERS
+    v = durability.check(relaxed_history().ops,
+                         log_dump(entry(0, put(1)), entry(1, put(2))), REGISTERS)
+    rd = RunDir(tmp_path / "run")
+    rd.client_ops(0.0, 2.0)
+    rd.write_history()
+    rd.write_json("run.json", run_json())
+    rd.write_json("verdicts.json", {"valid": True, "checkers": {"durability": v}})
+    page = write_report(rd.path).read_text()
+    assert "class='word valid'>VALID" in page
+    row = page[page.index("<b>durability</b>"):]
+    row = row[:row.index("</tr>")]
+    assert "relaxed_acks_lost <b>3</b>" in row
+    assert "&quot;leader&quot;: {&quot;acked&quot;: 2, &quot;lost&quot;: 1}" in row
+
+
 def test_timeline_shows_faults_and_leader_changes(tmp_path: Path) -> None:
     page = write_report(invalid_run(tmp_path).path).read_text()
     svg = page[page.index("<svg"):page.index("</svg>")]

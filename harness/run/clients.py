@@ -4,7 +4,9 @@ As in Jepsen, the harness owns the generator and the history: it records an
 invoke just before handing an op to a worker and the completion as soon as it
 comes back, so every recorded interval contains the real one. A worker whose
 op ends `info` takes a fresh process id (its old one may still be in flight
-on the server, as far as anyone knows).
+on the server, as far as anyone knows). A worker gets ops only once it has said
+it is ready: an op queued behind a starting interpreter would be recorded as
+seconds of unavailability the cluster never caused.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from checkers.history import LEVELS, Op
 from harness.run.frames import FrameReader, encode
 from harness.run.recorder import Recorder
+from harness.run.worker import READY
 from workloads.ops import OpSpec
 
 
@@ -33,6 +36,12 @@ class Worker:
     proc: subprocess.Popen[bytes]
     reader: FrameReader = field(default_factory=FrameReader)
     open_op: Op | None = None
+    ready: bool = False
+
+
+# How long start() waits for the workers' interpreters; past it the run goes
+# on and a late worker takes ops once it is ready.
+READY_TIMEOUT_S = 60.0
 
 
 class ClientPool:
@@ -60,10 +69,15 @@ class ClientPool:
         # Told of every (invoke, completion) pair as it is recorded.
         self.on_complete: Callable[[Op, Op], None] | None = None
 
-    def start(self) -> None:
+    def start(self, recorder: Recorder | None = None, timeout: float = READY_TIMEOUT_S) -> None:
+        """Start the workers and wait (bounded) until each is ready. A worker
+        that dies meanwhile is replaced (`recorder` takes nothing: no op is open)."""
         self._log_dir.mkdir(parents=True, exist_ok=True)
         for slot in range(self.concurrency):
             self.workers.append(self._spawn(slot, slot))
+        deadline = time.monotonic() + timeout
+        while not all(w.ready for w in self.workers) and time.monotonic() < deadline:
+            self._poll(min(0.05, deadline - time.monotonic()), recorder)
 
     def _spawn(self, slot: int, process: int) -> Worker:
         stderr = open(self._log_dir / f"worker-{slot}.log", "ab")
@@ -113,7 +127,7 @@ class ClientPool:
         if self.on_complete is not None:
             self.on_complete(inv, done)
 
-    def _worker_died(self, w: Worker, recorder: Recorder) -> None:
+    def _worker_died(self, w: Worker, recorder: Recorder | None) -> None:
         """A crashed worker's open op is indeterminate; a new worker takes its slot."""
         if w.open_op is not None:
             inv = w.open_op
@@ -128,7 +142,7 @@ class ClientPool:
         w.proc.wait()
         self.workers[w.slot] = self._spawn(w.slot, w.process + self.concurrency)
 
-    def _poll(self, timeout: float, recorder: Recorder) -> None:
+    def _poll(self, timeout: float, recorder: Recorder | None) -> None:
         for key, _ in self._sel.select(max(0.0, timeout)):
             w: Worker = key.data
             try:
@@ -139,7 +153,10 @@ class ClientPool:
                 self._worker_died(w, recorder)
                 continue
             for msg in w.reader.feed(data):
-                self._complete(w, msg, recorder)
+                if msg.get("kind") == READY:
+                    w.ready = True
+                elif recorder is not None:
+                    self._complete(w, msg, recorder)
 
     def run(self, ops: Iterator[OpSpec], recorder: Recorder, deadline: float,
             rate: float | None, jitter: random.Random,
@@ -161,10 +178,10 @@ class ClientPool:
             # Round-robin over idle workers, so every client and its
             # connection is exercised, not just the fastest one.
             n = len(self.workers)
-            idle = [self.workers[(turn + i) % n] for i in range(n)
-                    if self.workers[(turn + i) % n].open_op is None]
-            if exhausted and len(idle) == len(self.workers):
+            if exhausted and self.in_flight() == 0:
                 break
+            idle = [w for w in (self.workers[(turn + i) % n] for i in range(n))
+                    if w.open_op is None and w.ready]
             while idle and not exhausted and now >= next_at:
                 spec = next(ops, None)
                 if spec is None:

@@ -340,13 +340,15 @@ class Run:
 
     def _workload(self, live: Live) -> None:
         """workload + nemesis: clients run the ops while the nemesis plays its schedule."""
+        # The workers first: the time limit and the schedule count from when
+        # clients can send, not from when their interpreters began to start.
+        live.pool.start(live.recorder)
         live.t0 = time.monotonic()
         live.progress.start_clock()
         self.doc["schedule_offset_ns"] = int(live.t0 * 1e9) - live.recorder.start_ns
         live.nemesis_thread = threading.Thread(target=live.runner.run,
                                                args=(live.stop, live.t0), name="nemesis",
                                                daemon=True)
-        live.pool.start()
         live.nemesis_thread.start()
         live.pool.run(live.ops, live.recorder, live.t0 + self.config.time_limit,
                       self.config.rate or None, live.seeds.rng("pacing"), live.tick("main"))

@@ -1,9 +1,12 @@
 """A client worker process: one Jepsen "process" at a time, one op open at a time.
 
 Run as `python -m harness.run.worker`. The harness sends an `open` frame (db kind,
-workload, node addresses, options) and then `op` frames on stdin; the worker
-answers each with a completion frame on stdout. It starts in the namespace the
-harness gave it (the hub), so it reaches the nodes' test addresses.
+workload, node addresses, options); the worker answers `ready` once its
+client exists (interpreter start and imports take seconds on a loaded
+machine: an op handed over before would be timed from its invoke while
+nothing could send it yet), then answers each `op` frame with a completion
+frame on stdout. It starts in the namespace the harness gave it (the hub), so
+it reaches the nodes' test addresses.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from checkers.history import Op
 from faultline import registry as systems
 from harness.run.frames import read_frame, write_frame
 
+READY = "ready"
+
 
 def serve(stdin, stdout) -> int:
     hello = read_frame(stdin)
@@ -25,6 +30,7 @@ def serve(stdin, stdout) -> int:
     client = client_class(hello["workload"],
                           {name: tuple(addr) for name, addr in hello["nodes"].items()},
                           hello.get("options") or {})
+    write_frame(stdout, {"kind": READY})
     try:
         while (msg := read_frame(stdin)) is not None:
             if msg.get("kind") != "op":

@@ -150,8 +150,10 @@ class Core:
         self._voters_committed_reported = -1
         # Leader: AddRaftVoter requests answered when their record commits.
         self._voter_acks: dict[int, str] = {}
-        # Observer auto-join: at most one AddRaftVoter in flight (KIP-1186).
+        # Observer auto-join: at most one AddRaftVoter in flight (KIP-1186),
+        # and no more once this process has been a voter (KAFKA-19850).
         self._join_in_flight = False
+        self._was_voter = False
         self._join_sent_tick = 0
         self._next_join_tick = 0
         self._caught_up = False
@@ -291,6 +293,8 @@ class Core:
     def tick(self) -> None:
         self._now += 1
         role = self._role
+        if self.is_voter and (self._caught_up or role == LEADER):
+            self._was_voter = True
         if role == LEADER:
             self._leader_tick()
         elif role == FOLLOWER:
@@ -1099,7 +1103,14 @@ class Core:
             self._send_fetch()
 
     def _auto_join_tick(self) -> None:
-        """Observer: ask the leader to add us once caught up; retry on a timer."""
+        """Observer: ask the leader to add us once caught up; retry on a timer.
+
+        Auto-join happens at most once per process, for a node that has not
+        been a voter since it started (KAFKA-19850): a voter removed while it
+        runs stays an observer, as an operator who removes it means, instead
+        of adding itself back at once. Started again, it joins again. Being a
+        voter counts only as leader or once caught up with one: a node
+        restarted on a log that predates its removal is not one."""
         if self._join_in_flight:
             # The leader may never answer (it resigned, the answer was lost).
             if self._now - self._join_sent_tick >= self._cfg.fetch_timeout_ticks:
@@ -1110,6 +1121,7 @@ class Core:
             not self._cfg.auto_join
             or self._role != FOLLOWER
             or self.is_voter
+            or self._was_voter
             or not self._caught_up
             or self._now < self._next_join_tick
         ):
