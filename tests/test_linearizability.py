@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import time
 
 import pytest
 
@@ -438,3 +439,52 @@ def test_counterexample_state_starts_from_the_models_initial_value():
     assert (a["state"], a["linearized_count"], a["op"]["what"]) == (0, 0, "read -> 5")
     [a] = check(history, model="register")["anomalies"]
     assert a["state"] is None
+
+
+# ------------------------------------------- which op a counterexample names
+
+
+def test_stuck_search_names_the_first_op_to_return_not_the_first_called():
+    # Both reads are impossible (nothing wrote 9 or 7); the one that returned
+    # first is the op every order must place next, so it is the one named.
+    h = H((0, "invoke", "read", None), (1, "invoke", "read", None),
+          (1, "ok", "read", 7), (0, "ok", "read", 9))
+    assert failing_op(h, model="register") == (1, "read -> 7")
+    ok = H((0, "invoke", "read", None), (1, "invoke", "read", None),
+           (1, "ok", "read", None), (0, "ok", "read", None))
+    assert valid(ok, model="register") is True
+
+
+def test_stale_read_behind_a_cas_names_the_cas_that_overwrote_its_value():
+    # 1 is written once and the cas 1 -> 2 (legal only from 1) must replace
+    # it before the read of 1 starts: the read is the op no order explains.
+    stale = H(*seq(0, "write", 1), *seq(1, "cas", [1, 2]), *seq(2, "read", None, 1))
+    v = check(stale, model="cas-register")
+    assert v["valid"] is False
+    a = v["anomalies"][0]
+    assert (a["op"]["index"], a["op"]["what"]) == (4, "read -> 1")
+    assert a["overwritten_by"]["index"] == 2 and "produced only once" in a["why"]
+    fresh = H(*seq(0, "write", 1), *seq(1, "cas", [1, 2]), *seq(2, "read", None, 2))
+    assert valid(fresh, model="cas-register") is True
+
+
+def test_kv_get_explained_by_an_earlier_indeterminate_put_is_not_pruned():
+    # After append "x" the get of "q" cannot follow from "x" by appends alone,
+    # but the indeterminate put "q" invoked before the get returned may run
+    # first: the dead-end rule must see that reset still pending.
+    with_put = H(*seq(0, "append", "x", key="k"), (1, "invoke", "put", "q", "k"),
+                 (1, "info", "put", None, "k"), *seq(2, "get", None, "q", key="k"))
+    assert valid(with_put, model="kv") is True
+    without = H(*seq(0, "append", "x", key="k"), *seq(2, "get", None, "q", key="k"))
+    assert failing_op(without, model="kv") == (2, "get -> 'q'")
+
+
+def test_per_key_search_seconds_are_part_of_the_check_time():
+    # A part of the wall time cannot exceed the whole: stats report the
+    # search's own seconds, rounded, never a constant.
+    h = H(*seq(0, "write", 1), *seq(1, "read", None, 1))
+    started = time.monotonic()
+    v = check(h, model="register")
+    elapsed = time.monotonic() - started
+    seconds = v["stats"]["per_key"][0]["seconds"]
+    assert isinstance(seconds, float) and 0.0 <= seconds <= elapsed
