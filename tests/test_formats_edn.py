@@ -347,3 +347,23 @@ def test_a_directory_cannot_be_opened_as_a_history(tmp_path):
     with pytest.raises(HistoryError, match=r"cannot open: Is a directory$") as e:
         read_any(tmp_path)
     assert str(tmp_path) in str(e.value)
+
+
+def test_each_tag_counts_one_nesting_level():
+    # Three tags on a scalar: levels 0, 1 and 2; a fourth is one too many.
+    assert loads("#a #b #c 1", max_depth=2) == 1
+    with pytest.raises(EdnError, match="nested deeper than 2 levels"):
+        loads("#a #b #c #d 1", max_depth=2)
+
+
+@pytest.mark.parametrize("text, value", [
+    (r"\space", " "), (r"\newline", "\n"), (r"\u00e9", "é"), (r"\x", "x"), (r"\\", "\\")])
+def test_characters_named_coded_and_plain(text, value):
+    assert loads(text) == value
+
+
+@pytest.mark.parametrize("text", [r"\bogus", r"\u12", r"\ab"])
+def test_a_character_name_that_is_none_of_those_is_refused_where_it_ends(text):
+    with pytest.raises(EdnError) as e:
+        loads(text)
+    assert e.value.offset == 2 and "after a token" in e.value.reason
