@@ -818,3 +818,44 @@ def test_epoch_cache_refuses_an_append_from_an_older_epoch_naming_both():
     with pytest.raises(ValueError, match="append of epoch 2 after epoch 3"):
         ec.note_append(cache, 2, 2)
     assert ec.note_append(cache, 3, 2) is False and ec.note_append(cache, 4, 3) is True
+
+
+def test_a_fresh_core_reports_no_high_watermark_change():
+    ready = make().ready()
+    assert ready.high_watermark is None and ready.committed == []
+
+
+def test_followers_told_of_a_resignation_canvass_staggered_over_the_election_timeout():
+    # Each waits 1 + a random share of the election timeout (KIP-595's
+    # EndQuorumEpoch back-off), so the followers do not split their votes.
+    delays = set()
+    for seed in range(20):
+        core = Core(Config("n2", THREE, CID), None, [], seed=seed)
+        core.receive(msg("begin_quorum_epoch", "n1", "n2", 1, leader="n1"))
+        fetch_ok(core, leader="n1")
+        core.ready()
+        core.receive(msg("end_quorum_epoch", "n1", "n2", 1, leader="n1"))
+        start = core.now
+        tick_until(core, lambda c=core: c.role == PROSPECTIVE, limit=30)
+        delays.add(core.now - start)
+    timeout = Config("n2", THREE, CID).election_timeout_ticks
+    assert min(delays) >= 1 and max(delays) <= timeout and len(delays) > 3, delays
+
+
+def test_a_fetch_answer_from_a_newer_epoch_sends_the_fetcher_to_the_leader_it_names():
+    core = follower_of("n2", epoch=1)
+    core.ready()
+    core.receive(msg("fetch_response", "n3", "n1", 5, leader="n3", error="not_leader",
+                     fetch_offset=0, last_fetched_epoch=0, high_watermark=None, entries=[],
+                     diverging_epoch=None, diverging_end_offset=None))
+    assert (core.role, core.epoch, core.leader) == (FOLLOWER, 5, "n3")
+    assert [f["to"] for f in sent(core.ready(), "fetch")] == ["n3"]
+
+
+def test_a_fetch_answer_from_a_newer_epoch_naming_no_leader_leaves_the_fetcher_unattached():
+    core = follower_of("n2", epoch=1)
+    core.ready()
+    core.receive(msg("fetch_response", "n3", "n1", 5, leader=None, error="not_leader",
+                     fetch_offset=0, last_fetched_epoch=0, high_watermark=None, entries=[],
+                     diverging_epoch=None, diverging_end_offset=None))
+    assert (core.role, core.epoch, core.leader) == (UNATTACHED, 5, None)
