@@ -367,3 +367,12 @@ def test_a_character_name_that_is_none_of_those_is_refused_where_it_ends(text):
     with pytest.raises(EdnError) as e:
         loads(text)
     assert e.value.offset == 2 and "after a token" in e.value.reason
+
+
+def test_a_map_or_set_used_as_a_map_key_becomes_its_edn_text():
+    # Map keys must be strings or scalars in plain values: a composite key is
+    # written back as EDN. A map key used to crash the reader (TypeError).
+    assert plain(loads("{{1 2} 3}")) == {"{1 2}": 3}
+    assert plain(loads("{{:a [1 2]} 5}")) == {"{:a [1 2]}": 5}
+    assert plain(loads("{#{1 2} 6, #{} 8}")) == {"#{1 2}": 6, "#{}": 8}
+    assert plain(loads("{[1 {2 3}] 7}")) == {"[1 {2 3}]": 7}
