@@ -376,3 +376,28 @@ def test_a_map_or_set_used_as_a_map_key_becomes_its_edn_text():
     assert plain(loads("{{:a [1 2]} 5}")) == {"{:a [1 2]}": 5}
     assert plain(loads("{#{1 2} 6, #{} 8}")) == {"#{1 2}": 6, "#{}": 8}
     assert plain(loads("{[1 {2 3}] 7}")) == {"[1 {2 3}]": 7}
+
+
+def test_each_discard_counts_one_nesting_level():
+    assert loads("#_ #_ #_ 1 2 3 4", max_depth=2) == 4
+    with pytest.raises(EdnError, match="nested deeper than 2 levels"):
+        loads("#_ #_ #_ #_ 1 2 3 4 5", max_depth=2)
+
+
+def test_characters_inside_a_collection():
+    assert loads(r"[1 \a \space \u00e9]") == [1, "a", " ", "é"]
+
+
+@pytest.mark.parametrize("text, offset", [("#{", 0), ("[1 #{", 3)])
+def test_a_set_cut_off_after_its_opening_is_never_closed(text, offset):
+    with pytest.raises(EdnError) as e:
+        loads(text)
+    assert (e.value.offset, e.value.reason) == (offset, "collection is never closed with '}'")
+
+
+def test_jepsen_history_form_that_is_not_a_map_is_named(tmp_path):
+    path = tmp_path / "history.edn"
+    path.write_text("{:type :invoke, :f :read, :process 0}\n[:ok :read]\n")
+    with pytest.raises(HistoryError) as e:
+        read_edn_history(path)
+    assert "line 2" in str(e.value) and "an op must be a map" in str(e.value)

@@ -551,3 +551,23 @@ def test_follows_itself_finding_carries_the_line():
     v = invariants.check([], events, run())
     assert v["anomalies"] == [
         {"type": "follows-itself", "node": "n1", "epoch": 2, "event": line}]
+
+
+def pre_vote_after_a_cut_between_follower_and_leader(t_s: float) -> list[str]:
+    """n1-n2 cut from 10 s until the heal completes at 12.25 s; n2, following
+    n1 throughout, grants n3 a pre-vote at `t_s`."""
+    h = H()
+    h.nemesis(10, "partition", {"shape": "isolate-one", "nodes": ["n1"],
+                                "cut": [["n1", "n2"], ["n2", "n1"]]}, took_s=0.25)
+    h.nemesis(12, "heal", took_s=0.25)
+    events = elected_n1()
+    events["n2"].append(pre_vote(t_s, "n2", "n3", 1, "n1"))
+    return types(invariants.check(h.ops, events, run()))
+
+
+def test_a_pre_vote_a_whole_window_after_the_cut_healed_is_judged():
+    # The window is the fetch timeout + grace (1.25 s): a cut that ended
+    # exactly that long before the grant no longer excuses it.
+    assert pre_vote_after_a_cut_between_follower_and_leader(12.25 + 1.25) == [
+        "pre-vote-from-fetching-follower"]
+    assert pre_vote_after_a_cut_between_follower_and_leader(12.25 + 1.0) == []

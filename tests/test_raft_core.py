@@ -859,3 +859,23 @@ def test_a_fetch_answer_from_a_newer_epoch_naming_no_leader_leaves_the_fetcher_u
                      fetch_offset=0, last_fetched_epoch=0, high_watermark=None, entries=[],
                      diverging_epoch=None, diverging_end_offset=None))
     assert (core.role, core.epoch, core.leader) == (UNATTACHED, 5, None)
+
+
+def test_a_repeated_begin_quorum_epoch_changes_nothing_for_a_follower_of_that_leader():
+    # Leaders re-announce until acknowledged: a follower that already fetched
+    # keeps shielding its leader from pre-votes and writes no new role line.
+    core = follower_of("n2", epoch=3)
+    fetch_ok(core)
+    core.ready()
+    core.receive(msg("begin_quorum_epoch", "n2", "n1", 3, leader="n2"))
+    ready = core.ready()
+    assert [e for e in ready.events if e["event"] == "role"] == []
+    assert [(a["error"], a["leader"]) for a in sent(ready, "begin_quorum_epoch_response")] == [
+        (None, "n2")]
+    assert vote_request(core, "n3", 3, True)["granted"] is False
+
+
+def test_malformed_message_error_names_the_message_type():
+    core = make()
+    with pytest.raises(MalformedMessage, match="malformed 'vote_request' message"):
+        core.receive({"type": "vote_request", "to": "n1", "cluster_id": CID, "from": "n2"})

@@ -597,3 +597,18 @@ def test_auto_joiner_told_of_a_newer_epoch_without_a_leader_waits_unattached():
     core.receive(msg(m.ADD_RAFT_VOTER_RESPONSE, "n1", "n4", 2, error=m.NOT_LEADER,
                      leader=None))
     assert (core.role, core.epoch, core.leader) == (UNATTACHED, 2, None)
+
+
+def test_auto_joiner_asks_to_join_only_once_a_fetch_shows_it_caught_up():
+    core = make("n4", auto_join=True)
+    core.receive(msg("begin_quorum_epoch", "n1", "n4", 1, leader="n1"))
+    core.ready()
+    for _ in range(3):
+        core.tick()
+    assert sent(core, m.ADD_RAFT_VOTER) == []  # no fetch answered yet
+    core.receive(msg("fetch_response", "n1", "n4", 1, leader="n1", error=None,
+                     fetch_offset=0, last_fetched_epoch=0, entries=[[0, 1, b"a"]],
+                     diverging_epoch=None, diverging_end_offset=None, high_watermark=1))
+    core.ready()
+    core.tick()
+    assert [x["to"] for x in sent(core, m.ADD_RAFT_VOTER)] == ["n1"]
