@@ -400,4 +400,22 @@ def test_jepsen_history_form_that_is_not_a_map_is_named(tmp_path):
     path.write_text("{:type :invoke, :f :read, :process 0}\n[:ok :read]\n")
     with pytest.raises(HistoryError) as e:
         read_edn_history(path)
-    assert "line 2" in str(e.value) and "an op must be a map" in str(e.value)
+    assert e.value.reason == "line 2: an op must be a map"
+
+
+def test_an_empty_or_unsniffable_edn_file_is_known_by_its_name(tmp_path):
+    # Neither empty text nor text opening with a comment shows its format:
+    # the .edn suffix decides (else an empty file would be read as msgpack).
+    for name, text in (("empty.edn", ""), ("comment.EDN", "; a history\n")):
+        path = tmp_path / name
+        path.write_text(text)
+        assert detect_format(path) == "edn", name
+    path = tmp_path / "empty.bin"
+    path.write_text("")
+    assert detect_format(path) == "msgpack"
+
+
+def test_loads_refuses_a_second_form_where_it_starts():
+    with pytest.raises(EdnError) as e:
+        loads("1 2")
+    assert (e.value.offset, e.value.reason) == (2, "more than one form")

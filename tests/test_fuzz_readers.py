@@ -225,3 +225,11 @@ def test_a_line_is_read_at_most_one_byte_past_the_limit(tmp_path, monkeypatch):
     assert asked == [11]
     assert [line for _, _, line in iter_lines(path, limit=60)] == ["x" * 50, "short"]
     assert set(asked) == {11, 61}
+
+
+def test_a_line_that_is_not_utf8_is_named_by_file_byte_and_line(tmp_path):
+    path = _write(tmp_path / "h.txt", b"ok\nab\xffc\n")
+    with pytest.raises(HistoryError) as e:
+        list(iter_lines(path))
+    assert (e.value.path, e.value.offset, e.value.reason) == (
+        str(path), 5, "line 2 is not UTF-8 text")
