@@ -419,3 +419,11 @@ def test_loads_refuses_a_second_form_where_it_starts():
     with pytest.raises(EdnError) as e:
         loads("1 2")
     assert (e.value.offset, e.value.reason) == (2, "more than one form")
+
+
+def test_an_unknown_symbolic_value_is_named():
+    with pytest.raises(EdnError) as e:
+        loads("##")
+    assert (e.value.offset, e.value.reason) == (0, "unknown symbolic value ##")
+    with pytest.raises(EdnError, match="unknown symbolic value ##Foo"):
+        loads("##Foo")

@@ -556,6 +556,8 @@ def test_kv_dead_end_rule_stops_the_search_at_once():
     v = check(H(*ev), model="kv")
     assert v["valid"] is False and v["anomalies"][0]["op"]["what"] == "get -> 'xq'"
     assert v["stats"]["per_key"][0]["steps"] < 1000
+    # Appends make no state sticky (their product depends on what was there).
+    assert v["stats"]["per_key"][0]["sticky_pruned"] == 0
 
 
 def test_sticky_prunes_are_counted_each_time():
@@ -569,3 +571,21 @@ def test_sticky_prunes_are_counted_each_time():
     v = check(H(*ev), model="cas-register")
     assert v["valid"] is True
     assert v["stats"]["per_key"][0]["sticky_pruned"] > 1
+    # The two reads change nothing: each is placed by the greedy rule once
+    # legal, and each placement is counted.
+    assert v["stats"]["per_key"][0]["forced"] == 2
+
+
+def test_kv_keys_that_are_lists_are_frozen_to_partition_by():
+    h = H(*seq(0, "put", "a", key=[1, 2]), *seq(1, "get", None, "a", key=[1, 2]),
+          *seq(2, "get", None, "", key=[3]))
+    v = check(h, model="kv")
+    assert v["valid"] is True and v["stats"]["keys"] == 2
+    bad = H(*seq(0, "put", "a", key=[1, 2]), *seq(1, "get", None, "b", key=[1, 2]))
+    assert failing_op(bad, model="kv") == (2, "get -> 'b'")
+
+
+def test_multi_register_txn_is_described_by_its_micro_ops():
+    h = H((0, "invoke", "txn", [["w", "x", 1], ["r", "y", None]]),
+          (0, "ok", "txn", [["w", "x", 1], ["r", "y", 5]]))
+    assert failing_op(h, model="multi-register") == (0, "txn w('x' 1) r('y' 5)")
