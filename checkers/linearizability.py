@@ -622,8 +622,10 @@ class _Search:
         if readers and self.best_blocker is not None:
             ok, ns = self.model.step(state, self._calls[e >> 1])
             if ok and ns != state:
+                # The blocker may need that state itself (a cas from it): it
+                # is not stale, it is what replaces the state.
                 for i in readers:
-                    if i >= low and not win >> (i - low) & 1:
+                    if i != e >> 1 and i >= low and not win >> (i - low) & 1:
                         self.best_stale = self.det[i]
                         break
 

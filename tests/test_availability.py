@@ -378,3 +378,19 @@ def test_a_fault_touching_the_gap_at_either_end_explains_it():
     oks_at(h, 5)
     [gap] = availability.check(h.ops, None, run())["stats"]["gaps"]
     assert gap["explained"] is False
+
+
+def test_derived_limit_adds_the_run_op_timeout_to_the_reported_timers():
+    events = {"n1": [{"event": "start", "election_timeout_ms": 1000, "fetch_timeout_ms": 1500}],
+              "n2": [{"event": "start", "election_timeout_ms": 800, "fetch_timeout_ms": 2000}]}
+    base = (2 * 1000 + 2000) / 1000 + availability.DERIVED_GRACE_S
+    assert availability.derived_limit_s(events, {"config": {"op_timeout": 5}}) == base + 5
+    assert availability.derived_limit_s(events, {}) == base + 1.0  # the client default
+    assert availability.derived_limit_s({"n1": [{"event": "start"}]}, {}) is None
+
+
+def test_an_op_never_completed_asks_only_at_its_invoke():
+    ops = [Op(0, 10, 0, "invoke", "read", None), Op(1, 20, 1, "invoke", "read", None),
+           Op(2, 30, 1, "ok", "read", 1)]
+    assert availability.demand_spans(ops, 0) == [(10, 10), (20, 30)]
+    assert availability.demand_spans(ops, 10) == [(10, 30)]

@@ -347,3 +347,37 @@ def test_a_mismatch_run_is_split_where_its_reason_changes(hw):
                     ("below-matching-entry", [hw, 7], 8 - hw)]
     assert v["anomalies"][0]["sides"]["B"]["first"] == {
         "offset": 3, "epoch": 2, "digest": b["entries"][3]["digest"], "committed": True}
+
+
+def test_a_dump_without_log_end_gets_it_from_the_offsets_it_holds():
+    # Both nodes lost offsets 3-4 below their HW 5; their dumps give no
+    # log_end_offset, so the findings give the end of what each holds.
+    dumps = {}
+    for n in ("n1", "n2"):
+        d = dump(n, [(0, 2, 1)], hw=5, epoch=1)
+        del d["log_end_offset"]
+        dumps[n] = d
+    v = divergence.check(dumps)
+    lost = [a for a in v["anomalies"] if a["type"] == "lost-committed"]
+    assert [(a["node"], a["offsets"], a["log_end_offset"]) for a in lost] == [
+        ("n1", [[3, 4]], 3), ("n2", [[3, 4]], 3), (None, [[3, 4]], {"n1": 3, "n2": 3})]
+    for d in dumps.values():
+        d["high_watermark"] = 3
+        for e in d["entries"]:
+            e["committed"] = e["offset"] < 3
+    v = divergence.check(dumps)
+    assert v["valid"] is True and v["stats"]["log_end_offset"] == {"n1": 3, "n2": 3}
+
+
+def test_leader_epochs_from_checkpoints_skip_malformed_pairs():
+    d = dump("n1", [(0, 2, 2)], hw=3, epoch=2)
+    d["epochs"] = [[], ["x", 3], 5, [2, 0], (4, 3)]
+    assert divergence.known_leader_epochs({"n1": d}, None) == ({2, 4}, "epoch-checkpoints")
+
+
+def test_split_by_offset_cuts_equal_ranges_with_every_node_in_each():
+    logs = {"a": {o: {"offset": o} for o in range(6)}, "b": {o: {"offset": o} for o in (0, 5)}}
+    cuts = divergence.split_by_offset(logs, 3)
+    assert [{n: sorted(c[n]) for n in c} for c in cuts] == [
+        {"a": [0, 1], "b": [0]}, {"a": [2, 3], "b": []}, {"a": [4, 5], "b": [5]}]
+    assert divergence.split_by_offset(logs, 1) == [logs]

@@ -147,3 +147,25 @@ def test_a_node_re_formatted_for_another_cluster_starts_its_epochs_afresh():
     v = elections.check({"n2": lines})
     assert [a["type"] for a in v["anomalies"]] == ["epoch-regression"]
     assert (v["anomalies"][0]["from_epoch"], v["anomalies"][0]["to_epoch"]) == (3, 2)
+
+
+def test_only_role_lines_claim_a_leader():
+    # Other lines name a leader too (pre_vote: the granter's leader); they are
+    # not claims, so a stale name there is no second leader.
+    events = healthy()
+    events["n3"].append({"t": 87, "node": "n3", "event": "pre_vote", "epoch": 2,
+                         "candidate": "n1", "role": "Follower", "leader": "n1"})
+    assert elections.check(events)["valid"] is True
+    events["n3"].append(role(88, "n3", "Follower", 2, "n1"))
+    v = elections.check(events)
+    assert [(a["type"], a["epoch"], a["leaders"]) for a in v["anomalies"]] == [
+        ("multiple-leaders", 2, ["n1", "n2"])]
+
+
+def test_lines_before_the_first_start_line_are_the_same_cluster_when_none_is_named():
+    events = {"n1": [role(5, "n1", "Follower", 5, "n2"),
+                     {"t": 10, "node": "n1", "event": "start"},
+                     role(20, "n1", "Follower", 3, "n3")]}
+    regressions = [a for a in elections.check(events)["anomalies"]
+                   if a["type"] == "epoch-regression"]
+    assert [(a["from_epoch"], a["to_epoch"]) for a in regressions] == [(5, 3)]

@@ -400,3 +400,83 @@ def test_a_directory_cannot_be_opened_as_a_history(tmp_path):
     with pytest.raises(HistoryError, match=r"cannot open: Is a directory$") as e:
         read_any(tmp_path)
     assert str(tmp_path) in str(e.value)
+
+
+def test_each_tag_counts_one_nesting_level():
+    # Three tags on a scalar: levels 0, 1 and 2; a fourth is one too many.
+    assert loads("#a #b #c 1", max_depth=2) == 1
+    with pytest.raises(EdnError, match="nested deeper than 2 levels"):
+        loads("#a #b #c #d 1", max_depth=2)
+
+
+@pytest.mark.parametrize("text, value", [
+    (r"\space", " "), (r"\newline", "\n"), (r"\u00e9", "é"), (r"\x", "x"), (r"\\", "\\")])
+def test_characters_named_coded_and_plain(text, value):
+    assert loads(text) == value
+
+
+@pytest.mark.parametrize("text", [r"\bogus", r"\u12", r"\ab"])
+def test_a_character_name_that_is_none_of_those_is_refused_where_it_ends(text):
+    with pytest.raises(EdnError) as e:
+        loads(text)
+    assert e.value.offset == 2 and "after a token" in e.value.reason
+
+
+def test_a_map_or_set_used_as_a_map_key_becomes_its_edn_text():
+    # Map keys must be strings or scalars in plain values: a composite key is
+    # written back as EDN. A map key used to crash the reader (TypeError).
+    assert plain(loads("{{1 2} 3}")) == {"{1 2}": 3}
+    assert plain(loads("{{:a [1 2]} 5}")) == {"{:a [1 2]}": 5}
+    assert plain(loads("{#{1 2} 6, #{} 8}")) == {"#{1 2}": 6, "#{}": 8}
+    assert plain(loads("{[1 {2 3}] 7}")) == {"[1 {2 3}]": 7}
+
+
+def test_each_discard_counts_one_nesting_level():
+    assert loads("#_ #_ #_ 1 2 3 4", max_depth=2) == 4
+    with pytest.raises(EdnError, match="nested deeper than 2 levels"):
+        loads("#_ #_ #_ #_ 1 2 3 4 5", max_depth=2)
+
+
+def test_characters_inside_a_collection():
+    assert loads(r"[1 \a \space \u00e9]") == [1, "a", " ", "é"]
+
+
+@pytest.mark.parametrize("text, offset", [("#{", 0), ("[1 #{", 3)])
+def test_a_set_cut_off_after_its_opening_is_never_closed(text, offset):
+    with pytest.raises(EdnError) as e:
+        loads(text)
+    assert (e.value.offset, e.value.reason) == (offset, "collection is never closed with '}'")
+
+
+def test_jepsen_history_form_that_is_not_a_map_is_named(tmp_path):
+    path = tmp_path / "history.edn"
+    path.write_text("{:type :invoke, :f :read, :process 0}\n[:ok :read]\n")
+    with pytest.raises(HistoryError) as e:
+        read_edn_history(path)
+    assert e.value.reason == "line 2: an op must be a map"
+
+
+def test_an_empty_or_unsniffable_edn_file_is_known_by_its_name(tmp_path):
+    # Neither empty text nor text opening with a comment shows its format:
+    # the .edn suffix decides (else an empty file would be read as msgpack).
+    for name, text in (("empty.edn", ""), ("comment.EDN", "; a history\n")):
+        path = tmp_path / name
+        path.write_text(text)
+        assert detect_format(path) == "edn", name
+    path = tmp_path / "empty.bin"
+    path.write_text("")
+    assert detect_format(path) == "msgpack"
+
+
+def test_loads_refuses_a_second_form_where_it_starts():
+    with pytest.raises(EdnError) as e:
+        loads("1 2")
+    assert (e.value.offset, e.value.reason) == (2, "more than one form")
+
+
+def test_an_unknown_symbolic_value_is_named():
+    with pytest.raises(EdnError) as e:
+        loads("##")
+    assert (e.value.offset, e.value.reason) == (0, "unknown symbolic value ##")
+    with pytest.raises(EdnError, match="unknown symbolic value ##Foo"):
+        loads("##Foo")

@@ -9,9 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shared_corpus import PORCUPINE
 
-from checkers.formats import read_any
+from checkers.formats import read_any, textfile
 from checkers.formats.jepsen import read_edn_history, write_edn_history
 from checkers.formats.porcupine import read_etcd_log, read_kv_log
+from checkers.formats.textfile import iter_lines, read_text
 from checkers.history import HistoryError, Op, read_history
 from harness.run.history import HistoryWriter
 
@@ -168,3 +169,67 @@ def test_missing_file(tmp_path):
             reader(tmp_path / "nope")
         with pytest.raises(HistoryError):
             reader(tmp_path)  # a directory
+
+
+# ------------------------------------------- textfile: limits and what errors say
+
+
+def test_text_reader_errors_name_the_file_and_the_os_reason(tmp_path):
+    missing = tmp_path / "gone.edn"
+    with pytest.raises(HistoryError) as e:
+        read_text(missing)
+    assert e.value.path == str(missing)
+    assert e.value.reason == "cannot open: No such file or directory"
+    # /proc/self/mem opens, but reading its first page fails (unmapped).
+    with pytest.raises(HistoryError) as e:
+        read_text("/proc/self/mem")
+    assert e.value.path == "/proc/self/mem"
+    assert e.value.reason == "cannot read: Input/output error"
+    assert read_text(_write(tmp_path / "ok.txt", b"a\nb")) == "a\nb"
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def test_lines_lose_their_line_break_and_nothing_else(tmp_path):
+    path = _write(tmp_path / "h.txt", b"a \t\r\n b\n\nc  ")
+    assert list(iter_lines(path)) == [(1, 0, "a \t"), (2, 5, " b"), (3, 8, ""), (4, 9, "c  ")]
+
+
+def test_a_line_is_read_at_most_one_byte_past_the_limit(tmp_path, monkeypatch):
+    # Refusing a long line must not first read all of it (an endless line
+    # would exhaust memory): each readline asks for limit + 1 bytes at most.
+    path = _write(tmp_path / "long.txt", b"x" * 50 + b"\nshort\n")
+    asked = []
+
+    class Spy:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def readline(self, size=-1):
+            asked.append(size)
+            return self.f.readline(size)
+
+    real_open = textfile._open
+    monkeypatch.setattr(textfile, "_open", lambda p: Spy(real_open(p)))
+    with pytest.raises(HistoryError, match="line 1 is longer than the 10 byte limit"):
+        list(iter_lines(path, limit=10))
+    assert asked == [11]
+    assert [line for _, _, line in iter_lines(path, limit=60)] == ["x" * 50, "short"]
+    assert set(asked) == {11, 61}
+
+
+def test_a_line_that_is_not_utf8_is_named_by_file_byte_and_line(tmp_path):
+    path = _write(tmp_path / "h.txt", b"ok\nab\xffc\n")
+    with pytest.raises(HistoryError) as e:
+        list(iter_lines(path))
+    assert (e.value.path, e.value.offset, e.value.reason) == (
+        str(path), 5, "line 2 is not UTF-8 text")

@@ -508,3 +508,66 @@ def test_votes_once_it_followed_a_leader_again_pass():
     events["n3"] += [role(6, "n3", "Follower", 1, "n1"), vote(9, "n3", 2, "n2"),
                      role(10, "n3", "Candidate", 3)]
     assert invariants.check([], events, run())["valid"] is True
+
+
+def cut_leader_resigning_at(resign_s: float) -> tuple[H, dict]:
+    """n1 leads epoch 1 and is cut off from 10.25 s (partition in force) to
+    the heal at 16 s, resigning at `resign_s`."""
+    h = H()
+    cut = [[a, b] for a in NODES for b in NODES if a != b and "n1" in (a, b)]
+    h.nemesis(10, "partition", {"shape": "isolate-one", "nodes": ["n1"], "cut": cut},
+              took_s=0.25)
+    h.nemesis(16, "heal")
+    events = elected_n1()
+    events["n1"].append(role(resign_s, "n1", "Resigned", 1, "n1"))
+    return h, events
+
+
+def test_a_leader_cut_off_for_exactly_the_limit_is_not_stranded():
+    # The limit is 1.25 s (fetch timeout + grace, from the nodes' timers).
+    h, events = cut_leader_resigning_at(10.25 + 1.25)
+    assert invariants.check(h.ops, events, run())["valid"] is True
+    h, events = cut_leader_resigning_at(10.25 + 1.25 + 0.001)
+    v = invariants.check(h.ops, events, run())
+    assert [(a["type"], a["still_leader_s"]) for a in v["anomalies"]] == [
+        ("stranded-leader", [10.25, 11.501])]
+
+
+def test_a_cut_that_outlasts_a_fault_change_is_one_span():
+    # A second partition at 12 s keeps n1 cut off: one span, one finding.
+    h = H()
+    h.isolate(10, "n1")
+    h.isolate(12, "n1")
+    h.nemesis(16, "heal")
+    v = invariants.check(h.ops, elected_n1(), run())
+    assert [(a["type"], a["cut_off_s"]) for a in v["anomalies"]] == [
+        ("stranded-leader", [10.01, 16.0])]
+
+
+def test_follows_itself_finding_carries_the_line():
+    events = elected_n1()
+    line = role(11.2, "n1", "Follower", 2, "n1")
+    events["n1"].append(line)
+    v = invariants.check([], events, run())
+    assert v["anomalies"] == [
+        {"type": "follows-itself", "node": "n1", "epoch": 2, "event": line}]
+
+
+def pre_vote_after_a_cut_between_follower_and_leader(t_s: float) -> list[str]:
+    """n1-n2 cut from 10 s until the heal completes at 12.25 s; n2, following
+    n1 throughout, grants n3 a pre-vote at `t_s`."""
+    h = H()
+    h.nemesis(10, "partition", {"shape": "isolate-one", "nodes": ["n1"],
+                                "cut": [["n1", "n2"], ["n2", "n1"]]}, took_s=0.25)
+    h.nemesis(12, "heal", took_s=0.25)
+    events = elected_n1()
+    events["n2"].append(pre_vote(t_s, "n2", "n3", 1, "n1"))
+    return types(invariants.check(h.ops, events, run()))
+
+
+def test_a_pre_vote_a_whole_window_after_the_cut_healed_is_judged():
+    # The window is the fetch timeout + grace (1.25 s): a cut that ended
+    # exactly that long before the grant no longer excuses it.
+    assert pre_vote_after_a_cut_between_follower_and_leader(12.25 + 1.25) == [
+        "pre-vote-from-fetching-follower"]
+    assert pre_vote_after_a_cut_between_follower_and_leader(12.25 + 1.0) == []

@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import time
 
 import pytest
 
@@ -438,3 +439,153 @@ def test_counterexample_state_starts_from_the_models_initial_value():
     assert (a["state"], a["linearized_count"], a["op"]["what"]) == (0, 0, "read -> 5")
     [a] = check(history, model="register")["anomalies"]
     assert a["state"] is None
+
+
+# ------------------------------------------- which op a counterexample names
+
+
+def test_stuck_search_names_the_first_op_to_return_not_the_first_called():
+    # Both reads are impossible (nothing wrote 9 or 7); the one that returned
+    # first is the op every order must place next, so it is the one named.
+    h = H((0, "invoke", "read", None), (1, "invoke", "read", None),
+          (1, "ok", "read", 7), (0, "ok", "read", 9))
+    assert failing_op(h, model="register") == (1, "read -> 7")
+    ok = H((0, "invoke", "read", None), (1, "invoke", "read", None),
+           (1, "ok", "read", None), (0, "ok", "read", None))
+    assert valid(ok, model="register") is True
+
+
+def test_stale_read_behind_a_cas_names_the_cas_that_overwrote_its_value():
+    # 1 is written once and the cas 1 -> 2 (legal only from 1) must replace
+    # it before the read of 1 starts: the read is the op no order explains.
+    stale = H(*seq(0, "write", 1), *seq(1, "cas", [1, 2]), *seq(2, "read", None, 1))
+    v = check(stale, model="cas-register")
+    assert v["valid"] is False
+    a = v["anomalies"][0]
+    assert (a["op"]["index"], a["op"]["what"]) == (4, "read -> 1")
+    assert a["overwritten_by"]["index"] == 2 and "produced only once" in a["why"]
+    fresh = H(*seq(0, "write", 1), *seq(1, "cas", [1, 2]), *seq(2, "read", None, 2))
+    assert valid(fresh, model="cas-register") is True
+
+
+def test_kv_get_explained_by_an_earlier_indeterminate_put_is_not_pruned():
+    # After append "x" the get of "q" cannot follow from "x" by appends alone,
+    # but the indeterminate put "q" invoked before the get returned may run
+    # first: the dead-end rule must see that reset still pending.
+    with_put = H(*seq(0, "append", "x", key="k"), (1, "invoke", "put", "q", "k"),
+                 (1, "info", "put", None, "k"), *seq(2, "get", None, "q", key="k"))
+    assert valid(with_put, model="kv") is True
+    without = H(*seq(0, "append", "x", key="k"), *seq(2, "get", None, "q", key="k"))
+    assert failing_op(without, model="kv") == (2, "get -> 'q'")
+
+
+def test_per_key_search_seconds_are_part_of_the_check_time():
+    # A part of the wall time cannot exceed the whole: stats report the
+    # search's own seconds, rounded, never a constant.
+    h = H(*seq(0, "write", 1), *seq(1, "read", None, 1))
+    started = time.monotonic()
+    v = check(h, model="register")
+    elapsed = time.monotonic() - started
+    seconds = v["stats"]["per_key"][0]["seconds"]
+    assert isinstance(seconds, float) and 0.0 <= seconds <= elapsed
+
+
+def test_counterexample_names_model_times_and_search_size():
+    v = check(H(*seq(0, "write", 1), *seq(1, "read", None, 2)), model="register")
+    (a,) = v["anomalies"]
+    assert a["model"] == "register"
+    assert (a["op"]["invoke_time"], a["op"]["complete_time"]) == (2000, 3000)
+    per_key = v["stats"]["per_key"][0]
+    assert per_key["configurations"] >= 1 and per_key["steps"] >= per_key["configurations"]
+
+
+def test_memory_limit_reason_states_the_estimate_in_mib():
+    from checkers.linearizability import Budget, _Search
+    from checkers.models import get_model
+    search = _Search(get_model("register", None), [], [], Budget.of(None, 1))
+    search.memory, search.entries, search.steps = 3 << 20, 7, 9
+    assert search.budget_problem() == (
+        "memory limit reached: about 3 MiB in 7 configurations after 9 steps "
+        "(at most 0 of 0 determinate ops linearized)")
+
+
+def test_mutex_acquire_invoked_later_may_take_the_lock_first():
+    # p0's acquire is pending while p1 acquires and releases: only the order
+    # p1, p1's release, p0 explains it, so p0's acquire must not be placed first.
+    h = H((0, "invoke", "acquire", None), *seq(1, "acquire", None),
+          *seq(1, "release", None), (0, "ok", "acquire", None))
+    assert valid(h, model="mutex") is True
+    twice = H(*seq(0, "acquire", None), *seq(1, "acquire", None))
+    assert failing_op(twice, model="mutex")[0] == 2
+
+
+def test_kv_put_or_append_without_a_value_writes_the_empty_string():
+    for f in ("put", "append"):
+        h = H(*seq(0, "put", "a", key="k"), *seq(1, f, None, key="k"),
+              *seq(2, "get", None, "" if f == "put" else "a", key="k"))
+        assert valid(h, model="kv") is True, f
+        wrong = H(*seq(0, "put", "a", key="k"), *seq(1, f, None, key="k"),
+                  *seq(2, "get", None, "a" if f == "put" else "", key="k"))
+        assert failing_op(wrong, model="kv")[0] == 4, f
+
+
+def test_cas_to_a_composite_value_is_judged_on_its_frozen_form():
+    h = H(*seq(0, "write", 1), *seq(1, "cas", [1, [2, 3]]), *seq(2, "read", None, [2, 3]))
+    assert valid(h, model="cas-register") is True
+    stale = H(*seq(0, "write", 1), *seq(1, "cas", [1, [2, 3]]), *seq(2, "read", None, [2]))
+    assert failing_op(stale, model="cas-register") == (4, "read -> (2,)")
+
+
+def test_multi_register_bad_micro_op_is_refused_saying_what_a_micro_op_is():
+    h = H((0, "invoke", "txn", [["incr", "x", 1]]), (0, "ok", "txn", [["incr", "x", 1]]))
+    v = check(h, model="multi-register")
+    assert v["valid"] == "unknown"
+    reason = v["anomalies"][0]["reason"]
+    assert "bad micro-op ['incr', 'x', 1]" in reason and "[read|write, key, value]" in reason
+
+
+def test_kv_dead_end_rule_stops_the_search_at_once():
+    # After append "x", eight concurrent appends can never make the get of
+    # "xq" legal (the value only grows, and it must start with "xa".."xh" or
+    # stay "x"): the rule ends the search in a few steps, where trying the
+    # appends' orders and subsets takes hundreds of thousands.
+    ev = [*seq(0, "append", "x", key="k")]
+    ev += [(p, "invoke", "append", c, "k") for p, c in enumerate("abcdefgh", 1)]
+    ev += [(20, "invoke", "get", None, "k"), (20, "ok", "get", "xq", "k")]
+    ev += [(p, "ok", "append", c, "k") for p, c in enumerate("abcdefgh", 1)]
+    v = check(H(*ev), model="kv")
+    assert v["valid"] is False and v["anomalies"][0]["op"]["what"] == "get -> 'xq'"
+    assert v["stats"]["per_key"][0]["steps"] < 1000
+    # Appends make no state sticky (their product depends on what was there).
+    assert v["stats"]["per_key"][0]["sticky_pruned"] == 0
+
+
+def test_sticky_prunes_are_counted_each_time():
+    # Seven concurrent writes and a read of 3 among them, then a read of 1:
+    # 1 and 3 are each written once, so every move that would leave one of
+    # them while its read is unplaced is cut, and each cut is counted.
+    ev = [(v, "invoke", "write", v) for v in range(1, 8)]
+    ev += [(20, "invoke", "read", None), (20, "ok", "read", 3)]
+    ev += [(v, "ok", "write", v) for v in range(1, 8)]
+    ev += seq(21, "read", None, 1)
+    v = check(H(*ev), model="cas-register")
+    assert v["valid"] is True
+    assert v["stats"]["per_key"][0]["sticky_pruned"] > 1
+    # The two reads change nothing: each is placed by the greedy rule once
+    # legal, and each placement is counted.
+    assert v["stats"]["per_key"][0]["forced"] == 2
+
+
+def test_kv_keys_that_are_lists_are_frozen_to_partition_by():
+    h = H(*seq(0, "put", "a", key=[1, 2]), *seq(1, "get", None, "a", key=[1, 2]),
+          *seq(2, "get", None, "", key=[3]))
+    v = check(h, model="kv")
+    assert v["valid"] is True and v["stats"]["keys"] == 2
+    bad = H(*seq(0, "put", "a", key=[1, 2]), *seq(1, "get", None, "b", key=[1, 2]))
+    assert failing_op(bad, model="kv") == (2, "get -> 'b'")
+
+
+def test_multi_register_txn_is_described_by_its_micro_ops():
+    h = H((0, "invoke", "txn", [["w", "x", 1], ["r", "y", None]]),
+          (0, "ok", "txn", [["w", "x", 1], ["r", "y", 5]]))
+    assert failing_op(h, model="multi-register") == (0, "txn w('x' 1) r('y' 5)")

@@ -645,3 +645,237 @@ def test_graceful_resign_hands_over_quickly():
     follower.ready()
     assert vote_request(follower, "n3", core.epoch, True)["granted"] is True
     tick_until(follower, lambda: follower.role == PROSPECTIVE, limit=11)
+
+
+# ------------------------------------------- event lines (what checkers read)
+# The server writes each event as a line of the node's event log; the
+# invariants, divergence and membership checkers read these fields by name.
+# One test per shape, each comparing the whole line.
+
+
+def test_role_event_line_names_role_epoch_and_leader():
+    core = make()
+    assert core.ready().events == [
+        {"event": "role", "role": UNATTACHED, "epoch": 0, "leader": None}]
+    core.receive(msg("begin_quorum_epoch", "n2", "n1", 4, leader="n2"))
+    roles = [e for e in core.ready().events if e["event"] == "role"]
+    assert roles[-1] == {"event": "role", "role": FOLLOWER, "epoch": 4, "leader": "n2"}
+
+
+def test_pre_vote_event_line_names_candidate_and_the_granter_role_and_leader():
+    # What the KIP-996 invariant judges: a follower of a live leader granting.
+    core = follower_of("n2", epoch=3)
+    core.ready()
+    answer = vote_request(core, "n3", 3, True)
+    assert answer["granted"] is True
+    core.receive(msg("vote_request", "n3", "n1", 3, pre_vote=True, last_epoch=0, log_end=0))
+    assert [e for e in core.ready().events if e["event"] == "pre_vote"] == [
+        {"event": "pre_vote", "epoch": 3, "candidate": "n3", "role": FOLLOWER, "leader": "n2"}]
+
+
+def test_no_pre_vote_event_line_for_a_refused_pre_vote():
+    core = follower_of("n2", epoch=3)
+    fetch_ok(core)
+    core.ready()
+    answer = vote_request(core, "n3", 3, True)
+    assert answer["granted"] is False
+    core.receive(msg("vote_request", "n3", "n1", 3, pre_vote=True, last_epoch=0, log_end=0))
+    assert [e for e in core.ready().events if e["event"] == "pre_vote"] == []
+
+
+def test_vote_event_line_names_epoch_and_candidate():
+    core = make()
+    core.ready()
+    core.receive(msg("vote_request", "n3", "n1", 2, pre_vote=False, last_epoch=0, log_end=0))
+    assert [e for e in core.ready().events if e["event"] == "vote"] == [
+        {"event": "vote", "epoch": 2, "candidate": "n3"}]
+
+
+def test_hw_event_line_names_the_new_high_watermark_and_epoch():
+    core = make()
+    elect(core)
+    core.ready()
+    core.flushed(1)  # the leader's own LeaderChange record, now durable
+    core.receive(msg("fetch", "n2", "n1", 1, fetch_offset=1, last_fetched_epoch=1,
+                     flushed_offset=1))
+    assert core.ready().events == [{"event": "hw", "hw": 1, "epoch": 1}]
+    # A follower's line carries the HW it learned from the leader.
+    follower = follower_of("n2", epoch=2)
+    follower.ready()
+    fetch_ok(follower, hw=2, rows=[[0, 2, b"a"], [1, 2, b"b"], [2, 2, b"c"]])
+    assert [e for e in follower.ready().events if e["event"] == "hw"] == [
+        {"event": "hw", "hw": 2, "epoch": 2}]
+
+
+def test_truncate_event_line_names_from_to_and_reason():
+    core = follower_of("n2", epoch=3, state=QuorumState(2, None, None, CID),
+                       log=entries(1, 2, 2))
+    core.ready()
+    core.receive(diverging(core, 3, 2, epoch=1, end_offset=1))
+    assert [e for e in core.ready().events if e["event"] == "truncate"] == [
+        {"event": "truncate", "from": 3, "to": 1, "reason": "diverging-epoch"}]
+
+
+def test_votes_again_event_line_names_epoch_leader_and_the_hw_caught_up_to():
+    core = make(state=QuorumState(0, None, None, CID, abstain=True), log=entries(1))
+    core.receive(msg("begin_quorum_epoch", "n2", "n1", 2, leader="n2"))
+    core.ready()
+    fetch_ok(core, hw=1)
+    assert [e for e in core.ready().events if e["event"] == "votes_again"] == [
+        {"event": "votes_again", "epoch": 2, "leader": "n2", "hw": 1}]
+
+
+def test_no_votes_again_event_line_while_behind_the_leader_hw():
+    core = make(state=QuorumState(0, None, None, CID, abstain=True), log=entries(1))
+    core.receive(msg("begin_quorum_epoch", "n2", "n1", 2, leader="n2"))
+    core.ready()
+    fetch_ok(core, hw=5)
+    assert [e for e in core.ready().events if e["event"] == "votes_again"] == []
+
+
+# --------------------------------------- message fields other nodes act on
+
+
+def test_a_later_answer_from_the_same_voter_replaces_its_earlier_one():
+    # Five voters: three refusals lose the pre-vote. n2 first refuses, then
+    # grants (a retried request answered after its state changed): only the
+    # grant counts, so two further refusals are not yet a lost pre-vote.
+    core = make(voters=("n1", "n2", "n3", "n4", "n5"))
+    tick_until(core, lambda: core.role == PROSPECTIVE)
+
+    def answer(voter: str, granted: bool) -> None:
+        core.receive(msg("vote_response", voter, "n1", core.epoch, granted=granted,
+                         pre_vote=True, leader=None))
+
+    answer("n2", False)
+    answer("n2", True)
+    answer("n3", False)
+    answer("n4", False)
+    assert core.role == PROSPECTIVE
+    answer("n5", False)
+    assert core.role == UNATTACHED  # n3, n4, n5: three of five refused
+
+
+def test_fenced_begin_quorum_epoch_answer_names_the_leader_the_stale_one_then_follows():
+    core = follower_of("n3", epoch=3)
+    core.ready()
+    core.receive(msg("begin_quorum_epoch", "n2", "n1", 2, leader="n2"))
+    answers = sent(core.ready(), "begin_quorum_epoch_response")
+    assert [(a["error"], a["epoch"], a["leader"]) for a in answers] == [
+        ("fenced_epoch", 3, "n3")]
+    stale = make("n2", state=QuorumState(2, "n2", None, CID))
+    stale.ready()
+    stale.receive(answers[0])
+    assert (stale.role, stale.epoch, stale.leader) == (FOLLOWER, 3, "n3")
+
+
+def test_fenced_begin_quorum_epoch_answer_without_a_leader_leaves_the_stale_one_unattached():
+    core = make(state=QuorumState(3, None, None, CID))
+    core.ready()
+    core.receive(msg("begin_quorum_epoch", "n2", "n1", 2, leader="n2"))
+    answers = sent(core.ready(), "begin_quorum_epoch_response")
+    assert [(a["error"], a["leader"]) for a in answers] == [("fenced_epoch", None)]
+    stale = make("n2", state=QuorumState(2, "n2", None, CID))
+    stale.ready()
+    stale.receive(answers[0])
+    assert (stale.role, stale.epoch, stale.leader) == (UNATTACHED, 3, None)
+
+
+def test_a_voter_that_fetched_is_not_sent_begin_quorum_epoch_again():
+    # A fetch in the leader's epoch acknowledges it as BeginQuorumEpoch's answer would.
+    core = make()
+    elect(core)
+    core.ready()
+    core.receive(msg("fetch", "n2", "n1", core.epoch, fetch_offset=0, last_fetched_epoch=0,
+                     flushed_offset=0))
+    resent = []
+    for _ in range(core._cfg.election_timeout_ticks):
+        core.tick()
+        resent += [x["to"] for x in sent(core.ready(), "begin_quorum_epoch")]
+    assert resent and set(resent) == {"n3"}
+
+
+def test_end_quorum_epoch_names_the_resigning_leader():
+    # KIP-595 EndQuorumEpoch carries LeaderId: the leader that gives the epoch up.
+    core = make()
+    elect(core)
+    core.ready()
+    core.resign()
+    ends = sent(core.ready(), "end_quorum_epoch")
+    assert sorted((e["to"], e["epoch"], e["leader"]) for e in ends) == [
+        ("n2", core.epoch, "n1"), ("n3", core.epoch, "n1")]
+
+
+def test_constructor_errors_name_the_foreign_cluster_and_the_first_misplaced_entry():
+    with pytest.raises(ValueError, match="belongs to cluster 'other'"):
+        make(state=QuorumState(1, None, None, "other"))
+    with pytest.raises(ValueError, match="not contiguous from 0 at index 1"):
+        make(log=[Entry(0, 1, b""), Entry(2, 1, b"")])
+
+
+def test_epoch_cache_refuses_an_append_from_an_older_epoch_naming_both():
+    cache = ec.build([(0, 1), (1, 3)])
+    with pytest.raises(ValueError, match="append of epoch 2 after epoch 3"):
+        ec.note_append(cache, 2, 2)
+    assert ec.note_append(cache, 3, 2) is False and ec.note_append(cache, 4, 3) is True
+
+
+def test_a_fresh_core_reports_no_high_watermark_change():
+    ready = make().ready()
+    assert ready.high_watermark is None and ready.committed == []
+
+
+def test_followers_told_of_a_resignation_canvass_staggered_over_the_election_timeout():
+    # Each waits 1 + a random share of the election timeout (KIP-595's
+    # EndQuorumEpoch back-off), so the followers do not split their votes.
+    delays = set()
+    for seed in range(20):
+        core = Core(Config("n2", THREE, CID), None, [], seed=seed)
+        core.receive(msg("begin_quorum_epoch", "n1", "n2", 1, leader="n1"))
+        fetch_ok(core, leader="n1")
+        core.ready()
+        core.receive(msg("end_quorum_epoch", "n1", "n2", 1, leader="n1"))
+        start = core.now
+        tick_until(core, lambda c=core: c.role == PROSPECTIVE, limit=30)
+        delays.add(core.now - start)
+    timeout = Config("n2", THREE, CID).election_timeout_ticks
+    assert min(delays) >= 1 and max(delays) <= timeout and len(delays) > 3, delays
+
+
+def test_a_fetch_answer_from_a_newer_epoch_sends_the_fetcher_to_the_leader_it_names():
+    core = follower_of("n2", epoch=1)
+    core.ready()
+    core.receive(msg("fetch_response", "n3", "n1", 5, leader="n3", error="not_leader",
+                     fetch_offset=0, last_fetched_epoch=0, high_watermark=None, entries=[],
+                     diverging_epoch=None, diverging_end_offset=None))
+    assert (core.role, core.epoch, core.leader) == (FOLLOWER, 5, "n3")
+    assert [f["to"] for f in sent(core.ready(), "fetch")] == ["n3"]
+
+
+def test_a_fetch_answer_from_a_newer_epoch_naming_no_leader_leaves_the_fetcher_unattached():
+    core = follower_of("n2", epoch=1)
+    core.ready()
+    core.receive(msg("fetch_response", "n3", "n1", 5, leader=None, error="not_leader",
+                     fetch_offset=0, last_fetched_epoch=0, high_watermark=None, entries=[],
+                     diverging_epoch=None, diverging_end_offset=None))
+    assert (core.role, core.epoch, core.leader) == (UNATTACHED, 5, None)
+
+
+def test_a_repeated_begin_quorum_epoch_changes_nothing_for_a_follower_of_that_leader():
+    # Leaders re-announce until acknowledged: a follower that already fetched
+    # keeps shielding its leader from pre-votes and writes no new role line.
+    core = follower_of("n2", epoch=3)
+    fetch_ok(core)
+    core.ready()
+    core.receive(msg("begin_quorum_epoch", "n2", "n1", 3, leader="n2"))
+    ready = core.ready()
+    assert [e for e in ready.events if e["event"] == "role"] == []
+    assert [(a["error"], a["leader"]) for a in sent(ready, "begin_quorum_epoch_response")] == [
+        (None, "n2")]
+    assert vote_request(core, "n3", 3, True)["granted"] is False
+
+
+def test_malformed_message_error_names_the_message_type():
+    core = make()
+    with pytest.raises(MalformedMessage, match="malformed 'vote_request' message"):
+        core.receive({"type": "vote_request", "to": "n1", "cluster_id": CID, "from": "n2"})

@@ -533,3 +533,143 @@ def test_kip996_prospective_does_not_follow_a_resigned_leader_naming_itself():
                      fetch_offset=1, last_fetched_epoch=1, high_watermark=None, entries=[],
                      diverging_epoch=None, diverging_end_offset=None))
     assert core.role == PROSPECTIVE
+
+
+# ------------------------------- voter-change event lines and AddRaftVoter acks
+# The membership checker reads voter_change and voters lines by field name.
+
+
+def leader_with_observer() -> Core:
+    """n1 leads epoch 1 of n1-n3, has committed its LeaderChange record (n2
+    fetched it) and n4 fetches as an observer caught up to the HW."""
+    core = make("n1")
+    core.ready()
+    tick_until_prospective(core)
+    for pre_vote in (True, False):
+        core.receive(msg("vote_response", "n2", "n1", core.epoch, granted=True,
+                         pre_vote=pre_vote, leader=None))
+    assert core.role == LEADER and core.epoch == 1
+    core.ready()
+    core.flushed(1)
+    for node in ("n2", "n4"):
+        core.receive(msg("fetch", node, "n1", 1, fetch_offset=1, last_fetched_epoch=1,
+                         flushed_offset=1))
+    assert core.high_watermark == 1
+    core.ready()
+    return core
+
+
+def commit_through(core: Core, end: int, fetchers=("n2", "n4")) -> None:
+    core.flushed(end)
+    for node in fetchers:
+        core.receive(msg("fetch", node, "n1", core.epoch, fetch_offset=end,
+                         last_fetched_epoch=core.epoch, flushed_offset=end))
+
+
+def test_add_voter_event_lines_name_change_voter_offset_and_the_new_set():
+    core = leader_with_observer()
+    assert core.add_voter("n4") == 1  # right after the LeaderChange record at 0
+    assert core.ready().events == [
+        {"event": "voter_change", "change": "add", "voter": "n4", "offset": 1, "epoch": 1},
+        {"event": "voters", "state": "appended", "voters": ["n1", "n2", "n3", "n4"],
+         "offset": 1, "epoch": 1},
+    ]
+
+
+def test_voters_committed_event_line_names_the_committed_set_once():
+    core = leader_with_observer()
+    core.add_voter("n4")
+    core.ready()
+    commit_through(core, 2)
+    assert core.high_watermark == 2
+    assert core.ready().events == [
+        {"event": "hw", "hw": 2, "epoch": 1},
+        {"event": "voters", "state": "committed", "voters": ["n1", "n2", "n3", "n4"],
+         "offset": 1, "epoch": 1},
+    ]
+    core.propose(b"x")
+    core.ready()
+    commit_through(core, 3)
+    assert core.ready().events == [{"event": "hw", "hw": 3, "epoch": 1}]
+
+
+def test_remove_voter_event_lines_name_the_removal_and_the_set_left():
+    core = leader_with_observer()
+    assert core.remove_voter("n3") == 1
+    assert core.ready().events == [
+        {"event": "voter_change", "change": "remove", "voter": "n3", "offset": 1, "epoch": 1},
+        {"event": "voters", "state": "appended", "voters": ["n1", "n2"], "offset": 1,
+         "epoch": 1},
+    ]
+
+
+def test_voters_truncated_event_line_names_the_set_put_back():
+    follower = make("n1")
+    follower.receive(msg("begin_quorum_epoch", "n2", "n1", 2, leader="n2"))
+    rows = [[0, 1, b"a"], [1, 2, vs.record_payload(["n1", "n2"])]]
+    follower.receive(msg("fetch_response", "n2", "n1", 2, leader="n2", error=None,
+                         fetch_offset=0, last_fetched_epoch=0, entries=rows,
+                         diverging_epoch=None, diverging_end_offset=None, high_watermark=1))
+    follower.ready()
+    follower.receive(msg("begin_quorum_epoch", "n3", "n1", 3, leader="n3"))
+    follower.ready()
+    follower.receive(msg("fetch_response", "n3", "n1", 3, leader="n3", error=None,
+                         fetch_offset=2, last_fetched_epoch=2, entries=[],
+                         diverging_epoch=1, diverging_end_offset=1, high_watermark=1))
+    voters = [e for e in follower.ready().events if e["event"] == "voters"]
+    assert voters == [{"event": "voters", "state": "truncated", "voters": list(THREE),
+                       "offset": -1, "epoch": 3}]
+
+
+def test_add_raft_voter_waiting_for_commit_is_answered_when_the_record_commits():
+    core = leader_with_observer()
+    core.receive(msg(m.ADD_RAFT_VOTER, "n4", "n1", 1, ack_when_committed=True))
+    assert sent(core, m.ADD_RAFT_VOTER_RESPONSE) == []  # appended, not committed
+    commit_through(core, 2)
+    answers = sent(core, m.ADD_RAFT_VOTER_RESPONSE)
+    assert [(a["to"], a["error"], a["leader"]) for a in answers] == [("n4", None, "n1")]
+    commit_through(core, 2)
+    assert sent(core, m.ADD_RAFT_VOTER_RESPONSE) == []  # answered once
+
+
+def auto_joiner_waiting_for_its_answer() -> Core:
+    """Observer n4 follows n1 in epoch 1, caught up, its AddRaftVoter in flight."""
+    core = make("n4", auto_join=True)
+    core.receive(msg("begin_quorum_epoch", "n1", "n4", 1, leader="n1"))
+    core.ready()
+    core.receive(msg("fetch_response", "n1", "n4", 1, leader="n1", error=None,
+                     fetch_offset=0, last_fetched_epoch=0, entries=[[0, 1, b"a"]],
+                     diverging_epoch=None, diverging_end_offset=None, high_watermark=1))
+    core.ready()
+    core.tick()
+    assert [x["to"] for x in sent(core, m.ADD_RAFT_VOTER)] == ["n1"]
+    return core
+
+
+def test_auto_joiner_told_of_a_newer_epoch_follows_the_leader_the_answer_names():
+    core = auto_joiner_waiting_for_its_answer()
+    core.receive(msg(m.ADD_RAFT_VOTER_RESPONSE, "n1", "n4", 2, error=m.NOT_LEADER,
+                     leader="n2"))
+    assert (core.role, core.epoch, core.leader) == (FOLLOWER, 2, "n2")
+
+
+def test_auto_joiner_told_of_a_newer_epoch_without_a_leader_waits_unattached():
+    core = auto_joiner_waiting_for_its_answer()
+    core.receive(msg(m.ADD_RAFT_VOTER_RESPONSE, "n1", "n4", 2, error=m.NOT_LEADER,
+                     leader=None))
+    assert (core.role, core.epoch, core.leader) == (UNATTACHED, 2, None)
+
+
+def test_auto_joiner_asks_to_join_only_once_a_fetch_shows_it_caught_up():
+    core = make("n4", auto_join=True)
+    core.receive(msg("begin_quorum_epoch", "n1", "n4", 1, leader="n1"))
+    core.ready()
+    for _ in range(3):
+        core.tick()
+    assert sent(core, m.ADD_RAFT_VOTER) == []  # no fetch answered yet
+    core.receive(msg("fetch_response", "n1", "n4", 1, leader="n1", error=None,
+                     fetch_offset=0, last_fetched_epoch=0, entries=[[0, 1, b"a"]],
+                     diverging_epoch=None, diverging_end_offset=None, high_watermark=1))
+    core.ready()
+    core.tick()
+    assert [x["to"] for x in sent(core, m.ADD_RAFT_VOTER)] == ["n1"]

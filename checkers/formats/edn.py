@@ -203,9 +203,7 @@ class Parser:
                 return _NAMED_CHARS[name]
             if len(name) == 5 and name[0] == "u":
                 return self._code_point(int(name[1:], 16), pos)
-            if len(name) != 1:
-                raise EdnError(pos, f"unknown character name {name!r:.40}")
-            return name
+            return name  # _CHAR matches no other name longer than one character
         if c.isdigit() or (c in "+-" and pos + 1 < len(text) and text[pos + 1].isdigit()):
             return self._number()
         m = _SYMBOL.match(text, pos)

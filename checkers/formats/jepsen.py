@@ -74,9 +74,11 @@ def _plain_key(key: Any) -> Any:
 def _thaw(value: Any) -> Any:
     if isinstance(value, tuple):
         return [_thaw(v) for v in value]
-    if isinstance(value, frozenset) and all(isinstance(v, tuple) and len(v) == 2
-                                            for v in value):
-        return frozenset(_thaw(v) for v in value)
+    if (isinstance(value, frozenset) and value
+            and all(isinstance(v, tuple) and len(v) == 2 for v in value)):
+        # A frozen map (edn.freeze): back to a map, whose keys are hashable
+        # already. (A set of two-element vectors freezes the same way.)
+        return {k: _thaw(v) for k, v in value}
     return value
 
 
