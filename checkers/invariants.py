@@ -32,7 +32,9 @@ derived from the timers the nodes report in their `start` lines.
   (KIP-1186): a leader resigns, no fault in force, while a voter it added is
   uncommitted; `voter-change-incomplete` (KIP-853): a voter change neither
   commits nor fails cleanly (truncated, or its leader leaves the role) within
-  2 x fetch timeout + grace, no fault in force (`checkers/membership.py`).
+  2 x fetch timeout + grace, no fault in force; `voter-changes-out-of-order`
+  (KIP-853): a node adopts a voter set older than the one in force without
+  having truncated its log below the newer record (`checkers/membership.py`).
 
 - `follows-other-cluster` / `votes-for-other-cluster` (KIP-595 cluster id):
   a node refuses requests carrying another cluster's id, so it never follows
@@ -68,7 +70,12 @@ from typing import Any
 
 from checkers.faults import CUT, DOWN, KILL, LOSE_STATE, RESTART, healed_by, named
 from checkers.history import NEMESIS, Op, pair_ops
-from checkers.membership import changes_in_flight, changes_incomplete, resigned_adding_voter
+from checkers.membership import (
+    changes_in_flight,
+    changes_incomplete,
+    changes_out_of_order,
+    resigned_adding_voter,
+)
 from checkers.verdict import Verdict, verdict
 
 NS = 1_000_000_000
@@ -89,7 +96,7 @@ def check(history: list[Op], events: dict[str, list[dict]], run: dict) -> Verdic
     stats: dict[str, Any] = {"timers_ms": timers, "votes": _count(events, "vote")}
     anomalies = double_votes(events) + forgotten_votes(events) + resigned_leaders(events)
     anomalies += votes_after_state_loss(events)
-    anomalies += changes_in_flight(events)
+    anomalies += changes_in_flight(events) + changes_out_of_order(events)
     anomalies += other_cluster_links(events)
     if type(start_ns) is not int or timers is None:
         stats["timed_invariants"] = ("skipped: " + ("run.json has no start_monotonic_ns"

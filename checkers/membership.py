@@ -23,6 +23,15 @@ operator is told so). A leader that a majority of its voters fetch from
 commits within a fetch timeout; one that hears too few resigns within one
 (check quorum). Judged only where no fault may have touched any node from the
 append to the bound, and the bound falls before the end of the history.
+
+Rule `voter-changes-out-of-order` (KIP-853: the set in force is the newest
+VotersRecord in the log): on each node, every voter set it adopts (a
+`voters` line appended or truncated) names a record at or after the one in
+force. Falling back to an older record is correct only when the node cut its
+log below the newer record's offset (a `truncate` line to at or below it,
+since that record was adopted, or right after the fallback line: the core
+reports the new set before the truncation itself). A restart starts over: a
+power cut loses unflushed records without any line.
 """
 
 from __future__ import annotations
@@ -128,4 +137,32 @@ def changes_incomplete(events: dict[str, list[dict]], timeline: list[dict],
                 if (state == "committed" and offset >= pending["offset"]) or (
                         state == "truncated" and offset < pending["offset"]):
                     pending = None
+    return anomalies[:MAX_LISTED]
+
+
+def changes_out_of_order(events: dict[str, list[dict]]) -> list[dict[str, Any]]:
+    anomalies: list[dict[str, Any]] = []
+    for node, lines in sorted(events.items()):
+        in_force: int | None = None  # offset of the record in force; None: unknown
+        cut_to: int | None = None    # lowest truncation since it was adopted
+        for i, ev in enumerate(lines):
+            kind = ev.get("event")
+            if kind == "start":
+                in_force, cut_to = None, None
+            elif kind == "truncate" and isinstance(ev.get("to"), int):
+                cut_to = ev["to"] if cut_to is None else min(cut_to, ev["to"])
+            elif kind == "voters" and ev.get("state") in ("appended", "truncated") \
+                    and isinstance(ev.get("offset"), int):
+                offset = ev["offset"]
+                if in_force is not None and offset < in_force:
+                    following = lines[i + 1] if i + 1 < len(lines) else {}
+                    cuts = [c for c in (cut_to, following.get("to")
+                                        if following.get("event") == "truncate" else None)
+                            if isinstance(c, int)]
+                    if not any(c <= in_force for c in cuts):
+                        anomalies.append({
+                            "type": "voter-changes-out-of-order", "node": node,
+                            "epoch": ev.get("epoch"), "offset": offset,
+                            "in_force": in_force, "voters": ev.get("voters")})
+                in_force, cut_to = offset, None
     return anomalies[:MAX_LISTED]

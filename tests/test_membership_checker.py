@@ -180,3 +180,82 @@ def test_the_core_commits_a_change_within_the_bound_and_a_stalled_one_is_flagged
 
     assert incomplete(lines(stall=False)) == []
     assert incomplete(lines(stall=True)) == [("voter-change-incomplete", "n4")]
+
+
+# --- voter-changes-out-of-order (KIP-853) -----------------------------------------
+
+def out_of_order(lines: list[dict]) -> list[tuple]:
+    from checkers.membership import changes_out_of_order
+    return [(a["type"], a["node"], a["offset"], a["in_force"])
+            for a in changes_out_of_order({"n2": lines})]
+
+
+THREE = ["n1", "n2", "n3"]
+
+
+def test_voter_sets_adopted_in_log_order_pass():
+    lines = [{"event": "start", "voters": THREE}, voters("appended", 5, FOUR),
+             voters("committed", 5, FOUR), voters("appended", 9, FOUR + ["n5"]),
+             voters("committed", 5, FOUR)]  # a committed line is no adoption
+    assert out_of_order(lines) == []
+
+
+def test_an_older_voter_set_adopted_after_a_newer_one_fails():
+    # The same adoptions, swapped: the record at 5 put in force after 9's.
+    lines = [{"event": "start", "voters": THREE}, voters("appended", 9, FOUR + ["n5"]),
+             voters("appended", 5, FOUR)]
+    assert out_of_order(lines) == [("voter-changes-out-of-order", "n2", 5, 9)]
+
+
+def test_falling_back_after_truncating_below_the_newer_record_passes():
+    # KIP-853: truncating the record in force puts the previous one back. The
+    # core reports the set before its truncate line; either order is fine.
+    for cut in ({"event": "truncate", "from": 12, "to": 9, "reason": "diverged"},):
+        assert out_of_order([voters("appended", 5, FOUR), voters("appended", 9, FOUR + ["n5"]),
+                             voters("truncated", 5, FOUR), cut]) == []
+        assert out_of_order([voters("appended", 5, FOUR), voters("appended", 9, FOUR + ["n5"]),
+                             cut, voters("truncated", 5, FOUR)]) == []
+
+
+def test_a_truncation_above_the_newer_record_does_not_excuse_a_fallback():
+    cut = {"event": "truncate", "from": 12, "to": 10, "reason": "diverged"}
+    lines = [voters("appended", 9, FOUR + ["n5"]), cut, voters("truncated", 5, FOUR)]
+    assert out_of_order(lines) == [("voter-changes-out-of-order", "n2", 5, 9)]
+
+
+def test_a_restart_starts_the_order_over():
+    # A power cut loses the unflushed record at 9 and reports nothing of it.
+    lines = [voters("appended", 9, FOUR + ["n5"]), {"event": "start", "voters": FOUR},
+             voters("appended", 5, FOUR)]
+    assert out_of_order(lines) == []
+
+
+def test_the_cores_own_lines_of_a_truncated_voters_record_pass():
+    # The core's lines as it writes them (the set, then the truncate line),
+    # for KIP-853's fallback; without the truncate line the rule fires.
+    from checkers.membership import changes_out_of_order
+    from nodes.raft import voters as vs
+    from tests.test_raft_membership import make, msg
+
+    follower, lines = make("n1"), []
+    steps = [
+        msg("begin_quorum_epoch", "n2", "n1", 2, leader="n2"),
+        msg("fetch_response", "n2", "n1", 2, leader="n2", error=None, fetch_offset=0,
+            last_fetched_epoch=0, entries=[[0, 1, b"a"], [1, 2, vs.record_payload(["n1", "n2"])]],
+            diverging_epoch=None, diverging_end_offset=None, high_watermark=1),
+        msg("begin_quorum_epoch", "n3", "n1", 3, leader="n3"),
+        msg("fetch_response", "n3", "n1", 3, leader="n3", error=None, fetch_offset=2,
+            last_fetched_epoch=2, entries=[], diverging_epoch=1, diverging_end_offset=1,
+            high_watermark=1),
+    ]
+    for step in steps:
+        follower.receive(step)
+        lines += follower.ready().events
+    kinds = [(e["event"], e.get("state"), e.get("offset"), e.get("to")) for e in lines
+             if e["event"] in ("voters", "truncate")]
+    assert kinds == [("voters", "appended", 1, None), ("voters", "truncated", -1, None),
+                     ("truncate", None, None, 1)]
+    assert changes_out_of_order({"n1": lines}) == []
+    without_cut = [e for e in lines if e["event"] != "truncate"]
+    assert [(a["node"], a["offset"], a["in_force"])
+            for a in changes_out_of_order({"n1": without_cut})] == [("n1", -1, 1)]

@@ -27,6 +27,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("checkers/models.py", "etcd"): "a register model's flavour: etcd's cas semantics",
     ("checkers/divergence.py", "divergence"): "the anomaly type the checker reports",
     ("checkers/divergence.py", "truncate"): "the raft node's `truncate` event line",
+    ("checkers/membership.py", "truncate"): "the raft node's `truncate` event line",
     ("nodes/raft/core.py", "truncate"): "the raft node's `truncate` event line",
     ("nodes/raft/server.py", "truncate"): "the raft node's `truncate` event line",
     ("nodes/raft/requests.py", "log"): "the client protocol's `log` field",

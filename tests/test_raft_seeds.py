@@ -288,6 +288,104 @@ def test_redpanda_leader_ack_write_may_be_lost_with_the_leader_quorum_never():
     assert_no_violations(sim)
 
 
+def _acked(sim: Sim, name: str, offset: int) -> str | None:
+    """The level at which `name`'s core reported `offset` acknowledgeable, if it did."""
+    levels = [level for o, level in sim.nodes[name].acked if o == offset]
+    assert len(levels) <= 1, f"{offset} acknowledged twice: {levels}"
+    return levels[0] if levels else None
+
+
+def _durable_holders(sim: Sim, offset: int) -> int:
+    return sum(1 for n in sim.nodes.values() if len(n.disk.durable) > offset)
+
+
+@pytest.mark.parametrize("bugs", [frozenset(), frozenset({"leader-ack-as-quorum"})])
+def test_redpanda_quorum_ack_waits_for_a_flushed_majority(bugs):
+    # Twin: with leader-ack-as-quorum the same quorum write is acknowledged
+    # with one (unflushed) copy, which the rule forbids.
+    sim = Sim(seed=16, config={"bugs": bugs})
+    leader = sim.settle()
+    commit_one(sim, b"warm-up")
+    f1, f2 = [n for n in sim.nodes if n != leader]
+    for name in sim.nodes:
+        sim.stall_flush(name)
+    _, offset = sim.propose(b"quorum-write", "quorum")
+    sim.run(40)  # every node appended it, none flushed it
+    assert all(sim.core(n).log_end > offset for n in sim.nodes)
+    if bugs:
+        assert _acked(sim, leader, offset) == "leader"
+        assert _durable_holders(sim, offset) == 0
+        return
+    assert _acked(sim, leader, offset) is None
+    sim.stall_flush(f1, False)
+    sim.run(40)
+    assert _acked(sim, leader, offset) is None, "one flushed copy is no majority of 3"
+    sim.stall_flush(leader, False)
+    assert sim.run_until(lambda: _acked(sim, leader, offset) == "quorum", 20)
+    assert _durable_holders(sim, offset) >= 2
+    assert_no_violations(sim)
+
+
+@pytest.mark.parametrize("level", ["leader", "quorum"])
+def test_redpanda_leader_ack_after_the_leaders_append(level):
+    # Twin: a quorum write in the same place (leader cut off, nothing
+    # flushed) is not acknowledged at all.
+    sim = Sim(seed=17)
+    leader, offset = _written_on_leader_only(sim, b"x")  # a warm-up at offset 1
+    proposed = sim.propose(b"write", level)
+    assert proposed is not None
+    _, offset = proposed
+    # Acknowledged in the very Ready that hands its append to the disk.
+    assert sim.nodes[leader].disk.written[offset].payload == b"write"
+    assert len(sim.nodes[leader].disk.durable) <= offset
+    assert _acked(sim, leader, offset) == (level if level == "leader" else None)
+    sim.run(5)
+    assert _acked(sim, leader, offset) == (level if level == "leader" else None)
+    assert_no_violations(sim)
+
+
+@pytest.mark.parametrize("level", ["none", "quorum"])
+def test_redpanda_no_ack_at_once(level):
+    # none: acknowledged in the Ready of its proposal (the server answers it
+    # before even writing the append), whatever becomes of it: here the cut
+    # off leader crashes and the write is gone. Twin: quorum, same place, never.
+    sim = Sim(seed=18)
+    leader, _ = _written_on_leader_only(sim, b"x")
+    core = sim.core(leader)
+    offset = core.propose(b"write", level, True)
+    ready = core.ready()
+    assert ready.append and ready.append[0].offset == offset
+    assert ((offset, "none") in ready.acked) == (level == "none")
+    sim.crash(leader)  # before anything of that Ready reached its disk
+    sim.heal()
+    new = sim.settle()
+    commit_one(sim, b"after", on=[new])
+    assert all(e.payload != b"write" for e in sim.core(new).entries())
+    assert_no_violations(sim)
+
+
+@pytest.mark.parametrize("bugs", [frozenset({"leader-ack-as-quorum"}), frozenset()])
+def test_redpanda_leader_ack_as_quorum_acks_a_quorum_write_before_replication(bugs):
+    # The switch's rule: a quorum write acked on the leader's append alone is
+    # lost with the leader's disk. Twin: the correct build never acks it.
+    sim = Sim(seed=19, config={"bugs": bugs})
+    leader, warm = _written_on_leader_only(sim, b"warm")
+    _, offset = sim.propose(b"quorum-write", "quorum")
+    # A cas is no blind write: even the switch cannot answer it before it applies.
+    _, cas = sim.propose(b"cas", "quorum", blind_write=False)
+    assert _acked(sim, leader, cas) is None
+    acked = _acked(sim, leader, offset)
+    assert acked == ("leader" if bugs else None)
+    sim.crash(leader)  # its unflushed tail is gone
+    sim.heal()
+    new = sim.settle()
+    commit_one(sim, b"after", on=[new])
+    lost = all(e.payload != b"quorum-write" for e in sim.core(new).entries())
+    assert lost
+    assert (acked is not None and lost) == bool(bugs)
+    assert_no_violations(sim)
+
+
 # --------------------------------------------------------------- KIP-595
 
 

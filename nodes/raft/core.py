@@ -12,11 +12,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from nodes.raft import bugs
+from nodes.raft import acks, bugs
 from nodes.raft import epoch_cache as ec
 from nodes.raft import messages as m
 from nodes.raft import voters as vs
 from nodes.raft.messages import Entry, QuorumState
+from nodes.raft.requests import LEADER_ACK, QUORUM
 from nodes.raft.roles import (
     CANDIDATE,
     FOLLOWER,
@@ -85,6 +86,10 @@ class Ready:
     committed: list[Entry] = field(default_factory=list)
     high_watermark: int | None = None
     events: list[dict] = field(default_factory=list)
+    # (offset, level): this node's proposals that may be acknowledged now, at
+    # that consistency level (acks.py); `none` before the append is written,
+    # `leader` once it is, `quorum` with the commit.
+    acked: list[tuple[int, str]] = field(default_factory=list)
 
     def is_empty(self) -> bool:
         return (
@@ -96,6 +101,7 @@ class Ready:
             and not self.committed
             and self.high_watermark is None
             and not self.events
+            and not self.acked
         )
 
 
@@ -150,6 +156,8 @@ class Core:
         self._voters_committed_reported = -1
         # Leader: AddRaftVoter requests answered when their record commits.
         self._voter_acks: dict[int, str] = {}
+        # Proposals of this node waiting for their consistency level's condition.
+        self._acks = acks.AckTracker()
         # Observer auto-join: at most one AddRaftVoter in flight (KIP-1186),
         # and no more once this process has been a voter (KAFKA-19850).
         self._join_in_flight = False
@@ -322,12 +330,16 @@ class Core:
                     self._become_unattached(self._epoch + 1)
                 self._become_prospective()
 
-    def propose(self, payload: bytes) -> int:
+    def propose(self, payload: bytes, level: str = QUORUM, blind_write: bool = False) -> int:
+        """Leader: append a client command; its offset. `level` is the
+        consistency level asked for (validated by requests.consistency_of);
+        `Ready.acked` names the offset once that level allows an answer."""
         if self._role != LEADER:
             hint = self._leader if self._leader != self.node_id else None
             raise NotLeader(hint)
         offset = len(self._log)
         self._append([Entry(offset, self._epoch, bytes(payload))])
+        self._acks.proposed(offset, acks.effective_level(level, blind_write, self._bugs))
         # A one-voter quorum commits on its own flush; nothing else to wait for.
         return offset
 
@@ -373,6 +385,8 @@ class Core:
     def ready(self) -> Ready:
         # Once per batch of input, so a burst of proposals goes out in one response.
         self._answer_held_fetches(expired_only=False)
+        self._acks.appended(e.offset for e in self._pending_append)
+        self._acks.committed(self._hw)
         ready = Ready(
             quorum_state=self._pending_state,
             truncate_to=self._pending_truncate,
@@ -382,6 +396,7 @@ class Core:
             committed=self._log[self._committed_reported : self._hw],
             high_watermark=self._hw if self._hw_changed else None,
             events=self._events,
+            acked=self._acks.take(),
         )
         self._pending_state = None
         self._pending_truncate = None
@@ -948,6 +963,7 @@ class Core:
         if self._voter_sets.truncate(end):
             self._on_voters_changed("truncated")
         self._pending_append = [e for e in self._pending_append if e.offset < end]
+        self._acks.truncated(end)
         if end < self._disk_end:
             current = self._pending_truncate
             self._pending_truncate = end if current is None else min(current, end)
@@ -960,9 +976,9 @@ class Core:
 
     def add_voter(self, node: str, ack_when_committed: bool = True) -> int:
         """Leader: append a VotersRecord adding ``node``; its offset. The new set
-        is in force at once; the caller answers the operator when that offset
-        commits, or (``ack_when_committed`` false, KIP-1186) right after the
-        append. Refused (VoterChangeRefused) unless ``node`` is an observer
+        is in force at once; ``Ready.acked`` names the offset when the
+        operator may be answered: at commit, or (``ack_when_committed`` false,
+        KIP-1186) with the append. Refused (VoterChangeRefused) unless ``node`` is an observer
         caught up to the high watermark and no other change is in flight."""
         voters = self._check_voter_change()
         if node in voters:
@@ -974,7 +990,9 @@ class Core:
             or progress.match_end < self._hw
         ):
             raise VoterChangeRefused(m.NOT_CAUGHT_UP)
-        return self._append_voters(voters + (node,), "add", node)
+        offset = self._append_voters(voters + (node,), "add", node)
+        self._acks.proposed(offset, QUORUM if ack_when_committed else LEADER_ACK)
+        return offset
 
     def remove_voter(self, node: str) -> int:
         """Leader: append a VotersRecord without ``node``; its offset. A leader
@@ -984,7 +1002,9 @@ class Core:
             raise VoterChangeRefused(m.VOTER_NOT_FOUND)
         if len(voters) == 1:
             raise VoterChangeRefused(m.INVALID_REQUEST)
-        return self._append_voters(tuple(v for v in voters if v != node), "remove", node)
+        offset = self._append_voters(tuple(v for v in voters if v != node), "remove", node)
+        self._acks.proposed(offset, QUORUM)
+        return offset
 
     def _check_voter_change(self) -> tuple[str, ...]:
         if self._role != LEADER:

@@ -25,7 +25,7 @@ from typing import Any
 
 import msgpack
 
-from nodes.raft import bugs, codec, storage
+from nodes.raft import codec, storage
 from nodes.raft.core import (
     Config,
     Core,
@@ -129,9 +129,8 @@ class RaftServer:
         self.node_id = options.node_id
         self.data_dir = Path(options.data_dir)
         self.state_machine = StateMachine()
+        # Requests whose entries the core has not yet reported acknowledgeable.
         self.pending: dict[int, Pending] = {}
-        # leader_ack writes: answered once the Ready appending them is written.
-        self.ack_on_append: dict[int, tuple[Any, ClientConnection]] = {}
         self.applied_end = 0
         self.flags = _Flags()
         self.boot = time.monotonic_ns()
@@ -310,6 +309,9 @@ class RaftServer:
             for offset in [o for o in self.pending if o >= ready.truncate_to]:
                 self._answer_lost(offset)
             self.log.truncate(ready.truncate_to)
+        levels = dict(ready.acked)
+        # no_ack: answered before the entry is even written (acks.py).
+        self._answer_acked(levels, NO_ACK)
         if ready.append:
             self.log.append([LogRecord(e.offset, e.epoch, e.payload) for e in ready.append])
             self._need_flush.set()
@@ -317,7 +319,7 @@ class RaftServer:
             for entry in ready.append:
                 if (pending := self.pending.get(entry.offset)) is not None:
                     pending.written = written
-            self._ack_appended(ready.append)
+        self._answer_acked(levels, LEADER_ACK)
         if ready.epoch_cache is not None:
             storage.write_epoch_checkpoint(self.data_dir, ready.epoch_cache)
         for msg in ready.messages:
@@ -325,7 +327,7 @@ class RaftServer:
             if link is not None:
                 link.send(msg)
         acked = [(entry.offset, age) for entry in ready.committed
-                 if (age := self._apply(entry)) is not None]
+                 if (age := self._apply(entry, levels.get(entry.offset) == QUORUM)) is not None]
         if ready.high_watermark is not None:
             self.flags.hw_dirty = True
         for event in ready.events:
@@ -340,9 +342,10 @@ class RaftServer:
                        "age_ms": round(min(age for _, age in acked), 3),
                        "flushed": self.core.flushed_end})
 
-    def _apply(self, entry: Entry) -> float | None:
+    def _apply(self, entry: Entry, quorum_acked: bool) -> float | None:
         """Apply a committed entry; if that acknowledged a write (an ok reply),
-        the ms since we wrote it to our log."""
+        the ms since we wrote it to our log. Only a request the core reported
+        acknowledgeable at quorum is answered here."""
         if entry.offset < self.applied_end:
             return None  # replayed after a restart: already in the state machine
         try:
@@ -351,9 +354,10 @@ class RaftServer:
             command = {}
         outcome = self.state_machine.apply(command if isinstance(command, dict) else {})
         self.applied_end = entry.offset + 1
-        pending = self.pending.pop(entry.offset, None)
-        if pending is None:
+        pending = self.pending.get(entry.offset)
+        if pending is None or (pending.epoch == entry.epoch and not quorum_acked):
             return None
+        del self.pending[entry.offset]
         if pending.epoch != entry.epoch:
             # Another leader's entry took our offset: ours was truncated.
             pending.connection.reply(pending.request["id"], error_outcome("leader_lost"), False)
@@ -461,7 +465,7 @@ class RaftServer:
             return
         try:
             command = command_for(request)
-            level = self._ack_level(request)
+            level = consistency_of(request)
         except BadRequest as e:
             connection.reply(request_id, Outcome(False, str(e), "bad_request"))
             return
@@ -471,17 +475,9 @@ class RaftServer:
             connection.reply(request_id, Outcome(False, "command too large", "bad_request"))
             return
         try:
-            offset = self.core.propose(payload)
+            offset = self.core.propose(payload, level, is_blind_write(request))
         except NotLeader as e:
             connection.reply(request_id, error_outcome("not_leader"), leader=e.leader)
-            return
-        if level == NO_ACK:
-            connection.reply(request_id, Outcome(True))
-            self.schedule_ready()
-            return
-        if level == LEADER_ACK:
-            self.ack_on_append[offset] = (request_id, connection)
-            self.schedule_ready()
             return
         self.pending[offset] = Pending(
             self.core.epoch, request, connection,
@@ -510,35 +506,20 @@ class RaftServer:
         except VoterChangeRefused as refused:
             connection.reply(request_id, error_outcome(refused.code))
             return
-        if ack_when_committed:
-            self.pending[offset] = Pending(self.core.epoch, request, connection,
-                                           time.monotonic() + self.options.request_timeout_s)
-        else:
-            self.ack_on_append[offset] = (request_id, connection)
+        self.pending[offset] = Pending(self.core.epoch, request, connection,
+                                       time.monotonic() + self.options.request_timeout_s)
         self.schedule_ready()
 
-    def _ack_level(self, request: dict[str, Any]) -> str:
-        level = consistency_of(request)
-        if (level == QUORUM and bugs.LEADER_ACK_AS_QUORUM in self.options.bugs
-                and is_blind_write(request)):
-            # BUG (what the Redpanda RFC's quorum_ack exists to prevent): a
-            # quorum write is acknowledged once the leader appended it, so a
-            # leader crash or lost disk before replication loses an acked write.
-            level = LEADER_ACK
-        return level
-
-    def _ack_appended(self, entries: list[Entry]) -> None:
-        """leader_ack: the leader's log holds the entry (written, not flushed)."""
-        if not self.ack_on_append:
-            return
+    def _answer_acked(self, levels: dict[int, str], level: str) -> None:
+        """Answer ok the requests the core reported acknowledgeable at `level`
+        (`none` or `leader`: no result to wait for)."""
         acked = []
-        for entry in entries:
-            waiting = self.ack_on_append.pop(entry.offset, None)
-            if waiting is not None:
-                request_id, connection = waiting
-                connection.reply(request_id, Outcome(True))
-                acked.append(entry.offset)
-        if acked:
+        for offset in sorted(o for o, lv in levels.items() if lv == level):
+            pending = self.pending.pop(offset, None)
+            if pending is not None:
+                pending.connection.reply(pending.request["id"], Outcome(True))
+                acked.append(offset)
+        if acked and level == LEADER_ACK:
             # The same `ack` line a commit gives (nemesis.triggers aims power
             # cuts at it): these writes were written just now, unflushed.
             self.emit({"event": "ack", "epoch": self.core.epoch, "first": acked[0],

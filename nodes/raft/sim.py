@@ -52,6 +52,9 @@ class SimNode:
     state_lost: bool = False   # its disk has data but no quorum-state file
     hw: int = 0
     applied: list[Entry] = field(default_factory=list)
+    # (offset, level) the core reported acknowledgeable, with the disk's
+    # written and durable ends at that moment (what a client's ack rests on).
+    acked: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def alive(self) -> bool:
@@ -294,12 +297,13 @@ class Sim:
                 parts.append(f"{node.name}:down")
         return f"t={self.now} " + " ".join(parts)
 
-    def propose(self, payload: bytes) -> tuple[str, int] | None:
+    def propose(self, payload: bytes, level: str = "quorum",
+                blind_write: bool = True) -> tuple[str, int] | None:
         name = self.leader()
         if name is None:
             return None
         try:
-            offset = self.nodes[name].core.propose(payload)
+            offset = self.nodes[name].core.propose(payload, level, blind_write)
         except NotLeader:
             return None
         self._apply_ready(self.nodes[name])
@@ -425,6 +429,7 @@ class Sim:
             disk.written.append(entry)
         if (ready.append or ready.truncate_to is not None) and node.flush_due is None:
             node.flush_due = self.now + self.rng.randint(*self.flush_lag)
+        node.acked.extend(ready.acked)
         for msg in ready.messages:
             self._send(msg)
         for event in ready.events:
