@@ -21,12 +21,16 @@ ACK_WHEN_COMMITTED_AUTOJOIN = "ack-when-committed-autojoin"
 CLUSTER_ID_IGNORED = "cluster-id-ignored"
 # A voter that lost its quorum-state file (KIP-996 "Disk failure", KIP-595).
 VOTE_AFTER_STATE_LOSS = "vote-after-state-loss"
+# KIP-279's own case (KAFKA-6361): an epoch lookup answered wrongly after a
+# fast leader fail-over.
+UNKNOWN_EPOCH_NEXT_START = "unknown-epoch-next-start"
 
 KNOWN = frozenset({NO_PRE_VOTE, NO_CHECK_QUORUM, VOTE_BEFORE_PERSIST, TRUNCATE_TO_HW, COMMIT_DIRTY,
                    PRE_VOTE_WHILE_FOLLOWING, RESIGNED_SAME_EPOCH})
 KNOWN |= {LEADER_ACK_AS_QUORUM, TWO_VOTER_CHANGES, ACK_WHEN_COMMITTED_AUTOJOIN}
 KNOWN |= {CLUSTER_ID_IGNORED}
 KNOWN |= {VOTE_AFTER_STATE_LOSS}
+KNOWN |= {UNKNOWN_EPOCH_NEXT_START}
 
 # How a real run exposes each switch (BUGS.md's last column; bench/detection.py
 # and campaigns/calibration.toml are built from this): the nemesis, its mean
