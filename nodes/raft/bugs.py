@@ -94,6 +94,13 @@ CALIBRATION: dict[str, dict] = {
     # vote before it can have caught up with any leader.
     VOTE_AFTER_STATE_LOSS: {"nemesis": ["lose-state"], "nemesis_interval": 3.0,
                             "caught_by": ["invariants"]},
+    # KIP-279 scenario 1 step by step (nemesis.triggers.FastFailover): the
+    # follower must hold an epoch its new leader never had, which only a
+    # leader cut off right after its election leaves behind; partitions alone
+    # never do (the leader they cut has long led). Held 6 s: the old leader's
+    # return to power comes 2-4 s after arming.
+    UNKNOWN_EPOCH_NEXT_START: {"nemesis": ["fast-failover"], "nemesis_interval": 3.0,
+                               "nemesis_min_duration": 6.0, "caught_by": ["divergence"]},
 }
 
 
