@@ -501,15 +501,23 @@ class FastFailover(PowerCut):
         node, over = params["node"], params["over"]
         deadline = time.monotonic() + GROW_WAIT_S
         with cluster.in_hub():
-            while True:
-                old = self.db.status(cluster.spec(over)) or {}
-                if old.get("role") != "Leader" or time.monotonic() > deadline:
-                    break
-                time.sleep(0.01)
+            old = self._wait_for(cluster, over, lambda s: s.get("role") != "Leader", deadline)
             if type(old.get("log_end")) is not int:
                 return {"step": self.GROW, "node": node, "error": f"no status from {over}"}
+            # The vote line comes a round trip before the winner counts it.
+            new = self._wait_for(cluster, node, lambda s: s.get("role") == "Leader", deadline)
             grown = self.db.grow_log(cluster.spec(node), old["log_end"], deadline)
-        return {"step": self.GROW, "over": over, "over_role": old.get("role"), **grown}
+        return {"step": self.GROW, "over": over, "over_role": old.get("role"),
+                "role": new.get("role"), **grown}
+
+    def _wait_for(self, cluster: Any, node: str, ok: Callable[[dict[str, Any]], bool],
+                  deadline: float) -> dict[str, Any]:
+        """The node's status once `ok` holds for it, or at the deadline."""
+        while True:
+            status = self.db.status(cluster.spec(node)) or {}
+            if ok(status) or time.monotonic() > deadline:
+                return status
+            time.sleep(0.005)
 
 
 # How long the growth may wait for the old leader to resign and the new one to

@@ -140,6 +140,17 @@ def fast_leader_failover(b_end: int, *bug_names: str) -> Sim:
     return sim
 
 
+def test_kip279_scenario1_pre_fix_lookup_pure():
+    """Before KIP-279 the leader answered an epoch it lacks (2) with where its
+    next one starts (6), and an epoch it has just as the fix does."""
+    leader_cache = ec.build((e.offset, e.epoch) for e in entries(1, 1, 1, 1, 1, 1, 3, 3, 3))
+    assert ec.next_epoch_start(leader_cache, 2, 9) == 6
+    assert ec.next_epoch_start(leader_cache, 3, 9) == 9
+    for epoch in (1, 3):
+        assert ec.next_epoch_start(leader_cache, epoch, 9) == ec.end_offset_for_epoch(
+            leader_cache, epoch, 9)[1]
+
+
 @pytest.mark.parametrize("b_end", [5, 6, 8], ids=["n<20", "n==20", "n>20"])
 def test_kip279_scenario1_fast_leader_failover(b_end):
     """B must drop all of its epoch 2 (the KIP's three cases n<20, n==20,
