@@ -519,3 +519,36 @@ def test_fast_failover_heal_undoes_the_cut_when_no_election_came(tmp_path: Path)
         trigger.teardown(cluster)
     with pytest.raises(ValueError, match="status and grow_log"):
         make_fault("fast-failover", FaultContext(extras={"mounts": {}}))
+
+
+class FiresAKillAndItsHeal:
+    name, heal_f = "fires-kill-and-heal", "unarm"
+    fire: Any = None
+
+    def inject(self, cluster: Any, rng: random.Random, params: Any) -> dict[str, Any]:
+        self.fire("kill", {"nodes": ["n2"]})
+        self.fire("kill", {}, "heal")
+        return {}
+
+    def heal(self, cluster: Any) -> dict[str, Any]:
+        return {}
+
+
+def test_a_trigger_can_fire_a_heal_which_is_recorded_as_one(tmp_path: Path) -> None:
+    cluster = FakeCluster(tmp_path / "nodes")
+    recorder = Recorder(tmp_path / "history.msgpack")
+    nemesis = CompositeNemesis({"fires-kill-and-heal": FiresAKillAndItsHeal()})
+    nemesis.setup(cluster)
+    events = [Event(0.0, "inject", "fires-kill-and-heal", {}, seed=1),
+              Event(0.5, "heal", "fires-kill-and-heal")]
+    runner = NemesisRunner(nemesis, events, recorder.record)
+    runner.run(threading.Event())
+    recorder.close()
+    ops = read_history(tmp_path / "history.msgpack").ops
+    assert validate(ops) == []
+    assert [(op.type, op.f) for op in ops] == [
+        ("invoke", "fires-kill-and-heal"), ("info", "fires-kill-and-heal"),
+        ("invoke", "kill"), ("info", "kill"), ("invoke", "start"), ("info", "start"),
+        ("invoke", "unarm"), ("info", "unarm")]
+    assert ops[5].value == {"nodes": ["n2"]} and cluster.down == set()
+    assert [e.get("fired", False) for e in runner.executed] == [False, True, True, False]
