@@ -46,6 +46,9 @@ LOSE_UNSYNCED = FaultOp("lose-unsynced", "start", RESTART)
 KILL_AFTER_VOTE = FaultOp("kill-after-vote", "start", ARMED)
 POWER_CUT_AFTER_COMMIT = FaultOp("power-cut-after-commit", "start", ARMED)
 POWER_CUT_AFTER_VOTE = FaultOp("power-cut-after-vote", "start", ARMED)
+# KIP-279 scenario 1 played out: the leader cut off, the next one cut off
+# right after its election; its heal restarts whatever it killed.
+FAST_FAILOVER = FaultOp("fast-failover", "start", ARMED)
 # The leader stays down until `start`; the follower whose vote records it
 # takes restarts at once.
 LOSE_STATE = FaultOp("lose-state", "start", DOWN)
@@ -55,7 +58,7 @@ REFORMAT = FaultOp("reformat", "restore-data", OTHER_CLUSTER)
 
 FAULT_OPS: dict[str, FaultOp] = {f.name: f for f in (
     KILL, PAUSE, PARTITION, TRUNCATE, LOSE_UNSYNCED, KILL_AFTER_VOTE, POWER_CUT_AFTER_COMMIT,
-    POWER_CUT_AFTER_VOTE, LOSE_STATE, MEMBERSHIP, REFORMAT)}
+    POWER_CUT_AFTER_VOTE, FAST_FAILOVER, LOSE_STATE, MEMBERSHIP, REFORMAT)}
 
 
 def named(*effects: str) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from checkers.faults import (
+    FAST_FAILOVER,
     KILL,
     KILL_AFTER_VOTE,
     LOSE_STATE,
@@ -195,6 +196,10 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           "cut power to nodes right after a commit",
           variants=lambda: ("majority", "all", "<target>-<D>ms"), default="majority-50ms",
           needs_lazyfs=True, fires_on_events=True, planner=_armed_power_cut),
+    _kind(FAST_FAILOVER, _lazy("nemesis.triggers", "fast_failover"),
+          "cut the leader off, then its successor right after its election (KIP-279)",
+          variants=lambda: ("<D>ms",), default="50ms", needs_lazyfs=True,
+          fires_on_events=True, planner=_armed_power_cut_vote),
     _kind(LOSE_STATE, _disk_lose_state,
           "take the leader down and a follower's vote records with it",
           planner=_armed_lose_state),
@@ -334,9 +339,10 @@ class NemesisRunner:
             if hasattr(fault, "fire"):
                 fault.fire = self.fire
 
-    def fire(self, spec: str, params: dict[str, Any]) -> None:
-        """Run the fault `spec` with `params` as soon as possible (any thread)."""
-        self._urgent.put((spec, params))
+    def fire(self, spec: str, params: dict[str, Any], action: str = "inject") -> None:
+        """Run the fault `spec` with `params` (or, `action` "heal", heal it) as
+        soon as possible, from any thread."""
+        self._urgent.put((spec, params, action))
 
     def run(self, stop: threading.Event, start: float | None = None) -> list[dict[str, Any]]:
         """Blocks until the schedule ends or `stop` is set; always heals at the end."""
@@ -347,22 +353,24 @@ class NemesisRunner:
                 wait = start + pending[0].time - self.clock()
                 if wait > 0:
                     try:
-                        spec, params = self._urgent.get(timeout=min(wait, STOP_POLL_S))
+                        spec, params, action = self._urgent.get(
+                            timeout=min(wait, STOP_POLL_S))
                     except queue.Empty:
                         continue
-                    self.apply_fired(spec, params, start)
+                    self.apply_fired(spec, params, start, action)
                     continue
                 self.apply(pending.pop(0))
         finally:
             self.heal_all()
         return self.executed
 
-    def apply_fired(self, spec: str, params: dict[str, Any], start: float) -> Op:
-        """A triggered fault, recorded as a plain inject of `spec` (replay runs it so)."""
+    def apply_fired(self, spec: str, params: dict[str, Any], start: float,
+                    action: str = "inject") -> Op:
+        """A triggered fault, recorded as a plain inject (or heal) of `spec`
+        (replay runs it so)."""
         if spec not in self.nemesis.faults:
             self.nemesis.faults[spec] = make_fault(spec, self.nemesis.context)
-        return self.apply(_Fired(round(self.clock() - start, 3), "inject", spec, params,
-                                 0))
+        return self.apply(_Fired(round(self.clock() - start, 3), action, spec, params, 0))
 
     def apply(self, event: Any) -> Op:
         fault = self.nemesis.faults[event.fault]
@@ -388,6 +396,9 @@ class NemesisRunner:
                               "fault": getattr(event, "fault", None),
                               "value": done.value, "error": done.error,
                               "noop": noop_reason(done.value)})
+        if isinstance(event, _Fired):
+            # A heal a trigger fired mid-fault is not the run's final one: replay keeps it.
+            self.executed[-1]["fired"] = True
         return done
 
     def heal_all(self) -> None:

@@ -53,13 +53,16 @@ from pathlib import Path
 from typing import Any
 
 from checkers.faults import (
+    FAST_FAILOVER,
     KILL,
     KILL_AFTER_VOTE,
     LOSE_UNSYNCED,
+    PARTITION,
     POWER_CUT_AFTER_COMMIT,
     POWER_CUT_AFTER_VOTE,
 )
 from nemesis.fault import FaultContext
+from nemesis.partition import isolate
 
 # How often the watcher looks at the logs: fast while armed, idle otherwise.
 ARMED_POLL_S = 0.001
@@ -75,8 +78,9 @@ YOUNG_SHARE = 0.5
 FALLBACK_ACKS = 20
 MAX_LINE = 1 << 20
 
-# (fault spec to run, params) -> None: the runner's queue for urgent faults.
-FireFn = Callable[[str, dict[str, Any]], None]
+# (fault spec to run, params[, "inject" or "heal"]) -> None: the runner's
+# queue for urgent faults.
+FireFn = Callable[..., None]
 
 
 class LogTail:
@@ -384,6 +388,142 @@ class PowerCutAfterCommit(PowerCut):
         return self.fsync_delay_ms - after["age_ms"] - after["frozen_after_ms"]
 
 
+class FastFailover(PowerCut):
+    """KIP-279's scenario 1 (KAFKA-6361) as a fault, on 3 nodes A, B, C.
+
+    Arming cuts the leader A off (`partition`, A against the rest): it takes
+    client writes that reach nobody and resigns. B and C elect B. At C's
+    `vote` line C loses power (its mount frozen here, at once: it will keep
+    nothing it writes after the grant, so none of B's epoch), and then, in
+    order: B's log is grown to A's length at least (`grow_log`: B's epoch
+    then ends at or past where A's next one will start, the case in which
+    the bug diverges rather than stalls); B is killed (its log survives); C
+    restarts (`lose-unsynced`); the cut is healed. A and C, neither of which
+    has B's epoch, elect A (its log is the longer); at that `Leader` line B
+    is started again (`start`) and fetches from A naming an epoch A never
+    had. A correct leader answers with the largest epoch it has below it and
+    B truncates its whole epoch; `unknown-epoch-next-start` keeps it.
+
+    Every step is recorded as the ordinary fault it is (partition, kill,
+    lose-unsynced, heal, start), the growth as this fault's own op. A replay
+    re-runs the cuts, kills and restarts at their times but not the growth.
+    """
+
+    name, heal_f = FAST_FAILOVER.name, FAST_FAILOVER.heal_f
+    GROW = "grow"
+
+    def __init__(self, ctx: FaultContext) -> None:
+        super().__init__(ctx, parse_fsync_delay(ctx.variant))
+        self.spec = self.name if ctx.variant is None else f"{self.name}:{ctx.variant}"
+        self.db = ctx.db
+        if not all(hasattr(self.db, m) for m in ("status", "grow_log")):
+            raise ValueError(f"{self.name} needs a DB adapter with status and grow_log "
+                             "(the raft store's)")
+        self.isolated: str | None = None
+        self.stage = ""
+        self.vote: dict[str, Any] = {}
+
+    def describe(self) -> dict[str, Any]:
+        return {"watch": "vote, then Leader", "then": "KIP-279 scenario 1",
+                "fsync_delay_ms": self.fsync_delay_ms}
+
+    def rearmed(self) -> None:
+        self.isolated, self.stage, self.vote = None, "vote", {}
+
+    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+               ) -> dict[str, Any]:
+        if params.get("step") == self.GROW:
+            return self.grow(cluster, params)
+        return super().inject(cluster, rng, params)
+
+    def provoke(self) -> tuple[str, dict[str, Any]] | None:
+        leader = self.cluster.leader()
+        if leader is None:
+            return None
+        with self._lock:
+            self.isolated = leader
+        return PARTITION.name, {"cut": [list(p) for p in isolate(leader, self.cluster.names)],
+                                "shape": "isolate-leader", "trigger": self.name}
+
+    def on_event(self, node: str, event: dict[str, Any]) -> None:
+        with self._lock:
+            if not self._armed or self.fire is None or self.isolated is None:
+                return
+            steps = self.steps(node, event)
+            if steps and self.stage == "done":
+                self._armed = False
+        if steps:
+            self.fired.append({"node": node, "event": event, "steps": steps,
+                               "seen_ns": time.monotonic_ns()})
+            for spec, params, action in steps:
+                self.fire(spec, params, action)
+
+    def steps(self, node: str, event: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
+        """What to fire for this line (under the lock), in order."""
+        kind = event.get("event")
+        if self.stage == "vote" and kind == "vote" and node != self.isolated:
+            winner = event.get("candidate")
+            if not isinstance(winner, str) or winner == self.isolated:
+                return []
+            after = {"event": "vote", "node": node, "t": event.get("t"),
+                     "epoch": event.get("epoch"), "candidate": winner}
+            power_cut = {"nodes": [node], "trigger": self.name, "after": after}
+            self.at_once(power_cut)
+            self.stage, self.vote = "leader", {"epoch": event.get("epoch"), "winner": winner}
+            return [(self.spec, {"step": self.GROW, "node": winner, "over": self.isolated,
+                                 "trigger": self.name}, "inject"),
+                    (KILL.name, {"nodes": [winner], "trigger": self.name}, "inject"),
+                    (LOSE_UNSYNCED.name, power_cut, "inject"),
+                    (PARTITION.name, {}, "heal")]
+        if (self.stage == "leader" and kind == "role" and event.get("role") == "Leader"
+                and type(event.get("epoch")) is int and type(self.vote["epoch"]) is int
+                and event["epoch"] > self.vote["epoch"]):
+            self.stage = "done"
+            return [(KILL.name, {}, "heal")]
+        return []
+
+    def heal(self, cluster: Any) -> dict[str, Any]:
+        with self._lock:
+            # Armed but no election came: the leader is still cut off.
+            still_cut = self._armed and self.isolated is not None and self.stage == "vote"
+        value = super().heal(cluster)
+        if still_cut and self.fire is not None:
+            self.fire(PARTITION.name, {}, "heal")
+        return value
+
+    def window_left_ms(self, after: dict[str, Any]) -> float | None:
+        # As power-cut-after-vote: no write begun after the vote line is durable sooner.
+        return self.fsync_delay_ms - after["frozen_after_ms"]
+
+    def grow(self, cluster: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Grow the new leader's log to the old one's end, read once the old
+        one has resigned (then nothing more reaches its log)."""
+        node, over = params["node"], params["over"]
+        deadline = time.monotonic() + GROW_WAIT_S
+        with cluster.in_hub():
+            old = self._wait_for(cluster, over, lambda s: s.get("role") != "Leader", deadline)
+            if type(old.get("log_end")) is not int:
+                return {"step": self.GROW, "node": node, "error": f"no status from {over}"}
+            # The vote line comes a round trip before the winner counts it.
+            new = self._wait_for(cluster, node, lambda s: s.get("role") == "Leader", deadline)
+            grown = self.db.grow_log(cluster.spec(node), old["log_end"], deadline)
+        return {"step": self.GROW, "over": over, "over_role": old.get("role"),
+                "role": new.get("role"), **grown}
+
+    def _wait_for(self, cluster: Any, node: str, ok: Callable[[dict[str, Any]], bool],
+                  deadline: float) -> dict[str, Any]:
+        """The node's status once `ok` holds for it, or at the deadline."""
+        while True:
+            status = self.db.status(cluster.spec(node)) or {}
+            if ok(status) or time.monotonic() > deadline:
+                return status
+            time.sleep(0.005)
+
+
+# How long the growth may wait for the old leader to resign and the new one to
+# take the writes: the new one resigns a fetch timeout (0.75 s) after its voter
+# lost power.
+GROW_WAIT_S = 1.0
 POWER_CUT_TARGETS = ("majority", "all")
 
 
@@ -422,3 +562,7 @@ def power_cut_after_commit(ctx: FaultContext) -> PowerCutAfterCommit:
 
 def power_cut_after_vote(ctx: FaultContext) -> PowerCutAfterVote:
     return PowerCutAfterVote(ctx)
+
+
+def fast_failover(ctx: FaultContext) -> FastFailover:
+    return FastFailover(ctx)

@@ -6,7 +6,10 @@ commit-dirty: a run is caught when one power cut lands right after the ack of
 a young write (nemesis.triggers): every such cut measured so far lost an
 acknowledged write (58 of 58, README), and each run had 1-6 of them.
 vote-before-persist: every power cut right after a vote line lands well inside
-the slowed fsync of the voter's next quorum-state write (`dirty_left_ms`)."""
+the slowed fsync of the voter's next quorum-state write (`dirty_left_ms`).
+unknown-epoch-next-start: each `fast-failover` arming plays KIP-279's
+scenario 1 through (30 of 30 armings in the calibration's 10 runs), and one
+fetch answered wrongly diverges the logs."""
 
 from __future__ import annotations
 

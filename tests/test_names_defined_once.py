@@ -38,8 +38,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     # does; test_calibration_names_only_registered_faults_and_checkers holds
     # them to the registries.
     **{("nodes/raft/bugs.py", name): "calibration rows: run configuration"
-       for name in ("power-cut-after-vote", "lose-state", "invariants", "divergence",
-                    "linearizability", "durability", "reformat")},
+       for name in ("power-cut-after-vote", "lose-state", "fast-failover", "invariants",
+                    "divergence", "linearizability", "durability", "reformat")},
 }
 FIELD_METHODS = {"get", "pop", "setdefault"}
 

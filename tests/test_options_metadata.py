@@ -65,7 +65,8 @@ def test_the_run_help_lists_every_fault_and_workload_option_with_its_default():
 
 def test_fault_sets_are_derived_from_the_table():
     assert LAZYFS_FAULTS == {n for n, k in FAULTS.items() if k.needs_lazyfs}
-    assert TRIGGER_FAULTS == {"kill-after-vote", "power-cut-after-vote", "power-cut-after-commit"}
+    assert TRIGGER_FAULTS == {"kill-after-vote", "power-cut-after-vote", "power-cut-after-commit",
+                              "fast-failover"}
     assert INSTANT_FAULTS == {"lose-unsynced"}
     assert HEAL_F["kill"] == "start" and HEAL_F["pause"] == "resume"
     assert FAULTS["partition"].variants()[0] == "isolate-one"

@@ -116,6 +116,23 @@ def test_db_adapter_sees_the_cluster(cluster, tmp_path):
     assert any(e["payload"].get("key") == "k" for e in dumped["entries"] if e["committed"])
 
 
+def test_db_adapter_grows_a_leaders_log_and_a_follower_refuses(cluster):
+    """fast-failover's `grow_log`: blind writes at the leader until its log
+    reaches the end asked for; a follower answers not_leader and grows nothing."""
+    db = RaftDB()
+    leader = cluster.wait_for_leader()
+    spec = cluster.spec(leader)
+    start = db.status(spec)["log_end"]
+    grown = db.grow_log(spec, start + 5, time.monotonic() + 10)
+    assert grown == {"node": leader, "to": start + 5, "appended": 5, "log_end": start + 5,
+                     "error": None}
+    assert db.status(spec)["log_end"] == start + 5
+    assert db.grow_log(spec, start + 2, time.monotonic() + 10)["appended"] == 0
+    follower = next(n for n in cluster.names if n != leader)
+    refused = db.grow_log(cluster.spec(follower), start + 50, time.monotonic() + 10)
+    assert refused["appended"] == 0 and refused["error"] == "not_leader"
+
+
 def read_retrying(client, key):
     """Reads are safe to retry when their outcome was unknown (dead connection, timeout)."""
     for _ in range(20):

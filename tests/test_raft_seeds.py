@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from nodes.raft import bugs
 from nodes.raft import epoch_cache as ec
 from nodes.raft.core import Entry, QuorumState
 from nodes.raft.roles import FOLLOWER, LEADER, PROSPECTIVE, RESIGNED
@@ -112,12 +113,11 @@ def test_kip279_scenario1_epoch_lookup_pure():
     assert ec.truncation_offset(follower_cache, 7, epoch, end) == 3
 
 
-@pytest.mark.parametrize("b_end", [5, 6, 8], ids=["n<20", "n==20", "n>20"])
-def test_kip279_scenario1_fast_leader_failover(b_end):
+def fast_leader_failover(b_end: int, *bug_names: str) -> Sim:
     """A: epoch-1 batches [0,3) [3,6); B: [0,3) of epoch 1 then [3,b_end) of epoch 2.
 
-    A becomes leader again in epoch 3 and appends; B must drop all of its epoch 2
-    (the KIP's three cases n<20, n==20, n>20) and converge to A's log.
+    A becomes leader again in epoch 3 and appends three entries after its
+    LeaderChange (offsets 6-9); then B, healed, follows A.
     """
     log_a = entries(1, 1, 1, 1, 1, 1)
     log_b = entries(1, 1, 1, *([2] * (b_end - 3)))
@@ -127,7 +127,7 @@ def test_kip279_scenario1_fast_leader_failover(b_end):
         "n2": (QuorumState(2, "n2", "n2", "sim-cluster"), log_b),  # B led epoch 2
         "n3": (QuorumState(2, None, None, "sim-cluster"), log_c),
     }
-    sim = Sim(seed=3, initial=initial)
+    sim = Sim(seed=3, initial=initial, config={"bugs": frozenset(bug_names)})
     assert sim.core("n2").role == RESIGNED
     sim.isolate("n2")
     assert sim.run_until(lambda: sim.leader() == "n1", 300), sim.describe()
@@ -137,10 +137,64 @@ def test_kip279_scenario1_fast_leader_failover(b_end):
     sim.run(20)
     sim.heal()
     assert sim.run_until(lambda: sim.stable_leader() == "n1", 300), sim.describe()
+    return sim
+
+
+def test_kip279_scenario1_pre_fix_lookup_pure():
+    """Before KIP-279 the leader answered an epoch it lacks (2) with where its
+    next one starts (6), and an epoch it has just as the fix does."""
+    leader_cache = ec.build((e.offset, e.epoch) for e in entries(1, 1, 1, 1, 1, 1, 3, 3, 3))
+    assert ec.next_epoch_start(leader_cache, 2, 9) == 6
+    assert ec.next_epoch_start(leader_cache, 3, 9) == 9
+    for epoch in (1, 3):
+        assert ec.next_epoch_start(leader_cache, epoch, 9) == ec.end_offset_for_epoch(
+            leader_cache, epoch, 9)[1]
+
+
+@pytest.mark.parametrize("b_end", [5, 6, 8], ids=["n<20", "n==20", "n>20"])
+def test_kip279_scenario1_fast_leader_failover(b_end):
+    """B must drop all of its epoch 2 (the KIP's three cases n<20, n==20,
+    n>20) and converge to A's log."""
+    sim = fast_leader_failover(b_end)
     commit_one(sim, b"after-heal")
     assert truncations(sim, "n2")[0] == (b_end, 3, "diverging-epoch")
     assert sim.core("n2").entries() == sim.core("n1").entries()
     assert sim.core("n2").epoch_cache == sim.core("n1").epoch_cache == [(1, 0), (3, 6)]
+    assert_no_violations(sim)
+
+
+@pytest.mark.parametrize("b_end", [6, 8], ids=["n==20", "n>20"])
+def test_kip279_scenario1_before_the_fix_diverges(b_end):
+    """The same fail-over with `unknown-epoch-next-start`: A, which never had
+    epoch 2, answers B's fetch with where its epoch 3 starts (6). B cuts to 6
+    at most and then appends A's epoch 3 after its own epoch 2: offsets 3-5
+    hold epoch 2 on B and epoch 1 on A, and both commit them."""
+    sim = fast_leader_failover(b_end, bugs.UNKNOWN_EPOCH_NEXT_START)
+    commit_one(sim, b"after-heal")
+    assert truncations(sim, "n2") == ([(8, 6, "diverging-epoch")] if b_end == 8 else [])
+    a, b = sim.core("n1").entries(), sim.core("n2").entries()
+    assert len(a) == len(b) == 11
+    differ = [o for o in range(11) if a[o] != b[o]]
+    assert differ == [3, 4, 5]
+    assert [e.epoch for e in b[3:6]] == [2, 2, 2] and [e.epoch for e in a[3:6]] == [1, 1, 1]
+    assert sim.core("n2").high_watermark == sim.core("n1").high_watermark == 11
+    sim.check_logs_agree()
+    assert any("was committed as" in v for v in sim.violations), sim.violations
+    assert any("n2 log below hw 11 diverges" in v for v in sim.violations), sim.violations
+
+
+def test_kip279_scenario1_before_the_fix_short_follower_is_stuck():
+    """n<20 with the switch: B's fetch at 5 passes (5 <= 6), A sends its
+    epoch-1 entry at offset 5, which B cannot put after epoch 2 (the KIP's
+    "out of order offset error"): B never moves, and never commits its
+    epoch-2 entries either."""
+    sim = fast_leader_failover(5, bugs.UNKNOWN_EPOCH_NEXT_START)
+    commit_one(sim, b"after-heal", on=["n1", "n3"])
+    sim.run(200)
+    assert truncations(sim, "n2") == []
+    assert [e.epoch for e in sim.core("n2").entries()] == [1, 1, 1, 2, 2]
+    assert sim.core("n2").high_watermark <= 3
+    assert sim.core("n1").log_end == 11
     assert_no_violations(sim)
 
 

@@ -60,6 +60,17 @@ def test_final_heal_without_a_plan_is_left_to_the_runner():
     assert [e["action"] for e in replay_events(run)] == ["inject", "heal"]
 
 
+def test_a_heal_a_trigger_fired_mid_fault_is_replayed_where_it_ran():
+    # fast-failover heals its own cut mid-fault; only the run's final
+    # heal-all is left to the runner.
+    fired_heal = executed(5.0, "heal", "partition", {"healed": CUT}) | {"fired": True}
+    run = {**RUN, "planned_schedule": PLANNED[:2], "schedule": RUN["schedule"][:2] + [
+        executed(4.5, "partition", "partition", {"cut": CUT}) | {"fired": True}, fired_heal,
+        executed(8.0, "heal", "partition", {"healed": []})]}
+    assert [(e["action"], e["time"]) for e in replay_events(run)] == [
+        ("inject", 0.292), ("heal", 1.482), ("inject", 4.5), ("heal", 5.0)]
+
+
 def test_replay_of_a_replay_uses_its_config_schedule():
     first = replay_events(RUN)
     again = {**RUN, "planned_schedule": None, "config": {**RUN["config"], "schedule": first}}

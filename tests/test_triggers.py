@@ -4,6 +4,7 @@ as ordinary faults that a replay re-executes. And LazyFS's slow-fsync knob."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -404,3 +405,150 @@ def test_after_a_freeze_even_a_delayed_fsync_in_flight_makes_nothing_durable(
         assert errors == [5]   # EIO: the fsync did not happen
     finally:
         fs.stop()
+
+
+class FakeStatusDB:
+    """The raft adapter's status and grow_log, over a table of log ends."""
+
+    def __init__(self, roles: dict[str, str], log_ends: dict[str, int]) -> None:
+        self.roles, self.log_ends = roles, log_ends
+        self.grown: list[tuple[str, int]] = []
+
+    def status(self, node: Any) -> dict[str, Any]:
+        return {"role": self.roles[node], "log_end": self.log_ends[node]}
+
+    def grow_log(self, node: Any, to_end: int, deadline: float) -> dict[str, Any]:
+        self.grown.append((node, to_end))
+        appended = max(0, to_end - self.log_ends[node])
+        self.log_ends[node] += appended
+        return {"node": node, "to": to_end, "appended": appended,
+                "log_end": self.log_ends[node], "error": None}
+
+
+class StepCluster(FakeCluster):
+    def spec(self, name: str) -> str:
+        return name
+
+    def in_hub(self) -> Any:
+        return contextlib.nullcontext()
+
+
+class Steps:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict, str, int]] = []
+        self.event = threading.Event()
+
+    def __call__(self, spec: str, params: dict, action: str = "inject") -> None:
+        self.calls.append((spec, params, action, time.monotonic_ns()))
+        self.event.set()
+
+
+def test_fast_failover_cuts_the_leader_then_its_successor_right_after_the_vote(
+        tmp_path: Path) -> None:
+    """KIP-279 scenario 1 step by step: arming cuts n1 (the leader) off; at
+    n3's vote for n2 n3's mount freezes within 10 ms, then n2's log is grown
+    to n1's length, n2 is killed, n3 power-cut and the cut healed, in that
+    order; n2 is started again only at a Leader line of a later epoch."""
+    cluster = StepCluster(tmp_path)
+    mounts = {n: FakeMount() for n in cluster.names}
+    db = FakeStatusDB({"n1": "Resigned", "n2": "Leader", "n3": "Follower"},
+                      {"n1": 14, "n2": 11, "n3": 10})
+    trigger = make_fault("fast-failover:40ms", FaultContext(db, extras={"mounts": mounts}))
+    steps = Steps()
+    trigger.fire = steps
+    trigger.setup(cluster)
+    try:
+        assert all(m.delays == [40] for m in mounts.values())
+        trigger.inject(cluster, random.Random(1), {})
+        cut = [["n1", "n2"], ["n1", "n3"], ["n2", "n1"], ["n3", "n1"]]
+        assert [c[:3] for c in steps.calls] == [
+            ("partition", {"cut": cut, "shape": "isolate-leader", "trigger": "fast-failover"},
+             "inject")]
+        # The cut-off leader's own lines and pre-votes are not the moment.
+        cluster.line("n1", {"event": "role", "role": "Prospective", "epoch": 3, "leader": None})
+        cluster.line("n2", {"event": "pre_vote", "epoch": 4, "candidate": "n3"})
+        time.sleep(0.05)
+        assert len(steps.calls) == 1 and not any(m.frozen_at for m in mounts.values())
+        steps.event.clear()
+        line = cluster.line("n3", {"event": "vote", "epoch": 4, "candidate": "n2"})
+        assert steps.event.wait(2.0)
+        time.sleep(0.05)
+        assert [n for n, m in mounts.items() if m.frozen_at] == ["n3"]
+        assert 0 < mounts["n3"].frozen_at[0] - line["t"] < 10_000_000
+        fired = [(spec, action) for spec, _, action, _ in steps.calls[1:]]
+        assert fired == [("fast-failover:40ms", "inject"), ("kill", "inject"),
+                         ("lose-unsynced", "inject"), ("partition", "heal")]
+        grow, kill, power_cut = (c[1] for c in steps.calls[1:4])
+        assert grow == {"step": "grow", "node": "n2", "over": "n1", "trigger": "fast-failover"}
+        assert kill["nodes"] == ["n2"] and power_cut["nodes"] == ["n3"]
+        assert power_cut["after"]["dirty_left_ms"] == pytest.approx(
+            40 - power_cut["after"]["frozen_after_ms"], abs=1e-3)
+        # The growth step (the runner runs it as an inject of this very spec).
+        value = trigger.inject(cluster, random.Random(2), grow)
+        assert db.grown == [("n2", 14)] and value["appended"] == 3 and value["over"] == "n1"
+        # A Leader line of the epoch n2 won is not the one: a later epoch's is.
+        cluster.line("n2", {"event": "role", "role": "Leader", "epoch": 4, "leader": "n2"})
+        time.sleep(0.05)
+        assert len(steps.calls) == 5
+        cluster.line("n1", {"event": "role", "role": "Leader", "epoch": 5, "leader": "n1"})
+        deadline = time.monotonic() + 2.0
+        while len(steps.calls) < 6 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert [(c[0], c[2]) for c in steps.calls[5:]] == [("kill", "heal")]
+        cluster.line("n3", {"event": "vote", "epoch": 6, "candidate": "n1"})
+        time.sleep(0.05)
+        assert len(steps.calls) == 6       # once per arming
+    finally:
+        trigger.teardown(cluster)
+
+
+def test_fast_failover_heal_undoes_the_cut_when_no_election_came(tmp_path: Path) -> None:
+    cluster = StepCluster(tmp_path)
+    db = FakeStatusDB({}, {})
+    trigger = make_fault("fast-failover", FaultContext(
+        db, extras={"mounts": {n: FakeMount() for n in cluster.names}}))
+    steps = Steps()
+    trigger.fire = steps
+    trigger.setup(cluster)
+    try:
+        trigger.inject(cluster, random.Random(1), {})
+        trigger.heal(cluster)
+        assert [(c[0], c[2]) for c in steps.calls] == [("partition", "inject"),
+                                                       ("partition", "heal")]
+    finally:
+        trigger.teardown(cluster)
+    with pytest.raises(ValueError, match="status and grow_log"):
+        make_fault("fast-failover", FaultContext(extras={"mounts": {}}))
+
+
+class FiresAKillAndItsHeal:
+    name, heal_f = "fires-kill-and-heal", "unarm"
+    fire: Any = None
+
+    def inject(self, cluster: Any, rng: random.Random, params: Any) -> dict[str, Any]:
+        self.fire("kill", {"nodes": ["n2"]})
+        self.fire("kill", {}, "heal")
+        return {}
+
+    def heal(self, cluster: Any) -> dict[str, Any]:
+        return {}
+
+
+def test_a_trigger_can_fire_a_heal_which_is_recorded_as_one(tmp_path: Path) -> None:
+    cluster = FakeCluster(tmp_path / "nodes")
+    recorder = Recorder(tmp_path / "history.msgpack")
+    nemesis = CompositeNemesis({"fires-kill-and-heal": FiresAKillAndItsHeal()})
+    nemesis.setup(cluster)
+    events = [Event(0.0, "inject", "fires-kill-and-heal", {}, seed=1),
+              Event(0.5, "heal", "fires-kill-and-heal")]
+    runner = NemesisRunner(nemesis, events, recorder.record)
+    runner.run(threading.Event())
+    recorder.close()
+    ops = read_history(tmp_path / "history.msgpack").ops
+    assert validate(ops) == []
+    assert [(op.type, op.f) for op in ops] == [
+        ("invoke", "fires-kill-and-heal"), ("info", "fires-kill-and-heal"),
+        ("invoke", "kill"), ("info", "kill"), ("invoke", "start"), ("info", "start"),
+        ("invoke", "unarm"), ("info", "unarm")]
+    assert ops[5].value == {"nodes": ["n2"]} and cluster.down == set()
+    assert [e.get("fired", False) for e in runner.executed] == [False, True, True, False]

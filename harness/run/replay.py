@@ -54,7 +54,7 @@ def replay_events(run: dict[str, Any]) -> list[dict[str, Any]]:
         if plan is not None and (plan["fault"], plan["action"]) == (fault, action):
             j += 1
             params, seed = dict(plan.get("params") or {}), int(plan.get("seed", 0))
-        elif action == "heal" and not legacy:
+        elif action == "heal" and not legacy and not e.get("fired"):
             continue  # a heal-everything at the end: the replay's runner does it again
         else:
             params, seed = {}, 0

@@ -21,12 +21,16 @@ ACK_WHEN_COMMITTED_AUTOJOIN = "ack-when-committed-autojoin"
 CLUSTER_ID_IGNORED = "cluster-id-ignored"
 # A voter that lost its quorum-state file (KIP-996 "Disk failure", KIP-595).
 VOTE_AFTER_STATE_LOSS = "vote-after-state-loss"
+# KIP-279's own case (KAFKA-6361): an epoch lookup answered wrongly after a
+# fast leader fail-over.
+UNKNOWN_EPOCH_NEXT_START = "unknown-epoch-next-start"
 
 KNOWN = frozenset({NO_PRE_VOTE, NO_CHECK_QUORUM, VOTE_BEFORE_PERSIST, TRUNCATE_TO_HW, COMMIT_DIRTY,
                    PRE_VOTE_WHILE_FOLLOWING, RESIGNED_SAME_EPOCH})
 KNOWN |= {LEADER_ACK_AS_QUORUM, TWO_VOTER_CHANGES, ACK_WHEN_COMMITTED_AUTOJOIN}
 KNOWN |= {CLUSTER_ID_IGNORED}
 KNOWN |= {VOTE_AFTER_STATE_LOSS}
+KNOWN |= {UNKNOWN_EPOCH_NEXT_START}
 
 # How a real run exposes each switch (BUGS.md's last column; bench/detection.py
 # and campaigns/calibration.toml are built from this): the nemesis, its mean
@@ -90,6 +94,13 @@ CALIBRATION: dict[str, dict] = {
     # vote before it can have caught up with any leader.
     VOTE_AFTER_STATE_LOSS: {"nemesis": ["lose-state"], "nemesis_interval": 3.0,
                             "caught_by": ["invariants"]},
+    # KIP-279 scenario 1 step by step (nemesis.triggers.FastFailover): the
+    # follower must hold an epoch its new leader never had, which only a
+    # leader cut off right after its election leaves behind; partitions alone
+    # never do (the leader they cut has long led). Held 6 s: the old leader's
+    # return to power comes 2-4 s after arming.
+    UNKNOWN_EPOCH_NEXT_START: {"nemesis": ["fast-failover"], "nemesis_interval": 3.0,
+                               "nemesis_min_duration": 6.0, "caught_by": ["divergence"]},
 }
 
 

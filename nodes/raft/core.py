@@ -603,6 +603,17 @@ class Core:
             # is within ours keeps whatever suffix it has, from any epoch.
             consistent = fetch_offset <= len(self._log)
             diverging_epoch, diverging_end = self.last_epoch, len(self._log)
+        if bugs.UNKNOWN_EPOCH_NEXT_START in self._bugs and fetch_offset > 0:
+            # BUG (KAFKA-6361, what KIP-279 fixed): the epoch the follower names
+            # is taken to end where our next larger epoch starts, even if we
+            # never had it, and the answer names the follower's epoch back, so
+            # it cannot tell (pre-KIP-279 answers carried no epoch). A fetch at
+            # or below that offset passes on offsets alone: after a fast
+            # fail-over a follower keeps entries of an epoch we never had
+            # where we hold older ones.
+            diverging_epoch = last_fetched_epoch
+            diverging_end = ec.next_epoch_start(self._cache, last_fetched_epoch, len(self._log))
+            consistent = fetch_offset <= diverging_end
         if not consistent:
             self._send_fetch_response(follower, fetch_offset, last_fetched_epoch, [],
                                       diverging_epoch, diverging_end)
@@ -713,7 +724,10 @@ class Core:
             return
         entries = m.entries_from_wire(msg["entries"])
         if entries:
-            if entries[0].offset != len(self._log):
+            # A leader that judged our fetch by offsets alone (the switch
+            # above) may send an epoch older than our last: KAFKA-6361's "out
+            # of order" case. The epoch cache cannot take it; ask again later.
+            if entries[0].offset != len(self._log) or entries[0].epoch < self.last_epoch:
                 return
             self._append(entries)
         leader_hw = msg.get("high_watermark")

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 from nodes.db import NodeSpec
 from nodes.raft import storage
 from nodes.raft.client import NodeClient
 from nodes.raft.dump import write_dump
+from nodes.raft.requests import NO_ACK
 
 STATUS_TIMEOUT_S = 1.0
+# The key the nemesis writes to grow a leader's log (`grow_log`); no workload
+# reads or writes it.
+FILL_KEY = "faultline-nemesis-fill"
 CHANGE_TIMEOUT_S = 5.0  # a voter change waits for its record to commit
 
 
@@ -99,6 +104,37 @@ class RaftDB:
         except OSError:
             return None
         return response.value if response.ok else None
+
+    def status(self, node: NodeSpec) -> dict | None:
+        """The node's own view (role, epoch, leader, hw, log_end), or None if it
+        does not answer."""
+        return self._status(node)
+
+    def grow_log(self, node: NodeSpec, to_end: int, deadline: float) -> dict:
+        """Append blind writes (acked at once, consistency none) to a key no
+        workload uses at `node`, a leader, until its log reaches `to_end` or
+        `deadline` (time.monotonic) passes; what it did."""
+        appended, log_end, error = 0, None, None
+        try:
+            with NodeClient(node.address, timeout=STATUS_TIMEOUT_S) as client:
+                while time.monotonic() < deadline:
+                    status = client.status()
+                    log_end = (status.value or {}).get("log_end") if status.ok else None
+                    if log_end is None or log_end >= to_end:
+                        break
+                    for _ in range(to_end - log_end):
+                        response = client.call("put", key=FILL_KEY, consistency=NO_ACK,
+                                               value=f"{node.name}-{time.monotonic_ns()}")
+                        if not response.ok:
+                            error = response.error
+                            break
+                        appended += 1
+                    if error is not None:
+                        break
+        except OSError as e:
+            error = str(e) or type(e).__name__
+        return {"node": node.name, "to": to_end, "appended": appended, "log_end": log_end,
+                "error": error}
 
     def change_voters(self, cluster: list[NodeSpec], change: str, node: str) -> dict:
         """AddRaftVoter / RemoveRaftVoter (KIP-853) through the leader's client

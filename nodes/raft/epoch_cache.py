@@ -64,6 +64,17 @@ def end_offset_for_epoch(cache: EpochCache, epoch: int, log_end: int) -> tuple[i
     return NO_EPOCH, 0
 
 
+def next_epoch_start(cache: EpochCache, epoch: int, log_end: int) -> int:
+    """What OffsetForLeaderEpoch answered before KIP-279: the start offset of
+    the first epoch larger than ``epoch`` (the log end if there is none),
+    whether or not this log ever had ``epoch``. Only the
+    ``unknown-epoch-next-start`` bug switch uses it (KAFKA-6361)."""
+    for cached_epoch, start in cache:
+        if cached_epoch > epoch:
+            return start
+    return log_end
+
+
 def fetch_is_consistent(
     cache: EpochCache, log_end: int, fetch_offset: int, last_fetched_epoch: int
 ) -> tuple[bool, int, int]:
