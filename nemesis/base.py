@@ -332,6 +332,7 @@ class NemesisRunner:
         self.clock = clock
         self.executed: list[dict[str, Any]] = []
         self._dirty: set[str] = set()
+        self._start: float | None = None
         # Faults a trigger fired (nemesis.triggers), run by this thread ahead of
         # the schedule so nemesis ops never overlap in the history.
         self._urgent: queue.SimpleQueue[tuple[str, dict[str, Any]]] = queue.SimpleQueue()
@@ -347,6 +348,7 @@ class NemesisRunner:
     def run(self, stop: threading.Event, start: float | None = None) -> list[dict[str, Any]]:
         """Blocks until the schedule ends or `stop` is set; always heals at the end."""
         start = self.clock() if start is None else start
+        self._start = start
         try:
             pending = list(self.events)
             while pending and not stop.is_set():
@@ -402,12 +404,31 @@ class NemesisRunner:
         return done
 
     def heal_all(self) -> None:
-        for spec in sorted(self._dirty):
-            fault = self.nemesis.faults[spec]
-            self._recorded(heal_f(fault), None, lambda spec=spec: self.nemesis.heal(spec),
-                           _FinalHeal(spec))
-        self._dirty.clear()
+        # A trigger may fire just before (or while) its final heal disarms it:
+        # a power cut has then frozen mounts already, and only the fault it
+        # queued restarts those nodes. So what was fired is applied and healed
+        # too; a trigger's heal disarms it, so this ends (the bound is a guard).
+        for _ in range(MAX_FINAL_ROUNDS):
+            for spec in sorted(self._dirty):
+                fault = self.nemesis.faults[spec]
+                self._recorded(heal_f(fault), None, lambda spec=spec: self.nemesis.heal(spec),
+                               _FinalHeal(spec))
+            self._dirty.clear()
+            fired = self._drain_fired()
+            if not fired:
+                break
+            for spec, params, action in fired:
+                start = self.clock() if self._start is None else self._start
+                self.apply_fired(spec, params, start, action)
         self.nemesis.teardown()
+
+    def _drain_fired(self) -> list[tuple[str, dict[str, Any], str]]:
+        fired = []
+        while True:
+            try:
+                fired.append(self._urgent.get_nowait())
+            except queue.Empty:
+                return fired
 
 
 @dataclass
@@ -425,3 +446,4 @@ class _Fired:
 
 
 STOP_POLL_S = 0.02
+MAX_FINAL_ROUNDS = 4

@@ -222,6 +222,9 @@ class TriggerFault:
             self.roles[node] = event["role"]
         elif event.get("event") == "start":
             self.roles[node] = "start"
+        # Under the lock to the end: a heal (which takes it) then returns only
+        # once a firing in flight has queued its fault, so the runner's final
+        # heal never leaves a mount frozen with nothing queued to restart it.
         with self._lock:
             if not self._armed or self.fire is None:
                 return
@@ -230,14 +233,14 @@ class TriggerFault:
                 return
             # One shot per arming: the next inject re-arms it.
             self._armed = False
-        spec, params = action
-        seen_ns = time.monotonic_ns()
-        if type(event.get("t")) is int and isinstance(params.get("after"), dict):
-            params["after"]["seen_after_ms"] = round((seen_ns - event["t"]) / 1e6, 3)
-        self.at_once(params)
-        self.fired.append({"node": node, "event": event, "spec": spec, "params": params,
-                           "seen_ns": seen_ns})
-        self.fire(spec, params)
+            spec, params = action
+            seen_ns = time.monotonic_ns()
+            if type(event.get("t")) is int and isinstance(params.get("after"), dict):
+                params["after"]["seen_after_ms"] = round((seen_ns - event["t"]) / 1e6, 3)
+            self.at_once(params)
+            self.fired.append({"node": node, "event": event, "spec": spec, "params": params,
+                               "seen_ns": seen_ns})
+            self.fire(spec, params)
 
     def at_once(self, params: dict[str, Any]) -> None:
         """The part of the fault that cannot wait for the nemesis thread."""
@@ -452,11 +455,11 @@ class FastFailover(PowerCut):
             steps = self.steps(node, event)
             if steps and self.stage == "done":
                 self._armed = False
-        if steps:
-            self.fired.append({"node": node, "event": event, "steps": steps,
-                               "seen_ns": time.monotonic_ns()})
-            for spec, params, action in steps:
-                self.fire(spec, params, action)
+            if steps:  # queued under the lock, as TriggerFault.on_event says why
+                self.fired.append({"node": node, "event": event, "steps": steps,
+                                   "seen_ns": time.monotonic_ns()})
+                for spec, params, action in steps:
+                    self.fire(spec, params, action)
 
     def steps(self, node: str, event: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
         """What to fire for this line (under the lock), in order."""

@@ -552,3 +552,38 @@ def test_a_trigger_can_fire_a_heal_which_is_recorded_as_one(tmp_path: Path) -> N
         ("invoke", "unarm"), ("info", "unarm")]
     assert ops[5].value == {"nodes": ["n2"]} and cluster.down == set()
     assert [e.get("fired", False) for e in runner.executed] == [False, True, True, False]
+
+
+class FiresAKillAsItIsHealed:
+    """A trigger whose watcher matched just before its final heal disarmed it:
+    the fault it fired reaches the runner only after the schedule is over."""
+    name, heal_f = "fires-kill-at-heal", "unarm"
+    fire: Any = None
+
+    def inject(self, cluster: Any, rng: random.Random, params: Any) -> dict[str, Any]:
+        return {}
+
+    def heal(self, cluster: Any) -> dict[str, Any]:
+        self.fire("kill", {"nodes": ["n2"]})
+        return {}
+
+
+def test_a_fault_fired_during_the_final_heal_is_applied_and_healed_before_teardown(
+        tmp_path: Path) -> None:
+    cluster = FakeCluster(tmp_path / "nodes")
+    recorder = Recorder(tmp_path / "history.msgpack")
+    nemesis = CompositeNemesis({"fires-kill-at-heal": FiresAKillAsItIsHealed()})
+    nemesis.setup(cluster)
+    events = [Event(0.0, "inject", "fires-kill-at-heal", {}, seed=1)]
+    runner = NemesisRunner(nemesis, events, recorder.record)
+    runner.run(threading.Event())
+    recorder.close()
+    ops = read_history(tmp_path / "history.msgpack").ops
+    assert validate(ops) == []
+    assert [(op.type, op.f) for op in ops] == [
+        ("invoke", "fires-kill-at-heal"), ("info", "fires-kill-at-heal"),
+        ("invoke", "unarm"), ("info", "unarm"),
+        ("invoke", "kill"), ("info", "kill"),      # what the heal let through
+        ("invoke", "start"), ("info", "start")]    # and its own final heal
+    assert ops[5].value["nodes"] == ["n2"]
+    assert cluster.down == set()
