@@ -76,10 +76,11 @@ def test_only_the_program_freezes_the_collector(monkeypatch, capsys) -> None:
 
 def test_check_elle_of_a_list_append_history_imports_no_registry(tmp_path) -> None:
     # The workload and checker registries are read only for a named --workload
-    # (or help): judging the default needs neither.
+    # (or help): judging the default needs neither. Nor does an EDN history
+    # need the Porcupine log reader.
     path = tmp_path / "h.edn"
     path.write_text(CYCLIC)
-    mods = ("checkers.registry", "workloads.registry")
+    mods = ("checkers.registry", "workloads.registry", "checkers.formats.porcupine")
 
     def imported(*args: str) -> list[str]:
         code = ("import sys, io, contextlib\nfrom harness.cli import main\n"
@@ -89,8 +90,8 @@ def test_check_elle_of_a_list_append_history_imports_no_registry(tmp_path) -> No
         return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               check=True).stdout.split()
 
-    assert imported() == ["1", "False", "False"]
-    assert imported("--workload", "list-append") == ["1", "True", "True"]
+    assert imported() == ["1", "False", "False", "False"]
+    assert imported("--workload", "list-append") == ["1", "True", "True", "False"]
 
 
 def test_check_elle_workload_choices_come_from_the_registry(capsys) -> None:
