@@ -72,3 +72,35 @@ def test_only_the_program_freezes_the_collector(monkeypatch, capsys) -> None:
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_check_elle_of_a_list_append_history_imports_no_registry(tmp_path) -> None:
+    # The workload and checker registries are read only for a named --workload
+    # (or help): judging the default needs neither. Nor does an EDN history
+    # need the Porcupine log reader.
+    path = tmp_path / "h.edn"
+    path.write_text(CYCLIC)
+    mods = ("checkers.registry", "workloads.registry", "checkers.formats.porcupine")
+
+    def imported(*args: str) -> list[str]:
+        code = ("import sys, io, contextlib\nfrom harness.cli import main\n"
+                "with contextlib.redirect_stdout(io.StringIO()):\n"
+                f"    code = main(['check-elle', *{list(args)!r}, {str(path)!r}])\n"
+                f"print(code, *(m in sys.modules for m in {mods!r}))")
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True).stdout.split()
+
+    assert imported() == ["1", "False", "False", "False"]
+    assert imported("--workload", "list-append") == ["1", "True", "True", "False"]
+
+
+def test_check_elle_workload_choices_come_from_the_registry(capsys) -> None:
+    from harness.cli import main
+    from harness.commands.check_elle import txn_workloads
+    from workloads.registry import WORKLOADS
+
+    assert main(["check-elle", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert set(txn_workloads()) <= set(WORKLOADS) and "rw-register" in txn_workloads()
+    assert "{" + ",".join(txn_workloads()) + "}" in out
+    assert main(["check-elle", "--workload", "no-such-workload", "h.edn"]) == 254

@@ -50,17 +50,18 @@ def detect_format(path: str | os.PathLike[str]) -> str:
 def read_any(path: str | os.PathLike[str], fmt: str | None = None,
              independent: bool = False) -> History:
     """Read a history in any supported format (`fmt` None: detect it)."""
-    from checkers.formats.jepsen import read_edn_history
-    from checkers.formats.porcupine import read_etcd_log, read_kv_log
-
     if fmt is None:
         fmt = detect_format(path)
     if fmt == "msgpack":
         return read_history(path)
+    # Each reader imported only for its own format.
     if fmt == "edn":
+        from checkers.formats.jepsen import read_edn_history
         return History(read_edn_history(path, independent=independent))
     if fmt == "porcupine-etcd":
+        from checkers.formats.porcupine import read_etcd_log
         return History(read_etcd_log(path))
     if fmt == "porcupine-kv":
+        from checkers.formats.porcupine import read_kv_log
         return History(read_kv_log(path))
     raise ValueError(f"unknown history format {fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -8,19 +8,54 @@ import argparse
 import gc
 import json
 import sys
+from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 from checkers.elle.consistency import MODELS
 from checkers.formats import read_any
 from checkers.history import Op
-from checkers.registry import ELLE, RW_REGISTER
 from checkers.verdict import exit_code
-from workloads import list_append
-from workloads.registry import WORKLOADS
 
-# The transactional workloads: those judged by one of the Elle-style checkers.
-TXN_WORKLOADS = {name: w.CHECKERS[0] for name, w in sorted(WORKLOADS.items())
-                 if w.CHECKERS and w.CHECKERS[0] in (ELLE, RW_REGISTER)}
+# The workload and checker registries are imported only when a --workload is
+# named or help is printed: judging the default (list-append) history needs
+# neither, and importing them (every workload, every checker's adapter) costs
+# a few per cent of checking Elle's huge-scc history end to end.
+
+
+@cache
+def txn_workloads() -> dict[str, Any]:
+    """The transactional workloads: those judged by one of the Elle-style
+    checkers, name -> that checker."""
+    from checkers.registry import ELLE, RW_REGISTER
+    from workloads.registry import WORKLOADS
+    return {name: w.CHECKERS[0] for name, w in sorted(WORKLOADS.items())
+            if w.CHECKERS and w.CHECKERS[0] in (ELLE, RW_REGISTER)}
+
+
+class _TxnWorkloadNames:
+    """--workload's choices, read from the registry when argparse first looks."""
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(txn_workloads())
+
+    def __contains__(self, name: object) -> bool:
+        return name in txn_workloads()
+
+
+class _DefaultWorkload:
+    """--workload's default, list-append, whose name lives in its module."""
+
+    def __str__(self) -> str:
+        from workloads import list_append
+        return list_append.NAME
+
+
+def _is_rw_register(workload: object) -> bool:
+    if isinstance(workload, _DefaultWorkload):
+        return False  # list-append: no registry needed to say so
+    from checkers.registry import RW_REGISTER
+    return txn_workloads()[str(workload)] is RW_REGISTER
 
 
 def register(subparsers: Any) -> None:
@@ -37,8 +72,11 @@ def register(subparsers: Any) -> None:
                    help="the consistency model the run asked for (default %(default)s)")
     p.add_argument("--budget", type=float, default=30.0, metavar="SECONDS",
                    help="time allowed for cycle search (default %(default)s)")
-    p.add_argument("--workload", choices=sorted(TXN_WORKLOADS), default=list_append.NAME,
-                   help="what the txns' micro-ops are (default %(default)s)")
+    workload = p.add_argument("--workload", default=_DefaultWorkload(),
+                              help="what the txns' micro-ops are (default %(default)s)")
+    # Set after add_argument, which formats the choices (so would read the
+    # registry) to check the metavar.
+    workload.choices = _TxnWorkloadNames()
     for flag, what in (("wfr-keys", "within a txn, writes follow reads"),
                        ("sequential-keys", "every key is sequentially consistent"),
                        ("linearizable-keys", "every key is linearizable")):
@@ -63,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     from checkers import elle
 
     ops = _load(args.file, args.format)
-    if TXN_WORKLOADS[args.workload] is RW_REGISTER:
+    if _is_rw_register(args.workload):
         from checkers.elle import rw_register
         verdict = rw_register.check(ops, None, model=args.model,
                                     cycle_search_budget_s=args.budget, wfr_keys=args.wfr_keys,
