@@ -534,18 +534,27 @@ class FiresAKillAndItsHeal:
         return {}
 
 
-def test_a_trigger_can_fire_a_heal_which_is_recorded_as_one(tmp_path: Path) -> None:
+def run_one_fault(tmp_path: Path, fault: Any, events: list[Event]
+                  ) -> tuple[FakeCluster, NemesisRunner, list[Any]]:
+    """Run `events` of one fault through a real NemesisRunner on a fake cluster;
+    the cluster, the runner and the recorded (valid) history."""
     cluster = FakeCluster(tmp_path / "nodes")
     recorder = Recorder(tmp_path / "history.msgpack")
-    nemesis = CompositeNemesis({"fires-kill-and-heal": FiresAKillAndItsHeal()})
+    nemesis = CompositeNemesis({fault.name: fault})
     nemesis.setup(cluster)
-    events = [Event(0.0, "inject", "fires-kill-and-heal", {}, seed=1),
-              Event(0.5, "heal", "fires-kill-and-heal")]
     runner = NemesisRunner(nemesis, events, recorder.record)
     runner.run(threading.Event())
     recorder.close()
     ops = read_history(tmp_path / "history.msgpack").ops
     assert validate(ops) == []
+    return cluster, runner, ops
+
+
+def test_a_trigger_can_fire_a_heal_which_is_recorded_as_one(tmp_path: Path) -> None:
+    cluster, runner, ops = run_one_fault(
+        tmp_path, FiresAKillAndItsHeal(),
+        [Event(0.0, "inject", "fires-kill-and-heal", {}, seed=1),
+         Event(0.5, "heal", "fires-kill-and-heal")])
     assert [(op.type, op.f) for op in ops] == [
         ("invoke", "fires-kill-and-heal"), ("info", "fires-kill-and-heal"),
         ("invoke", "kill"), ("info", "kill"), ("invoke", "start"), ("info", "start"),
@@ -570,16 +579,8 @@ class FiresAKillAsItIsHealed:
 
 def test_a_fault_fired_during_the_final_heal_is_applied_and_healed_before_teardown(
         tmp_path: Path) -> None:
-    cluster = FakeCluster(tmp_path / "nodes")
-    recorder = Recorder(tmp_path / "history.msgpack")
-    nemesis = CompositeNemesis({"fires-kill-at-heal": FiresAKillAsItIsHealed()})
-    nemesis.setup(cluster)
-    events = [Event(0.0, "inject", "fires-kill-at-heal", {}, seed=1)]
-    runner = NemesisRunner(nemesis, events, recorder.record)
-    runner.run(threading.Event())
-    recorder.close()
-    ops = read_history(tmp_path / "history.msgpack").ops
-    assert validate(ops) == []
+    cluster, _, ops = run_one_fault(tmp_path, FiresAKillAsItIsHealed(),
+                                    [Event(0.0, "inject", "fires-kill-at-heal", {}, seed=1)])
     assert [(op.type, op.f) for op in ops] == [
         ("invoke", "fires-kill-at-heal"), ("info", "fires-kill-at-heal"),
         ("invoke", "unarm"), ("info", "unarm"),
