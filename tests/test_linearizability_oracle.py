@@ -108,7 +108,7 @@ def oracle(calls: list[Call], knossos: bool) -> bool:
 def test_search_agrees_with_brute_force(model, unique):
     rng = random.Random(20261121)
     verdicts = {True: 0, False: 0}
-    rules = {"forced": 0, "sticky_pruned": 0}
+    rules = {"forced": 0, "sticky_pruned": 0, "indeterminate_witnessed": 0}
     for _ in range(1500):
         calls = random_calls(rng, unique)
         expected = oracle(calls, knossos=model.endswith("knossos"))
@@ -119,7 +119,9 @@ def test_search_agrees_with_brute_force(model, unique):
             rules[k] += v["stats"]["per_key"][0].get(k, 0) if v["stats"]["per_key"] else 0
     # Both verdicts well represented, or the comparison proves little.
     assert min(verdicts.values()) > 300, verdicts
-    # The greedy rule took part, and with unique values the one-producer pruning.
+    # The greedy rule took part, and with unique values the one-producer
+    # pruning and the info ops promoted because a read saw their value.
     assert rules["forced"] > 100, rules
     if unique:
         assert rules["sticky_pruned"] > 100, rules
+        assert rules["indeterminate_witnessed"] > 100, rules
