@@ -4,9 +4,11 @@ default budget, beside Porcupine's time for it.
 Each file is checked in a fresh Python process (so its peak RSS is its own):
 verdict (against MANIFEST.tsv), check seconds (parsing excluded, as in
 Porcupine's figures), search steps, peak RSS in MiB, Porcupine's seconds
-(MANIFEST.tsv, or --porcupine FILE: a TSV `file<TAB>seconds` measured live
-beside this run) and the ratio ours / Porcupine's (wall). CPU seconds are
-printed too: on a loaded machine they say more than the wall clock.
+(MANIFEST.tsv, or --porcupine FILE: a TSV `file<TAB>seconds[<TAB>cpu seconds]`
+measured live beside this run) and the ratio ours / Porcupine's (wall). CPU
+seconds are printed too: on a loaded machine they say more than the wall
+clock, so when the live TSV gives Porcupine's CPU seconds the CPU ratio is
+printed beside the wall one (each side's least CPU over its runs).
 
 Prints figures; asserts nothing (exit status 1 if any verdict is wrong or
 unknown). Usage: python bench/lin_generated.py [--only SUBSTRING] [--repeat N]
@@ -82,26 +84,36 @@ def main() -> None:
         raise SystemExit(f"no generated corpus at {CORPUS}: set FAULTLINE_CORPUS")
     with open(CORPUS / "MANIFEST.tsv", newline="") as f:
         rows = [r for r in csv.DictReader(f, delimiter="\t") if args.only in r["file"]]
-    live = {}
+    live, live_cpu = {}, {}
     if args.porcupine:
         for line in args.porcupine.read_text().splitlines():
-            name, _, secs = line.partition("\t")
+            name, secs, *cpu = line.split("\t")
             live[name] = secs
+            if cpu:
+                live_cpu[name] = float(cpu[0])
     print("(a shared, noisy 2-core machine: figures vary by tens of percent run to run)")
+    cpu_head = f" {'porc cpu':>8} {'cpu ratio':>9}" if live_cpu else ""
     print(f"{'file':38} {'expect':7} {'verdict':8} {'s':>7} {'cpu s':>7} {'steps':>8} "
-          f"{'MiB':>5} {'porcupine s':>12} {'ratio':>6}")
+          f"{'MiB':>5} {'porcupine s':>12} {'ratio':>6}{cpu_head}")
     bad = 0
     for r in rows:
         best = None
+        least_cpu = float("inf")
         for _ in range(args.repeat):
             out = subprocess.run([sys.executable, __file__, "--child",
                                   str(CORPUS / r["file"]), r["model"]],
                                  capture_output=True, text=True, check=True)
             res = json.loads(out.stdout.strip().splitlines()[-1])
+            least_cpu = min(least_cpu, res["cpu"])
             if best is None or res["seconds"] < best["seconds"]:
                 best = res
         theirs_text = live.get(r["file"], r["porcupine_s"])
         theirs = porcupine_seconds(theirs_text)
+        cpu_cols = ""
+        if live_cpu:
+            theirs_cpu = live_cpu.get(r["file"])
+            cpu_cols = (f" {theirs_cpu:8.3f} {least_cpu / theirs_cpu:9.2f}" if theirs_cpu
+                        else f" {'-':>8} {'-':>9}")
         expected = EXPECTED[r["expected"]]
         verdict = {True: "ok", False: "illegal"}.get(best["valid"], "unknown")
         if best["valid"] is not expected:
@@ -110,7 +122,7 @@ def main() -> None:
         ratio = f"{best['seconds'] / theirs:6.2f}" if theirs else "     -"
         print(f"{r['file']:38} {r['expected']:7} {verdict:8} {best['seconds']:7.2f} "
               f"{best['cpu']:7.2f} {best['steps']:8} {best['peak_mib']:5.0f} "
-              f"{theirs_text[:12]:>12} {ratio}")
+              f"{theirs_text[:12]:>12} {ratio}{cpu_cols}")
         if best["reason"]:
             print(f"    {best['reason']}")
     print(f"{len(rows) - bad}/{len(rows)} verdicts as expected")
