@@ -196,5 +196,6 @@ def edn_figures(path: str, cli_runs: int = 10) -> None:
                   f"{done.returncode}, {txns} txns, anomalies "
                   f"{verdict['stats'].get('anomaly_counts')}; {_load()}")
 
+
 if __name__ == "__main__":
     main()
