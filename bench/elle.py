@@ -12,8 +12,9 @@ per txn), writes it as a msgpack history, and measures:
 Each size runs in a fresh process so one size's garbage does not inflate the
 next one's peak. With --edn FILE (e.g. Elle's histories/huge-scc.edn) it also
 times `faultline check-elle FILE` end to end in a fresh process (CPU of the
-child: interpreter start, imports, read and check), and the EDN read alone in
-MB/s. The CPU figures say how much of a wall time was the
+child: interpreter start, imports, read and check; with bytecode cached, and
+also without where the shell sets PYTHONDONTWRITEBYTECODE), and the EDN read
+alone in MB/s. The CPU figures say how much of a wall time was the
 machine's other load, and each figure is printed with the load average
 (1 min) at the time, since the machine is shared. A history of fewer than
 15k txns is judged without numpy or scipy (see `checkers/elle/graph.py`): the
@@ -21,6 +22,7 @@ machine's other load, and each figure is printed with the load average
 
     .venv/bin/python bench/elle.py                 # 10k and 100k txns
     .venv/bin/python bench/elle.py --txns 50000 --edn /path/to/huge-scc.edn
+    .venv/bin/python bench/elle.py --edn-only --edn /path/to/huge-scc.edn
 
 Targets (issue 16): check alone >= 100k txn/s on 100k txns, <= 400 MiB peak;
 EDN read >= 5 MB/s; huge-scc end to end < 0.5 s.
@@ -115,6 +117,11 @@ def main() -> None:
                    help="also time reading this EDN history and checking it with the CLI")
     p.add_argument("--repeat", type=int, default=3,
                    help="checks per size, the best reported (default %(default)s)")
+    p.add_argument("--edn-only", action="store_true",
+                   help="only the --edn figures (no generated histories)")
+    p.add_argument("--cli-runs", type=int, default=10,
+                   help="runs of the CLI on --edn per regime, the best reported "
+                        "(default %(default)s)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -122,8 +129,8 @@ def main() -> None:
                                  args.repeat)))
         return
     if args.edn:
-        edn_figures(args.edn)
-    for n in args.txns or [10_000, 100_000]:
+        edn_figures(args.edn, args.cli_runs)
+    for n in [] if args.edn_only else args.txns or [10_000, 100_000]:
         out = subprocess.run([sys.executable, __file__, "--child", "--txns", str(n),
                               "--max-writes", str(args.max_writes), "--seed", str(args.seed),
                               "--stale", str(args.stale), "--repeat", str(args.repeat)],
@@ -143,7 +150,7 @@ def main() -> None:
                   f"anomalies {r['anomaly_counts']}")
 
 
-def edn_figures(path: str) -> None:
+def edn_figures(path: str, cli_runs: int = 10) -> None:
     from checkers.formats import edn_fast
     from checkers.formats.jepsen import read_edn_history
     from checkers.formats.textfile import read_text
@@ -157,22 +164,37 @@ def edn_figures(path: str) -> None:
           f"{size / read_cpu / 1e6:.1f} MB/s; {_load()})")
     print(f"{'':>7} read by the JSON fast path: {edn_fast.op_maps(read_text(path)) is not None}")
     cli = [os.path.join(os.path.dirname(sys.executable), "faultline"), "check-elle", path]
-    runs = []
-    for _ in range(5):  # the machine is shared: the best of five says most
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t1 = time.monotonic()
-        done = subprocess.run(cli, capture_output=True, text=True,
-                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        wall = time.monotonic() - t1
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        runs.append((cpu, wall))
-    cpu, wall = min(runs)
-    verdict = json.loads(done.stdout)
-    print(f"{'':>7} faultline check-elle end to end (fresh process, best of 5): "
-          f"CPU {cpu:.2f} s (wall {wall:.2f} s), exit {done.returncode}, "
-          f"{verdict['stats'].get('txns')} txns, "
-          f"anomalies {verdict['stats'].get('anomaly_counts')}; {_load()}")
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with tempfile.TemporaryDirectory() as cache:
+        # Bytecode cached, as for an installed package after its first run (in
+        # a directory of its own, so the repository is not written to);
+        # and as this shell runs it: with PYTHONDONTWRITEBYTECODE set and no
+        # cache, every run compiles our modules again (~0.03 s).
+        cached = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        cached["PYTHONPYCACHEPREFIX"] = cache
+        subprocess.run(cli, capture_output=True, cwd=repo, env=cached)  # fills the cache
+        regimes = [("bytecode cached", cached)]
+        if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+            regimes.append(("as this shell runs it (PYTHONDONTWRITEBYTECODE set)", None))
+        for what, env in regimes:
+            runs = []
+            for _ in range(cli_runs):  # the machine is shared: the best says most
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                t1 = time.monotonic()
+                done = subprocess.run(cli, capture_output=True, text=True, cwd=repo, env=env)
+                wall = time.monotonic() - t1
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+                runs.append((cpu, wall))
+            cpu, wall = min(runs)
+            mean = sum(c for c, _ in runs) / len(runs)
+            verdict = json.loads(done.stdout)
+            txns = verdict["stats"].get("txns") or 0
+            print(f"{'':>7} faultline check-elle end to end, {what} (fresh process, best of "
+                  f"{len(runs)}): CPU {cpu:.2f} s = {txns / cpu:,.0f} txn/s (mean "
+                  f"{mean:.2f} s; wall {wall:.2f} s; target < 0.5 s), exit "
+                  f"{done.returncode}, {txns} txns, anomalies "
+                  f"{verdict['stats'].get('anomaly_counts')}; {_load()}")
 
 
 if __name__ == "__main__":

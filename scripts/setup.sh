@@ -33,3 +33,10 @@ if ! .venv/bin/python -c 'import harness, pyspark, pytest, xdist' >/dev/null 2>&
     .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
     touch .venv/.installed
 fi
+# Bytecode for our own packages, as pip writes it for an installed package (an
+# editable install leaves it to the first import, which a shell with
+# PYTHONDONTWRITEBYTECODE set never writes): otherwise every command compiles
+# the modules it imports again, ~0.03 s of `faultline check-elle` on Elle's
+# huge-scc. Python checks each cache against its source, so a stale one is
+# only not used.
+.venv/bin/python -m compileall -q checkers harness nodes nemesis workloads faultline >/dev/null

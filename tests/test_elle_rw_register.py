@@ -68,8 +68,35 @@ def internal(fixed: bool) -> History:
     return h
 
 
+def circular_information_flow(fixed: bool) -> History:
+    # Each txn read the other's write: T1 -wr-> T2 -wr-> T1.
+    h = History()
+    h.concurrent((1, [["w", "x", 1], ["r", "y", 2]]),
+                 (2, [["w", "y", 2], ["r", "x", None if fixed else 1]]))
+    return h
+
+
+def stale_after_ack(fixed: bool) -> History:
+    # T2 began after T1's write of x was acknowledged, yet read x's initial
+    # state: T2 -rw-> T1 -realtime-> T2.
+    h = History()
+    h.txn(1, [["w", "x", 1]])
+    h.txn(2, [["r", "x", 1 if fixed else None]])
+    return h
+
+
+def own_write_missed(fixed: bool) -> History:
+    # The same, by one process: its own later txn missed its write.
+    h = History()
+    h.txn(1, [["w", "x", 1]])
+    h.txn(1, [["r", "x", 1 if fixed else None]])
+    return h
+
+
 CASES = [(read_skew, {"G-single"}), (write_skew, {"G2-item"}), (aborted_read, {"G1a"}),
-         (intermediate_read, {"G1b"}), (internal, {"internal"})]
+         (intermediate_read, {"G1b"}), (internal, {"internal"}),
+         (circular_information_flow, {"G1c"}), (stale_after_ack, {"G-single-realtime"}),
+         (own_write_missed, {"G-single-process"})]
 
 
 @pytest.mark.parametrize("make,anomaly", CASES, ids=[m.__name__ for m, _ in CASES])
@@ -91,6 +118,36 @@ def test_write_skew_is_snapshot_isolation_not_serializable() -> None:
     assert models == {"read-committed": True, "repeatable-read": False,
                       "snapshot-isolation": True, "serializable": False,
                       "strict-serializable": False}
+
+
+@pytest.mark.parametrize("make", [stale_after_ack, own_write_missed])
+def test_process_and_realtime_cycles_rule_out_strict_serializable_only(make: Any) -> None:
+    models = {m: r["valid"] for m, r in check(make(False))["stats"]["models"].items()}
+    assert models == {"read-committed": True, "repeatable-read": True,
+                      "snapshot-isolation": True, "serializable": True,
+                      "strict-serializable": False}
+
+
+def write_cycle(fixed: bool) -> History:
+    # With writes following reads, T1's read of y = 2 orders y: 2 < 1, and
+    # T2's read of x = 1 orders x: 1 < 2: T1 -ww-> T2 -ww-> T1. Fixed: T2
+    # read x's initial state, so nothing orders T1's x before T2's.
+    h = History()
+    h.concurrent((1, [["r", "y", 2], ["w", "x", 1], ["w", "y", 1]]),
+                 (2, [["r", "x", None if fixed else 1], ["w", "x", 2], ["w", "y", 2]]))
+    return h
+
+
+def test_a_write_cycle_is_g0_once_versions_are_ordered() -> None:
+    v = check(write_cycle(False), wfr_keys=True)
+    assert "G0" in {a["type"] for a in v["anomalies"]}
+    [g0] = [a for a in v["anomalies"] if a["type"] == "G0"]
+    assert sorted(s["kind"] for s in g0["steps"]) == ["ww", "ww"]
+    assert v["stats"]["models"]["read-committed"]["valid"] is False
+    # Without the inference no write is ordered: only the reads' cycle shows.
+    assert types(write_cycle(False)) == {"G1c"}
+    v = check(write_cycle(True), wfr_keys=True)
+    assert v["anomalies"] == [] and v["valid"] is True
 
 
 def test_read_skew_explanation_names_the_initial_state() -> None:
