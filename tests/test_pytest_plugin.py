@@ -16,8 +16,15 @@ from faultline.pytest_plugin import ChaosResult
 CHAOS_TESTS = textwrap.dedent('''
     from faultline.builtin import RAFT
 
+    # Reads and writes only. The stats checker says unknown, honestly, when
+    # some op kind never succeeded, and a cas succeeds only when it guesses
+    # the current value: a run starved to a few dozen ops by a loaded machine
+    # can end with every cas failed (seen: 46 ops, verdict unknown). A read or
+    # a write fails only when the cluster does, and the final reads are
+    # retried until they succeed. (No fault is due in the first 4 s of these
+    # seeds' schedules: what is tested is the plugin, side by side.)
     SHORT = dict(workload="register", nemesis="partition", time_limit=4, recovery_time=2,
-                 concurrency=3)
+                 concurrency=3, workload_options={"cas": False})
 
     def test_by_name(faultline_run):
         result = faultline_run(system="raft", seed=1, **SHORT)

@@ -61,7 +61,10 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for workload, nemesis in REAL_RUNS:
         code = main(["run", "--workload", workload, "--nemesis", nemesis, "--time-limit", "8",
                      "--seed", "1", "--results", str(results)])
-        assert code in (0, 1), (workload, code)
+        # Material for the agreement checks, whatever its verdict: unknown too
+        # (an 8 s run starved by a loaded machine may see some op kind never
+        # succeed, and stats then says unknown); 255 or 254 would be a failure.
+        assert code in (0, 1, 2), (workload, code)
     stale_read_run(results)
     return results
 

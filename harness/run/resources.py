@@ -350,27 +350,63 @@ class Terminated(SystemExit):
     """SIGTERM/SIGHUP turned into an exception so `finally` blocks tear down."""
 
 
+# What a user sends to stop a run: each unwinds the stack so teardown runs.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated(128 + signum)
 
 
 def install_termination_handlers() -> None:
-    """Make SIGTERM and SIGHUP unwind the stack like Ctrl-C does (main thread only)."""
+    """Make SIGTERM and SIGHUP unwind the stack like Ctrl-C does (main thread only).
+
+    A signal this process inherited as ignored stays ignored: `nohup` (SIGHUP)
+    and a shell's background jobs rely on that, as with Python's own SIGINT."""
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _raise_terminated)
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, _raise_terminated)
 
 
 @contextmanager
 def signals_deferred() -> Iterator[None]:
-    """Hold off Ctrl-C/SIGTERM while tearing down, so teardown is not itself torn.
+    """Hold off Ctrl-C/SIGTERM/SIGHUP while tearing down, so teardown is not itself
+    torn: the first one is noted and acted on when the block ends; a second one
+    acts at once (a teardown that hangs must not make the harness unstoppable;
+    the watchdog sweeps what it leaves).
 
-    Blocked signals stay pending and are delivered when the block ends."""
+    Deferred by a Python handler, not pthread_sigmask: the kernel hands a
+    process-directed signal to any thread that does not block it, and CPython
+    then runs the handler in the main thread at its next bytecode, so a mask on
+    the main thread alone defers nothing while other threads (the node
+    spawner, the nemesis) live. A Python handler runs in the main thread
+    whichever thread the kernel picked."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    sigs = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+    noted: list[int] = []
+    saved: dict[int, Any] = {}
+
+    def restore() -> None:
+        while saved:
+            sig, handler = saved.popitem()
+            signal.signal(sig, handler)
+
+    def note(signum: int, frame: object) -> None:
+        noted.append(signum)
+        if len(noted) > 1:
+            restore()
+            signal.raise_signal(signum)
+
+    for sig in STOP_SIGNALS:
+        handler = signal.getsignal(sig)
+        if handler is signal.SIG_IGN or handler is None:
+            continue  # ignored stays ignored; None: set outside Python, leave it
+        saved[sig] = signal.signal(sig, note)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        if saved:
+            restore()
+            if noted:
+                signal.raise_signal(noted[0])
