@@ -35,6 +35,8 @@ from checkers.verdict import Verdict, verdict
 DEFAULTS = {"gap_s": 2.0, "settle_s": 5.0}
 DERIVED_GRACE_S = 2.0
 LEADER_LIMITS = ("max_leader_changes_per_heal", "max_quiet_leader_changes")
+# Every threshold a run may set (`--threshold K=V`).
+THRESHOLDS = (*DEFAULTS, "max_unavailable_s", *LEADER_LIMITS)
 # Faults that stay in force until a later op undoes them; all others last as
 # long as their own invoke..completion.
 HEALED_BY = healed_by(DOWN, CUT, VOTERS, OTHER_CLUSTER)

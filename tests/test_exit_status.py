@@ -51,6 +51,11 @@ def assert_nothing_started(results: Path, state_dir: Path) -> None:
     (["--workload", "kv", "--client-option", "activ_keys=3"], "unknown --client-option"),
     (["--workload", "kv", "--client-option", "ops_per_key=-1"], "must be a positive integer"),
     (["--nodes", "many"], "invalid int value"),
+    (["--consistency-model", "serialisable"], "--consistency-model must be one of"),
+    (["--threshold", "max_unavailable=3"], "unknown --threshold 'max_unavailable'"),
+    (["--threshold", "max_unavailable_s=soon"], "must be a non-negative number"),
+    (["--op-timeout", "0"], "--op-timeout must be positive"),
+    (["--recovery-time", "-1"], "--recovery-time must not be negative"),
     (["--no-such-flag"], "unrecognized arguments"),
 ])
 def test_bad_run_arguments_are_254_and_start_nothing(argv, words, tmp_path, state_dir, capsys):

@@ -115,6 +115,14 @@ def validate(c: RunConfig) -> RunConfig:
                           f"not {c.nemesis_min_duration}")
     if c.node_choice not in ("random", "sticky"):
         raise ConfigError(f"--node-choice must be random or sticky, not {c.node_choice!r}")
+    if c.op_timeout <= 0:
+        raise ConfigError(f"--op-timeout must be positive, not {c.op_timeout}")
+    if c.recovery_time < 0:
+        raise ConfigError(f"--recovery-time must not be negative, not {c.recovery_time}")
+    if c.final_read_timeout <= 0:
+        raise ConfigError(f"final_read_timeout must be positive, not {c.final_read_timeout}")
+    _check_models(c)
+    _check_thresholds(c.thresholds)
     _check_lin_options(c.lin_options)
     check_options = getattr(WORKLOADS[c.workload], "check_options", None)
     if check_options is not None:
@@ -182,6 +190,32 @@ def parse_nemesis(text: str) -> list[str]:
     if text in ("", "none"):
         return []
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _check_models(c: RunConfig) -> None:
+    """The models the checkers are asked for: a typo would otherwise be found
+    only by the checker, after the whole run."""
+    from checkers.elle.consistency import MODELS as ELLE_MODELS
+    from checkers.models import MODELS as LIN_MODELS
+    if c.consistency_model not in ELLE_MODELS:
+        raise ConfigError(f"--consistency-model must be one of {', '.join(ELLE_MODELS)}, "
+                          f"not {c.consistency_model!r}")
+    if c.lin_model is not None and c.lin_model not in LIN_MODELS:
+        raise ConfigError(f"lin_model must be one of {', '.join(sorted(LIN_MODELS))}, "
+                          f"not {c.lin_model!r}")
+
+
+def _check_thresholds(thresholds: dict[str, Any]) -> None:
+    """--threshold keys the availability checker reads, each a non-negative
+    number: an unknown key would silently judge nothing."""
+    from checkers.availability import THRESHOLDS
+    for key, value in thresholds.items():
+        if key not in THRESHOLDS:
+            raise ConfigError(f"unknown --threshold {key!r}: choose from "
+                              f"{', '.join(THRESHOLDS)}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ConfigError(f"--threshold {key} must be a non-negative number, "
+                              f"not {value!r}")
 
 
 LIN_OPTIONS = ("time_limit", "memory_limit_mb", "stop_on_first_failure")
