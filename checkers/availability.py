@@ -66,6 +66,8 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
         stats["why_no_leadership"] = ("no node events" if events is None else
                                       "run.json has no start_monotonic_ns")
         unknown = any(k in limits for k in LEADER_LIMITS)
+        if unknown:
+            stats["reason"] = f"leader-change limits set, but {stats['why_no_leadership']}"
     else:
         elections = [e for e in leader_elections(events) if type(e["t"]) is int]
         changes = leader_changes(elections, run["start_monotonic_ns"], faults, heals,
