@@ -89,6 +89,43 @@ def test_unusable_results_dir_is_254_before_anything_starts(tmp_path, state_dir,
     assert not state_dir.exists() or not any(state_dir.iterdir())
 
 
+@pytest.mark.skipif(not ROOT, reason="needs root to mount a read-only tmpfs")
+def test_commands_that_write_refuse_an_unwritable_dir_before_starting(tmp_path, state_dir,
+                                                                      capsys):
+    """campaign, check and report write into a results or run dir: one that
+    cannot be written was a 255 with a raw OSError after the work was done."""
+    import json
+    a_file = tmp_path / "results-file"
+    a_file.write_text("not a dir")
+    campaign = tmp_path / "c.toml"
+    campaign.write_text('name = "t"\n[[matrix]]\ndb = ["raft"]\nworkload = ["register"]\n'
+                        'nemesis = [["partition"]]\nseeds = [1]\n')
+    assert main(["campaign", str(campaign), "--results", str(a_file)]) == 254
+    assert "is not a directory" in one_sentence(capsys)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(ro)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        run_dir = ro / "20261123T000000.000000Z-abcdef"
+        run_dir.mkdir()
+        write_history(run_dir / "history.msgpack", [Op(0, 1, 0, "invoke", "read"),
+                                                     Op(1, 2, 0, "ok", "read", None)])
+        (run_dir / "run.json").write_text(json.dumps({
+            "run_id": run_dir.name, "status": "complete", "artifacts": [],
+            "config": {"db": "raft", "workload": "register"}}))
+        subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
+        for argv in (["campaign", str(campaign), "--results", str(ro)],
+                     ["check", "--in-process", str(run_dir)], ["report", str(run_dir)]):
+            assert main(argv) == 254, argv
+            assert "not writable" in one_sentence(capsys), argv
+        assert not (ro / "campaigns").exists() and not (run_dir / "verdicts.json").exists()
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
+    assert_nothing_started(tmp_path / "none", state_dir)
+
+
 def test_a_harness_bug_is_255_in_one_line(monkeypatch, capsys, tmp_path):
     import harness.commands.ls as ls
 

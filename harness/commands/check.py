@@ -11,7 +11,7 @@ from checkers.spark import SPLIT_FROM
 from checkers.spark.session import REMOTE_ENV
 from checkers.verdict import exit_code
 from harness.report.summary import print_verdict_rows
-from harness.results.store import results_dir
+from harness.results.store import check_results_dir, results_dir
 from harness.run.errors import EXIT_STATUS_HELP, UserError
 from harness.run.state import COMPLETE, read_state
 from workloads.judging import plan_for
@@ -76,6 +76,9 @@ def run(args: argparse.Namespace) -> int:
         if state.status not in (None, COMPLETE):
             say(f"{d.name} is {state.status}: its verdicts judge what was recorded, and "
                 "a run that is not complete never passes a gate")
+    # Verdicts go into each run dir and the table beside them: say so before judging.
+    for d in [*runs, table_dir]:
+        check_results_dir(d, "run dir" if d in runs else "verdict table dir")
     if args.in_process:
         rows = []
         for i, d in enumerate(runs, 1):
