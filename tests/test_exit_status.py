@@ -56,6 +56,15 @@ def assert_nothing_started(results: Path, state_dir: Path) -> None:
     (["--threshold", "max_unavailable_s=soon"], "must be a non-negative number"),
     (["--op-timeout", "0"], "--op-timeout must be positive"),
     (["--recovery-time", "-1"], "--recovery-time must not be negative"),
+    (["--time-limit", "inf"], "--time-limit must be a finite number"),
+    (["--time-limit", "nan"], "--time-limit must be a finite number"),
+    (["--rate", "nan"], "--rate must be a finite number"),
+    (["--nemesis-interval", "inf"], "--nemesis-interval must be a finite number"),
+    # Faults that need what the system's adapter lacks: each failed once the
+    # cluster was up (255, "ValueError: ..."), or ran and did nothing.
+    (["--db", "etcd", "--nemesis", "lose-state"], "cannot run on system etcd"),
+    (["--db", "etcd", "--nemesis", "reformat"], "etcd cannot re-format a node"),
+    (["--db", "etcd", "--nemesis", "membership:auto-join"], "node option auto_join"),
     (["--no-such-flag"], "unrecognized arguments"),
 ])
 def test_bad_run_arguments_are_254_and_start_nothing(argv, words, tmp_path, state_dir, capsys):

@@ -5,6 +5,7 @@ costs one sentence and no namespaces."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -99,6 +100,14 @@ def validate(c: RunConfig) -> RunConfig:
         if unmet:
             raise ConfigError(f"nemesis {spec} needs node {', '.join(sorted(unmet))} lines, "
                               f"which system {c.db} does not leave")
+    _check_faults_fit_system(c.nemesis, system)
+    for flag, value in (("--rate", c.rate), ("--time-limit", c.time_limit),
+                        ("--nemesis-interval", c.nemesis_interval),
+                        ("--nemesis-min-duration", c.nemesis_min_duration),
+                        ("--recovery-time", c.recovery_time), ("--op-timeout", c.op_timeout),
+                        ("final_read_timeout", c.final_read_timeout)):
+        if not math.isfinite(value):
+            raise ConfigError(f"{flag} must be a finite number, not {value}")
     if c.seed_scheme not in SCHEMES:
         raise ConfigError(f"seed_scheme must be one of {', '.join(map(str, SCHEMES))}, "
                           f"not {c.seed_scheme!r}")
@@ -171,6 +180,23 @@ def _check_options(given: dict[str, Any], allowed: dict[str, str], flag: str,
         ok, what = OPTION_KINDS[allowed[key]]
         if not ok(value):
             raise ConfigError(f"{flag} {key} must be {what}, not {value!r}")
+
+
+def _check_faults_fit_system(specs: list[str], system: Any) -> None:
+    """Each fault built as the run would build it, against the system's own
+    adapter: a fault that needs what the adapter lacks (state files to delete,
+    a way to re-format a node, nodes that rejoin by themselves) says so now,
+    not after the cluster started. LazyFS mounts are the harness's to make:
+    stand-ins here, their availability is checked by the run's preflight."""
+    if not specs:
+        return
+    from nemesis.base import FaultContext, make_fault
+    db = system.db()
+    for spec in specs:
+        try:
+            make_fault(spec, FaultContext(db, None, {"mounts": {}, "replay": False}))
+        except ValueError as e:
+            raise ConfigError(f"nemesis {spec} cannot run on system {system.name}: {e}") from None
 
 
 def check_variant(spec: str, nodes: int) -> None:
