@@ -182,6 +182,26 @@ def _check_options(given: dict[str, Any], allowed: dict[str, str], flag: str,
             raise ConfigError(f"{flag} {key} must be {what}, not {value!r}")
 
 
+def node_names(n: int) -> list[str]:
+    return [f"n{i}" for i in range(1, n + 1)]
+
+
+def fresh_schedule(c: RunConfig) -> list[Any]:
+    """The seeded nemesis timeline a run of `c` plays (a replay plays its saved one)."""
+    from harness.run.seeds import Seeds
+    from nemesis.schedule import schedule
+    return schedule(Seeds(c.seed, c.seed_scheme).of("schedule"), c.nemesis,
+                    c.nemesis_interval, c.time_limit, node_names(c.nodes),
+                    c.nemesis_min_duration)
+
+
+def kinds_left_out(c: RunConfig, events: list[Any]) -> list[str]:
+    """Faults `c` names that the schedule never injects (too few turns in the
+    time limit): the run must not read as tested against them."""
+    injected = {e.fault for e in events if e.action == "inject"}
+    return [spec for spec in c.nemesis if spec not in injected]
+
+
 def _check_faults_fit_system(specs: list[str], system: Any) -> None:
     """Each fault built as the run would build it, against the system's own
     adapter: a fault that needs what the adapter lacks (state files to delete,

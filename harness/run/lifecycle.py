@@ -30,7 +30,13 @@ from faultline import registry as systems
 from harness.results.store import check_results_dir, create_run_dir
 from harness.run.clients import ClientPool
 from harness.run.cluster import Cluster, check_privileges
-from harness.run.config import RunConfig, validate
+from harness.run.config import (
+    RunConfig,
+    fresh_schedule,
+    kinds_left_out,
+    node_names,
+    validate,
+)
 from harness.run.errors import EXIT_HARNESS_ERROR as HARNESS_ERROR  # noqa: F401 (re-export)
 from harness.run.errors import UserError
 from harness.run.progress import Progress
@@ -46,7 +52,7 @@ from nemesis.base import (
     split_spec,
 )
 from nemesis.netns import preexec_setns
-from nemesis.schedule import Event, schedule
+from nemesis.schedule import Event
 from workloads.judging import plan_for
 from workloads.ops import OpSpec
 from workloads.registry import get as get_workload
@@ -64,17 +70,12 @@ class RunOutcome:
     exit_code: int
 
 
-def node_names(n: int) -> list[str]:
-    return [f"n{i}" for i in range(1, n + 1)]
-
-
-def plan_events(config: RunConfig, names: list[str]) -> list[Event]:
+def plan_events(config: RunConfig) -> list[Event]:
     """The nemesis timeline: the one a replayed run executed, else a fresh seeded one."""
     if config.schedule is not None:
         return [Event(e["time"], e["action"], e["fault"], e.get("params") or {},
                       e.get("seed", 0)) for e in config.schedule]
-    return schedule(run_seeds(config).of("schedule"), config.nemesis, config.nemesis_interval,
-                    config.time_limit, names, config.nemesis_min_duration)
+    return fresh_schedule(config)
 
 
 def run_seeds(config: RunConfig) -> Seeds:
@@ -235,6 +236,14 @@ class Run:
             print(f"faultline: warning: {self.config.nodes} nodes on {cpus} CPU(s): starting "
                   "them takes a while and they compete with the clients for CPU (the "
                   "time limit counts from the workload's start)", file=self.stream, flush=True)
+        if self.config.schedule is None:
+            left_out = kinds_left_out(self.config, fresh_schedule(self.config))
+            if left_out:
+                print(f"faultline: warning: the schedule never injects {', '.join(left_out)} "
+                      f"({self.config.time_limit:g} s, a fault every "
+                      f"{self.config.nemesis_interval:g} s on average): a longer run or a "
+                      "shorter interval gives each named fault its turn", file=self.stream,
+                      flush=True)
         dead = dead_runs_with_leftovers()
         if dead:
             print(f"faultline: {len(dead)} earlier run(s) whose harness died left processes, "
@@ -316,7 +325,7 @@ class Run:
         recorder = Recorder(self.run_dir / "history.msgpack")
         self.doc["start_monotonic_ns"] = recorder.start_ns
         write_run_json(self.run_dir, self.doc)
-        events = plan_events(cfg, self.names)
+        events = plan_events(cfg)
         # The plan (with per-event seeds and params) and where schedule time 0
         # falls in history time: with "schedule" they let a replay rebuild
         # exactly what was executed.
