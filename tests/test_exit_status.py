@@ -219,3 +219,30 @@ def test_bad_node_options_are_254_before_anything_starts(argv, words, tmp_path, 
     assert main(["run", "--results", str(results), *argv]) == 254
     assert words in capsys.readouterr().err
     assert_nothing_started(results, state_dir)
+
+
+def test_many_nodes_and_faults_without_a_turn_are_warned_of_before_the_run(
+        tmp_path, state_dir, monkeypatch):
+    """Finding 2: `--nodes 100 --time-limit 5` ran with no warning and its
+    progress line read [36.2/5s]. The warnings come before any node starts; the
+    shown clock starts with the workload."""
+    import io
+
+    from harness.run.config import RunConfig
+    from harness.run.lifecycle import Run
+    from harness.run.progress import Progress
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    out = io.StringIO()
+    run = Run(RunConfig(nodes=100, time_limit=5.0, nemesis=["partition", "kill", "pause"],
+                        nemesis_interval=3.0, seed=1), tmp_path / "results", stream=out)
+    run._open_run_dir()
+    said = out.getvalue()
+    assert "warning: 100 nodes on 2 CPU(s)" in said
+    assert "the time limit counts from the workload's start" in said
+    assert "warning: the schedule never injects" in said
+    assert said.index("warning") < said.index("run ")       # before the run begins
+    progress = Progress(5.0, io.StringIO(), plain_every=0)
+    progress.started -= 30.0                                  # 30 s of starting nodes
+    progress.start_clock()
+    progress.update("main", {"ok": 1}, [])
+    assert progress.stream.getvalue().startswith("[  0.0/5s]")
