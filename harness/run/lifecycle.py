@@ -22,11 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from checkers.registry import LINEARIZABILITY, check_loaded
-from checkers.rundir import load_run
 from checkers.verdict import exit_code
-from checkers.verdict_store import history_digest, write_verdicts
 from faultline import registry as systems
+from harness.report.views import judge, write_views
 from harness.results.store import check_results_dir, create_run_dir
 from harness.run.clients import ClientPool
 from harness.run.cluster import Cluster, check_privileges
@@ -53,7 +51,6 @@ from nemesis.base import (
 )
 from nemesis.netns import preexec_setns
 from nemesis.schedule import Event
-from workloads.judging import plan_for
 from workloads.ops import OpSpec
 from workloads.registry import get as get_workload
 
@@ -275,6 +272,8 @@ class Run:
         self.doc["schedule"] = self.executed
         write_run_json(self.run_dir, self.doc)
         if interrupted:
+            # What was recorded, on the page too: marked interrupted, not yet judged.
+            write_views(self.run_dir, None, stream=self.stream)
             self._say_how_to_check()
 
     def _say_how_to_check(self) -> None:
@@ -468,46 +467,6 @@ class Run:
         assert self.run_dir is not None
         document = judge(self.run_dir, self.stream)
         return RunOutcome(self.run_dir, document, exit_code(document["valid"]))
-
-
-def judge(run_dir: Path, stream: Any = None) -> dict[str, Any]:
-    """Check a finished run dir in-process; write verdicts.json (bound to the
-    history's digest), linearizability.html and report.html. Returns the verdicts."""
-    stream = stream or sys.stderr
-    digest = history_digest(run_dir)
-    loaded = load_run(run_dir)
-    document = check_loaded(loaded, plan_for(loaded.run))
-    write_verdicts(run_dir, document, digest)
-    lin = (document.get("checkers") or {}).get(LINEARIZABILITY.name)
-    if lin is not None:
-        try:
-            from checkers.lin_report import write_html
-            write_html(lin, run_dir / "linearizability.html", lin_context(loaded))
-        except Exception as e:  # the view is a convenience; the verdict stands without it
-            print(f"faultline: could not write linearizability.html ({e})", file=stream)
-    try:
-        from harness.report.page import write_report
-        write_report(run_dir, loaded)
-    except Exception as e:  # the page is a view; the verdict stands without it
-        print(f"faultline: could not write report.html ({e})", file=stream)
-    return document
-
-
-def lin_context(loaded: Any) -> dict[str, Any]:
-    """What the linearizability view shows beside the checker's counterexample:
-    the node that served each op (by its invoke's index) and the faults in force."""
-    from checkers.history import NEMESIS, pair_ops
-    from harness.report.data import fault_list
-    ops = loaded.history.ops
-    nodes = {}
-    for inv, done in pair_ops([op for op in ops if op.process != NEMESIS]):
-        node = (done.node if done is not None and done.node else None) or inv.node
-        if node is not None:
-            nodes[inv.index] = str(node)
-    end = max((op.time for op in ops), default=0)
-    faults, _ = fault_list(ops, end)
-    return {"nodes": nodes, "report": "report.html",
-            "faults": [{"label": w.label, "start": w.start, "end": w.end} for w in faults]}
 
 
 def run_test(config: RunConfig, results: Path, stream: Any = None,
