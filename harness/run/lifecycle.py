@@ -272,9 +272,10 @@ class Run:
         self.doc["schedule"] = self.executed
         write_run_json(self.run_dir, self.doc)
         if interrupted:
-            # What was recorded, on the page too: marked interrupted, not yet judged.
-            write_views(self.run_dir, None, stream=self.stream)
             self._say_how_to_check()
+            # What was recorded, on the page too: marked interrupted, not yet judged
+            # (after the command is said: a second Ctrl-C may cut this short).
+            write_views(self.run_dir, None, stream=self.stream)
 
     def _say_how_to_check(self) -> None:
         """An interrupted run keeps its history: say where it is and how to judge it."""
