@@ -212,6 +212,10 @@ def test_check_of_a_garbage_run_dir_is_254_not_an_old_verdict(tmp_path, capsys):
     (["--node-option", "tick_ms=fast"], "--node-option tick_ms must be a positive integer"),
     (["--node-option", "tickms=20"], "unknown --node-option 'tickms' for raft"),
     (["--db", "etcd", "--node-option", "pre_vote=maybe"], "must be true or false"),
+    # Each started the cluster, whose nodes then refused to start (255).
+    (["--node-option", 'bugs=["no-such-bug"]'], "unknown bug switch no-such-bug"),
+    (["--node-option", 'voters=["n9"]'], "names n9, not one of this run's nodes (n1..n3)"),
+    (["--node-option", "voters=[]"], "a non-empty list of node names"),
 ])
 def test_bad_node_options_are_254_before_anything_starts(argv, words, tmp_path, state_dir,
                                                          capsys):

@@ -17,7 +17,7 @@ from harness.run.seeds import SCHEME, SCHEMES
 from nemesis.address_plan import MAX_NODES
 from nemesis.base import FAULTS
 from workloads import register
-from workloads.options import OPTION_KINDS, kinds
+from workloads.options import NODE_NAMES, OPTION_KINDS, kinds
 from workloads.registry import WORKLOADS
 
 # Faults by name, from the nemesis registry.
@@ -154,10 +154,23 @@ def validate(c: RunConfig) -> RunConfig:
 def _check_node_options(c: RunConfig) -> None:
     """--node-option keys the db's adapter reads (its OPTIONS): a typo would
     otherwise be ignored, or fail only once the nodes start."""
-    allowed = systems.get(c.db).node_options
+    system = systems.get(c.db)
+    allowed = system.node_options
     if allowed is None:
         return
     _check_options(c.node_options, allowed, "--node-option", c.db)
+    names = node_names(c.nodes)
+    for key, value in c.node_options.items():
+        strangers = sorted(set(value) - set(names)) if allowed[key] == NODE_NAMES else []
+        if strangers:
+            raise ConfigError(f"--node-option {key} names {', '.join(strangers)}, not one "
+                              f"of this run's nodes ({names[0]}..{names[-1]})")
+    # The bug switches a node is started with, however they are given.
+    if "bugs" in c.node_options and system.check_bugs is not None:
+        try:
+            system.check_bugs(list(c.node_options["bugs"]))
+        except ValueError as e:
+            raise ConfigError(f"--node-option bugs: {e}") from None
 
 
 def _check_workload_options(c: RunConfig) -> None:
