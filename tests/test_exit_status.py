@@ -216,6 +216,8 @@ def test_check_of_a_garbage_run_dir_is_254_not_an_old_verdict(tmp_path, capsys):
     (["--node-option", 'bugs=["no-such-bug"]'], "unknown bug switch no-such-bug"),
     (["--node-option", 'voters=["n9"]'], "names n9, not one of this run's nodes (n1..n3)"),
     (["--node-option", "voters=[]"], "a non-empty list of node names"),
+    (["--db", "etcd", "--node-option", "heartbeat_ms=1000"], "at least 5 x heartbeat_ms"),
+    (["--db", "etcd", "--node-option", "election_ms=60000"], "at most 50000"),
 ])
 def test_bad_node_options_are_254_before_anything_starts(argv, words, tmp_path, state_dir,
                                                          capsys):

@@ -165,6 +165,13 @@ def _check_node_options(c: RunConfig) -> None:
         if strangers:
             raise ConfigError(f"--node-option {key} names {', '.join(strangers)}, not one "
                               f"of this run's nodes ({names[0]}..{names[-1]})")
+    # What the adapter itself refuses (etcd: an election timeout under 5 heartbeats).
+    check = getattr(system.db, "check_options", None)
+    if check is not None:
+        try:
+            check(dict(c.node_options))
+        except ValueError as e:
+            raise ConfigError(f"--node-option: {e}") from None
     # The bug switches a node is started with, however they are given.
     if "bugs" in c.node_options and system.check_bugs is not None:
         try:
