@@ -47,6 +47,7 @@ NOT_NOW = {"etcdserver: unhealthy cluster": "not_caught_up",
 # etcd's own defaults, and its upper bound on the election timeout.
 HEARTBEAT_MS, ELECTION_MS, MAX_ELECTION_MS = 100, 1000, 50_000
 
+
 class EtcdDB:
     kind = "etcd"
     # A removed member shuts itself down, and one added (back) must start with
