@@ -35,6 +35,8 @@ from checkers.verdict import Verdict, verdict
 DEFAULTS = {"gap_s": 2.0, "settle_s": 5.0}
 DERIVED_GRACE_S = 2.0
 LEADER_LIMITS = ("max_leader_changes_per_heal", "max_quiet_leader_changes")
+# Every threshold a run may set (`--threshold K=V`).
+THRESHOLDS = (*DEFAULTS, "max_unavailable_s", *LEADER_LIMITS)
 # Faults that stay in force until a later op undoes them; all others last as
 # long as their own invoke..completion.
 HEALED_BY = healed_by(DOWN, CUT, VOTERS, OTHER_CLUSTER)
@@ -64,6 +66,8 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
         stats["why_no_leadership"] = ("no node events" if events is None else
                                       "run.json has no start_monotonic_ns")
         unknown = any(k in limits for k in LEADER_LIMITS)
+        if unknown:
+            stats["reason"] = f"leader-change limits set, but {stats['why_no_leadership']}"
     else:
         elections = [e for e in leader_elections(events) if type(e["t"]) is int]
         changes = leader_changes(elections, run["start_monotonic_ns"], faults, heals,

@@ -70,7 +70,10 @@ def judge(dumps: dict[str, dict], parts: list[Facts],
     if anomalies:
         return verdict(False, anomalies, stats)
     # With no dump there is nothing to compare: no evidence either way.
-    return verdict(True if names else "unknown", [], stats)
+    if not names:
+        stats["reason"] = "no node log dumps to compare"
+        return verdict("unknown", [], stats)
+    return verdict(True, [], stats)
 
 
 # --- one offset range at a time ------------------------------------------------

@@ -100,7 +100,11 @@ def check(history: list[Op], dumps: dict[str, dict] | None, data: str | None) ->
     # A register's reads show only its latest value: without dumps an
     # acknowledged write that vanished leaves no trace here.
     unjudged = not evidence and stats["writes"]["ok"] > 0
-    return verdict("unknown" if unjudged else True, [], stats)
+    if unjudged:
+        stats["reason"] = ("no node log dumps: reads alone cannot show an acknowledged "
+                           "write that vanished")
+        return verdict("unknown", [], stats)
+    return verdict(True, [], stats)
 
 
 def _relaxed_acks(writes: list[Write], dumps: dict[str, dict] | None) -> dict[str, dict]:

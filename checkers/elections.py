@@ -32,7 +32,10 @@ def check(events: dict[str, list[dict]]) -> Verdict:
     }
     if anomalies:
         return verdict(False, anomalies, stats)
-    return verdict(True if any(events.values()) else "unknown", [], stats)
+    if not any(events.values()):
+        stats["reason"] = "no node event lines"
+        return verdict("unknown", [], stats)
+    return verdict(True, [], stats)
 
 
 def leader_elections(events: dict[str, list[dict]]) -> list[dict]:

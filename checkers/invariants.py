@@ -104,6 +104,7 @@ def check(history: list[Op], events: dict[str, list[dict]], run: dict) -> Verdic
                                      "no node reported its timers in a start line"))
         if anomalies:
             return verdict(False, anomalies[:MAX_LISTED], stats)
+        stats["reason"] = "timed invariants " + stats["timed_invariants"]
         return verdict("unknown", [], stats)
     nodes = sorted(events)
     timeline = fault_timeline(history, nodes)

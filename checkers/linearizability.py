@@ -720,7 +720,7 @@ def _check(history: list[Op], model: str, time_limit: float | None,
         parts = prepare(history, m)
     except ModelError as e:
         return verdict("unknown", [{"type": "ill-formed-history", "reason": str(e)}],
-                       {"model": model})
+                       {"model": model, "reason": f"ill-formed history: {e}"})
     budget = Budget.of(time_limit, memory_limit_mb)
     keys = sorted(parts, key=_key_order)
     jobs = [_Job(parts[k], m, budget, k) for k in keys]
@@ -778,6 +778,10 @@ def to_verdict(results: list[KeyResult], model: Model, n_keys: int) -> Verdict:
     checked = sum(1 for r in results if r.reason != SKIPPED)
     stats = {"model": model.name, "keys": n_keys, "keys_checked": checked,
              "per_key": [{"key": r.key, "valid": r.valid, **r.stats} for r in results]}
+    if valid == "unknown":
+        undecided = [r for r in results if r.valid == "unknown"]
+        stats["reason"] = (f"search incomplete for {len(undecided)} of {len(results)} key(s): "
+                           f"{undecided[0].reason}")
     return verdict(valid, anomalies, stats)
 
 

@@ -263,7 +263,13 @@ def merge_key_verdicts(per_key: dict[Any, Verdict]) -> Verdict:
     counts = {"valid": 0, "invalid": 0, "unknown": 0}
     for v in per_key.values():
         counts[{True: "valid", False: "invalid"}.get(v["valid"], "unknown")] += 1
-    return verdict(validity, anomalies, {"keys": len(per_key), "keys_by_validity": counts})
+    stats: dict[str, Any] = {"keys": len(per_key), "keys_by_validity": counts}
+    reasons = [(v.get("stats") or {}).get("reason") for v in per_key.values()
+               if v["valid"] == "unknown"]
+    if validity == "unknown":
+        stats["reason"] = (f"{counts['unknown']} of {len(per_key)} key(s) undecided: "
+                           f"{next((r for r in reasons if r), 'no reason given')}")
+    return verdict(validity, anomalies, stats)
 
 
 def rows_from_document(run_id: str, document: dict[str, Any]) -> list[dict[str, Any]]:

@@ -62,7 +62,10 @@ class System:
         (`clients_for(client)`: every workload its client's DATA covers).
     node_defaults: node options a run uses unless `--node-option` says otherwise.
     node_options: --node-option keys the adapter reads, with their kind
-        (`workloads.options.OPTION_KINDS`: "int", "bool", "string", ...).
+        (`workloads.options.OPTION_KINDS`: "int", "bool", "string", ...). An
+        adapter class may also have `check_options(options)` (raises
+        ValueError) for what its nodes would refuse at start, checked before
+        a run starts.
     check_bugs: validates `--bug` switches (raises ValueError); None: the
         system has no bug switches and `--bug` is refused.
     description: one line for `--help`.

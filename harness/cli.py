@@ -41,11 +41,11 @@ __all__ = ["build_parser", "main"]
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error exits 254 (bad arguments), never 2 (unknown)."""
+    """argparse, but a usage error exits 254 (bad arguments), never 2 (unknown),
+    and says so in one line (the usage is one `--help` away)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
 
 

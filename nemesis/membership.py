@@ -180,5 +180,15 @@ def _change(cluster: Any, change: str, node: str) -> dict[str, Any]:
         time.sleep(RETRY_EVERY_S)
 
 
+# The node option a db adapter must offer for `auto-join` (the node asks to
+# rejoin by itself; raft's KIP-1186 switch).
+AUTO_JOIN_OPTION = "auto_join"
+
+
 def membership_fault(ctx: FaultContext) -> MembershipFault:
+    if (ctx.variant == "auto-join" and ctx.db is not None
+            and AUTO_JOIN_OPTION not in (getattr(ctx.db, "OPTIONS", None) or {})):
+        raise ValueError(f"membership:auto-join needs nodes that rejoin by themselves "
+                         f"(node option {AUTO_JOIN_OPTION}), which "
+                         f"{getattr(ctx.db, 'kind', 'this db')} nodes do not have")
     return MembershipFault(ctx.variant)

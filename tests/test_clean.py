@@ -200,6 +200,30 @@ def test_a_reused_pid_is_never_killed() -> None:
         child.wait()
 
 
+def test_a_killed_harness_its_parent_has_not_reaped_is_dead() -> None:
+    """A SIGKILLed harness is a zombie until its parent waits for it: it runs
+    no code again, so its run is crashed and its watchdog sweeps at once rather
+    than waiting on the parent (seen: namespaces and `running` for as long as
+    the parent did not reap it)."""
+    from harness.run.resources import harness_alive
+    from harness.run.state import CRASHED, RUNNING, effective_status
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        started = psutil.Process(child.pid).create_time()
+        doc = {"status": "running", "harness": {"pid": child.pid, "start_time": started}}
+        assert harness_alive(child.pid, started) and effective_status(doc) == RUNNING
+        os.kill(child.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert not harness_alive(child.pid, started)
+        assert effective_status(doc) == CRASHED
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_leftovers_of_dead_runs_are_found_for_the_next_run(tmp_path: Path) -> None:
     """What a run whose harness (and watchdog) died left is named, so the next
     `faultline run` can say `faultline clean` has work; live runs are not."""

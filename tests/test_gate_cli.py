@@ -163,3 +163,16 @@ def test_a_listing_trusts_an_unchanged_stamp_but_gate_hashes(tmp_path):
     assert read_verdicts(d, quick=True).document is not None    # same stamp: trusted
     assert read_verdicts(d).document is None                     # the digest says no
     assert gate(d) == 2
+
+
+def test_a_campaign_with_no_runs_never_passes(tmp_path, capsys):
+    """Nothing judged is nothing passed: an empty runs.json read as PASS, 0 runs."""
+    from harness.results.gate import decide
+    cdir = tmp_path / "campaigns" / "c1"
+    cdir.mkdir(parents=True)
+    (cdir / "runs.json").write_text("[]")
+    assert gate("c1", "--results", tmp_path, "--allow-unknown") == 2
+    assert "the campaign has no runs" in capsys.readouterr().out
+    (cdir / "runs.json").write_text('{"runs": 3}')
+    assert gate("c1", "--results", tmp_path) == 254
+    assert decide([], allow_unknown=True) == 2

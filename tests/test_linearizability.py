@@ -621,3 +621,29 @@ def test_an_indeterminate_cas_is_tried_only_in_the_state_it_compares_against():
         # Stepped elsewhere only by the chain rule, right after a try in its
         # own state: would it have acted the same without the info op before?
         assert state == call[1] or tried[i - 1] == (call[1], call), tried
+
+
+def _cli(path, *argv):
+    from harness.cli import main
+    return main(["check-lin", str(path), *argv])
+
+
+def test_cli_judges_a_keyed_history_per_key_by_default(tmp_path, capsys):
+    """A run's register history moves to a fresh key every 1,000 ops: judged as
+    one register it looked broken (a read of key r1's initial None after r0's
+    writes), a false INVALID for a run the harness had called VALID."""
+    from checkers.history import pack_op
+    keyed = H(*seq(0, "write", 1, key="r0"), *seq(1, "read", None, 1, key="r0"),
+              *seq(0, "read", None, None, key="r1"), *seq(1, "write", 2, key="r1"))
+    path = tmp_path / "keyed.msgpack"
+    path.write_bytes(b"".join(pack_op(o) for o in keyed))
+    assert _cli(path) == 0
+    assert "register-kv" in capsys.readouterr().out
+    assert _cli(path, "--model", "cas-register") == 254
+    assert "name 2 keys" in capsys.readouterr().err
+    # A history of one register keeps the single-register default.
+    single = tmp_path / "single.msgpack"
+    single.write_bytes(b"".join(pack_op(o) for o in H(*seq(0, "write", 1),
+                                                      *seq(1, "read", None, 2))))
+    assert _cli(single) == 1
+    assert "cas-register" in capsys.readouterr().out

@@ -173,3 +173,30 @@ def test_the_demo_schedule_holds_each_fault_kind_it_names() -> None:
     injects = [e for e in events if e.action == "inject"]
     assert {e.fault for e in injects} == set(kinds)
     assert all(e.params.get("cut") != [] for e in injects)
+
+
+def test_a_fault_the_schedule_never_draws_is_named_not_implied() -> None:
+    """A run that names faults it never injected (too short for their turn, or
+    only no-ops) must not read as tested against them (the spirit of finding 6):
+    the run warns before it starts and the report's facts name them."""
+    from harness.report.html import never_injected
+    from harness.run.config import RunConfig, fresh_schedule, kinds_left_out
+    short = RunConfig(nemesis=["partition", "kill", "pause"], time_limit=4.0,
+                      nemesis_interval=3.0, seed=1)
+    left = kinds_left_out(short, fresh_schedule(short))
+    assert left and set(left) <= {"partition", "kill", "pause"}
+    demo = RunConfig(nemesis=["partition", "kill", "pause"], time_limit=30.0,
+                     nemesis_interval=3.0, seed=1)
+    assert kinds_left_out(demo, fresh_schedule(demo)) == []
+    assert never_injected(["partition:majorities-ring", "kill", "kill-after-vote"],
+                          {"kill"}) == ["partition:majorities-ring"]
+    s = 1_000_000_000
+    ops = [Op(0, 0, 0, "invoke", "read"), Op(1, 1, 0, "ok", "read", 1),
+           Op(2, 1 * s, NEMESIS, "invoke", "partition", {"shape": "majorities-ring"}),
+           Op(3, 1 * s + 5, NEMESIS, "info", "partition",
+              {"shape": "majorities-ring", "cut": [], NOOP: "cuts no link on 3 nodes"}),
+           Op(4, 3 * s, NEMESIS, "invoke", "kill", {"nodes": ["n2"]}),
+           Op(5, 3 * s + 5, NEMESIS, "info", "kill", {"nodes": ["n2"], "killed": ["n2"]}),
+           Op(6, 5 * s, 0, "invoke", "read"), Op(7, 5 * s + 1, 0, "ok", "read", 1)]
+    tl = timeline(ops, {}, {})
+    assert never_injected(["partition", "kill"], {w.f for w in tl.faults}) == ["partition"]

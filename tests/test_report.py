@@ -353,3 +353,28 @@ def test_node_lanes_show_down_paused_and_cut_off() -> None:
     tl = timeline(rd_ops, {}, {"config": {"nodes": 3}})
     assert tl.nodes == ["n1", "n2", "n3"]
     assert [(s.node, s.state) for s in tl.node_spans] == [("n2", "paused")]
+
+
+def test_a_recheck_remakes_the_pages_so_they_show_the_verdict_that_stands(
+        tmp_path: Path, capsys: Any) -> None:
+    """Finding 4 and 5: report.html was written once, at the end of a run. A
+    re-check (of an interrupted run, or of a history that changed) left the
+    old page showing the old verdict, or no page at all."""
+    rd = RunDir(tmp_path / "run")
+    rd.client_ops(0.0, 2.0)
+    rd.op(2.5, 1, "invoke", "write", 2)
+    rd.op(2.6, 1, "ok", "write", 2)
+    rd.op(3.0, 0, "invoke", "read")
+    rd.op(3.1, 0, "ok", "read", 1)          # reads the value 2 had overwritten
+    rd.write_history()
+    rd.write_json("run.json", run_json())
+    rd.write_json("verdicts.json", {"valid": True, "checkers": {
+        "stats": {"valid": True, "anomalies": [], "stats": {}}}})
+    write_report(rd.path)
+    assert "class='word valid'>VALID" in (rd.path / "report.html").read_text()
+    assert cli_main(["check", "--in-process", str(rd.path)]) == 1
+    capsys.readouterr()
+    page = (rd.path / "report.html").read_text()
+    assert "class='word invalid'>INVALID" in page
+    assert "class='word valid'>VALID" not in page
+    assert "read -&gt; 1" in (rd.path / "linearizability.html").read_text()

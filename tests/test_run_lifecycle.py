@@ -116,10 +116,12 @@ def test_sigkill_of_the_harness_leaves_nothing_alive_2s_later(tmp_path: Path) ->
         children = descendants(proc.pid)       # nodes, client workers, the watchdog
         assert len(children) >= 3 + 3
         proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        # Not reaped yet: a zombie harness must not hold its run up (a parent
+        # may wait for it whenever it likes).
         time.sleep(2.0)
         assert what_is_left(run_id) == []
         assert still_alive(children) == []
+        proc.wait()
         done = clean(tmp_path, run_id)
         assert done.returncode == 0 and done.stdout.strip() == "nothing to clean"
         doc = json.loads((run_dir / "run.json").read_text())
@@ -171,12 +173,16 @@ def test_ctrl_c_keeps_the_history_and_prints_a_command_that_checks_it(tmp_path: 
         doc = json.loads((run_dir / "run.json").read_text())
         assert doc["status"] == "interrupted"
         assert str(run_dir) in err
+        # The page is there at once: what was recorded, marked interrupted, not judged.
+        page = (run_dir / "report.html").read_text()
+        assert "interrupted" in page and "NOT CHECKED" in page
         (command,) = re.findall(r"judge what was recorded with:\s+(.+)", err)
         argv = shlex.split(command)
         assert argv[0] == "faultline"
         checked = subprocess.run([sys.executable, "-m", "harness", *argv[1:]],
                                  capture_output=True, text=True, cwd=REPO, timeout=300)
         assert checked.returncode in (0, 1, 2), checked.stderr
+        assert "NOT CHECKED" not in (run_dir / "report.html").read_text()
         verdicts = json.loads((run_dir / "verdicts.json").read_text())
         assert verdicts["checkers"]["stats"]["stats"]["by_f"]["read"]["ok"] > 0
         # Its verdicts are of what was recorded, but the run did not complete: no pass.

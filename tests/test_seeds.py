@@ -66,10 +66,10 @@ def test_the_schedule_follows_the_schedule_stream():
     c1 = RunConfig(seed=3, seed_scheme=1, time_limit=60.0)
     c2 = RunConfig(seed=3, seed_scheme=2, time_limit=60.0)
     from nemesis.schedule import schedule
-    assert plan_events(c1, names) == schedule(3, c1.nemesis, c1.nemesis_interval, 60.0, names)
-    assert plan_events(c2, names) == schedule(Seeds(3).of("schedule"), c2.nemesis,
-                                              c2.nemesis_interval, 60.0, names)
-    assert plan_events(c1, names) != plan_events(c2, names)
+    assert plan_events(c1) == schedule(3, c1.nemesis, c1.nemesis_interval, 60.0, names)
+    assert plan_events(c2) == schedule(Seeds(3).of("schedule"), c2.nemesis,
+                                   c2.nemesis_interval, 60.0, names)
+    assert plan_events(c1) != plan_events(c2)
 
 
 def test_from_scheme_3_each_node_draws_its_own_seed():

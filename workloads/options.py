@@ -26,7 +26,11 @@ OPTION_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "string": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
     "string-list": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
                     "a list of strings"),
+    # Names of the run's own nodes (n1, n2, ...): the run checks they exist.
+    "node-names": (lambda v: isinstance(v, list) and bool(v)
+                   and all(isinstance(x, str) for x in v), "a non-empty list of node names"),
 }
+NODE_NAMES = "node-names"
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from harness.campaign.spec import CampaignError, estimated_seconds, load_campaign
-from harness.results.store import results_dir
+from harness.results.store import check_results_dir, results_dir
 from harness.run.errors import UserError
 
 EPILOG = ("exit status: 0 every run valid, 1 any invalid, 2 any unknown, 254 bad "
@@ -45,6 +45,8 @@ def main(args: argparse.Namespace) -> int:
     if args.parallel is not None and args.parallel < 1:
         raise UserError(f"--parallel must be at least 1, not {args.parallel}")
     results = results_dir(args.results)
+    if not args.dry_run:
+        check_results_dir(results)
     try:
         if args.dry_run:
             if args.file is None:

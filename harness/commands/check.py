@@ -6,12 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from checkers.registry import check_run_dir, overall_validity, rows_from_document
+from checkers.registry import overall_validity, rows_from_document
 from checkers.spark import SPLIT_FROM
 from checkers.spark.session import REMOTE_ENV
 from checkers.verdict import exit_code
 from harness.report.summary import print_verdict_rows
-from harness.results.store import results_dir
+from harness.results.gate import load_verdicts
+from harness.results.store import check_results_dir, results_dir
 from harness.run.errors import EXIT_STATUS_HELP, UserError
 from harness.run.state import COMPLETE, read_state
 from workloads.judging import plan_for
@@ -76,10 +77,14 @@ def run(args: argparse.Namespace) -> int:
         if state.status not in (None, COMPLETE):
             say(f"{d.name} is {state.status}: its verdicts judge what was recorded, and "
                 "a run that is not complete never passes a gate")
+    # Verdicts go into each run dir and the table beside them: say so before judging.
+    for d in [*runs, table_dir]:
+        check_results_dir(d, "run dir" if d in runs else "verdict table dir")
+    from harness.report.views import judge, write_views
     if args.in_process:
         rows = []
         for i, d in enumerate(runs, 1):
-            rows += rows_from_document(d.name, check_run_dir(d, plan_for))
+            rows += rows_from_document(d.name, judge(d))
             say(f"checked {i}/{len(runs)}: {d.name}")
         import pandas as pd
         table = pd.DataFrame(rows)
@@ -94,6 +99,9 @@ def run(args: argparse.Namespace) -> int:
             table = check_runs(spark, runs, plan_for, say, split_from=args.split_from)
         finally:
             end_session(spark)
+        # The pages show the verdicts that now stand (after a run, or a changed history).
+        for d in runs:
+            write_views(d, load_verdicts(d))
     from checkers.spark.check_job import update_table
     out = update_table(table_dir, table)
     print_verdict_rows(table)

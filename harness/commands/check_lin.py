@@ -6,7 +6,7 @@ import argparse
 import json
 
 from checkers.formats import FORMATS, read_any
-from checkers.history import client_ops
+from checkers.history import Op, client_ops
 from checkers.lin_report import write_html
 from checkers.linearizability import check
 from checkers.models import MODELS, ModelError, get_model
@@ -14,6 +14,9 @@ from checkers.stats import NO_CLIENT_OPS
 from checkers.verdict import exit_code, verdict
 from harness.commands.run import parse_options
 from harness.run.errors import UserError
+
+SINGLE_DEFAULT = "cas-register"
+KEYED_DEFAULT = "register-kv"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,7 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "operations), 254 unreadable history or bad arguments, 255 harness "
                     "error.")
     p.add_argument("file", help="history file")
-    p.add_argument("--model", default="cas-register", choices=sorted(MODELS))
+    p.add_argument("--model", default=None, choices=sorted(MODELS),
+                   help=f"default: {SINGLE_DEFAULT}, or {KEYED_DEFAULT} when the history's "
+                        "ops name keys (a faultline run's register and kv histories do)")
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="history format (default: detect from the file)")
     p.add_argument("--html", metavar="OUT", help="also write an HTML view of the verdict")
@@ -46,15 +51,17 @@ def run(args: argparse.Namespace) -> int:
     if args.time_limit <= 0 or args.memory_limit <= 0:
         raise UserError("--time-limit and --memory-limit must be positive")
     model_options = parse_options(args.model_option, "--model-option")
+    ops = client_ops(history.ops)
+    model = choose_model(args.model, ops)
     try:
-        get_model(args.model, model_options)
+        get_model(model, model_options)
     except ModelError as e:
         raise UserError(str(e)) from None
-    if not client_ops(history.ops):
+    if not ops:
         # An empty search is vacuously linearizable: say we cannot tell.
-        v = verdict("unknown", stats={"model": args.model, "reason": NO_CLIENT_OPS})
+        v = verdict("unknown", stats={"model": model, "reason": NO_CLIENT_OPS})
     else:
-        v = check(history.ops, model=args.model, time_limit=args.time_limit,
+        v = check(history.ops, model=model, time_limit=args.time_limit,
                   memory_limit_mb=args.memory_limit,
                   stop_on_first_failure=args.stop_on_first_failure,
                   model_options=model_options)
@@ -65,6 +72,20 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         write_html(v, args.html)
     return exit_code(v["valid"])
+
+
+def choose_model(named: str | None, ops: list[Op]) -> str:
+    """The model to judge `ops` with. Ops of several keys are several registers:
+    one register's model would judge them as one and call the history broken
+    (a faultline run's register history moves to a fresh key every 1,000 ops)."""
+    keys = {repr(op.key) for op in ops}
+    if named is None:
+        return KEYED_DEFAULT if keys - {repr(None)} else SINGLE_DEFAULT
+    if len(keys) > 1 and not MODELS[named].by_key:
+        raise UserError(f"the history's ops name {len(keys)} keys, and model {named} judges "
+                        f"one register: use --model {KEYED_DEFAULT} (or kv), which checks "
+                        "each key on its own")
+    return named
 
 
 def summary(v: dict) -> str:

@@ -37,13 +37,18 @@ def campaign_cases(cdir: Path) -> list[GateCase]:
         entries = read_json(cdir / RUNS_JSON)
     except (OSError, ValueError) as e:
         raise UserError(f"cannot read {cdir / RUNS_JSON}: {e}") from None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise UserError(f"{cdir / RUNS_JSON} is not a list of runs")
+    if not entries:
+        # Nothing judged is nothing passed.
+        return [GateCase(cdir.name, "runs", ERROR, "the campaign has no runs")]
     cases = []
-    for e in entries:
+    for i, e in enumerate(entries):
         run_dir = e.get("run_dir")
-        name = e.get("run_id") or f"{cdir.name}#{e['index'] + 1}"
+        name = e.get("run_id") or f"{cdir.name}#{e.get('index', i) + 1}"
         if e.get("status") != "complete" or not run_dir:
             cases.append(GateCase(name, "run", ERROR,
-                                  f"{e['label']}: the run did not complete "
+                                  f"{e.get('label', name)}: the run did not complete "
                                   f"({e.get('error') or e.get('status')})"))
         else:
             cases += cases_of_run_dir(Path(run_dir), name)

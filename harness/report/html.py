@@ -160,9 +160,23 @@ def _facts(report: RunReport, config: dict[str, Any]) -> str:
     if tl is not None:
         bits.append(f"{tl.end / NS:.1f} s of history")
         bits.append(f"{len(tl.faults)} fault{'s' if len(tl.faults) != 1 else ''}")
+        missing = never_injected(nemesis if isinstance(nemesis, list) else [],
+                                 {w.f for w in tl.faults})
+        if missing:
+            bits.append(f"<b>never injected: {_e(', '.join(missing))}</b>")
         changes = sum(1 for c in tl.leaders if not c.first)
         bits.append(f"{changes} leader change{'s' if changes != 1 else ''}")
     return " · ".join(bits)
+
+
+def never_injected(named: list[Any], drawn: set[str]) -> list[str]:
+    """Faults the run names that never acted (none drawn, or only no-ops): the
+    verdict does not speak for them. Faults that fire on node events record
+    what they fired under its own name (a kill), so only plain kinds are told."""
+    from nemesis.base import TRIGGER_FAULTS, split_spec
+    return [str(spec) for spec in named
+            if split_spec(str(spec))[0] not in TRIGGER_FAULTS
+            and split_spec(str(spec))[0] not in drawn]
 
 
 def _notes(notes: list[str]) -> str:

@@ -71,7 +71,9 @@ def cases_of_run_dir(run_dir: Path, name: str | None = None) -> list[GateCase]:
 
 def decide(cases: list[GateCase], allow_unknown: bool = False) -> int:
     """1 any invalid; else 2 any error (even with allow_unknown) or any unknown
-    (0 with allow_unknown); else 0."""
+    (0 with allow_unknown), or nothing judged at all; else 0."""
+    if not cases:
+        return EXIT_UNKNOWN
     if any(c.valid is False for c in cases):
         return EXIT_INVALID
     if any(c.valid == ERROR for c in cases):

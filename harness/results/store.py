@@ -54,31 +54,31 @@ def results_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     return Path(os.environ.get(RESULTS_ENV) or DEFAULT_RESULTS_DIR)
 
 
-def check_results_dir(results: str | os.PathLike[str]) -> None:
-    """Refuse a results dir that is not a writable directory (or cannot become
-    one) before anything starts, in one sentence."""
+def check_results_dir(results: str | os.PathLike[str], what: str = "results dir") -> None:
+    """Refuse a results dir (or a run dir: `what`) that is not a writable
+    directory (or cannot become one) before anything starts, in one sentence."""
     from harness.run.errors import UserError
     path = Path(results)
     probe = path
     while not probe.exists():
         if probe.is_symlink():
-            raise UserError(f"results dir {path}: {probe} is a dangling symlink")
+            raise UserError(f"{what} {path}: {probe} is a dangling symlink")
         probe = probe.parent
     if not probe.is_dir():
-        raise UserError(f"results dir {path}: {probe} is not a directory")
+        raise UserError(f"{what} {path}: {probe} is not a directory")
     if not os.access(probe, os.W_OK | os.X_OK):
-        raise UserError(f"results dir {path}: {probe} is not writable by this user")
+        raise UserError(f"{what} {path}: {probe} is not writable by this user")
     if probe == path:
         # os.access says yes for root on a read-only mount: try it.
         try:
             fd, tmp = tempfile.mkstemp(dir=path, prefix=".faultline-probe-")
         except OSError as e:
-            raise UserError(f"results dir {path} is not writable: {e.strerror}") from None
+            raise UserError(f"{what} {path} is not writable: {e.strerror}") from None
         os.close(fd)
         os.unlink(tmp)
     else:
         if os.statvfs(probe).f_flag & os.ST_RDONLY:
-            raise UserError(f"results dir {path}: {probe} is on a read-only file system")
+            raise UserError(f"{what} {path}: {probe} is on a read-only file system")
 
 
 def new_run_id() -> str:

@@ -5,6 +5,7 @@ costs one sentence and no namespaces."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -16,7 +17,7 @@ from harness.run.seeds import SCHEME, SCHEMES
 from nemesis.address_plan import MAX_NODES
 from nemesis.base import FAULTS
 from workloads import register
-from workloads.options import OPTION_KINDS, kinds
+from workloads.options import NODE_NAMES, OPTION_KINDS, kinds
 from workloads.registry import WORKLOADS
 
 # Faults by name, from the nemesis registry.
@@ -99,6 +100,14 @@ def validate(c: RunConfig) -> RunConfig:
         if unmet:
             raise ConfigError(f"nemesis {spec} needs node {', '.join(sorted(unmet))} lines, "
                               f"which system {c.db} does not leave")
+    _check_faults_fit_system(c.nemesis, system)
+    for flag, value in (("--rate", c.rate), ("--time-limit", c.time_limit),
+                        ("--nemesis-interval", c.nemesis_interval),
+                        ("--nemesis-min-duration", c.nemesis_min_duration),
+                        ("--recovery-time", c.recovery_time), ("--op-timeout", c.op_timeout),
+                        ("final_read_timeout", c.final_read_timeout)):
+        if not math.isfinite(value):
+            raise ConfigError(f"{flag} must be a finite number, not {value}")
     if c.seed_scheme not in SCHEMES:
         raise ConfigError(f"seed_scheme must be one of {', '.join(map(str, SCHEMES))}, "
                           f"not {c.seed_scheme!r}")
@@ -115,6 +124,14 @@ def validate(c: RunConfig) -> RunConfig:
                           f"not {c.nemesis_min_duration}")
     if c.node_choice not in ("random", "sticky"):
         raise ConfigError(f"--node-choice must be random or sticky, not {c.node_choice!r}")
+    if c.op_timeout <= 0:
+        raise ConfigError(f"--op-timeout must be positive, not {c.op_timeout}")
+    if c.recovery_time < 0:
+        raise ConfigError(f"--recovery-time must not be negative, not {c.recovery_time}")
+    if c.final_read_timeout <= 0:
+        raise ConfigError(f"final_read_timeout must be positive, not {c.final_read_timeout}")
+    _check_models(c)
+    _check_thresholds(c.thresholds)
     _check_lin_options(c.lin_options)
     check_options = getattr(WORKLOADS[c.workload], "check_options", None)
     if check_options is not None:
@@ -137,10 +154,30 @@ def validate(c: RunConfig) -> RunConfig:
 def _check_node_options(c: RunConfig) -> None:
     """--node-option keys the db's adapter reads (its OPTIONS): a typo would
     otherwise be ignored, or fail only once the nodes start."""
-    allowed = systems.get(c.db).node_options
+    system = systems.get(c.db)
+    allowed = system.node_options
     if allowed is None:
         return
     _check_options(c.node_options, allowed, "--node-option", c.db)
+    names = node_names(c.nodes)
+    for key, value in c.node_options.items():
+        strangers = sorted(set(value) - set(names)) if allowed[key] == NODE_NAMES else []
+        if strangers:
+            raise ConfigError(f"--node-option {key} names {', '.join(strangers)}, not one "
+                              f"of this run's nodes ({names[0]}..{names[-1]})")
+    # What the adapter itself refuses (etcd: an election timeout under 5 heartbeats).
+    check = getattr(system.db, "check_options", None)
+    if check is not None:
+        try:
+            check(dict(c.node_options))
+        except ValueError as e:
+            raise ConfigError(f"--node-option: {e}") from None
+    # The bug switches a node is started with, however they are given.
+    if "bugs" in c.node_options and system.check_bugs is not None:
+        try:
+            system.check_bugs(list(c.node_options["bugs"]))
+        except ValueError as e:
+            raise ConfigError(f"--node-option bugs: {e}") from None
 
 
 def _check_workload_options(c: RunConfig) -> None:
@@ -165,6 +202,43 @@ def _check_options(given: dict[str, Any], allowed: dict[str, str], flag: str,
             raise ConfigError(f"{flag} {key} must be {what}, not {value!r}")
 
 
+def node_names(n: int) -> list[str]:
+    return [f"n{i}" for i in range(1, n + 1)]
+
+
+def fresh_schedule(c: RunConfig) -> list[Any]:
+    """The seeded nemesis timeline a run of `c` plays (a replay plays its saved one)."""
+    from harness.run.seeds import Seeds
+    from nemesis.schedule import schedule
+    return schedule(Seeds(c.seed, c.seed_scheme).of("schedule"), c.nemesis,
+                    c.nemesis_interval, c.time_limit, node_names(c.nodes),
+                    c.nemesis_min_duration)
+
+
+def kinds_left_out(c: RunConfig, events: list[Any]) -> list[str]:
+    """Faults `c` names that the schedule never injects (too few turns in the
+    time limit): the run must not read as tested against them."""
+    injected = {e.fault for e in events if e.action == "inject"}
+    return [spec for spec in c.nemesis if spec not in injected]
+
+
+def _check_faults_fit_system(specs: list[str], system: Any) -> None:
+    """Each fault built as the run would build it, against the system's own
+    adapter: a fault that needs what the adapter lacks (state files to delete,
+    a way to re-format a node, nodes that rejoin by themselves) says so now,
+    not after the cluster started. LazyFS mounts are the harness's to make:
+    stand-ins here, their availability is checked by the run's preflight."""
+    if not specs:
+        return
+    from nemesis.base import FaultContext, make_fault
+    db = system.db()
+    for spec in specs:
+        try:
+            make_fault(spec, FaultContext(db, None, {"mounts": {}, "replay": False}))
+        except ValueError as e:
+            raise ConfigError(f"nemesis {spec} cannot run on system {system.name}: {e}") from None
+
+
 def check_variant(spec: str, nodes: int) -> None:
     """A variant (`partition:one-way`) the planner does not know is a config error,
     found before anything starts rather than when the fault first fires."""
@@ -182,6 +256,32 @@ def parse_nemesis(text: str) -> list[str]:
     if text in ("", "none"):
         return []
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _check_models(c: RunConfig) -> None:
+    """The models the checkers are asked for: a typo would otherwise be found
+    only by the checker, after the whole run."""
+    from checkers.elle.consistency import MODELS as ELLE_MODELS
+    from checkers.models import MODELS as LIN_MODELS
+    if c.consistency_model not in ELLE_MODELS:
+        raise ConfigError(f"--consistency-model must be one of {', '.join(ELLE_MODELS)}, "
+                          f"not {c.consistency_model!r}")
+    if c.lin_model is not None and c.lin_model not in LIN_MODELS:
+        raise ConfigError(f"lin_model must be one of {', '.join(sorted(LIN_MODELS))}, "
+                          f"not {c.lin_model!r}")
+
+
+def _check_thresholds(thresholds: dict[str, Any]) -> None:
+    """--threshold keys the availability checker reads, each a non-negative
+    number: an unknown key would silently judge nothing."""
+    from checkers.availability import THRESHOLDS
+    for key, value in thresholds.items():
+        if key not in THRESHOLDS:
+            raise ConfigError(f"unknown --threshold {key!r}: choose from "
+                              f"{', '.join(THRESHOLDS)}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ConfigError(f"--threshold {key} must be a non-negative number, "
+                              f"not {value!r}")
 
 
 LIN_OPTIONS = ("time_limit", "memory_limit_mb", "stop_on_first_failure")

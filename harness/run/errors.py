@@ -17,7 +17,8 @@ EXIT_HARNESS_ERROR = 255
 EXIT_INTERRUPTED = 130
 
 EXIT_STATUS_HELP = ("exit status: 0 valid, 1 invalid, 2 unknown, 254 bad arguments or "
-                    "unusable input (nothing started), 255 harness error, 130 interrupted")
+                    "unusable input (nothing started), 255 harness error, 130 interrupted "
+                    "(Ctrl-C), 143 terminated (SIGTERM)")
 
 
 class UserError(Exception):

@@ -22,15 +22,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from checkers.registry import LINEARIZABILITY, check_loaded
-from checkers.rundir import load_run
 from checkers.verdict import exit_code
-from checkers.verdict_store import history_digest, write_verdicts
 from faultline import registry as systems
+from harness.report.views import judge, write_views
 from harness.results.store import check_results_dir, create_run_dir
 from harness.run.clients import ClientPool
 from harness.run.cluster import Cluster, check_privileges
-from harness.run.config import RunConfig, validate
+from harness.run.config import (
+    RunConfig,
+    fresh_schedule,
+    kinds_left_out,
+    node_names,
+    validate,
+)
 from harness.run.errors import EXIT_HARNESS_ERROR as HARNESS_ERROR  # noqa: F401 (re-export)
 from harness.run.errors import UserError
 from harness.run.progress import Progress
@@ -46,8 +50,7 @@ from nemesis.base import (
     split_spec,
 )
 from nemesis.netns import preexec_setns
-from nemesis.schedule import Event, schedule
-from workloads.judging import plan_for
+from nemesis.schedule import Event
 from workloads.ops import OpSpec
 from workloads.registry import get as get_workload
 
@@ -64,17 +67,12 @@ class RunOutcome:
     exit_code: int
 
 
-def node_names(n: int) -> list[str]:
-    return [f"n{i}" for i in range(1, n + 1)]
-
-
-def plan_events(config: RunConfig, names: list[str]) -> list[Event]:
+def plan_events(config: RunConfig) -> list[Event]:
     """The nemesis timeline: the one a replayed run executed, else a fresh seeded one."""
     if config.schedule is not None:
         return [Event(e["time"], e["action"], e["fault"], e.get("params") or {},
                       e.get("seed", 0)) for e in config.schedule]
-    return schedule(run_seeds(config).of("schedule"), config.nemesis, config.nemesis_interval,
-                    config.time_limit, names, config.nemesis_min_duration)
+    return fresh_schedule(config)
 
 
 def run_seeds(config: RunConfig) -> Seeds:
@@ -235,6 +233,14 @@ class Run:
             print(f"faultline: warning: {self.config.nodes} nodes on {cpus} CPU(s): starting "
                   "them takes a while and they compete with the clients for CPU (the "
                   "time limit counts from the workload's start)", file=self.stream, flush=True)
+        if self.config.schedule is None:
+            left_out = kinds_left_out(self.config, fresh_schedule(self.config))
+            if left_out:
+                print(f"faultline: warning: the schedule never injects {', '.join(left_out)} "
+                      f"({self.config.time_limit:g} s, a fault every "
+                      f"{self.config.nemesis_interval:g} s on average): a longer run or a "
+                      "shorter interval gives each named fault its turn", file=self.stream,
+                      flush=True)
         dead = dead_runs_with_leftovers()
         if dead:
             print(f"faultline: {len(dead)} earlier run(s) whose harness died left processes, "
@@ -267,6 +273,9 @@ class Run:
         write_run_json(self.run_dir, self.doc)
         if interrupted:
             self._say_how_to_check()
+            # What was recorded, on the page too: marked interrupted, not yet judged
+            # (after the command is said: a second Ctrl-C may cut this short).
+            write_views(self.run_dir, None, stream=self.stream)
 
     def _say_how_to_check(self) -> None:
         """An interrupted run keeps its history: say where it is and how to judge it."""
@@ -316,7 +325,7 @@ class Run:
         recorder = Recorder(self.run_dir / "history.msgpack")
         self.doc["start_monotonic_ns"] = recorder.start_ns
         write_run_json(self.run_dir, self.doc)
-        events = plan_events(cfg, self.names)
+        events = plan_events(cfg)
         # The plan (with per-event seeds and params) and where schedule time 0
         # falls in history time: with "schedule" they let a replay rebuild
         # exactly what was executed.
@@ -459,46 +468,6 @@ class Run:
         assert self.run_dir is not None
         document = judge(self.run_dir, self.stream)
         return RunOutcome(self.run_dir, document, exit_code(document["valid"]))
-
-
-def judge(run_dir: Path, stream: Any = None) -> dict[str, Any]:
-    """Check a finished run dir in-process; write verdicts.json (bound to the
-    history's digest), linearizability.html and report.html. Returns the verdicts."""
-    stream = stream or sys.stderr
-    digest = history_digest(run_dir)
-    loaded = load_run(run_dir)
-    document = check_loaded(loaded, plan_for(loaded.run))
-    write_verdicts(run_dir, document, digest)
-    lin = (document.get("checkers") or {}).get(LINEARIZABILITY.name)
-    if lin is not None:
-        try:
-            from checkers.lin_report import write_html
-            write_html(lin, run_dir / "linearizability.html", lin_context(loaded))
-        except Exception as e:  # the view is a convenience; the verdict stands without it
-            print(f"faultline: could not write linearizability.html ({e})", file=stream)
-    try:
-        from harness.report.page import write_report
-        write_report(run_dir, loaded)
-    except Exception as e:  # the page is a view; the verdict stands without it
-        print(f"faultline: could not write report.html ({e})", file=stream)
-    return document
-
-
-def lin_context(loaded: Any) -> dict[str, Any]:
-    """What the linearizability view shows beside the checker's counterexample:
-    the node that served each op (by its invoke's index) and the faults in force."""
-    from checkers.history import NEMESIS, pair_ops
-    from harness.report.data import fault_list
-    ops = loaded.history.ops
-    nodes = {}
-    for inv, done in pair_ops([op for op in ops if op.process != NEMESIS]):
-        node = (done.node if done is not None and done.node else None) or inv.node
-        if node is not None:
-            nodes[inv.index] = str(node)
-    end = max((op.time for op in ops), default=0)
-    faults, _ = fault_list(ops, end)
-    return {"nodes": nodes, "report": "report.html",
-            "faults": [{"label": w.label, "start": w.start, "end": w.end} for w in faults]}
 
 
 def run_test(config: RunConfig, results: Path, stream: Any = None,

@@ -60,6 +60,19 @@ def same_process(pid: int, start_time: float) -> bool:
     return now is not None and abs(now - start_time) < START_TIME_TOLERANCE
 
 
+def harness_alive(pid: int, start_time: float) -> bool:
+    """True if that harness can still tear its run down: the same process and
+    not a zombie. A SIGKILLed harness its parent has not reaped yet is a zombie:
+    it runs no code again, and waiting for its parent would leave the run's
+    namespaces up (and the run `running`) for as long as the parent likes."""
+    if not same_process(pid, start_time):
+        return False
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 class ResourceLog:
     """The append-only journal of one run's resources.
 
@@ -143,7 +156,7 @@ class Journal:
 
     def owner_alive(self) -> bool:
         return (self.owner_pid is not None and self.owner_start_time is not None
-                and same_process(self.owner_pid, self.owner_start_time))
+                and harness_alive(self.owner_pid, self.owner_start_time))
 
 
 def read_journal(path: Path) -> Journal:

@@ -15,7 +15,7 @@ from typing import Any
 
 from checkers.history import HistoryError
 from checkers.rundir import RUN_JSON, load_json
-from harness.run.resources import same_process
+from harness.run.resources import harness_alive
 
 RUNNING, COMPLETE, INTERRUPTED, CRASHED, ERROR = (
     "running", "complete", "interrupted", "crashed", "error")
@@ -41,7 +41,7 @@ def effective_status(run: dict[str, Any]) -> str | None:
     pid, started = harness.get("pid"), harness.get("start_time")
     if not isinstance(pid, int) or not isinstance(started, (int, float)):
         return CRASHED
-    return RUNNING if same_process(pid, float(started)) else CRASHED
+    return RUNNING if harness_alive(pid, float(started)) else CRASHED
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.run.resources import read_journal, same_process, state_dir, sweep_journal
+from harness.run.resources import read_journal, state_dir, sweep_journal
 
 # How long to wait for a harness that closed the pipe to finish exiting.
 OWNER_EXIT_WAIT_S = 30.0
@@ -101,9 +101,7 @@ def watch(journal_path: Path) -> int:
     if not journal.live:
         return 0
     deadline = time.monotonic() + OWNER_EXIT_WAIT_S
-    while (journal.owner_pid is not None and journal.owner_start_time is not None
-           and same_process(journal.owner_pid, journal.owner_start_time)
-           and time.monotonic() < deadline):
+    while journal.owner_alive() and time.monotonic() < deadline:
         time.sleep(POLL_S)
         journal = read_journal(journal_path)
         if not journal.live:

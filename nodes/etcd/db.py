@@ -44,6 +44,10 @@ NOT_NOW = {"etcdserver: unhealthy cluster": "not_caught_up",
                "not_caught_up"}
 
 
+# etcd's own defaults, and its upper bound on the election timeout.
+HEARTBEAT_MS, ELECTION_MS, MAX_ELECTION_MS = 100, 1000, 50_000
+
+
 class EtcdDB:
     kind = "etcd"
     # A removed member shuts itself down, and one added (back) must start with
@@ -55,6 +59,19 @@ class EtcdDB:
     # --node-option keys it reads, with their kind (checked before a run starts).
     OPTIONS = {"cluster_token": "string", "heartbeat_ms": "positive-int",
                "election_ms": "positive-int", "pre_vote": "bool", "seed": "int"}
+
+    @staticmethod
+    def check_options(options: dict) -> None:
+        """What etcd itself refuses at start (it exits before it is ready): an
+        election timeout under 5 heartbeats, or over 50 s."""
+        heartbeat = options.get("heartbeat_ms", HEARTBEAT_MS)
+        election = options.get("election_ms", ELECTION_MS)
+        if election < 5 * heartbeat:
+            raise ValueError(f"election_ms ({election}) must be at least 5 x heartbeat_ms "
+                             f"({heartbeat}), as etcd requires")
+        if election > MAX_ELECTION_MS:
+            raise ValueError(f"election_ms must be at most {MAX_ELECTION_MS} (etcd's limit), "
+                             f"not {election}")
 
     def __init__(self) -> None:
         # One pool per adapter, no retries: a status probe that fails says so.
@@ -89,8 +106,8 @@ class EtcdDB:
                                           if n.name not in self._removed or n is node),
             "--initial-cluster-state", "new" if fresh else "existing",
             "--initial-cluster-token", str(options.get("cluster_token", "faultline")),
-            "--heartbeat-interval", str(int(options.get("heartbeat_ms", 100))),
-            "--election-timeout", str(int(options.get("election_ms", 1000))),
+            "--heartbeat-interval", str(int(options.get("heartbeat_ms", HEARTBEAT_MS))),
+            "--election-timeout", str(int(options.get("election_ms", ELECTION_MS))),
         ]
         if options.get("pre_vote") is not None:
             # etcd's boolean flags take their value only after '='.

@@ -34,7 +34,7 @@ class RaftDB:
     # --node-option keys it reads, with their kind (checked before a run starts).
     OPTIONS = {"cluster_id": "string", "tick_ms": "positive-int",
                "request_timeout_ms": "positive-int", "seed": "int", "bugs": "string-list",
-               "voters": "string-list", "auto_join": "bool"}
+               "voters": "node-names", "auto_join": "bool"}
 
     def __init__(self) -> None:
         # KIP-595: a cluster id is made once, when the cluster's data dirs are
