@@ -7,6 +7,13 @@ stalling the whole suite. The `signal` method raises inside the test, so the
 fixtures' teardown still removes the namespaces and processes it made."""
 
 import pytest
+from hypothesis import settings
+
+# `make mutate` runs the tests once to see which reach each function, then
+# again per mutant: property tests must draw the same examples every time
+# (a replayed database entry once made hypothesis report its own strategy as
+# flaky and stopped the run), so mutmut's runs use this profile.
+settings.register_profile("mutation", database=None, derandomize=True)
 
 SLOW_TEST_TIMEOUT_S = 900
 

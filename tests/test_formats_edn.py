@@ -480,3 +480,29 @@ def test_an_unknown_symbolic_value_is_named():
     assert (e.value.offset, e.value.reason) == (0, "unknown symbolic value ##")
     with pytest.raises(EdnError, match="unknown symbolic value ##Foo"):
         loads("##Foo")
+
+
+def test_op_index_bound_is_msgpacks_largest_unsigned_integer(tmp_path):
+    # An op's :index is written back as msgpack: 2**64 - 1 is the largest it
+    # holds, and is kept; one more is refused, naming the field.
+    from checkers.formats.jepsen import MAX_INT, op_from_edn
+    assert MAX_INT == 2**64 - 1
+    path = tmp_path / "history.edn"
+    path.write_text(f"{{:type :invoke, :f :read, :process 0, :index {MAX_INT}}}\n")
+    assert read_edn_history(path)[0].index == MAX_INT
+    m = {"type": "invoke", "f": "read", "process": 0}
+    assert op_from_edn({**m, "index": MAX_INT}, 0).index == MAX_INT
+    with pytest.raises(ValueError, match="field :index must be a non-negative integer"):
+        op_from_edn({**m, "index": MAX_INT + 1}, 0)
+    path.write_text(f"{{:type :invoke, :f :read, :process 0, :index {MAX_INT + 1}}}\n")
+    with pytest.raises(HistoryError, match=":index must be a non-negative integer"):
+        read_edn_history(path)
+
+
+def test_false_inside_a_form_the_recursive_reader_takes_is_false():
+    # Sets (and anything after a tag or an escape) go through the recursive
+    # reader: its words must mean what the fast path's do.
+    assert loads("#{false}") == frozenset([False])
+    assert loads("#{nil true}") == frozenset([None, True])
+    assert Parser("false").read_or_discard_slow() is False
+    assert loads("#{falsey}") == frozenset([Symbol("falsey")])
