@@ -255,6 +255,7 @@ def test_stop_on_first_failure():
     assert len(check(h, model="register-kv")["anomalies"]) == 2
     v = check(h, model="register-kv", stop_on_first_failure=True)
     assert v["valid"] is False and len(v["anomalies"]) == 1
+    assert (v["stats"]["keys"], v["stats"]["keys_checked"]) == (2, 1)
 
 
 def test_ill_formed_history_is_unknown():
@@ -776,3 +777,43 @@ def test_kv_stale_get_is_named_with_the_put_that_overwrote_its_value():
     assert v["stats"]["per_key"][0]["sticky_pruned"] > 0
     ok = H(*ev, *seq(2, "get", None, "h", key="k"), *seq(0, "put", "z", key="k"))
     assert valid(ok, model="kv") is True
+
+
+# Stale-read naming with a window that does not start at op 0: after w1, r1
+# the window starts at op 2, and p3's read of 1 (placed first, before w3) is
+# in it; the read that cannot be placed is p5's, after p4 saw 3.
+def test_stale_read_named_past_the_start_of_the_window():
+    ev = [*seq(0, "write", 1), *seq(1, "read", None, 1),
+          (2, "invoke", "write", 3), (3, "invoke", "read", None), (4, "invoke", "read", None),
+          (3, "ok", "read", 1), (2, "ok", "write", 3), (5, "invoke", "read", None),
+          (4, "ok", "read", 3)]
+    v = check(H(*ev, (5, "ok", "read", 1)), model="cas-register")
+    assert v["valid"] is False
+    (a,) = v["anomalies"]
+    assert (a["op"]["process"], a["op"]["index"]) == (5, 9)
+    assert a["overwritten_by"]["what"] == "write 3"
+    assert valid(H(*ev, (5, "ok", "read", 3)), model="cas-register") is True
+
+
+# The window part of the memory estimate: a byte per 8 ops of window. p0's
+# write stays unplaced while p1's nine reads of nil are placed, so the window
+# after the k-th read is k + 1 bits wide: 8, 9 and 10 bits (one byte each)
+# after the 7th, 8th and 9th. Ten configurations, no info op.
+def test_memory_estimate_counts_the_window_bytes():
+    from checkers.linearizability import ENTRY_OVERHEAD
+    ev = [(0, "invoke", "write", 1)]
+    for _ in range(9):
+        ev += seq(1, "read", None, None)
+    v = check(H(*ev, (0, "ok", "write", 1)), model="cas-register")
+    stats = v["stats"]["per_key"][0]
+    assert v["valid"] is True and stats["configurations"] == 10
+    assert stats["memory_estimate_bytes"] == 10 * ENTRY_OVERHEAD + 3
+
+
+def test_witnessed_info_ops_are_counted():
+    # p0's write of 1 never completes, but p1 read 1: it took effect.
+    h = H((0, "invoke", "write", 1), *seq(1, "read", None, 1), *seq(2, "write", 2))
+    v = check(h, model="cas-register")
+    stats = v["stats"]["per_key"][0]
+    assert v["valid"] is True
+    assert (stats["indeterminate"], stats["indeterminate_witnessed"]) == (1, 1)
