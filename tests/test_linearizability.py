@@ -817,3 +817,17 @@ def test_witnessed_info_ops_are_counted():
     stats = v["stats"]["per_key"][0]
     assert v["valid"] is True
     assert (stats["indeterminate"], stats["indeterminate_witnessed"]) == (1, 1)
+
+
+def test_stop_on_first_failure_stops_keys_still_searching():
+    # Key "a" needs more than one budget slice (3000 ops, one step each);
+    # key "b" fails in its first. Stopping on the first failure leaves "a"
+    # unfinished instead of searching it to the end.
+    a = [e for v in range(3000) for e in seq(0, "write", v, key="a")]
+    b = [*seq(1, "write", 1, key="b"), *seq(2, "read", None, 2, key="b")]
+    h = H(*a, *b)
+    v = check(h, model="register-kv", stop_on_first_failure=True)
+    assert v["valid"] is False and v["stats"]["keys_checked"] == 1
+    assert {k["key"]: k["valid"] for k in v["stats"]["per_key"]} == {"a": "unknown", "b": False}
+    full = check(h, model="register-kv")
+    assert {k["key"]: k["valid"] for k in full["stats"]["per_key"]} == {"a": True, "b": False}
