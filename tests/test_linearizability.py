@@ -831,3 +831,20 @@ def test_stop_on_first_failure_stops_keys_still_searching():
     assert {k["key"]: k["valid"] for k in v["stats"]["per_key"]} == {"a": "unknown", "b": False}
     full = check(h, model="register-kv")
     assert {k["key"]: k["valid"] for k in full["stats"]["per_key"]} == {"a": True, "b": False}
+
+
+def test_budget_stop_mid_descent_with_a_read_pending_on_the_state():
+    # Each read of v overlaps the write of v + 1: at the first budget look the
+    # last op placed is a write whose read is still to come, and the op that
+    # must go next (the next write) would leave that value: the deepest
+    # configuration is recorded with a stale-reader candidate in view.
+    from checkers.linearizability import BUDGET_EVERY
+    ev = [*seq(0, "write", 0)]
+    for v in range(1500):
+        ev += [(1, "invoke", "read", None), (0, "invoke", "write", v + 1),
+               (0, "ok", "write", v + 1), (1, "ok", "read", v)]
+    h = H(*ev)
+    assert valid(h) is True
+    v = check(h, memory_limit_mb=0)
+    assert v["valid"] == "unknown"
+    assert v["anomalies"][0]["stats"]["max_linearized"] == BUDGET_EVERY - 1
