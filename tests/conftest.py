@@ -10,9 +10,9 @@ import pytest
 from hypothesis import settings
 
 # `make mutate` runs the tests once to see which reach each function, then
-# again per mutant: property tests must draw the same examples every time
-# (a replayed database entry once made hypothesis report its own strategy as
-# flaky and stopped the run), so mutmut's runs use this profile.
+# again per mutant: with this profile (pyproject's [tool.mutmut]) property
+# tests draw the same examples every time and replay nothing saved by an
+# earlier run, so a mutant is judged on the examples the baseline passed.
 settings.register_profile("mutation", database=None, derandomize=True)
 
 SLOW_TEST_TIMEOUT_S = 900
