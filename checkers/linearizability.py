@@ -244,6 +244,7 @@ class _Job:
                  "indeterminate": self.n_info, "indeterminate_witnessed": self.n_witnessed,
                  "indeterminate_searched": len(search.info),
                  "steps": search.steps, "configurations": search.entries,
+                 "memory_estimate_bytes": search.memory,
                  "forced": search.forced, "sticky_pruned": search.sticky_pruned,
                  "max_linearized": search.best_depth, "seconds": round(self.seconds, 6)}
         r = KeyResult(self.key, valid, self.ops, self.reason, stats=stats)
@@ -496,6 +497,7 @@ class _Search:
                     chain_prev = _NONE
                     if depth == n:
                         self.steps, self.entries = steps, len(cache) + len(chained)
+                        self.memory = memory
                         self.best_depth = n
                         self.valid = True
                         return
@@ -571,6 +573,7 @@ class _Search:
                 self._record_best(depth, top, state, nxt, head, low, win)
             if top is None:
                 self.steps, self.entries = steps, len(cache) + len(chained)
+                self.memory = memory
                 self.valid = False
                 return
             kind, idx, state, first_ret, parent, chain_prev, ip = top

@@ -41,6 +41,12 @@ def status(code: int | None) -> str:
     return "other"
 
 
+def _status(name: str, code: int | None, equivalent: dict[str, str]) -> str:
+    """A listed equivalent mutant counts as run (and left out of the score)
+    only once it was run: a sample's "run" is then what this mutants/ ran."""
+    return "equivalent" if name in equivalent and code is not None else status(code)
+
+
 def read_results() -> dict[str, dict[str, int | None]]:
     """Source path -> mutant name -> exit code."""
     out: dict[str, dict[str, int | None]] = {}
@@ -107,7 +113,7 @@ def main() -> None:
         for path, codes in results.items():
             if pred(path):
                 for name, code in codes.items():
-                    counts["equivalent" if name in equivalent else status(code)] += 1
+                    counts[_status(name, code, equivalent)] += 1
         total = sum(counts.values())
         run = total - counts["not run"]
         judged = run - counts["equivalent"]
@@ -119,7 +125,7 @@ def main() -> None:
     print("| file | run | killed | survived | no tests | not run | score |")
     print("|---|---|---|---|---|---|---|")
     for path, codes in results.items():
-        c = Counter("equivalent" if n in equivalent else status(v) for n, v in codes.items())
+        c = Counter(_status(n, v, equivalent) for n, v in codes.items())
         run = len(codes) - c["not run"]
         judged = run - c["equivalent"]
         score = f"{c['killed'] / judged:.1%}" if judged else "-"

@@ -7,6 +7,13 @@ stalling the whole suite. The `signal` method raises inside the test, so the
 fixtures' teardown still removes the namespaces and processes it made."""
 
 import pytest
+from hypothesis import settings
+
+# `make mutate` runs the tests once to see which reach each function, then
+# again per mutant: with this profile (pyproject's [tool.mutmut]) property
+# tests draw the same examples every time and replay nothing saved by an
+# earlier run, so a mutant is judged on the examples the baseline passed.
+settings.register_profile("mutation", database=None, derandomize=True)
 
 SLOW_TEST_TIMEOUT_S = 900
 

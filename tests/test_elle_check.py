@@ -703,3 +703,23 @@ def test_register_cycle_explanation_quotes_the_value_read_and_the_later_version(
         "  - T2 < T1, because T1 read key 'y' = 2, which T2 wrote (wr).\n"
         "A cycle: T1 < T2 < T1, so no order of these transactions agrees with what they "
         "observed (G-single).")
+
+
+def test_cycle_search_labels_made_afresh_give_the_same_anomalies(monkeypatch) -> None:
+    # The label table is made once per process; made again here, so the
+    # labels an edge may take (only kinds it has and the spec allows) are
+    # what this check runs on, not a table left from an earlier one.
+    from checkers.elle import cycles
+    monkeypatch.setattr(cycles, "_LABELS", {})
+    for history, kind in ((g0(False), "G0"), (g1c(False), "G1c")):
+        v = elle.check(history.ops)
+        assert [a["type"] for a in v["anomalies"]] == [kind] and v["valid"] is False
+    assert elle.check(g1c(True).ops)["valid"] is True
+
+
+def test_per_component_results_merge_with_the_largest_component() -> None:
+    from checkers.elle.cycles import SearchResult, merge_searches
+    merged = merge_searches([SearchResult(components=1, largest_component=3, seconds=0.5),
+                             SearchResult(components=1, largest_component=5, seconds=0.25)])
+    assert (merged.components, merged.largest_component, merged.seconds) == (2, 5, 0.75)
+    assert merge_searches([]).largest_component == 0

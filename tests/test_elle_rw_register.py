@@ -238,6 +238,8 @@ def cyclic_versions(fixed: bool) -> History:
 def test_cyclic_versions() -> None:
     v = check(cyclic_versions(False), wfr_keys=True)
     assert "cyclic-versions" in {a["type"] for a in v["anomalies"]}
+    (a,) = [a for a in v["anomalies"] if a["type"] == "cyclic-versions"]
+    assert a["key"] == "x" and a["explanation"].startswith("The versions of key 'x' are")
     assert v["stats"]["models"]["read-committed"]["valid"] is False
     assert check(cyclic_versions(True), wfr_keys=True)["valid"] is True
 

@@ -480,3 +480,82 @@ def test_an_unknown_symbolic_value_is_named():
     assert (e.value.offset, e.value.reason) == (0, "unknown symbolic value ##")
     with pytest.raises(EdnError, match="unknown symbolic value ##Foo"):
         loads("##Foo")
+
+
+def test_op_index_bound_is_msgpacks_largest_unsigned_integer(tmp_path):
+    # An op's :index is written back as msgpack: 2**64 - 1 is the largest it
+    # holds, and is kept; one more is refused, naming the field.
+    from checkers.formats.jepsen import MAX_INT, op_from_edn
+    assert MAX_INT == 2**64 - 1
+    path = tmp_path / "history.edn"
+    path.write_text(f"{{:type :invoke, :f :read, :process 0, :index {MAX_INT}}}\n")
+    assert read_edn_history(path)[0].index == MAX_INT
+    m = {"type": "invoke", "f": "read", "process": 0}
+    assert op_from_edn({**m, "index": MAX_INT}, 0).index == MAX_INT
+    with pytest.raises(ValueError, match="field :index must be a non-negative integer"):
+        op_from_edn({**m, "index": MAX_INT + 1}, 0)
+    path.write_text(f"{{:type :invoke, :f :read, :process 0, :index {MAX_INT + 1}}}\n")
+    with pytest.raises(HistoryError, match=":index must be a non-negative integer"):
+        read_edn_history(path)
+
+
+def test_false_inside_a_form_the_recursive_reader_takes_is_false():
+    # Sets (and anything after a tag or an escape) go through the recursive
+    # reader: its words must mean what the fast path's do.
+    assert loads("#{false}") == frozenset([False])
+    assert loads("#{nil true}") == frozenset([None, True])
+    assert Parser("false").read_or_discard_slow() is False
+    assert loads("#{falsey}") == frozenset([Symbol("falsey")])
+
+
+def test_nan_is_written_as_edn_spells_it():
+    assert dumps(float("nan")) == "##NaN"
+    assert math.isnan(loads(dumps(float("nan"))))
+
+
+def test_a_second_form_after_the_collection_is_named_where_it_starts():
+    with pytest.raises(EdnError) as e:
+        list(iter_collection("[1] [2]"))
+    assert (e.value.offset, e.value.reason) == (4, "more than one form")
+
+
+def test_an_unknown_string_escape_is_named_at_its_backslash():
+    with pytest.raises(EdnError) as e:
+        loads('"ab\\qc"')
+    assert e.value.offset == 3 and e.value.reason == "unknown string escape \\q"
+
+
+def test_nesting_read_by_the_recursive_reader_counts_toward_max_depth():
+    # Inside a set every form goes through the recursive reader; inside
+    # vectors the fast path hands the set over at the depth it reached.
+    assert loads("#{#{#{1}}}", max_depth=5) == frozenset([frozenset([frozenset([1])])])
+    with pytest.raises(EdnError, match="nested deeper than 5 levels"):
+        loads("#{" + "[" * 20 + "]" * 20 + "}", max_depth=5)
+    assert loads("[" * 4 + "#{1}" + "]" * 4, max_depth=5) == [[[[frozenset([1])]]]]
+    with pytest.raises(EdnError, match="nested deeper than 5 levels"):
+        loads("[" * 5 + "#{1}" + "]" * 5, max_depth=5)
+
+
+def test_fast_op_maps_read_a_bracket_written_apart_from_its_first_element():
+    text = "{:type :invoke, :f :write, :value [ 1 2], :process 0}\n"
+    maps = op_maps(text)
+    assert maps is not None and maps[0]["value"] == [1, 2]
+
+
+def test_fast_op_maps_count_an_enclosing_vector_as_one_level():
+    def deepest(wrap):
+        for n in range(1, 80):
+            m = "{:type :invoke, :f :read, :process 0, :value " + "[" * n + "]" * n + "}"
+            if op_maps(wrap(m)) is None:
+                return n - 1
+        return None
+    plain_ = deepest(lambda m: m)
+    assert plain_ is not None and plain_ > 10
+    assert deepest(lambda m: f"[{m}]") == plain_ - 1
+
+
+def test_an_empty_log_file_is_an_etcd_porcupine_log(tmp_path):
+    (tmp_path / "h.log").write_bytes(b"")
+    (tmp_path / "h.msgpack").write_bytes(b"")
+    assert detect_format(tmp_path / "h.log") == "porcupine-etcd"
+    assert detect_format(tmp_path / "h.msgpack") == "msgpack"

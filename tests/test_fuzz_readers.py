@@ -233,3 +233,43 @@ def test_a_line_that_is_not_utf8_is_named_by_file_byte_and_line(tmp_path):
         list(iter_lines(path))
     assert (e.value.path, e.value.offset, e.value.reason) == (
         str(path), 5, "line 2 is not UTF-8 text")
+
+
+def test_a_file_that_is_not_utf8_is_named_by_file_and_byte(tmp_path):
+    path = _write(tmp_path / "h.edn", b"ok\nab\xffc")
+    with pytest.raises(HistoryError) as e:
+        read_text(path)
+    assert (e.value.path, e.value.offset, e.value.reason) == (str(path), 5, "not UTF-8 text")
+    assert str(e.value) == f"{path} at byte 5: not UTF-8 text"
+
+
+def test_a_line_read_error_names_the_file_the_line_offset_and_the_os_reason(
+        tmp_path, monkeypatch):
+    # The disk fails after the first line (EIO): the error says where.
+    import errno
+    path = _write(tmp_path / "h.txt", b"first\nsecond\n")
+
+    class FailsOnSecondLine:
+        def __init__(self, f):
+            self.f, self.calls = f, 0
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def readline(self, size=-1):
+            self.calls += 1
+            if self.calls == 2:
+                raise OSError(errno.EIO, "Input/output error")
+            return self.f.readline(size)
+
+    real_open = textfile._open
+    monkeypatch.setattr(textfile, "_open", lambda p: FailsOnSecondLine(real_open(p)))
+    lines = iter_lines(path)
+    assert next(lines) == (1, 0, "first")
+    with pytest.raises(HistoryError) as e:
+        next(lines)
+    assert (e.value.path, e.value.offset, e.value.reason) == (
+        str(path), 6, "cannot read: Input/output error")

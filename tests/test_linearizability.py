@@ -255,6 +255,7 @@ def test_stop_on_first_failure():
     assert len(check(h, model="register-kv")["anomalies"]) == 2
     v = check(h, model="register-kv", stop_on_first_failure=True)
     assert v["valid"] is False and len(v["anomalies"]) == 1
+    assert (v["stats"]["keys"], v["stats"]["keys_checked"]) == (2, 1)
 
 
 def test_ill_formed_history_is_unknown():
@@ -647,3 +648,263 @@ def test_cli_judges_a_keyed_history_per_key_by_default(tmp_path, capsys):
                                                       *seq(1, "read", None, 2))))
     assert _cli(single) == 1
     assert "cas-register" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------
+# The search's bookkeeping of indeterminate ops, its dominance cache and its
+# memory estimate: each case below is one that a one-character slip in that
+# bookkeeping gets wrong (found by mutation testing, docs/mutation.md).
+
+
+def _kv(*events):
+    return H(*[(p, t, f, v, "k") for p, t, f, v in events])
+
+
+# An info put "x" and an info append "y", then gets of "y" and of "x": the
+# only order is append y, get y, put x, get x. The search tries put x first
+# (it was invoked first), backtracks, then places append y: the put must then
+# count as not yet used, or the dead-end rule (appends only extend a value
+# until a put runs) ends the search wrongly.
+def test_kv_info_put_backtracked_over_is_still_free_to_run_later():
+    ok = _kv((0, "invoke", "put", "x"), (1, "invoke", "append", "y"),
+             (2, "invoke", "get", None), (2, "ok", "get", "y"),
+             (3, "invoke", "get", None), (3, "ok", "get", "x"))
+    assert valid(ok, model="kv") is True
+    # Twin: the last get sees a value no order of these writes leaves.
+    bad = _kv((0, "invoke", "put", "x"), (1, "invoke", "append", "y"),
+              (2, "invoke", "get", None), (2, "ok", "get", "y"),
+              (3, "invoke", "get", None), (3, "ok", "get", "xz"))
+    assert failing_op(bad, model="kv") == (4, "get -> 'xz'")
+
+
+# Two info calls reach the same value from the same state (put "y" and
+# append "y" on ""): having used one is not having used the other. The put
+# is tried first and leaves nothing to return to "y" after "yz"; the append
+# leaves the put free to do it. The first info op (append "q") is there so
+# the two are not the first info ops of the key.
+def test_info_ops_reaching_the_same_config_are_told_apart():
+    events = [(0, "invoke", "append", "q"), (1, "invoke", "put", "y"),
+              (2, "invoke", "append", "y"),
+              (3, "invoke", "get", None), (3, "ok", "get", "y"),
+              (4, "invoke", "append", "z"), (4, "ok", "append", "z"),
+              (5, "invoke", "get", None), (5, "ok", "get", "yz")]
+    ok = _kv(*events, (6, "invoke", "get", None), (6, "ok", "get", "y"))
+    assert valid(ok, model="kv") is True
+    bad = _kv(*events, (6, "invoke", "get", None), (6, "ok", "get", "yy"))
+    assert failing_op(bad, model="kv") == (9, "get -> 'yy'")
+
+
+# Stale-read naming must skip reads already linearized: the read of nil by
+# p1 is placed first (before the write), so the one that cannot be placed is
+# p3's later read of nil, after p2 saw the write.
+def test_stale_read_named_is_one_not_yet_linearized():
+    ev = [(0, "invoke", "write", 3), (1, "invoke", "read", None), (2, "invoke", "read", None),
+          (1, "ok", "read", None), (0, "ok", "write", 3), (3, "invoke", "read", None),
+          (2, "ok", "read", 3)]
+    v = check(H(*ev, (3, "ok", "read", None)), model="cas-register")
+    assert v["valid"] is False
+    (a,) = v["anomalies"]
+    assert (a["op"]["index"], a["op"]["process"]) == (5, 3)
+    assert a["overwritten_by"]["what"] == "write 3"
+    # Twin: p3 reads 3, as it must.
+    assert valid(H(*ev, (3, "ok", "read", 3)), model="cas-register") is True
+
+
+# A budget stop in mid-descent reports how deep the search got: a sequence of
+# 3000 writes is placed one op per step with no dead end, so at the first
+# budget look (BUDGET_EVERY steps) BUDGET_EVERY - 1 ops are placed.
+def test_budget_stop_mid_descent_reports_the_depth_reached():
+    from checkers.linearizability import BUDGET_EVERY
+    h = H(*[e for v in range(3000) for e in seq(0, "write", v)])
+    assert valid(h) is True
+    v = check(h, memory_limit_mb=0)
+    assert v["valid"] == "unknown"
+    (a,) = v["anomalies"]
+    assert f"at most {BUDGET_EVERY - 1} of 3000 determinate ops linearized" in a["reason"]
+    assert a["stats"]["max_linearized"] == BUDGET_EVERY - 1
+
+
+# The sticky rule holds for info ops too: with put "a" acked and its get
+# still to come, no info put may leave "a" first. get "z" can never be
+# placed, so the search ends after the one configuration put "a" reaches.
+def test_info_op_may_not_leave_a_state_a_pending_get_needs():
+    ev = [(0, "invoke", "put", "a"), (0, "ok", "put", "a")]
+    ev += [(p, "invoke", "put", c) for p, c in enumerate("bcdefghi", 1)]
+    ev += [(20, "invoke", "get", None), (20, "ok", "get", "z"),
+           (21, "invoke", "get", None), (21, "ok", "get", "a")]
+    v = check(_kv(*ev), model="kv")
+    assert v["valid"] is False and v["anomalies"][0]["op"]["what"] == "get -> 'z'"
+    assert v["stats"]["per_key"][0]["configurations"] == 1
+
+
+# The memory estimate that decides `unknown` under memory_limit_mb: per cache
+# key ENTRY_OVERHEAD bytes plus one info set (n_info // 8 bytes), and for each
+# further info set kept under a key that set plus an 8-byte list slot.
+# Here 8 info ops (6 invoked after everything, never tried) make a set 1 byte.
+# The search (worked by hand): put "a" (info) reaches "a" [key 1]; get "a"
+# [key 2]; get "zz" is hopeless; append "a" on "a" [key 3], dead; then append
+# "a" instead of the put reaches "a" again with a different info set [a second
+# set under key 1] and get "a" [a second set under key 2]; nothing more.
+def test_memory_estimate_counts_keys_and_info_sets():
+    from checkers.linearizability import ENTRY_OVERHEAD
+    ev = [(0, "invoke", "put", "a"), (1, "invoke", "append", "a"),
+          (2, "invoke", "get", None), (2, "ok", "get", "a"),
+          (3, "invoke", "get", None), (3, "ok", "get", "zz")]
+    ev += [(p, "invoke", "append", "w") for p in range(4, 10)]
+    v = check(_kv(*ev), model="kv")
+    assert v["valid"] is False
+    stats = v["stats"]["per_key"][0]
+    assert stats["indeterminate_searched"] == 8 and stats["configurations"] == 3
+    assert stats["memory_estimate_bytes"] == 3 * (ENTRY_OVERHEAD + 1) + 2 * (1 + 8)
+    # A key with no determinate op is linearizable before anything is cached.
+    alone = check(_kv((0, "invoke", "put", "a")), model="kv")
+    assert alone["valid"] is True
+    per_key = alone["stats"]["per_key"][0]
+    assert (per_key["memory_estimate_bytes"], per_key["configurations"], per_key["steps"]) == (
+        0, 0, 0)
+
+
+# The dominance cache: a configuration reached again by the same det ops
+# with no new info op is not explored again, so the search's steps stay
+# within a few per configuration (a config is entered once; from it at most
+# the n + 1 entries before the first return are tried, then it backtracks).
+# Without it, the eight concurrent writes are tried in every order (8! paths).
+def test_each_configuration_is_explored_once():
+    n = 8
+    v = check(many_concurrent_writes(n))
+    assert v["valid"] is False
+    stats = v["stats"]["per_key"][0]
+    assert stats["steps"] <= (n + 3) * stats["configurations"]
+    assert stats["configurations"] <= n * 2 ** n
+
+
+# An info op that reaches a configuration some det ops alone reached, with no
+# info op the search had not used there, is pruned like a det op would be.
+# History: info put "a", info put "b", append "b", then get "zz" that no
+# order explains. Worked by hand, the search keeps 7 configurations: append
+# "b" -> "b"; put "a" after it; put "a" first -> "a"; append "b" -> "ab"; put
+# "b" after that would reach "b" with "b" appended, as the append alone did:
+# pruned; put "b" first -> "b"; append "b" -> "bb"; put "a" after it.
+def test_info_op_reaching_a_config_det_ops_reached_is_pruned():
+    ev = [(0, "invoke", "put", "a"), (1, "invoke", "put", "b"),
+          (2, "invoke", "append", "b"), (2, "ok", "append", "b"),
+          (3, "invoke", "get", None), (3, "ok", "get", "zz")]
+    v = check(_kv(*ev), model="kv")
+    assert v["valid"] is False and v["anomalies"][0]["op"]["what"] == "get -> 'zz'"
+    assert v["stats"]["per_key"][0]["configurations"] == 7
+
+
+# _check gives up on the biggest searches only while the live ones together
+# exceed the limit: at exactly the limit every search goes on.
+def test_memory_shedding_stops_the_biggest_only_above_the_limit():
+    from checkers.linearizability import Budget, _Job, _shed_memory, prepare
+    from checkers.models import get_model
+    model = get_model("cas-register", None)
+    ops = prepare(H(*seq(0, "write", 1), *seq(1, "read", None, 1)), model)[None]
+
+    def jobs(*memory):
+        out = []
+        for m in memory:
+            job = _Job(ops, model, Budget(), None)
+            job.search.memory = m
+            out.append(job)
+        return out
+
+    active = jobs(300, 700)
+    _shed_memory(active, 1000)
+    assert [j.search.memory for j in active] == [300, 700]
+    assert not any(j.done for j in active)
+    big, small = jobs(700, 300)
+    active = [small, big]
+    _shed_memory(active, 999)
+    assert active == [small] and big.done and not small.done
+    assert big.search.valid == "unknown" and big.reason.startswith("memory limit reached")
+
+
+# kv with puts only names every value's producer in advance, so a get of a
+# value long overwritten is named as the stale op, with the put that had to
+# replace its value (as for registers), not just the op the search stopped at.
+def test_kv_stale_get_is_named_with_the_put_that_overwrote_its_value():
+    ev = [*seq(0, "put", "a", key="k"), *seq(1, "get", None, "a", key="k")]
+    for v in "bcdefgh":
+        ev += [*seq(0, "put", v, key="k"), *seq(1, "get", None, v, key="k")]
+    v = check(H(*ev, *seq(2, "get", None, "a", key="k"), *seq(0, "put", "z", key="k")),
+              model="kv")
+    assert v["valid"] is False
+    (a,) = v["anomalies"]
+    assert (a["op"]["what"], a["op"]["index"]) == ("get -> 'a'", 32)
+    assert a["overwritten_by"]["what"] == "put 'b'" and "produced only once" in a["why"]
+    assert v["stats"]["per_key"][0]["sticky_pruned"] > 0
+    ok = H(*ev, *seq(2, "get", None, "h", key="k"), *seq(0, "put", "z", key="k"))
+    assert valid(ok, model="kv") is True
+
+
+# Stale-read naming with a window that does not start at op 0: after w1, r1
+# the window starts at op 2, and p3's read of 1 (placed first, before w3) is
+# in it; the read that cannot be placed is p5's, after p4 saw 3.
+def test_stale_read_named_past_the_start_of_the_window():
+    ev = [*seq(0, "write", 1), *seq(1, "read", None, 1),
+          (2, "invoke", "write", 3), (3, "invoke", "read", None), (4, "invoke", "read", None),
+          (3, "ok", "read", 1), (2, "ok", "write", 3), (5, "invoke", "read", None),
+          (4, "ok", "read", 3)]
+    v = check(H(*ev, (5, "ok", "read", 1)), model="cas-register")
+    assert v["valid"] is False
+    (a,) = v["anomalies"]
+    assert (a["op"]["process"], a["op"]["index"]) == (5, 9)
+    assert a["overwritten_by"]["what"] == "write 3"
+    assert valid(H(*ev, (5, "ok", "read", 3)), model="cas-register") is True
+
+
+# The window part of the memory estimate: a byte per 8 ops of window. p0's
+# write stays unplaced while p1's nine reads of nil are placed, so the window
+# after the k-th read is k + 1 bits wide: 8, 9 and 10 bits (one byte each)
+# after the 7th, 8th and 9th. Ten configurations, no info op.
+def test_memory_estimate_counts_the_window_bytes():
+    from checkers.linearizability import ENTRY_OVERHEAD
+    ev = [(0, "invoke", "write", 1)]
+    for _ in range(9):
+        ev += seq(1, "read", None, None)
+    v = check(H(*ev, (0, "ok", "write", 1)), model="cas-register")
+    stats = v["stats"]["per_key"][0]
+    assert v["valid"] is True and stats["configurations"] == 10
+    assert stats["memory_estimate_bytes"] == 10 * ENTRY_OVERHEAD + 3
+
+
+def test_witnessed_info_ops_are_counted():
+    # p0's write of 1 never completes, but p1 read 1: it took effect.
+    h = H((0, "invoke", "write", 1), *seq(1, "read", None, 1), *seq(2, "write", 2))
+    v = check(h, model="cas-register")
+    stats = v["stats"]["per_key"][0]
+    assert v["valid"] is True
+    assert (stats["indeterminate"], stats["indeterminate_witnessed"]) == (1, 1)
+
+
+def test_stop_on_first_failure_stops_keys_still_searching():
+    # Key "a" needs more than one budget slice (3000 ops, one step each);
+    # key "b" fails in its first. Stopping on the first failure leaves "a"
+    # unfinished instead of searching it to the end.
+    a = [e for v in range(3000) for e in seq(0, "write", v, key="a")]
+    b = [*seq(1, "write", 1, key="b"), *seq(2, "read", None, 2, key="b")]
+    h = H(*a, *b)
+    v = check(h, model="register-kv", stop_on_first_failure=True)
+    assert v["valid"] is False and v["stats"]["keys_checked"] == 1
+    assert {k["key"]: k["valid"] for k in v["stats"]["per_key"]} == {"a": "unknown", "b": False}
+    full = check(h, model="register-kv")
+    assert {k["key"]: k["valid"] for k in full["stats"]["per_key"]} == {"a": True, "b": False}
+
+
+def test_budget_stop_mid_descent_with_a_read_pending_on_the_state():
+    # Each read of v overlaps the write of v + 1: at the first budget look the
+    # last op placed is a write whose read is still to come, and the op that
+    # must go next (the next write) would leave that value: the deepest
+    # configuration is recorded with a stale-reader candidate in view.
+    from checkers.linearizability import BUDGET_EVERY
+    ev = [*seq(0, "write", 0)]
+    for v in range(1500):
+        ev += [(1, "invoke", "read", None), (0, "invoke", "write", v + 1),
+               (0, "ok", "write", v + 1), (1, "ok", "read", v)]
+    h = H(*ev)
+    assert valid(h) is True
+    v = check(h, memory_limit_mb=0)
+    assert v["valid"] == "unknown"
+    assert v["anomalies"][0]["stats"]["max_linearized"] == BUDGET_EVERY - 1

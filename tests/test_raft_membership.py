@@ -673,3 +673,19 @@ def test_auto_joiner_asks_to_join_only_once_a_fetch_shows_it_caught_up():
     core.ready()
     core.tick()
     assert [x["to"] for x in sent(core, m.ADD_RAFT_VOTER)] == ["n1"]
+
+
+def test_add_raft_voter_from_a_later_epoch_is_observed_and_refused():
+    # The requester has seen epoch 3: the epoch-1 leader learns it is stale,
+    # leaves the role, and answers that it is not the leader.
+    core = leader_with_observer()
+    core.receive(msg(m.ADD_RAFT_VOTER, "n4", "n1", 3, ack_when_committed=False))
+    answers = sent(core, m.ADD_RAFT_VOTER_RESPONSE)
+    assert [(a["to"], a["error"]) for a in answers] == [("n4", m.NOT_LEADER)]
+    assert core.epoch == 3 and core.role == UNATTACHED
+    # Twin: in its own epoch the same request is taken.
+    core = leader_with_observer()
+    core.receive(msg(m.ADD_RAFT_VOTER, "n4", "n1", 1, ack_when_committed=False))
+    assert [(a["to"], a["error"]) for a in sent(core, m.ADD_RAFT_VOTER_RESPONSE)] == [
+        ("n4", None)]
+    assert core.epoch == 1 and core.role == LEADER

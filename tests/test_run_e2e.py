@@ -9,7 +9,7 @@ import psutil
 import pytest
 
 from checkers.availability import fault_windows
-from checkers.history import read_history, validate
+from checkers.history import noop_reason, read_history, validate
 from checkers.rundir import load_run
 from harness.cli import main
 from harness.run.resources import read_journal, state_dir
@@ -51,7 +51,10 @@ def assert_complete_and_clean(run_dir):
 
 
 def nemesis_fs(ops):
-    return {op.f for op in ops if op.process == "nemesis" and op.error is None}
+    """The nemesis functions that acted: completed without error, and not as a
+    no-op (an invoke alone says only that the fault was tried)."""
+    return {op.f for op in ops if op.process == "nemesis" and op.type == "info"
+            and op.error is None and noop_reason(op.value) is None}
 
 
 def oks(ops):
