@@ -51,6 +51,8 @@ def assert_nothing_started(results: Path, state_dir: Path) -> None:
     (["--workload", "kv", "--client-option", "activ_keys=3"], "unknown --client-option"),
     (["--workload", "kv", "--client-option", "ops_per_key=-1"], "must be a positive integer"),
     (["--nodes", "many"], "invalid int value"),
+    # Each client is a worker process: 100k of them ran until the machine ran out.
+    (["--concurrency", "100000"], "--concurrency must be at most"),
     (["--consistency-model", "serialisable"], "--consistency-model must be one of"),
     (["--threshold", "max_unavailable=3"], "unknown --threshold 'max_unavailable'"),
     (["--threshold", "max_unavailable_s=soon"], "must be a non-negative number"),
@@ -72,6 +74,30 @@ def test_bad_run_arguments_are_254_and_start_nothing(argv, words, tmp_path, stat
     assert main(["run", "--results", str(results), *argv]) == 254
     assert words in one_sentence(capsys)
     assert_nothing_started(results, state_dir)
+
+
+def test_the_concurrency_bound_follows_from_the_machines_limits(monkeypatch):
+    """Whichever of open files (two pipe ends per client), processes and free
+    memory runs out first bounds --concurrency."""
+    import resource
+
+    import psutil
+
+    from harness.run import clients
+
+    gib = 1 << 30
+    limits = {resource.RLIMIT_NOFILE: (1024, 4096), resource.RLIMIT_NPROC: (10_000, 10_000)}
+    monkeypatch.setattr(resource, "getrlimit", limits.__getitem__)
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: type("M", (), {"available": 64 * gib}))
+    assert clients.max_concurrency() == (1024 - clients.RESERVED) // 2
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: type("M", (), {"available": 2 * gib}))
+    assert clients.max_concurrency() == gib // (clients.WORKER_MIB << 20)
+    limits[resource.RLIMIT_NPROC] = (300, 300)
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: type("M", (), {"available": 64 * gib}))
+    assert clients.max_concurrency() == 300 - clients.RESERVED
+    limits[resource.RLIMIT_NOFILE] = (resource.RLIM_INFINITY,) * 2
+    limits[resource.RLIMIT_NPROC] = (resource.RLIM_INFINITY,) * 2
+    assert clients.max_concurrency() == 32 * gib // (clients.WORKER_MIB << 20)
 
 
 @pytest.mark.skipif(not ROOT, reason="a results-dir refusal is only reached as root "

@@ -39,6 +39,34 @@ class Worker:
     ready: bool = False
 
 
+# What one client costs: a worker process (~17 MiB of its own once its client
+# library is loaded, measured on raft's register client; 20 with a margin) and
+# the two pipe ends the harness holds for it. Clients may take at most half
+# of the memory free at start (nodes and checkers need the rest), and leave
+# file descriptors and processes for the harness, nodes and nemesis.
+WORKER_MIB = 20
+WORKER_FDS = 2
+RESERVED = 256
+
+
+def max_concurrency() -> int:
+    """The most clients this machine can hold: each is a process with two pipes
+    and its own memory, so a `--concurrency` past this fails mid-run (EMFILE,
+    EAGAIN or the OOM killer) instead of testing anything."""
+    import resource
+
+    import psutil
+
+    fds = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    procs = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    bounds = [psutil.virtual_memory().available // 2 // (WORKER_MIB << 20)]
+    if fds != resource.RLIM_INFINITY:
+        bounds.append((fds - RESERVED) // WORKER_FDS)
+    if procs != resource.RLIM_INFINITY:
+        bounds.append(procs - RESERVED)
+    return max(1, min(bounds))
+
+
 # How long start() waits for the workers' interpreters; past it the run goes
 # on and a late worker takes ops once it is ready.
 READY_TIMEOUT_S = 60.0

@@ -12,6 +12,7 @@ from typing import Any
 from checkers.faults import KILL, PARTITION
 from faultline import registry as systems
 from faultline.catalog import unmet_needs
+from harness.run.clients import WORKER_MIB, max_concurrency
 from harness.run.errors import UserError
 from harness.run.seeds import SCHEME, SCHEMES
 from nemesis.address_plan import MAX_NODES
@@ -113,6 +114,12 @@ def validate(c: RunConfig) -> RunConfig:
                           f"not {c.seed_scheme!r}")
     if c.concurrency < 1:
         raise ConfigError(f"--concurrency must be at least 1, not {c.concurrency}")
+    most = max_concurrency()
+    if c.concurrency > most:
+        raise ConfigError(f"--concurrency must be at most {most} on this machine (each "
+                          f"client is a worker process with two pipes and ~{WORKER_MIB} MiB; "
+                          f"its open-file, process and free-memory limits allow {most}), "
+                          f"not {c.concurrency}")
     if c.rate < 0:
         raise ConfigError(f"--rate must not be negative, not {c.rate}")
     if c.time_limit <= 0:
