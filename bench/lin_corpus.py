@@ -14,29 +14,18 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import random
 import resource
 import time
 import tracemalloc
-from pathlib import Path
+
+from corpus_dir import corpus
 
 from checkers.formats.porcupine import read_etcd_log, read_kv_log
 from checkers.history import Op
 from checkers.linearizability import check
 
-
-def _corpus() -> Path:
-    """FAULTLINE_CORPUS, else shared/ beside the clone, else /work/shared (a
-    worktree's parent holds no shared/), as bench/lin_generated.py looks."""
-    places = [Path(__file__).resolve().parents[2] / "shared" / "corpus",
-              Path("/work/shared/corpus")]
-    if os.environ.get("FAULTLINE_CORPUS"):
-        places.insert(0, Path(os.environ["FAULTLINE_CORPUS"]))
-    return next((p for p in places if (p / "porcupine").is_dir()), places[0]) / "porcupine"
-
-
-CORPUS = _corpus()
+CORPUS = corpus("porcupine")
 MODEL_OF = {"etcd-cas-register": "cas-register", "kv-append-by-key": "kv"}
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import re
 import resource
 import subprocess
@@ -28,17 +27,9 @@ import sys
 import time
 from pathlib import Path
 
+from corpus_dir import corpus
 
-def _corpus() -> Path:
-    """FAULTLINE_CORPUS, else shared/ beside the clone, else /work/shared."""
-    places = [Path(__file__).resolve().parents[2] / "shared" / "corpus",
-              Path("/work/shared/corpus")]
-    if os.environ.get("FAULTLINE_CORPUS"):
-        places.insert(0, Path(os.environ["FAULTLINE_CORPUS"]))
-    return next((p for p in places if (p / "generated").is_dir()), places[0]) / "generated"
-
-
-CORPUS = _corpus()
+CORPUS = corpus("generated")
 EXPECTED = {"ok": True, "illegal": False}
 
 
