@@ -32,6 +32,17 @@ def tick_until_prospective(core: Core, limit: int = 40) -> None:
     raise AssertionError(f"still {core.role} after {limit} ticks")
 
 
+def elected_n1() -> Core:
+    """n1 of n1-n3 after n2 granted its pre-vote and then its vote."""
+    core = make("n1")
+    core.ready()
+    tick_until_prospective(core)
+    for pre_vote in (True, False):
+        core.receive(msg("vote_response", "n2", "n1", core.epoch, granted=True,
+                         pre_vote=pre_vote, leader=None))
+    return core
+
+
 def sent(core: Core, kind: str) -> list[dict]:
     return [x for x in core.ready().messages if x["type"] == kind]
 
@@ -376,12 +387,7 @@ def test_kip996_follower_keeps_voted_key_in_the_same_epoch():
 
 
 def test_kip595_begin_quorum_epoch_is_re_sent_until_acknowledged():
-    core = make("n1")
-    core.ready()
-    tick_until_prospective(core)
-    for pre_vote in (True, False):
-        core.receive(msg("vote_response", "n2", "n1", core.epoch, granted=True,
-                         pre_vote=pre_vote, leader=None))
+    core = elected_n1()
     assert core.role == LEADER
     assert {x["to"] for x in sent(core, "begin_quorum_epoch")} == {"n2", "n3"}
     # n2 acknowledges; n3 stays silent and is asked again, n2 is not.
@@ -542,12 +548,7 @@ def test_kip996_prospective_does_not_follow_a_resigned_leader_naming_itself():
 def leader_with_observer() -> Core:
     """n1 leads epoch 1 of n1-n3, has committed its LeaderChange record (n2
     fetched it) and n4 fetches as an observer caught up to the HW."""
-    core = make("n1")
-    core.ready()
-    tick_until_prospective(core)
-    for pre_vote in (True, False):
-        core.receive(msg("vote_response", "n2", "n1", core.epoch, granted=True,
-                         pre_vote=pre_vote, leader=None))
+    core = elected_n1()
     assert core.role == LEADER and core.epoch == 1
     core.ready()
     core.flushed(1)
