@@ -88,6 +88,13 @@ def still_alive(procs: list[psutil.Process]) -> list[str]:
     return out
 
 
+def cmdline(proc: psutil.Process) -> str:
+    try:
+        return " ".join(proc.cmdline())
+    except psutil.Error:
+        return ""   # a client worker that has just exited
+
+
 def what_is_left(run_id: str) -> list[str]:
     left = []
     for p in psutil.process_iter(["cmdline"]):
@@ -209,9 +216,9 @@ def test_ctrl_c_of_a_power_cut_run_waits_out_no_lazyfs_mount(tmp_path: Path) -> 
                   if run_id in m and not m.startswith(str(NETNS_DIR))]
         assert len(mounts) == 3, mounts        # the data dirs really are on LazyFS
         children = descendants(proc.pid)
-        assert sum("nemesis.lazyfs_main" in " ".join(p.cmdline()) for p in children) == 3
-        proc.send_signal(signal.SIGINT)
+        assert sum("nemesis.lazyfs_main" in cmdline(p) for p in children) == 3
         t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
         stopping = time.monotonic() - t0
         assert proc.returncode == 130, err
