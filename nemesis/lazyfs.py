@@ -26,6 +26,8 @@ from typing import Any
 _MNT_DETACH = 2
 # sun_path holds 108 bytes; longer paths go through /proc/self/fd/<dirfd>/<name>.
 _SUN_PATH_MAX = 100
+# How long `stop` waits for the process to unmount and exit before it kills it.
+STOP_TIMEOUT_S = 10.0
 
 
 class LazyFSError(RuntimeError):
@@ -177,7 +179,7 @@ class LazyFS:
         """The slow-disk knob: delay every fsync on this mount by `ms` (0: off)."""
         send_command(self.control, f"fsync-delay {int(ms)}")
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
         """Unmount and end the process; escalates to SIGKILL + lazy unmount if it hangs."""
         process, self._process = self._process, None
         if process is None:

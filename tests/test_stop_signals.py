@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 # The child sets its SIGINT handler itself: a test run from a background job
@@ -21,16 +23,24 @@ stop = threading.Event()
 # block SIGINT, so the kernel may hand it a signal the main thread blocks.
 other = threading.Thread(target=stop.wait)
 other.start()
-sends = int(sys.argv[1])
+sends, depth = int(sys.argv[1]), int(sys.argv[2])
+def teardown():
+    if depth > 1:     # a run's teardown holds the cluster's: nested blocks
+        with signals_deferred(), signals_deferred():
+            work()
+    else:
+        with signals_deferred():
+            work()
+def work():
+    for _ in range(sends):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+    end = time.monotonic() + 0.3
+    while time.monotonic() < end:
+        pass  # bytecodes run here: a handler that is due runs in them
+    print("teardown finished", flush=True)
 try:
-    with signals_deferred():
-        for _ in range(sends):
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.05)
-        end = time.monotonic() + 0.3
-        while time.monotonic() < end:
-            pass  # bytecodes run here: a handler that is due runs in them
-        print("teardown finished", flush=True)
+    teardown()
 except KeyboardInterrupt:
     print("interrupted", flush=True)
 stop.set()
@@ -45,16 +55,23 @@ def run_child(code: str, *args: str) -> list[str]:
     return out.stdout.splitlines()
 
 
-def test_ctrl_c_during_teardown_waits_for_it_to_finish_with_other_threads_alive() -> None:
-    assert run_child(DEFERRED, "1") == ["teardown finished", "interrupted"]
+NESTING = pytest.mark.parametrize("depth", ["1", "2"], ids=["flat", "nested"])
 
 
-def test_a_second_ctrl_c_during_teardown_stops_it_at_once() -> None:
-    assert run_child(DEFERRED, "2") == ["interrupted"]
+@NESTING
+def test_ctrl_c_during_teardown_waits_for_it_to_finish_with_other_threads_alive(
+        depth: str) -> None:
+    assert run_child(DEFERRED, "1", depth) == ["teardown finished", "interrupted"]
 
 
-def test_no_signal_no_interruption() -> None:
-    assert run_child(DEFERRED, "0") == ["teardown finished"]
+@NESTING
+def test_a_second_ctrl_c_during_teardown_stops_it_at_once(depth: str) -> None:
+    assert run_child(DEFERRED, "2", depth) == ["interrupted"]
+
+
+@NESTING
+def test_no_signal_no_interruption(depth: str) -> None:
+    assert run_child(DEFERRED, "0", depth) == ["teardown finished"]
 
 
 IGNORED = r"""

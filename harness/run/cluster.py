@@ -329,6 +329,18 @@ class Cluster:
         for node in self.nodes:
             self.db.dump_log(node, node.log_dir / "log.msgpack")
 
+    def stop_nodes(self) -> None:
+        """Kill every node process, paused ones included, and reap what they left.
+
+        Separate from `teardown` for whoever must act between the two: a FUSE
+        mount under a node's data dir does not go away while the node holds
+        files open on it, so its process is stopped after this and before
+        `teardown` removes the data dirs. Idempotent."""
+        with signals_deferred():
+            self.resume(list(self._procs))
+            self.kill(list(self._procs))
+            self._reap_orphans()
+
     def teardown(self) -> None:
         """Kill every node, delete the namespaces and temp dirs. Idempotent, and
         not interruptible by Ctrl-C/SIGTERM halfway (they wait until it is done)."""
@@ -336,9 +348,7 @@ class Cluster:
             if self._torn_down:
                 return
             self._torn_down = True
-            self.resume(list(self._procs))
-            self.kill(list(self._procs))
-            self._reap_orphans()
+            self.stop_nodes()
             self._unmount_leftovers()
             self.topology.teardown()
             if self._tempdir_record is not None and self._data_root is not None:

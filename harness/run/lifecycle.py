@@ -39,7 +39,12 @@ from harness.run.errors import EXIT_HARNESS_ERROR as HARNESS_ERROR  # noqa: F401
 from harness.run.errors import UserError
 from harness.run.progress import Progress
 from harness.run.recorder import Recorder
-from harness.run.resources import Terminated, dead_runs_with_leftovers, process_start_time
+from harness.run.resources import (
+    Terminated,
+    dead_runs_with_leftovers,
+    process_start_time,
+    signals_deferred,
+)
 from harness.run.seeds import Seeds
 from harness.run.state import COMPLETE, ERROR, INTERRUPTED, RUNNING, harness_fields
 from nemesis.base import (
@@ -264,10 +269,17 @@ class Run:
         return progress
 
     def _teardown(self, cluster: Cluster, interrupted: bool) -> None:
-        """teardown: mounts, processes, namespaces; the final run.json. Runs always."""
+        """teardown: processes, mounts, namespaces; the final run.json. Runs always.
+
+        The nodes go first: a LazyFS process stays mounted while a node holds
+        files open on it, so stopping it before would wait out its timeout."""
         assert self.run_dir is not None
-        self._stop_mounts(cluster)
-        cluster.teardown()
+        # One deferral over all three: a Ctrl-C in the middle must not skip
+        # the cluster's teardown (a second one still acts at once).
+        with signals_deferred():
+            cluster.stop_nodes()
+            self._stop_mounts(cluster)
+            cluster.teardown()
         self.doc["end_wall"] = datetime.now(UTC).isoformat()
         self.doc["schedule"] = self.executed
         write_run_json(self.run_dir, self.doc)
@@ -451,11 +463,26 @@ class Run:
             self.mounts[node.name] = mount_data_dir(node.data_dir, on_spawn=journal)
 
     def _stop_mounts(self, cluster: Cluster) -> None:
-        for name, fs in self.mounts.items():
+        """Every LazyFS mount stopped at once: they are independent processes,
+        and one that hangs costs its own timeout, not one per mount."""
+        stopped: list[str] = []
+
+        def stop(name: str, fs: Any) -> None:
             try:
                 fs.stop()
             except Exception:
-                continue  # the cluster's teardown sweeps whatever is still journalled
+                return  # the cluster's teardown sweeps whatever is still journalled
+            stopped.append(name)
+
+        # Daemon threads, not an executor: a second Ctrl-C while they wait must
+        # let the harness exit at once (the watchdog sweeps what they leave).
+        threads = [threading.Thread(target=stop, args=(name, fs), name=f"stop-mount-{name}",
+                                    daemon=True) for name, fs in self.mounts.items()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for name in stopped:
             # Its FUSE process has exited: the journal must not keep the run
             # indexed as having something left to sweep.
             rid = self.mount_processes.pop(name, None)

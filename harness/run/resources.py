@@ -381,6 +381,9 @@ def install_termination_handlers() -> None:
             signal.signal(sig, _raise_terminated)
 
 
+_deferring = False  # main thread only: whether a signals_deferred block is open
+
+
 @contextmanager
 def signals_deferred() -> Iterator[None]:
     """Hold off Ctrl-C/SIGTERM/SIGHUP while tearing down, so teardown is not itself
@@ -394,7 +397,11 @@ def signals_deferred() -> Iterator[None]:
     the main thread alone defers nothing while other threads (the node
     spawner, the nemesis) live. A Python handler runs in the main thread
     whichever thread the kernel picked."""
-    if threading.current_thread() is not threading.main_thread():
+    global _deferring
+    # Nested (a run's teardown around the cluster's): the outer block already
+    # holds the signals, and a second handler layer would swallow the second
+    # Ctrl-C that must act at once.
+    if threading.current_thread() is not threading.main_thread() or _deferring:
         yield
         return
     noted: list[int] = []
@@ -416,9 +423,11 @@ def signals_deferred() -> Iterator[None]:
         if handler is signal.SIG_IGN or handler is None:
             continue  # ignored stays ignored; None: set outside Python, leave it
         saved[sig] = signal.signal(sig, note)
+    _deferring = True
     try:
         yield
     finally:
+        _deferring = False
         if saved:
             restore()
             if noted:
