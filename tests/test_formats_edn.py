@@ -396,6 +396,19 @@ def test_nesting_up_to_the_depth_limit_parses_and_one_more_is_refused(opener, cl
     assert e.value.offset in (100 * len(opener), 101 * len(opener))
 
 
+# (A map is left out: an empty map cannot hold another as its only form.)
+@pytest.mark.parametrize("opener,closer", [("[", "]"), ("#{", "}"), ("(", ")")])
+def test_both_readers_put_the_depth_limit_at_the_same_empty_collection(opener, closer):
+    # An empty innermost collection has no items whose depth is checked: the
+    # recursive reader once let it through one level past the fast path's limit.
+    def both(levels: int) -> list[tuple]:
+        text = opener * levels + closer * levels
+        return [outcome(lambda: Parser(text, 0, 5).read()),
+                outcome(lambda: Parser(text, 0, 5).read_or_discard_slow())]
+    assert [r[0] for r in both(5)] == ["ok", "ok"]
+    assert both(6) == [("error",), ("error",)]
+
+
 def test_a_directory_cannot_be_opened_as_a_history(tmp_path):
     with pytest.raises(HistoryError, match=r"cannot open: Is a directory$") as e:
         read_any(tmp_path)

@@ -180,6 +180,7 @@ class Parser:
         if c == '"':
             return self._string()
         if c in _CLOSERS:
+            self._may_open(depth, pos)
             self.pos = pos + 1
             items = self._items(_CLOSERS[c], pos, depth + 1)
             return self._map(items, pos) if c == "{" else items
@@ -219,6 +220,13 @@ class Parser:
             return False
         return Symbol(word)
 
+    def _may_open(self, depth: int, pos: int) -> None:
+        # The same rule as the fast path's: a collection may open at depths
+        # 0..max_depth-1, whether or not it holds anything (checking only its
+        # items let an empty one through one level deeper).
+        if depth >= self.max_depth:
+            raise EdnError(pos, f"nested deeper than {self.max_depth} levels")
+
     def _end_token(self, end: int) -> None:
         if end < len(self.text) and not (self.text[end] in _DELIMITERS
                                          or self.text[end].isspace()):
@@ -254,6 +262,7 @@ class Parser:
         text, pos = self.text, self.pos
         nxt = text[pos + 1] if pos + 1 < len(text) else ""
         if nxt == "{":
+            self._may_open(depth, pos)
             self.pos = pos + 2
             out: set[Any] = set()
             for item in self._items("}", pos, depth + 1):
