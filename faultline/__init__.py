@@ -22,7 +22,9 @@ from faultline.system import (
     System,
     clients_for,
 )
+from nodes.child_python import module_argv as python_module_argv
 from workloads.clients.outcome import CLIENT_OPTIONS, fail, info, ok
 
 __all__ = ["ARTIFACTS", "CLIENT_OPTIONS", "DB", "LISTS", "LOGS", "REGISTERS", "REGISTER_TXNS",
-           "Client", "NodeSpec", "Op", "System", "clients_for", "fail", "info", "ok"]
+           "Client", "NodeSpec", "Op", "System", "clients_for", "fail", "info", "ok",
+           "python_module_argv"]

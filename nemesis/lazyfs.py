@@ -16,12 +16,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
+
+from nodes.child_python import module_argv
 
 _MNT_DETACH = 2
 # sun_path holds 108 bytes; longer paths go through /proc/self/fd/<dirfd>/<name>.
@@ -133,10 +134,8 @@ class LazyFS:
             raise LazyFSError(problem)
         self.backing.mkdir(parents=True, exist_ok=True)
         self.mountpoint.mkdir(parents=True, exist_ok=True)
-        argv = [
-            sys.executable, "-m", "nemesis.lazyfs_main",
-            str(self.backing), str(self.mountpoint), "--control", str(self.control),
-        ]
+        argv = module_argv("nemesis.lazyfs_main", str(self.backing), str(self.mountpoint),
+                           "--control", str(self.control))
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -45,6 +44,7 @@ from harness.run.errors import (
     HarnessError,
     UserError,
 )
+from nodes.child_python import module_argv
 
 Say = Callable[[str], None]
 
@@ -143,7 +143,7 @@ def run_one(cdir: Path, campaign_id: str, entry: dict[str, Any], results: Path
         "outcome": str(outcome_path),
         "extra_doc": {"campaign": {"id": campaign_id, "index": index, "label": entry["label"]}}})
     with open(logs / f"{index}.log", "w") as log:
-        proc = subprocess.run([sys.executable, "-m", "harness.campaign.worker", str(spec_path)],
+        proc = subprocess.run(module_argv("harness.campaign.worker", str(spec_path)),
                               stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
         return read_json(outcome_path)

@@ -15,7 +15,6 @@ import os
 import random
 import selectors
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from checkers.history import LEVELS, Op
 from harness.run.frames import FrameReader, encode
 from harness.run.recorder import Recorder
 from harness.run.worker import READY
+from nodes.child_python import module_argv
 from workloads.ops import OpSpec
 
 
@@ -109,7 +109,7 @@ class ClientPool:
 
     def _spawn(self, slot: int, process: int) -> Worker:
         stderr = open(self._log_dir / f"worker-{slot}.log", "ab")
-        proc = subprocess.Popen([sys.executable, "-m", "harness.run.worker"],
+        proc = subprocess.Popen(module_argv("harness.run.worker"),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                 preexec_fn=self._preexec_fn, close_fds=True)
         stderr.close()

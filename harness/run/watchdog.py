@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from harness.run.resources import read_journal, state_dir, sweep_journal
+from nodes.child_python import module_argv
 
 # How long to wait for a harness that closed the pipe to finish exiting.
 OWNER_EXIT_WAIT_S = 30.0
@@ -61,7 +62,7 @@ def start_watchdog(journal: Path, index_dir: Path | None = None) -> Watchdog:
     env = dict(os.environ)
     env["FAULTLINE_STATE_DIR"] = str(index_dir or state_dir())
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "harness.run.watchdog", str(journal)],
+        proc = subprocess.Popen(module_argv("harness.run.watchdog", str(journal)),
                                 stdin=read_end, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True,
                                 close_fds=True, env=env,

@@ -9,10 +9,10 @@ made when its data dirs are formatted), "tick_ms", "request_timeout_ms", "seed",
 from __future__ import annotations
 
 import importlib.util
-import sys
 import time
 from pathlib import Path
 
+from nodes.child_python import module_argv
 from nodes.db import NodeSpec
 from nodes.raft import storage
 from nodes.raft.client import NodeClient
@@ -76,15 +76,15 @@ class RaftDB:
         # `fresh` needs nothing here: a node with an empty data dir simply starts
         # from an empty log, and a restarted one recovers what it has.
         options = node.options
-        argv = [
-            sys.executable, "-m", "nodes.raft",
+        argv = module_argv(
+            "nodes.raft",
             "--id", node.name,
             # One argument: an id of an option's shape must not read as an option.
             f"--cluster-id={self.cluster_id(node)}",
             "--listen", node.address,
             "--peers", ",".join(f"{n.name}={n.address}" for n in cluster),
             "--data-dir", str(node.data_dir),
-        ]
+        )
         for flag in ("tick_ms", "request_timeout_ms", "seed"):
             if options.get(flag) is not None:
                 argv += [f"--{flag.replace('_', '-')}", str(int(options[flag]))]

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import shutil
-import sys
 from collections import Counter
 from pathlib import Path
 
 import redis
 
-from faultline import NodeSpec
+from faultline import NodeSpec, python_module_argv
 from faultline_redis.config import MASTER_NAME, sentinel_conf, sentinel_port, server_conf
 from faultline_redis.connect import connect
 
@@ -39,9 +38,10 @@ class RedisDB:
             sentinel.write_text(sentinel_conf(node, cluster,
                                               int(node.options.get("down_after_ms", 1000)),
                                               int(node.options.get("failover_timeout_ms", 3000))))
-        return [sys.executable, "-m", "faultline_redis.node",
-                "--redis-server", shutil.which("redis-server") or "redis-server",
-                "--server-conf", str(server), "--sentinel-conf", str(sentinel)]
+        return python_module_argv(
+            "faultline_redis.node",
+            "--redis-server", shutil.which("redis-server") or "redis-server",
+            "--server-conf", str(server), "--sentinel-conf", str(sentinel))
 
     def _ask(self, host: str, port: int, *command: str) -> object:
         conn = connect(host, port, PROBE_TIMEOUT_S, PROBE_TIMEOUT_S)
