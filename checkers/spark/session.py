@@ -3,6 +3,7 @@ and with Spark's console noise kept out of the user's way."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import socket
@@ -29,8 +30,38 @@ appender.console.layout.pattern = spark: %p %c{1}: %m%n
 """
 
 # The JVM's own stderr (its module warnings, anything that bypasses log4j, the
-# Python workers' stderr) goes here instead of the user's terminal.
-JVM_LOG = Path(tempfile.gettempdir()) / "faultline-spark.log"
+# Python workers' stderr) goes to this file of scratch_dir() instead of the
+# user's terminal.
+JVM_LOG_NAME = "spark.log"
+LOG4J2_NAME = "log4j2.properties"
+
+_scratch: Path | None = None
+# Set once a message has pointed the user at the JVM's log: then it stays.
+_keep_scratch = False
+
+
+def scratch_dir() -> Path:
+    """This process's private directory (a fresh name, 0700) for what Spark
+    needs outside the results dir: its log4j2 settings and the JVM's log. A
+    fixed name in the shared temp dir could be a file or a symlink another
+    local user planted there; mkdtemp's never is. Removed at exit unless a
+    message named the log in it."""
+    global _scratch
+    if _scratch is None:
+        _scratch = Path(tempfile.mkdtemp(prefix="faultline-spark-"))
+        atexit.register(_remove_scratch, _scratch)
+    return _scratch
+
+
+def keep_scratch() -> None:
+    """Leave scratch_dir() at exit: a message names a file in it."""
+    global _keep_scratch
+    _keep_scratch = True
+
+
+def _remove_scratch(path: Path) -> None:
+    if not _keep_scratch:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 class SparkUnavailable(Exception):
@@ -110,6 +141,13 @@ def loopback_env() -> dict[str, str]:
             "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
 
 
+# The JVM starts its Python workers with `-m pyspark.daemon` in the directory
+# `faultline check` was typed in; as nodes.child_python's `-P`, this keeps
+# that directory off their sys.path (set as each worker's environment, not
+# this process's).
+WORKER_ENV = {"PYTHONSAFEPATH": "1"}
+
+
 def spark_session(master: str | None = None, app: str = "faultline",
                   remote: str | None = None) -> Any:
     """A session on `master` (default: embedded local[*]) or, with `remote`
@@ -132,15 +170,17 @@ def spark_session(master: str | None = None, app: str = "faultline",
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    log_conf = Path(tempfile.gettempdir()) / "faultline-log4j2.properties"
-    if not log_conf.exists() or log_conf.read_text() != LOG4J2:
-        log_conf.write_text(LOG4J2)
+    log_conf = scratch_dir() / LOG4J2_NAME
+    log_conf.write_text(LOG4J2)
+    jvm_log = scratch_dir() / JVM_LOG_NAME
     builder = (SparkSession.builder.appName(app)
                .master(master or "local[*]")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"]))
+    for k, v in WORKER_ENV.items():
+        builder = builder.config(f"spark.executorEnv.{k}", v)
     settings = job_settings()
     java_opts = f"-Dlog4j2.configurationFile=file:{log_conf}"
     if master is None or master.startswith("local"):
@@ -151,11 +191,12 @@ def spark_session(master: str | None = None, app: str = "faultline",
     builder = builder.config("spark.driver.extraJavaOptions", java_opts)
     try:
         # A JVM left from an earlier session in this process still writes to the log.
-        with _stderr_to(JVM_LOG, fresh=SparkContext._gateway is None):
+        with _stderr_to(jvm_log, fresh=SparkContext._gateway is None):
             session = builder.getOrCreate()
     except Exception as e:  # py4j surfaces JVM start failures as bare exceptions
+        keep_scratch()
         raise SparkUnavailable(f"Spark did not start ({type(e).__name__}: {e}); "
-                               f"its log is {JVM_LOG}.") from None
+                               f"its log is {jvm_log}.") from None
     session.sparkContext.setLogLevel("ERROR")
     session.conf.set(SHUFFLE_LIMIT_KEY, session.conf.get("spark.sql.shuffle.partitions"))
     return session

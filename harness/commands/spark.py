@@ -29,8 +29,8 @@ def register(subparsers: Any) -> None:
                        help="the server's Spark master (default: local[*]); a "
                             "spark://HOST:PORT standalone master spreads checks over its workers")
     serve.add_argument("--log", type=Path, default=None,
-                       help="the server's log file (default: faultline-spark-connect.log "
-                            "in the temp dir)")
+                       help="the server's log file (default: server.log in a new "
+                            "private directory of the temp dir)")
     serve.set_defaults(func=run_serve)
 
 
@@ -42,7 +42,9 @@ def run_serve(args: argparse.Namespace) -> int:
     missing = java_missing()
     if missing:
         raise HarnessError(missing)
-    log = args.log or Path(tempfile.gettempdir()) / "faultline-spark-connect.log"
+    # A fresh private directory: a fixed name in the shared temp dir could be a
+    # symlink another local user planted, which root's append would follow.
+    log = args.log or Path(tempfile.mkdtemp(prefix="faultline-spark-connect-")) / "server.log"
     server = connect_server(log, args.port, args.master)
     print(f"spark: starting a Spark Connect server on 127.0.0.1:{args.port} "
           f"(master {args.master}); log {log}", file=sys.stderr, flush=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 from checkers.spark.session import (
     DEFAULT_CONNECT_PORT,
     LOOPBACK,
+    WORKER_ENV,
     job_settings,
     local_settings,
     loopback_env,
@@ -68,7 +69,8 @@ def connect_argv(port: int, master: str = "local[*]") -> list[str]:
             "spark.driver.host": LOOPBACK,
             "spark.driver.bindAddress": LOOPBACK,
             "spark.sql.execution.arrow.pyspark.enabled": "true",
-            "spark.executorEnv.PYSPARK_PYTHON": loopback_env()["PYSPARK_PYTHON"]} | job_settings()
+            "spark.executorEnv.PYSPARK_PYTHON": loopback_env()["PYSPARK_PYTHON"],
+            **{f"spark.executorEnv.{k}": v for k, v in WORKER_ENV.items()}} | job_settings()
     if master.startswith("local"):
         conf |= local_settings()
     argv = [str(spark_home() / "bin" / "spark-submit"), "--class", CONNECT_CLASS,
@@ -94,7 +96,7 @@ class Service:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
                 self.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                env=os.environ | loopback_env() | self.env, start_new_session=True,
+                env=os.environ | loopback_env() | WORKER_ENV | self.env, start_new_session=True,
                 preexec_fn=die_with_parent)
         return self
 
