@@ -38,7 +38,7 @@ def test_replay_executes_the_original_schedule(tmp_path, capsys):
     (original,) = list(results.iterdir())
     capsys.readouterr()
 
-    code = main(["replay", str(original), "--results", str(tmp_path / "replays")])
+    code = main(["replay", str(original), "--yes", "--results", str(tmp_path / "replays")])
     out = capsys.readouterr().out
     (replayed,) = list((tmp_path / "replays").iterdir())
 

@@ -12,6 +12,7 @@ hits the same nodes even when another node wins an election this time.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,27 @@ def replay_config(run: dict[str, Any]) -> RunConfig:
     replayed = RunConfig.from_json(config)
     replayed.schedule = replay_events(run)
     return replayed
+
+
+def _shown(value: Any) -> str:
+    # JSON with ASCII escapes: a name from someone else's run dir cannot move
+    # the cursor or recolour the terminal the question is asked on.
+    return json.dumps(value, ensure_ascii=True, sort_keys=True)
+
+
+def replay_summary(run_dir: Path, config: RunConfig, source: str) -> list[str]:
+    """Pure: what a replay of `run_dir` will load and run, for the user to confirm."""
+    lines = [f"faultline replay will load from {_shown(str(run_dir))}:",
+             f"  system      {_shown(config.db)} ({source})",
+             f"  workload    {_shown(config.workload)}, nemesis {_shown(config.nemesis)}, "
+             f"{_shown(config.nodes)} nodes, concurrency {_shown(config.concurrency)}, "
+             f"{_shown(config.time_limit)} s, seed {_shown(config.seed)}"]
+    for label, value in (("node opts", config.node_options), ("bugs", config.bugs),
+                         ("client opts", config.workload_options)):
+        if value:
+            lines.append(f"  {label:<11} {_shown(value)}")
+    lines.append(f"  schedule    {len(config.schedule or [])} fault events as executed")
+    return lines
 
 
 def old_verdict(run_dir: Path) -> dict[str, Any] | None:
