@@ -80,9 +80,12 @@ def get(name: str) -> System:
 
 
 def _within(entry: str, untrusted: Sequence[Path]) -> bool:
-    """Whether a sys.path entry is one of `untrusted` or inside one ('' is the cwd)."""
+    """Whether a sys.path entry is the current directory ('' included) or lies
+    in one of the `untrusted` dirs. Only the cwd itself: an installed package
+    may well live below it (a venv in the project's checkout)."""
     where = Path(entry or ".").resolve()
-    return any(where == d or d in where.parents for d in untrusted)
+    return where == Path.cwd().resolve() or any(where == d or d in where.parents
+                                                for d in untrusted)
 
 
 def _installed_spec(top: str, untrusted: Sequence[Path]) -> object | None:
@@ -129,8 +132,9 @@ def _module_source(module: str, untrusted: Sequence[Path], what: str) -> str:
 def installed_source(name: str, untrusted: Sequence[Path]) -> str:
     """Where system `name` would be loaded from, without importing it: a
     built-in, an installed distribution's entry point or an installed module.
-    Raises UntrustedSystem when it would come from within `untrusted` (a run
-    dir someone sent, the current directory), UnknownSystem when from nowhere."""
+    Raises UntrustedSystem when it would come from the current directory or
+    from within `untrusted` (a run dir someone sent), UnknownSystem when
+    from nowhere."""
     untrusted = [d.resolve() for d in untrusted]
     if ":" in name:
         return _module_source(name.partition(":")[0], untrusted, f"system {name}")

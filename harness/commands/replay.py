@@ -58,7 +58,7 @@ def confirm(run_dir: Path, yes: bool) -> None:
     from harness.run.replay import ReplayError, replay_config, replay_summary
     try:
         config = replay_config(load_json(run_dir / "run.json"))
-        source = registry.installed_source(config.db, [Path.cwd(), run_dir])
+        source = registry.installed_source(config.db, [run_dir])
     except (ReplayError, registry.UnknownSystem, registry.UntrustedSystem) as e:
         raise UserError(f"cannot replay {run_dir}: {e}") from None
     except (OSError, ValueError, TypeError) as e:
