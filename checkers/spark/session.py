@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from checkers.spark.connect_token import TOKEN_ENV, read_token, token_file
+
 JAVA_INSTALL = "apt-get install -y openjdk-17-jre-headless"
 
 # Only errors from Spark's own logging: its startup warnings (native-hadoop,
@@ -256,6 +258,25 @@ def is_remote(session: Any) -> bool:
     return type(session).__module__.startswith("pyspark.sql.connect")
 
 
+LOOPBACK_HOSTS = (LOOPBACK, "localhost")
+
+
+def authenticated_url(url: str) -> str:
+    """`url` with the token of the `faultline spark serve` on that loopback
+    port, when there is one of ours and neither the URL nor the environment
+    gives one. PySpark sends a token over plain loopback only to a host
+    spelled `localhost` (to any other, only over TLS)."""
+    host, port = parse_remote(url)
+    if host not in LOOPBACK_HOSTS or ";token=" in url or os.environ.get(TOKEN_ENV):
+        return url
+    token = read_token(port)
+    if token is None:
+        return url
+    rest = url[len("sc://"):].split("/", 1)
+    params = rest[1] if len(rest) > 1 else ""
+    return f"sc://localhost:{port}/{params};token={token}"
+
+
 def remote_session(url: str) -> Any:
     """A Spark Connect session; the server's own settings stand, except the
     job settings, which are per session."""
@@ -272,7 +293,8 @@ def remote_session(url: str) -> Any:
         _env_before_remote.clear()
         _env_before_remote.update({k: os.environ[k] for k in CONNECT_MODE_ENV
                                    if k in os.environ})
-        session = SparkSession.builder.remote(shared_session_url(url)).getOrCreate()
+        session = SparkSession.builder.remote(
+            authenticated_url(shared_session_url(url))).getOrCreate()
         for k, v in job_settings().items():
             if k.startswith("spark.sql."):
                 session.conf.set(k, v)
@@ -285,6 +307,11 @@ def remote_session(url: str) -> Any:
                                "`pyspark[connect]`.") from None
     except Exception as e:  # gRPC errors: nothing listening, wrong port, TLS...
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        if "UNAUTHENTICATED" in str(e) or "authentication token" in str(e):
+            raise SparkUnavailable(
+                f"the Spark Connect server at {url} refused this client: it needs the "
+                f"server's token, which `faultline spark serve` keeps in {token_file(port)} "
+                "(readable by the server's owner only).") from None
         raise SparkUnavailable(f"no Spark Connect server answered at {url} "
                                f"({type(e).__name__}: {first}); start one with "
                                "`faultline spark serve`.") from None

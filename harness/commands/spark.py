@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.run.errors import HarnessError
+from harness.run.errors import HarnessError, UserError
 
 
 def register(subparsers: Any) -> None:
@@ -18,10 +18,11 @@ def register(subparsers: Any) -> None:
     sub.required = True
     serve = sub.add_parser(
         "serve", help="a Spark Connect server: checks pay the JVM start once",
-        description="Start a Spark Connect server on loopback and keep it in the foreground "
-                    "until Ctrl-C. Then `faultline check --remote sc://127.0.0.1:PORT` (or "
-                    "FAULTLINE_SPARK_REMOTE=sc://127.0.0.1:PORT) checks through it, "
-                    "with no JVM to start.")
+        description="Start a Spark Connect server on loopback, refusing clients without "
+                    "its fresh token (kept where only its owner can read it), and keep it "
+                    "in the foreground until Ctrl-C. Then `faultline check --remote "
+                    "sc://127.0.0.1:PORT` (or FAULTLINE_SPARK_REMOTE=sc://127.0.0.1:PORT) "
+                    "checks through it, with no JVM to start.")
     from harness.spark.servers import DEFAULT_CONNECT_PORT
     serve.add_argument("--port", type=int, default=DEFAULT_CONNECT_PORT,
                        help=f"gRPC port on 127.0.0.1 (default {DEFAULT_CONNECT_PORT})")
@@ -37,6 +38,7 @@ def register(subparsers: Any) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     import tempfile
 
+    from checkers.spark.connect_token import UnsafeTokenDir, token_file
     from checkers.spark.session import java_missing
     from harness.spark.servers import ServiceError, connect_server
     missing = java_missing()
@@ -50,7 +52,12 @@ def run_serve(args: argparse.Namespace) -> int:
           f"(master {args.master}); log {log}", file=sys.stderr, flush=True)
     try:
         server.start()
+        print(f"spark: clients need its token, in {token_file(args.port)} (faultline's own "
+              "clients read it there)", file=sys.stderr, flush=True)
         server.wait_ready()
+    except UnsafeTokenDir as e:
+        server.stop()
+        raise UserError(str(e)) from None
     except ServiceError as e:
         server.stop()
         raise HarnessError(str(e)) from None

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from checkers.spark.connect_token import TOKEN_ENV, forget_token, new_token
 from checkers.spark.session import (
     DEFAULT_CONNECT_PORT,
     LOOPBACK,
@@ -90,9 +91,13 @@ class Service:
     port: int
     proc: subprocess.Popen | None = None
     env: dict[str, str] = field(default_factory=dict)
+    # Whether clients must show a token (new_token's, written for them).
+    token: bool = False
 
     def start(self) -> Service:
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        if self.token:
+            self.env[TOKEN_ENV] = new_token(self.port)
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
                 self.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
@@ -117,7 +122,10 @@ class Service:
                            f"its log is {self.log}")
 
     def stop(self) -> None:
-        """SIGTERM the process group (the JVM shuts down its children), then SIGKILL."""
+        """SIGTERM the process group (the JVM shuts down its children), then
+        SIGKILL; its token is forgotten."""
+        if TOKEN_ENV in self.env:
+            forget_token(self.port, self.env[TOKEN_ENV])
         if self.proc is None or self.proc.poll() is not None:
             return
         for sig, wait in ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, STOP_TIMEOUT_S)):
@@ -201,5 +209,8 @@ class StandaloneCluster:
 
 
 def connect_server(log: Path, port: int | None = None, master: str = "local[*]") -> Service:
+    """A Spark Connect server that refuses clients without its fresh token
+    (checkers.spark.connect_token), which it gets in its environment."""
     port = port or DEFAULT_CONNECT_PORT
-    return Service("Spark Connect server", connect_argv(port, master), log, port)
+    return Service("Spark Connect server", connect_argv(port, master), log, port,
+                   token=True)
