@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checkers.history import HistoryError, open_regular
 from checkers.rundir import HISTORY, VERDICTS_JSON
 
 DIGEST_FIELD = "history_digest"
@@ -26,10 +27,11 @@ CHUNK = 1 << 20
 
 
 def history_digest(run_dir: Path) -> str | None:
-    """`sha256:<hex>` of the run's history file, None if it has none."""
+    """`sha256:<hex>` of the run's history file, None if it has none (or
+    something that is not a regular file, which no reader reads)."""
     try:
-        f = open(Path(run_dir) / HISTORY, "rb")
-    except FileNotFoundError:
+        f = open_regular(Path(run_dir) / HISTORY)
+    except HistoryError:
         return None
     import hashlib  # here: ~3 ms, which `faultline check-elle` does not need
 
