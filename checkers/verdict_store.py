@@ -81,11 +81,13 @@ def read_verdicts(run_dir: Path, quick: bool = False) -> StoredVerdicts:
     run_dir = Path(run_dir)
     path = run_dir / VERDICTS_JSON
     fix = f"check it with `{recheck_command(run_dir)}`"
-    try:
-        document = json.loads(path.read_bytes())
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return StoredVerdicts(None, f"the run has no verdicts.json; {fix}")
-    except (OSError, ValueError) as e:
+    try:
+        # (not read_bytes: a FIFO named verdicts.json would block ls, gate, report)
+        with open_regular(path) as f:
+            document = json.loads(f.read())
+    except (OSError, ValueError, HistoryError) as e:
         return StoredVerdicts(None, f"verdicts.json is unreadable ({e}); {fix}", True)
     if not isinstance(document, dict):
         return StoredVerdicts(None, f"verdicts.json is not an object; {fix}", True)

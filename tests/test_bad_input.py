@@ -279,3 +279,13 @@ def test_a_symlink_to_a_regular_file_is_still_read(tmp_path):
     link = tmp_path / "link.msgpack"
     link.symlink_to(real)
     assert len(read_history(link).ops) == 1
+
+
+def test_a_fifo_named_verdicts_json_is_unreadable_not_waited_on(tmp_path):
+    rd = tmp_path / "run"
+    rd.mkdir()
+    (rd / "history.msgpack").write_bytes(pack_op(Op(0, 1, 0, "invoke", "read", None)))
+    os.mkfifo(rd / "verdicts.json")
+    done = _faultline("report", str(rd))
+    assert done.returncode == 0, done.stderr
+    assert "verdicts.json is unreadable" in (rd / "report.html").read_text()
