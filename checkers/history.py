@@ -64,9 +64,9 @@ class HistoryError(Exception):
 def open_regular(path: str | os.PathLike[str],
                  error: type[HistoryError] | None = None) -> BinaryIO:
     """`path` opened for reading in binary, if it is a regular file; else
-    `error` (HistoryError by default). Opened without blocking and then looked at (not looked at
-    and then opened, which a swap in between defeats): opening a FIFO to read
-    waits for a writer, forever if none comes."""
+    `error` (HistoryError by default). Opened without blocking, then looked
+    at (not looked at, then opened: a swap in between defeats that), since
+    opening a FIFO to read waits for a writer, forever if none comes."""
     error = error or HistoryError
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -75,8 +75,7 @@ def open_regular(path: str | os.PathLike[str],
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise error(path, None, None,
-                               f"not a regular file (a {_file_kind(mode)})")
+            raise error(path, None, None, f"not a regular file (a {_file_kind(mode)})")
         # Reads of a regular file never block; the flag is dropped all the same
         # so the file object behaves as open() would have made it.
         os.set_blocking(fd, True)
