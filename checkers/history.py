@@ -205,8 +205,11 @@ def iter_history(path: str | os.PathLike[str],
             chunk = f.read(READ_CHUNK)
             if not chunk:
                 break
-            for m in _NON_FINITE_FLOAT.finditer(tail + chunk):
-                suspects.append(fed - len(tail) + m.start())
+            scanned = tail + chunk
+            for pattern in _NON_FINITE_FLOATS:
+                suspects.extend(fed - len(tail) + m.start() for m in pattern.finditer(scanned))
+            if len(suspects) > 1:
+                suspects = deque(sorted(suspects))
             tail = chunk[-_NON_FINITE_TAIL:]
             fed += len(chunk)
             try:
@@ -253,7 +256,11 @@ def iter_history(path: str | os.PathLike[str],
 # msgpack's float 64 (0xcb) and float 32 (0xca) of an infinity or a NaN: the
 # exponent all ones. Bytes that only look like one (inside a string, an int)
 # cost a walk over that op's values, nothing else; an op without them none.
-_NON_FINITE_FLOAT = re.compile(rb"\xcb[\x7f\xff][\xf0-\xff]|\xca[\x7f\xff][\x80-\xff]")
+# Two patterns, each led by its literal byte, which the regex engine finds
+# at memchr's pace: one pattern with both alternatives tries every position
+# (1M ops read 15% slower instead of 5%).
+_NON_FINITE_FLOATS = (re.compile(rb"\xcb[\x7f\xff][\xf0-\xff]"),
+                      re.compile(rb"\xca[\x7f\xff][\x80-\xff]"))
 _NON_FINITE_TAIL = 2
 
 
