@@ -19,7 +19,13 @@ from typing import Any
 
 import msgpack
 
-from checkers.history import History, HistoryError, collector_paused, read_history
+from checkers.history import (
+    History,
+    HistoryError,
+    collector_paused,
+    open_regular,
+    read_history,
+)
 
 MAX_RUN_JSON_BYTES = 16 * 1024 * 1024
 MAX_DUMP_BYTES = 256 * 1024 * 1024
@@ -57,9 +63,26 @@ class Run:
         return self.history.warnings
 
 
+def not_a_run_dir(path: str | os.PathLike[str]) -> str | None:
+    """Why `path` is not a run dir (one clause, to follow its name), or None.
+    A run dir holds run.json or history.msgpack (an imported run may have
+    only its history), each a regular file if present: a command that writes
+    into a run dir must not take any other directory for one."""
+    path = Path(path)
+    if not path.is_dir():
+        return "is not a directory"
+    present = [name for name in (RUN_JSON, HISTORY) if os.path.lexists(path / name)]
+    if not present:
+        return f"is not a run dir (it has neither {RUN_JSON} nor {HISTORY})"
+    for name in present:
+        if not (path / name).is_file():
+            return f"is not a usable run dir (its {name} is not a regular file)"
+    return None
+
+
 def _read_limited(path: Path, limit: int) -> bytes:
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, RunDirError) as f:
             data = f.read(limit + 1)
     except OSError as e:
         raise RunDirError(path, None, None, f"cannot read: {e.strerror}") from None
@@ -68,12 +91,16 @@ def _read_limited(path: Path, limit: int) -> bytes:
     return data
 
 
+def _not_finite(name: str) -> Any:
+    raise ValueError(f"{name} is not a finite number")
+
+
 def load_json(path: str | os.PathLike[str], limit: int = MAX_RUN_JSON_BYTES) -> dict[str, Any]:
     """A JSON object file such as run.json or verdicts.json."""
     path = Path(path)
     data = _read_limited(path, limit)
     try:
-        value = json.loads(data)
+        value = json.loads(data, parse_constant=_not_finite)
     except (ValueError, RecursionError) as e:
         raise RunDirError(path, None, None, f"not valid JSON ({e})") from None
     if not isinstance(value, dict):
@@ -103,11 +130,7 @@ def load_log_dump(path: str | os.PathLike[str]) -> dict[str, Any]:
 def iter_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
     """The JSON event objects in a node's stdout; other lines are ignored."""
     path = Path(path)
-    try:
-        f = open(path, "rb")
-    except OSError as e:
-        raise RunDirError(path, None, None, f"cannot read: {e.strerror}") from None
-    with f:
+    with open_regular(path, RunDirError) as f:
         while True:
             line = f.readline(MAX_EVENT_LINE_BYTES + 1)
             if not line:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checkers.history import HistoryError, open_regular
 from checkers.rundir import HISTORY, VERDICTS_JSON
 
 DIGEST_FIELD = "history_digest"
@@ -26,10 +27,11 @@ CHUNK = 1 << 20
 
 
 def history_digest(run_dir: Path) -> str | None:
-    """`sha256:<hex>` of the run's history file, None if it has none."""
+    """`sha256:<hex>` of the run's history file, None if it has none (or
+    something that is not a regular file, which no reader reads)."""
     try:
-        f = open(Path(run_dir) / HISTORY, "rb")
-    except FileNotFoundError:
+        f = open_regular(Path(run_dir) / HISTORY)
+    except HistoryError:
         return None
     import hashlib  # here: ~3 ms, which `faultline check-elle` does not need
 
@@ -79,11 +81,13 @@ def read_verdicts(run_dir: Path, quick: bool = False) -> StoredVerdicts:
     run_dir = Path(run_dir)
     path = run_dir / VERDICTS_JSON
     fix = f"check it with `{recheck_command(run_dir)}`"
-    try:
-        document = json.loads(path.read_bytes())
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return StoredVerdicts(None, f"the run has no verdicts.json; {fix}")
-    except (OSError, ValueError) as e:
+    try:
+        # (not read_bytes: a FIFO named verdicts.json would block ls, gate, report)
+        with open_regular(path) as f:
+            document = json.loads(f.read())
+    except (OSError, ValueError, HistoryError) as e:
         return StoredVerdicts(None, f"verdicts.json is unreadable ({e}); {fix}", True)
     if not isinstance(document, dict):
         return StoredVerdicts(None, f"verdicts.json is not an object; {fix}", True)

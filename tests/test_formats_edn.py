@@ -1,4 +1,3 @@
-import math
 
 import pytest
 from hypothesis import given, settings
@@ -23,7 +22,7 @@ from checkers.history import NEMESIS, HistoryError, Op, validate
 @pytest.mark.parametrize("text, value", [
     ("nil", None), ("true", True), ("false", False),
     ("42", 42), ("-7", -7), ("+3", 3), ("12N", 12), ("0", 0),
-    ("1.5", 1.5), ("-2e3", -2000.0), ("1.25M", 1.25), ("##Inf", math.inf),
+    ("1.5", 1.5), ("-2e3", -2000.0), ("1.25M", 1.25),
     ('"a\\tb\\n\\"q\\"\\\\ \\u00e9"', 'a\tb\n"q"\\ \u00e9'),
     ("\\a", "a"), ("\\newline", "\n"), ("\\u0041", "A"),
     (":read", "read"), (":jepsen.history/op", "jepsen.history/op"),
@@ -43,7 +42,6 @@ def test_values(text, value):
 
 def test_keyword_and_symbol_types():
     assert type(loads(":a")) is Keyword and type(loads("a")) is Symbol
-    assert math.isnan(loads("##NaN"))
 
 
 @pytest.mark.parametrize("text", [
@@ -207,7 +205,7 @@ def test_fast_and_recursive_readers_agree(tokens, spaced):
 
 @settings(max_examples=300, deadline=None)
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=10)
-                    | st.floats(allow_nan=False),
+                    | st.floats(allow_nan=False, allow_infinity=False),
                     lambda inner: st.lists(inner, max_size=4)
                     | st.dictionaries(st.text(max_size=5), inner, max_size=4),
                     max_leaves=25))
@@ -410,7 +408,7 @@ def test_both_readers_put_the_depth_limit_at_the_same_empty_collection(opener, c
 
 
 def test_a_directory_cannot_be_opened_as_a_history(tmp_path):
-    with pytest.raises(HistoryError, match=r"cannot open: Is a directory$") as e:
+    with pytest.raises(HistoryError, match=r"not a regular file \(a directory\)$") as e:
         read_any(tmp_path)
     assert str(tmp_path) in str(e.value)
 
@@ -523,7 +521,8 @@ def test_false_inside_a_form_the_recursive_reader_takes_is_false():
 
 def test_nan_is_written_as_edn_spells_it():
     assert dumps(float("nan")) == "##NaN"
-    assert math.isnan(loads(dumps(float("nan"))))
+    with pytest.raises(EdnError, match="not a finite number"):
+        loads(dumps(float("nan")))
 
 
 def test_a_second_form_after_the_collection_is_named_where_it_starts():

@@ -5,24 +5,37 @@ print them, all from that one table."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+# An option's number is at most this big: no node or client option means
+# anything past 64 bits, and a huge one (a timeout of 1e308) only breaks
+# what is built from it.
+MAX_NUMBER = 2**63 - 1
+
 
 def _int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    return isinstance(v, int) and not isinstance(v, bool) and -MAX_NUMBER <= v <= MAX_NUMBER
+
+
+def _number(v: Any) -> bool:
+    """A finite number (inf and nan are no option's value) within MAX_NUMBER."""
+    return (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            and -MAX_NUMBER <= v <= MAX_NUMBER)
 
 
 # What each kind of option value must be. Node and client option tables name
 # these kinds too (`System.node_options`, a client's `OPTIONS`).
 OPTION_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "positive-int": (lambda v: _int(v) and v > 0, "a positive integer"),
-    "non-negative-int": (lambda v: _int(v) and v >= 0, "a non-negative integer"),
-    "positive-number": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-                        and v > 0, "a positive number"),
+    "positive-int": (lambda v: _int(v) and v > 0, f"a positive integer up to {MAX_NUMBER}"),
+    "non-negative-int": (lambda v: _int(v) and v >= 0,
+                         f"a non-negative integer up to {MAX_NUMBER}"),
+    "positive-number": (lambda v: _number(v) and v > 0,
+                        f"a finite positive number up to {MAX_NUMBER}"),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
-    "int": (_int, "an integer"),
+    "int": (_int, f"an integer from -{MAX_NUMBER} to {MAX_NUMBER}"),
     "string": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
     "string-list": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
                     "a list of strings"),

@@ -7,6 +7,12 @@ from collections import Counter
 from typing import Any
 
 from checkers.acks import as_promised
+from checkers.elle.budget import (
+    DEFAULT_MEMORY_LIMIT_MB,
+    estimate_bytes,
+    history_size,
+    over_budget,
+)
 from checkers.elle.consistency import FORBIDDEN_EDGES, PROHIBITED, judge, models_report
 from checkers.elle.cycles import (
     Cycle,
@@ -32,15 +38,33 @@ MAX_PER_TYPE = 20
 
 def check(history: list[Op], run: dict | None = None, *, model: str = "strict-serializable",
           cycle_search_budget_s: float = 30.0,
+          memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB,
           cycle_search: CycleSearch = find_cycles) -> Verdict:
     """Judge a list-append history against `model` (one of
     `checkers.elle.consistency.MODELS`). Anomalies carry a `type` and an
     `explanation`; `stats["models"]` says which models the history rules out.
+    A history whose check would take more than `memory_limit_mb` (estimated
+    from its size, `checkers.elle.budget`) is unknown, and nothing is built.
     `cycle_search` may search the components elsewhere (`checkers.spark`)."""
     if model not in PROHIBITED:
         raise ValueError(f"unknown consistency model {model!r}; one of {sorted(PROHIBITED)}")
+    refused = memory_refusal(history, model, memory_limit_mb)
+    if refused is not None:
+        return refused
     with collector_paused():
         return _check(as_promised(history), model, cycle_search_budget_s, cycle_search)
+
+
+def memory_refusal(history: list[Op], model: str, memory_limit_mb: int | None
+                   ) -> Verdict | None:
+    """The unknown verdict for a history too big for `memory_limit_mb`, or None."""
+    size = history_size(history)
+    reason = over_budget(size, memory_limit_mb)
+    if reason is None:
+        return None
+    return verdict("unknown", [], {"model": model, "txns": size.txns, "mops": size.mops,
+                                   "memory_estimate_bytes": estimate_bytes(size),
+                                   "memory_limit_mb": memory_limit_mb, "reason": reason})
 
 
 def _check(history: list[Op], model: str, cycle_search_budget_s: float,

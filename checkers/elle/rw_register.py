@@ -32,6 +32,7 @@ from typing import Any
 import networkx as nx
 
 from checkers.acks import as_promised
+from checkers.elle.budget import DEFAULT_MEMORY_LIMIT_MB
 from checkers.elle.consistency import PROHIBITED
 from checkers.elle.cycles import CycleSearch, find_cycles
 from checkers.elle.explain import describe, txn_ref
@@ -79,14 +80,19 @@ class Registers:
 def check(history: list[Op], run: dict | None = None, *, model: str = "strict-serializable",
           cycle_search_budget_s: float = 30.0, wfr_keys: bool = False,
           sequential_keys: bool = False, linearizable_keys: bool = False,
+          memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB,
           cycle_search: CycleSearch = find_cycles) -> Verdict:
     """Judge an rw-register history against `model`. The three flags turn on
     Elle's extra version-order inference; each assumes something about the
-    database (see the module's docstring)."""
-    from checkers.elle.check import judge_graph
+    database (see the module's docstring). A history too big for
+    `memory_limit_mb` is unknown, as in `checkers.elle.check`."""
+    from checkers.elle.check import judge_graph, memory_refusal
 
     if model not in PROHIBITED:
         raise ValueError(f"unknown consistency model {model!r}; one of {sorted(PROHIBITED)}")
+    refused = memory_refusal(history, model, memory_limit_mb)
+    if refused is not None:
+        return refused
     with collector_paused():
         started = time.monotonic()
         txns, malformed = transactions(as_promised(history), registers=True)

@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from checkers.history import History, HistoryError, read_history
+from checkers.history import History, HistoryError, open_regular, read_history
 
 FORMATS = ("msgpack", "edn", "porcupine-etcd", "porcupine-kv")
 
@@ -23,11 +23,8 @@ _EDN_START = re.compile(rb"\s*[\[({;#]")
 def detect_format(path: str | os.PathLike[str]) -> str:
     """The format of a history file, judged by its first bytes, then its name."""
     path = Path(path)
-    try:
-        with open(path, "rb") as f:
-            head = f.read(_SNIFF_BYTES)
-    except OSError as e:
-        raise HistoryError(path, None, None, f"cannot open: {e.strerror}") from None
+    with open_regular(path) as f:
+        head = f.read(_SNIFF_BYTES)
     if _ETCD_START.match(head):
         return "porcupine-etcd"
     if _KV_START.match(head):

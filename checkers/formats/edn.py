@@ -5,11 +5,14 @@ accept trailing garbage, recurse without bound, or hand back exotic types).
 Histories come from other people's machines, so the reader here is strict,
 bounds nesting depth, and raises only `EdnError` with the character offset.
 
-Supported: nil/true/false, ints (with optional N), floats (with optional M,
-##Inf/##-Inf/##NaN), strings with escapes, characters, keywords, symbols,
+Supported: nil/true/false, ints (with optional N), finite floats (with
+optional M), strings with escapes, characters, keywords, symbols,
 vectors, lists, maps, sets, `#_` discard, `;` comments, commas as whitespace,
 and tagged elements (`#inst "..."` and `#uuid "..."` give the string, any other
 tag, e.g. a record such as `#jepsen.history.Op{...}`, gives the tagged value).
+Non-finite numbers (`##Inf`, `##NaN`, and a literal past a float's range such
+as `1e400`) are refused: in a history they judge nothing (every infinity
+equals every other, so a write of 1e400 and a read of 2e400 would agree).
 
 Keywords and symbols come back as `Keyword` / `Symbol` (str subclasses, equal
 to the plain string without the colon), vectors and lists as Python lists,
@@ -278,11 +281,9 @@ class Parser:
         if nxt == "#":
             m = _SYMBOL.match(text, pos + 2)
             name = m.group() if m else ""
-            values = {"Inf": math.inf, "-Inf": -math.inf, "NaN": math.nan}
-            if name not in values:
-                raise EdnError(pos, f"unknown symbolic value ##{name:.40}")
-            self._end_token(m.end())
-            return values[name]
+            if name in _SYMBOLIC_VALUES:
+                raise EdnError(pos, f"##{name} is not a finite number")
+            raise EdnError(pos, f"unknown symbolic value ##{name:.40}")
         m = _SYMBOL.match(text, pos + 1)
         if m is None or not nxt.isalpha():
             raise EdnError(pos, "malformed dispatch: # must be followed by {, _, # or a tag")
@@ -335,10 +336,14 @@ class Parser:
         suffix = token[-1] if token[-1] in "NM" else ""
         digits = token[:-1] if suffix else token
         if suffix == "M" or "." in digits or "e" in digits or "E" in digits:
-            return float(digits)
+            value = float(digits)
+            if not math.isfinite(value):
+                raise EdnError(pos, f"number {token:.40} is past a float's range")
+            return value
         return int(digits)
 
 
+_SYMBOLIC_VALUES = ("Inf", "-Inf", "NaN")
 _DISCARDED = object()
 _NOT_A_WORD = object()
 _WORDS: dict[str, Any] = {"nil": None, "true": True, "false": False}

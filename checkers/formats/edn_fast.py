@@ -131,9 +131,16 @@ def _forms(code: str, strings: list[str], depth: int) -> list[Any] | None:
         pieces = code.split(_STRING)
         code = "".join(p + s for p, s in zip(pieces, strings + [""], strict=True))
     try:
-        return json.loads(f"[{code}]", strict=False, object_pairs_hook=_map)
+        return json.loads(f"[{code}]", strict=False, object_pairs_hook=_map,
+                          parse_constant=_not_edn)
     except (ValueError, TypeError):  # TypeError: a vector as a map key
         return None
+
+
+def _not_edn(name: str) -> Any:
+    # JSON's NaN and Infinity are no EDN: never in the rewritten text (the
+    # token check above lets no such word through), refused should one be.
+    raise ValueError(name)
 
 
 def _word(m: re.Match[str]) -> str:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
-from checkers.history import HistoryError
+from checkers.history import HistoryError, open_regular
 
 # A whole-file history is parsed in memory; a bigger file is refused rather
 # than allowed to exhaust the machine.
@@ -19,11 +20,8 @@ MAX_TEXT_BYTES = 512 * 1024 * 1024
 MAX_LINE_BYTES = 16 * 1024 * 1024
 
 
-def _open(path: Path):  # noqa: ANN202 - a binary file object
-    try:
-        return open(path, "rb")
-    except OSError as e:
-        raise HistoryError(path, None, None, f"cannot open: {e.strerror}") from None
+def _open(path: Path) -> BinaryIO:
+    return open_regular(path)
 
 
 def read_text(path: str | os.PathLike[str], limit: int = MAX_TEXT_BYTES) -> str:

@@ -10,11 +10,13 @@ sentence, not hours of nightly runs.
 from __future__ import annotations
 
 import itertools
+import math
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from harness.run.bounds import MAX_CAMPAIGN_RUNS, MAX_REPEATS
 from harness.run.config import ConfigError, RunConfig, parse_nemesis, validate
 
 # Matrix axes: each a non-empty list in a [[matrix]] table.
@@ -152,6 +154,15 @@ def expand_matrix(matrix: dict[str, Any], defaults: dict[str, Any], where: str,
     repeats = matrix.get("repeats", 1)
     if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
         raise CampaignError(f"{where}: repeats must be a positive integer, not {repeats!r}")
+    if repeats > MAX_REPEATS:
+        raise CampaignError(f"{where}: repeats must be at most {MAX_REPEATS}, not {repeats}")
+    # Counted before any is made: a plan of millions of runs is refused, not built.
+    count = math.prod(map(len, (dbs, workloads, nemeses, node_options, seeds))) * repeats
+    if start + count > MAX_CAMPAIGN_RUNS:
+        raise CampaignError(f"{where}: the matrix makes {count} runs (db x workload x nemesis "
+                            f"x node_options x seeds x repeats), {start + count} with the "
+                            f"matrices before it; a campaign may have at most "
+                            f"{MAX_CAMPAIGN_RUNS}")
     runs = []
     for db, workload, nemesis, options, seed, repeat in itertools.product(
             dbs, workloads, nemeses, node_options, seeds, range(repeats)):

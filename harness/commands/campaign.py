@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.campaign.spec import CampaignError, estimated_seconds, load_campaign
 from harness.results.store import check_results_dir, results_dir
+from harness.run.bounds import MAX_PARALLEL
 from harness.run.errors import UserError
 
 EPILOG = ("exit status: 0 every run valid, 1 any invalid, 2 any unknown, 254 bad "
@@ -42,8 +43,8 @@ def main(args: argparse.Namespace) -> int:
     from harness.campaign.runner import duration_text, planned, resume_campaign, start_campaign
     if (args.file is None) == (args.resume is None):
         raise UserError("give a campaign file or --resume ID (one of them)")
-    if args.parallel is not None and args.parallel < 1:
-        raise UserError(f"--parallel must be at least 1, not {args.parallel}")
+    if args.parallel is not None and not 1 <= args.parallel <= MAX_PARALLEL:
+        raise UserError(f"--parallel must be from 1 to {MAX_PARALLEL}, not {args.parallel}")
     results = results_dir(args.results)
     if not args.dry_run:
         check_results_dir(results)

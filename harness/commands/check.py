@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from checkers.registry import overall_validity, rows_from_document
+from checkers.elle.budget import DEFAULT_MEMORY_LIMIT_MB
+from checkers.registry import ELLE, RW_REGISTER, Plan, overall_validity, rows_from_document
+from checkers.rundir import HISTORY, not_a_run_dir
 from checkers.spark import SPLIT_FROM
 from checkers.spark.session import REMOTE_ENV
 from checkers.verdict import exit_code
 from harness.report.summary import print_verdict_rows
 from harness.results.gate import load_verdicts
 from harness.results.store import check_results_dir, results_dir
+from harness.run.bounds import CHECK_BUDGETS
 from harness.run.errors import EXIT_STATUS_HELP, UserError
 from harness.run.state import COMPLETE, read_state
 from workloads.judging import plan_for
@@ -36,14 +41,34 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "search (per strongly connected component) and divergence check "
                         "(per offset range) split across executors; 0: every run "
                         "(default: none; README, 'One big history', says why)")
+    p.add_argument("--elle-memory-limit", type=int, default=None, metavar="MB",
+                   help="memory an Elle check (list-append, rw-register) may take, estimated "
+                        "from the history's size before anything is built; past it that "
+                        f"verdict is unknown (default {DEFAULT_MEMORY_LIMIT_MB})")
     p.set_defaults(func=run)
+
+
+def elle_limited(plan: Callable[[dict[str, Any]], Plan], limit_mb: int | None
+                 ) -> Callable[[dict[str, Any]], Plan]:
+    """`plan`, with the Elle checkers' memory limit set to `limit_mb` (None:
+    their own default)."""
+    if limit_mb is None:
+        return plan
+
+    def limited(run: dict[str, Any]) -> Plan:
+        return {name: {**options, "memory_limit_mb": limit_mb} if name in ELLE_CHECKERS
+                else options for name, options in plan(run).items()}
+    return limited
+
+
+ELLE_CHECKERS = (ELLE.name, RW_REGISTER.name)
 
 
 def find_runs(results: Path) -> list[Path]:
     if not results.is_dir():
         raise UserError(f"results dir {results} does not exist")
     return sorted(d for d in results.iterdir()
-                  if d.is_dir() and (d / "history.msgpack").is_file())
+                  if d.is_dir() and (d / HISTORY).is_file())
 
 
 def resolve_runs(args: argparse.Namespace) -> tuple[list[Path], Path]:
@@ -51,8 +76,11 @@ def resolve_runs(args: argparse.Namespace) -> tuple[list[Path], Path]:
         raise UserError("give run dirs or --results, not both")
     if args.runs:
         for d in args.runs:
-            if not (d / "history.msgpack").is_file():
-                raise UserError(f"{d} is not a run dir (it has no history.msgpack)")
+            problem = not_a_run_dir(d)
+            if problem is not None:
+                raise UserError(f"{d} {problem}")
+            if not (d / HISTORY).is_file():
+                raise UserError(f"{d} is not a run dir (it has no {HISTORY})")
         parents = {d.resolve().parent for d in args.runs}
         table_dir = parents.pop() if len(parents) == 1 else Path.cwd()
         return list(args.runs), table_dir
@@ -68,6 +96,12 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--in-process runs no Spark: give it without --master or --remote")
     if args.master and args.remote:
         raise UserError("give --master or --remote (a Spark Connect server), not both")
+    if args.elle_memory_limit is not None:
+        problem = CHECK_BUDGETS["memory_limit_mb"].problem("--elle-memory-limit",
+                                                           args.elle_memory_limit)
+        if problem is not None:
+            raise UserError(problem)
+    plan = elle_limited(plan_for, args.elle_memory_limit)
     runs, table_dir = resolve_runs(args)
     say = lambda s: print(f"check: {s}", file=sys.stderr, flush=True)  # noqa: E731
     for d in runs:
@@ -84,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     if args.in_process:
         rows = []
         for i, d in enumerate(runs, 1):
-            rows += rows_from_document(d.name, judge(d))
+            rows += rows_from_document(d.name, judge(d, plan=plan))
             say(f"checked {i}/{len(runs)}: {d.name}")
         import pandas as pd
         table = pd.DataFrame(rows)
@@ -96,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         except SparkUnavailable as e:
             raise UserError(str(e)) from None
         try:
-            table = check_runs(spark, runs, plan_for, say, split_from=args.split_from)
+            table = check_runs(spark, runs, plan, say, split_from=args.split_from)
         finally:
             end_session(spark)
         # The pages show the verdicts that now stand (after a run, or a changed history).

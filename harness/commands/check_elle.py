@@ -12,10 +12,13 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
+from checkers.elle.budget import DEFAULT_MEMORY_LIMIT_MB
 from checkers.elle.consistency import MODELS
 from checkers.formats import read_any
 from checkers.history import Op
 from checkers.verdict import exit_code
+from harness.run.bounds import CHECK_BUDGETS, CYCLE_SEARCH
+from harness.run.errors import UserError
 
 # The workload and checker registries are imported only when a --workload is
 # named or help is printed: judging the default (list-append) history needs
@@ -72,6 +75,10 @@ def register(subparsers: Any) -> None:
                    help="the consistency model the run asked for (default %(default)s)")
     p.add_argument("--budget", type=float, default=30.0, metavar="SECONDS",
                    help="time allowed for cycle search (default %(default)s)")
+    p.add_argument("--memory-limit", type=int, default=DEFAULT_MEMORY_LIMIT_MB, metavar="MB",
+                   help="memory the check may take, estimated from the history's size "
+                        "before anything is built; past it the verdict is unknown "
+                        "(default %(default)s)")
     workload = p.add_argument("--workload", default=_DefaultWorkload(),
                               help="what the txns' micro-ops are (default %(default)s)")
     # Set after add_argument, which formats the choices (so would read the
@@ -93,6 +100,11 @@ def _load(path: str, fmt: str | None) -> list[Op]:
 
 
 def run(args: argparse.Namespace) -> int:
+    for problem in (CYCLE_SEARCH.problem("--budget", args.budget),
+                    CHECK_BUDGETS["memory_limit_mb"].problem("--memory-limit",
+                                                             args.memory_limit)):
+        if problem is not None:
+            raise UserError(problem)
     # One history, read and judged, then the process ends: everything it
     # makes lives until then, so the cyclic collector's passes over it (each
     # time a paused block ends, and during networkx's import) free nothing.
@@ -104,11 +116,13 @@ def run(args: argparse.Namespace) -> int:
     if _is_rw_register(args.workload):
         from checkers.elle import rw_register
         verdict = rw_register.check(ops, None, model=args.model,
-                                    cycle_search_budget_s=args.budget, wfr_keys=args.wfr_keys,
+                                    cycle_search_budget_s=args.budget,
+                                    memory_limit_mb=args.memory_limit, wfr_keys=args.wfr_keys,
                                     sequential_keys=args.sequential_keys,
                                     linearizable_keys=args.linearizable_keys)
     else:
-        verdict = elle.check(ops, None, model=args.model, cycle_search_budget_s=args.budget)
+        verdict = elle.check(ops, None, model=args.model, cycle_search_budget_s=args.budget,
+                             memory_limit_mb=args.memory_limit)
     json.dump(verdict, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
     return exit_code(verdict["valid"])

@@ -13,6 +13,7 @@ from checkers.models import MODELS, ModelError, get_model
 from checkers.stats import NO_CLIENT_OPS
 from checkers.verdict import exit_code, verdict
 from harness.commands.run import parse_options
+from harness.run.bounds import CHECK_BUDGETS
 from harness.run.errors import UserError
 
 SINGLE_DEFAULT = "cas-register"
@@ -45,11 +46,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    for problem in (CHECK_BUDGETS["time_limit"].problem("--time-limit", args.time_limit),
+                    CHECK_BUDGETS["memory_limit_mb"].problem("--memory-limit",
+                                                             args.memory_limit)):
+        if problem is not None:
+            raise UserError(problem)
     history = read_any(args.file, args.format)
     for w in history.warnings:
         print(f"warning: {w}")
-    if args.time_limit <= 0 or args.memory_limit <= 0:
-        raise UserError("--time-limit and --memory-limit must be positive")
     model_options = parse_options(args.model_option, "--model-option")
     ops = client_ops(history.ops)
     model = choose_model(args.model, ops)

@@ -21,12 +21,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from checkers.history import HistoryError
-    from checkers.rundir import RUN_JSON, load_json
+    from checkers.rundir import RUN_JSON, load_json, not_a_run_dir
     from harness.report.page import write_report
     from harness.results.store import check_results_dir
     for run_dir in args.run_dirs:
-        if not run_dir.is_dir():
-            raise UserError(f"{run_dir} is not a directory")
+        problem = not_a_run_dir(run_dir)
+        if problem is not None:
+            raise UserError(f"{run_dir} {problem}")
         check_results_dir(run_dir, "run dir")
         if (run_dir / RUN_JSON).exists():
             try:

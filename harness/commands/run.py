@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from faultline import registry as systems
+from harness.run.bounds import NonFinite, json_option
 from harness.run.config import ConfigError, RunConfig, parse_nemesis, validate
 from harness.run.errors import EXIT_STATUS_HELP as EXIT_HELP
 from harness.run.errors import UserError
@@ -75,7 +75,9 @@ def parse_options(pairs: list[str], what: str) -> dict:
         if not sep or not key:
             raise UserError(f"{what} {pair!r} must look like KEY=VALUE")
         try:
-            out[key] = json.loads(raw)
+            out[key] = json_option(raw)
+        except NonFinite as e:
+            raise UserError(f"{what} {key}: {e} is not a finite number") from None
         except ValueError:
             out[key] = raw
     return out

@@ -53,16 +53,18 @@ def write_views(run_dir: Path, document: dict[str, Any] | None, loaded: Any = No
         print(f"faultline: could not write report.html ({e})", file=stream)
 
 
-def judge(run_dir: Path, stream: Any = None) -> dict[str, Any]:
+def judge(run_dir: Path, stream: Any = None, plan: Any = None) -> dict[str, Any]:
     """Check a run dir in-process; write verdicts.json (bound to the history's
-    digest), linearizability.html and report.html. Returns the verdicts."""
+    digest), linearizability.html and report.html. Returns the verdicts.
+    `plan`: run.json -> the checkers and their options (default
+    `workloads.judging.plan_for`)."""
     from checkers.registry import check_loaded
     from checkers.rundir import load_run
     from checkers.verdict_store import history_digest, write_verdicts
     from workloads.judging import plan_for
     digest = history_digest(run_dir)
     loaded = load_run(run_dir)
-    document = check_loaded(loaded, plan_for(loaded.run))
+    document = check_loaded(loaded, (plan or plan_for)(loaded.run))
     write_verdicts(run_dir, document, digest)
     write_views(run_dir, document, loaded, stream)
     return document

@@ -5,13 +5,14 @@ costs one sentence and no namespaces."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from checkers.faults import KILL, PARTITION
+from checkers.history import non_finite_in
 from faultline import registry as systems
 from faultline.catalog import unmet_needs
+from harness.run.bounds import CHECK_BUDGETS, RUN_FIELDS, THRESHOLD
 from harness.run.clients import WORKER_MIB, max_concurrency
 from harness.run.errors import UserError
 from harness.run.seeds import SCHEME, SCHEMES
@@ -74,6 +75,12 @@ class RunConfig:
         return cls(**{"seed_scheme": 1, **{k: v for k, v in d.items() if k in known}})
 
 
+# How the CLI spells a RunConfig field, for errors (a campaign file or run.json
+# spells it as the field; the sentence names both ways).
+_FLAGS = {name: f"--{name.replace('_', '-')}" for name in RUN_FIELDS}
+_FLAGS["final_read_timeout"] = "final_read_timeout"
+
+
 def validate(c: RunConfig) -> RunConfig:
     try:
         system = systems.get(c.db)
@@ -102,13 +109,10 @@ def validate(c: RunConfig) -> RunConfig:
             raise ConfigError(f"nemesis {spec} needs node {', '.join(sorted(unmet))} lines, "
                               f"which system {c.db} does not leave")
     _check_faults_fit_system(c.nemesis, system)
-    for flag, value in (("--rate", c.rate), ("--time-limit", c.time_limit),
-                        ("--nemesis-interval", c.nemesis_interval),
-                        ("--nemesis-min-duration", c.nemesis_min_duration),
-                        ("--recovery-time", c.recovery_time), ("--op-timeout", c.op_timeout),
-                        ("final_read_timeout", c.final_read_timeout)):
-        if not math.isfinite(value):
-            raise ConfigError(f"{flag} must be a finite number, not {value}")
+    for name, bound in RUN_FIELDS.items():
+        problem = bound.problem(_FLAGS.get(name, name), getattr(c, name))
+        if problem is not None:
+            raise ConfigError(problem)
     if c.seed_scheme not in SCHEMES:
         raise ConfigError(f"seed_scheme must be one of {', '.join(map(str, SCHEMES))}, "
                           f"not {c.seed_scheme!r}")
@@ -120,23 +124,14 @@ def validate(c: RunConfig) -> RunConfig:
                           f"client is a worker process with two pipes and ~{WORKER_MIB} MiB; "
                           f"its open-file, process and free-memory limits allow {most}), "
                           f"not {c.concurrency}")
-    if c.rate < 0:
-        raise ConfigError(f"--rate must not be negative, not {c.rate}")
-    if c.time_limit <= 0:
-        raise ConfigError(f"--time-limit must be positive, not {c.time_limit}")
-    if c.nemesis_interval <= 0:
-        raise ConfigError(f"--nemesis-interval must be positive, not {c.nemesis_interval}")
-    if c.nemesis_min_duration < 0:
-        raise ConfigError("--nemesis-min-duration must not be negative, "
-                          f"not {c.nemesis_min_duration}")
     if c.node_choice not in ("random", "sticky"):
         raise ConfigError(f"--node-choice must be random or sticky, not {c.node_choice!r}")
-    if c.op_timeout <= 0:
-        raise ConfigError(f"--op-timeout must be positive, not {c.op_timeout}")
-    if c.recovery_time < 0:
-        raise ConfigError(f"--recovery-time must not be negative, not {c.recovery_time}")
-    if c.final_read_timeout <= 0:
-        raise ConfigError(f"final_read_timeout must be positive, not {c.final_read_timeout}")
+    for flag, options in (("--node-option", c.node_options),
+                          ("--client-option", c.workload_options),
+                          ("--threshold", c.thresholds), ("--lin-option", c.lin_options)):
+        for key, value in options.items():
+            if non_finite_in(value) is not None:
+                raise ConfigError(f"{flag} {key} must be finite, not {non_finite_in(value)}")
     _check_models(c)
     _check_thresholds(c.thresholds)
     _check_lin_options(c.lin_options)
@@ -289,6 +284,9 @@ def _check_thresholds(thresholds: dict[str, Any]) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise ConfigError(f"--threshold {key} must be a non-negative number, "
                               f"not {value!r}")
+        problem = THRESHOLD.problem(f"--threshold {key}", value)
+        if problem is not None:
+            raise ConfigError(problem)
 
 
 LIN_OPTIONS = ("time_limit", "memory_limit_mb", "stop_on_first_failure")
@@ -307,3 +305,7 @@ def _check_lin_options(options: dict[str, Any]) -> None:
                                     or not isinstance(value, (int, float)) or value <= 0):
             raise ConfigError(f"linearizability option {key} must be a positive number "
                               f"or null (no limit), not {value!r}")
+        elif value is not None:
+            problem = CHECK_BUDGETS[key].problem(f"linearizability option {key}", value)
+            if problem is not None:
+                raise ConfigError(problem)
