@@ -13,7 +13,7 @@ from typing import Any
 from checkers.history import Op, pack_op
 from harness.cli import main as cli_main
 from harness.report.data import bin_width_ns, fault_label, timeline
-from harness.report.explain import explain
+from checkers.anomaly_text import sentence as explain
 from harness.report.page import write_report
 
 S = 1_000_000_000
@@ -265,8 +265,8 @@ def test_explain_falls_back_to_fields() -> None:
         "Lost write: 7 was acknowledged (write 7 by process 2 (history index 9)) but is " \
         "in no final read or replica log."
     # A known type in an unexpected shape is still shown, field by field.
-    assert explain({"type": "divergence", "offsets": 3}) == "divergence: offsets=3"
-    assert explain({"odd": [1]}) == "odd=[1]"
+    assert explain({"type": "divergence", "offsets": 3}) == "A divergence anomaly: offsets 3."
+    assert explain({"odd": [1]}) == "An anomaly of no named kind: odd [1]."
     assert explain({"type": "unavailable", "start_s": 1.0, "end_s": 4.0, "duration_s": 3.0,
                     "limit_s": 2, "faults": [{"f": "kill"}]}).startswith(
         "No op succeeded for 3.0 s, from 1.0 s to 4.0 s")

@@ -13,8 +13,9 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
+from checkers.anomaly_text import sentence
 from harness.report.data import NS, OUTCOMES, PERCENTILES, RunReport
-from harness.report.explain import compact, explain
+from harness.report.explain import compact
 from harness.report.svg import (
     NODE_STATE_COLOR,
     OUTCOME_COLOR,
@@ -245,7 +246,7 @@ def _all_stats(v: dict[str, Any]) -> str:
 def _first_line(anomalies: list[Any]) -> str:
     if not anomalies:
         return ""
-    text = explain(anomalies[0])
+    text = sentence(anomalies[0])
     return text if len(text) <= 140 else text[:139] + "…"
 
 
@@ -256,7 +257,7 @@ def _checker_detail(name: str, v: dict[str, Any]) -> str:
            f"<h3>{_e(name)}: <span class='{cls}'>{word}</span>"
            f"{f' ({len(anomalies)} anomalies)' if anomalies else ''}</h3>"]
     if anomalies:
-        items = "".join(f"<li>{_e(explain(a))}</li>" for a in anomalies[:ANOMALIES_SHOWN])
+        items = "".join(f"<li>{_e(sentence(a))}</li>" for a in anomalies[:ANOMALIES_SHOWN])
         out.append(f"<ol>{items}</ol>")
         if len(anomalies) > ANOMALIES_SHOWN:
             out.append(f"<p class='stats'>... and {len(anomalies) - ANOMALIES_SHOWN} more "
