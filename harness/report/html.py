@@ -68,7 +68,7 @@ svg text{font:11px system-ui,sans-serif;fill:#333}
 svg text.tick{fill:#57606a}svg text.panel{font-weight:600;fill:#444}
 svg text.lane{fill:#111}svg text.axis{fill:#57606a}
 svg .frame{fill:none;stroke:#c9d1d9}svg .grid{stroke:#eaeef2;stroke-width:1}
-svg .leader{stroke:#24292f;stroke-width:1;stroke-dasharray:2 3;opacity:.55}
+svg line.leader{stroke:#24292f;stroke-width:1;stroke-dasharray:2 3;opacity:.55}
 svg .leader-mark{fill:#24292f}
 svg .phase{stroke:#57606a;stroke-width:1.5}
 svg .nodelane{fill:#f6f8fa;stroke:#eaeef2}

@@ -54,6 +54,7 @@ from nemesis.base import (
     needs_lazyfs,
     split_spec,
 )
+from nemesis.label import fault_label
 from nemesis.netns import preexec_setns
 from nemesis.schedule import Event
 from workloads.ops import OpSpec
@@ -125,9 +126,7 @@ def active_faults(executed: list[dict[str, Any]]) -> list[str]:
         if e.get("noop"):
             continue  # it changed nothing: not an active fault
         if e["f"] == split_spec(fault)[0]:
-            value = e.get("value")
-            nodes = value.get("nodes") if isinstance(value, dict) else None
-            active[fault] = f"{fault}({','.join(nodes)})" if nodes else fault
+            active[fault] = e.get("label") or fault_label(e["f"], e.get("value"))
         else:
             active.pop(fault, None)
     return list(active.values())
