@@ -196,3 +196,19 @@ def test_ls_tells_a_buggy_run_from_a_fixed_one(tmp_path, capsys):
         "7", "truncate-to-hw", "election_timeout_ms=150,fsync=false", "20250101-nightly#3"]
     strip = [line.replace(name, "") for name, line in lines.items()]
     assert strip[0] != strip[1]
+
+
+def test_history_show_and_validate_accept_a_run_dir(tmp_path, capsys):
+    """Issue 28, finding 12: `history show RUN_DIR` said the run dir is not a file."""
+    run = create_run_dir(tmp_path)
+    with HistoryWriter(run / "history.msgpack") as w:
+        w.append(Op(0, 1_000, 0, "invoke", "write", 3))
+        w.append(Op(1, 2_000, 0, "ok", "write", 3))
+    assert main(["history", "show", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "invoke" in out and "ok" in out and "write" in out
+    assert main(["history", "validate", str(run)]) == 0
+    # A directory with no history is not a run dir: one sentence, 254.
+    assert main(["history", "show", str(tmp_path)]) == 254
+    err = capsys.readouterr().err
+    assert one_sentence(err) and "not a run dir" in err
