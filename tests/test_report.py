@@ -165,8 +165,9 @@ def test_timeline_shows_faults_and_leader_changes(tmp_path: Path) -> None:
 def test_counts_config_and_links(tmp_path: Path) -> None:
     page = write_report(invalid_run(tmp_path).path).read_text()
     counts = page[page.index("<h2>Operations"):page.index("<h2>Config")]
-    assert re.search(r"<td>write</td><td class='n'>120</td><td class='n'>20</td>"
-                     r"<td class='n'>0</td><td class='n'>140</td>", counts)
+    # ok, refused, error (a write that failed with no refusal), info, total
+    assert re.search(r"<td>write</td><td class='n'>120</td><td class='n'>0</td>"
+                     r"<td class='n'>20</td><td class='n'>0</td><td class='n'>140</td>", counts)
     config = page[page.index("<h2>Config"):]
     assert "<th>seed</th><td>42</td>" in config
     assert "<th>time_limit</th><td>10.0</td>" in config

@@ -16,10 +16,10 @@ from checkers.availability import HEALED_BY, fault_windows
 from checkers.elections import leader_elections
 from checkers.faults import CUT, KILL, PAUSE, named
 from checkers.history import NEMESIS, Op, noop_reason, pair_ops
+from checkers.outcomes import OUTCOMES, outcome
 from nemesis.label import fault_label, links_text
 
 NS = 1_000_000_000
-OUTCOMES = ("ok", "fail", "info")
 # Bin widths (seconds) a reader can count in; the smallest giving at most
 # MAX_BINS bins over the run is used.
 NICE_BINS_S = (0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300,
@@ -89,11 +89,11 @@ class Timeline:
 
 
 def op_counts(ops: list[Op]) -> dict[str, Counter[str]]:
-    """f -> outcome -> number of client completions."""
+    """f -> outcome (ok, refused, error, info) -> number of client completions."""
     out: dict[str, Counter[str]] = defaultdict(Counter)
     for op in ops:
-        if op.process != NEMESIS and op.type in OUTCOMES:
-            out[str(op.f)][op.type] += 1
+        if op.process != NEMESIS and outcome(op.type, op.f, op.error) in OUTCOMES:
+            out[str(op.f)][outcome(op.type, op.f, op.error)] += 1
     return dict(sorted(out.items()))
 
 
@@ -119,10 +119,11 @@ def timeline(ops: list[Op], events: dict[str, list[dict[str, Any]]],
     client = [op for op in ops if op.process != NEMESIS and isinstance(op.time, int)
               and op.time >= 0]
     for inv, done in pair_ops(client):
-        if done is None or done.type not in OUTCOMES:
+        what = outcome(done.type, done.f, done.error) if done is not None else None
+        if what not in OUTCOMES:
             continue
         b = done.time // bin_ns
-        counts[done.type][b] += 1
+        counts[what][b] += 1
         if done.type == "ok" and done.time >= inv.time:
             lat[b].append(done.time - inv.time)
     latency_ms = {p: [_percentile(sorted(xs), p) for xs in lat] for p in PERCENTILES}

@@ -339,8 +339,9 @@ def _counts(report: RunReport) -> str:
                 + f"<th class='n'>{n}</th><th class='n'>{_pct(totals['ok'], n)}</th></tr>")
     return ("<h2>Operations</h2><table><tr><th>f</th>" + head
             + "<th>total</th><th>ok %</th></tr>" + "".join(rows) + "</table>"
-            "<p class='stats'>ok: happened · fail: certainly did not · info: unknown "
-            "(timeout, crash)</p>")
+            "<p class='stats'>ok: happened · refused: certainly did not, the system said "
+            "no (a cas whose compare was false) · error: certainly did not, the system could "
+            "not serve it (not the leader, never sent) · info: unknown (timeout, crash)</p>")
 
 
 def _pct(a: int, n: int) -> str:

@@ -13,6 +13,7 @@ import math
 from html import escape
 
 from checkers.faults import KILL, LOSE_UNSYNCED, PARTITION, PAUSE, TRUNCATE
+from checkers.outcomes import ERROR, INFO, OK, REFUSED
 from harness.report.data import (
     CUT_OFF_STATE,
     DOWN_STATE,
@@ -40,7 +41,9 @@ LAT_H = 170
 GAP = 30
 AXIS_H = 24
 
-OUTCOME_COLOR = {"ok": "#2da44e", "fail": "#e5534b", "info": "#d4a72c"}
+# A refusal (a definite no, as a cas whose compare was false) is a normal
+# answer, so it is drawn in a quiet blue; red is kept for errors.
+OUTCOME_COLOR = {OK: "#2da44e", REFUSED: "#8fb8de", ERROR: "#e5534b", INFO: "#d4a72c"}
 FAULT_COLOR = {PARTITION.name: "#8250df", KILL.name: "#bc4c00", PAUSE.name: "#0969da",
                TRUNCATE.name: "#57606a", LOSE_UNSYNCED.name: "#bf3989"}
 OTHER_FAULT_COLOR = "#6e7781"
