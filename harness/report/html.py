@@ -18,6 +18,7 @@ from harness.report.data import NS, OUTCOMES, PERCENTILES, RunReport
 from harness.report.explain import compact
 from harness.report.svg import (
     NODE_STATE_COLOR,
+    NODE_STATE_OPACITY,
     OUTCOME_COLOR,
     PCT_NAME,
     PCT_STYLE,
@@ -276,8 +277,8 @@ def _legend(fault_kinds: list[str]) -> str:
               for f in fault_kinds]
     items += [f"<span><i style='height:2px;background:{PCT_STYLE[p][0]}'></i>"
               f"{PCT_NAME[p]} latency</span>" for p in PERCENTILES]
-    items += [f"<span><i style='background:{c};opacity:.6'></i>node {_e(s)}</span>"
-              for s, c in NODE_STATE_COLOR.items()]
+    items += [f"<span><i style='background:{c};opacity:{NODE_STATE_OPACITY.get(s, 0.6)}'>"
+              f"</i>node {_e(s)}</span>" for s, c in NODE_STATE_COLOR.items()]
     items.append("<span>▼ dashed line: new leader (node, epoch)</span>")
     items.append("<span style='color:#cf222e'>✗ red line: an op a checker could not fit "
                  "(click: its counterexample)</span>")
