@@ -264,20 +264,20 @@ def _other_cluster(what: str) -> Callable[[dict[str, Any]], str]:
 
 
 def _vote_after_state_loss(a: dict[str, Any]) -> str:
-    return (f"{_node(a)} voted in epoch {a['epoch']} after losing its quorum state, "
-            "before it had caught up.")
+    return (f"{_node(a)} voted or stood for election in epoch {a['epoch']} after "
+            "restarting without its quorum state, before following a leader again.")
 
 
 def _stranded_leader(a: dict[str, Any]) -> str:
     lo, hi = a["still_leader_s"]
     return (f"{_node(a)} stayed leader of epoch {a['epoch']} from {lo} s to {hi} s while "
-            f"cut off from a quorum (limit {a['limit_s']} s).")
+            f"cut off from a majority (limit {a['limit_s']} s).")
 
 
 def _epoch_raised_while_cut_off(a: dict[str, Any]) -> str:
     lo, hi = a["cut_off_s"]
-    return (f"{_node(a)} raised its epoch to {a['epoch']} at {a['time_s']} s while cut "
-            f"off ({lo} s to {hi} s).")
+    return (f"{_node(a)} became a candidate (epoch {a['epoch']}) at {a['time_s']} s "
+            f"while cut off from a majority ({lo} s to {hi} s).")
 
 
 def _follows_itself(a: dict[str, Any]) -> str:
@@ -285,13 +285,13 @@ def _follows_itself(a: dict[str, Any]) -> str:
 
 
 def _resigned_stayed(a: dict[str, Any]) -> str:
-    return (f"{_node(a)} resigned as leader of epoch {a['epoch']} but took another role "
+    return (f"{_node(a)} resigned as leader of epoch {a['epoch']} but its next role was "
             "in that same epoch.")
 
 
 def _pre_vote_from_fetching(a: dict[str, Any]) -> str:
     return (f"{_node(a)} granted a pre-vote to {a['candidate']} at {a['time_s']} s while "
-            f"following leader {a['leader']} of epoch {a['epoch']}.")
+            f"still fetching from the live leader {a['leader']} of epoch {a['epoch']}.")
 
 
 def _leader_changes_after_heal(a: dict[str, Any]) -> str:
