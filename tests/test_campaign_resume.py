@@ -67,7 +67,8 @@ def test_summary_counts_and_first_anomalies():
                                                 "A G0 anomaly."]}]
     assert s["failed_runs"][0]["error"] == "RuntimeError: boom"
     text = summary_text(s, entries)
-    assert "valid 1  invalid 1  unknown 1  error 1" in text and "- A G1c anomaly: cycle [1, 2]." in text
+    assert "valid 1  invalid 1  unknown 1  error 1" in text
+    assert "- A G1c anomaly: cycle [1, 2]." in text
     assert exit_code_of(s["counts"]) == 1
 
 

@@ -10,10 +10,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from checkers.anomaly_text import sentence as explain
 from checkers.history import Op, pack_op
 from harness.cli import main as cli_main
 from harness.report.data import bin_width_ns, fault_label, timeline
-from checkers.anomaly_text import sentence as explain
 from harness.report.page import write_report
 
 S = 1_000_000_000
@@ -336,6 +336,12 @@ def test_leader_labels_never_overlap_and_fault_labels_are_never_cut() -> None:
     assert fit_label("partition isolate-one n1", 3, 400) == "partition isolate-one n1"
     assert fit_label("partition isolate-one n1", 3, 30) == "#3"
     assert fit_label("partition isolate-one n1", 3, 8) == ""
+    # A partition named by its cut: the lane says "partition", the bar the links.
+    label = "partition: cut n1-n2 (bridge)"
+    assert fit_label(label, 2, 400) == label
+    assert fit_label(label, 2, len("cut n1-n2 (bridge)") * 7 + 6) == "cut n1-n2 (bridge)"
+    assert fit_label(label, 2, len("cut n1-n2") * 7 + 6) == "cut n1-n2"
+    assert fit_label(label, 2, 30) == "#2"
 
 
 def test_node_lanes_show_down_paused_and_cut_off() -> None:

@@ -236,12 +236,16 @@ def fault_number(faults: list[FaultWindow], w: FaultWindow) -> int:
 
 
 def fit_label(label: str, number: int, width: float) -> str:
-    """The full label if it fits the bar, else its legend number, else nothing:
-    never a cut label ("partition…") that reads as something else."""
-    if len(label) * CHAR_W + 6 <= width:
-        return label
-    short = f"#{number}"
-    return short if len(short) * CHAR_W + 6 <= width else ""
+    """The full label if it fits the bar, else what follows the fault's name
+    (the lane is named by it: "cut n1-n2 (bridge)", then "cut n1-n2"), else its
+    legend number, else nothing: never a cut label ("partition…") that reads
+    as something else."""
+    _, sep, rest = label.partition(": ")
+    bare = rest.split(" (")[0]
+    for text in (label, rest, bare, f"#{number}") if sep else (label, f"#{number}"):
+        if text and len(text) * CHAR_W + 6 <= width:
+            return text
+    return ""
 
 
 def _lanes_panel(lanes: list[tuple[str, list[FaultWindow]]], faults: list[FaultWindow],
