@@ -18,7 +18,8 @@ def _pairs(cut: Any) -> list[tuple[str, str]]:
     return [(str(p[0]), str(p[1])) for p in cut if isinstance(p, (list, tuple)) and len(p) == 2]
 
 
-def _order(name: str) -> tuple[int, str]:
+def node_order(name: str) -> tuple[int, str]:
+    """Sort key of node names in number order: n2 before n10."""
     digits = "".join(ch for ch in name if ch.isdigit())
     return (int(digits) if digits else 1 << 30, name)
 
@@ -28,9 +29,9 @@ def links(cut: Iterable[Any]) -> list[str]:
     only packets from n1 to n2 are dropped."""
     pairs = set(_pairs(cut))
     out = []
-    for a, b in sorted(pairs, key=lambda p: (_order(p[0]), _order(p[1]))):
+    for a, b in sorted(pairs, key=lambda p: (node_order(p[0]), node_order(p[1]))):
         if (b, a) in pairs:
-            if _order(a) < _order(b):
+            if node_order(a) < node_order(b):
                 out.append(f"{a}-{b}")
         else:
             out.append(f"{a}->{b}")
@@ -48,7 +49,7 @@ def links_text(cut: Iterable[Any], shown: int = LINKS_SHOWN) -> str:
 
 def fault_label(f: str, value: Any, shown: int = LINKS_SHOWN) -> str:
     """"kill n3", "pause n1 n2", "partition: cut n1-n2 (bridge)",
-    "heal-partition: restored n1-n2"."""
+    "heal: restored n1-n2"."""
     if not isinstance(value, dict):
         return f
     shape = value.get("shape") if isinstance(value.get("shape"), str) else None

@@ -18,6 +18,7 @@ from checkers.faults import CUT, KILL, PAUSE, named
 from checkers.history import NEMESIS, Op, noop_reason, pair_ops
 from checkers.outcomes import OUTCOMES, outcome
 from nemesis.label import fault_label, links_text
+from nemesis.label import node_order as _node_order
 
 NS = 1_000_000_000
 # Bin widths (seconds) a reader can count in; the smallest giving at most
@@ -148,11 +149,6 @@ def node_names_of(run: dict[str, Any], faults: list[FaultWindow],
         return [f"n{i}" for i in range(1, count + 1)]
     seen = {n for w in faults for n in w.nodes} | set(events)
     return sorted(seen, key=_node_order)
-
-
-def _node_order(name: str) -> tuple[int, str]:
-    digits = "".join(ch for ch in name if ch.isdigit())
-    return (int(digits) if digits else 1 << 30, name)
 
 
 def lost_peers(cut: Any, nodes: list[str]) -> dict[str, list[str]]:
