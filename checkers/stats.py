@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 from checkers.history import NEMESIS, Op
+from checkers.outcomes import ERROR, REFUSED, outcome
 from checkers.verdict import Verdict, verdict
 
 # Why a history with nothing to judge is unknown, never vacuously valid.
@@ -18,8 +19,14 @@ def check(history: list[Op], run: dict[str, Any] | None = None) -> Verdict:
     for op in history:
         if op.process == NEMESIS or op.type == "invoke":
             continue
-        by_f.setdefault(op.f, Counter())[op.type] += 1
-    stats = {f: {"ok": c["ok"], "fail": c["fail"], "info": c["info"]}
+        counts = by_f.setdefault(op.f, Counter())
+        counts[op.type] += 1
+        if op.type == "fail":
+            counts[outcome(op.type, op.f, op.error)] += 1
+    # "fail" is refused + error: a refusal is the system's definite no (a cas
+    # whose compare was false), an error an op it could not serve.
+    stats = {f: {"ok": c["ok"], "fail": c["fail"], REFUSED: c[REFUSED], ERROR: c[ERROR],
+                 "info": c["info"]}
              for f, c in sorted(by_f.items())}
     never = [f for f, c in stats.items() if c["ok"] == 0]
     if not by_f:
@@ -27,7 +34,8 @@ def check(history: list[Op], run: dict[str, Any] | None = None) -> Verdict:
     if never:
         return verdict("unknown", [{"type": "no-successful-ops", "f": f,
                                     "explanation": f"no {f} op succeeded "
-                                    f"({stats[f]['fail']} failed, {stats[f]['info']} unknown)"}
+                                    f"({stats[f][REFUSED]} refused, {stats[f][ERROR]} failed "
+                                    f"with an error, {stats[f]['info']} unknown)"}
                                    for f in never],
                        {"by_f": stats,
                         "reason": f"no successful {', '.join(never)} ops: the run shows "

@@ -47,6 +47,7 @@ from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabular
     FaultFactory,
     split_spec,
 )
+from nemesis.label import fault_label
 
 
 def _disk_truncate(ctx: FaultContext) -> Fault:
@@ -397,7 +398,8 @@ class NemesisRunner:
         self.executed.append({"time": invoke.time, "end": done.time, "f": f,
                               "fault": getattr(event, "fault", None),
                               "value": done.value, "error": done.error,
-                              "noop": noop_reason(done.value)})
+                              "noop": noop_reason(done.value),
+                              "label": fault_label(f, done.value)})
         if isinstance(event, _Fired):
             # A heal a trigger fired mid-fault is not the run's final one: replay keeps it.
             self.executed[-1]["fired"] = True

@@ -62,10 +62,13 @@ def test_summary_counts_and_first_anomalies():
     assert s["counts"] == {"valid": 1, "invalid": 1, "unknown": 1, "error": 1}
     assert s["invalid_runs"] == [{"index": 1, "label": "run 1", "run_id": "r1",
                                   "run_dir": "/x/r1", "checker": "elle", "anomaly_count": 2,
-                                  "anomaly": anomaly}]
+                                  "anomaly": anomaly,
+                                  "sentences": ["A G1c anomaly: cycle [1, 2].",
+                                                "A G0 anomaly."]}]
     assert s["failed_runs"][0]["error"] == "RuntimeError: boom"
     text = summary_text(s, entries)
-    assert "valid 1  invalid 1  unknown 1  error 1" in text and '"G1c"' in text
+    assert "valid 1  invalid 1  unknown 1  error 1" in text
+    assert "- A G1c anomaly: cycle [1, 2]." in text
     assert exit_code_of(s["counts"]) == 1
 
 

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.campaign.spec import CampaignError, estimated_seconds, load_campaign, parse_campaign
+from harness.campaign.estimate import estimate
+from harness.campaign.spec import CampaignError, load_campaign, parse_campaign
 from harness.cli import main
 
 CAMPAIGNS = Path(__file__).resolve().parents[1] / "campaigns"
@@ -96,7 +97,7 @@ def test_shipped_campaigns_are_valid_and_sized():
     assert {r.config.db for r in nightly.runs} == {"raft", "etcd"}
     assert {r.config.workload for r in nightly.runs} == {"register", "kv", "list-append", "log"}
     assert len({r.config.seed for r in nightly.runs}) >= 3
-    hours = estimated_seconds(nightly.runs) / 3600
+    hours = estimate(r.config for r in nightly.runs).total_s / 3600
     assert 2 <= hours <= 6, hours
 
 

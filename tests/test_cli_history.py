@@ -161,7 +161,8 @@ def test_ls(tmp_path, capsys):
     (new / "run.json").write_text("{broken")
     assert main(["ls", "--results", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["RUN", "START", "CONFIG", "VERDICT", "NOTES"]
+    assert lines[0].split() == ["RUN", "START", "CONFIG", "SEED", "BUGS", "NODE-OPTIONS",
+                                "CAMPAIGN", "VERDICT", "NOTES"]
     assert lines[1].startswith(new.name) and "run.json unreadable" in lines[1]
     assert lines[2].startswith(old.name)
     assert "raft/kv/partition 5 nodes" in lines[2] and "invalid" in lines[2]
@@ -173,3 +174,41 @@ def test_ls_uses_env(tmp_path, capsys, monkeypatch):
     assert main(["ls"]) == 0
     out = capsys.readouterr().out
     assert run.name in out and "run.json missing" in out
+
+
+def test_ls_tells_a_buggy_run_from_a_fixed_one(tmp_path, capsys):
+    """Issue 28, finding 12: `ls` had no seed, bug switches, node options or
+    campaign, so a buggy and a fixed run of one config printed the same line."""
+    def run(bugs, options, campaign=None):
+        d = create_run_dir(tmp_path)
+        (d / "run.json").write_text(json.dumps({
+            "status": "complete", "campaign": campaign,
+            "config": {"db": "raft", "workload": "register", "nemesis": ["kill"], "nodes": 3,
+                       "seed": 7, "bugs": bugs, "node_options": options}}))
+        return d
+    fixed = run([], {})
+    buggy = run(["truncate-to-hw"], {"fsync": False, "election_timeout_ms": 150},
+                {"id": "20250101-nightly", "index": 2, "label": "raft kill"})
+    assert main(["ls", "--results", str(tmp_path)]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert lines[fixed.name].split()[5:9] == ["7", "-", "-", "-"]
+    assert lines[buggy.name].split()[5:9] == [
+        "7", "truncate-to-hw", "election_timeout_ms=150,fsync=false", "20250101-nightly#3"]
+    strip = [line.replace(name, "") for name, line in lines.items()]
+    assert strip[0] != strip[1]
+
+
+def test_history_show_and_validate_accept_a_run_dir(tmp_path, capsys):
+    """Issue 28, finding 12: `history show RUN_DIR` said the run dir is not a file."""
+    run = create_run_dir(tmp_path)
+    with HistoryWriter(run / "history.msgpack") as w:
+        w.append(Op(0, 1_000, 0, "invoke", "write", 3))
+        w.append(Op(1, 2_000, 0, "ok", "write", 3))
+    assert main(["history", "show", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "invoke" in out and "ok" in out and "write" in out
+    assert main(["history", "validate", str(run)]) == 0
+    # A directory with no history is not a run dir: one sentence, 254.
+    assert main(["history", "show", str(tmp_path)]) == 254
+    err = capsys.readouterr().err
+    assert one_sentence(err) and "not a run dir" in err

@@ -10,10 +10,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from checkers.anomaly_text import sentence as explain
 from checkers.history import Op, pack_op
 from harness.cli import main as cli_main
 from harness.report.data import bin_width_ns, fault_label, timeline
-from harness.report.explain import explain
 from harness.report.page import write_report
 
 S = 1_000_000_000
@@ -165,8 +165,9 @@ def test_timeline_shows_faults_and_leader_changes(tmp_path: Path) -> None:
 def test_counts_config_and_links(tmp_path: Path) -> None:
     page = write_report(invalid_run(tmp_path).path).read_text()
     counts = page[page.index("<h2>Operations"):page.index("<h2>Config")]
-    assert re.search(r"<td>write</td><td class='n'>120</td><td class='n'>20</td>"
-                     r"<td class='n'>0</td><td class='n'>140</td>", counts)
+    # ok, refused, error (a write that failed with no refusal), info, total
+    assert re.search(r"<td>write</td><td class='n'>120</td><td class='n'>0</td>"
+                     r"<td class='n'>20</td><td class='n'>0</td><td class='n'>140</td>", counts)
     config = page[page.index("<h2>Config"):]
     assert "<th>seed</th><td>42</td>" in config
     assert "<th>time_limit</th><td>10.0</td>" in config
@@ -265,8 +266,8 @@ def test_explain_falls_back_to_fields() -> None:
         "Lost write: 7 was acknowledged (write 7 by process 2 (history index 9)) but is " \
         "in no final read or replica log."
     # A known type in an unexpected shape is still shown, field by field.
-    assert explain({"type": "divergence", "offsets": 3}) == "divergence: offsets=3"
-    assert explain({"odd": [1]}) == "odd=[1]"
+    assert explain({"type": "divergence", "offsets": 3}) == "A divergence anomaly: offsets 3."
+    assert explain({"odd": [1]}) == "An anomaly of no named kind: odd [1]."
     assert explain({"type": "unavailable", "start_s": 1.0, "end_s": 4.0, "duration_s": 3.0,
                     "limit_s": 2, "faults": [{"f": "kill"}]}).startswith(
         "No op succeeded for 3.0 s, from 1.0 s to 4.0 s")
@@ -335,6 +336,12 @@ def test_leader_labels_never_overlap_and_fault_labels_are_never_cut() -> None:
     assert fit_label("partition isolate-one n1", 3, 400) == "partition isolate-one n1"
     assert fit_label("partition isolate-one n1", 3, 30) == "#3"
     assert fit_label("partition isolate-one n1", 3, 8) == ""
+    # A partition named by its cut: the lane says "partition", the bar the links.
+    label = "partition: cut n1-n2 (bridge)"
+    assert fit_label(label, 2, 400) == label
+    assert fit_label(label, 2, len("cut n1-n2 (bridge)") * 7 + 6) == "cut n1-n2 (bridge)"
+    assert fit_label(label, 2, len("cut n1-n2") * 7 + 6) == "cut n1-n2"
+    assert fit_label(label, 2, 30) == "#2"
 
 
 def test_node_lanes_show_down_paused_and_cut_off() -> None:

@@ -119,10 +119,12 @@ def test_chromium_renders_the_invalid_runs_reports(tmp_path: Path) -> None:
     faults = report.with_class("fault")
     assert len(faults) == 2
     table = " ".join(t for _, _, t in report.with_class("faults"))
-    assert "kill n2" in table and "partition isolate-one n1" in table
-    # Node lanes: n2 down, n1 cut off from a majority (n2 and n3 are not).
+    assert "kill n2" in table and "partition: cut n1-n2, n1-n3 (isolate-one)" in table
+    # Node lanes: n2 down, n1 cut off from a majority; n2 and n3 each lost their
+    # link to n1 but still reach a majority.
     states = {(a["data-node"], a["data-state"]) for _, a, _ in report.with_class("nodestate")}
-    assert states == {("n2", "down"), ("n1", "cut off")}
+    assert states == {("n2", "down"), ("n1", "cut off"), ("n2", "links cut"),
+                      ("n3", "links cut")}
     # The failing op on the timeline, linked to its counterexample.
     (failing,) = report.with_class("failing")
     assert failing[1]["href"] == "linearizability.html#failure"
@@ -137,7 +139,7 @@ def test_chromium_renders_the_invalid_runs_reports(tmp_path: Path) -> None:
     (served,) = lin.with_class("served-by")
     assert served[2] == "n1"
     fault_labels = " ".join(t for _, _, t in lin.with_class("fault"))
-    assert "partition isolate-one n1" in fault_labels
+    assert "partition: cut n1-n2, n1-n3 (isolate-one)" in fault_labels
     assert any(tag == "text" and "".join(text) == "seconds"
                for tag, _, text in lin.found)                  # a time axis
 
@@ -148,3 +150,58 @@ def test_the_console_check_sees_a_script_error(tmp_path: Path) -> None:
     bad.write_text("<html><body><p class='x'>hi</p><script>undefined_fn()</script></body></html>")
     _, log = render(bad, tmp_path)
     assert any("undefined_fn" in line for line in console_errors(log))
+
+
+# Reads, in the rendered page, how a leader label is drawn: its opacity with
+# every ancestor's, and the dash pattern of its stroke.
+PROBE = """<script>
+const t = document.querySelector('g.leaderchange text');
+let opacity = 1;
+for (let e = t; e && e.nodeType === 1; e = e.parentElement)
+  opacity *= parseFloat(getComputedStyle(e).opacity);
+document.body.setAttribute('data-probe', JSON.stringify(
+  {opacity: opacity, dash: getComputedStyle(t).strokeDasharray, text: t.textContent}));
+</script></body>"""
+
+
+def probe(page: Path, tmp_path: Path, extra_css: str = "") -> dict:
+    probed = page.with_name(f"probe{len(extra_css)}.html")
+    html = page.read_text().replace("</body>", PROBE)
+    probed.write_text(html.replace("</style>", extra_css + "</style>", 1))
+    dom, _ = render(probed, tmp_path)
+    (body,) = [a for tag, a, _ in dom.found if tag == "body"]
+    return json.loads(body["data-probe"])
+
+
+def test_a_bridge_reads_as_its_cut_links_and_leader_labels_are_solid(tmp_path: Path) -> None:
+    """Issue 28, findings 11 and 12: a bridge (n3 in the middle, n1-n2 cut) is
+    labelled by its cut link in the lane and the hover, the lanes of n1 and n2
+    show the cut; the leader labels are drawn solid, not faint and dashed."""
+    from test_report import RunDir, leader, run_json
+
+    from harness.report.page import write_report
+    rd = RunDir(tmp_path / "bridge")
+    rd.client_ops(0.0, 10.0)
+    rd.fault(2.0, "partition", {"shape": "bridge", "nodes": ["n3"],
+                                "cut": [["n1", "n2"], ["n2", "n1"]]}, 6.0, "heal")
+    rd.write_history()
+    rd.write_json("run.json", {**run_json(), "nodes": {n: {} for n in ("n1", "n2", "n3")}})
+    rd.node_events("n1", [leader(0.5, 1)])
+    rd.node_events("n2", [leader(4.0, 2)])
+    page = write_report(rd.path)
+
+    dom, log = render(page, tmp_path)
+    assert console_errors(log) == []
+    (fault,) = dom.with_class("fault")
+    assert "partition: cut n1-n2 (bridge)" in fault[2]       # lane label and hover
+    states = {(a["data-node"], a["data-state"]) for _, a, _ in dom.with_class("nodestate")}
+    assert states == {("n1", "links cut"), ("n2", "links cut")}
+    hovers = " ".join(t for _, _, t in dom.with_class("nodestate"))
+    assert "its links cut: n1-n2" in hovers and "partition(n3)" not in hovers
+
+    drawn = probe(page, tmp_path)
+    assert drawn["text"] and drawn["opacity"] == 1 and drawn["dash"] == "none"
+    # Its twin: a rule that hits the label's group as the old `.leader` did is seen.
+    old = probe(page, tmp_path, "svg .leaderchange{stroke:#24292f;stroke-dasharray:2 3;"
+                "opacity:.55}")
+    assert old["opacity"] < 0.6 and old["dash"] != "none"

@@ -12,7 +12,8 @@ def ops(*pairs):
 def test_every_kind_succeeded_is_valid():
     v = check(ops(("read", "ok"), ("write", "ok"), ("write", "fail")))
     assert v["valid"] is True
-    assert v["stats"]["by_f"]["write"] == {"ok": 1, "fail": 1, "info": 0}
+    assert v["stats"]["by_f"]["write"] == {"ok": 1, "fail": 1, "refused": 0, "error": 1,
+                                           "info": 0}
 
 
 def test_a_kind_that_never_succeeded_is_unknown():
@@ -60,13 +61,16 @@ def test_counts_and_the_unknown_verdict_say_what_never_succeeded():
                   ("cas", "info"), ("txn", "fail"))
     v = check(history)
     assert v["valid"] == "unknown"
-    assert v["stats"]["by_f"] == {"cas": {"ok": 0, "fail": 1, "info": 1},
-                                  "read": {"ok": 2, "fail": 0, "info": 1},
-                                  "txn": {"ok": 0, "fail": 1, "info": 0}}
+    assert v["stats"]["by_f"] == {
+        "cas": {"ok": 0, "fail": 1, "refused": 1, "error": 0, "info": 1},
+        "read": {"ok": 2, "fail": 0, "refused": 0, "error": 0, "info": 1},
+        "txn": {"ok": 0, "fail": 1, "refused": 0, "error": 1, "info": 0}}
     assert v["stats"]["reason"] == ("no successful cas, txn ops: the run shows nothing "
                                     "about them")
     assert v["anomalies"] == [
         {"type": "no-successful-ops", "f": "cas",
-         "explanation": "no cas op succeeded (1 failed, 1 unknown)"},
+         "explanation": "no cas op succeeded (1 refused, 0 failed with an error, 1 "
+                        "unknown)"},
         {"type": "no-successful-ops", "f": "txn",
-         "explanation": "no txn op succeeded (1 failed, 0 unknown)"}]
+         "explanation": "no txn op succeeded (0 refused, 1 failed with an error, 0 "
+                        "unknown)"}]

@@ -1,10 +1,12 @@
 """A campaign's summary: counts by verdict and every invalid run with its first
-anomaly, as a JSON document and as text. Pure: entries and verdict documents in."""
+anomalies in sentences, as a JSON document and as text. Pure: entries and
+verdict documents in."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from checkers.anomaly_text import sentence, sentences
 
 VERDICTS = ("valid", "invalid", "unknown", "error")
 WORD = {True: "valid", False: "invalid", "unknown": "unknown"}
@@ -25,7 +27,8 @@ def first_anomaly(document: dict[str, Any]) -> dict[str, Any] | None:
         if v.get("valid") is False:
             anomalies = v.get("anomalies") or []
             return {"checker": name, "anomaly_count": len(anomalies),
-                    "anomaly": anomalies[0] if anomalies else None}
+                    "anomaly": anomalies[0] if anomalies else None,
+                    "sentences": sentences(anomalies)}
     return None
 
 
@@ -55,14 +58,14 @@ def summary_text(summary: dict[str, Any], entries: list[dict[str, Any]]) -> str:
         lines.append(f"  {e['index'] + 1:>4}  {(e.get('verdict') or 'error'):<8} "
                      f"{e['label']:<48} {e.get('run_id') or '-'}")
     if summary["invalid_runs"]:
-        lines += ["", "invalid runs (first anomaly):"]
+        lines += ["", "invalid runs (first anomalies; verdicts.json has them all):"]
         for r in summary["invalid_runs"]:
-            anomaly = json.dumps(r.get("anomaly"), default=str)
-            if len(anomaly) > 300:
-                anomaly = anomaly[:300] + "..."
+            # A summary written before sentences existed has only the first anomaly.
+            said = r.get("sentences") or ([sentence(r["anomaly"])] if r.get("anomaly")
+                                          else ["(the checker listed no anomaly)"])
             lines.append(f"  {r['label']}  {r['run_dir']}")
-            lines.append(f"    {r.get('checker', '?')} ({r.get('anomaly_count', 0)} anomalies): "
-                         f"{anomaly}")
+            lines.append(f"    {r.get('checker', '?')} ({r.get('anomaly_count', 0)} anomalies):")
+            lines += [f"      - {s}" for s in said]
     if summary["failed_runs"]:
         lines += ["", "runs that failed (harness error; resume re-runs them):"]
         for r in summary["failed_runs"]:

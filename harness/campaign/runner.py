@@ -21,8 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from checkers.spark.session import REMOTE_ENV
+from harness.campaign.estimate import (
+    check_seconds,
+    duration_text,
+    estimate,
+    estimate_text,
+    run_events,
+)
 from harness.campaign.report import summarize, summary_text
-from harness.campaign.spec import Campaign, estimated_seconds, load_campaign
+from harness.campaign.spec import Campaign, load_campaign
 from harness.campaign.store import (
     CAMPAIGN_JSON,
     RUNS_JSON,
@@ -56,14 +63,6 @@ class CampaignResult:
     exit_code: int
 
 
-def duration_text(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def start_campaign(path: Path, results: Path, parallel: int, master: str | None,
                    say: Say) -> CampaignResult:
     campaign = load_campaign(path)
@@ -76,7 +75,7 @@ def start_campaign(path: Path, results: Path, parallel: int, master: str | None,
     entries = [new_entry(r.index, r.label, r.config.to_json()) for r in campaign.runs]
     write_json(cdir / RUNS_JSON, entries)
     say(f"campaign {campaign.name} ({cdir.name}): {len(entries)} runs, parallel {parallel}, "
-        f"about {duration_text(estimated_seconds(campaign.runs, parallel))}; {cdir}")
+        f"{estimate_text(estimate((r.config for r in campaign.runs), parallel))}; {cdir}")
     return execute(cdir, doc, entries, [e["index"] for e in entries], results, parallel,
                    master, say)
 
@@ -192,6 +191,15 @@ def run_entries(cdir: Path, entries: list[dict[str, Any]], todo: list[int], resu
     pool.shutdown(wait=True)
 
 
+def _run_json(run_dir: str) -> dict[str, Any]:
+    """A complete run's run.json, or {} (the estimate then counts no events)."""
+    from checkers.rundir import RUN_JSON, load_json
+    try:
+        return load_json(Path(run_dir) / RUN_JSON)
+    except Exception:  # unreadable: only the estimate of the check's time is poorer
+        return {}
+
+
 def check_all(cdir: Path, entries: list[dict[str, Any]], master: str | None, say: Say
               ) -> dict[int, dict[str, Any] | None]:
     """One Spark job over every complete run; returns each run's verdicts document."""
@@ -203,7 +211,9 @@ def check_all(cdir: Path, entries: list[dict[str, Any]], master: str | None, say
         say("no complete runs to check")
         return {}
     where = master or os.environ.get(REMOTE_ENV) or "local[*]"
-    say(f"checking {len(checkable)} run(s) with Spark ({where})")
+    events = sum(run_events(_run_json(e["run_dir"])) for e in checkable)
+    say(f"checking {len(checkable)} run(s) with Spark ({where}): {events} history events, "
+        f"about {duration_text(check_seconds(len(checkable), events))}")
     try:
         spark = spark_session(master)
     except SparkUnavailable as e:

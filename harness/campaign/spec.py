@@ -185,11 +185,3 @@ def run_label(config: RunConfig, repeat: int = 0, repeats: int = 1) -> str:
     if repeats > 1:
         parts.append(f"#{repeat + 1}")
     return " ".join(parts)
-
-
-def estimated_seconds(runs: list[PlannedRun], parallel: int = 1,
-                      overhead_s: float = 15.0) -> float:
-    """Wall time a campaign should take: workload, recovery, final reads and
-    roughly `overhead_s` per run for starting, dumping and checking."""
-    total = sum(r.config.time_limit + r.config.recovery_time + overhead_s for r in runs)
-    return total / max(1, parallel)

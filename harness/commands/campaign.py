@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.campaign.spec import CampaignError, estimated_seconds, load_campaign
+from harness.campaign.estimate import estimate, estimate_text
+from harness.campaign.spec import CampaignError, load_campaign
 from harness.results.store import check_results_dir, results_dir
 from harness.run.bounds import MAX_PARALLEL
 from harness.run.errors import UserError
@@ -40,7 +41,7 @@ def say(text: str) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness.campaign.runner import duration_text, planned, resume_campaign, start_campaign
+    from harness.campaign.runner import planned, resume_campaign, start_campaign
     if (args.file is None) == (args.resume is None):
         raise UserError("give a campaign file or --resume ID (one of them)")
     if args.parallel is not None and not 1 <= args.parallel <= MAX_PARALLEL:
@@ -54,8 +55,8 @@ def main(args: argparse.Namespace) -> int:
                 raise UserError("--dry-run needs a campaign file")
             campaign = load_campaign(args.file)
             print("\n".join(planned(campaign)))
-            seconds = estimated_seconds(campaign.runs, args.parallel or 1)
-            print(f"{len(campaign.runs)} runs, about {duration_text(seconds)} "
+            planned_time = estimate((r.config for r in campaign.runs), args.parallel or 1)
+            print(f"{len(campaign.runs)} runs, {estimate_text(planned_time)} "
                   f"at --parallel {args.parallel or 1}")
             return 0
         if args.resume:

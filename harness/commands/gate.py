@@ -84,8 +84,11 @@ def main(args: argparse.Namespace) -> int:
             raise UserError(f"cannot write {args.junit}: {e.strerror}") from None
     for c in cases:
         if c.valid is not True:
-            detail = f": {c.detail[:300]}" if c.detail else ""
-            print(f"  {WORD.get(c.valid, str(c.valid)):<8} {c.run} {c.checker}{detail}")
+            first, *rest = c.detail.split("\n") if c.detail else [""]
+            print(f"  {WORD.get(c.valid, str(c.valid)):<8} {c.run} {c.checker}"
+                  f"{': ' + first if first else ''}")
+            for line in rest:
+                print(f"           {line}")
     invalid = sum(c.valid is False for c in cases)
     errors = sum(c.valid == ERROR for c in cases)
     unknown = sum(c.valid not in (True, False, ERROR) for c in cases)

@@ -13,6 +13,7 @@ from typing import Any
 
 from checkers.formats import FORMATS, detect_format, read_any
 from checkers.history import History, Op, client_ops, validate
+from checkers.rundir import HISTORY
 from checkers.stats import NO_CLIENT_OPS
 from harness.run.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, UserError
 from harness.run.history import HistoryWriter
@@ -27,7 +28,7 @@ def register(subparsers: Any) -> None:
     sub.required = True
 
     show = sub.add_parser("show", help="print one line per op")
-    show.add_argument("file")
+    show.add_argument("file", metavar="FILE|RUN_DIR")
     _format_arg(show)
     show.set_defaults(func=run_show)
 
@@ -37,7 +38,7 @@ def register(subparsers: Any) -> None:
                     "without completion, a completion without invoke, indexes out of "
                     "order...). Exit 0 if there are none, 1 if there are, 2 if the history has "
                     "no client operations, 254 if it cannot be read.")
-    check.add_argument("file")
+    check.add_argument("file", metavar="FILE|RUN_DIR")
     _format_arg(check)
     check.set_defaults(func=run_validate)
 
@@ -58,7 +59,18 @@ def _format_arg(p: argparse.ArgumentParser) -> None:
                    help="EDN only: a client op's [k v] value is key k, value v")
 
 
+def history_path(path: str) -> str:
+    """A history file as given, or a run dir's history."""
+    if Path(path).is_dir():
+        inside = Path(path) / HISTORY
+        if not inside.is_file():
+            raise UserError(f"{path} is a directory with no {HISTORY}: not a run dir")
+        return str(inside)
+    return path
+
+
 def _load(path: str, fmt: str | None, independent: bool) -> tuple[History, str]:
+    path = history_path(path)
     if not Path(path).is_file():
         raise UserError(f"{path} is not a file")
     fmt = fmt or detect_format(path)

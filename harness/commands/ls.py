@@ -12,10 +12,15 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "ls", help="list runs, newest first",
         description="List the runs in the results directory, newest first: id, start "
-                    "time, db/workload/nemesis/nodes, and the checkers' verdict.")
+                    "time, db/workload/nemesis/nodes, seed, bug switches, node options, "
+                    "campaign, and the checkers' verdict.")
     p.add_argument("--results", metavar="DIR", default=None,
                    help="results directory (default: $FAULTLINE_RESULTS or ./results)")
     p.set_defaults(func=run)
+
+
+HEADER = ["RUN", "START", "CONFIG", "SEED", "BUGS", "NODE-OPTIONS", "CAMPAIGN", "VERDICT",
+          "NOTES"]
 
 
 def summary_row(r: RunSummary) -> list[str]:
@@ -25,7 +30,20 @@ def summary_row(r: RunSummary) -> list[str]:
     if r.status and r.status != "complete":
         verdict = f"{verdict} ({r.status})"
     notes = "; ".join(r.problems)
-    return [r.run_id, r.start or "?", f"{config} {nodes}", verdict, notes]
+    seed = str(r.seed) if r.seed is not None else "?"
+    # A buggy and a fixed run of one config differ only here: never leave it blank.
+    bugs = ",".join(r.bugs) or "-"
+    options = ",".join(f"{k}={_option(v)}" for k, v in sorted(r.node_options.items())) or "-"
+    return [r.run_id, r.start or "?", f"{config} {nodes}", seed, bugs, options,
+            r.campaign or "-", verdict, notes]
+
+
+def _option(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "+".join(map(str, value))
+    return str(value)
 
 
 def format_table(rows: list[list[str]]) -> list[str]:
@@ -40,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     if not runs:
         print(f"no runs in {results}")
         return 0
-    rows = [["RUN", "START", "CONFIG", "VERDICT", "NOTES"]] + [summary_row(r) for r in runs]
+    rows = [HEADER] + [summary_row(r) for r in runs]
     for line in format_table(rows):
         print(line)
     return 0

@@ -16,9 +16,11 @@ from checkers.availability import HEALED_BY, fault_windows
 from checkers.elections import leader_elections
 from checkers.faults import CUT, KILL, PAUSE, named
 from checkers.history import NEMESIS, Op, noop_reason, pair_ops
+from checkers.outcomes import OUTCOMES, outcome
+from nemesis.label import fault_label, links_text
+from nemesis.label import node_order as _node_order
 
 NS = 1_000_000_000
-OUTCOMES = ("ok", "fail", "info")
 # Bin widths (seconds) a reader can count in; the smallest giving at most
 # MAX_BINS bins over the run is used.
 NICE_BINS_S = (0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300,
@@ -26,6 +28,8 @@ NICE_BINS_S = (0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 1
 MAX_BINS = 200
 # What a node span says a node was (its colour follows, harness.report.svg).
 DOWN_STATE, PAUSED_STATE, CUT_OFF_STATE = "down", "paused", "cut off"
+# A node that lost some links but still reaches a majority (a bridge's halves).
+LINKS_CUT_STATE = "links cut"
 CUT_FAULTS = named(CUT)
 PERCENTILES = (50, 95, 99, 100)
 
@@ -86,11 +90,11 @@ class Timeline:
 
 
 def op_counts(ops: list[Op]) -> dict[str, Counter[str]]:
-    """f -> outcome -> number of client completions."""
+    """f -> outcome (ok, refused, error, info) -> number of client completions."""
     out: dict[str, Counter[str]] = defaultdict(Counter)
     for op in ops:
-        if op.process != NEMESIS and op.type in OUTCOMES:
-            out[str(op.f)][op.type] += 1
+        if op.process != NEMESIS and outcome(op.type, op.f, op.error) in OUTCOMES:
+            out[str(op.f)][outcome(op.type, op.f, op.error)] += 1
     return dict(sorted(out.items()))
 
 
@@ -116,10 +120,11 @@ def timeline(ops: list[Op], events: dict[str, list[dict[str, Any]]],
     client = [op for op in ops if op.process != NEMESIS and isinstance(op.time, int)
               and op.time >= 0]
     for inv, done in pair_ops(client):
-        if done is None or done.type not in OUTCOMES:
+        what = outcome(done.type, done.f, done.error) if done is not None else None
+        if what not in OUTCOMES:
             continue
         b = done.time // bin_ns
-        counts[done.type][b] += 1
+        counts[what][b] += 1
         if done.type == "ok" and done.time >= inv.time:
             lat[b].append(done.time - inv.time)
     latency_ms = {p: [_percentile(sorted(xs), p) for xs in lat] for p in PERCENTILES}
@@ -146,14 +151,9 @@ def node_names_of(run: dict[str, Any], faults: list[FaultWindow],
     return sorted(seen, key=_node_order)
 
 
-def _node_order(name: str) -> tuple[int, str]:
-    digits = "".join(ch for ch in name if ch.isdigit())
-    return (int(digits) if digits else 1 << 30, name)
-
-
-def cut_off(cut: Any, nodes: list[str]) -> dict[str, list[str]]:
-    """Pure: each node that cannot reach a majority (itself included) under
-    `cut` (directed pairs; a link cut either way counts), with the peers it lost."""
+def lost_peers(cut: Any, nodes: list[str]) -> dict[str, list[str]]:
+    """Pure: each node that lost a link under `cut` (directed pairs; a link cut
+    either way counts), with the peers it lost."""
     lost: dict[str, set[str]] = {n: set() for n in nodes}
     for pair in cut if isinstance(cut, list) else []:
         if isinstance(pair, (list, tuple)) and len(pair) == 2:
@@ -161,20 +161,34 @@ def cut_off(cut: Any, nodes: list[str]) -> dict[str, list[str]]:
             if a in lost and b in lost:
                 lost[a].add(b)
                 lost[b].add(a)
+    return {n: sorted(peers, key=_node_order) for n, peers in lost.items() if peers}
+
+
+def cut_off(cut: Any, nodes: list[str]) -> dict[str, list[str]]:
+    """Pure: each node that cannot reach a majority (itself included) under
+    `cut`, with the peers it lost."""
     majority = len(nodes) // 2 + 1
-    return {n: sorted(peers, key=_node_order) for n, peers in lost.items()
+    return {n: peers for n, peers in lost_peers(cut, nodes).items()
             if len(nodes) - len(peers) < majority}
 
 
 def node_spans(faults: list[FaultWindow], nodes: list[str]) -> list[NodeSpan]:
-    """Which node was down, paused or cut off from a majority, and when."""
+    """Which node was down, paused, cut off from a majority or lost some links,
+    and when."""
     out = []
     for w in faults:
         value = w.value if isinstance(w.value, dict) else {}
         if w.f in CUT_FAULTS:
-            for node, peers in cut_off(value.get("cut"), nodes).items():
-                out.append(NodeSpan(node, CUT_OFF_STATE, w.f, w.start, w.end,
-                                    f"{w.label}: cut off from {' '.join(peers)}"))
+            isolated = cut_off(value.get("cut"), nodes)
+            cut = value.get("cut") if isinstance(value.get("cut"), list) else []
+            for node, peers in lost_peers(value.get("cut"), nodes).items():
+                state = CUT_OFF_STATE if node in isolated else LINKS_CUT_STATE
+                reach = ("cannot reach a majority" if node in isolated
+                         else "still reaches a majority")
+                own = [p for p in cut if isinstance(p, (list, tuple)) and node in map(str, p)]
+                out.append(NodeSpan(node, state, w.f, w.start, w.end,
+                                    f"{w.label}; its links cut: {links_text(own)}; "
+                                    f"lost {' '.join(peers)}, {reach}"))
             continue
         hit = {KILL.name: value.get("killed"), PAUSE.name: value.get("paused")}.get(w.f)
         targets = hit if isinstance(hit, list) else w.nodes
@@ -231,21 +245,6 @@ def _merged(invoked: Any, applied: Any) -> Any:
     if isinstance(invoked, dict) and isinstance(applied, dict):
         return {**invoked, **applied}
     return applied if isinstance(applied, dict) else invoked
-
-
-def fault_label(f: str, value: Any) -> str:
-    """A few words: the fault, its shape or mode, and the nodes it hit."""
-    parts = [f]
-    if isinstance(value, dict):
-        for k in ("shape", "mode"):
-            if isinstance(value.get(k), str):
-                parts.append(value[k])
-        nodes, receivers = value.get("nodes"), value.get("receivers")
-        if isinstance(nodes, list) and nodes:
-            parts.append(" ".join(map(str, nodes)))
-        if isinstance(receivers, list) and receivers:
-            parts.append("-> " + " ".join(map(str, receivers)))
-    return " ".join(parts)
 
 
 def leader_list(events: dict[str, list[dict[str, Any]]], start_monotonic_ns: int | None,

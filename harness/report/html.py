@@ -13,10 +13,12 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
+from checkers.anomaly_text import sentence
 from harness.report.data import NS, OUTCOMES, PERCENTILES, RunReport
-from harness.report.explain import compact, explain
+from harness.report.explain import compact
 from harness.report.svg import (
     NODE_STATE_COLOR,
+    NODE_STATE_OPACITY,
     OUTCOME_COLOR,
     PCT_NAME,
     PCT_STYLE,
@@ -67,7 +69,7 @@ svg text{font:11px system-ui,sans-serif;fill:#333}
 svg text.tick{fill:#57606a}svg text.panel{font-weight:600;fill:#444}
 svg text.lane{fill:#111}svg text.axis{fill:#57606a}
 svg .frame{fill:none;stroke:#c9d1d9}svg .grid{stroke:#eaeef2;stroke-width:1}
-svg .leader{stroke:#24292f;stroke-width:1;stroke-dasharray:2 3;opacity:.55}
+svg line.leader{stroke:#24292f;stroke-width:1;stroke-dasharray:2 3;opacity:.55}
 svg .leader-mark{fill:#24292f}
 svg .phase{stroke:#57606a;stroke-width:1.5}
 svg .nodelane{fill:#f6f8fa;stroke:#eaeef2}
@@ -245,7 +247,7 @@ def _all_stats(v: dict[str, Any]) -> str:
 def _first_line(anomalies: list[Any]) -> str:
     if not anomalies:
         return ""
-    text = explain(anomalies[0])
+    text = sentence(anomalies[0])
     return text if len(text) <= 140 else text[:139] + "…"
 
 
@@ -256,7 +258,7 @@ def _checker_detail(name: str, v: dict[str, Any]) -> str:
            f"<h3>{_e(name)}: <span class='{cls}'>{word}</span>"
            f"{f' ({len(anomalies)} anomalies)' if anomalies else ''}</h3>"]
     if anomalies:
-        items = "".join(f"<li>{_e(explain(a))}</li>" for a in anomalies[:ANOMALIES_SHOWN])
+        items = "".join(f"<li>{_e(sentence(a))}</li>" for a in anomalies[:ANOMALIES_SHOWN])
         out.append(f"<ol>{items}</ol>")
         if len(anomalies) > ANOMALIES_SHOWN:
             out.append(f"<p class='stats'>... and {len(anomalies) - ANOMALIES_SHOWN} more "
@@ -275,8 +277,8 @@ def _legend(fault_kinds: list[str]) -> str:
               for f in fault_kinds]
     items += [f"<span><i style='height:2px;background:{PCT_STYLE[p][0]}'></i>"
               f"{PCT_NAME[p]} latency</span>" for p in PERCENTILES]
-    items += [f"<span><i style='background:{c};opacity:.6'></i>node {_e(s)}</span>"
-              for s, c in NODE_STATE_COLOR.items()]
+    items += [f"<span><i style='background:{c};opacity:{NODE_STATE_OPACITY.get(s, 0.6)}'>"
+              f"</i>node {_e(s)}</span>" for s, c in NODE_STATE_COLOR.items()]
     items.append("<span>▼ dashed line: new leader (node, epoch)</span>")
     items.append("<span style='color:#cf222e'>✗ red line: an op a checker could not fit "
                  "(click: its counterexample)</span>")
@@ -338,8 +340,9 @@ def _counts(report: RunReport) -> str:
                 + f"<th class='n'>{n}</th><th class='n'>{_pct(totals['ok'], n)}</th></tr>")
     return ("<h2>Operations</h2><table><tr><th>f</th>" + head
             + "<th>total</th><th>ok %</th></tr>" + "".join(rows) + "</table>"
-            "<p class='stats'>ok: happened · fail: certainly did not · info: unknown "
-            "(timeout, crash)</p>")
+            "<p class='stats'>ok: happened · refused: certainly did not, the system said "
+            "no (a cas whose compare was false) · error: certainly did not, the system could "
+            "not serve it (not the leader, never sent) · info: unknown (timeout, crash)</p>")
 
 
 def _pct(a: int, n: int) -> str:

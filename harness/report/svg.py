@@ -13,9 +13,11 @@ import math
 from html import escape
 
 from checkers.faults import KILL, LOSE_UNSYNCED, PARTITION, PAUSE, TRUNCATE
+from checkers.outcomes import ERROR, INFO, OK, REFUSED
 from harness.report.data import (
     CUT_OFF_STATE,
     DOWN_STATE,
+    LINKS_CUT_STATE,
     NS,
     OUTCOMES,
     PAUSED_STATE,
@@ -39,12 +41,17 @@ LAT_H = 170
 GAP = 30
 AXIS_H = 24
 
-OUTCOME_COLOR = {"ok": "#2da44e", "fail": "#e5534b", "info": "#d4a72c"}
+# A refusal (a definite no, as a cas whose compare was false) is a normal
+# answer, so it is drawn in a quiet blue; red is kept for errors.
+OUTCOME_COLOR = {OK: "#2da44e", REFUSED: "#8fb8de", ERROR: "#e5534b", INFO: "#d4a72c"}
 FAULT_COLOR = {PARTITION.name: "#8250df", KILL.name: "#bc4c00", PAUSE.name: "#0969da",
                TRUNCATE.name: "#57606a", LOSE_UNSYNCED.name: "#bf3989"}
 OTHER_FAULT_COLOR = "#6e7781"
 NODE_STATE_COLOR = {DOWN_STATE: FAULT_COLOR[KILL.name], PAUSED_STATE: FAULT_COLOR[PAUSE.name],
-                    CUT_OFF_STATE: FAULT_COLOR[PARTITION.name]}
+                    CUT_OFF_STATE: FAULT_COLOR[PARTITION.name],
+                    LINKS_CUT_STATE: FAULT_COLOR[PARTITION.name]}
+# A node that lost only some links is drawn fainter than one cut off from a majority.
+NODE_STATE_OPACITY = {LINKS_CUT_STATE: 0.3}
 FAILING_COLOR = "#cf222e"
 CHAR_W = 6.5           # px per character of an 11 px label
 PCT_STYLE = {50: ("#0969da", ""), 95: ("#8250df", ""), 99: ("#bf3989", ""),
@@ -229,12 +236,16 @@ def fault_number(faults: list[FaultWindow], w: FaultWindow) -> int:
 
 
 def fit_label(label: str, number: int, width: float) -> str:
-    """The full label if it fits the bar, else its legend number, else nothing:
-    never a cut label ("partition…") that reads as something else."""
-    if len(label) * CHAR_W + 6 <= width:
-        return label
-    short = f"#{number}"
-    return short if len(short) * CHAR_W + 6 <= width else ""
+    """The full label if it fits the bar, else what follows the fault's name
+    (the lane is named by it: "cut n1-n2 (bridge)", then "cut n1-n2"), else its
+    legend number, else nothing: never a cut label ("partition…") that reads
+    as something else."""
+    _, sep, rest = label.partition(": ")
+    bare = rest.split(" (")[0]
+    for text in (label, rest, bare, f"#{number}") if sep else (label, f"#{number}"):
+        if text and len(text) * CHAR_W + 6 <= width:
+            return text
+    return ""
 
 
 def _lanes_panel(lanes: list[tuple[str, list[FaultWindow]]], faults: list[FaultWindow],
@@ -266,9 +277,10 @@ def _lanes_panel(lanes: list[tuple[str, list[FaultWindow]]], faults: list[FaultW
 
 
 def _node_lanes(nodes: list[str], spans: list[NodeSpan], x: _X, y0: int) -> list[str]:
-    """One lane per node: when it was down, paused, or cut off from a majority."""
+    """One lane per node: when it was down, paused, cut off from a majority, or
+    lost some links."""
     out = [f"<text class='panel' x='{LEFT}' y='{y0 - 5}'>nodes (down / paused / cut off "
-           "from a majority)</text>"]
+           "from a majority / links cut)</text>"]
     row = {n: i for i, n in enumerate(nodes)}
     for n, i in row.items():
         y = y0 + i * LANE_H
@@ -287,7 +299,7 @@ def _node_lanes(nodes: list[str], spans: list[NodeSpan], x: _X, y0: int) -> list
         out.append(f"<g class='nodestate' data-node='{_e(s.node)}' data-state='{_e(s.state)}'>"
                    f"<title>{_e(title)}</title><rect x='{x0:.1f}' y='{y + 2}' "
                    f"width='{width:.1f}' height='{LANE_H - 4}' rx='2' fill='{color}' "
-                   f"fill-opacity='0.6'/>"
+                   f"fill-opacity='{NODE_STATE_OPACITY.get(s.state, 0.6)}'/>"
                    + (f"<text class='lane' x='{x0 + 3:.1f}' y='{y + 13}'>{_e(label)}</text>"
                       if label else "") + "</g>")
     return out
@@ -319,7 +331,7 @@ def _leader_markers(leaders: list[LeaderChange], x: _X, top: int, bottom: int) -
         px = x(c.time)
         what = "leader at start" if c.first and c.time == 0 else "new leader"
         title = _e(f"{what}: {c.node}, epoch {c.epoch}, at {c.time / NS:.2f} s")
-        out.append(f"<g class='leader'><title>{title}</title>")
+        out.append(f"<g class='leaderchange'><title>{title}</title>")
         if c.time > 0:
             out.append(f"<line class='leader' x1='{px:.1f}' y1='{top - 6}' x2='{px:.1f}' "
                        f"y2='{bottom}'/>")

@@ -8,12 +8,12 @@ without --allow-unknown (JUnit: <error>).
 
 from __future__ import annotations
 
-import json
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checkers.anomaly_text import sentences
 from checkers.verdict_store import read_verdicts
 from harness.run.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
 from harness.run.state import COMPLETE, read_state
@@ -26,17 +26,16 @@ class GateCase:
     run: str
     checker: str
     valid: bool | str          # True, False, "unknown" or "error"
-    detail: str                # first anomaly or the reason it is unknown
+    detail: str                # the first anomalies, a sentence a line, or the reason
     seconds: float = 0.0
 
 
 def first_detail(v: dict[str, Any]) -> str:
+    """The first few anomalies, one sentence a line, then "and N more" (the JSON
+    stays in verdicts.json); else the reason the checker gave."""
     anomalies = v.get("anomalies") or []
     if anomalies:
-        a = anomalies[0]
-        text = a.get("explanation") or a.get("message") or json.dumps(a, default=str)
-        more = f" (+{len(anomalies) - 1} more)" if len(anomalies) > 1 else ""
-        return f"{a.get('type', 'anomaly')}: {text}"[:2000] + more
+        return "\n".join(sentences(anomalies))
     stats = v.get("stats") or {}
     reason = stats.get("reason") or stats.get("error") or stats.get("note")
     if reason:
@@ -95,7 +94,8 @@ def junit_xml(cases: list[GateCase], suite: str = "faultline") -> bytes:
         tc = ET.SubElement(ts, "testcase", classname=c.run, name=c.checker,
                            time=f"{c.seconds:.3f}")
         if c.valid is False:
-            ET.SubElement(tc, "failure", message="invalid", type="anomaly").text = c.detail
+            ET.SubElement(tc, "failure", message=c.detail.split("\n")[0][:500],
+                          type="anomaly").text = c.detail
         elif c.valid == ERROR:
             ET.SubElement(tc, "error", message=c.detail[:500], type="incomplete").text = c.detail
         elif c.valid is not True:

@@ -116,6 +116,10 @@ class RunSummary:
     workload: str | None = None
     nemesis: str | None = None
     nodes: int | None = None
+    seed: int | None = None
+    bugs: list[str] = field(default_factory=list)            # the system's bug switches on
+    node_options: dict[str, Any] = field(default_factory=dict)
+    campaign: str | None = None                             # "ID#3": the campaign's 3rd run
     # valid / invalid / unknown / none (not checked) / unchecked (verdicts of
     # another history) / broken
     verdict: str = "none"
@@ -145,6 +149,14 @@ def _node_count(nodes: Any) -> int | None:
     if isinstance(nodes, (list, dict)):
         return len(nodes)
     return None
+
+
+def _campaign_of(campaign: Any) -> str | None:
+    """"ID#n" for the n-th run of a campaign (run.json's "campaign" field)."""
+    if not isinstance(campaign, dict) or campaign.get("id") is None:
+        return None
+    index = campaign.get("index")
+    return f"{campaign['id']}#{index + 1}" if type(index) is int else str(campaign["id"])
 
 
 def _verdict_word(valid: Any) -> str:
@@ -179,6 +191,13 @@ def summarize_run(path: Path) -> RunSummary:
                                 else None)
             summary.nemesis = _describe_nemesis(config.get("nemesis"))
             summary.nodes = _node_count(config.get("nodes", run.get("nodes")))
+            seed = config.get("seed")
+            summary.seed = seed if type(seed) is int else None
+            bugs = config.get("bugs")
+            summary.bugs = [str(b) for b in bugs] if isinstance(bugs, list) else []
+            options = config.get("node_options")
+            summary.node_options = dict(options) if isinstance(options, dict) else {}
+            summary.campaign = _campaign_of(run.get("campaign"))
     else:
         summary.problems.append("run.json missing")
     if summary.start is None and RUN_ID.fullmatch(path.name):

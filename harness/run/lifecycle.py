@@ -37,7 +37,7 @@ from harness.run.config import (
 )
 from harness.run.errors import EXIT_HARNESS_ERROR as HARNESS_ERROR  # noqa: F401 (re-export)
 from harness.run.errors import UserError
-from harness.run.progress import Progress
+from harness.run.progress import FINAL_READS, RECOVER, WORKLOAD, Progress
 from harness.run.recorder import Recorder
 from harness.run.resources import (
     Terminated,
@@ -54,6 +54,7 @@ from nemesis.base import (
     needs_lazyfs,
     split_spec,
 )
+from nemesis.label import fault_label
 from nemesis.netns import preexec_setns
 from nemesis.schedule import Event
 from workloads.ops import OpSpec
@@ -125,9 +126,7 @@ def active_faults(executed: list[dict[str, Any]]) -> list[str]:
         if e.get("noop"):
             continue  # it changed nothing: not an active fault
         if e["f"] == split_spec(fault)[0]:
-            value = e.get("value")
-            nodes = value.get("nodes") if isinstance(value, dict) else None
-            active[fault] = f"{fault}({','.join(nodes)})" if nodes else fault
+            active[fault] = e.get("label") or fault_label(e["f"], e.get("value"))
         else:
             active.pop(fault, None)
     return list(active.values())
@@ -309,7 +308,7 @@ class Run:
             self._heal(live, progress)
             self._recover(live)
             self._final_reads(live.pool, live.recorder,
-                              self.workload.final_reads(live.ops.issued), live.tick("final"))
+                              self.workload.final_reads(live.ops.issued), live.tick(FINAL_READS))
         finally:
             self._end_workload_and_nemesis(live)
         self._dump(cluster, live.recorder, progress)
@@ -372,7 +371,7 @@ class Run:
                                                daemon=True)
         live.nemesis_thread.start()
         live.pool.run(live.ops, live.recorder, live.t0 + self.config.time_limit,
-                      self.config.rate or None, live.seeds.rng("pacing"), live.tick("main"))
+                      self.config.rate or None, live.seeds.rng("pacing"), live.tick(WORKLOAD))
 
     def _heal(self, live: Live, progress: Progress) -> None:
         """heal: the nemesis heals everything before its thread returns."""
@@ -385,7 +384,7 @@ class Run:
         """recover: a quiet spell (ops still open finish) before the final reads."""
         cfg = self.config
         live.pool.run(iter(()), live.recorder, time.monotonic() + cfg.recovery_time, None,
-                      live.seeds.rng("pacing"), live.tick("recover"))
+                      live.seeds.rng("pacing"), live.tick(RECOVER))
         time.sleep(max(0.0, cfg.recovery_time - (time.monotonic() - live.t0 - cfg.time_limit)))
 
     def _end_workload_and_nemesis(self, live: Live) -> None:
@@ -401,9 +400,10 @@ class Run:
         """dump: stop the nodes and dump their logs for the checkers."""
         counts = dict(recorder.counts)
         self.doc["op_counts"] = counts
-        progress.say(f"ops: {sum(counts.values())} "
-                     f"(ok {counts.get('ok', 0)} fail {counts.get('fail', 0)} "
-                     f"info {counts.get('info', 0)}); stopping nodes and dumping logs")
+        progress.say(f"ops: {sum(counts.get(t, 0) for t in ('ok', 'fail', 'info'))} "
+                     f"(ok {counts.get('ok', 0)} refused {counts.get('refused', 0)} "
+                     f"error {counts.get('error', 0)} info {counts.get('info', 0)}); "
+                     "stopping nodes and dumping logs")
         cluster.kill(cluster.names)
         try:
             cluster.dump_logs()

@@ -10,13 +10,30 @@ import time
 from collections.abc import Mapping
 from typing import IO
 
+from checkers.outcomes import ERROR, INFO, OK, REFUSED
+
+# The phases the live line names. Only the workload runs against the time
+# limit; the clock of the others counts their own time, so the line never
+# reads "[35.0/30s]" while final reads run.
+WORKLOAD, RECOVER, FINAL_READS = "main", "recover", "final"
+PHASE_WORDS = {WORKLOAD: "workload", RECOVER: "recovering", FINAL_READS: "final reads"}
+
+
+def clock(phase: str, elapsed: float, limit: float, phase_elapsed: float) -> str:
+    """"[ 12.3/30s] workload", then "[30s done] final reads 2.1s"."""
+    word = PHASE_WORDS.get(phase, phase)
+    if phase == WORKLOAD:
+        return f"[{min(elapsed, limit):5.1f}/{limit:.0f}s] {word}"
+    return f"[{limit:.0f}s done] {word} {phase_elapsed:.1f}s"
+
 
 def status_line(phase: str, elapsed: float, limit: float, counts: Mapping[str, int],
-                rate: float, faults: list[str]) -> str:
+                rate: float, faults: list[str], phase_elapsed: float = 0.0) -> str:
     done = sum(counts.get(t, 0) for t in ("ok", "fail", "info"))
     active = ", ".join(faults) if faults else "none"
-    return (f"[{elapsed:5.1f}/{limit:.0f}s] {phase:<8} ops {done} "
-            f"(ok {counts.get('ok', 0)} fail {counts.get('fail', 0)} info {counts.get('info', 0)})"
+    return (f"{clock(phase, elapsed, limit, phase_elapsed)}  ops {done} "
+            f"(ok {counts.get(OK, 0)} refused {counts.get(REFUSED, 0)} "
+            f"error {counts.get(ERROR, 0)} info {counts.get(INFO, 0)})"
             f"  {rate:6.0f} ops/s  faults: {active}")
 
 
@@ -32,6 +49,8 @@ class Progress:
         self._last_at = self.started
         self._rate = 0.0
         self._live = None
+        self._phase: str | None = None
+        self._phase_started = self.started
         if self.stream.isatty():
             from rich.console import Console
             from rich.live import Live
@@ -50,7 +69,10 @@ class Progress:
         if now - self._last_at >= 1.0:
             self._rate = (done - self._last_done) / (now - self._last_at)
             self._last_done, self._last_at = done, now
-        line = status_line(phase, now - self.started, self.time_limit, counts, self._rate, faults)
+        if phase != self._phase:
+            self._phase, self._phase_started = phase, now
+        line = status_line(phase, now - self.started, self.time_limit, counts, self._rate, faults,
+                           now - self._phase_started)
         if self._live is not None:
             self._live.update(line)
         elif now - self._last_plain >= self._plain_every:

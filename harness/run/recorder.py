@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.history import Op
+from checkers.outcomes import outcome
 from harness.run.history import HistoryWriter
 
 
@@ -38,6 +39,8 @@ class Recorder:
                 self._open.pop(process, None)
                 if process != "nemesis":
                     self.counts[type] += 1
+                    if type == "fail":
+                        self.counts[outcome(type, f, error)] += 1
             return op
 
     def open_ops(self) -> list[Op]:

@@ -1,0 +1,374 @@
+"""An anomaly in one human sentence: the one reading every reader of verdicts
+(the gate, its JUnit report, a campaign's summary.txt, the run report) uses.
+
+An anomaly that carries its own "explanation" (Elle's, the stats checker's)
+says it best. Every other kind a checker reports has a sentence in
+`SENTENCES`, keyed by the anomaly's "type". Verdicts may come from old or
+foreign runs, so a sentence whose fields do not fit falls back to the
+generic one, which names the kind and lists whole fields (a long value is
+shortened item by item, a field that does not fit is counted, never cut
+halfway) instead of dumping JSON. Pure: dicts in, strings out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+MAX_CHARS = 400      # a sentence longer than this drops whole fields, never half of one
+ITEMS = 4            # items of a list (keys of a dict) shown before "… N more"
+TEXT_CHARS = 80      # a string value longer than this ends at a word with "…"
+FIRST = 3            # sentences listed before "and N more"
+
+
+def value_text(x: Any, depth: int = 0) -> str:
+    """A value, short and readable: lists and dicts show their first items and
+    count the rest, a long string ends at a word."""
+    if isinstance(x, str):
+        if len(x) <= TEXT_CHARS:
+            return x
+        cut = x[:TEXT_CHARS].rsplit(" ", 1)[0] or x[:TEXT_CHARS]
+        return cut + "…"
+    if isinstance(x, bool) or x is None:
+        return {True: "true", False: "false", None: "none"}[x]
+    if isinstance(x, float):
+        return f"{x:g}"
+    if isinstance(x, (list, tuple)):
+        if depth >= 2:
+            return f"[{len(x)} items]"
+        shown = ", ".join(value_text(v, depth + 1) for v in x[:ITEMS])
+        more = f", … {len(x) - ITEMS} more" if len(x) > ITEMS else ""
+        return f"[{shown}{more}]"
+    if isinstance(x, dict):
+        if depth >= 2:
+            return f"{{{len(x)} fields}}"
+        items = list(x.items())
+        shown = ", ".join(f"{k} {value_text(v, depth + 1)}" for k, v in items[:ITEMS])
+        more = f", … {len(items) - ITEMS} more" if len(items) > ITEMS else ""
+        return f"{{{shown}{more}}}"
+    return str(x)
+
+
+def _fields(pairs: list[tuple[str, Any]], room: int) -> str:
+    """`name value` pairs joined with commas, as many whole ones as fit in `room`."""
+    parts: list[str] = []
+    used = 0
+    for i, (k, v) in enumerate(pairs):
+        part = f"{k.replace('_', ' ')} {value_text(v)}"
+        rest = len(pairs) - i - 1
+        tail = len(f", and {rest + 1} more fields") if rest else 0
+        if parts and used + len(part) + 2 + tail > room:
+            return ", ".join(parts) + f", and {len(pairs) - i} more fields"
+        parts.append(part)
+        used += len(part) + 2
+    return ", ".join(parts)
+
+
+def generic(anomaly: dict[str, Any]) -> str:
+    """Any anomaly, kind known or not: its kind in words and its fields."""
+    kind = anomaly.get("type")
+    pairs = [(str(k), v) for k, v in anomaly.items() if k != "type"]
+    words = str(kind).replace("-", " ")
+    article = "An" if words[:1].lower() in ("a", "e", "i", "o", "u") else "A"
+    head = f"{article} {words} anomaly" if kind is not None else "An anomaly of no named kind"
+    if not pairs:
+        return head + "."
+    return f"{head}: {_fields(pairs, MAX_CHARS - len(head) - 3)}."
+
+
+def sentence(anomaly: Any) -> str:
+    """One anomaly in one sentence."""
+    if not isinstance(anomaly, dict):
+        return f"An anomaly: {value_text(anomaly)}."
+    if isinstance(anomaly.get("explanation"), str) and anomaly["explanation"].strip():
+        return anomaly["explanation"]
+    reader = SENTENCES.get(anomaly.get("type"))  # type: ignore[arg-type]
+    if reader is not None:
+        try:
+            text = reader(anomaly)
+        except Exception:  # a field of another shape than this kind's reader expects
+            text = ""
+        if text and len(text) <= MAX_CHARS:
+            return text
+    return generic(anomaly)
+
+
+def sentences(anomalies: list[Any], first: int = FIRST) -> list[str]:
+    """The first few anomalies, one sentence each, then "and N more"."""
+    out = [sentence(a) for a in anomalies[:first]]
+    if len(anomalies) > first:
+        rest = len(anomalies) - first
+        out.append(f"and {rest} more anomal{'y' if rest == 1 else 'ies'} (verdicts.json "
+                   "has them all)")
+    return out
+
+
+# --- the sentences, by kind ------------------------------------------------
+
+def _v(x: Any) -> str:
+    return value_text(x)
+
+
+def _key(a: dict[str, Any]) -> str:
+    return "" if a.get("key") is None else f" (key {_v(a['key'])})"
+
+
+def _op(ref: Any) -> str:
+    if not isinstance(ref, dict):
+        return "an op"
+    return (f"{ref.get('f')} {_v(ref.get('value'))} by process {_v(ref.get('process'))} "
+            f"(history index {_v(ref.get('index'))})")
+
+
+def _node(a: dict[str, Any]) -> str:
+    return f"Node {a['node']}"
+
+
+def _nonlinearizable(a: dict[str, Any]) -> str:
+    op = a["op"] or {}
+    return (f"Not linearizable{_key(a)}: after {_v(a['linearized_count'])} ops in a "
+            f"valid order, with state {_v(a.get('state'))}, the op "
+            f"{_v(op.get('what'))} by process {_v(op.get('process'))} (history "
+            f"index {_v(op.get('index'))}) has no valid place. See "
+            "linearizability.html.")
+
+
+def _search_incomplete(a: dict[str, Any]) -> str:
+    return f"The linearizability search{_key(a)} did not finish: {_v(a['reason'])}."
+
+
+def _ill_formed(a: dict[str, Any]) -> str:
+    return f"The history is ill-formed: {_v(a['reason'])}."
+
+
+def _unavailable(kind: str) -> Callable[[dict[str, Any]], str]:
+    why = "" if kind == "unavailable" else ", with no fault to explain it"
+
+    def read(a: dict[str, Any]) -> str:
+        faults = ", ".join(str(f.get("f")) for f in a.get("faults") or []
+                           if isinstance(f, dict))
+        return (f"No op succeeded for {a['duration_s']} s, from {a['start_s']} s to "
+                f"{a['end_s']} s (limit {a.get('limit_s')} s){why}; faults then: "
+                f"{faults or 'none'}.")
+    return read
+
+
+def _divergence(a: dict[str, Any]) -> str:
+    first, last = a["offsets"]
+    parts = [f"{n} has epoch(s) {', '.join(map(str, s['epochs']))}"
+             for n, s in a["sides"].items()]
+    where = "both hold as committed" if a.get("why") == "committed" else f"({a.get('why')})"
+    return (f"Replicas {' and '.join(map(str, a['nodes']))} disagree on {a.get('count')} log "
+            f"entries at offsets {first}..{last}, which {where}: {'; '.join(parts)}.")
+
+
+def _lost_committed(a: dict[str, Any]) -> str:
+    who = f"Node {a['node']}" if a.get("node") is not None else "The cluster"
+    return (f"{who} lost {len(a['offsets'])} committed entries (committed up to "
+            f"{a.get('committed_end')}): offsets {_v(a['offsets'])}.")
+
+
+def _committed_truncated(a: dict[str, Any]) -> str:
+    first, last = a["offsets"]
+    return (f"{_node(a)} truncated its log at offsets {first}..{last}, entries it had "
+            "already seen committed.")
+
+
+def _unknown_epoch(a: dict[str, Any]) -> str:
+    return (f"{_node(a)} holds {a['count']} log entries of epoch {a['epoch']} (offsets "
+            f"{_v(a['offsets'])}), an epoch no leader ever had.")
+
+
+def _truncated_list(a: dict[str, Any]) -> str:
+    return f"And {a['omitted']} more {a['rule']} anomalies the checker did not list."
+
+
+def _multiple_leaders(a: dict[str, Any]) -> str:
+    return (f"Two leaders in one epoch: {', '.join(map(str, a['leaders']))} all led epoch "
+            f"{a['epoch']}.")
+
+
+def _epoch_regression(a: dict[str, Any]) -> str:
+    restarted = " across a restart" if a.get("restarted_between") else ""
+    return (f"{_node(a)}'s epoch went back from {a['from_epoch']} to "
+            f"{a['to_epoch']}{restarted}, with no data loss reported.")
+
+
+def _lost_write(a: dict[str, Any]) -> str:
+    where = f" in log {_v(a['log'])}" if a.get("log") is not None else _key(a)
+    return (f"Lost write{where}: {_v(a.get('value'))} was acknowledged "
+            f"({_op(a.get('ack') or a.get('write'))}) but is in no final read or "
+            "replica log.")
+
+
+def _read_of(kind: str) -> Callable[[dict[str, Any]], str]:
+    why = {"phantom-read": "a value never written", "aborted-read": "a failed write's value"}
+
+    def read(a: dict[str, Any]) -> str:
+        return (f"{kind.replace('-', ' ').capitalize()}{_key(a)}: {_op(a.get('read'))} saw "
+                f"{_v(a.get('value'))}, {why[kind]}.")
+    return read
+
+
+def _failed_write_committed(a: dict[str, Any]) -> str:
+    return (f"Failed write committed{_key(a)}: {_v(a['value'])} was reported failed "
+            f"({_op(a.get('fail'))}) yet the replica logs hold it at offsets "
+            f"{_v(a['offsets'])}.")
+
+
+def _duplicate_append(a: dict[str, Any]) -> str:
+    if a.get("evidence") == "read":
+        return (f"Duplicate append{_key(a)}: {_op(a.get('read'))} saw "
+                f"{_v(a['values'])} more than once.")
+    return f"Duplicate append: {_v(a['value'])} is in the log at offsets {_v(a['offsets'])}."
+
+
+def _offset_changed(a: dict[str, Any]) -> str:
+    first, then = a["offsets"]
+    return (f"Offset changed in log {_v(a['log'])}: {_v(a['value'])} was read at offset "
+            f"{first}, later at {then} ({_op(a.get('then'))}).")
+
+
+def _offset_conflict(a: dict[str, Any]) -> str:
+    one, other = a["values"]
+    return (f"Offset conflict in log {_v(a['log'])}: offset {a['offset']} was read holding "
+            f"{_v(one)} and later {_v(other)} ({_op(a.get('then'))}).")
+
+
+def _read_out_of_order(a: dict[str, Any]) -> str:
+    return (f"Read out of order in log {_v(a['log'])}: {_op(a.get('read'))} returned "
+            f"offsets {_v(a['offsets'])}.")
+
+
+def _read_went_backwards(a: dict[str, Any]) -> str:
+    return (f"Read went backwards in log {_v(a['log'])}: process {_v(a['process'])} had "
+            f"seen offset {a['seen_offset']}, then read only up to {a['read_up_to']}.")
+
+
+def _double_vote(a: dict[str, Any]) -> str:
+    return (f"{_node(a)} voted twice in epoch {a['epoch']}, for "
+            f"{' and '.join(map(str, a['candidates']))}.")
+
+
+def _vote_forgotten(a: dict[str, Any]) -> str:
+    vote = a.get("vote") or {}
+    return (f"{_node(a)} forgot its vote for {vote.get('candidate')} in epoch "
+            f"{vote.get('epoch')} across a restart.")
+
+
+def _other_cluster(what: str) -> Callable[[dict[str, Any]], str]:
+    def read(a: dict[str, Any]) -> str:
+        return (f"{_node(a)} (cluster {a['cluster_id']}) {what} {a['other']}, which "
+                f"belongs to cluster {_v(a['other_cluster_ids'])}, in epoch {a['epoch']}.")
+    return read
+
+
+def _vote_after_state_loss(a: dict[str, Any]) -> str:
+    return (f"{_node(a)} voted or stood for election in epoch {a['epoch']} after "
+            "restarting without its quorum state, before following a leader again.")
+
+
+def _stranded_leader(a: dict[str, Any]) -> str:
+    lo, hi = a["still_leader_s"]
+    return (f"{_node(a)} stayed leader of epoch {a['epoch']} from {lo} s to {hi} s while "
+            f"cut off from a majority (limit {a['limit_s']} s).")
+
+
+def _epoch_raised_while_cut_off(a: dict[str, Any]) -> str:
+    lo, hi = a["cut_off_s"]
+    return (f"{_node(a)} became a candidate (epoch {a['epoch']}) at {a['time_s']} s "
+            f"while cut off from a majority ({lo} s to {hi} s).")
+
+
+def _follows_itself(a: dict[str, Any]) -> str:
+    return f"{_node(a)} followed itself as leader in epoch {a['epoch']}."
+
+
+def _resigned_stayed(a: dict[str, Any]) -> str:
+    return (f"{_node(a)} resigned as leader of epoch {a['epoch']} but its next role was "
+            "in that same epoch.")
+
+
+def _pre_vote_from_fetching(a: dict[str, Any]) -> str:
+    return (f"{_node(a)} granted a pre-vote to {a['candidate']} at {a['time_s']} s while "
+            f"still fetching from the live leader {a['leader']} of epoch {a['epoch']}.")
+
+
+def _leader_changes_after_heal(a: dict[str, Any]) -> str:
+    heal = a["heal"]
+    return (f"{a['count']} leader changes after the heal {heal['f']} at {heal['time_s']} s "
+            f"(limit {a['limit']}).")
+
+
+def _quiet_leader_changes(a: dict[str, Any]) -> str:
+    return (f"{a['count']} leader changes while no fault was active (limit "
+            f"{a['limit']}).")
+
+
+def _two_voter_changes(a: dict[str, Any]) -> str:
+    return (f"{_node(a)} started a voter change ({a['change']} {a['voter']} at offset "
+            f"{a['offset']}) while another was in flight (offset "
+            f"{a['in_flight']['offset']}).")
+
+
+def _resigned_adding_voter(a: dict[str, Any]) -> str:
+    return (f"{_node(a)} resigned as leader at {a['resigned_s']} s while adding voter "
+            f"{a['voter']} (offset {a['offset']}, started at {a['added_s']} s).")
+
+
+def _voter_change_incomplete(a: dict[str, Any]) -> str:
+    return (f"{_node(a)}'s voter change ({a['change']} {a['voter']} at offset "
+            f"{a['offset']}) did not finish within {a['bound_s']} s.")
+
+
+def _voter_changes_out_of_order(a: dict[str, Any]) -> str:
+    return (f"{_node(a)} applied the voter set at offset {a['offset']} while the one at "
+            f"offset {a['in_force']} was already in force.")
+
+
+SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {
+    # linearizability
+    "nonlinearizable": _nonlinearizable,
+    "search-incomplete": _search_incomplete,
+    "ill-formed-history": _ill_formed,
+    # availability
+    "unavailable": _unavailable("unavailable"),
+    "unexplained-unavailable": _unavailable("unexplained-unavailable"),
+    "leader-changes-after-heal": _leader_changes_after_heal,
+    "quiet-leader-changes": _quiet_leader_changes,
+    # divergence
+    "divergence": _divergence,
+    "lost-committed": _lost_committed,
+    "committed-truncated": _committed_truncated,
+    "unknown-epoch": _unknown_epoch,
+    "truncated-list": _truncated_list,
+    # elections
+    "multiple-leaders": _multiple_leaders,
+    "epoch-regression": _epoch_regression,
+    # durability
+    "lost-write": _lost_write,
+    "phantom-read": _read_of("phantom-read"),
+    "aborted-read": _read_of("aborted-read"),
+    "failed-write-committed": _failed_write_committed,
+    "duplicate-append": _duplicate_append,
+    "offset-changed": _offset_changed,
+    "offset-conflict": _offset_conflict,
+    "read-out-of-order": _read_out_of_order,
+    "read-went-backwards": _read_went_backwards,
+    # invariants
+    "double-vote": _double_vote,
+    "vote-forgotten": _vote_forgotten,
+    "follows-other-cluster": _other_cluster("followed leader"),
+    "votes-for-other-cluster": _other_cluster("voted for"),
+    "vote-after-state-loss": _vote_after_state_loss,
+    "stranded-leader": _stranded_leader,
+    "epoch-raised-while-cut-off": _epoch_raised_while_cut_off,
+    "follows-itself": _follows_itself,
+    "resigned-leader-stayed-in-epoch": _resigned_stayed,
+    "pre-vote-from-fetching-follower": _pre_vote_from_fetching,
+    # membership
+    "two-voter-changes-in-flight": _two_voter_changes,
+    "leader-resigned-adding-voter": _resigned_adding_voter,
+    "voter-change-incomplete": _voter_change_incomplete,
+    "voter-changes-out-of-order": _voter_changes_out_of_order,
+}
