@@ -9,7 +9,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from checkers.faults import KILL, PARTITION
+from checkers.faults import HUNT
 from faultline import registry as systems
 from faultline.catalog import unmet_needs
 from harness.run.clients import WORKER_MIB, max_concurrency
@@ -38,7 +38,9 @@ class ConfigError(UserError, ValueError):
 class RunConfig:
     db: str = field(default_factory=_default_system)
     workload: str = register.NAME
-    nemesis: list[str] = field(default_factory=lambda: [PARTITION.name, KILL.name])
+    # "hunt" alone: the hunting schedule over every fault the system can take
+    # (validate names them); "hunt" with others: over those.
+    nemesis: list[str] = field(default_factory=lambda: [HUNT.name])
     nodes: int = 3
     concurrency: int = 5
     rate: float = 200.0
@@ -89,6 +91,8 @@ def validate(c: RunConfig) -> RunConfig:
     if bad:
         raise ConfigError(f"unknown nemesis {', '.join(map(repr, bad))}: choose from "
                           f"{', '.join(NEMESES)} (comma-separated, or 'none')")
+    if c.nemesis == [HUNT.name]:
+        c.nemesis = [HUNT.name, *hunt_repertoire(system, c.nodes)]
     if c.nodes < 1:
         raise ConfigError(f"--nodes must be at least 1, not {c.nodes}")
     if c.nodes > MAX_NODES:
@@ -213,10 +217,18 @@ def node_names(n: int) -> list[str]:
     return [f"n{i}" for i in range(1, n + 1)]
 
 
+def hunting(c: RunConfig) -> bool:
+    return HUNT.name in c.nemesis
+
+
 def fresh_schedule(c: RunConfig) -> list[Any]:
     """The seeded nemesis timeline a run of `c` plays (a replay plays its saved one)."""
     from harness.run.seeds import Seeds
-    from nemesis.schedule import schedule
+    from nemesis.schedule import hunt_schedule, schedule
+    if hunting(c):
+        return hunt_schedule(Seeds(c.seed, c.seed_scheme).of("schedule"),
+                             [s for s in c.nemesis if s != HUNT.name], c.nemesis_interval,
+                             c.time_limit, c.nemesis_min_duration)
     return schedule(Seeds(c.seed, c.seed_scheme).of("schedule"), c.nemesis,
                     c.nemesis_interval, c.time_limit, node_names(c.nodes),
                     c.nemesis_min_duration)
@@ -225,8 +237,33 @@ def fresh_schedule(c: RunConfig) -> list[Any]:
 def kinds_left_out(c: RunConfig, events: list[Any]) -> list[str]:
     """Faults `c` names that the schedule never injects (too few turns in the
     time limit): the run must not read as tested against them."""
+    if hunting(c):
+        return []  # the hunt picks among them as it goes, and records what it picked
     injected = {e.fault for e in events if e.action == "inject"}
     return [spec for spec in c.nemesis if spec not in injected]
+
+
+def hunt_repertoire(system: Any, nodes: int) -> list[str]:
+    """Every registered fault `system` can take on `nodes` nodes: those whose
+    node lines it leaves, that its adapter can do, and (LazyFS faults) when
+    LazyFS is installed here. Resolved once, into the run's config, so a
+    replay or a re-check reads the list that ran."""
+    from nemesis.base import LAZYFS_FAULTS, FaultContext, make_fault
+    from nemesis.lazyfs import check_installed
+    lazyfs = check_installed() is None
+    db = system.db()
+    out = []
+    for name in FAULTS:
+        if name == HUNT.name or unmet_needs(name, system) or (
+                name in LAZYFS_FAULTS and not lazyfs):
+            continue
+        try:
+            check_variant(name, nodes)
+            make_fault(name, FaultContext(db, None, {"mounts": {}, "replay": False}))
+        except (ValueError, ConfigError):
+            continue
+        out.append(name)
+    return out
 
 
 def _check_faults_fit_system(specs: list[str], system: Any) -> None:
