@@ -65,29 +65,40 @@ def moves_for(repertoire: Sequence[str], leader_variants: Mapping[str, bool]) ->
     return list(dict.fromkeys(out))
 
 
-def weights(moves: Sequence[str], outcomes: Sequence[Outcome]) -> dict[str, float]:
-    """Pure: each move's weight, from its tries and how many found something new."""
+def weights(moves: Sequence[str], outcomes: Sequence[Outcome],
+            prior: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Pure: each move's weight, from its tries and how many found something
+    new, times its `prior` (default 1)."""
+    prior = prior or {}
     tries = dict.fromkeys(moves, 0)
     finds = dict.fromkeys(moves, 0)
     for o in outcomes:
         if o.move in tries:
             tries[o.move] += 1
             finds[o.move] += o.new
-    return {m: UNTRIED_WEIGHT if tries[m] == 0
-            else round(max(FLOOR_WEIGHT, (1 + finds[m]) / (1 + tries[m]) - 0.5 * (finds[m] == 0)),
-                       4)
+    return {m: round(prior.get(m, 1.0) * (
+                UNTRIED_WEIGHT if tries[m] == 0
+                else max(FLOOR_WEIGHT, (1 + finds[m]) / (1 + tries[m]) - 0.5 * (finds[m] == 0))),
+                     4)
             for m in moves}
 
 
-def decide(seed: int, index: int, moves: Sequence[str], outcomes: Sequence[Outcome]
-           ) -> Decision:
+def decide(seed: int, index: int, moves: Sequence[str], outcomes: Sequence[Outcome],
+           prior: Mapping[str, float] | None = None) -> Decision:
     """Pure: the move of decision `index`, drawn by `weights` with an rng that
     depends on nothing but the seed and the index."""
     if not moves:
         raise ValueError("no moves to choose from")
-    w = weights(moves, outcomes)
+    w = weights(moves, outcomes, prior)
     rng = random.Random(derive(seed, "decide", index))
     return Decision(index, rng.choices(list(moves), [w[m] for m in moves])[0], w)
+
+
+def aimed_prior(moves: Sequence[str], aimed: Iterable[str], boost: float) -> dict[str, float]:
+    """Pure: `boost` for the moves aimed at the leader's moments (the
+    compositions and the `:leader` variants), 1 for the rest."""
+    aimed = set(aimed)
+    return {m: boost if m in aimed or m.endswith(":leader") else 1.0 for m in moves}
 
 
 def target_role(nodes: Iterable[str] | None, leader: str | None) -> str:

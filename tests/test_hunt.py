@@ -4,6 +4,7 @@ config, schedule and replay are made."""
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 from concurrent.futures import Future
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from checkers.history import NEMESIS, Op
+from harness.campaign.corpus import add_run, config_with_corpus, new_states, read_corpus
 from harness.run.config import RunConfig, fresh_schedule, kinds_left_out, validate
 from harness.run.replay import replay_events
 from nemesis.base import FAULTS, TRIGGER_FAULTS, FaultContext, make_fault
@@ -24,6 +26,7 @@ from nemesis.compose import (
 from nemesis.hunt import (
     UNTRIED_WEIGHT,
     Outcome,
+    aimed_prior,
     coverage,
     decide,
     moves_for,
@@ -345,3 +348,51 @@ def test_replay_plays_the_faults_the_hunt_fired_not_the_hunt_again():
         (3.0, "inject", "kill:leader"), (4.0, "heal", "kill:leader"), (10.0, "heal", "hunt")]
     assert events[1]["params"]["cut"] == [["n2", "n1"], ["n1", "n2"]]
     assert events[3]["params"]["nodes"] == ["n3"]   # the leader it was then, not a new draw
+
+
+def test_moves_aimed_at_the_leader_are_drawn_more_often():
+    prior = aimed_prior(MOVES, COMPOSITIONS, 3.0)
+    assert prior == {"kill": 1.0, "kill:leader": 3.0, "partition": 1.0, "flip-flop": 3.0,
+                     "churn": 3.0}
+    picks = [decide(9, i, MOVES, [], prior).move for i in range(300)]
+    assert picks.count("flip-flop") > picks.count("partition")
+
+
+# --- a campaign's corpus ------------------------------------------------------------
+
+
+def _hunted_run(run_id: str, signatures: list[list]) -> dict:
+    decisions = [{"decision": i, "move": s[0], "signature": s, "new": True}
+                 for i, s in enumerate(signatures)]
+    schedule = [{"f": "hunt", "fault": "hunt", "value": {"armed": True}}]
+    for i in range(len(signatures)):
+        schedule.append({"f": "kill", "fault": "kill", "fired": True, "note": {"hunt": i},
+                         "value": {"nodes": [f"n{i + 1}"]}})
+        schedule.append({"f": "start", "fault": "kill", "fired": True, "value": {}})
+    schedule.append({"f": "disarm", "fault": "hunt", "value": {"decisions": decisions}})
+    return {"run_id": run_id, "config": {"seed": 4, "nemesis": ["hunt", "kill"]},
+            "schedule": schedule}
+
+
+def test_the_corpus_keeps_only_states_no_earlier_run_reached(tmp_path):
+    a, b = ["kill", "leader", 1, True, None, None, None], ["kill", "follower", 0, False,
+                                                           None, None, None]
+    entries = new_states(_hunted_run("r1", [a, b]), known=[a])
+    assert [e["signature"] for e in entries] == [b]
+    assert entries[0]["faults"] == [{"f": "kill", "fault": "kill", "nodes": ["n2"]},
+                                    {"f": "start", "fault": "kill"}]
+    # Through the campaign dir: the second run adds nothing the first reached,
+    # and the next run's config carries what both reached.
+    for run_id, sigs in (("r1", [a]), ("r2", [a, b])):
+        run_dir = tmp_path / run_id
+        run_dir.mkdir()
+        (run_dir / "run.json").write_text(json.dumps(_hunted_run(run_id, sigs)))
+    assert add_run(tmp_path, str(tmp_path / "r1")) == 1
+    assert add_run(tmp_path, str(tmp_path / "r2")) == 1
+    assert [e["run_id"] for e in read_corpus(tmp_path)] == ["r1", "r2"]
+    config = config_with_corpus(tmp_path, {"nemesis": ["hunt", "kill"]})
+    assert config["hunt_corpus"] == [a, b]
+    assert validate(RunConfig(**{**config, "db": "raft"})).hunt_corpus == [a, b]
+    assert config_with_corpus(tmp_path, {"nemesis": ["kill"]}) == {"nemesis": ["kill"]}
+    events = fresh_schedule(validate(RunConfig(db="raft", hunt_corpus=[a])))
+    assert events[0].params["known"] == [a]

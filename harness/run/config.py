@@ -66,6 +66,9 @@ class RunConfig:
     # needs more than the default 60 s.
     lin_options: dict[str, Any] = field(default_factory=dict)
     schedule: list[dict[str, Any]] | None = None   # replay: the events to execute as they were
+    # The hunt: states (coverage signatures) earlier runs of a campaign reached,
+    # so this one steers past them (harness.campaign.corpus).
+    hunt_corpus: list[list[Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -141,6 +144,9 @@ def validate(c: RunConfig) -> RunConfig:
         raise ConfigError(f"--recovery-time must not be negative, not {c.recovery_time}")
     if c.final_read_timeout <= 0:
         raise ConfigError(f"final_read_timeout must be positive, not {c.final_read_timeout}")
+    if not isinstance(c.hunt_corpus, list) or not all(isinstance(k, list)
+                                                      for k in c.hunt_corpus):
+        raise ConfigError("hunt_corpus must be a list of signatures (lists)")
     _check_models(c)
     _check_thresholds(c.thresholds)
     _check_lin_options(c.lin_options)
@@ -228,7 +234,7 @@ def fresh_schedule(c: RunConfig) -> list[Any]:
     if hunting(c):
         return hunt_schedule(Seeds(c.seed, c.seed_scheme).of("schedule"),
                              [s for s in c.nemesis if s != HUNT.name], c.nemesis_interval,
-                             c.time_limit, c.nemesis_min_duration)
+                             c.time_limit, c.nemesis_min_duration, c.hunt_corpus)
     return schedule(Seeds(c.seed, c.seed_scheme).of("schedule"), c.nemesis,
                     c.nemesis_interval, c.time_limit, node_names(c.nodes),
                     c.nemesis_min_duration)
