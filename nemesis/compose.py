@@ -329,7 +329,10 @@ class DriverFault:
         return {"armed": True, "seed": seed}
 
     def _drive(self, ctl: Control, seed: int, params: dict[str, Any]) -> None:
-        self.result = self.drive(ctl, seed, params)
+        try:
+            self.result = self.drive(ctl, seed, params)
+        except Exception as e:  # said in its heal's value, not lost with the thread
+            self.result = {**self.result, "error": f"{type(e).__name__}: {e}"}
 
     def drive(self, ctl: Control, seed: int, params: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError

@@ -39,6 +39,7 @@ class Outcome:
     move: str
     signature: Signature
     new: bool
+    failed: bool = False    # the fault could not act here (an error): never drawn again
 
 
 @dataclass(frozen=True)
@@ -54,15 +55,27 @@ def derive(seed: int, *parts: Any) -> int:
     return int.from_bytes(hashlib.sha256(text).digest()[:8], "big")
 
 
-def moves_for(repertoire: Sequence[str], leader_variants: Mapping[str, bool]) -> list[str]:
-    """The moves of a repertoire: each spec, and for a plain spec whose
-    targets can be "the leader", that variant too (aimed, not left to a draw)."""
+def moves_for(repertoire: Sequence[str], variants: Mapping[str, Sequence[str]]
+              ) -> list[str]:
+    """The moves of a repertoire: each spec, and for a plain spec, each of its
+    named variants (`kill:leader`, `partition:one-way`; templates such as
+    `<D>ms` are left to the fault's default), so a variant a bug needs is
+    drawn as surely as the kind."""
     out: list[str] = []
     for spec in repertoire:
         out.append(spec)
-        if ":" not in spec and leader_variants.get(spec):
-            out.append(f"{spec}:leader")
+        if ":" not in spec:
+            out.extend(f"{spec}:{v}" for v in variants.get(spec, ()) if "<" not in v)
     return list(dict.fromkeys(out))
+
+
+def shares(moves: Sequence[str]) -> dict[str, float]:
+    """Pure: each kind's moves share one kind's weight (a kind with six
+    variants is not drawn seven times as often as one without)."""
+    kinds: dict[str, int] = {}
+    for m in moves:
+        kinds[m.split(":", 1)[0]] = kinds.get(m.split(":", 1)[0], 0) + 1
+    return {m: 1.0 / kinds[m.split(":", 1)[0]] for m in moves}
 
 
 def weights(moves: Sequence[str], outcomes: Sequence[Outcome],
@@ -72,11 +85,12 @@ def weights(moves: Sequence[str], outcomes: Sequence[Outcome],
     prior = prior or {}
     tries = dict.fromkeys(moves, 0)
     finds = dict.fromkeys(moves, 0)
+    failed = {o.move for o in outcomes if o.failed}
     for o in outcomes:
         if o.move in tries:
             tries[o.move] += 1
             finds[o.move] += o.new
-    return {m: round(prior.get(m, 1.0) * (
+    return {m: 0.0 if m in failed else round(prior.get(m, 1.0) * (
                 UNTRIED_WEIGHT if tries[m] == 0
                 else max(FLOOR_WEIGHT, (1 + finds[m]) / (1 + tries[m]) - 0.5 * (finds[m] == 0))),
                      4)
@@ -90,15 +104,20 @@ def decide(seed: int, index: int, moves: Sequence[str], outcomes: Sequence[Outco
     if not moves:
         raise ValueError("no moves to choose from")
     w = weights(moves, outcomes, prior)
+    if not any(w.values()):
+        raise ValueError("every move failed")
     rng = random.Random(derive(seed, "decide", index))
     return Decision(index, rng.choices(list(moves), [w[m] for m in moves])[0], w)
 
 
 def aimed_prior(moves: Sequence[str], aimed: Iterable[str], boost: float) -> dict[str, float]:
-    """Pure: `boost` for the moves aimed at the leader's moments (the
-    compositions and the `:leader` variants), 1 for the rest."""
+    """Pure: each move's share of its kind (`shares`), times `boost` for the
+    moves aimed at the leader's moments (the compositions, the variants that
+    name the leader)."""
     aimed = set(aimed)
-    return {m: boost if m in aimed or m.endswith(":leader") else 1.0 for m in moves}
+    share = shares(moves)
+    return {m: round(share[m] * (boost if m in aimed or m.split(":", 1)[-1].endswith("leader")
+                                 and ":" in m else 1.0), 4) for m in moves}
 
 
 def target_role(nodes: Iterable[str] | None, leader: str | None) -> str:
@@ -139,11 +158,11 @@ def signature(move: str, obs: Mapping[str, Any]) -> Signature:
 
 
 def record(outcomes: Sequence[Outcome], move: str, sig: Signature,
-           known: Iterable[Signature] = ()) -> Outcome:
+           known: Iterable[Signature] = (), failed: bool = False) -> Outcome:
     """Pure: the outcome of a move, new if no earlier one (nor `known`, a
     campaign's corpus) reached its signature."""
     seen = {o.signature for o in outcomes} | {tuple(k) for k in known}
-    return Outcome(move, sig, sig not in seen)
+    return Outcome(move, sig, sig not in seen, failed)
 
 
 def coverage(outcomes: Sequence[Outcome]) -> list[Signature]:

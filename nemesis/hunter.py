@@ -39,9 +39,10 @@ MIN_MOVE_S = 2.0
 # The quiet time after a move before its outcome is read: elections it
 # brought on end within it (the compositions already wait for theirs).
 SETTLE_S = (0.5, 2.0)
-# The moves aimed at an election's moments are drawn this much more often:
-# there are five of them among a dozen single faults, and the dangerous
-# states are theirs (issue 27: a plain schedule brings 2-4 elections a minute).
+# The moves aimed at an election's moments are drawn this much more often
+# than a fault kind's share: there are five compositions among a dozen fault
+# kinds, and the dangerous states are theirs (issue 27: a plain schedule
+# brings 2-4 elections a minute).
 AIMED_BOOST = 3.0
 
 
@@ -57,14 +58,16 @@ class HuntFault(DriverFault):
         self.moves: list[str] = []
 
     def summary(self) -> dict[str, Any]:
+        error = {"error": self.result["error"]} if "error" in self.result else {}
         return {"moves": self.moves, "decisions": list(self.decisions),
-                "coverage": [list(s) for s in coverage(self.outcomes)]}
+                "coverage": [list(s) for s in coverage(self.outcomes)], **error}
 
     def drive(self, ctl: Control, seed: int, params: dict[str, Any]) -> dict[str, Any]:
         from nemesis.base import FAULTS, INSTANT_FAULTS
         repertoire = [s for s in params.get("repertoire") or [] if split_spec(s)[0] != HUNT.name]
-        self.moves = moves_for(repertoire, {
-            s: "leader" in FAULTS[s].variants() for s in repertoire if s in FAULTS})
+        self.moves = [m for m in moves_for(repertoire, {
+            s: FAULTS[s].variants() for s in repertoire if s in FAULTS})
+            if plannable(m, ctl.names)]
         if not self.moves:
             return {}
         interval = float(params.get("interval") or 5.0)
@@ -74,7 +77,10 @@ class HuntFault(DriverFault):
         end = time.monotonic() + float(params.get("until") or 0.0)
         index = 0
         while time.monotonic() < end - MIN_MOVE_S and not ctl.stop.is_set():
-            decision = decide(seed, index, self.moves, self.outcomes, prior)
+            try:
+                decision = decide(seed, index, self.moves, self.outcomes, prior)
+            except ValueError:
+                break   # every move failed here
             rng = random.Random(derive(seed, "move", index))
             before = self.snapshot(ctl)
             entry: dict[str, Any] = {"decision": index, "move": decision.move,
@@ -96,7 +102,8 @@ class HuntFault(DriverFault):
             after = self.snapshot(ctl)
             obs = observation(before, after, ctl.leaders_seen, result.get("target", "none"))
             sig = signature(decision.move, obs)
-            outcome = record(self.outcomes, decision.move, sig, known)
+            outcome = record(self.outcomes, decision.move, sig, known,
+                             failed=bool(result.get("error")))
             self.outcomes.append(outcome)
             entry.update({"result": result, "after": after, "observed": obs,
                           "signature": list(sig), "new": outcome.new})
@@ -126,6 +133,16 @@ class HuntFault(DriverFault):
         else:
             ctl.in_force.pop(spec, None)
         return result
+
+
+def plannable(move: str, names: list[str]) -> bool:
+    """A move whose plan works on these nodes (no majorities ring on 3)."""
+    from nemesis.schedule import plan_params
+    try:
+        plan_params(move, random.Random(0), names)
+    except (ValueError, KeyError):
+        return False
+    return True
 
 
 def hunt_fault(ctx: FaultContext) -> HuntFault:

@@ -109,16 +109,31 @@ def test_a_known_signature_is_not_new():
     assert not record([Outcome("kill", sig, True)], "kill", sig).new
 
 
-def test_moves_aim_at_the_leader_where_a_fault_can():
-    assert moves_for(["kill", "partition:one-way", "flip-flop"], {"kill": True}) == [
-        "kill", "kill:leader", "partition:one-way", "flip-flop"]
+def test_moves_are_each_spec_and_each_named_variant():
+    assert moves_for(["kill", "partition:one-way", "flip-flop", "power-cut-after-vote"],
+                     {"kill": ("one", "leader"), "power-cut-after-vote": ("<D>ms",)}) == [
+        "kill", "kill:one", "kill:leader", "partition:one-way", "flip-flop",
+        "power-cut-after-vote"]
 
 
 def test_moves_of_the_registry_aim_at_the_leader_for_kill_and_pause():
     specs = ["kill", "pause", "partition"]
-    moves = moves_for(specs, {s: "leader" in FAULTS[s].variants() for s in specs})
-    assert "kill:leader" in moves and "pause:leader" in moves
+    moves = moves_for(specs, {s: FAULTS[s].variants() for s in specs})
+    assert {"kill:leader", "pause:leader", "partition:isolate-leader"} <= set(moves)
     assert "partition:leader" not in moves
+
+
+def test_a_kinds_variants_share_its_weight_and_a_failed_move_is_dropped():
+    moves = ["kill", "kill:one", "kill:leader", "reformat", "flip-flop"]
+    prior = aimed_prior(moves, ["flip-flop"], 3.0)
+    assert prior == {"kill": 0.3333, "kill:one": 0.3333, "kill:leader": 1.0,
+                     "reformat": 1.0, "flip-flop": 3.0}
+    failed = [Outcome("reformat", ("reformat",), True, failed=True)]
+    assert weights(moves, failed, prior)["reformat"] == 0.0
+    assert all(decide(1, i, moves, failed, prior).move != "reformat" for i in range(100))
+    everything_failed = [Outcome(m, (m,), True, failed=True) for m in moves]
+    with pytest.raises(ValueError):
+        decide(1, 0, moves, everything_failed)
 
 
 # --- observations ----------------------------------------------------------------
@@ -352,7 +367,7 @@ def test_replay_plays_the_faults_the_hunt_fired_not_the_hunt_again():
 
 def test_moves_aimed_at_the_leader_are_drawn_more_often():
     prior = aimed_prior(MOVES, COMPOSITIONS, 3.0)
-    assert prior == {"kill": 1.0, "kill:leader": 3.0, "partition": 1.0, "flip-flop": 3.0,
+    assert prior == {"kill": 0.5, "kill:leader": 1.5, "partition": 1.0, "flip-flop": 3.0,
                      "churn": 3.0}
     picks = [decide(9, i, MOVES, [], prior).move for i in range(300)]
     assert picks.count("flip-flop") > picks.count("partition")
