@@ -418,6 +418,10 @@ class NemesisRunner:
         try:
             op = self.apply_fired(request.spec, request.params, start, request.action,
                                   request.note)
+        except Exception as e:
+            # A fault that cannot even be built here (a variant this system
+            # refuses) ran nothing: its driver hears why; the run goes on.
+            op = Op(0, 0, NEMESIS, "info", request.spec, request.params, error=_describe(e))
         except BaseException as e:
             request.done.set_exception(e)
             raise

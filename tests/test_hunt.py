@@ -411,3 +411,13 @@ def test_the_corpus_keeps_only_states_no_earlier_run_reached(tmp_path):
     assert config_with_corpus(tmp_path, {"nemesis": ["kill"]}) == {"nemesis": ["kill"]}
     events = fresh_schedule(validate(RunConfig(db="raft", hunt_corpus=[a])))
     assert events[0].params["known"] == [a]
+
+
+def test_a_fired_fault_that_cannot_be_built_answers_with_its_error():
+    from nemesis.base import CompositeNemesis, NemesisRunner
+    recorded = []
+    runner = NemesisRunner(CompositeNemesis({}), [], lambda *a, **k: recorded.append(a))
+    future = runner.fire("partition:no-such-shape", {})
+    runner._serve(runner._urgent.get_nowait(), 0.0)
+    assert "no-such-shape" in future.result().error
+    assert recorded == []
