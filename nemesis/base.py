@@ -46,7 +46,7 @@ from checkers.faults import (
     TRUNCATE,
     FaultOp,
 )
-from checkers.history import NEMESIS, Op, noop_reason
+from checkers.history import NEMESIS, NOOP, Op, noop_reason
 from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabulary)
     ClusterControl,
     Fault,
@@ -375,6 +375,7 @@ class NemesisRunner:
         self.executed: list[dict[str, Any]] = []
         self._dirty: set[str] = set()
         self._start: float | None = None
+        self._final = False
         # Faults a trigger fired (nemesis.triggers), run by this thread ahead of
         # the schedule so nemesis ops never overlap in the history.
         self._urgent: queue.SimpleQueue[_Request] = queue.SimpleQueue()
@@ -415,6 +416,12 @@ class NemesisRunner:
         return self.executed
 
     def _serve(self, request: _Request, start: float) -> None:
+        if self._final and request.action == "heal" and request.spec not in self._dirty:
+            # A driver stopped by the final heal asks to heal what that heal
+            # already healed: nothing to run, nothing for a replay to repeat.
+            request.done.set_result(Op(0, 0, NEMESIS, "info", request.spec,
+                                       {NOOP: "healed by the final heal"}))
+            return
         try:
             op = self.apply_fired(request.spec, request.params, start, request.action,
                                   request.note)
@@ -476,6 +483,7 @@ class NemesisRunner:
         # a power cut has then frozen mounts already, and only the fault it
         # queued restarts those nodes. So what was fired is applied and healed
         # too; a trigger's heal disarms it, so this ends (the bound is a guard).
+        self._final = True
         for _ in range(MAX_FINAL_ROUNDS):
             for spec in sorted(self._dirty):
                 fault = self.nemesis.faults[spec]

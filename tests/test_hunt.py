@@ -421,3 +421,14 @@ def test_a_fired_fault_that_cannot_be_built_answers_with_its_error():
     runner._serve(runner._urgent.get_nowait(), 0.0)
     assert "no-such-shape" in future.result().error
     assert recorded == []
+
+
+def test_the_final_heal_answers_a_drivers_late_heal_of_what_it_healed():
+    from nemesis.base import CompositeNemesis, NemesisRunner
+    recorded = []
+    runner = NemesisRunner(CompositeNemesis({}), [], lambda *a, **k: recorded.append(a))
+    runner._final = True
+    future = runner.fire("partition", {}, "heal", {"step": "stopped"})
+    runner._serve(runner._urgent.get_nowait(), 0.0)
+    assert future.result().error is None and "noop" in future.result().value
+    assert recorded == [] and runner.executed == []
