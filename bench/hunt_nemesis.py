@@ -6,7 +6,8 @@
         [--only NAME,...]
 
 `elections`: for each seed, one run under the old default (`--nemesis
-partition,kill`) and one under the new (no `--nemesis`); prints each run's
+partition,kill`) and one under the new (no `--nemesis`; `--new-only`: that
+one only); prints each run's
 verdict, its elections (the elections checker's count, where the system
 leaves event lines), the hunt's decisions and distinct signatures, then
 K/N valid and the mean elections per run for each.
@@ -69,6 +70,8 @@ def elections(a: argparse.Namespace) -> None:
     rows: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
     for seed in a.seeds:
         for label, extra in (("old", ["--nemesis", OLD_DEFAULT]), ("new", [])):
+            if label == "old" and a.new_only:
+                continue
             out = run([*base, "--seed", str(seed), *extra], a.results)
             rows[label].append(out)
             print(f"{label} seed {seed}: exit {out['exit']} elections {out.get('elections')} "
@@ -76,6 +79,8 @@ def elections(a: argparse.Namespace) -> None:
                   f"{out.get('signatures', '-')} invalid {out.get('invalid')} "
                   f"moves {out.get('moves', '-')} {out['dir']}", flush=True)
     for label, outs in rows.items():
+        if not outs:
+            continue
         valid = sum(o["exit"] == 0 for o in outs)
         counts = [o["elections"] for o in outs if isinstance(o.get("elections"), int)]
         mean = f"{sum(counts) / len(counts):.1f}" if counts else "-"
@@ -112,6 +117,8 @@ def main() -> None:
     p.add_argument("--time-limit", type=float, default=20.0)
     p.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 3])
     p.add_argument("--only", type=lambda s: s.split(","), default=None)
+    p.add_argument("--new-only", action="store_true",
+                   help="elections: the new default only (false positives of the correct build)")
     p.add_argument("--results", type=Path, default=Path("/tmp/faultline-hunt-nemesis"))
     a = p.parse_args()
     a.results.mkdir(parents=True, exist_ok=True)
