@@ -56,9 +56,21 @@ MEMBERSHIP = FaultOp("membership", "restore-voters", VOTERS)
 # The heal puts the node's own data back and starts it in its own cluster.
 REFORMAT = FaultOp("reformat", "restore-data", OTHER_CLUSTER)
 
+# Leader-aware compositions (nemesis.compose) and the hunting schedule
+# (nemesis.hunt): each runs ordinary faults, recorded as their own ops, so
+# what they do in force is those ops'; their own heal ends what is left.
+DISARM = "disarm"
+FLIP_FLOP = FaultOp("flip-flop", DISARM, ARMED)
+KILL_NEW_LEADER = FaultOp("kill-new-leader", DISARM, ARMED)
+LEADER_ONE_WAY = FaultOp("leader-one-way", DISARM, ARMED)
+CHURN = FaultOp("churn", DISARM, ARMED)
+CATCH_UP = FaultOp("catch-up", DISARM, ARMED)
+HUNT = FaultOp("hunt", DISARM, ARMED)
+
 FAULT_OPS: dict[str, FaultOp] = {f.name: f for f in (
     KILL, PAUSE, PARTITION, TRUNCATE, LOSE_UNSYNCED, KILL_AFTER_VOTE, POWER_CUT_AFTER_COMMIT,
-    POWER_CUT_AFTER_VOTE, FAST_FAILOVER, LOSE_STATE, MEMBERSHIP, REFORMAT)}
+    POWER_CUT_AFTER_VOTE, FAST_FAILOVER, LOSE_STATE, MEMBERSHIP, REFORMAT, FLIP_FLOP,
+    KILL_NEW_LEADER, LEADER_ONE_WAY, CHURN, CATCH_UP, HUNT)}
 
 
 def named(*effects: str) -> tuple[str, ...]:

@@ -21,13 +21,20 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from checkers.faults import (
+    CATCH_UP,
+    CHURN,
     FAST_FAILOVER,
+    FLIP_FLOP,
+    HUNT,
     KILL,
     KILL_AFTER_VOTE,
+    KILL_NEW_LEADER,
+    LEADER_ONE_WAY,
     LOSE_STATE,
     LOSE_UNSYNCED,
     MEMBERSHIP,
@@ -39,7 +46,7 @@ from checkers.faults import (
     TRUNCATE,
     FaultOp,
 )
-from checkers.history import NEMESIS, Op, noop_reason
+from checkers.history import NEMESIS, NOOP, Op, noop_reason
 from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabulary)
     ClusterControl,
     Fault,
@@ -114,6 +121,22 @@ def _armed_power_cut_vote(rng: random.Random, nodes: Sequence[str], variant: str
     from nemesis.triggers import parse_fsync_delay
     parse_fsync_delay(variant)
     return {}
+
+
+def _composed(op: FaultOp) -> FaultFactory:
+    def factory(ctx: FaultContext) -> Fault:
+        from nemesis.compose import composed_fault
+        return composed_fault(op.name)(ctx)
+    return factory
+
+
+def _no_variant(name: str) -> Planner:
+    """Whom a composition hits depends on who leads when it acts."""
+    def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
+        if variant is not None:
+            raise ValueError(f"{name} takes no variant")
+        return {}
+    return plan
 
 
 def _armed_lose_state(rng: random.Random, nodes: Sequence[str], variant: str | None
@@ -210,6 +233,25 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           planner=_planner("nemesis.membership", "plan")),
     _kind(REFORMAT, _lazy("nemesis.reformat", "reformat_fault"),
           "re-format a node for another cluster and start it there (KIP-595 cluster id)"),
+    _kind(FLIP_FLOP, _composed(FLIP_FLOP),
+          "cut the leader off while clients write to it, heal it just after the others "
+          "elect; 1-3 rounds", planner=_no_variant(FLIP_FLOP.name)),
+    _kind(KILL_NEW_LEADER, _composed(KILL_NEW_LEADER),
+          "take the leader down, its successor right after its election, and bring the "
+          "old one back", planner=_no_variant(KILL_NEW_LEADER.name)),
+    _kind(LEADER_ONE_WAY, _composed(LEADER_ONE_WAY),
+          "drop the leader's outgoing traffic, held past the election it brings on",
+          planner=_no_variant(LEADER_ONE_WAY.name)),
+    _kind(CHURN, _composed(CHURN),
+          "leader out and back as soon as another leads, again and again for 4-10 s",
+          planner=_no_variant(CHURN.name)),
+    _kind(CATCH_UP, _composed(CATCH_UP),
+          "leave a follower far behind, then a fault while it catches up",
+          planner=_no_variant(CATCH_UP.name)),
+    _kind(HUNT, _lazy("nemesis.hunter", "hunt_fault"),
+          "the adaptive schedule: plays the other named faults (all the system can take "
+          "if none are named) and the compositions, steering toward states not reached yet",
+          planner=_no_variant(HUNT.name)),
 )}
 
 
@@ -334,17 +376,25 @@ class NemesisRunner:
         self.executed: list[dict[str, Any]] = []
         self._dirty: set[str] = set()
         self._start: float | None = None
+        self._final = False
         # Faults a trigger fired (nemesis.triggers), run by this thread ahead of
         # the schedule so nemesis ops never overlap in the history.
-        self._urgent: queue.SimpleQueue[tuple[str, dict[str, Any]]] = queue.SimpleQueue()
+        self._urgent: queue.SimpleQueue[_Request] = queue.SimpleQueue()
         for fault in nemesis.faults.values():
-            if hasattr(fault, "fire"):
-                fault.fire = self.fire
+            self._connect(fault)
 
-    def fire(self, spec: str, params: dict[str, Any], action: str = "inject") -> None:
+    def _connect(self, fault: Fault) -> None:
+        if hasattr(fault, "fire"):
+            fault.fire = self.fire
+
+    def fire(self, spec: str, params: dict[str, Any], action: str = "inject",
+             note: dict[str, Any] | None = None) -> Future[Op]:
         """Run the fault `spec` with `params` (or, `action` "heal", heal it) as
-        soon as possible, from any thread."""
-        self._urgent.put((spec, params, action))
+        soon as possible, from any thread; `note` is kept with its executed
+        entry (why it ran). The future ends with its info op once it ran."""
+        request = _Request(spec, params, action, note)
+        self._urgent.put(request)
+        return request.done
 
     def run(self, stop: threading.Event, start: float | None = None) -> list[dict[str, Any]]:
         """Blocks until the schedule ends or `stop` is set; always heals at the end."""
@@ -356,24 +406,47 @@ class NemesisRunner:
                 wait = start + pending[0].time - self.clock()
                 if wait > 0:
                     try:
-                        spec, params, action = self._urgent.get(
-                            timeout=min(wait, STOP_POLL_S))
+                        request = self._urgent.get(timeout=min(wait, STOP_POLL_S))
                     except queue.Empty:
                         continue
-                    self.apply_fired(spec, params, start, action)
+                    self._serve(request, start)
                     continue
                 self.apply(pending.pop(0))
         finally:
             self.heal_all()
         return self.executed
 
+    def _serve(self, request: _Request, start: float) -> None:
+        if self._final and request.action == "heal" and request.spec not in self._dirty:
+            # A driver stopped by the final heal asks to heal what that heal
+            # already healed: nothing to run, nothing for a replay to repeat.
+            request.done.set_result(Op(0, 0, NEMESIS, "info", request.spec,
+                                       {NOOP: "healed by the final heal"}))
+            return
+        try:
+            op = self.apply_fired(request.spec, request.params, start, request.action,
+                                  request.note)
+        except Exception as e:
+            # A fault that cannot even be built here (a variant this system
+            # refuses) ran nothing: its driver hears why; the run goes on.
+            op = Op(0, 0, NEMESIS, "info", request.spec, request.params, error=_describe(e))
+        except BaseException as e:
+            request.done.set_exception(e)
+            raise
+        request.done.set_result(op)
+
     def apply_fired(self, spec: str, params: dict[str, Any], start: float,
-                    action: str = "inject") -> Op:
+                    action: str = "inject", note: dict[str, Any] | None = None) -> Op:
         """A triggered fault, recorded as a plain inject (or heal) of `spec`
         (replay runs it so)."""
         if spec not in self.nemesis.faults:
-            self.nemesis.faults[spec] = make_fault(spec, self.nemesis.context)
-        return self.apply(_Fired(round(self.clock() - start, 3), action, spec, params, 0))
+            fault = make_fault(spec, self.nemesis.context)
+            self.nemesis.faults[spec] = fault
+            self._connect(fault)
+            if hasattr(fault, "setup") and self.nemesis.cluster is not None:
+                fault.setup(self.nemesis.cluster)
+        return self.apply(_Fired(round(self.clock() - start, 3), action, spec, params, 0,
+                                 note))
 
     def apply(self, event: Any) -> Op:
         fault = self.nemesis.faults[event.fault]
@@ -403,6 +476,8 @@ class NemesisRunner:
         if isinstance(event, _Fired):
             # A heal a trigger fired mid-fault is not the run's final one: replay keeps it.
             self.executed[-1]["fired"] = True
+            if event.note is not None:
+                self.executed[-1]["note"] = event.note
         return done
 
     def heal_all(self) -> None:
@@ -410,6 +485,7 @@ class NemesisRunner:
         # a power cut has then frozen mounts already, and only the fault it
         # queued restarts those nodes. So what was fired is applied and healed
         # too; a trigger's heal disarms it, so this ends (the bound is a guard).
+        self._final = True
         for _ in range(MAX_FINAL_ROUNDS):
             for spec in sorted(self._dirty):
                 fault = self.nemesis.faults[spec]
@@ -419,12 +495,11 @@ class NemesisRunner:
             fired = self._drain_fired()
             if not fired:
                 break
-            for spec, params, action in fired:
-                start = self.clock() if self._start is None else self._start
-                self.apply_fired(spec, params, start, action)
+            for request in fired:
+                self._serve(request, self.clock() if self._start is None else self._start)
         self.nemesis.teardown()
 
-    def _drain_fired(self) -> list[tuple[str, dict[str, Any], str]]:
+    def _drain_fired(self) -> list[_Request]:
         fired = []
         while True:
             try:
@@ -445,6 +520,17 @@ class _Fired:
     fault: str
     params: dict[str, Any]
     seed: int
+    note: dict[str, Any] | None = None
+
+
+@dataclass
+class _Request:
+    """A fault fired from another thread, waiting for the runner's."""
+    spec: str
+    params: dict[str, Any]
+    action: str = "inject"
+    note: dict[str, Any] | None = None
+    done: Future[Op] = field(default_factory=Future)
 
 
 STOP_POLL_S = 0.02

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from checkers.faults import HUNT
 from nemesis.base import FAULTS, one_node, split_spec
 from nemesis.base import INSTANT_FAULTS as INSTANT
 
@@ -86,3 +87,24 @@ def schedule(seed: int, faults: Sequence[str], mean_interval: float, time_limit:
         if t >= time_limit:
             break
     return events
+
+
+# The hunt starts once the workload has begun, and ends with the run.
+HUNT_START_S = 0.5
+
+
+def hunt_schedule(seed: int, repertoire: Sequence[str], mean_interval: float,
+                  time_limit: float, min_duration: float = 0.0,
+                  known: Sequence[Sequence[Any]] = ()) -> list[Event]:
+    """The hunting schedule's timeline: the hunt armed at the start and
+    disarmed at the time limit; what it does in between it decides as it
+    goes (nemesis.hunter) and records. Pure, as `schedule`."""
+    if time_limit <= HUNT_START_S or not repertoire:
+        return []
+    rng = random.Random(seed)
+    params = {"repertoire": list(repertoire), "interval": mean_interval,
+              "min_duration": min_duration, "until": round(time_limit - HUNT_START_S, 3)}
+    if known:
+        params["known"] = [list(k) for k in known]
+    return [Event(HUNT_START_S, "inject", HUNT.name, params, rng.getrandbits(63)),
+            Event(round(time_limit, 3), "heal", HUNT.name)]

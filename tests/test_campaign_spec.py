@@ -40,7 +40,7 @@ def test_matrices_concatenate_and_override_defaults():
     runs = parse_campaign(doc).runs
     assert [(r.index, r.config.db, r.config.seed, r.config.time_limit) for r in runs] == [
         (0, "raft", 1, 5.0), (1, "etcd", 7, 9.0), (2, "etcd", 8, 9.0)]
-    assert runs[0].config.nemesis == ["partition", "kill"]   # RunConfig's default mix
+    assert runs[0].config.nemesis[0] == "hunt"   # RunConfig's default: the hunting schedule
     assert runs[1].config.nemesis == ["pause"]
 
 

@@ -30,6 +30,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("checkers/membership.py", "truncate"): "the raft node's `truncate` event line",
     ("nodes/raft/core.py", "truncate"): "the raft node's `truncate` event line",
     ("nodes/raft/server.py", "truncate"): "the raft node's `truncate` event line",
+    ("nemesis/observe.py", "truncate"): "the `truncate` event line (docs/contracts.md)",
     ("nodes/raft/requests.py", "log"): "the client protocol's `log` field",
     ("nodes/raft/storage.py", "log"): "the node's log directory",
     ("nemesis/reformat.py", "reformat"): "the db's `reformat` method the fault needs",

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.spark.session import REMOTE_ENV
+from harness.campaign.corpus import add_run, config_with_corpus, hunting
 from harness.campaign.estimate import (
     check_seconds,
     duration_text,
@@ -138,14 +139,17 @@ def run_one(cdir: Path, campaign_id: str, entry: dict[str, Any], results: Path
     spec_path, outcome_path = work / f"{index}.spec.json", work / f"{index}.outcome.json"
     outcome_path.unlink(missing_ok=True)
     write_json(spec_path, {
-        "config": entry["config"], "results": str(results.resolve()),
+        "config": config_with_corpus(cdir, entry["config"]), "results": str(results.resolve()),
         "outcome": str(outcome_path),
         "extra_doc": {"campaign": {"id": campaign_id, "index": index, "label": entry["label"]}}})
     with open(logs / f"{index}.log", "w") as log:
         proc = subprocess.run(module_argv("harness.campaign.worker", str(spec_path)),
                               stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
-        return read_json(outcome_path)
+        outcome = read_json(outcome_path)
+        if hunting(entry["config"]):
+            outcome["new_states"] = add_run(cdir, outcome.get("run_dir"))
+        return outcome
     except (OSError, ValueError):
         return {"run_dir": None, "exit_code": EXIT_HARNESS_ERROR, "verdict": None,
                 "error": f"the run's worker exited with status {proc.returncode} and left no "

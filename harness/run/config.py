@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from checkers.faults import KILL, PARTITION
+from checkers.faults import HUNT
 from checkers.history import non_finite_in
 from faultline import registry as systems
 from faultline.catalog import unmet_needs
@@ -39,7 +39,9 @@ class ConfigError(UserError, ValueError):
 class RunConfig:
     db: str = field(default_factory=_default_system)
     workload: str = register.NAME
-    nemesis: list[str] = field(default_factory=lambda: [PARTITION.name, KILL.name])
+    # "hunt" alone: the hunting schedule over every fault the system can take
+    # (validate names them); "hunt" with others: over those.
+    nemesis: list[str] = field(default_factory=lambda: [HUNT.name])
     nodes: int = 3
     concurrency: int = 5
     rate: float = 200.0
@@ -65,6 +67,9 @@ class RunConfig:
     # needs more than the default 60 s.
     lin_options: dict[str, Any] = field(default_factory=dict)
     schedule: list[dict[str, Any]] | None = None   # replay: the events to execute as they were
+    # The hunt: states (coverage signatures) earlier runs of a campaign reached,
+    # so this one steers past them (harness.campaign.corpus).
+    hunt_corpus: list[list[Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,6 +101,8 @@ def validate(c: RunConfig) -> RunConfig:
     if bad:
         raise ConfigError(f"unknown nemesis {', '.join(map(repr, bad))}: choose from "
                           f"{', '.join(NEMESES)} (comma-separated, or 'none')")
+    if c.nemesis == [HUNT.name]:
+        c.nemesis = [HUNT.name, *hunt_repertoire(system, c.nodes)]
     if c.nodes < 1:
         raise ConfigError(f"--nodes must be at least 1, not {c.nodes}")
     if c.nodes > MAX_NODES:
@@ -132,6 +139,9 @@ def validate(c: RunConfig) -> RunConfig:
         for key, value in options.items():
             if non_finite_in(value) is not None:
                 raise ConfigError(f"{flag} {key} must be finite, not {non_finite_in(value)}")
+    if not isinstance(c.hunt_corpus, list) or not all(isinstance(k, list)
+                                                      for k in c.hunt_corpus):
+        raise ConfigError("hunt_corpus must be a list of signatures (lists)")
     _check_models(c)
     _check_thresholds(c.thresholds)
     _check_lin_options(c.lin_options)
@@ -208,10 +218,18 @@ def node_names(n: int) -> list[str]:
     return [f"n{i}" for i in range(1, n + 1)]
 
 
+def hunting(c: RunConfig) -> bool:
+    return HUNT.name in c.nemesis
+
+
 def fresh_schedule(c: RunConfig) -> list[Any]:
     """The seeded nemesis timeline a run of `c` plays (a replay plays its saved one)."""
     from harness.run.seeds import Seeds
-    from nemesis.schedule import schedule
+    from nemesis.schedule import hunt_schedule, schedule
+    if hunting(c):
+        return hunt_schedule(Seeds(c.seed, c.seed_scheme).of("schedule"),
+                             [s for s in c.nemesis if s != HUNT.name], c.nemesis_interval,
+                             c.time_limit, c.nemesis_min_duration, c.hunt_corpus)
     return schedule(Seeds(c.seed, c.seed_scheme).of("schedule"), c.nemesis,
                     c.nemesis_interval, c.time_limit, node_names(c.nodes),
                     c.nemesis_min_duration)
@@ -220,8 +238,33 @@ def fresh_schedule(c: RunConfig) -> list[Any]:
 def kinds_left_out(c: RunConfig, events: list[Any]) -> list[str]:
     """Faults `c` names that the schedule never injects (too few turns in the
     time limit): the run must not read as tested against them."""
+    if hunting(c):
+        return []  # the hunt picks among them as it goes, and records what it picked
     injected = {e.fault for e in events if e.action == "inject"}
     return [spec for spec in c.nemesis if spec not in injected]
+
+
+def hunt_repertoire(system: Any, nodes: int) -> list[str]:
+    """Every registered fault `system` can take on `nodes` nodes: those whose
+    node lines it leaves, that its adapter can do, and (LazyFS faults) when
+    LazyFS is installed here. Resolved once, into the run's config, so a
+    replay or a re-check reads the list that ran."""
+    from nemesis.base import LAZYFS_FAULTS, FaultContext, make_fault
+    from nemesis.lazyfs import check_installed
+    lazyfs = check_installed() is None
+    db = system.db()
+    out = []
+    for name in FAULTS:
+        if name == HUNT.name or unmet_needs(name, system) or (
+                name in LAZYFS_FAULTS and not lazyfs):
+            continue
+        try:
+            check_variant(name, nodes)
+            make_fault(name, FaultContext(db, None, {"mounts": {}, "replay": False}))
+        except (ValueError, ConfigError):
+            continue
+        out.append(name)
+    return out
 
 
 def _check_faults_fit_system(specs: list[str], system: Any) -> None:

@@ -1,0 +1,376 @@
+"""Leader-aware compositions: sequences of ordinary faults aimed at the
+moments around an election, for any system (the leader comes from the DB
+adapter, `ClusterControl.leader()`).
+
+- `flip-flop`: cut the leader off (clients, in the hub, still reach it and
+  write to it), and heal it the moment another node leads; 1-3 rounds.
+- `kill-new-leader`: take the leader down, take its successor down right
+  after its election, and bring the old one back while the successor is
+  still down (down: killed or paused, one each, in either order).
+- `leader-one-way`: drop the leader's outgoing traffic to its peers (it still
+  hears them, and its clients): held past the election it brings on.
+- `churn`: many elections a minute: the leader cut off (or killed) and healed
+  as soon as another leads, again and again, for several seconds.
+- `catch-up`: a follower left far behind (cut off or down while writes go
+  on), then a fault the moment it rejoins, while it catches up.
+
+Each step runs as the ordinary fault it is (`partition` with its cut, `kill`,
+`pause`, their heals), fired through the nemesis runner, so the history, the
+checkers and a replay see plain faults; a composition decides from what it
+observed (who leads), and the nodes it chose are in the recorded ops. In a
+replay a composition stays silent (`FaultContext.extras["replay"]`): its
+steps are in the schedule already. Nothing here knows a particular system.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from checkers.faults import (
+    CATCH_UP,
+    CHURN,
+    FLIP_FLOP,
+    KILL,
+    KILL_NEW_LEADER,
+    LEADER_ONE_WAY,
+    PARTITION,
+    PAUSE,
+    FaultOp,
+)
+from nemesis.fault import ClusterControl, FaultContext
+from nemesis.observe import EventTail, event_tail, latest_leader
+from nemesis.partition import isolate
+
+# How long a step waits for an election (the adapter's leader to change):
+# far longer than any election timeout we run (0.5-1 s raft, 1 s etcd).
+ELECTION_WAIT_S = 6.0
+# Event lines, where a system leaves them, say who won within milliseconds;
+# the adapter is asked less often then (asking a paused node costs its
+# status timeout).
+EVENT_POLL_S = 0.01
+LEADER_POLL_S = 0.1
+ADAPTER_POLL_WITH_EVENTS_S = 0.5
+# How long the runner may take to apply a fired step (it polls every 20 ms;
+# a kill or a start of a node takes well under a second).
+STEP_WAIT_S = 30.0
+JOIN_S = 10.0
+
+FireFn = Callable[..., Future]
+
+
+class Stopped(Exception):
+    """The composition was told to stop (its heal, or the run's end)."""
+
+
+class Control:
+    """What a composition does through: fire a fault and wait until it ran,
+    heal, ask who leads, wait. Remembers what is in force, so whatever
+    stops it can heal what it left."""
+
+    def __init__(self, cluster: ClusterControl, fire: FireFn, stop: threading.Event,
+                 events: EventTail | None = None) -> None:
+        self.cluster = cluster
+        self._fire = fire
+        self.stop = stop
+        self.events = events
+        self.in_force: dict[str, None] = {}
+        self.note: dict[str, Any] | None = None   # attached to the next fired op
+        self.leaders_seen: list[str] = []          # each leader as polls first saw it
+        self._lock = threading.Lock()
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self.cluster.names)
+
+    def act(self, spec: str, params: Mapping[str, Any], step: str) -> dict[str, Any]:
+        """Inject `spec` with `params` (nodes chosen already) and wait until it ran."""
+        with self._lock:
+            if self.stop.is_set():
+                raise Stopped()
+            self.in_force[spec] = None
+            note, self.note = {**(self.note or {}), "step": step}, None
+            future = self._fire(spec, dict(params), "inject", note)
+        return self._wait(future)
+
+    def heal(self, spec: str, step: str = "heal") -> dict[str, Any]:
+        with self._lock:
+            if spec not in self.in_force:
+                return {}
+            del self.in_force[spec]
+            future = self._fire(spec, {}, "heal", {"step": step})
+        return self._wait(future)
+
+    def heal_all_now(self) -> None:
+        """Fire a heal of everything still in force, without waiting (the
+        caller may be the runner's own thread)."""
+        with self._lock:
+            for spec in list(self.in_force):
+                self._fire(spec, {}, "heal", {"step": "stopped"})
+            self.in_force.clear()
+
+    def _wait(self, future: Future) -> dict[str, Any]:
+        deadline = time.monotonic() + STEP_WAIT_S
+        while time.monotonic() < deadline:
+            if future.done():
+                op = future.result()
+                value = op.value if isinstance(op.value, dict) else {}
+                return {**value, **({"error": op.error} if op.error else {})}
+            if self.stop.is_set() and not future.done():
+                # The runner is healing: it runs what was queued after its heals.
+                self.stop.wait(0.02)
+                if not future.done():
+                    raise Stopped()
+            time.sleep(0.005)
+        raise Stopped()
+
+    def _seen(self, leader: str | None) -> str | None:
+        if leader is not None and (not self.leaders_seen or self.leaders_seen[-1] != leader):
+            self.leaders_seen.append(leader)
+        return leader
+
+    def adapter_leader(self) -> str | None:
+        try:
+            return self._seen(self.cluster.leader())
+        except Exception:
+            return None
+
+    def event_leader(self, other_than: Sequence[str] = ()) -> str | None:
+        if self.events is None:
+            return None
+        return self._seen(latest_leader(self.events.read(), other_than))
+
+    def leader(self) -> str | None:
+        return self.event_leader() or self.adapter_leader()
+
+    def wait_leader(self, other_than: Sequence[str] = (), timeout: float = ELECTION_WAIT_S
+                    ) -> str | None:
+        """The first leader not in `other_than` that the event lines or the
+        adapter name, or None after `timeout`."""
+        deadline = time.monotonic() + timeout
+        adapter_every = LEADER_POLL_S if self.events is None else ADAPTER_POLL_WITH_EVENTS_S
+        next_adapter = 0.0
+        while True:
+            leader = self.event_leader(other_than)
+            if leader is None and time.monotonic() >= next_adapter:
+                next_adapter = time.monotonic() + adapter_every
+                leader = self.adapter_leader()
+            if leader is not None and leader not in other_than:
+                return leader
+            if time.monotonic() >= deadline:
+                return None
+            self.sleep(EVENT_POLL_S if self.events is not None else LEADER_POLL_S)
+
+    def sleep(self, seconds: float) -> None:
+        if self.stop.wait(max(0.0, seconds)):
+            raise Stopped()
+
+
+Composition = Callable[[Control, random.Random], dict[str, Any]]
+
+
+def _isolate_params(node: str, names: Sequence[str], shape: str = "isolate-leader"
+                    ) -> dict[str, Any]:
+    return {"shape": shape, "nodes": [node], "cut": [list(p) for p in isolate(node, names)]}
+
+
+def outgoing_cut(node: str, names: Sequence[str]) -> list[list[str]]:
+    """Pure: the pairs that drop `node`'s packets to every other node."""
+    return [[node, other] for other in sorted(names) if other != node]
+
+
+def flip_flop(ctl: Control, rng: random.Random) -> dict[str, Any]:
+    rounds = []
+    for _ in range(rng.randint(1, 3)):
+        leader = ctl.wait_leader()
+        if leader is None:
+            break
+        ctl.act(PARTITION.name, _isolate_params(leader, ctl.names), "isolate leader")
+        elected = ctl.wait_leader(other_than=[leader])
+        ctl.heal(PARTITION.name, "heal just after the election")
+        rounds.append({"isolated": leader, "elected": elected})
+        ctl.sleep(rng.uniform(0.05, 0.6))
+    return {"target": "leader", "rounds": rounds}
+
+
+def kill_new_leader(ctl: Control, rng: random.Random) -> dict[str, Any]:
+    old = ctl.wait_leader()
+    if old is None:
+        return {"target": "none"}
+    # One of the two is killed and one paused: a killed node restarts with
+    # what it persisted, a paused one wakes up still believing what it did.
+    first, second = (KILL, PAUSE) if rng.random() < 0.5 else (PAUSE, KILL)
+    ctl.act(first.name, {"nodes": [old]}, "old leader down")
+    new = ctl.wait_leader(other_than=[old])
+    if new is not None:
+        ctl.act(second.name, {"nodes": [new]}, "new leader down right after its election")
+    ctl.heal(first.name, "old leader back")
+    ctl.sleep(rng.uniform(0.5, 2.5))
+    ctl.heal(second.name, "new leader back")
+    return {"target": "leader", "old": old, "new": new, "downs": [first.name, second.name]}
+
+
+def leader_one_way(ctl: Control, rng: random.Random) -> dict[str, Any]:
+    leader = ctl.wait_leader()
+    if leader is None:
+        return {"target": "none"}
+    ctl.act(PARTITION.name, {"shape": "leader-outgoing", "nodes": [leader],
+                             "cut": outgoing_cut(leader, ctl.names)},
+            "drop the leader's outgoing traffic")
+    elected = ctl.wait_leader(other_than=[leader], timeout=rng.uniform(1.0, 4.0))
+    # Held past the election: the old leader may still answer its clients.
+    ctl.sleep(rng.uniform(0.2, 2.0))
+    ctl.heal(PARTITION.name)
+    return {"target": "leader", "cut_off": leader, "elected": elected}
+
+
+def churn(ctl: Control, rng: random.Random) -> dict[str, Any]:
+    until = time.monotonic() + rng.uniform(4.0, 10.0)
+    changes = []
+    while time.monotonic() < until:
+        leader = ctl.wait_leader(timeout=3.0)
+        if leader is None:
+            break
+        spec = KILL.name if rng.random() < 0.25 else PARTITION.name
+        params = {"nodes": [leader]} if spec == KILL.name else _isolate_params(leader, ctl.names)
+        ctl.act(spec, params, "leader out")
+        elected = ctl.wait_leader(other_than=[leader], timeout=3.0)
+        ctl.heal(spec, "back as soon as another leads")
+        changes.append({"out": leader, "by": spec, "elected": elected})
+        ctl.sleep(rng.uniform(0.05, 0.4))
+    return {"target": "leader", "changes": changes}
+
+
+AFTER_REJOIN = ("kill-leader", "isolate-leader", "kill-follower", "pause-follower")
+
+
+def catch_up(ctl: Control, rng: random.Random) -> dict[str, Any]:
+    leader = ctl.wait_leader()
+    followers = [n for n in ctl.names if n != leader]
+    if leader is None or not followers:
+        return {"target": "none"}
+    behind = rng.choice(followers)
+    away = KILL.name if rng.random() < 0.5 else PARTITION.name
+    ctl.act(away, {"nodes": [behind]} if away == KILL.name
+            else _isolate_params(behind, ctl.names, "isolate-one"), "fall behind")
+    ctl.sleep(rng.uniform(3.0, 6.0))
+    ctl.heal(away, "rejoin")
+    ctl.sleep(rng.uniform(0.0, 0.3))
+    then = rng.choice(AFTER_REJOIN)
+    now_leader = ctl.leader() or leader
+    if then in ("kill-leader", "isolate-leader"):
+        spec = KILL.name if then == "kill-leader" else PARTITION.name
+        ctl.act(spec, {"nodes": [now_leader]} if spec == KILL.name
+                else _isolate_params(now_leader, ctl.names), "leader out while it catches up")
+        ctl.wait_leader(other_than=[now_leader])
+        ctl.heal(spec)
+    else:
+        spec = KILL.name if then == "kill-follower" else PAUSE.name
+        ctl.act(spec, {"nodes": [behind]}, "the catching-up node down mid catch-up")
+        ctl.sleep(rng.uniform(0.3, 1.5))
+        ctl.heal(spec)
+    return {"target": "follower", "behind": behind, "away": away, "then": then}
+
+
+COMPOSITIONS: dict[str, Composition] = {
+    FLIP_FLOP.name: flip_flop,
+    KILL_NEW_LEADER.name: kill_new_leader,
+    LEADER_ONE_WAY.name: leader_one_way,
+    CHURN.name: churn,
+    CATCH_UP.name: catch_up,
+}
+
+
+def run_composition(name: str, ctl: Control, rng: random.Random) -> dict[str, Any]:
+    """Run one to its end (or until stopped); heals what it left in force."""
+    try:
+        return COMPOSITIONS[name](ctl, rng)
+    except Stopped:
+        return {"stopped": True}
+    finally:
+        if not ctl.stop.is_set():
+            for spec in list(ctl.in_force):
+                ctl.heal(spec, "end of composition")
+
+
+class DriverFault:
+    """A fault whose inject starts a thread that drives other faults through
+    the runner (`fire`, set by it), and whose heal stops that thread and
+    heals what it left. Silent in a replay: what it drove is in the schedule."""
+
+    op: FaultOp
+
+    def __init__(self, ctx: FaultContext) -> None:
+        self.name, self.heal_f = self.op.name, self.op.heal_f
+        self.replay = bool(ctx.extras.get("replay"))
+        self.db = ctx.db
+        self.fire: FireFn | None = None
+        self.result: dict[str, Any] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._control: Control | None = None
+
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
+               ) -> dict[str, Any]:
+        if self.replay or self.fire is None:
+            return {"armed": False}
+        self._stop_thread()
+        self._stop = threading.Event()
+        self._control = Control(cluster, self.fire, self._stop, event_tail(cluster, self.db))
+        seed = rng.getrandbits(64)
+        self.result = {}
+        self._thread = threading.Thread(target=self._drive, name=self.name, daemon=True,
+                                        args=(self._control, seed, dict(params)))
+        self._thread.start()
+        return {"armed": True, "seed": seed}
+
+    def _drive(self, ctl: Control, seed: int, params: dict[str, Any]) -> None:
+        try:
+            self.result = self.drive(ctl, seed, params)
+        except Exception as e:  # said in its heal's value, not lost with the thread
+            self.result = {**self.result, "error": f"{type(e).__name__}: {e}"}
+
+    def drive(self, ctl: Control, seed: int, params: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
+        self._stop_thread()
+        return self.summary()
+
+    def summary(self) -> dict[str, Any]:
+        return dict(self.result)
+
+    def _stop_thread(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(JOIN_S)
+            self._thread = None
+        if self._control is not None:
+            self._control.heal_all_now()
+            self._control = None
+
+
+class ComposedFault(DriverFault):
+    """One composition per inject, as a fault of its own (`--nemesis flip-flop`)."""
+
+    def __init__(self, ctx: FaultContext, op: FaultOp) -> None:
+        self.op = op
+        super().__init__(ctx)
+
+    def drive(self, ctl: Control, seed: int, params: dict[str, Any]) -> dict[str, Any]:
+        return run_composition(self.name, ctl, random.Random(seed))
+
+
+def composed_fault(name: str) -> Callable[[FaultContext], ComposedFault]:
+    op = {FLIP_FLOP.name: FLIP_FLOP, KILL_NEW_LEADER.name: KILL_NEW_LEADER,
+          LEADER_ONE_WAY.name: LEADER_ONE_WAY, CHURN.name: CHURN, CATCH_UP.name: CATCH_UP}[name]
+
+    def factory(ctx: FaultContext) -> ComposedFault:
+        if ctx.variant is not None:
+            raise ValueError(f"{name} takes no variant")
+        return ComposedFault(ctx, op)
+    return factory

@@ -1,0 +1,170 @@
+"""The hunting schedule's judgement, pure: what state a move reached (its
+coverage signature) and which move to try next.
+
+A move is a fault spec the run may use (`kill`, `kill:leader`, `partition`,
+a composition such as `flip-flop`, a trigger). After each, the hunter
+(nemesis.hunter) observes what followed: who led before and after, how many
+elections, whether the nodes ended at different epochs or far apart in
+their logs, whether a node truncated its log. The signature is that outcome,
+coarsened: (move, role of its target, elections 0/1/2+, leader changed,
+epochs apart, logs apart, truncated), None where the system leaves no event
+lines to say. `decide` prefers moves that have found new signatures for the
+tries they took, and tries every move early (a fuzzer's energy, in the
+spirit of Mallory's feedback on states reached, without its learning: each
+choice is a draw from weights that are a function of the seed, the decision
+number and the outcomes observed so far, so the recorded outcomes explain
+every choice and a replay needs none of this: it plays the recorded faults).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# An untried move outweighs any tried one: each gets its turn early.
+UNTRIED_WEIGHT = 2.0
+# A move that keeps finding nothing new still gets drawn now and then.
+FLOOR_WEIGHT = 0.05
+# Logs this many entries apart (high watermarks) count as apart.
+LAG_ENTRIES = 50
+
+Signature = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    move: str
+    signature: Signature
+    new: bool
+    failed: bool = False    # the fault could not act here (an error): never drawn again
+
+
+@dataclass(frozen=True)
+class Decision:
+    index: int
+    move: str
+    weights: dict[str, float]
+
+
+def derive(seed: int, *parts: Any) -> int:
+    """A 64-bit seed from the run's and a path of parts (stable across Pythons)."""
+    text = ":".join(str(p) for p in (seed, *parts)).encode()
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "big")
+
+
+def moves_for(repertoire: Sequence[str], variants: Mapping[str, Sequence[str]]
+              ) -> list[str]:
+    """The moves of a repertoire: each spec, and for a plain spec, each of its
+    named variants (`kill:leader`, `partition:one-way`; templates such as
+    `<D>ms` are left to the fault's default), so a variant a bug needs is
+    drawn as surely as the kind."""
+    out: list[str] = []
+    for spec in repertoire:
+        out.append(spec)
+        if ":" not in spec:
+            out.extend(f"{spec}:{v}" for v in variants.get(spec, ()) if "<" not in v)
+    return list(dict.fromkeys(out))
+
+
+def shares(moves: Sequence[str]) -> dict[str, float]:
+    """Pure: each kind's moves share one kind's weight (a kind with six
+    variants is not drawn seven times as often as one without)."""
+    kinds: dict[str, int] = {}
+    for m in moves:
+        kinds[m.split(":", 1)[0]] = kinds.get(m.split(":", 1)[0], 0) + 1
+    return {m: 1.0 / kinds[m.split(":", 1)[0]] for m in moves}
+
+
+def weights(moves: Sequence[str], outcomes: Sequence[Outcome],
+            prior: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Pure: each move's weight, from its tries and how many found something
+    new, times its `prior` (default 1)."""
+    prior = prior or {}
+    tries = dict.fromkeys(moves, 0)
+    finds = dict.fromkeys(moves, 0)
+    failed = {o.move for o in outcomes if o.failed}
+    for o in outcomes:
+        if o.move in tries:
+            tries[o.move] += 1
+            finds[o.move] += o.new
+    return {m: 0.0 if m in failed else round(prior.get(m, 1.0) * (
+                UNTRIED_WEIGHT if tries[m] == 0
+                else max(FLOOR_WEIGHT, (1 + finds[m]) / (1 + tries[m]) - 0.5 * (finds[m] == 0))),
+                     4)
+            for m in moves}
+
+
+def decide(seed: int, index: int, moves: Sequence[str], outcomes: Sequence[Outcome],
+           prior: Mapping[str, float] | None = None) -> Decision:
+    """Pure: the move of decision `index`, drawn by `weights` with an rng that
+    depends on nothing but the seed and the index."""
+    if not moves:
+        raise ValueError("no moves to choose from")
+    w = weights(moves, outcomes, prior)
+    if not any(w.values()):
+        raise ValueError("every move failed")
+    rng = random.Random(derive(seed, "decide", index))
+    return Decision(index, rng.choices(list(moves), [w[m] for m in moves])[0], w)
+
+
+def aimed_prior(moves: Sequence[str], aimed: Iterable[str], boost: float) -> dict[str, float]:
+    """Pure: each move's share of its kind (`shares`), times `boost` for the
+    moves aimed at the leader's moments (the compositions, the variants that
+    name the leader)."""
+    aimed = set(aimed)
+    share = shares(moves)
+    return {m: round(share[m] * (boost if m in aimed or m.split(":", 1)[-1].endswith("leader")
+                                 and ":" in m else 1.0), 4) for m in moves}
+
+
+def target_role(nodes: Iterable[str] | None, leader: str | None) -> str:
+    nodes = list(nodes or [])
+    if not nodes:
+        return "none"
+    return "leader" if leader is not None and leader in nodes else "follower"
+
+
+def observation(before: Mapping[str, Any], after: Mapping[str, Any],
+                leaders_seen: Sequence[str], target: str) -> dict[str, Any]:
+    """Pure: what a move did, from snapshots taken before it and after its
+    settling time (`leader` from the adapter; the rest from event lines, when
+    there are any) and the leaders polls saw while it ran."""
+    events = "leader_elections" in before and "leader_elections" in after
+    changes = sum(1 for a, b in zip(leaders_seen, leaders_seen[1:], strict=False) if a != b)
+    obs: dict[str, Any] = {
+        "target": target,
+        "leader_before": before.get("leader"), "leader_after": after.get("leader"),
+        "leader_changed": before.get("leader") != after.get("leader"),
+        "leader_elections": (after["leader_elections"] - before["leader_elections"]
+                             if events else changes),
+    }
+    if events:
+        epochs = set((after.get("epochs") or {}).values())
+        hw = list((after.get("hw") or {}).values())
+        obs["epochs_apart"] = len(epochs) > 1
+        obs["logs_apart"] = bool(hw) and max(hw) - min(hw) > LAG_ENTRIES
+        obs["truncated"] = after["truncations"] > before["truncations"]
+    return obs
+
+
+def signature(move: str, obs: Mapping[str, Any]) -> Signature:
+    """Pure: the coarse state a move reached, the unit of coverage."""
+    elections = obs.get("leader_elections") or 0
+    return (move, obs.get("target"), min(elections, 2), bool(obs.get("leader_changed")),
+            obs.get("epochs_apart"), obs.get("logs_apart"), obs.get("truncated"))
+
+
+def record(outcomes: Sequence[Outcome], move: str, sig: Signature,
+           known: Iterable[Signature] = (), failed: bool = False) -> Outcome:
+    """Pure: the outcome of a move, new if no earlier one (nor `known`, a
+    campaign's corpus) reached its signature."""
+    seen = {o.signature for o in outcomes} | {tuple(k) for k in known}
+    return Outcome(move, sig, sig not in seen, failed)
+
+
+def coverage(outcomes: Sequence[Outcome]) -> list[Signature]:
+    """The distinct signatures reached, in the order first reached."""
+    return list(dict.fromkeys(o.signature for o in outcomes))

@@ -1,0 +1,149 @@
+"""`hunt`: the adaptive schedule, as a fault armed for the whole run.
+
+While armed, it plays one move at a time (a fault of its repertoire, or a
+leader-aware composition), lets the cluster settle, observes what followed
+(nemesis.observe: event lines where the system leaves them, the adapter's
+leader always) and picks the next move toward states the run has not
+reached (nemesis.hunt, pure). Every fault a move runs is fired through the
+nemesis runner and recorded as the plain fault it is, the first with a
+`note` saying which decision it serves and what was observed before it; the
+hunt's heal records every decision with its weights, observation and
+signature. A replay plays the recorded faults: the hunt stays silent there.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from checkers.faults import HUNT
+from nemesis.compose import COMPOSITIONS, Control, DriverFault, Stopped, run_composition
+from nemesis.fault import FaultContext, split_spec
+from nemesis.hunt import (
+    Outcome,
+    aimed_prior,
+    coverage,
+    decide,
+    derive,
+    moves_for,
+    observation,
+    record,
+    signature,
+    target_role,
+)
+from nemesis.observe import EventTail
+
+# A move is not begun in the last moments of the hunt: it would be cut short.
+MIN_MOVE_S = 2.0
+# The quiet time after a move before its outcome is read: elections it
+# brought on end within it (the compositions already wait for theirs).
+SETTLE_S = (0.5, 2.0)
+# The moves aimed at an election's moments are drawn this much more often
+# than a fault kind's share: there are five compositions among a dozen fault
+# kinds, and the dangerous states are theirs (issue 27: a plain schedule
+# brings 2-4 elections a minute).
+AIMED_BOOST = 3.0
+
+
+class HuntFault(DriverFault):
+    op = HUNT
+
+    def __init__(self, ctx: FaultContext) -> None:
+        if ctx.variant is not None:
+            raise ValueError(f"{HUNT.name} takes no variant")
+        super().__init__(ctx)
+        self.decisions: list[dict[str, Any]] = []
+        self.outcomes: list[Outcome] = []
+        self.moves: list[str] = []
+
+    def summary(self) -> dict[str, Any]:
+        error = {"error": self.result["error"]} if "error" in self.result else {}
+        return {"moves": self.moves, "decisions": list(self.decisions),
+                "coverage": [list(s) for s in coverage(self.outcomes)], **error}
+
+    def drive(self, ctl: Control, seed: int, params: dict[str, Any]) -> dict[str, Any]:
+        from nemesis.base import FAULTS, INSTANT_FAULTS
+        repertoire = [s for s in params.get("repertoire") or [] if split_spec(s)[0] != HUNT.name]
+        self.moves = [m for m in moves_for(repertoire, {
+            s: FAULTS[s].variants() for s in repertoire if s in FAULTS})
+            if plannable(m, ctl.names)]
+        if not self.moves:
+            return {}
+        interval = float(params.get("interval") or 5.0)
+        min_hold = float(params.get("min_duration") or 0.0) or min(1.0, interval / 2)
+        known = [tuple(k) for k in params.get("known") or []]
+        prior = aimed_prior(self.moves, COMPOSITIONS, AIMED_BOOST)
+        end = time.monotonic() + float(params.get("until") or 0.0)
+        index = 0
+        while time.monotonic() < end - MIN_MOVE_S and not ctl.stop.is_set():
+            try:
+                decision = decide(seed, index, self.moves, self.outcomes, prior)
+            except ValueError:
+                break   # every move failed here
+            rng = random.Random(derive(seed, "move", index))
+            before = self.snapshot(ctl)
+            entry: dict[str, Any] = {"decision": index, "move": decision.move,
+                                     "weights": decision.weights, "before": before}
+            self.decisions.append(entry)
+            ctl.note = {"hunt": index, "move": decision.move, "before": before}
+            ctl.leaders_seen = [before["leader"]] if before.get("leader") else []
+            try:
+                if decision.move in COMPOSITIONS:
+                    result = run_composition(decision.move, ctl, rng)
+                else:
+                    result = self.primitive(ctl, rng, decision.move, before.get("leader"),
+                                            split_spec(decision.move)[0] in INSTANT_FAULTS,
+                                            min_hold, interval)
+                ctl.sleep(rng.uniform(*SETTLE_S))
+            except Stopped:
+                entry["stopped"] = True
+                break
+            after = self.snapshot(ctl)
+            obs = observation(before, after, ctl.leaders_seen, result.get("target", "none"))
+            sig = signature(decision.move, obs)
+            outcome = record(self.outcomes, decision.move, sig, known,
+                             failed=bool(result.get("error")))
+            self.outcomes.append(outcome)
+            entry.update({"result": result, "after": after, "observed": obs,
+                          "signature": list(sig), "new": outcome.new})
+            index += 1
+        return self.summary()
+
+    def snapshot(self, ctl: Control) -> dict[str, Any]:
+        events: EventTail | None = ctl.events
+        snap: dict[str, Any] = {"t": round(time.monotonic(), 3), "leader": ctl.leader()}
+        if events is not None:
+            snap.update(events.read().snapshot())
+        return snap
+
+    def primitive(self, ctl: Control, rng: random.Random, spec: str, leader: str | None,
+                  instant: bool, min_hold: float, interval: float) -> dict[str, Any]:
+        """One fault of the repertoire, planned as the schedule plans it, held, healed."""
+        from nemesis.schedule import plan_params
+        params = plan_params(spec, rng, ctl.names)
+        value = ctl.act(spec, params, "inject")
+        nodes = value.get("nodes") if isinstance(value.get("nodes"), list) else None
+        result: dict[str, Any] = {"target": target_role(nodes, leader), "nodes": nodes}
+        if value.get("error"):
+            result["error"] = value["error"]
+        if not instant:
+            ctl.sleep(min_hold + min(rng.expovariate(2.0 / interval), interval))
+            ctl.heal(spec)
+        else:
+            ctl.in_force.pop(spec, None)
+        return result
+
+
+def plannable(move: str, names: list[str]) -> bool:
+    """A move whose plan works on these nodes (no majorities ring on 3)."""
+    from nemesis.schedule import plan_params
+    try:
+        plan_params(move, random.Random(0), names)
+    except (ValueError, KeyError):
+        return False
+    return True
+
+
+def hunt_fault(ctx: FaultContext) -> HuntFault:
+    return HuntFault(ctx)

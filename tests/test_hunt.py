@@ -1,0 +1,434 @@
+"""The hunting schedule's pure parts (choice, observation, coverage), the
+leader-aware compositions against a fake cluster, and how a hunting run's
+config, schedule and replay are made."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+
+from checkers.history import NEMESIS, Op
+from harness.campaign.corpus import add_run, config_with_corpus, new_states, read_corpus
+from harness.run.config import RunConfig, fresh_schedule, kinds_left_out, validate
+from harness.run.replay import replay_events
+from nemesis.base import FAULTS, TRIGGER_FAULTS, FaultContext, make_fault
+from nemesis.compose import (
+    COMPOSITIONS,
+    Control,
+    outgoing_cut,
+    run_composition,
+)
+from nemesis.hunt import (
+    UNTRIED_WEIGHT,
+    Outcome,
+    aimed_prior,
+    coverage,
+    decide,
+    moves_for,
+    observation,
+    record,
+    signature,
+    target_role,
+    weights,
+)
+from nemesis.observe import EventState, fold, latest_leader
+from nemesis.schedule import hunt_schedule
+
+MOVES = ["kill", "kill:leader", "partition", "flip-flop", "churn"]
+
+
+# --- the chooser ---------------------------------------------------------------
+
+
+def test_same_seed_and_observations_give_the_same_decisions():
+    outcomes = [Outcome("kill", ("kill", "follower", 0, False, None, None, None), True),
+                Outcome("churn", ("churn", "leader", 2, True, None, None, None), True)]
+    a = [decide(7, i, MOVES, outcomes) for i in range(20)]
+    b = [decide(7, i, MOVES, list(outcomes)) for i in range(20)]
+    assert a == b
+
+
+def test_different_observations_steer_differently():
+    # Two runs that saw different outcomes of the same moves weigh them differently...
+    fruitful = [Outcome("kill", ("kill", "follower", i, False, None, None, None), True)
+                for i in range(3)]
+    barren = [Outcome("kill", ("kill", "follower", 0, False, None, None, None), i == 0)
+              for i in range(3)]
+    w_fruitful, w_barren = weights(MOVES, fruitful), weights(MOVES, barren)
+    assert w_fruitful["kill"] > w_barren["kill"]
+    # ...and so draw differently, with the same seed.
+    picks_fruitful = [decide(3, i, MOVES, fruitful).move for i in range(200)]
+    picks_barren = [decide(3, i, MOVES, barren).move for i in range(200)]
+    assert picks_fruitful != picks_barren
+    assert picks_fruitful.count("kill") > picks_barren.count("kill")
+
+
+def test_untried_moves_outweigh_tried_ones():
+    outcomes = [Outcome("kill", ("kill",), True)]
+    w = weights(MOVES, outcomes)
+    assert w["kill"] < UNTRIED_WEIGHT
+    assert all(w[m] == UNTRIED_WEIGHT for m in MOVES if m != "kill")
+
+
+def _play(seed: int, moves: list[str], reach: dict[str, int], steps: int,
+          adaptive: bool = True) -> list[Outcome]:
+    """A toy system: move m reaches one of reach[m] states, drawn at random."""
+    world = random.Random(seed)
+    outcomes: list[Outcome] = []
+    for i in range(steps):
+        move = decide(seed, i, moves, outcomes).move if adaptive else moves[i % len(moves)]
+        sig = (move, world.randrange(reach[move]))
+        outcomes.append(record(outcomes, move, sig))
+    return outcomes
+
+
+def test_coverage_grows_and_effort_goes_where_new_states_are():
+    moves = ["barren", "rich", "middling"]
+    reach = {"barren": 1, "rich": 12, "middling": 3}
+    outcomes = _play(1, moves, reach, 40)
+    sizes = [len(coverage(outcomes[:i])) for i in range(len(outcomes) + 1)]
+    assert sizes == sorted(sizes)                       # coverage never shrinks
+    assert sizes[-1] > sizes[len(moves)]                # and grows past the first round
+    tries = {m: sum(o.move == m for o in outcomes) for m in moves}
+    assert tries["rich"] > tries["barren"]
+    # Over a few seeds, the steered choice reaches more states than a round robin.
+    adaptive = sum(len(coverage(_play(s, moves, reach, 30))) for s in range(8))
+    fixed = sum(len(coverage(_play(s, moves, reach, 30, adaptive=False))) for s in range(8))
+    assert adaptive > fixed
+
+
+def test_a_known_signature_is_not_new():
+    sig = ("kill", "leader", 1, True, None, None, None)
+    assert record([], "kill", sig).new
+    assert not record([], "kill", sig, known=[list(sig)]).new
+    assert not record([Outcome("kill", sig, True)], "kill", sig).new
+
+
+def test_moves_are_each_spec_and_each_named_variant():
+    assert moves_for(["kill", "partition:one-way", "flip-flop", "power-cut-after-vote"],
+                     {"kill": ("one", "leader"), "power-cut-after-vote": ("<D>ms",)}) == [
+        "kill", "kill:one", "kill:leader", "partition:one-way", "flip-flop",
+        "power-cut-after-vote"]
+
+
+def test_moves_of_the_registry_aim_at_the_leader_for_kill_and_pause():
+    specs = ["kill", "pause", "partition"]
+    moves = moves_for(specs, {s: FAULTS[s].variants() for s in specs})
+    assert {"kill:leader", "pause:leader", "partition:isolate-leader"} <= set(moves)
+    assert "partition:leader" not in moves
+
+
+def test_a_kinds_variants_share_its_weight_and_a_failed_move_is_dropped():
+    moves = ["kill", "kill:one", "kill:leader", "reformat", "flip-flop"]
+    prior = aimed_prior(moves, ["flip-flop"], 3.0)
+    assert prior == {"kill": 0.3333, "kill:one": 0.3333, "kill:leader": 1.0,
+                     "reformat": 1.0, "flip-flop": 3.0}
+    failed = [Outcome("reformat", ("reformat",), True, failed=True)]
+    assert weights(moves, failed, prior)["reformat"] == 0.0
+    assert all(decide(1, i, moves, failed, prior).move != "reformat" for i in range(100))
+    everything_failed = [Outcome(m, (m,), True, failed=True) for m in moves]
+    with pytest.raises(ValueError):
+        decide(1, 0, moves, everything_failed)
+
+
+# --- observations ----------------------------------------------------------------
+
+
+def test_observation_from_events_and_adapter():
+    before = {"leader": "n1", "leader_elections": 3, "truncations": 0,
+              "epochs": {"n1": 3, "n2": 3}, "hw": {"n1": 100, "n2": 100}}
+    after = {"leader": "n2", "leader_elections": 5, "truncations": 1,
+             "epochs": {"n1": 4, "n2": 5}, "hw": {"n1": 100, "n2": 400}}
+    obs = observation(before, after, ["n1", "n2"], "leader")
+    assert obs["leader_changed"] and obs["leader_elections"] == 2
+    assert obs["epochs_apart"] and obs["logs_apart"] and obs["truncated"]
+    assert signature("kill", obs) == ("kill", "leader", 2, True, True, True, True)
+    # Without event lines: elections counted from the leaders polls saw; the
+    # event-only dimensions say None, not False.
+    obs = observation({"leader": "n1"}, {"leader": "n1"}, ["n1", "n3", "n1"], "follower")
+    assert obs["leader_elections"] == 2 and not obs["leader_changed"]
+    assert signature("pause", obs) == ("pause", "follower", 2, False, None, None, None)
+
+
+def test_target_role():
+    assert target_role(["n1", "n2"], "n2") == "leader"
+    assert target_role(["n1"], "n2") == "follower"
+    assert target_role(None, "n2") == "none"
+
+
+def test_event_lines_fold_into_who_leads():
+    state = EventState()
+    fold(state, "n1", {"event": "role", "role": "Leader", "epoch": 1})
+    fold(state, "n2", {"event": "role", "role": "Follower", "epoch": 1, "leader": "n1"})
+    assert latest_leader(state) == "n1"
+    assert latest_leader(state, other_than=["n1"]) is None
+    fold(state, "n2", {"event": "role", "role": "Leader", "epoch": 2})
+    fold(state, "n2", {"event": "hw", "hw": 10, "epoch": 2})
+    fold(state, "n1", {"event": "truncate", "from": 12, "to": 10})
+    assert latest_leader(state, other_than=["n1"]) == "n2"
+    # A leader that resigned leads no more; an older claim is stale.
+    fold(state, "n2", {"event": "role", "role": "Resigned", "epoch": 2})
+    assert latest_leader(state) is None
+    snap = state.snapshot()
+    assert snap["leader_elections"] == 2 and snap["truncations"] == 1
+    assert snap["hw"] == {"n2": 10}
+
+
+# --- compositions against a fake cluster --------------------------------------------
+
+
+class FakeCluster:
+    """Nodes n1..n3; the leader moves to the next node up when its leader is
+    cut off or down, as an election would."""
+
+    def __init__(self) -> None:
+        self.names = ["n1", "n2", "n3"]
+        self.current: str | None = "n1"
+        self.down: set[str] = set()
+        self.cut: list[list[str]] = []
+
+    def leader(self) -> str | None:
+        return self.current
+
+    def elect_without(self, out: set[str]) -> None:
+        candidates = [n for n in self.names if n not in out and n not in self.down]
+        self.current = candidates[0] if candidates else None
+
+
+class FakeRunner:
+    """Applies fired faults at once to the fake cluster, keeping the order."""
+
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.cluster = cluster
+        self.fired: list[tuple[str, str, dict[str, Any], dict[str, Any] | None]] = []
+
+    def fire(self, spec: str, params: dict[str, Any], action: str = "inject",
+             note: dict[str, Any] | None = None) -> Future:
+        self.fired.append((action, spec, dict(params), note))
+        c = self.cluster
+        value: dict[str, Any] = dict(params)
+        if action == "inject" and spec == "partition":
+            c.cut = params["cut"]
+            cut_off = {a for a, b in c.cut} & {b for a, b in c.cut}
+            isolated = {n for n in c.names
+                        if all([n, m] in c.cut for m in c.names if m != n)}
+            if c.current in isolated or c.current in cut_off and len(isolated) == 1:
+                c.elect_without(isolated)
+        elif action == "inject" and spec in ("kill", "pause"):
+            c.down |= set(params["nodes"])
+            if c.current in c.down:
+                c.elect_without(set())
+        elif action == "heal" and spec == "partition":
+            c.cut = []
+        elif action == "heal":
+            c.down = set()
+        future: Future = Future()
+        future.set_result(Op(0, 0, NEMESIS, "info", spec, value))
+        return future
+
+
+def _control(cluster: FakeCluster) -> tuple[Control, FakeRunner]:
+    runner = FakeRunner(cluster)
+    return Control(cluster, runner.fire, threading.Event()), runner
+
+
+def test_flip_flop_isolates_the_leader_and_heals_once_another_leads():
+    cluster = FakeCluster()
+    ctl, runner = _control(cluster)
+    result = run_composition("flip-flop", ctl, random.Random(1))
+    assert result["rounds"][0] == {"isolated": "n1", "elected": "n2"}
+    action, spec, params, note = runner.fired[0]
+    assert (action, spec, params["nodes"]) == ("inject", "partition", ["n1"])
+    assert ["n1", "n2"] in params["cut"] and ["n2", "n1"] in params["cut"]
+    assert runner.fired[1][:2] == ("heal", "partition")
+    assert not ctl.in_force   # nothing left cut
+
+
+def test_kill_new_leader_downs_both_and_brings_the_old_back_first():
+    cluster = FakeCluster()
+    ctl, runner = _control(cluster)
+    result = run_composition("kill-new-leader", ctl, random.Random(2))
+    assert (result["old"], result["new"]) == ("n1", "n2")
+    steps = [(a, s, p.get("nodes")) for a, s, p, _ in runner.fired]
+    first, second = result["downs"]
+    assert steps == [("inject", first, ["n1"]), ("inject", second, ["n2"]),
+                     ("heal", first, None), ("heal", second, None)]
+
+
+def test_leader_one_way_cuts_only_the_leaders_outgoing_links():
+    assert outgoing_cut("n2", ["n1", "n2", "n3"]) == [["n2", "n1"], ["n2", "n3"]]
+    cluster = FakeCluster()
+    ctl, runner = _control(cluster)
+    run_composition("leader-one-way", ctl, random.Random(3))
+    assert runner.fired[0][2]["cut"] == [["n1", "n2"], ["n1", "n3"]]
+    assert runner.fired[-1][:2] == ("heal", "partition")
+
+
+@pytest.mark.parametrize("name", sorted(COMPOSITIONS))
+def test_every_composition_heals_what_it_did(name):
+    cluster = FakeCluster()
+    ctl, runner = _control(cluster)
+    # churn and catch-up hold for seconds: time runs as they sleep, no faster.
+    run_composition(name, ctl, random.Random(4))
+    injected = [s for a, s, _, _ in runner.fired if a == "inject"]
+    healed = [s for a, s, _, _ in runner.fired if a == "heal"]
+    assert injected and set(injected) <= set(healed)
+    assert not ctl.in_force
+
+
+def test_a_stopped_composition_fires_nothing_more():
+    cluster = FakeCluster()
+    ctl, runner = _control(cluster)
+    ctl.stop.set()
+    assert run_composition("flip-flop", ctl, random.Random(1)) == {"stopped": True}
+    assert runner.fired == []
+
+
+def test_a_note_goes_with_the_next_fired_step_only():
+    cluster = FakeCluster()
+    ctl, runner = _control(cluster)
+    ctl.note = {"hunt": 3, "move": "flip-flop"}
+    run_composition("flip-flop", ctl, random.Random(1))
+    assert runner.fired[0][3]["hunt"] == 3
+    assert all(n is None or "hunt" not in n for _, _, _, n in runner.fired[1:])
+
+
+# --- config, schedule, replay ---------------------------------------------------------
+
+
+def test_the_default_nemesis_hunts_with_every_fault_the_system_can_take():
+    raft = validate(RunConfig(db="raft"))
+    assert raft.nemesis[0] == "hunt"
+    assert set(COMPOSITIONS) <= set(raft.nemesis)
+    assert {"partition", "kill", "pause"} <= set(raft.nemesis)
+    assert TRIGGER_FAULTS & set(raft.nemesis)       # raft leaves event lines
+    etcd = validate(RunConfig(db="etcd"))
+    assert etcd.nemesis[0] == "hunt" and set(COMPOSITIONS) <= set(etcd.nemesis)
+    assert not TRIGGER_FAULTS & set(etcd.nemesis)   # etcd leaves none
+    # A named repertoire is kept as named; validating again changes nothing.
+    named = validate(RunConfig(db="raft", nemesis=["hunt", "kill"]))
+    assert named.nemesis == ["hunt", "kill"]
+    assert validate(raft).nemesis == raft.nemesis
+
+
+def test_hunting_schedule_arms_once_and_disarms_at_the_limit():
+    config = validate(RunConfig(db="raft", time_limit=20.0, seed=5))
+    events = fresh_schedule(config)
+    assert [(e.action, e.fault, e.time) for e in events] == [
+        ("inject", "hunt", 0.5), ("heal", "hunt", 20.0)]
+    assert events[0].params["repertoire"] == config.nemesis[1:]
+    assert fresh_schedule(config) == events
+    assert kinds_left_out(config, events) == []
+    assert hunt_schedule(1, ["kill"], 5.0, 0.2) == []
+
+
+def test_the_hunt_is_silent_in_a_replay():
+    fault = make_fault("hunt", FaultContext(None, None, {"replay": True}))
+    fault.fire = lambda *a, **k: pytest.fail("a replayed hunt fired")
+    assert fault.inject(FakeCluster(), random.Random(0), {"repertoire": ["kill"],
+                                                         "until": 5.0}) == {"armed": False}
+    assert fault.heal(FakeCluster())["decisions"] == []
+
+
+def test_replay_plays_the_faults_the_hunt_fired_not_the_hunt_again():
+    offset = 1_000_000_000
+    ns = lambda s: offset + int(s * 1e9)   # noqa: E731
+    run = {"schedule_offset_ns": offset,
+           "planned_schedule": [
+               {"time": 0.5, "action": "inject", "fault": "hunt", "params": {"until": 9.5},
+                "seed": 11},
+               {"time": 10.0, "action": "heal", "fault": "hunt", "params": {}, "seed": 0}],
+           "schedule": [
+               {"time": ns(0.5), "f": "hunt", "fault": "hunt", "value": {"armed": True}},
+               {"time": ns(1.0), "f": "partition", "fault": "partition", "fired": True,
+                "value": {"shape": "isolate-leader", "nodes": ["n2"],
+                          "cut": [["n2", "n1"], ["n1", "n2"]]},
+                "note": {"hunt": 0, "move": "flip-flop"}},
+               {"time": ns(2.0), "f": "heal", "fault": "partition", "fired": True,
+                "value": {"healed": []}},
+               {"time": ns(3.0), "f": "kill", "fault": "kill:leader", "fired": True,
+                "value": {"nodes": ["n3"], "targets": "leader", "killed": ["n3"]}},
+               {"time": ns(4.0), "f": "start", "fault": "kill:leader", "fired": True,
+                "value": {"nodes": ["n3"]}},
+               {"time": ns(10.0), "f": "disarm", "fault": "hunt",
+                "value": {"decisions": [{"decision": 0}]}}]}
+    events = replay_events(run)
+    assert [(e["time"], e["action"], e["fault"]) for e in events] == [
+        (0.5, "inject", "hunt"), (1.0, "inject", "partition"), (2.0, "heal", "partition"),
+        (3.0, "inject", "kill:leader"), (4.0, "heal", "kill:leader"), (10.0, "heal", "hunt")]
+    assert events[1]["params"]["cut"] == [["n2", "n1"], ["n1", "n2"]]
+    assert events[3]["params"]["nodes"] == ["n3"]   # the leader it was then, not a new draw
+
+
+def test_moves_aimed_at_the_leader_are_drawn_more_often():
+    prior = aimed_prior(MOVES, COMPOSITIONS, 3.0)
+    assert prior == {"kill": 0.5, "kill:leader": 1.5, "partition": 1.0, "flip-flop": 3.0,
+                     "churn": 3.0}
+    picks = [decide(9, i, MOVES, [], prior).move for i in range(300)]
+    assert picks.count("flip-flop") > picks.count("partition")
+
+
+# --- a campaign's corpus ------------------------------------------------------------
+
+
+def _hunted_run(run_id: str, signatures: list[list]) -> dict:
+    decisions = [{"decision": i, "move": s[0], "signature": s, "new": True}
+                 for i, s in enumerate(signatures)]
+    schedule = [{"f": "hunt", "fault": "hunt", "value": {"armed": True}}]
+    for i in range(len(signatures)):
+        schedule.append({"f": "kill", "fault": "kill", "fired": True, "note": {"hunt": i},
+                         "value": {"nodes": [f"n{i + 1}"]}})
+        schedule.append({"f": "start", "fault": "kill", "fired": True, "value": {}})
+    schedule.append({"f": "disarm", "fault": "hunt", "value": {"decisions": decisions}})
+    return {"run_id": run_id, "config": {"seed": 4, "nemesis": ["hunt", "kill"]},
+            "schedule": schedule}
+
+
+def test_the_corpus_keeps_only_states_no_earlier_run_reached(tmp_path):
+    a, b = ["kill", "leader", 1, True, None, None, None], ["kill", "follower", 0, False,
+                                                           None, None, None]
+    entries = new_states(_hunted_run("r1", [a, b]), known=[a])
+    assert [e["signature"] for e in entries] == [b]
+    assert entries[0]["faults"] == [{"f": "kill", "fault": "kill", "nodes": ["n2"]},
+                                    {"f": "start", "fault": "kill"}]
+    # Through the campaign dir: the second run adds nothing the first reached,
+    # and the next run's config carries what both reached.
+    for run_id, sigs in (("r1", [a]), ("r2", [a, b])):
+        run_dir = tmp_path / run_id
+        run_dir.mkdir()
+        (run_dir / "run.json").write_text(json.dumps(_hunted_run(run_id, sigs)))
+    assert add_run(tmp_path, str(tmp_path / "r1")) == 1
+    assert add_run(tmp_path, str(tmp_path / "r2")) == 1
+    assert [e["run_id"] for e in read_corpus(tmp_path)] == ["r1", "r2"]
+    config = config_with_corpus(tmp_path, {"nemesis": ["hunt", "kill"]})
+    assert config["hunt_corpus"] == [a, b]
+    assert validate(RunConfig(**{**config, "db": "raft"})).hunt_corpus == [a, b]
+    assert config_with_corpus(tmp_path, {"nemesis": ["kill"]}) == {"nemesis": ["kill"]}
+    events = fresh_schedule(validate(RunConfig(db="raft", hunt_corpus=[a])))
+    assert events[0].params["known"] == [a]
+
+
+def test_a_fired_fault_that_cannot_be_built_answers_with_its_error():
+    from nemesis.base import CompositeNemesis, NemesisRunner
+    recorded = []
+    runner = NemesisRunner(CompositeNemesis({}), [], lambda *a, **k: recorded.append(a))
+    future = runner.fire("partition:no-such-shape", {})
+    runner._serve(runner._urgent.get_nowait(), 0.0)
+    assert "no-such-shape" in future.result().error
+    assert recorded == []
+
+
+def test_the_final_heal_answers_a_drivers_late_heal_of_what_it_healed():
+    from nemesis.base import CompositeNemesis, NemesisRunner
+    recorded = []
+    runner = NemesisRunner(CompositeNemesis({}), [], lambda *a, **k: recorded.append(a))
+    runner._final = True
+    future = runner.fire("partition", {}, "heal", {"step": "stopped"})
+    runner._serve(runner._urgent.get_nowait(), 0.0)
+    assert future.result().error is None and "noop" in future.result().value
+    assert recorded == [] and runner.executed == []

@@ -1,0 +1,68 @@
+"""The default nemesis end to end: `faultline run` with no --nemesis hunts
+(decisions, leader-aimed faults, elections, all in run.json), the correct
+build stays valid, and `faultline replay` plays the faults the hunt chose,
+with the nodes it chose, without deciding again."""
+
+import json
+import os
+
+import pytest
+
+from harness.cli import main
+from harness.run.replay import executed_action
+from nemesis.compose import COMPOSITIONS
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces"),
+]
+
+TIME_TOLERANCE_S = 0.5
+
+
+def timeline(run_dir):
+    doc = json.loads((run_dir / "run.json").read_text())
+    out = []
+    for e in doc["schedule"]:
+        value = e["value"] if isinstance(e["value"], dict) else {}
+        what = (value.get("nodes"), value.get("cut")) if executed_action(e) == "inject" \
+            and "decisions" not in value and "armed" not in value else None
+        out.append(((e["time"] - doc["schedule_offset_ns"]) / 1e9, e["f"], e["fault"], what))
+    return doc, out
+
+
+def test_default_run_hunts_and_its_replay_plays_the_same_faults(tmp_path, capsys):
+    results = tmp_path / "results"
+    code = main(["run", "--db", "raft", "--workload", "register", "--nodes", "3",
+                 "--time-limit", "16", "--recovery-time", "3", "--seed", "3",
+                 "--results", str(results)])
+    (original,) = list(results.iterdir())
+    capsys.readouterr()
+    doc, old = timeline(original)
+    verdicts = json.loads((original / "verdicts.json").read_text())
+    assert code == 0 and verdicts["valid"] is True, verdicts
+
+    config = doc["config"]
+    assert config["nemesis"][0] == "hunt" and set(COMPOSITIONS) <= set(config["nemesis"])
+    (hunt,) = [e["value"] for e in doc["schedule"]
+               if isinstance(e["value"], dict) and "decisions" in e["value"]]
+    decided = [d for d in hunt["decisions"] if "signature" in d]
+    assert len(decided) >= 2, hunt
+    assert hunt["coverage"] and all(d["move"] in hunt["moves"] for d in hunt["decisions"])
+    # Each decision's first fault carries its note, with what was seen before it.
+    notes = [e["note"] for e in doc["schedule"] if "hunt" in (e.get("note") or {})]
+    assert [n["hunt"] for n in notes] == sorted({n["hunt"] for n in notes})
+    assert all("leader" in n["before"] for n in notes)
+    # The faults acted on leaders, and leaders changed.
+    assert any(d["observed"]["target"] == "leader" for d in decided), decided
+    assert verdicts["checkers"]["elections"]["stats"]["elections"] >= 2
+
+    code = main(["replay", str(original), "--results", str(tmp_path / "replays")])
+    (replayed,) = list((tmp_path / "replays").iterdir())
+    new_doc, new = timeline(replayed)
+    assert [e[1:] for e in new] == [e[1:] for e in old]
+    for (t_old, *_), (t_new, *_) in zip(old, new, strict=True):
+        assert abs(t_new - t_old) <= TIME_TOLERANCE_S, (old, new)
+    (replayed_hunt,) = [e["value"] for e in new_doc["schedule"]
+                        if isinstance(e["value"], dict) and "decisions" in e["value"]]
+    assert replayed_hunt["decisions"] == []      # it decided nothing: it replayed
