@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+import nemesis.base  # noqa: E402, F401 (first: bench/nemesis.py would shadow the package)
+
+sys.path.append(str(ROOT / "bench"))
 
 import unplanted_evidence as evidence  # noqa: E402
 from scratch import CATEGORIES, parse_header, scratch_copy, unplanted_bugs  # noqa: E402

@@ -22,8 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# The copy's own modules, never the editable install's.
-sys.path[:0] = [str(HERE.parent), str(HERE)]
+if __name__ == "__main__":
+    # Run from a scratch copy: its own modules, never the editable install's.
+    sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 import msgpack  # noqa: E402
 
