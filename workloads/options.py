@@ -21,6 +21,8 @@ OPTION_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "non-negative-int": (lambda v: _int(v) and v >= 0, "a non-negative integer"),
     "positive-number": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
                         and v > 0, "a positive number"),
+    "fraction": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                 and 0 <= v <= 1, "a number from 0 to 1"),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
     "int": (_int, "an integer"),
     "string": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),

@@ -127,7 +127,7 @@ class ClientPool:
         return self._node_rng.choice(self._node_names)
 
     def _send(self, w: Worker, spec: OpSpec, recorder: Recorder) -> None:
-        node = self._choose_node(w)
+        node = spec.node if spec.node in self._node_names else self._choose_node(w)
         w.open_op = recorder.record(w.process, "invoke", spec.f, spec.value, spec.key, node)
         assert w.proc.stdin is not None
         try:
