@@ -38,12 +38,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from run_outcomes import (  # noqa: E402
     Outcome,
+    by_checker,
     caught_line,
     false_positive_line,
     markdown_rows,
     run_faultline,
 )
-from scratch import scratch_copy, unplanted_bugs  # noqa: E402
+from scratch import Unplanted, scratch_copy, unplanted_bugs  # noqa: E402
 
 WORKLOADS = ("register", "list-append")
 NODES = 5
@@ -116,10 +117,33 @@ def check_copy_imports_itself(tree: Path) -> None:
         raise SystemExit(f"hunt: {tree} imports nodes.raft from {out}, not from itself")
 
 
+def bug_rows(outcomes: list[Outcome], categories: dict[str, str]) -> list[str]:
+    """Pure: one markdown row per bug: its category, K/N per workload and in all."""
+    workloads = list(dict.fromkeys(o.label.split()[1] for o in outcomes))
+    rows = ["| bug | category | " + " | ".join(workloads) + " | all | caught by |",
+            "|---|---|" + "---|" * len(workloads) + "---|---|"]
+    for bug, category in categories.items():
+        mine = [o for o in outcomes if o.group == bug]
+        if not mine:
+            continue
+
+        def rate(runs: list[Outcome]) -> str:
+            judged = [o for o in runs if o.judged]
+            errors = len(runs) - len(judged)
+            return (f"{sum(o.exit_code == 1 for o in judged)}/{len(judged)}"
+                    + (f" (+{errors} err)" if errors else ""))
+        per = [rate([o for o in mine if o.label.split()[1] == w]) for w in workloads]
+        caught = [o for o in mine if o.exit_code == 1]
+        rows.append(f"| {bug} | {category} | " + " | ".join(per)
+                    + f" | {rate(mine)} | {by_checker(caught) or '-'} |")
+    return rows
+
+
 def table(outcomes: list[Outcome], lines: list[str], args: argparse.Namespace,
-          loads: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
+          loads: tuple[tuple[float, ...], tuple[float, ...]],
+          categories: dict[str, str], when: str) -> str:
     stress = " ".join(stress_command() or ["stress?"]) if args.stress else "none"
-    head = (f"# Hunt, {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}\n\n"
+    head = (f"# Hunt, finished {when}\n\n"
             f"default `faultline run` (no --nemesis), {args.nodes} nodes, "
             f"{args.time_limit:g} s, workloads {', '.join(args.workloads)}, {args.seeds} seeds "
             f"per bug and workload from {args.seed_base}, correct build {args.correct_seeds} "
@@ -127,7 +151,24 @@ def table(outcomes: list[Outcome], lines: list[str], args: argparse.Namespace,
             f"extra load: {stress}; load average at start {loads[0][0]:.1f}, "
             f"at end {loads[1][0]:.1f}\n\n")
     body = "\n".join(f"- {line}" for line in lines)
-    return head + body + "\n\n" + "\n".join(markdown_rows(outcomes)) + "\n"
+    return (head + body + "\n\n" + "\n".join(bug_rows(outcomes, categories)) + "\n\n"
+            + "\n".join(markdown_rows(outcomes)) + "\n")
+
+
+def retable(saved: Path, out: Path | None, all_bugs: dict[str, Unplanted]) -> int:
+    """The table of a finished hunt, from its JSON (after the table's format changed)."""
+    doc = json.loads(saved.read_text())
+    outcomes = [Outcome(**r) for r in doc["runs"]]
+    args = argparse.Namespace(**doc["args"])
+    bugs = [b for b in (args.bug or sorted(all_bugs)) if any(o.group == b for o in outcomes)]
+    lines = summarize(outcomes, bugs)
+    target = out or saved.with_suffix(".md")
+    loads = (tuple(doc["loads"][0]), tuple(doc["loads"][1]))
+    when = doc.get("finished") or f"(results dir {saved.parent.name})"
+    target.write_text(table(outcomes, lines, args, loads,
+                            {b: all_bugs[b].category for b in bugs}, when))
+    print(f"table: {target}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,7 +191,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="copy this commit (git archive) instead of the working tree")
     parser.add_argument("--out", type=Path, default=None,
                         help="table file (default results/hunt/<time>/table.md)")
+    parser.add_argument("--retable", type=Path, default=None, metavar="JSON",
+                        help="run nothing: write the table again from a hunt's JSON")
     args = parser.parse_args(argv)
+    if args.retable is not None:
+        return retable(args.retable, args.out, all_bugs)
     args.workloads = args.workloads or list(WORKLOADS)
     if args.seeds < 0 or args.correct_seeds < 0 or args.parallel < 1:
         parser.error("--seeds and --correct-seeds must be >= 0, --parallel >= 1")
@@ -211,11 +256,13 @@ def main(argv: list[str] | None = None) -> int:
     for line in lines:
         print(line)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(table(outcomes, lines, args, loads))
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    out.write_text(table(outcomes, lines, args, loads,
+                         {b: all_bugs[b].category for b in bugs}, when))
     out.with_suffix(".json").write_text(json.dumps(
         {"args": {k: v for k, v in vars(args).items() if k != "out"} | {"stress": stress},
-         "loads": loads, "summary": lines, "runs": [asdict(o) for o in outcomes]}, indent=1,
-        default=str))
+         "finished": when, "loads": loads, "summary": lines,
+         "runs": [asdict(o) for o in outcomes]}, indent=1, default=str))
     print(f"table: {out}")
     return 0
 

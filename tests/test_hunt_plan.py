@@ -46,3 +46,14 @@ def test_summary_counts_catches_errors_and_false_positives():
         "overall caught 1/4 (25%); bugs never caught: 1/2 (1 harness errors)",
         "correct false-positives 1/2 by divergence 1 (1 harness errors)",
     ]
+
+
+def test_bug_rows_give_each_bug_its_category_and_rate_per_workload():
+    outcomes = [Outcome("a", "a register seed 1", 1, ["linearizability"]),
+                Outcome("a", "a list-append seed 1", 0),
+                Outcome("a", "a list-append seed 2", 255),
+                Outcome("correct", "correct register seed 1", 0)]
+    rows = hunt.bug_rows(outcomes, {"a": "read path", "b": "liveness"})
+    assert rows[0] == "| bug | category | register | list-append | all | caught by |"
+    assert rows[2:] == ["| a | read path | 1/1 | 0/1 (+1 err) | 1/2 (+1 err) | "
+                        "linearizability 1 |"]
