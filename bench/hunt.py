@@ -109,6 +109,13 @@ def stress_command() -> list[str] | None:
     return None
 
 
+def code_version(base: str | None) -> str:
+    """What the copies hold: `base`'s commit, or the working tree on top of HEAD."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", base or "HEAD"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    return f"{base} ({commit})" if base else f"working tree on {commit}"
+
+
 def check_copy_imports_itself(tree: Path) -> None:
     """A run from the copy must load the copy's node code, not the editable install's."""
     out = subprocess.run([sys.executable, "-c", "import nodes.raft.core as c; print(c.__file__)"],
@@ -147,7 +154,8 @@ def table(outcomes: list[Outcome], lines: list[str], args: argparse.Namespace,
             f"default `faultline run` (no --nemesis), {args.nodes} nodes, "
             f"{args.time_limit:g} s, workloads {', '.join(args.workloads)}, {args.seeds} seeds "
             f"per bug and workload from {args.seed_base}, correct build {args.correct_seeds} "
-            f"seeds; code: {args.base or 'working tree'}; parallel {args.parallel}; "
+            f"seeds; code: {getattr(args, 'code', None) or args.base or 'working tree'}; "
+            f"parallel {args.parallel}; "
             f"extra load: {stress}; load average at start {loads[0][0]:.1f}, "
             f"at end {loads[1][0]:.1f}\n\n")
     body = "\n".join(f"- {line}" for line in lines)
@@ -203,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.stress and stress is None:
         parser.error("--stress needs stress-ng or stress (scripts/setup.sh installs stress-ng)")
     bugs = args.bug or sorted(all_bugs)
+    args.code = code_version(args.base)
     planned = plan(bugs if args.seeds else [], args.workloads, args.seeds, args.seed_base,
                    args.correct_seeds)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
