@@ -3,6 +3,7 @@
     .venv/bin/python bench/hunt.py [--bug NAME ...] [--seeds N] [--seed-base S]
         [--workload W ...] [--correct-seeds N] [--time-limit T] [--nodes N]
         [--parallel K] [--stress] [--base REF] [--out FILE]
+    .venv/bin/python bench/hunt.py --retable results/hunt/<time>/table.json
 
 Each bug of bench/unplanted/*.patch is applied to its own scratch copy of the
 repo (bench/scratch.py; the working tree, or commit REF with --base), and

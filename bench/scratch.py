@@ -38,9 +38,14 @@ def parse_header(text: str, patch: Path) -> Unplanted:
         if not line.startswith("#"):
             break
         lines.append(line[1:].strip())
-    fields = dict(re.match(r"(bug|category): (.*)", ln).groups()  # type: ignore[union-attr]
-                  for ln in lines if re.match(r"(bug|category): ", ln))
-    what = " ".join(ln for ln in lines if not re.match(r"(bug|category): ", ln))
+    fields: dict[str, str] = {}
+    described = []
+    for ln in lines:
+        if field := re.match(r"(bug|category): (.*)", ln):
+            fields[field[1]] = field[2]
+        else:
+            described.append(ln)
+    what = " ".join(described)
     if "bug" not in fields or fields.get("category") not in CATEGORIES:
         raise ValueError(f"{patch}: header needs '# bug: NAME' and '# category: "
                          f"one of {', '.join(CATEGORIES)}'")
