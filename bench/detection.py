@@ -21,19 +21,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import time
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from run_outcomes import (  # noqa: E402
+    Outcome,
+    caught_line,
+    false_positive_line,
+    markdown_rows,
+    run_faultline,
+)
 
 from checkers.faults import HUNT  # noqa: E402
 from nemesis.base import FAULTS  # noqa: E402
@@ -53,17 +57,6 @@ class Planned:
     group: str                  # a switch name, or "correct"
     label: str
     config: dict[str, Any]      # RunConfig fields
-
-
-@dataclass
-class Outcome:
-    group: str
-    label: str
-    exit_code: int
-    invalid_checkers: list[str] = field(default_factory=list)
-    unknown_checkers: list[str] = field(default_factory=list)
-    run_dir: str | None = None
-    seconds: float = 0.0
 
 
 def switch_config(name: str, seed: int, time_limit: float) -> dict[str, Any]:
@@ -130,58 +123,17 @@ def plan(switches: list[str], runs: int, seed_base: int, time_limit: float,
 
 
 def execute(p: Planned, results: Path, index: int) -> Outcome:
-    run_root = results / "runs" / f"{index:03d}"
-    run_root.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "harness", "run", *cli_args(p.config),
-            "--results", str(run_root)]
-    started = time.monotonic()
-    with open(run_root / "output.log", "wb") as log:
-        code = subprocess.run(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                              env=os.environ.copy(), check=False).returncode
-    outcome = Outcome(p.group, p.label, code, seconds=round(time.monotonic() - started, 1))
-    dirs = sorted(d for d in run_root.iterdir() if (d / "run.json").exists())
-    if dirs:
-        outcome.run_dir = str(dirs[-1])
-        verdicts = dirs[-1] / "verdicts.json"
-        if verdicts.exists():
-            doc = json.loads(verdicts.read_text())
-            for name, v in (doc.get("checkers") or {}).items():
-                if v.get("valid") is False:
-                    outcome.invalid_checkers.append(name)
-                elif v.get("valid") == "unknown":
-                    outcome.unknown_checkers.append(name)
-    return outcome
+    return run_faultline(p.group, p.label, cli_args(p.config),
+                         results / "runs" / f"{index:03d}", ROOT)
 
 
 def summarize(outcomes: list[Outcome], switches: list[str]) -> list[str]:
     """Pure: the lines the bench prints and writes."""
-    lines = []
-    for name in switches:
-        mine = [o for o in outcomes if o.group == name]
-        if not mine:
-            continue
-        judged = [o for o in mine if o.exit_code in (0, 1, 2)]
-        caught = [o for o in judged if o.exit_code == 1]
-        by = Counter(c for o in caught for c in o.invalid_checkers)
-        checkers = ", ".join(f"{c} {k}" for c, k in by.most_common()) or "-"
-        errors = len(mine) - len(judged)
-        lines.append(f"{name} caught {len(caught)}/{len(judged)} by {checkers}"
-                     + (f" ({errors} harness errors)" if errors else ""))
+    lines = [caught_line(name, mine) for name in switches
+             if (mine := [o for o in outcomes if o.group == name])]
     correct = [o for o in outcomes if o.group == "correct"]
     if correct:
-        judged = [o for o in correct if o.exit_code in (0, 1, 2)]
-        fps = [o for o in judged if o.exit_code == 1]
-        unknown = [o for o in judged if o.exit_code == 2]
-        by = Counter(c for o in fps for c in o.invalid_checkers)
-        text = f"correct false-positives {len(fps)}/{len(judged)}"
-        if by:
-            text += " by " + ", ".join(f"{c} {k}" for c, k in by.most_common())
-        if unknown:
-            text += f" ({len(unknown)} unknown)"
-        errors = len(correct) - len(judged)
-        if errors:
-            text += f" ({errors} harness errors)"
-        lines.append(text)
+        lines.append(false_positive_line(correct))
     return lines
 
 
@@ -190,9 +142,7 @@ def table(outcomes: list[Outcome], lines: list[str], args: argparse.Namespace) -
             f"runs per group {args.runs}, seeds from {args.seed_base}, time limit "
             f"{args.time_limit:g} s, parallel {args.parallel}\n\n")
     body = "\n".join(f"- {line}" for line in lines)
-    rows = ["| run | exit | invalid | unknown | s |", "|---|---|---|---|---|"]
-    rows += [f"| {o.label} | {o.exit_code} | {', '.join(o.invalid_checkers) or '-'} | "
-             f"{', '.join(o.unknown_checkers) or '-'} | {o.seconds:g} |" for o in outcomes]
+    rows = markdown_rows(outcomes)
     return head + body + "\n\n" + "\n".join(rows) + "\n"
 
 

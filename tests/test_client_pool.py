@@ -241,3 +241,29 @@ def test_a_worker_that_is_not_ready_gets_no_op(tmp_path):
     history = read_history(tmp_path / "history.msgpack").ops
     assert sum(op.type == "invoke" for op in history) == 30
     assert {op.process for op in history} == {0, 2}
+
+
+def test_an_op_pinned_to_a_node_is_asked_of_that_node_first(tmp_path):
+    """Final reads ask every node: a client that learned the leader still
+    sends a pinned op to its own node (which may redirect it); unpinned ops
+    go straight to the leader it learned."""
+    follower, leader = Redirector(), RegisterServer()
+    nodes = {"n1": ("127.0.0.1", follower.port), "n2": ("127.0.0.1", leader.port)}
+    rec = Recorder(tmp_path / "history.msgpack")
+    pool = ClientPool(1, "raft", "register", nodes, {"op_timeout": OP_TIMEOUT_S},
+                      tmp_path / "workers", node_choice="sticky")
+    pool.start()
+    try:
+        unpinned = [OpSpec("write", 1), OpSpec("read"), OpSpec("read")]
+        pool.run(iter(unpinned), rec, time.monotonic() + POOL_DEADLINE_S, None,
+                 random.Random(0))
+        learned = follower.seen                   # 1: the first op's redirect
+        pinned = [OpSpec("read", node="n1"), OpSpec("read", node="n1")]
+        pool.run(iter(pinned), rec, time.monotonic() + POOL_DEADLINE_S, None, random.Random(0))
+    finally:
+        pool.close(rec)
+        rec.close()
+    history = read_history(tmp_path / "history.msgpack").ops
+    assert learned == 1
+    assert follower.seen == learned + 2
+    assert [op.type for op in history if op.type != "invoke"] == ["ok"] * 5

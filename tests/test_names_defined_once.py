@@ -207,10 +207,13 @@ def test_clients_act_on_the_workloads_data_type_and_key_by_its_name():
     with pytest.raises(ValueError, match="no 'log' workload"):
         EtcdClient(log.NAME, {}, {})
 
-    txn = Op(0, 0, 0, "invoke", "txn", [["r", 1, None]])
+    txn = Op(0, 0, 0, "invoke", "txn", [["r", 1, None], ["r", 2, None]])
     reads = {w.NAME: RaftClient(w.NAME, {}, {}).request(txn)["ops"][0][0]
              for w in (list_append, rw_register)}
     assert reads == {list_append.NAME: "r", rw_register.NAME: "get"}
+    # One read of one key alone goes through the node's single-key read path.
+    single = Op(0, 0, 0, "invoke", "txn", [["r", 1, None]])
+    assert RaftClient(list_append.NAME, {}, {}).request(single) == {"op": "get", "key": "1"}
     assert RaftClient(log.NAME, {}, {}).data == LOGS
     assert RaftClient(register.NAME, {}, {}).request(Op(0, 0, 0, "invoke", "read", None))[
         "key"] == register.NAME

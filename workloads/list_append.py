@@ -9,14 +9,16 @@ from typing import Any
 
 from checkers.datatypes import LISTS
 from checkers.registry import DURABILITY, ELLE
-from workloads.ops import OpSpec, final_txn_reads, rotating_txns
+from workloads.ops import SINGLE_KEY_READS, OpSpec, final_txn_reads, rotating_txns
 from workloads.options import Option, resolve, table
 
 NAME = "list-append"
 DATA = LISTS
 OPTIONS = table(
     Option("active_keys", "positive-int", 5, "keys transactions touch at once"),
-    Option("max_appends_per_key", "positive-int", 32, "appends to a key before a fresh one"))
+    Option("max_appends_per_key", "positive-int", 32, "appends to a key before a fresh one"),
+    Option("single_key_reads", "fraction", SINGLE_KEY_READS,
+           "share of ops that read one key alone (a store's single-key read path)"))
 
 
 def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
@@ -25,7 +27,8 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
     # Elle infers version orders from reads of whole lists: short lists keep
     # reads cheap and give every key many reads per append.
     max_appends_per_key = opts["max_appends_per_key"]
-    return rotating_txns(rng, active_keys, max_appends_per_key, "append")
+    return rotating_txns(rng, active_keys, max_appends_per_key, "append",
+                         opts["single_key_reads"])
 
 
 # What judges this workload's answers (the cluster checkers come on top).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 
@@ -13,6 +13,8 @@ class OpSpec:
     f: str
     value: Any = None
     key: Any = None
+    # The node to send it to; None: the client pool chooses (--node-choice).
+    node: str | None = None
 
 
 class UniqueValues:
@@ -27,17 +29,34 @@ class UniqueValues:
         return v
 
 
+# Share of list-append and rw-register ops that are one read of one key.
+SINGLE_KEY_READS = 0.2
+
+
+def is_single_key_read(value: Any) -> bool:
+    """A transaction of exactly one read: what a store may answer through its
+    single-key read path (a linearizable get) rather than as a transaction."""
+    return (isinstance(value, list) and len(value) == 1 and isinstance(value[0], list)
+            and len(value[0]) == 3 and value[0][0] == "r")
+
+
 def rotating_txns(rng: random.Random, active_keys: int, writes_per_key: int,
-                  write_f: str) -> Iterator[OpSpec]:
+                  write_f: str, single_key_reads: float = 0.0) -> Iterator[OpSpec]:
     """Elle's transactions: 1-4 micro-ops, half reads (`r`) and half writes
     (`write_f`) of unique values, over `active_keys` keys at a time; a key that
     took `writes_per_key` writes is retired for a fresh one, so every key's
-    versions stay few and close to the reads that order them."""
+    versions stay few and close to the reads that order them. A share
+    `single_key_reads` of the ops is one read of one active key: a bug on a
+    store's read path leaves its marks there, not in transactions that go
+    through the log."""
     values = UniqueValues()
     keys = list(range(active_keys))
     next_key = active_keys
     writes: dict[int, int] = {k: 0 for k in keys}
     while True:
+        if single_key_reads and rng.random() < single_key_reads:
+            yield OpSpec("txn", [["r", rng.choice(keys), None]])
+            continue
         txn: list[list[Any]] = []
         for _ in range(rng.randint(1, 4)):
             k = rng.choice(keys)
@@ -52,6 +71,12 @@ def rotating_txns(rng: random.Random, active_keys: int, writes_per_key: int,
                     writes[next_key] = 0
                     next_key += 1
         yield OpSpec("txn", txn)
+
+
+def on_every_node(reads: list[OpSpec], nodes: list[str]) -> list[OpSpec]:
+    """Each read once per node: a node that serves stale or lost state shows
+    even when the others would answer right."""
+    return [replace(r, node=n) for n in nodes for r in reads]
 
 
 def final_txn_reads(issued: list[OpSpec]) -> list[OpSpec]:

@@ -34,6 +34,7 @@ OPTION_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
                          f"a non-negative integer up to {MAX_NUMBER}"),
     "positive-number": (lambda v: _number(v) and v > 0,
                         f"a finite positive number up to {MAX_NUMBER}"),
+    "fraction": (lambda v: _number(v) and 0 <= v <= 1, "a number from 0 to 1"),
     "bool": (lambda v: isinstance(v, bool), "true or false"),
     "int": (_int, f"an integer from -{MAX_NUMBER} to {MAX_NUMBER}"),
     "string": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),

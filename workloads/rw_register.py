@@ -10,7 +10,7 @@ from typing import Any
 
 from checkers.datatypes import REGISTER_TXNS
 from checkers.registry import RW_REGISTER
-from workloads.ops import OpSpec, final_txn_reads, rotating_txns
+from workloads.ops import SINGLE_KEY_READS, OpSpec, final_txn_reads, rotating_txns
 from workloads.options import Option, resolve, table
 
 # Named after the Elle checker that judges it: one name, defined there.
@@ -21,13 +21,15 @@ OPTIONS = table(
     # A register's versions are only known through inference (see
     # checkers/elle/rw_register.py): few writes per key keep every version
     # near the reads that order it.
-    Option("max_writes_per_key", "positive-int", 16, "writes to a key before a fresh one"))
+    Option("max_writes_per_key", "positive-int", 16, "writes to a key before a fresh one"),
+    Option("single_key_reads", "fraction", SINGLE_KEY_READS,
+           "share of ops that read one key alone (a store's single-key read path)"))
 
 
 def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
     opts = resolve(OPTIONS, config)
     active_keys, max_writes_per_key = opts["active_keys"], opts["max_writes_per_key"]
-    return rotating_txns(rng, active_keys, max_writes_per_key, "w")
+    return rotating_txns(rng, active_keys, max_writes_per_key, "w", opts["single_key_reads"])
 
 
 # What judges this workload's answers (the cluster checkers come on top).

@@ -127,12 +127,14 @@ class ClientPool:
         return self._node_rng.choice(self._node_names)
 
     def _send(self, w: Worker, spec: OpSpec, recorder: Recorder) -> None:
-        node = self._choose_node(w)
+        pinned = spec.node in self._node_names
+        node = spec.node if pinned else self._choose_node(w)
         w.open_op = recorder.record(w.process, "invoke", spec.f, spec.value, spec.key, node)
         assert w.proc.stdin is not None
         try:
             w.proc.stdin.write(encode({"kind": "op", "process": w.process, "f": spec.f,
-                                       "value": spec.value, "key": spec.key, "node": node}))
+                                       "value": spec.value, "key": spec.key, "node": node,
+                                       "pinned": pinned}))
             w.proc.stdin.flush()
         except BrokenPipeError:
             self._worker_died(w, recorder)

@@ -57,7 +57,7 @@ from nemesis.base import (
 from nemesis.label import fault_label
 from nemesis.netns import preexec_setns
 from nemesis.schedule import Event
-from workloads.ops import OpSpec
+from workloads.ops import OpSpec, on_every_node
 from workloads.registry import get as get_workload
 
 LEADER_WAIT_S = 20.0
@@ -308,7 +308,8 @@ class Run:
             self._heal(live, progress)
             self._recover(live)
             self._final_reads(live.pool, live.recorder,
-                              self.workload.final_reads(live.ops.issued), live.tick(FINAL_READS))
+                              on_every_node(self.workload.final_reads(live.ops.issued),
+                                            cluster.names), live.tick(FINAL_READS))
         finally:
             self._end_workload_and_nemesis(live)
         self._dump(cluster, live.recorder, progress)
@@ -432,7 +433,8 @@ class Run:
         def done(invoke: Any, completion: Any) -> None:
             if completion.type == "ok":
                 for i, spec in enumerate(pending):
-                    if (spec.f, spec.key, spec.value) == (invoke.f, invoke.key, invoke.value):
+                    if ((spec.f, spec.key, spec.value, spec.node)
+                            == (invoke.f, invoke.key, invoke.value, invoke.node)):
                         succeeded.add(i)
                         break
 

@@ -27,9 +27,12 @@ def serve(stdin, stdout) -> int:
         print("worker: expected an open frame", file=sys.stderr)
         return 2
     client_class = systems.get(hello["db"]).client_class(hello["workload"])
-    client = client_class(hello["workload"],
-                          {name: tuple(addr) for name, addr in hello["nodes"].items()},
-                          hello.get("options") or {})
+    nodes = {name: tuple(addr) for name, addr in hello["nodes"].items()}
+    options = hello.get("options") or {}
+    client = client_class(hello["workload"], nodes, options)
+    # Ops pinned to a node (final reads asked of every node) go to that node
+    # first, not to the leader a redirect named: a client of its own.
+    pinned = None
     write_frame(stdout, {"kind": READY})
     try:
         while (msg := read_frame(stdin)) is not None:
@@ -37,11 +40,19 @@ def serve(stdin, stdout) -> int:
                 break
             invoke = Op(0, 0, msg["process"], "invoke", msg["f"], msg.get("value"),
                         msg.get("key"), msg.get("node"))
-            done = client.invoke(invoke)
+            target = client
+            if msg.get("pinned"):
+                if pinned is None:
+                    pinned = client_class(hello["workload"], nodes,
+                                          options | {"follow_leader": False})
+                target = pinned
+            done = target.invoke(invoke)
             write_frame(stdout, {"type": done.type, "value": done.value, "error": done.error,
                                  "node": done.node, "level": done.level})
     finally:
         client.close()
+        if pinned is not None:
+            pinned.close()
     return 0
 
 

@@ -11,6 +11,7 @@ from checkers.history import Op
 from nodes.raft.codec import BadMessage, FrameError, encode_frame, recv_frame
 from nodes.raft.requests import CONSISTENCY_LEVELS, is_blind_write
 from workloads.clients.outcome import CLIENT_OPTIONS, fail, info, ok
+from workloads.ops import is_single_key_read
 from workloads.registry import get as get_workload
 
 
@@ -68,6 +69,10 @@ class RaftClient:
             return {"op": "put", "key": key, "value": v}
         elif f == "cas":
             return {"op": "cas", "key": key, "expect": v[0], "value": v[1]}
+        elif f == "txn" and is_single_key_read(v):
+            # One read of one key: the node's linearizable get (its read path,
+            # a barrier through the log), not a transaction applied in order.
+            return {"op": "get", "key": str(v[0][1])}
         elif f == "txn":
             # The node keys its lists by string; the history keeps the workload's keys.
             # A register read is the node's "get" (nil when unset), a list read its "r".
@@ -83,6 +88,11 @@ class RaftClient:
             return [op.value[0], op.value[1], resp.get("value")]
         if op.f == "read":
             return resp.get("value")
+        if op.f == "txn" and is_single_key_read(op.value):
+            value = resp.get("value")
+            # An absent list reads as the empty one, as the txn's "r" says.
+            return [["r", op.value[0][1], [] if value is None and self.data != REGISTER_TXNS
+                     else value]]
         if op.f == "txn":
             done = resp.get("value") or []
             return [[mf, k, done[i][2] if mf == "r" else mv]

@@ -1,0 +1,59 @@
+"""bench/hunt.py: the runs it plans (default run: no nemesis chosen, nothing
+tuned to a bug) and the lines it prints over their outcomes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+import nemesis.base  # noqa: E402, F401 (first: bench/nemesis.py would shadow the package)
+
+sys.path.append(str(ROOT / "bench"))
+
+import hunt  # noqa: E402
+from run_outcomes import Outcome  # noqa: E402
+
+
+def test_plan_runs_every_bug_on_every_workload_then_the_correct_build():
+    planned = hunt.plan(["a", "b"], ["register", "list-append"], 3, 7, 4)
+    assert len(planned) == 2 * 2 * 3 + 4
+    assert planned[0] == hunt.Planned("a", "register", 7)
+    assert {p.seed for p in planned if p.group == "b"} == {7, 8, 9}
+    correct = [p for p in planned if p.group == hunt.CORRECT]
+    assert [p.workload for p in correct] == ["register", "list-append"] * 2
+
+
+def test_a_run_is_the_default_one():
+    args = hunt.run_args(hunt.Planned("a", "register", 3), 5, 60.0)
+    assert args == ["--workload", "register", "--nodes", "5", "--time-limit", "60",
+                    "--seed", "3"]
+    assert not any(a.startswith("--nemesis") or a == "--bug" for a in args)
+
+
+def outcome(group: str, code: int, *invalid: str) -> Outcome:
+    return Outcome(group, f"{group} run", code, list(invalid))
+
+
+def test_summary_counts_catches_errors_and_false_positives():
+    outcomes = [outcome("a", 1, "linearizability"), outcome("a", 0), outcome("a", 255),
+                outcome("b", 0), outcome("b", 2),
+                outcome("correct", 0), outcome("correct", 1, "divergence"),
+                outcome("correct", 255)]
+    assert hunt.summarize(outcomes, ["a", "b"]) == [
+        "a caught 1/2 by linearizability 1 (1 harness errors)",
+        "b caught 0/2 by -",
+        "overall caught 1/4 (25%); bugs never caught: 1/2 (1 harness errors)",
+        "correct false-positives 1/2 by divergence 1 (1 harness errors)",
+    ]
+
+
+def test_bug_rows_give_each_bug_its_category_and_rate_per_workload():
+    outcomes = [Outcome("a", "a register seed 1", 1, ["linearizability"]),
+                Outcome("a", "a list-append seed 1", 0),
+                Outcome("a", "a list-append seed 2", 255),
+                Outcome("correct", "correct register seed 1", 0)]
+    rows = hunt.bug_rows(outcomes, {"a": "read path", "b": "liveness"})
+    assert rows[0] == "| bug | category | register | list-append | all | caught by |"
+    assert rows[2:] == ["| a | read path | 1/1 | 0/1 (+1 err) | 1/2 (+1 err) | "
+                        "linearizability 1 |"]
