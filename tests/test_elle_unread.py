@@ -12,9 +12,15 @@ from checkers import elle
 sys.path.insert(0, str(Path(__file__).parent))
 from test_elle_anomalies import History  # noqa: E402
 
+# The five models these tests were written for; the rest of the lattice is
+# tested in test_elle_lattice.py.
+FIVE = ("read-committed", "repeatable-read", "snapshot-isolation", "serializable",
+        "strict-serializable")
+
 
 def models(h: History) -> dict:
-    return {m: r["valid"] for m, r in elle.check(h.ops)["stats"]["models"].items()}
+    got = elle.check(h.ops)["stats"]["models"]
+    return {m: got[m]["valid"] for m in FIVE}
 
 
 def write_skew_unread(fixed: bool) -> History:
@@ -59,8 +65,8 @@ def test_g_single_closed_by_an_unread_append() -> None:
     v = elle.check(g_single_closed_by_unread_append(False).ops, model="serializable")
     assert v["valid"] is False
     types = {a["type"] for a in v["anomalies"]}
-    assert "G-single" in types
-    [a] = [a for a in v["anomalies"] if a["type"] == "G-single"]
+    assert "G-single-item" in types
+    [a] = [a for a in v["anomalies"] if a["type"] == "G-single-item"]
     kinds = sorted(s["kind"] for s in a["steps"])
     assert kinds == ["rw", "wr", "ww"]
     ww = next(s for s in a["steps"] if s["kind"] == "ww")

@@ -7,7 +7,15 @@ from collections import Counter
 from typing import Any
 
 from checkers.acks import as_promised
-from checkers.elle.consistency import FORBIDDEN_EDGES, PROHIBITED, judge, models_report
+from checkers.elle.consistency import (
+    FORBIDDEN_EDGES,
+    NOT_ANOMALIES,
+    PROHIBITED,
+    boundary,
+    canonical,
+    judge,
+    models_report,
+)
 from checkers.elle.cycles import (
     Cycle,
     CycleSearch,
@@ -21,7 +29,8 @@ from checkers.elle.explain import explain_cycle, txn_ref
 from checkers.elle.graph import Edges, dependency_edges, record_graph
 from checkers.elle.internal import internal_anomalies
 from checkers.elle.kinds import ALL, KIND_NAMES
-from checkers.elle.txns import FAIL, Txn, transactions
+from checkers.elle.lost_update import lost_updates
+from checkers.elle.txns import APPEND, FAIL, Txn, transactions
 from checkers.elle.versions import index_writers, infer_orders
 from checkers.history import Op, collector_paused
 from checkers.verdict import Verdict, verdict
@@ -37,8 +46,7 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
     `checkers.elle.consistency.MODELS`). Anomalies carry a `type` and an
     `explanation`; `stats["models"]` says which models the history rules out.
     `cycle_search` may search the components elsewhere (`checkers.spark`)."""
-    if model not in PROHIBITED:
-        raise ValueError(f"unknown consistency model {model!r}; one of {sorted(PROHIBITED)}")
+    model = canonical(model)
     with collector_paused():
         return _check(as_promised(history), model, cycle_search_budget_s, cycle_search)
 
@@ -56,6 +64,7 @@ def _check(history: list[Op], model: str, cycle_search_budget_s: float,
     anomalies += internal_anomalies(txns)
     anomalies += infer_orders(txns, versions)
     anomalies += dirty_anomalies(txns, versions)
+    anomalies += lost_updates(txns, APPEND)
     edges = dependency_edges(txns, versions)
     return judge_graph(txns, edges, anomalies, bool(malformed), model, cycle_search_budget_s,
                        started, cycle_search)
@@ -90,8 +99,9 @@ def judge_graph(txns: list[Txn], edges: Edges, anomalies: list[dict[str, Any]],
             proven.update(a["models"])
             anomalies.append(a)
     counts = Counter(a["type"] for a in anomalies)
-    found = set(counts) - {"cycle-search-timeout", "malformed-txn", "cycle-exists"}
+    found = set(counts) - NOT_ANOMALIES
     models = models_report(found, set(search.undecided), unparsed, proven)
+    lattice = boundary(models)
     stats: dict[str, Any] = {
         "model": model,
         "txns": len(txns),
@@ -101,7 +111,11 @@ def judge_graph(txns: list[Txn], edges: Edges, anomalies: list[dict[str, Any]],
         "largest_component": search.largest_component,
         "anomaly_counts": dict(counts),
         "models": models,
-        "not": [m for m, r in models.items() if r["valid"] is False],
+        # as Elle says it: the weakest models ruled out, the others ruled
+        # out, and the strongest the history is valid under
+        "not": lattice["not"],
+        "also_not": lattice["also_not"],
+        "possible": lattice["possible"],
         "graph_s": round(built - started, 3),
         "cycle_search_s": round(search.seconds, 3),
     }

@@ -32,11 +32,12 @@ from typing import Any
 import networkx as nx
 
 from checkers.acks import as_promised
-from checkers.elle.consistency import PROHIBITED
+from checkers.elle.consistency import canonical
 from checkers.elle.cycles import CycleSearch, find_cycles
 from checkers.elle.explain import describe, txn_ref
 from checkers.elle.graph import EdgeLists, edges_with, realtime_edges
 from checkers.elle.kinds import RW, WR, WW
+from checkers.elle.lost_update import lost_updates
 from checkers.elle.txns import FAIL, OK, WRITE, Txn, transactions
 from checkers.history import Op, collector_paused
 from checkers.verdict import Verdict, verdict
@@ -85,8 +86,7 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
     database (see the module's docstring)."""
     from checkers.elle.check import judge_graph
 
-    if model not in PROHIBITED:
-        raise ValueError(f"unknown consistency model {model!r}; one of {sorted(PROHIBITED)}")
+    model = canonical(model)
     with collector_paused():
         started = time.monotonic()
         txns, malformed = transactions(as_promised(history), registers=True)
@@ -96,7 +96,8 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
                 "reason": "no transaction that may have happened: nothing to judge"})
         regs, anomalies = summarize(txns)
         unparsed = bool(malformed) or any(a["type"] == "duplicate-write" for a in anomalies)
-        anomalies = list(malformed) + anomalies + dirty_reads(txns, regs)
+        anomalies = (list(malformed) + anomalies + dirty_reads(txns, regs)
+                     + lost_updates(txns, WRITE))
         enabled = {"initial-state": True, "wfr-keys": wfr_keys,
                    "sequential-keys": sequential_keys, "linearizable-keys": linearizable_keys}
         versions, used, cyclic = version_orders(txns, regs, [s for s in SOURCES if enabled[s]])

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
-from checkers.elle.consistency import MODELS
+from checkers.elle.consistency import MODEL_NAMES
 from checkers.formats import read_any
 from checkers.history import Op
 from checkers.verdict import exit_code
@@ -68,7 +68,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("file", help="the history (history.msgpack or a Jepsen history.edn)")
     p.add_argument("--format", choices=("msgpack", "edn"), default=None,
                    help="history format (default: detected)")
-    p.add_argument("--model", choices=MODELS, default="strict-serializable",
+    p.add_argument("--model", choices=MODEL_NAMES, default="strict-serializable",
                    help="the consistency model the run asked for (default %(default)s)")
     p.add_argument("--budget", type=float, default=30.0, metavar="SECONDS",
                    help="time allowed for cycle search (default %(default)s)")
