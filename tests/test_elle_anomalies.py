@@ -193,7 +193,7 @@ def g_single_process(fixed: bool) -> History:
 
 
 CASES = [
-    (g0, {"G0"}), (g1a, {"G1a"}), (g1b, {"G1b"}), (g1c, {"G1c"}),
+    (g0, {"G0"}), (g1a, {"G1a"}), (g1b, {"G1b", "G-single-item"}), (g1c, {"G1c"}),
     (g_single, {"G-single-item"}), (g2_item, {"G2-item"}), (internal, {"internal"}),
     (incompatible, {"incompatible-order"}), (duplicate, {"duplicate-elements"}),
     (dirty_update, {"dirty-update", "G1a"}),

@@ -13,7 +13,6 @@ from checkers.elle.consistency import (
     PROHIBITED,
     boundary,
     canonical,
-    judge,
     models_report,
 )
 from checkers.elle.cycles import (
@@ -26,11 +25,12 @@ from checkers.elle.cycles import (
 )
 from checkers.elle.dirty import dirty_anomalies
 from checkers.elle.explain import explain_cycle, txn_ref
+from checkers.elle.future_read import future_reads
 from checkers.elle.graph import Edges, dependency_edges, record_graph
 from checkers.elle.internal import internal_anomalies
 from checkers.elle.kinds import ALL, KIND_NAMES
 from checkers.elle.lost_update import lost_updates
-from checkers.elle.txns import APPEND, FAIL, Txn, transactions
+from checkers.elle.txns import APPEND, FAIL, OK, Txn, transactions, without_invoke
 from checkers.elle.versions import index_writers, infer_orders
 from checkers.history import Op, collector_paused
 from checkers.verdict import Verdict, verdict
@@ -65,6 +65,7 @@ def _check(history: list[Op], model: str, cycle_search_budget_s: float,
     anomalies += infer_orders(txns, versions)
     anomalies += dirty_anomalies(txns, versions)
     anomalies += lost_updates(txns, APPEND)
+    anomalies += future_reads(txns, APPEND)
     edges = dependency_edges(txns, versions)
     return judge_graph(txns, edges, anomalies, bool(malformed), model, cycle_search_budget_s,
                        started, cycle_search)
@@ -101,12 +102,21 @@ def judge_graph(txns: list[Txn], edges: Edges, anomalies: list[dict[str, Any]],
     counts = Counter(a["type"] for a in anomalies)
     found = set(counts) - NOT_ANOMALIES
     models = models_report(found, set(search.undecided), unparsed, proven)
+    edge_counts = edges.counts()
+    # Nothing to judge (Elle's empty transaction graph): no txn is ordered
+    # before another, so no model can be shown to hold; only the anomalies
+    # found can rule some out.
+    empty = _nothing_ordered(txns, edge_counts)
+    if empty:
+        for r in models.values():
+            if r["valid"] is True:
+                r["valid"] = "unknown"
     lattice = boundary(models)
     stats: dict[str, Any] = {
         "model": model,
         "txns": len(txns),
         "txn_status": dict(Counter(t.status for t in txns)),
-        "edges": edges.counts(),
+        "edges": edge_counts,
         "cyclic_components": search.components,
         "largest_component": search.largest_component,
         "anomaly_counts": dict(counts),
@@ -117,10 +127,13 @@ def judge_graph(txns: list[Txn], edges: Edges, anomalies: list[dict[str, Any]],
         "also_not": lattice["also_not"],
         "possible": lattice["possible"],
         "graph_s": round(built - started, 3),
+        "warnings": _warnings(txns),
         "cycle_search_s": round(search.seconds, 3),
     }
-    return verdict(judge(model, found, search.undecided, unparsed, proven),
-                   _capped(anomalies), stats)
+    if empty:
+        stats["reason"] = ("no txn is ordered before another (no dependency, process or "
+                           "realtime edge): nothing to judge")
+    return verdict(models[model]["valid"], _capped(anomalies), stats)
 
 
 def _cycles_proven(edges: Edges, g: Any, txns: list[Txn],
@@ -156,6 +169,27 @@ def _cycles_proven(edges: Edges, g: Any, txns: list[Txn],
                 f"{'prohibits' if len(models) == 1 else 'prohibit'}."),
         })
     return out
+
+
+def _nothing_ordered(txns: list[Txn], edge_counts: dict[str, int]) -> bool:
+    """Whether no txn is ordered before another: no data or process edge, and
+    no txn completed before another that may have happened was invoked (the
+    realtime count also holds the barriers that carry realtime order)."""
+    if any(n for kind, n in edge_counts.items() if kind != "realtime"):
+        return False
+    live = [t for t in txns if t.status != FAIL]
+    done = [t.completion.index for t in live if t.status == OK]  # type: ignore[union-attr]
+    return not done or min(done) > max(t.invoke.index for t in live)
+
+
+def _warnings(txns: list[Txn]) -> list[str]:
+    lone = without_invoke(txns)
+    if not lone:
+        return []
+    return [f"{lone} txn completion{'s' if lone > 1 else ''} had no invoke; each was taken "
+            f"as its own invoke and completion (as Elle takes a history of completions "
+            f"alone), ordered in realtime before what was invoked after it and after "
+            f"nothing."]
 
 
 def _capped(anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:

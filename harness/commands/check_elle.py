@@ -109,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
                                     linearizable_keys=args.linearizable_keys)
     else:
         verdict = elle.check(ops, None, model=args.model, cycle_search_budget_s=args.budget)
+    for w in verdict["stats"].get("warnings", ()):
+        print(f"faultline: warning: {w}", file=sys.stderr)
     json.dump(verdict, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
     return exit_code(verdict["valid"])
