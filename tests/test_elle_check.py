@@ -15,6 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from checkers import elle
+from checkers.elle import consistency as elle_consistency
 from checkers.elle import graph, rw_register
 from checkers.elle.graph import dependency_graph, scc_labels, tarjan_labels
 from checkers.elle.kinds import REALTIME
@@ -218,6 +219,52 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main(["check-elle", _write(tmp_path / "skew.msgpack", g2_item(False).ops),
                  "--budget", "0", "--model", "snapshot-isolation"]) == 2
     assert main(["check-elle", _write(tmp_path / "empty.msgpack", [])]) == 2
+
+
+def test_cli_judges_every_model_of_the_lattice(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from checkers.elle.consistency import MODEL_NAMES, canonical
+    from harness.cli import main
+    bad = _write(tmp_path / "bad.msgpack", g_single(False).ops)
+    for name in MODEL_NAMES:
+        # a G-single-item cycle rules out consistent view and repeatable read
+        # and every model implying either, and no other
+        want = 1 if canonical(name) in elle_consistency.ruled_out(["G-single-item"]) else 0
+        assert main(["check-elle", bad, "--model", name]) == want, name
+    capsys.readouterr()
+    assert main(["check-elle", bad, "--model", "bogus"]) == 254
+    assert "invalid choice: 'bogus'" in capsys.readouterr().err
+
+
+def test_cli_refuses_a_history_its_workload_cannot_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+    h = History()
+    h.txn(1, [["append", "x", 1]])
+    h.txn(2, [["append", "x", 2], ["r", "x", [1, 2]]])
+    path = _write(tmp_path / "append.msgpack", h.ops)
+    capsys.readouterr()
+    assert main(["check-elle", path, "--workload", "rw-register"]) == 254
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is --workload right?" in err[0]
+
+
+def test_cli_warns_of_completions_without_invokes(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # Elle's unit-test style: completions alone, each standing for its txn.
+    from harness.cli import main
+    path = tmp_path / "history.edn"
+    path.write_text(
+        "{:type :ok, :f :txn, :value [[:append :x 1] [:append :y 1]], :process 0}\n"
+        "{:type :ok, :f :txn, :value [[:append :x 2] [:append :y 2]], :process 0}\n"
+        "{:type :ok, :f :txn, :value [[:r :x [1 2]] [:r :y [2 1]]], :process 0}\n")
+    capsys.readouterr()
+    assert main(["check-elle", str(path), "--model", "read-uncommitted"]) == 1
+    captured = capsys.readouterr()
+    assert "3 txn completions had no invoke" in captured.err
+    out = json.loads(captured.out)
+    assert out["anomalies"][0]["type"] == "G0"
+    assert out["anomalies"][0]["cycle"][0]["invoke"] is None
 
 
 def test_cli_reads_jepsen_edn(tmp_path: Path) -> None:

@@ -92,6 +92,16 @@ def _load(path: str, fmt: str | None) -> list[Op]:
     return history.ops
 
 
+def _refuse_unfit(verdict: dict, workload: str) -> None:
+    """A history none of whose txns the workload's checker can read is the
+    wrong input (or the wrong --workload), not an unknown verdict: 254."""
+    malformed = [a for a in verdict["anomalies"] if a["type"] == "malformed-txn"]
+    if malformed and verdict["stats"].get("txns") == 0:
+        from harness.run.errors import UserError
+        raise UserError(f"none of the history's txns is a {workload} txn ("
+                        f"{malformed[0]['explanation']}); is --workload right?")
+
+
 def run(args: argparse.Namespace) -> int:
     # One history, read and judged, then the process ends: everything it
     # makes lives until then, so the cyclic collector's passes over it (each
@@ -109,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
                                     linearizable_keys=args.linearizable_keys)
     else:
         verdict = elle.check(ops, None, model=args.model, cycle_search_budget_s=args.budget)
+    _refuse_unfit(verdict, str(args.workload))
     for w in verdict["stats"].get("warnings", ()):
         print(f"faultline: warning: {w}", file=sys.stderr)
     json.dump(verdict, sys.stdout, indent=2, default=str)
