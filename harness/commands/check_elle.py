@@ -92,12 +92,13 @@ def _load(path: str, fmt: str | None) -> list[Op]:
     return history.ops
 
 
-def _refuse_unfit(verdict: dict, workload: str) -> None:
+def _refuse_unfit(verdict: dict, workload: object) -> None:
     """A history none of whose txns the workload's checker can read is the
     wrong input (or the wrong --workload), not an unknown verdict: 254."""
     malformed = [a for a in verdict["anomalies"] if a["type"] == "malformed-txn"]
     if malformed and verdict["stats"].get("txns") == 0:
         from harness.run.errors import UserError
+        # (the workload named only here: naming the default imports its module)
         raise UserError(f"none of the history's txns is a {workload} txn ("
                         f"{malformed[0]['explanation']}); is --workload right?")
 
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
                                     linearizable_keys=args.linearizable_keys)
     else:
         verdict = elle.check(ops, None, model=args.model, cycle_search_budget_s=args.budget)
-    _refuse_unfit(verdict, str(args.workload))
+    _refuse_unfit(verdict, args.workload)
     for w in verdict["stats"].get("warnings", ()):
         print(f"faultline: warning: {w}", file=sys.stderr)
     json.dump(verdict, sys.stdout, indent=2, default=str)
