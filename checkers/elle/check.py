@@ -25,11 +25,10 @@ from checkers.elle.cycles import (
 )
 from checkers.elle.dirty import dirty_anomalies
 from checkers.elle.explain import explain_cycle, txn_ref
-from checkers.elle.future_read import future_reads
 from checkers.elle.graph import Edges, dependency_edges, record_graph
 from checkers.elle.internal import internal_anomalies
 from checkers.elle.kinds import ALL, KIND_NAMES
-from checkers.elle.lost_update import lost_updates
+from checkers.elle.read_write import read_write_anomalies
 from checkers.elle.txns import APPEND, FAIL, OK, Txn, transactions, without_invoke
 from checkers.elle.versions import index_writers, infer_orders
 from checkers.history import Op, collector_paused
@@ -64,8 +63,7 @@ def _check(history: list[Op], model: str, cycle_search_budget_s: float,
     anomalies += internal_anomalies(txns)
     anomalies += infer_orders(txns, versions)
     anomalies += dirty_anomalies(txns, versions)
-    anomalies += lost_updates(txns, APPEND)
-    anomalies += future_reads(txns, APPEND)
+    anomalies += read_write_anomalies(txns, APPEND)
     edges = dependency_edges(txns, versions)
     return judge_graph(txns, edges, anomalies, bool(malformed), model, cycle_search_budget_s,
                        started, cycle_search)

@@ -35,10 +35,9 @@ from checkers.acks import as_promised
 from checkers.elle.consistency import canonical
 from checkers.elle.cycles import CycleSearch, find_cycles
 from checkers.elle.explain import describe, txn_ref
-from checkers.elle.future_read import future_reads
 from checkers.elle.graph import EdgeLists, edges_with, realtime_edges
 from checkers.elle.kinds import RW, WR, WW
-from checkers.elle.lost_update import lost_updates
+from checkers.elle.read_write import read_write_anomalies
 from checkers.elle.txns import FAIL, OK, WRITE, Txn, transactions
 from checkers.history import Op, collector_paused
 from checkers.verdict import Verdict, verdict
@@ -98,7 +97,7 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
         regs, anomalies = summarize(txns)
         unparsed = bool(malformed) or any(a["type"] == "duplicate-write" for a in anomalies)
         anomalies = (list(malformed) + anomalies + dirty_reads(txns, regs)
-                     + lost_updates(txns, WRITE) + future_reads(txns, WRITE))
+                     + read_write_anomalies(txns, WRITE))
         enabled = {"initial-state": True, "wfr-keys": wfr_keys,
                    "sequential-keys": sequential_keys, "linearizable-keys": linearizable_keys}
         versions, used, cyclic = version_orders(txns, regs, [s for s in SOURCES if enabled[s]])
