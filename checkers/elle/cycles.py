@@ -37,7 +37,7 @@ class CycleSpec:
     need: int = 0       # a kind some other edge must be taken as
     second: int = 0     # a kind the second edge must be taken as, if any
     nonadjacent: bool = False   # no two rw edges in a row (first and last included)
-    # the cycle type whose presence in a component makes this search there
+    # the cycle type whose presence (found anywhere) makes this search
     # redundant: every model prohibiting this type prohibits that one
     skip_if: str = ""
 
@@ -47,9 +47,6 @@ class CycleSpec:
 
 
 _P, _RT = PROCESS, REALTIME
-# Where it can, a spec starts from an rw or wr edge and leaves rw out of the
-# rest: then the rest edges form a near-DAG in a mostly sane history, and the
-# topological pruning in `_find` discards almost every candidate at once.
 def _variants(base: tuple[CycleSpec, ...]) -> tuple[CycleSpec, ...]:
     """The -process and -realtime forms of each base spec: they may also use
     process (and realtime) order, and must use it somewhere."""
