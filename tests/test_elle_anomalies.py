@@ -193,13 +193,13 @@ def g_single_process(fixed: bool) -> History:
 
 
 CASES = [
-    (g0, {"G0"}), (g1a, {"G1a"}), (g1b, {"G1b"}), (g1c, {"G1c"}),
-    (g_single, {"G-single"}), (g2_item, {"G2-item"}), (internal, {"internal"}),
+    (g0, {"G0"}), (g1a, {"G1a"}), (g1b, {"G1b", "G-single-item"}), (g1c, {"G1c"}),
+    (g_single, {"G-single-item"}), (g2_item, {"G2-item"}), (internal, {"internal"}),
     (incompatible, {"incompatible-order"}), (duplicate, {"duplicate-elements"}),
     (dirty_update, {"dirty-update", "G1a"}),
-    (g_single_realtime, {"G-single-realtime"}), (g0_realtime, {"G0-realtime"}),
+    (g_single_realtime, {"G-single-item-realtime"}), (g0_realtime, {"G0-realtime"}),
     (g1c_realtime, {"G1c-realtime"}), (g2_item_realtime, {"G2-item-realtime"}),
-    (g_single_process, {"G-single-process"}),
+    (g_single_process, {"G-single-item-process"}),
 ]
 IDS = [make.__name__ for make, _ in CASES]
 
@@ -274,5 +274,5 @@ def test_a_read_after_an_acked_append_missing_it_is_g_single_realtime() -> None:
     h.txn(2, [["r", "x", []]])
     h.txn(3, [["r", "x", [1]]])
     v = elle.check(h.ops)
-    assert [a["type"] for a in v["anomalies"]] == ["G-single-realtime"]
+    assert [a["type"] for a in v["anomalies"]] == ["G-single-item-realtime"]
     assert {t["invoke"] for t in v["anomalies"][0]["cycle"]} == {0, 2}

@@ -15,7 +15,7 @@ def test_corpus_has_both_verdicts_and_many_anomalies() -> None:
     assert len(EXPECTED) == CASES
     assert {f["valid"] for f in EXPECTED} == {True, False}
     kinds = {k for f in EXPECTED for k in f["anomaly_counts"]}
-    assert {"G0", "G1a", "G1b", "G1c", "G-single", "G2-item", "internal",
+    assert {"G0", "G1a", "G1b", "G1c", "G-single-item", "G2-item", "internal",
             "incompatible-order", "duplicate-elements"} <= kinds
 
 

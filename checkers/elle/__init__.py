@@ -1,9 +1,10 @@
 """Elle-style checker for list-append transaction histories: infers each key's
 version order from reads, builds a ww/wr/rw/process/realtime dependency graph,
-finds and explains cycles (G0, G1c, G-single, G2-item and their process and
-realtime variants) and non-cycle anomalies (G1a, G1b, dirty update, internal,
-duplicate elements, incompatible order), and says which consistency models
-the history rules out. `checkers.elle.rw_register` judges register
+finds and explains cycles (G0, G1c, G-single-item, G-nonadjacent-item,
+G2-item and their process and realtime variants) and non-cycle anomalies
+(G1a, G1b, dirty update, lost update, future read, internal, duplicate
+elements, incompatible order), and says which models of Elle's lattice
+(`checkers.elle.consistency`) the history rules out. `checkers.elle.rw_register` judges register
 transactions with the same graph, search and models."""
 
 from checkers.elle.check import check

@@ -13,7 +13,14 @@ from checkers.elle.budget import (
     history_size,
     over_budget,
 )
-from checkers.elle.consistency import FORBIDDEN_EDGES, PROHIBITED, judge, models_report
+from checkers.elle.consistency import (
+    FORBIDDEN_EDGES,
+    NOT_ANOMALIES,
+    PROHIBITED,
+    boundary,
+    canonical,
+    models_report,
+)
 from checkers.elle.cycles import (
     Cycle,
     CycleSearch,
@@ -27,7 +34,8 @@ from checkers.elle.explain import explain_cycle, txn_ref
 from checkers.elle.graph import Edges, dependency_edges, record_graph
 from checkers.elle.internal import internal_anomalies
 from checkers.elle.kinds import ALL, KIND_NAMES
-from checkers.elle.txns import FAIL, Txn, transactions
+from checkers.elle.read_write import read_write_anomalies
+from checkers.elle.txns import APPEND, FAIL, OK, Txn, transactions, without_invoke
 from checkers.elle.versions import index_writers, infer_orders
 from checkers.history import Op, collector_paused
 from checkers.verdict import Verdict, verdict
@@ -46,8 +54,7 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
     A history whose check would take more than `memory_limit_mb` (estimated
     from its size, `checkers.elle.budget`) is unknown, and nothing is built.
     `cycle_search` may search the components elsewhere (`checkers.spark`)."""
-    if model not in PROHIBITED:
-        raise ValueError(f"unknown consistency model {model!r}; one of {sorted(PROHIBITED)}")
+    model = canonical(model)
     refused = memory_refusal(history, model, memory_limit_mb)
     if refused is not None:
         return refused
@@ -80,6 +87,7 @@ def _check(history: list[Op], model: str, cycle_search_budget_s: float,
     anomalies += internal_anomalies(txns)
     anomalies += infer_orders(txns, versions)
     anomalies += dirty_anomalies(txns, versions)
+    anomalies += read_write_anomalies(txns, APPEND)
     edges = dependency_edges(txns, versions)
     return judge_graph(txns, edges, anomalies, bool(malformed), model, cycle_search_budget_s,
                        started, cycle_search)
@@ -114,23 +122,40 @@ def judge_graph(txns: list[Txn], edges: Edges, anomalies: list[dict[str, Any]],
             proven.update(a["models"])
             anomalies.append(a)
     counts = Counter(a["type"] for a in anomalies)
-    found = set(counts) - {"cycle-search-timeout", "malformed-txn", "cycle-exists"}
+    found = set(counts) - NOT_ANOMALIES
     models = models_report(found, set(search.undecided), unparsed, proven)
+    edge_counts = edges.counts()
+    # Nothing to judge (Elle's empty transaction graph): no txn is ordered
+    # before another, so no model can be shown to hold; only the anomalies
+    # found can rule some out.
+    empty = _nothing_ordered(txns, edge_counts)
+    if empty:
+        for r in models.values():
+            if r["valid"] is True:
+                r["valid"] = "unknown"
+    lattice = boundary(models)
     stats: dict[str, Any] = {
         "model": model,
         "txns": len(txns),
         "txn_status": dict(Counter(t.status for t in txns)),
-        "edges": edges.counts(),
+        "edges": edge_counts,
         "cyclic_components": search.components,
         "largest_component": search.largest_component,
         "anomaly_counts": dict(counts),
         "models": models,
-        "not": [m for m, r in models.items() if r["valid"] is False],
+        # as Elle says it: the weakest models ruled out, the others ruled
+        # out, and the strongest the history is valid under
+        "not": lattice["not"],
+        "also_not": lattice["also_not"],
+        "possible": lattice["possible"],
         "graph_s": round(built - started, 3),
+        "warnings": _warnings(txns),
         "cycle_search_s": round(search.seconds, 3),
     }
-    return verdict(judge(model, found, search.undecided, unparsed, proven),
-                   _capped(anomalies), stats)
+    if empty:
+        stats["reason"] = ("no txn is ordered before another (no dependency, process or "
+                           "realtime edge): nothing to judge")
+    return verdict(models[model]["valid"], _capped(anomalies), stats)
 
 
 def _cycles_proven(edges: Edges, g: Any, txns: list[Txn],
@@ -166,6 +191,27 @@ def _cycles_proven(edges: Edges, g: Any, txns: list[Txn],
                 f"{'prohibits' if len(models) == 1 else 'prohibit'}."),
         })
     return out
+
+
+def _nothing_ordered(txns: list[Txn], edge_counts: dict[str, int]) -> bool:
+    """Whether no txn is ordered before another: no data or process edge, and
+    no txn completed before another that may have happened was invoked (the
+    realtime count also holds the barriers that carry realtime order)."""
+    if any(n for kind, n in edge_counts.items() if kind != "realtime"):
+        return False
+    live = [t for t in txns if t.status != FAIL]
+    done = [t.completion.index for t in live if t.status == OK]  # type: ignore[union-attr]
+    return not done or min(done) > max(t.invoke.index for t in live)
+
+
+def _warnings(txns: list[Txn]) -> list[str]:
+    lone = without_invoke(txns)
+    if not lone:
+        return []
+    return [f"{lone} txn completion{'s' if lone > 1 else ''} had no invoke; each was taken "
+            f"as its own invoke and completion (as Elle takes a history of completions "
+            f"alone), ordered in realtime before what was invoked after it and after "
+            f"nothing."]
 
 
 def _capped(anomalies: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -35,6 +35,11 @@ class CycleSpec:
     min_rw: int
     max_rw: int
     need: int = 0       # a kind some other edge must be taken as
+    second: int = 0     # a kind the second edge must be taken as, if any
+    nonadjacent: bool = False   # no two rw edges in a row (first and last included)
+    # the cycle type whose presence (found anywhere) makes this search
+    # redundant: every model prohibiting this type prohibits that one
+    skip_if: str = ""
 
     @property
     def allowed(self) -> int:
@@ -42,23 +47,35 @@ class CycleSpec:
 
 
 _P, _RT = PROCESS, REALTIME
+def _variants(base: tuple[CycleSpec, ...]) -> tuple[CycleSpec, ...]:
+    """The -process and -realtime forms of each base spec: they may also use
+    process (and realtime) order, and must use it somewhere."""
+    out = list(base)
+    for bit, suffix, extra in ((_P, "-process", _P), (_RT, "-realtime", _P | _RT)):
+        for s in base:
+            first = s.first if s.first != WW else bit
+            out.append(CycleSpec(
+                s.name + suffix, first, s.rest | extra, s.min_rw, s.max_rw,
+                need=0 if first == bit else bit, second=s.second,
+                nonadjacent=s.nonadjacent,
+                skip_if=s.skip_if + suffix if s.skip_if else ""))
+    return tuple(out)
+
+
 # Where it can, a spec starts from an rw or wr edge and leaves rw out of the
 # rest: then the rest edges form a near-DAG in a mostly sane history, and the
 # topological pruning in `_find` discards almost every candidate at once.
-SPECS: tuple[CycleSpec, ...] = (
+# G-nonadjacent-item's rest leaves rw out too: each of its rw edges rides on
+# the edge before it (`_find_nonadjacent`). A G2-item cycle has two rw edges
+# in a row: it starts with them.
+SPECS: tuple[CycleSpec, ...] = _variants((
     CycleSpec("G0", WW, WW, 0, 0),
     CycleSpec("G1c", WR, WW | WR, 0, 0),
-    CycleSpec("G-single", RW, WW | WR, 1, 1),
-    CycleSpec("G2-item", RW, DATA, 2, UNBOUNDED),
-    CycleSpec("G0-process", _P, WW | _P, 0, 0),
-    CycleSpec("G1c-process", WR, WW | WR | _P, 0, 0, need=_P),
-    CycleSpec("G-single-process", RW, WW | WR | _P, 1, 1, need=_P),
-    CycleSpec("G2-item-process", RW, DATA | _P, 2, UNBOUNDED, need=_P),
-    CycleSpec("G0-realtime", _RT, WW | _P | _RT, 0, 0),
-    CycleSpec("G1c-realtime", WR, WW | WR | _P | _RT, 0, 0, need=_RT),
-    CycleSpec("G-single-realtime", RW, WW | WR | _P | _RT, 1, 1, need=_RT),
-    CycleSpec("G2-item-realtime", RW, DATA | _P | _RT, 2, UNBOUNDED, need=_RT),
-)
+    CycleSpec("G-single-item", RW, WW | WR, 1, 1),
+    CycleSpec("G-nonadjacent-item", RW, WW | WR, 2, UNBOUNDED, nonadjacent=True,
+              skip_if="G-single-item"),
+    CycleSpec("G2-item", RW, DATA, 2, UNBOUNDED, second=RW),
+))
 
 
 @dataclass
@@ -100,12 +117,21 @@ class _Clock:
 
 
 def classify(steps: Iterable[tuple[int, int, int]]) -> str:
+    """A cycle's anomaly type, as Elle names item cycles: by its rw edges,
+    none (G0, or G1c with a wr edge), one (G-single-item), several none of
+    them next to another, the last edge counting as before the first
+    (G-nonadjacent-item), or some two in a row (G2-item); then -realtime if
+    it needs realtime order, else -process if it needs process order."""
     kinds = [k for _, _, k in steps]
     rw = kinds.count(RW)
     if rw == 0:
         base = "G1c" if WR in kinds else "G0"
+    elif rw == 1:
+        base = "G-single-item"
+    elif any(k == RW and kinds[i - 1] == RW for i, k in enumerate(kinds)):
+        base = "G2-item"
     else:
-        base = "G-single" if rw == 1 else "G2-item"
+        base = "G-nonadjacent-item"
     if REALTIME in kinds:
         return base + "-realtime"
     if PROCESS in kinds:
@@ -218,7 +244,7 @@ def _shortest_back(adj: Adjacency, order: dict[int, int],
     s0 = (start, int(spec.first == RW), spec.first == spec.need)
     parent: dict[tuple[int, int, bool], tuple[tuple[int, int, bool], int] | None] = {s0: None}
     queue = deque([s0])
-    rest, need = spec.rest, spec.need
+    rest, need, second = spec.rest, spec.need, spec.second
     labels = _label_table(rest)
     limit = order[goal]
     while queue:
@@ -229,6 +255,8 @@ def _shortest_back(adj: Adjacency, order: dict[int, int],
             if order[v] > limit:  # past the goal's component: no way back to it
                 continue
             for kind in labels[mask]:
+                if second and state is s0 and kind != second:
+                    continue
                 nrw = rw + (kind == RW)
                 if nrw > spec.max_rw:
                     continue
@@ -288,6 +316,96 @@ def _find(adj: Adjacency, spec: CycleSpec, clock: _Clock) -> Cycle | None:
     return None
 
 
+# An edge of the graph `_find_nonadjacent` walks: (to, kind of its first
+# hop, the txn its rw hop leaves from or -1 if it has none).
+_Hop = tuple[int, int, int]
+
+
+def _extension(adj: Adjacency, first: int) -> dict[int, list[_Hop]]:
+    """Elle's sequential extension A u A;rw of the edges `first` allows (A):
+    every A edge, and every A edge followed by an rw edge as one hop. A
+    cycle whose rw edges are never adjacent is a cycle of hops, each rw edge
+    riding on the edge before it, and every cycle of hops is one with none
+    adjacent (or a shorter walk: checked once found)."""
+    labels = _label_table(first)
+    out: dict[int, list[_Hop]] = {}
+    for u, vs in adj.items():
+        hops: dict[tuple[int, int, bool], int] = {}
+        for v, mask in vs:
+            for kind in labels[mask]:
+                hops.setdefault((v, kind, False), -1)
+                for w, m2 in adj[v]:
+                    if m2 & RW and w != u:
+                        hops.setdefault((w, kind, True), v)
+        out[u] = [(w, kind, mid) for (w, kind, _), mid in hops.items()]
+    return out
+
+
+def _find_nonadjacent(adj: Adjacency, spec: CycleSpec, clock: _Clock) -> Cycle | None:
+    """A cycle of at least two rw edges, no two in a row: a breadth-first
+    search over the extension graph's hops, from each hop that ends in an rw
+    edge, for the shortest way back with one more such hop."""
+    ext = _extension(adj, spec.rest)
+    comps = _sccs({u: [(w, 1) for w, _, _ in hops] for u, hops in ext.items()})
+    comp_of = {n: i for i, c in enumerate(comps) if len(c) > 1 for n in c}
+    need = spec.need
+    for u, hops in ext.items():
+        cu = comp_of.get(u)
+        if cu is None:
+            continue
+        for w, kind, mid in hops:
+            if mid < 0 or comp_of.get(w) != cu:
+                continue
+            clock.check()
+            back = _hops_back(ext, comp_of, cu, w, u, int(kind == need), need, clock)
+            if back is None:
+                continue
+            steps: list[tuple[int, int, int]] = []
+            for a, b, k, m in [(u, w, kind, mid), *back]:
+                steps += [(a, b, k)] if m < 0 else [(a, m, k), (m, b, RW)]
+            nodes = [a for a, _, _ in steps]
+            if len(set(nodes)) != len(nodes) or classify(steps) != spec.name:
+                continue
+            return Cycle(spec.name, steps)
+    return None
+
+
+def _hops_back(ext: dict[int, list[_Hop]], comp_of: dict[int, int], comp: int,
+               start: int, goal: int, seen0: int, need: int, clock: _Clock
+               ) -> list[tuple[int, int, int, int]] | None:
+    """The fewest hops start -> goal, inside one component of the extension
+    graph, with at least one rw hop and, if `need`, a hop first taken as it
+    (unless the first hop of the cycle was); as (from, to, kind, rw from)."""
+    s0 = (start, 0, bool(seen0) or not need)
+    parent: dict[tuple[int, int, bool], tuple[tuple[int, int, bool], _Hop] | None] = {s0: None}
+    queue = deque([s0])
+    while queue:
+        state = queue.popleft()
+        clock.tick()
+        node, rw, seen = state
+        for hop in ext[node]:
+            v, kind, mid = hop
+            if comp_of.get(v) != comp:
+                continue
+            nxt = (v, min(rw + (mid >= 0), 1), seen or kind == need)
+            if nxt in parent:
+                continue
+            parent[nxt] = (state, hop)
+            if v == goal:
+                if nxt[1] and nxt[2]:
+                    steps = []
+                    at = nxt
+                    while parent[at] is not None:
+                        prev, (to, k, m) = parent[at]
+                        steps.append((prev[0], to, k, m))
+                        at = prev
+                    steps.reverse()
+                    return steps
+                continue
+            queue.append(nxt)
+    return None
+
+
 def find_cycles(g: nx.DiGraph, budget_s: float, specs: tuple[CycleSpec, ...] = SPECS,
                 max_per_spec: int = 10) -> SearchResult:
     """Up to `max_per_spec` cycles of each spec, at most one per component of
@@ -301,6 +419,8 @@ def find_cycles(g: nx.DiGraph, budget_s: float, specs: tuple[CycleSpec, ...] = S
     adjacencies = [component_adjacency(g, comp) for comp in components]
     subs: list[dict[int, list[Adjacency]]] = [{} for _ in adjacencies]
     for i, spec in enumerate(specs):
+        if _redundant(spec, result.cycles):
+            continue
         try:
             found = 0
             for adj, sub in zip(adjacencies, subs, strict=True):
@@ -315,6 +435,13 @@ def find_cycles(g: nx.DiGraph, budget_s: float, specs: tuple[CycleSpec, ...] = S
             break
     result.seconds = time.monotonic() - started
     return result
+
+
+def _redundant(spec: CycleSpec, found: list[Cycle]) -> bool:
+    """Whether a cycle already found makes searching for `spec` pointless:
+    every model that prohibits it prohibits the found one (a G-single-item
+    cycle is a G-nonadjacent-item one as far as any model is concerned)."""
+    return bool(spec.skip_if) and any(c.type == spec.skip_if for c in found)
 
 
 def _prime(adj: Adjacency, subs: dict[int, list[Adjacency]],
@@ -344,7 +471,7 @@ def _spec_cycles(adj: Adjacency, spec: CycleSpec, clock: _Clock, limit: int,
             subs[spec.allowed] = parts
     for part in parts:
         clock.check()
-        cycle = _find(part, spec, clock)
+        cycle = (_find_nonadjacent if spec.nonadjacent else _find)(part, spec, clock)
         if cycle is not None:
             out.append(cycle)
             found += 1
@@ -378,6 +505,8 @@ def search_component(adj: Adjacency, budget_s: float, specs: tuple[CycleSpec, ..
     subs: dict[int, list[Adjacency]] = {}
     _prime(adj, subs, specs)
     for i, spec in enumerate(specs):
+        if _redundant(spec, result.cycles):
+            continue
         try:
             _spec_cycles(adj, spec, clock, max_per_spec, result.cycles, subs)
         except _OutOfTime:
@@ -398,6 +527,8 @@ def merge_searches(parts: list[SearchResult], specs: tuple[CycleSpec, ...] = SPE
                           seconds=sum(p.seconds for p in parts))
     undecided = {name for p in parts for name in p.undecided}
     for spec in specs:
+        if _redundant(spec, merged.cycles):
+            continue
         of_spec = [c for p in parts for c in p.cycles if c.type == spec.name]
         merged.cycles += of_spec[:max_per_spec]
     merged.undecided = [s.name for s in specs if s.name in undecided]
@@ -436,7 +567,7 @@ def families(g: nx.DiGraph, component: set[int], kinds: int) -> list[str]:
     if present & WR:
         bases.append("G1c")
     if present & RW:
-        bases += ["G-single", "G2-item"]
+        bases += ["G-single-item", "G-nonadjacent-item", "G2-item"]
     out = list(bases)
     for bit, suffix in ((PROCESS, "-process"), (REALTIME, "-realtime")):
         if present & bit:

@@ -46,13 +46,16 @@ def describe(txn: Txn) -> str:
     """One line naming a txn by its ops so a reader can find it in the history."""
     end = (f"{txn.status} at op {txn.completion.index}" if txn.completion is not None
            else "never completed")
-    return (f"process {txn.process}, invoked at op {txn.invoke.index}, {end}: "
+    began = (f"invoked at op {txn.invoke.index}" if txn.invoke.index >= 0
+             else "no invoke recorded")
+    return (f"process {txn.process}, {began}, {end}: "
             f"[{show_mops(txn)}]")
 
 
 def txn_ref(txn: Txn) -> dict[str, Any]:
     """The machine-readable identity of a txn in an anomaly."""
-    return {"process": txn.process, "invoke": txn.invoke.index,
+    return {"process": txn.process,
+            "invoke": txn.invoke.index if txn.invoke.index >= 0 else None,
             "completion": txn.completion.index if txn.completion is not None else None,
             "status": txn.status}
 

@@ -440,16 +440,17 @@ def _read_edges(g: EdgeLists, t: Txn, k: Any, r: list, versions: Versions,
             if missed is not None:
                 e, w = missed
         if w is not None:
-            # The read stopping inside one txn's appends is an intermediate
-            # read (G1b), not an anti-dependency on that txn.
-            if w != tid and w != last_writer:
+            # A read stopping inside one txn's appends is an intermediate
+            # read (G1b) and, as Elle has it, an anti-dependency on that txn
+            # too: with the wr edge, a G-single-item cycle.
+            if w != tid:
                 g.add(tid, w, RW, (k, seen, e))
             return
     elif end > n:
         return
     # It saw every committed element read: it missed every unread append.
     for e, w in unread_k:
-        if w != tid and w != last_writer:
+        if w != tid:
             g.add(tid, w, RW, (k, seen, e, UNREAD))
 
 
@@ -525,7 +526,7 @@ def _edges_by_arrays(g: EdgeLists, txns: list[Txn], versions: Versions,
     exact = (wr == tids) | ((rw < 0) & unread_of[at])
     sel = ~exact & (wr >= 0)
     _extend(g, wr[sel], tids[sel], WR)
-    sel = ~exact & (rw >= 0) & (rw != tids) & (rw != wr)
+    sel = ~exact & (rw >= 0) & (rw != tids)
     _extend(g, tids[sel], rw[sel], RW)
     for i in np.flatnonzero(exact).tolist():
         _, k, r = mops[i]

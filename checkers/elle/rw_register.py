@@ -33,11 +33,12 @@ import networkx as nx
 
 from checkers.acks import as_promised
 from checkers.elle.budget import DEFAULT_MEMORY_LIMIT_MB
-from checkers.elle.consistency import PROHIBITED
+from checkers.elle.consistency import canonical
 from checkers.elle.cycles import CycleSearch, find_cycles
 from checkers.elle.explain import describe, txn_ref
 from checkers.elle.graph import EdgeLists, edges_with, realtime_edges
 from checkers.elle.kinds import RW, WR, WW
+from checkers.elle.read_write import read_write_anomalies
 from checkers.elle.txns import FAIL, OK, WRITE, Txn, transactions
 from checkers.history import Op, collector_paused
 from checkers.verdict import Verdict, verdict
@@ -88,8 +89,7 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
     `memory_limit_mb` is unknown, as in `checkers.elle.check`."""
     from checkers.elle.check import judge_graph, memory_refusal
 
-    if model not in PROHIBITED:
-        raise ValueError(f"unknown consistency model {model!r}; one of {sorted(PROHIBITED)}")
+    model = canonical(model)
     refused = memory_refusal(history, model, memory_limit_mb)
     if refused is not None:
         return refused
@@ -102,7 +102,8 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
                 "reason": "no transaction that may have happened: nothing to judge"})
         regs, anomalies = summarize(txns)
         unparsed = bool(malformed) or any(a["type"] == "duplicate-write" for a in anomalies)
-        anomalies = list(malformed) + anomalies + dirty_reads(txns, regs)
+        anomalies = (list(malformed) + anomalies + dirty_reads(txns, regs)
+                     + read_write_anomalies(txns, WRITE))
         enabled = {"initial-state": True, "wfr-keys": wfr_keys,
                    "sequential-keys": sequential_keys, "linearizable-keys": linearizable_keys}
         versions, used, cyclic = version_orders(txns, regs, [s for s in SOURCES if enabled[s]])

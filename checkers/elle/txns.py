@@ -8,10 +8,10 @@ malformed transaction is reported (and left out), never a crash.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from checkers.history import NEMESIS, Op, pair_ops
+from checkers.history import NEMESIS, Op
 
 APPEND = "append"
 READ = "r"
@@ -205,9 +205,36 @@ def transactions(history: Iterable[Op], registers: bool = False
     return txns, problems
 
 
+# The index a completion recorded without its invoke is given as its invoke's:
+# before every op, so no txn is known to have completed before it began (as
+# Elle orders such a txn: after nothing in realtime, before what follows).
+NO_INVOKE = -1
+
+
 def _txn_pairs(history: Iterable[Op]) -> list[tuple[Op, Op | None]]:
-    return [(inv, comp) for inv, comp in pair_ops(history)
-            if inv.f == "txn" and inv.process != NEMESIS]
+    """Each txn invoke with its completion; a completion with no open invoke
+    (Elle's unit tests write histories of completions alone) stands for both,
+    its invoke marked NO_INVOKE (see `without_invoke`)."""
+    pairs: list[list[Any]] = []
+    open_by_process: dict[int | str, int] = {}
+    for op in history:
+        if op.process == NEMESIS:
+            continue
+        if op.type == "invoke":
+            open_by_process[op.process] = len(pairs)
+            pairs.append([op, None])
+            continue
+        i = open_by_process.pop(op.process, None)
+        if i is not None:
+            pairs[i][1] = op
+        else:
+            pairs.append([replace(op, index=NO_INVOKE, type="invoke"), op])
+    return [(inv, comp) for inv, comp in pairs if inv.f == "txn"]
+
+
+def without_invoke(txns: list[Txn]) -> int:
+    """How many txns were recorded as a completion alone."""
+    return sum(1 for t in txns if t.invoke.index == NO_INVOKE)
 
 
 def _transactions(pairs: list[tuple[Op, Op | None]], parse: Callable[..., _Parsed]

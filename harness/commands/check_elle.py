@@ -13,7 +13,7 @@ from functools import cache
 from typing import Any
 
 from checkers.elle.budget import DEFAULT_MEMORY_LIMIT_MB
-from checkers.elle.consistency import MODELS
+from checkers.elle.consistency import MODEL_NAMES
 from checkers.formats import read_any
 from checkers.history import Op
 from checkers.verdict import exit_code
@@ -71,7 +71,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("file", help="the history (history.msgpack or a Jepsen history.edn)")
     p.add_argument("--format", choices=("msgpack", "edn"), default=None,
                    help="history format (default: detected)")
-    p.add_argument("--model", choices=MODELS, default="strict-serializable",
+    p.add_argument("--model", choices=MODEL_NAMES, default="strict-serializable",
                    help="the consistency model the run asked for (default %(default)s)")
     p.add_argument("--budget", type=float, default=30.0, metavar="SECONDS",
                    help="time allowed for cycle search (default %(default)s)")
@@ -99,6 +99,17 @@ def _load(path: str, fmt: str | None) -> list[Op]:
     return history.ops
 
 
+def _refuse_unfit(verdict: dict, workload: object) -> None:
+    """A history none of whose txns the workload's checker can read is the
+    wrong input (or the wrong --workload), not an unknown verdict: 254."""
+    malformed = [a for a in verdict["anomalies"] if a["type"] == "malformed-txn"]
+    if malformed and verdict["stats"].get("txns") == 0:
+        from harness.run.errors import UserError
+        # (the workload named only here: naming the default imports its module)
+        raise UserError(f"none of the history's txns is a {workload} txn ("
+                        f"{malformed[0]['explanation']}); is --workload right?")
+
+
 def run(args: argparse.Namespace) -> int:
     for problem in (CYCLE_SEARCH.problem("--budget", args.budget),
                     CHECK_BUDGETS["memory_limit_mb"].problem("--memory-limit",
@@ -123,6 +134,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         verdict = elle.check(ops, None, model=args.model, cycle_search_budget_s=args.budget,
                              memory_limit_mb=args.memory_limit)
+    _refuse_unfit(verdict, args.workload)
+    for w in verdict["stats"].get("warnings", ()):
+        print(f"faultline: warning: {w}", file=sys.stderr)
     json.dump(verdict, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
     return exit_code(verdict["valid"])
