@@ -16,8 +16,11 @@ from faultline.system import (
     LOGS,
     REGISTER_TXNS,
     REGISTERS,
+    AppliedState,
     Client,
+    NodeLogPatterns,
     NodeSpec,
+    NodeState,
     Op,
     System,
     clients_for,
@@ -25,4 +28,5 @@ from faultline.system import (
 from workloads.clients.outcome import CLIENT_OPTIONS, fail, info, ok
 
 __all__ = ["ARTIFACTS", "CLIENT_OPTIONS", "DB", "LISTS", "LOGS", "REGISTERS", "REGISTER_TXNS",
-           "Client", "NodeSpec", "Op", "System", "clients_for", "fail", "info", "ok"]
+           "AppliedState", "Client", "NodeLogPatterns", "NodeSpec", "NodeState", "Op", "System",
+           "clients_for", "fail", "info", "ok"]
