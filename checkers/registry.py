@@ -126,8 +126,10 @@ def _node_state(r: Run, options: Options) -> Verdict:
     states = load_node_states(r.path)
     if not states:
         return verdict("unknown", stats={"reason": "no node states in the run"})
+    collected = r.run.get("node_states") or {}
     return node_state.check(states, r.history.ops, options.get("data"),
-                            realtime=options.get("realtime", True))
+                            realtime=options.get("realtime", True),
+                            leader_known=collected.get("leader") is not None)
 
 
 def _node_logs(r: Run, options: Options) -> Verdict:

@@ -224,3 +224,19 @@ def test_one_answering_node_of_several_is_unknown() -> None:
 def test_a_data_type_without_rules_is_unknown() -> None:
     v = node_state.check({"n1": state(9, {})}, [], "queues")
     assert v["valid"] == "unknown" and "queues" in v["stats"]["reason"]
+
+
+def test_without_a_known_leader_the_history_is_not_judged() -> None:
+    h = H().op(1, 0, 1, "write", 4, key="r0").op(1, 2, 3, "write", 5, key="r0")
+    states = {"n1": state(9, {"r0": 4}), "n2": state(9, {"r0": 4})}
+    assert node_state.check(states, h.ops, REGISTERS)["valid"] is False
+    v = node_state.check(states, h.ops, REGISTERS, leader_known=False)
+    assert v["valid"] is True and "no leader" in v["stats"]["not_judged_because"]
+
+
+def test_nodes_at_one_position_that_differ_are_each_judged_against_the_history() -> None:
+    h = H().op(1, 0, 1, "write", 4, key="r0").op(1, 2, 3, "write", 5, key="r0")
+    v = node_state.check({"n1": state(9, {"r0": 5}), "n2": state(9, {"r0": 4}, digest="e")},
+                         h.ops, REGISTERS)
+    assert sorted(types(v)) == ["divergent-state", "stale-value"]
+    assert next(a for a in v["anomalies"] if a["type"] == "stale-value")["node"] == "n2"
