@@ -424,8 +424,12 @@ class Run:
         if not isinstance(self.db, AppliedState):
             return
         assert self.run_dir is not None
-        states, summary = node_state.collect(self.db, cluster, self.config.workload)
-        dropped = node_state.save(self.run_dir, states)
+        try:
+            states, summary = node_state.collect(self.db, cluster, self.config.workload)
+            dropped = node_state.save(self.run_dir, states)
+        except Exception as e:  # states that cannot be read are a finding, not a crash
+            self.doc["node_states"] = {"error": f"{type(e).__name__}: {e}"}
+            return
         if dropped:
             summary["dropped"] = dropped
         self.doc["node_states"] = summary

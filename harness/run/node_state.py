@@ -3,7 +3,8 @@ node-state checker (`checkers.node_state`).
 
 After the heal, the recovery time and the final reads, the nodes may still
 be catching up: read them all, again and again for a bounded time, until
-they agree (every node answered, at one position) and a leader is known, then save what each said in nodes/<n>/state.msgpack.
+they agree (every node answered, at one position) and a leader is known,
+then save what each said in nodes/<n>/state.msgpack.
 Whatever the last attempt found is saved, agreed or not: the checker decides
 what it can judge from it.
 """
