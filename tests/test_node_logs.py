@@ -65,7 +65,8 @@ def test_what_faults_cause_and_ordinary_output_do_not_count(text: str) -> None:
     ("panic: runtime error: index out of range [3] with length 3", True),
     ("fatal error: concurrent map writes", True),
     ("2026-11-26 18:00:00.000000 C | etcdserver: failed to apply: corrupt", True),
-    ('{"level":"panic","msg":"failed to recover v3 backend"}', False),  # a JSON line
+    ('{"level":"panic","msg":"failed to recover v3 backend"}', True),   # zap's JSON lines
+    ('{"level":"warn","msg":"lost TCP streaming connection with remote peer"}', False),
     ("2026-11-26 18:00:00.000000 W | rafthttp: lost the TCP streaming connection", False),
     ("2026-11-26 18:00:00.000000 E | rafthttp: failed to dial 2a3b: connection refused", False),
 ])
