@@ -5,8 +5,9 @@ how many runs each flagged, and the anomalies' kinds.
 
 Each argument is a run dir or a directory searched for run dirs (any depth).
 The checkers run in-process with today's code, whatever judged the run when
-it ran; verdicts.json is not rewritten. Prints one line per run and
-`CHECKER invalid K/N (unknown U)` per checker.
+it ran; verdicts.json is not rewritten. Prints one line per run,
+`CHECKER invalid K/N (unknown U)` per checker, and in how many runs the
+node states could be judged against the history.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     invalid: Counter[str] = Counter()
     unknown: Counter[str] = Counter()
     judged: Counter[str] = Counter()
+    against_history = 0
     for run_dir in run_dirs(args.paths):
         r = load_run(run_dir)
         plan = {n: o for n, o in runnable(r.run, plan_for(r.run)).items() if n in NAMES}
@@ -56,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, options in plan.items():
             v, _ = run_check(name, r, options)
             judged[name] += 1
+            against_history += bool(v["stats"].get("judged_against_history"))
             if v["valid"] is False:
                 invalid[name] += 1
                 kinds = Counter(a.get("type") for a in v["anomalies"])
@@ -68,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{config.get('seed')}: {'; '.join(found) or 'valid'}")
     for name in NAMES:
         print(f"{name} invalid {invalid[name]}/{judged[name]} (unknown {unknown[name]})")
+    print(f"node-state judged against the history in {against_history}/{judged[NODE_STATE.name]}"
+          " (every node answered at one position, a leader known)")
     return 0
 
 

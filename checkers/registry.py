@@ -129,7 +129,9 @@ def _node_state(r: Run, options: Options) -> Verdict:
     collected = r.run.get("node_states") or {}
     return node_state.check(states, r.history.ops, options.get("data"),
                             realtime=options.get("realtime", True),
-                            leader_known=collected.get("leader") is not None)
+                            # "agreed" was only ever recorded with a leader known.
+                            leader_known=collected.get("leader") is not None
+                            or collected.get("agreed") is True)
 
 
 def _node_logs(r: Run, options: Options) -> Verdict:
