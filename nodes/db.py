@@ -83,7 +83,7 @@ class NodeLogPatterns(Protocol):
     expressions (Python `re`, searched per line). Lines matching one of
     `benign_log_lines` never count (what the faults themselves cause, such as
     an I/O error from a failed disk). Adapters without it get the generic
-    Python and Go patterns (`checkers.node_logs`)."""
+    Python and Go patterns (`nodes.log_patterns`)."""
 
     failure_log_lines: tuple[str, ...]
     benign_log_lines: tuple[str, ...]

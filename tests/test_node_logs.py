@@ -126,3 +126,17 @@ def test_a_kill_fault_window_excuses_nothing() -> None:
 
 def test_exits_without_a_time_base_are_unknown() -> None:
     assert node_logs.check_exits([], [], None)["valid"] == "unknown"
+
+
+@pytest.mark.parametrize("text, caught", [
+    ("12345:M 26 Nov 2026 18:00:00.000 # === REDIS BUG REPORT START: Cut & paste ===", True),
+    ("12345:M 26 Nov 2026 18:00:00.000 # Redis 7.0.15 crashed by signal: 11", True),
+    ("12345:M 26 Nov 2026 18:00:00.000 # Connection with replica 10.0.0.2:7000 lost.", False),
+    ("12345:X 26 Nov 2026 18:00:00.000 # +odown master faultline 10.0.0.1 7000 #quorum 2/2",
+     False),
+])
+def test_redis_lines(text: str, caught: bool) -> None:
+    redis_db = pytest.importorskip("faultline_redis.db")   # the plugin, when installed
+    patterns = (redis_db.RedisDB.failure_log_lines, redis_db.RedisDB.benign_log_lines)
+    assert node_logs.check_logs(lines("n1", text, "stdout.log"), *patterns)["valid"] is (
+        not caught)

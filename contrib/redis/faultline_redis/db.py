@@ -9,7 +9,7 @@ from pathlib import Path
 
 import redis
 
-from faultline import NodeSpec, NodeState
+from faultline import PYTHON_BENIGN_LINES, PYTHON_FAILURE_LINES, NodeSpec, NodeState
 from faultline_redis.config import MASTER_NAME, sentinel_conf, sentinel_port, server_conf
 from faultline_redis.connect import connect
 
@@ -34,12 +34,9 @@ class RedisDB:
     artifacts: frozenset[str] = frozenset()
     # A Python parent (its tracebacks) and redis-server's own crash report
     # and failed assertions.
-    failure_log_lines = (
-        r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::|$)",
-        r"=== REDIS BUG REPORT START", r"crashed by signal", r"ASSERTION FAILED")
-    benign_log_lines = (
-        r"^(?:[A-Za-z_]\w*\.)*(?:OSError|ConnectionError|ConnectionResetError|BrokenPipeError|"
-        r"TimeoutError|FileNotFoundError)(?::|$)",)
+    failure_log_lines = (*PYTHON_FAILURE_LINES, r"=== REDIS BUG REPORT START",
+                         r"crashed by signal", r"ASSERTION FAILED")
+    benign_log_lines = PYTHON_BENIGN_LINES
 
     def check_installed(self) -> str | None:
         return None if shutil.which("redis-server") else INSTALL_HINT
