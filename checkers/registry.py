@@ -146,8 +146,10 @@ def _node_logs(r: Run, options: Options) -> Verdict:
 
 def _node_exits(r: Run, options: Options) -> Verdict:
     from checkers import node_logs
-    from checkers.rundir import load_exits
-    if r.path is None:
+    from checkers.rundir import load_exits, node_names
+    if r.path is None or not node_names(r.path):
+        # No node dirs here (a run judged away from its files): no exits
+        # recorded is not the same as none seen.
         return _no_run_dir()
     return node_logs.check_exits(load_exits(r.path), r.history.ops,
                                  r.run.get("start_monotonic_ns"))

@@ -126,3 +126,15 @@ def test_raft_nodes_report_their_applied_state(tmp_path: Path) -> None:
         assert state["logs"] == [["L", ["x"]]]
         cluster.stop(leader)
         assert db.applied_state(cluster.spec(leader), "register") is None
+
+
+def test_node_exits_without_the_node_dirs_is_unknown(tmp_path: Path) -> None:
+    from checkers.history import History, Op
+    from checkers.registry import run_check
+    from checkers.rundir import Run
+
+    ops = [Op(0, 1, 0, "invoke", "read", None), Op(1, 2, 0, "ok", "read", 1)]
+    run = Run(tmp_path, {"start_monotonic_ns": 0}, History(ops))
+    assert run_check("node-exits", run, {})[0]["valid"] == "unknown"
+    (tmp_path / "nodes" / "n1").mkdir(parents=True)
+    assert run_check("node-exits", run, {})[0]["valid"] is True
