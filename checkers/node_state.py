@@ -138,9 +138,12 @@ def check(states: Mapping[str, Mapping[str, Any] | None], ops: list[Op], data: s
               and leader_known)
     if agreed:
         if data == LOGS:
-            anomalies += _logs_against(maps, log_acks(ops))
+            acks = log_acks(ops)
+            stats["acknowledged_writes"] = len(acks)
+            anomalies += _logs_against(maps, acks)
         else:
             writes = writes_of(ops, data)
+            stats["acknowledged_writes"] = sum(w.status == "ok" for w in writes)
             if data == LISTS:
                 anomalies += _lists_against(maps, writes)
             else:
