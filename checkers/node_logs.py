@@ -10,7 +10,8 @@ Two rules, each its own checker:
   through the harness and are never recorded) is an anomaly with its time and
   exit status. Faults whose point is to make a node leave (a voter removed, a
   node formatted for another cluster: a member may shut itself down) excuse
-  the exits while they are in force and for a grace period after.
+  the exits of the nodes they name while they are in force and for a grace
+  period after.
 
 Pure: the lines, exit records and history come from the run dir's loader.
 """
@@ -71,24 +72,34 @@ def check_logs(lines: Iterable[tuple[str, str, int, str]], failure: Sequence[str
     return verdict(not counts, anomalies, stats)
 
 
-def leaving_windows(ops: Iterable[Op]) -> list[tuple[int, int | None]]:
-    """(start, end) history times of faults that make nodes leave; end None: never healed."""
+def leaving_windows(ops: Iterable[Op]) -> list[tuple[int, int | None, frozenset[str] | None]]:
+    """(start, end, nodes) of each fault that makes nodes leave: history times
+    (end None: never healed) and the nodes it names (None: it names none, so
+    any node may leave)."""
     heals: dict[str, str] = {}
     for f in FAULT_OPS.values():
         if f.effect in LEAVING_EFFECTS:
             heals[f.name] = f.heal_f
-    windows: list[tuple[int, int | None]] = []
-    open_since: dict[str, int] = {}
+    windows: list[tuple[int, int | None, frozenset[str] | None]] = []
+    open_since: dict[str, tuple[int, set[str]]] = {}
     for op in ops:
         if op.process != NEMESIS:
             continue
-        if op.f in heals and op.type == "invoke" and op.f not in open_since:
-            open_since[op.f] = op.time
+        if op.f in heals:
+            start, nodes = open_since.setdefault(op.f, (op.time, set()))
+            nodes.update(_named(op.value))
         for fault, heal in heals.items():
             if op.f == heal and op.type != "invoke" and fault in open_since:
-                windows.append((open_since.pop(fault), op.time + LEAVE_GRACE_NS))
-    windows.extend((start, None) for start in open_since.values())
+                start, nodes = open_since.pop(fault)
+                windows.append((start, op.time + LEAVE_GRACE_NS, frozenset(nodes) or None))
+    windows.extend((start, None, frozenset(nodes) or None)
+                   for start, nodes in open_since.values())
     return windows
+
+
+def _named(value: Any) -> list[str]:
+    nodes = value.get("nodes") if isinstance(value, dict) else None
+    return [n for n in nodes if isinstance(n, str)] if isinstance(nodes, list) else []
 
 
 def check_exits(exits: Sequence[Mapping[str, Any]], ops: Iterable[Op],
@@ -102,7 +113,8 @@ def check_exits(exits: Sequence[Mapping[str, Any]], ops: Iterable[Op],
         at = int(record.get("monotonic_ns", 0)) - start_monotonic_ns
         found = {"node": record.get("node"), "time": at, "status": record.get("status"),
                  "signal": record.get("signal")}
-        if any(start <= at and (end is None or at <= end) for start, end in windows):
+        if any(start <= at and (end is None or at <= end)
+               and (nodes is None or found["node"] in nodes) for start, end, nodes in windows):
             excused.append(found)
             continue
         anomalies.append({"type": "unexpected-exit", **found})

@@ -111,8 +111,11 @@ def test_a_member_leaving_while_removed_is_excused_and_only_then() -> None:
            nemesis(2, 4, "restore-voters", "invoke"), nemesis(3, 4.5, "restore-voters")]
     during = {"node": "n3", "monotonic_ns": START + 2 * S, "status": 0}
     later = {"node": "n3", "monotonic_ns": START + 20 * S, "status": 0}
+    another = {"node": "n1", "monotonic_ns": START + 2 * S, "status": 0}
     assert node_logs.check_exits([during], ops, START)["valid"] is True
     assert node_logs.check_exits([later], ops, START)["valid"] is False
+    # A node the fault did not remove has no reason to leave.
+    assert node_logs.check_exits([another], ops, START)["valid"] is False
 
 
 def test_a_kill_fault_window_excuses_nothing() -> None:
