@@ -46,7 +46,9 @@ from checkers.durability import freeze
 from checkers.history import Op, client_ops, pair_ops
 from checkers.verdict import Verdict, verdict
 
-MAX_ANOMALIES = 200
+# Anomalies kept per kind (the rest are counted): one kind, a divergence
+# repeated on every key, must not hide the others.
+MAX_PER_KIND = 50
 JUDGED = (REGISTERS, REGISTER_TXNS, LISTS, LOGS)
 ABSENT = object()
 
@@ -157,7 +159,14 @@ def check(states: Mapping[str, Mapping[str, Any] | None], ops: list[Op], data: s
             "the nodes ended at different positions")
     stats["anomaly_count"] = len(anomalies)
     if anomalies:
-        return verdict(False, anomalies[:MAX_ANOMALIES], stats)
+        kept: dict[str, int] = defaultdict(int)
+        shown = []
+        for a in anomalies:
+            kept[a["type"]] += 1
+            if kept[a["type"]] <= MAX_PER_KIND:
+                shown.append(a)
+        stats["anomalies_by_kind"] = dict(kept)
+        return verdict(False, shown, stats)
     if not agreed and len(answered) < 2:
         return verdict("unknown", stats={**stats, "reason": (
             f"{len(answered)} of {len(states)} node(s) answered: nothing to compare")})

@@ -240,3 +240,13 @@ def test_nodes_at_one_position_that_differ_are_each_judged_against_the_history()
                          h.ops, REGISTERS)
     assert sorted(types(v)) == ["divergent-state", "stale-value"]
     assert next(a for a in v["anomalies"] if a["type"] == "stale-value")["node"] == "n2"
+
+
+def test_many_anomalies_of_one_kind_do_not_hide_another() -> None:
+    h = H().op(1, 0, 1, "write", 4, key="r0").op(1, 2, 3, "write", 5, key="r0")
+    many = {f"k{i}": i for i in range(node_state.MAX_PER_KIND + 10)}
+    states = {"n1": state(9, {"r0": 4, **many}), "n2": state(9, {"r0": 4}, digest="e")}
+    v = node_state.check(states, h.ops, REGISTERS)
+    assert "stale-value" in types(v)
+    assert types(v).count("divergent-state") == node_state.MAX_PER_KIND
+    assert v["stats"]["anomalies_by_kind"]["divergent-state"] == node_state.MAX_PER_KIND + 10
