@@ -3,8 +3,9 @@ node-state checker (`checkers.node_state`).
 
 After the heal, the recovery time and the final reads, the nodes may still
 be catching up: read them all, again and again for a bounded time, until
-they agree (every node answered, at one position) and a leader is known,
-then save what each said in nodes/<n>/state.msgpack.
+they agree (every node answered, at one position) with a leader known, the
+same at two reads in a row, then save what each said in
+nodes/<n>/state.msgpack.
 Whatever the last attempt found is saved, agreed or not: the checker decides
 what it can judge from it.
 """
@@ -36,6 +37,10 @@ def agree(states: Mapping[str, NodeState | None]) -> bool:
             and len({s.get("position") for s in answered}) == 1)
 
 
+def _positions(states: Mapping[str, NodeState | None]) -> dict[str, Any]:
+    return {n: (s or {}).get("position") for n, s in states.items()}
+
+
 def read_all(db: AppliedState, cluster: Cluster, workload: str) -> dict[str, NodeState | None]:
     out: dict[str, NodeState | None] = {}
     with cluster.in_hub():
@@ -56,17 +61,22 @@ def collect(db: AppliedState, cluster: Cluster, workload: str,
     started = clock()
     deadline = started + wait_s
     attempts = 0
+    previous: tuple[Any, str | None] | None = None
     while True:
         attempts += 1
         states = read_all(db, cluster, workload)
         leader = cluster.leader()
-        agreed = agree(states) and leader is not None
+        # Twice alike, a poll apart: a leader just elected may not yet have
+        # committed in its epoch (its first entry then moves every position).
+        now = (_positions(states), leader)
+        agreed = agree(states) and leader is not None and now == previous
         if agreed or clock() >= deadline:
             break
+        previous = now
         time.sleep(POLL_S)
     summary = {"agreed": agreed, "leader": leader, "attempts": attempts,
                "waited_s": round(clock() - started, 3),
-               "positions": {n: (s or {}).get("position") for n, s in states.items()},
+               "positions": _positions(states),
                "silent": sorted(n for n, s in states.items() if s is None)}
     return states, summary
 
