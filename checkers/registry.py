@@ -32,6 +32,10 @@ Plan = dict[str, dict[str, Any]]
 # What a checker may need from the nodes besides the history (run.json
 # `artifacts`, from the system's DB adapter).
 LOG_DUMP, EVENTS = "log_dump", "events"
+# What the harness leaves for every system besides: each node's applied state
+# (adapters with `nodes.db.AppliedState`), its output logs with the patterns
+# that judge them, and the exits no kill caused.
+APPLIED_STATE, NODE_LOGS, NODE_EXITS = "applied_state", "node_logs", "node_exits"
 
 
 def config_of(run: Run) -> dict[str, Any]:
@@ -110,6 +114,53 @@ def _availability(r: Run, options: Options) -> Verdict:
     return availability.check(r.history.ops, r.events or None, r.run, options.get("thresholds"))
 
 
+def _no_run_dir() -> Verdict:
+    return verdict("unknown", stats={"reason": "no run directory to read node files from"})
+
+
+def _node_state(r: Run, options: Options) -> Verdict:
+    from checkers import node_state
+    from checkers.rundir import load_node_states
+    if r.path is None:
+        return _no_run_dir()
+    states = load_node_states(r.path)
+    if not states:
+        return verdict("unknown", stats={"reason": "no node states in the run"})
+    collected = r.run.get("node_states") or {}
+    return node_state.check(states, r.history.ops, options.get("data"),
+                            realtime=options.get("realtime", True),
+                            # "agreed" was only ever recorded with a leader known.
+                            leader_known=collected.get("leader") is not None
+                            or collected.get("agreed") is True)
+
+
+def _node_logs(r: Run, options: Options) -> Verdict:
+    from checkers import node_logs
+    from checkers.rundir import iter_node_log_lines
+    if r.path is None:
+        return _no_run_dir()
+    patterns = r.run.get("node_log_patterns") or {}
+    return node_logs.check_logs(iter_node_log_lines(r.path), patterns.get("failure") or (),
+                                patterns.get("benign") or ())
+
+
+def _node_exits(r: Run, options: Options) -> Verdict:
+    from checkers import node_logs
+    from checkers.rundir import load_exits, node_names
+    if r.path is None or not node_names(r.path):
+        # No node dirs here (a run judged away from its files): no exits
+        # recorded is not the same as none seen.
+        return _no_run_dir()
+    return node_logs.check_exits(load_exits(r.path), r.history.ops,
+                                 r.run.get("start_monotonic_ns"))
+
+
+def _realtime(config: Mapping[str, Any]) -> dict[str, Any]:
+    # Real-time order binds the final state only under a strict model.
+    return {"realtime": config.get("consistency_model", "strict-serializable")
+            in ("strict-serializable", "linearizable")}
+
+
 def _nothing(options: Options) -> frozenset[str]:
     return frozenset()
 
@@ -172,12 +223,21 @@ AVAILABILITY = Checker("availability", "run", _availability,
                        from_config=lambda c: {"thresholds": c.get("thresholds")},
                        needs_node_files=True)
 
+# Its `data` option comes from the run's workload, as durability's.
+NODE_STATE = Checker("node-state", "run", _node_state, from_config=_realtime,
+                     needs=lambda o: frozenset({APPLIED_STATE}), needs_node_files=True)
+NODE_LOGS_CHECKER = Checker("node-logs", "run", _node_logs,
+                            needs=lambda o: frozenset({NODE_LOGS}), needs_node_files=True)
+NODE_EXITS_CHECKER = Checker("node-exits", "run", _node_exits,
+                             needs=lambda o: frozenset({NODE_EXITS}), needs_node_files=True)
+
 CHECKS: dict[str, Checker] = {c.name: c for c in (
     STATS, LINEARIZABILITY, ELLE, RW_REGISTER, DURABILITY, DIVERGENCE, ELECTIONS, INVARIANTS,
-    AVAILABILITY)}
+    AVAILABILITY, NODE_STATE, NODE_LOGS_CHECKER, NODE_EXITS_CHECKER)}
 # The checkers that judge the nodes rather than a workload's answers: every
 # workload's run gets them, after its own.
-CLUSTER_CHECKERS = (ELECTIONS, INVARIANTS, DIVERGENCE, AVAILABILITY)
+CLUSTER_CHECKERS = (ELECTIONS, INVARIANTS, DIVERGENCE, AVAILABILITY, NODE_STATE,
+                    NODE_LOGS_CHECKER, NODE_EXITS_CHECKER)
 
 
 def check_names(names: list[str]) -> None:

@@ -38,6 +38,15 @@ VERDICTS_JSON = "verdicts.json"
 NODES_DIR = "nodes"
 LOG_DUMP = "log.msgpack"
 STDOUT_LOG = "stdout.log"
+STDERR_LOG = "stderr.log"
+NODE_LOGS = (STDOUT_LOG, STDERR_LOG)
+# A node's applied state read at the end of the run (nodes.db.NodeState).
+NODE_STATE = "state.msgpack"
+MAX_NODE_STATE_BYTES = 64 * 1024 * 1024
+# Node processes that exited without the harness killing them, a JSON object a line.
+EXITS = "exits.jsonl"
+MAX_EXITS_BYTES = 1024 * 1024
+MAX_LOG_LINE_BYTES = 64 * 1024
 
 
 _decode = json.JSONDecoder().raw_decode
@@ -228,3 +237,67 @@ def load_run(run_dir: str | os.PathLike[str]) -> Run:
     run = load_json(run_dir / RUN_JSON)
     history = read_history(run_dir / HISTORY)
     return Run(run_dir, run, history, load_dumps(run_dir), load_events(run_dir))
+
+
+def load_node_states(run_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any] | None]:
+    """node -> its applied state (`nodes/<n>/state.msgpack`), None for a node
+    whose file says it did not answer; nodes without the file are left out."""
+    out: dict[str, dict[str, Any] | None] = {}
+    for name in node_names(run_dir):
+        path = Path(run_dir) / NODES_DIR / name / NODE_STATE
+        if not path.exists():
+            continue
+        data = _read_limited(path, MAX_NODE_STATE_BYTES)
+        try:
+            state = msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True,
+                                    max_str_len=MAX_NODE_STATE_BYTES,
+                                    max_bin_len=MAX_NODE_STATE_BYTES,
+                                    max_array_len=MAX_DUMP_CONTAINER_LEN,
+                                    max_map_len=MAX_DUMP_CONTAINER_LEN, max_ext_len=0)
+        except Exception as e:  # msgpack raises several unrelated types
+            raise RunDirError(path, None, None,
+                              f"corrupt node state ({type(e).__name__}: {e})") from None
+        if state is not None and not (isinstance(state, dict)
+                                      and isinstance(state.get("keys", []), list)):
+            raise RunDirError(path, None, None, "a node state must be a map with a 'keys' list")
+        out[name] = state
+    return out
+
+
+def load_exits(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Every recorded exit of a node process the harness did not kill."""
+    out = []
+    for name in node_names(run_dir):
+        path = Path(run_dir) / NODES_DIR / name / EXITS
+        if not path.exists():
+            continue
+        for line in _read_limited(path, MAX_EXITS_BYTES).decode(errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue   # a torn last line: the harness died writing it
+            if isinstance(record, dict):
+                out.append({**record, "node": name})
+    return out
+
+
+def iter_node_log_lines(run_dir: str | os.PathLike[str]
+                        ) -> Iterator[tuple[str, str, int, str]]:
+    """(node, file name, line number from 1, text) for every line of every
+    node's stdout and stderr logs; an over-long line is cut."""
+    for name in node_names(run_dir):
+        for log in NODE_LOGS:
+            path = Path(run_dir) / NODES_DIR / name / log
+            if not path.exists():
+                continue
+            with open(path, "rb") as f:
+                number = 0
+                while True:
+                    line = f.readline(MAX_LOG_LINE_BYTES)
+                    if not line:
+                        break
+                    number += 1
+                    text = line.decode(errors="replace").rstrip("\n")
+                    while line and not line.endswith(b"\n"):
+                        line = f.readline(MAX_LOG_LINE_BYTES)   # the rest of an over-long line
+                    yield name, log, number, text

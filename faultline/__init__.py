@@ -12,12 +12,19 @@ docs/extending.md builds one in under 100 lines. Run it with
 from faultline.system import (
     ARTIFACTS,
     DB,
+    GO_BENIGN_LINES,
+    GO_FAILURE_LINES,
     LISTS,
     LOGS,
+    PYTHON_BENIGN_LINES,
+    PYTHON_FAILURE_LINES,
     REGISTER_TXNS,
     REGISTERS,
+    AppliedState,
     Client,
+    NodeLogPatterns,
     NodeSpec,
+    NodeState,
     Op,
     System,
     clients_for,
@@ -25,6 +32,7 @@ from faultline.system import (
 from nodes.child_python import module_argv as python_module_argv
 from workloads.clients.outcome import CLIENT_OPTIONS, fail, info, ok
 
-__all__ = ["ARTIFACTS", "CLIENT_OPTIONS", "DB", "LISTS", "LOGS", "REGISTERS", "REGISTER_TXNS",
-           "Client", "NodeSpec", "Op", "System", "clients_for", "fail", "info", "ok",
-           "python_module_argv"]
+__all__ = ["ARTIFACTS", "CLIENT_OPTIONS", "DB", "GO_BENIGN_LINES", "GO_FAILURE_LINES", "LISTS",
+           "LOGS", "PYTHON_BENIGN_LINES", "PYTHON_FAILURE_LINES", "REGISTERS", "REGISTER_TXNS",
+           "AppliedState", "Client", "NodeLogPatterns", "NodeSpec", "NodeState", "Op", "System",
+           "clients_for", "fail", "info", "ok", "python_module_argv"]

@@ -23,10 +23,18 @@ from typing import Any, Protocol
 
 from checkers.datatypes import LISTS, LOGS, REGISTER_TXNS, REGISTERS
 from checkers.history import Op
-from nodes.db import DB, NodeSpec
+from nodes.db import DB, AppliedState, NodeLogPatterns, NodeSpec, NodeState
+from nodes.log_patterns import (
+    GO_BENIGN_LINES,
+    GO_FAILURE_LINES,
+    PYTHON_BENIGN_LINES,
+    PYTHON_FAILURE_LINES,
+)
 
-__all__ = ["ARTIFACTS", "LISTS", "LOGS", "REGISTERS", "REGISTER_TXNS", "Client", "DB",
-           "NodeSpec", "Op", "System", "clients_for"]
+__all__ = ["ARTIFACTS", "GO_BENIGN_LINES", "GO_FAILURE_LINES", "LISTS", "LOGS",
+           "PYTHON_BENIGN_LINES", "PYTHON_FAILURE_LINES", "REGISTERS", "REGISTER_TXNS",
+           "AppliedState", "Client", "DB", "NodeLogPatterns", "NodeSpec", "NodeState", "Op",
+           "System", "clients_for"]
 
 # What a node can leave for the checkers besides the history: "log_dump"
 # (nodes/<n>/log.msgpack, judged by divergence/durability) and "events" (JSON

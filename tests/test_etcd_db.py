@@ -182,3 +182,35 @@ def test_member_remove_and_add_back_through_the_member_api(etcd):
     assert flag(argv_before, "--initial-cluster-state") == "existing"
     etcd.start(gone)
     etcd.wait_ready([gone], timeout=60)
+
+
+@pytest.mark.slow
+@needs_etcd
+def test_each_member_reports_the_workloads_keys_at_its_revision(etcd):
+    import json
+    import time
+
+    from harness.run.node_state import agree
+    from nodes.etcd.codec import b64, workload_key
+
+    db = EtcdDB()
+    leader = etcd.spec(etcd.wait_for_leader())
+    for key, value in ((None, 1), ("r1", [2, 3]), ("other", 4)):
+        assert "error" not in db._post(leader, "/v3/kv/put", {
+            "key": b64(workload_key("register", key)), "value": b64(json.dumps(value))}, 5)
+    assert "error" not in db._post(leader, "/v3/kv/put", {"key": b64("registers"),
+                                                          "value": b64("x")}, 5)
+    deadline = time.monotonic() + 20
+    while True:
+        states = {n.name: db.applied_state(n, "register") for n in etcd.specs}
+        if agree(states) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert agree(states), states
+    for state in states.values():
+        # Another workload's key ("registers") is not one of ours.
+        assert sorted(state["keys"], key=repr) == sorted(
+            [[None, 1], ["r1", [2, 3]], ["other", 4]], key=repr)
+        assert state["position"] >= 5
+    etcd.kill(etcd.names[0])
+    assert db.applied_state(etcd.spec(etcd.names[0]), "register") is None

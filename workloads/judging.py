@@ -11,6 +11,7 @@ from checkers.registry import (
     CLUSTER_CHECKERS,
     DURABILITY,
     LINEARIZABILITY,
+    NODE_STATE,
     STATS,
     Plan,
     check_names,
@@ -47,4 +48,5 @@ def workload_defaults(workload: Any, config: Mapping[str, Any]) -> dict[str, dic
     if workload is None:
         return {}
     own = workload.checker_options(config) if hasattr(workload, "checker_options") else {}
-    return {DURABILITY.name: {"data": workload.DATA}, **own}
+    return {DURABILITY.name: {"data": workload.DATA}, NODE_STATE.name: {"data": workload.DATA},
+            **own}

@@ -7,6 +7,7 @@ The harness owns processes; a DB adapter only says what to run
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -37,6 +38,12 @@ from nemesis.netns import Topology, popen_in_netns
 from nodes.db import DB, NodeSpec
 
 DEFAULT_PORT = 7000
+# How often a node process that exited by itself is looked for; its exit time
+# is known to within this.
+EXIT_POLL_S = 0.5
+# One JSON line per node process that exited without the harness killing it
+# (`checkers.rundir.EXITS`).
+EXITS_FILE = "exits.jsonl"
 CAP_NET_ADMIN = 12
 CAP_SYS_ADMIN = 21
 READY_POLL = 0.05
@@ -110,6 +117,10 @@ class Cluster:
         # is per thread): fork them all from one thread that lives as long as
         # the cluster, never from a nemesis thread that ends mid-run.
         self._spawner = ThreadPoolExecutor(1, thread_name_prefix="node-spawner")
+        # Exits no kill of ours caused, as they were noticed (also in nodes/<n>/exits.jsonl).
+        self.exits: list[dict[str, Any]] = []
+        self._exit_watch_stop = threading.Event()
+        self._exit_watch: threading.Thread | None = None
 
     # --- names and addresses (the nemesis contract) ---------------------------
 
@@ -179,6 +190,50 @@ class Cluster:
     def start_all(self, timeout: float = 30.0) -> None:
         self.start(self.names, fresh=True)
         self.wait_ready(self.names, timeout)
+        self.watch_exits()
+
+    def watch_exits(self) -> None:
+        """Look for node processes that exit by themselves until the nodes are
+        stopped (a thread; the kills and starts also look, so none is missed)."""
+        if self._exit_watch is not None:
+            return
+
+        def watch() -> None:
+            while not self._exit_watch_stop.wait(EXIT_POLL_S):
+                self.note_exits()
+
+        self._exit_watch = threading.Thread(target=watch, name="exit-watch", daemon=True)
+        self._exit_watch.start()
+
+    def note_exits(self) -> list[dict[str, Any]]:
+        """Record every node process that has exited though no kill of ours hit
+        it (a crash, an exit of its own); returns those newly recorded. A
+        process is recorded once: it is reaped here."""
+        found = []
+        with self._lock:
+            for name, np in list(self._procs.items()):
+                status = np.popen.poll()
+                if status is None:
+                    continue
+                found.append(self._record_exit(name, status))
+                self._reap(name)
+        return found
+
+    def _record_exit(self, name: str, status: int) -> dict[str, Any]:
+        # Popen's status: -N for a signal N, else the exit code.
+        try:
+            by_signal = signal.Signals(-status).name if status < 0 else None
+        except ValueError:
+            by_signal = f"signal {-status}"
+        record = {"node": name, "monotonic_ns": time.monotonic_ns(), "wall": time.time(),
+                  "status": status, "signal": by_signal}
+        self.exits.append(record)
+        try:
+            with open(self.spec(name).log_dir / EXITS_FILE, "a") as f:
+                f.write(json.dumps(record) + "\n")
+        except OSError:
+            pass  # the record in memory is still reported
+        return record
 
     def __enter__(self) -> Cluster:
         self.setup()
@@ -202,6 +257,7 @@ class Cluster:
         """Start the named nodes that are not running; returns those started."""
         started = []
         with self._lock:
+            self.note_exits()
             for name in names:
                 if self.is_running(name):
                     continue
@@ -246,6 +302,8 @@ class Cluster:
         """SIGKILL each named node's process group; returns the nodes that were running."""
         killed = []
         with self._lock:
+            # Exits before this kill are the nodes' own, not ours.
+            self.note_exits()
             for name in names:
                 np = self._procs.get(name)
                 if np is None:
@@ -337,6 +395,7 @@ class Cluster:
         files open on it, so its process is stopped after this and before
         `teardown` removes the data dirs. Idempotent."""
         with signals_deferred():
+            self._exit_watch_stop.set()
             self.resume(list(self._procs))
             self.kill(list(self._procs))
             self._reap_orphans()

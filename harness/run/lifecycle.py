@@ -22,10 +22,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from checkers.registry import APPLIED_STATE, NODE_EXITS, NODE_LOGS
 from checkers.verdict import exit_code
 from faultline import registry as systems
 from harness.report.views import judge, write_views
 from harness.results.store import check_results_dir, create_run_dir
+from harness.run import node_state
 from harness.run.clients import ClientPool
 from harness.run.cluster import Cluster, check_privileges
 from harness.run.config import (
@@ -57,6 +59,8 @@ from nemesis.base import (
 from nemesis.label import fault_label
 from nemesis.netns import preexec_setns
 from nemesis.schedule import Event
+from nodes.db import AppliedState, NodeLogPatterns
+from nodes.log_patterns import GENERIC_BENIGN_LINES, GENERIC_FAILURE_LINES
 from workloads.ops import OpSpec, on_every_node
 from workloads.registry import get as get_workload
 
@@ -94,6 +98,21 @@ def versions() -> dict[str, str]:
         except PackageNotFoundError:
             pass
     return out
+
+
+def run_artifacts(db: Any) -> set[str]:
+    """What a run of `db` leaves for the checkers: the adapter's own artefacts,
+    and what the harness leaves for every system."""
+    extra = {NODE_LOGS, NODE_EXITS} | ({APPLIED_STATE} if isinstance(db, AppliedState) else set())
+    return set(db.artifacts) | extra
+
+
+def node_log_patterns(db: Any) -> dict[str, list[str]]:
+    """The lines that mean a node tripped over itself: the adapter's, else the
+    generic Python and Go ones."""
+    if isinstance(db, NodeLogPatterns):
+        return {"failure": list(db.failure_log_lines), "benign": list(db.benign_log_lines)}
+    return {"failure": list(GENERIC_FAILURE_LINES), "benign": list(GENERIC_BENIGN_LINES)}
 
 
 def write_run_json(run_dir: Path, doc: dict[str, Any]) -> None:
@@ -255,7 +274,8 @@ class Run:
                     "status": RUNNING, "start_wall": datetime.now(UTC).isoformat(),
                     **harness_fields(os.getpid(), process_start_time(os.getpid())),
                     "versions": versions(), "host": platform.node(),
-                    "artifacts": sorted(self.db.artifacts),
+                    "artifacts": sorted(run_artifacts(self.db)),
+                    "node_log_patterns": node_log_patterns(self.db),
                     "system": {"name": self.system.name, "description": self.system.description,
                                "workloads": self.system.workloads,
                                "node_defaults": dict(self.system.node_defaults)},
@@ -312,6 +332,7 @@ class Run:
                                             cluster.names), live.tick(FINAL_READS))
         finally:
             self._end_workload_and_nemesis(live)
+        self._collect_node_states(cluster, progress)
         self._dump(cluster, live.recorder, progress)
 
     # --- phases --------------------------------------------------------------------
@@ -396,6 +417,24 @@ class Run:
             live.nemesis_thread.join()
         live.pool.close(live.recorder)
         live.recorder.close()
+
+    def _collect_node_states(self, cluster: Cluster, progress: Progress) -> None:
+        """node state: each node's applied state, once they agree (bounded), saved
+        for the node-state checker. Before the nodes stop: they must answer."""
+        if not isinstance(self.db, AppliedState):
+            return
+        assert self.run_dir is not None
+        try:
+            states, summary = node_state.collect(self.db, cluster, self.config.workload)
+            dropped = node_state.save(self.run_dir, states)
+        except Exception as e:  # states that cannot be read are a finding, not a crash
+            self.doc["node_states"] = {"error": f"{type(e).__name__}: {e}"}
+            return
+        if dropped:
+            summary["dropped"] = dropped
+        self.doc["node_states"] = summary
+        progress.say(f"node states read: {'agreed' if summary['agreed'] else 'did not agree'} "
+                     f"after {summary['waited_s']:g}s")
 
     def _dump(self, cluster: Cluster, recorder: Recorder, progress: Progress) -> None:
         """dump: stop the nodes and dump their logs for the checkers."""

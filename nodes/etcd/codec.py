@@ -26,6 +26,26 @@ def as_int(value: Any) -> int:
     return int(value) if value not in (None, "") else 0
 
 
+def workload_key(workload: str, key: Any) -> str:
+    """etcd's key for a workload's key, under the workload's name (None: the one register)."""
+    return workload if key is None else f"{workload}/{key}"
+
+
+def key_in_workload(workload: str, etcd_key: str) -> tuple[bool, str | None]:
+    """(whether `etcd_key` is one of the workload's keys, the workload's key
+    as a string, None for the one register)."""
+    if etcd_key == workload:
+        return True, None
+    prefix = f"{workload}/"
+    return (True, etcd_key[len(prefix):]) if etcd_key.startswith(prefix) else (False, None)
+
+
+def prefix_end(prefix: str) -> str:
+    """The range end that makes a range cover every key starting with `prefix`
+    (its last byte plus one; ASCII names)."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
 def client_url(host: str, port: int) -> str:
     return f"http://{host}:{port}"
 

@@ -15,14 +15,37 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import urllib3
 
-from nodes.db import NodeSpec
-from nodes.etcd.codec import client_url, parse_status, peer_port
+from nodes.db import NodeSpec, NodeState
+from nodes.etcd.codec import (
+    as_int,
+    b64,
+    client_url,
+    key_in_workload,
+    parse_status,
+    peer_port,
+    prefix_end,
+    unb64,
+)
+from nodes.log_patterns import GO_BENIGN_LINES, GO_FAILURE_LINES
 
 STATUS_TIMEOUT_S = 1.0
+APPLIED_STATE_TIMEOUT_S = 5.0
+# etcd 3.4's capnslog marks what ends the process (Fatal, Panic) with "C";
+# its zap logger says "fatal" or "panic" as the level.
+ETCD_FAILURE_LINES = (r"^\S+ \S+ C \| ", r'"level":"(?:fatal|panic|dpanic)"')
 INSTALL_HINT = "etcd is not installed: apt-get install etcd-server etcd-client"
+
+
+def _decoded(raw: bytes) -> Any:
+    """A value as the workload client wrote it (JSON), else its text."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode(errors="replace")
 
 
 def peer_url(node: NodeSpec) -> str:
@@ -56,6 +79,8 @@ class EtcdDB:
     members_leave_when_removed = True
     # No log dump (etcd has no honest offline one) and no event lines.
     artifacts: frozenset[str] = frozenset()
+    failure_log_lines = GO_FAILURE_LINES + ETCD_FAILURE_LINES
+    benign_log_lines = GO_BENIGN_LINES
     # --node-option keys it reads, with their kind (checked before a run starts).
     OPTIONS = {"cluster_token": "string", "heartbeat_ms": "positive-int",
                "election_ms": "positive-int", "pre_vote": "bool", "seed": "int"}
@@ -184,6 +209,23 @@ class EtcdDB:
             return parse_status(json.loads(resp.data))
         except (ValueError, TypeError):
             return None
+
+    def applied_state(self, node: NodeSpec, workload: str) -> NodeState | None:
+        """Every key of `workload` as this member has applied it: a serializable
+        range, answered from the member's own store (no quorum), at the
+        revision it has applied. No digest: HashKV is not on the 3.4 gateway,
+        and Hash covers the whole backend, not only what the members agree on."""
+        found = self._post(node, "/v3/kv/range", {
+            "key": b64(workload), "range_end": b64(prefix_end(workload)),
+            "serializable": True}, APPLIED_STATE_TIMEOUT_S)
+        if found is None or "error" in found:
+            return None
+        keys = []
+        for kv in found.get("kvs") or []:
+            ours, key = key_in_workload(workload, unb64(kv.get("key")).decode(errors="replace"))
+            if ours:
+                keys.append([key, _decoded(unb64(kv.get("value")))])
+        return {"position": as_int((found.get("header") or {}).get("revision")), "keys": keys}
 
     def is_ready(self, node: NodeSpec) -> bool:
         """Serving clients and aware of a leader. etcd opens its client port only

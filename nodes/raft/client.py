@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodes.raft import codec
+from nodes.raft.requests import APPLIED_STATE
 
 
 class NotSent(ConnectionError):
@@ -104,6 +105,11 @@ class NodeClient:
     def status(self) -> Response:
         """{"node", "role", "epoch", "leader", "hw", "log_end"}; not linearizable."""
         return self.call("status")
+
+    def applied_state(self) -> Response:
+        """{"node", "applied_end", "kv": [[key, value]...], "logs": [[name, values]...]}:
+        this node's own state machine, not linearizable."""
+        return self.call(APPLIED_STATE)
 
     def close(self) -> None:
         if self._sock is not None:

@@ -8,12 +8,16 @@ made when its data dirs are formatted), "tick_ms", "request_timeout_ms", "seed",
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import time
 from pathlib import Path
 
+import msgpack
+
 from nodes.child_python import module_argv
-from nodes.db import NodeSpec
+from nodes.db import NodeSpec, NodeState
+from nodes.log_patterns import PYTHON_BENIGN_LINES, PYTHON_FAILURE_LINES
 from nodes.raft import storage
 from nodes.raft.client import NodeClient
 from nodes.raft.dump import write_dump
@@ -24,6 +28,7 @@ STATUS_TIMEOUT_S = 1.0
 # reads or writes it.
 FILL_KEY = "faultline-nemesis-fill"
 CHANGE_TIMEOUT_S = 5.0  # a voter change waits for its record to commit
+APPLIED_STATE_TIMEOUT_S = 5.0  # a whole state machine in one frame (at most 4 MiB)
 
 
 class RaftDB:
@@ -31,6 +36,12 @@ class RaftDB:
     # What a run can judge besides the history: the replicated-log dump and
     # the JSON event lines on stdout.
     artifacts = frozenset({"log_dump", "events"})
+    # Lines of a node's output that mean it tripped over itself: a Python
+    # traceback's exception line (the role guards' IllegalTransition, the
+    # recovered log's ValueError, an assertion), unless the exception is the
+    # operating system's answer (a disk fault's I/O error, a lost connection).
+    failure_log_lines = PYTHON_FAILURE_LINES
+    benign_log_lines = PYTHON_BENIGN_LINES
     # --node-option keys it reads, with their kind (checked before a run starts).
     OPTIONS = {"cluster_id": "string", "tick_ms": "positive-int",
                "request_timeout_ms": "positive-int", "seed": "int", "bugs": "string-list",
@@ -135,6 +146,23 @@ class RaftDB:
             error = str(e) or type(e).__name__
         return {"node": node.name, "to": to_end, "appended": appended, "log_end": log_end,
                 "error": error}
+
+    def applied_state(self, node: NodeSpec, workload: str) -> NodeState | None:
+        """The node's own state machine (no read barrier), in `workload`'s
+        keys, with a digest of all of it (the nemesis' fill key included)."""
+        try:
+            with NodeClient(node.address, timeout=APPLIED_STATE_TIMEOUT_S) as client:
+                response = client.applied_state()
+        except OSError:
+            return None
+        if not response.ok or not isinstance(response.value, dict):
+            return None
+        kv = sorted((k, v) for k, v in response.value.get("kv") or [])
+        logs = sorted((k, v) for k, v in response.value.get("logs") or [])
+        digest = hashlib.sha256(msgpack.packb([kv, logs], use_bin_type=True)).hexdigest()
+        return {"position": int(response.value["applied_end"]), "digest": digest,
+                "keys": [[None if k == workload else k, v] for k, v in kv if k != FILL_KEY],
+                "logs": [[k, v] for k, v in logs]}
 
     def change_voters(self, cluster: list[NodeSpec], change: str, node: str) -> dict:
         """AddRaftVoter / RemoveRaftVoter (KIP-853) through the leader's client

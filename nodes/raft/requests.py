@@ -25,6 +25,17 @@ CONSISTENCY_LEVELS = (QUORUM, LEADER_ACK, NO_ACK)
 BLIND_TXN_OPS = ("append", "w")
 
 
+# An operator's request, answered by any node from its own state machine
+# without a read barrier: its applied state and how far it applied.
+APPLIED_STATE = "applied_state"
+
+
+def store_key(workload: str, key: Any) -> str:
+    """The node's key for a workload's key: a keyless register is the key
+    named after the workload; the node keys everything by string."""
+    return workload if key is None else str(key)
+
+
 class BadRequest(Exception):
     pass
 

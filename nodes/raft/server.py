@@ -38,6 +38,7 @@ from nodes.raft.core import (
 )
 from nodes.raft.peers import PeerLink
 from nodes.raft.requests import (
+    APPLIED_STATE,
     LEADER_ACK,
     MAX_COMMAND_BYTES,
     NO_ACK,
@@ -460,6 +461,9 @@ class RaftServer:
         if request.get("op") == "status":
             connection.reply(request_id, Outcome(True, self.status()))
             return
+        if request.get("op") == APPLIED_STATE:
+            connection.reply(request_id, Outcome(True, self.applied_state()))
+            return
         if request.get("op") in VOTER_CHANGES:
             self._on_voter_change(request, connection)
             return
@@ -533,6 +537,14 @@ class RaftServer:
             "log_end": self.core.log_end, "voters": list(self.core.voters),
             "committed_voters": list(self.core.committed_voters),
         }
+
+    def applied_state(self) -> dict[str, Any]:
+        """What this node's state machine holds and how far it has applied,
+        whatever its role: a harness compares the nodes after a run. Not
+        linearizable, and no read barrier: it is this node's own view."""
+        return {"node": self.node_id, "applied_end": self.applied_end,
+                "kv": [[k, v] for k, v in self.state_machine.kv.items()],
+                "logs": [[name, entries] for name, entries in self.state_machine.logs.items()]}
 
     def _log_problem(self, text: str) -> None:
         print(f"{self.node_id}: {text}", file=sys.stderr, flush=True)

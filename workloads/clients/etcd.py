@@ -24,7 +24,7 @@ from urllib3.exceptions import ConnectTimeoutError, HTTPError, ReadTimeoutError
 
 from checkers.datatypes import LISTS, REGISTER_TXNS, REGISTERS
 from checkers.history import Op
-from nodes.etcd.codec import as_int, b64, unb64
+from nodes.etcd.codec import as_int, b64, unb64, workload_key
 from workloads.clients.outcome import fail, info, ok
 from workloads.registry import get as get_workload
 
@@ -133,7 +133,7 @@ class EtcdClient:
 
     def key_of(self, key: Any) -> str:
         """etcd's key for a workload's key, under the workload's name (None: the one register)."""
-        return self.workload if key is None else f"{self.workload}/{key}"
+        return workload_key(self.workload, key)
 
     # --- requests -----------------------------------------------------------
 

@@ -9,7 +9,7 @@ from typing import Any
 from checkers.datatypes import ALL, LOGS, REGISTER_TXNS
 from checkers.history import Op
 from nodes.raft.codec import BadMessage, FrameError, encode_frame, recv_frame
-from nodes.raft.requests import CONSISTENCY_LEVELS, is_blind_write
+from nodes.raft.requests import CONSISTENCY_LEVELS, is_blind_write, store_key
 from workloads.clients.outcome import CLIENT_OPTIONS, fail, info, ok
 from workloads.ops import is_single_key_read
 from workloads.registry import get as get_workload
@@ -57,7 +57,7 @@ class RaftClient:
     def request(self, op: Op) -> dict[str, Any]:
         f, v = op.f, op.value
         # A keyless register is the node's key named after the workload.
-        key = op.key if op.key is not None else self.workload
+        key = store_key(self.workload, op.key)
         if self.data == LOGS:
             if f == "append":
                 return {"op": "append", "log": v[0], "value": v[1]}
@@ -77,8 +77,8 @@ class RaftClient:
             # The node keys its lists by string; the history keeps the workload's keys.
             # A register read is the node's "get" (nil when unset), a list read its "r".
             reads = "get" if self.data == REGISTER_TXNS else "r"
-            return {"op": "txn", "ops": [[reads if mf == "r" else mf, str(k), mv]
-                                         for mf, k, mv in v]}
+            return {"op": "txn", "ops": [[reads if mf == "r" else mf,
+                                          store_key(self.workload, k), mv] for mf, k, mv in v]}
         raise ValueError(f"{self.workload} client cannot do f={f!r}")
 
     def ok_value(self, op: Op, resp: dict[str, Any]) -> Any:

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import redis
 
-from faultline import NodeSpec, python_module_argv
+from faultline import (
+    PYTHON_BENIGN_LINES,
+    PYTHON_FAILURE_LINES,
+    NodeSpec,
+    NodeState,
+    python_module_argv,
+)
 from faultline_redis.config import MASTER_NAME, sentinel_conf, sentinel_port, server_conf
 from faultline_redis.connect import connect
 
@@ -18,10 +24,24 @@ OPTIONS = {"down_after_ms": "positive-int", "failover_timeout_ms": "positive-int
 INSTALL_HINT = "redis-server is not installed: apt-get install redis-server"
 
 
+def _number(raw: object) -> object:
+    """A value as the client reads it back: an integer, else its text."""
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    try:
+        return int(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return text
+
+
 class RedisDB:
     kind = "redis"
     # No log dump and no event lines: the history is all the checkers get.
     artifacts: frozenset[str] = frozenset()
+    # A Python parent (its tracebacks) and redis-server's own crash report
+    # and failed assertions.
+    failure_log_lines = (*PYTHON_FAILURE_LINES, r"=== REDIS BUG REPORT START",
+                         r"crashed by signal", r"ASSERTION FAILED")
+    benign_log_lines = PYTHON_BENIGN_LINES
 
     def check_installed(self) -> str | None:
         return None if shutil.which("redis-server") else INSTALL_HINT
@@ -74,6 +94,26 @@ class RedisDB:
             return None
         name, count = votes.most_common(1)[0]
         return name if count > len(cluster) // 2 else None
+
+    def applied_state(self, node: NodeSpec, workload: str) -> NodeState | None:
+        """The workload's keys as this server holds them (a read of its own
+        data, primary or replica), at its replication offset."""
+        prefix = f"{workload}/"
+        conn = connect(node.host, node.port, PROBE_TIMEOUT_S, PROBE_TIMEOUT_S)
+        try:
+            position = int(conn.info("replication")["master_repl_offset"])
+            keys = []
+            for raw in conn.scan_iter(match=prefix + "*", count=1000):
+                name = raw.decode() if isinstance(raw, bytes) else str(raw)
+                value = conn.get(raw)
+                key = name[len(prefix):]
+                # The client names the keyless register after its workload.
+                keys.append([None if key == workload else key, _number(value)])
+        except (redis.RedisError, KeyError, ValueError):
+            return None
+        finally:
+            conn.close()
+        return {"position": position, "keys": keys}
 
     def data_files(self, node: NodeSpec) -> list[Path]:
         """The append-only files, oldest first (what a disk fault truncates)."""

@@ -1,0 +1,122 @@
+"""Node logs and node exits: what a node says when it trips over itself.
+
+Two rules, each its own checker:
+- `node-logs`: a line of a node's stdout or stderr that matches one of the
+  failure patterns its system declares (`nodes.db.NodeLogPatterns`, or the
+  generic Python and Go ones), and none of the benign ones, is an anomaly
+  quoting the line (node, file, line number).
+- `node-exits`: a node process that exited though no kill of the harness hit
+  it (the nemesis' kills, power cuts and restarts, and the teardown, all go
+  through the harness and are never recorded) is an anomaly with its time and
+  exit status. Faults whose point is to make a node leave (a voter removed, a
+  node formatted for another cluster: a member may shut itself down) excuse
+  the exits of the nodes they name while they are in force and for a grace
+  period after.
+
+Pure: the lines, exit records and history come from the run dir's loader.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from checkers.faults import FAULT_OPS, OTHER_CLUSTER, VOTERS
+from checkers.history import NEMESIS, Op
+from checkers.verdict import Verdict, verdict
+
+# Matches are quoted up to this many; the rest are counted.
+MAX_QUOTED = 50
+MAX_QUOTE_CHARS = 500
+# A member that leaves may take this long after its fault's heal to be gone.
+LEAVE_GRACE_NS = 5_000_000_000
+LEAVING_EFFECTS = (VOTERS, OTHER_CLUSTER)
+
+
+def compile_patterns(patterns: Sequence[str]) -> re.Pattern[str] | None:
+    """One regex matching any of `patterns` (None for none); ValueError for a bad one."""
+    if not patterns:
+        return None
+    try:
+        return re.compile("|".join(f"(?:{p})" for p in patterns))
+    except re.error as e:
+        raise ValueError(f"a node log pattern does not compile: {e}") from None
+
+
+def check_logs(lines: Iterable[tuple[str, str, int, str]], failure: Sequence[str],
+               benign: Sequence[str] = ()) -> Verdict:
+    """Judge (node, file, line number, text) lines against the patterns."""
+    failing = compile_patterns(failure)
+    if failing is None:
+        return verdict("unknown", stats={"reason": "the system declares no failure patterns"})
+    excused = compile_patterns(benign)
+    anomalies: list[dict[str, Any]] = []
+    counts: dict[str, int] = {}
+    scanned = benign_count = 0
+    for node, file, number, text in lines:
+        scanned += 1
+        if not failing.search(text):
+            continue
+        if excused is not None and excused.search(text):
+            benign_count += 1
+            continue
+        counts[node] = counts.get(node, 0) + 1
+        if len(anomalies) < MAX_QUOTED:
+            anomalies.append({"type": "node-log-failure", "node": node, "file": file,
+                              "line": number, "text": text[:MAX_QUOTE_CHARS]})
+    stats: dict[str, Any] = {"lines": scanned, "matches_by_node": counts,
+                             "benign_matches": benign_count}
+    if not scanned:
+        return verdict("unknown", stats={**stats, "reason": "no node log lines in the run"})
+    return verdict(not counts, anomalies, stats)
+
+
+def leaving_windows(ops: Iterable[Op]) -> list[tuple[int, int | None, frozenset[str] | None]]:
+    """(start, end, nodes) of each fault that makes nodes leave: history times
+    (end None: never healed) and the nodes it names (None: it names none, so
+    any node may leave)."""
+    heals: dict[str, str] = {}
+    for f in FAULT_OPS.values():
+        if f.effect in LEAVING_EFFECTS:
+            heals[f.name] = f.heal_f
+    windows: list[tuple[int, int | None, frozenset[str] | None]] = []
+    open_since: dict[str, tuple[int, set[str]]] = {}
+    for op in ops:
+        if op.process != NEMESIS:
+            continue
+        if op.f in heals:
+            start, nodes = open_since.setdefault(op.f, (op.time, set()))
+            nodes.update(_named(op.value))
+        for fault, heal in heals.items():
+            if op.f == heal and op.type != "invoke" and fault in open_since:
+                start, nodes = open_since.pop(fault)
+                windows.append((start, op.time + LEAVE_GRACE_NS, frozenset(nodes) or None))
+    windows.extend((start, None, frozenset(nodes) or None)
+                   for start, nodes in open_since.values())
+    return windows
+
+
+def _named(value: Any) -> list[str]:
+    nodes = value.get("nodes") if isinstance(value, dict) else None
+    return [n for n in nodes if isinstance(n, str)] if isinstance(nodes, list) else []
+
+
+def check_exits(exits: Sequence[Mapping[str, Any]], ops: Iterable[Op],
+                start_monotonic_ns: int | None) -> Verdict:
+    """Judge the recorded exits of node processes no kill of the harness hit."""
+    if start_monotonic_ns is None:
+        return verdict("unknown", stats={"reason": "run.json has no start_monotonic_ns"})
+    windows = leaving_windows(ops)
+    anomalies, excused = [], []
+    for record in exits:
+        at = int(record.get("monotonic_ns", 0)) - start_monotonic_ns
+        found = {"node": record.get("node"), "time": at, "status": record.get("status"),
+                 "signal": record.get("signal")}
+        if any(start <= at and (end is None or at <= end)
+               and (nodes is None or found["node"] in nodes) for start, end, nodes in windows):
+            excused.append(found)
+            continue
+        anomalies.append({"type": "unexpected-exit", **found})
+    return verdict(not anomalies, anomalies,
+                   {"exits": len(exits), "excused_while_leaving": excused})

@@ -1,0 +1,308 @@
+"""The final state of every node: each node's applied state, read from that
+node alone after the run (`nodes.db.NodeState`), compared with the other
+nodes' and with the history.
+
+Rules:
+- `divergent-state`: two nodes at the same applied position (log index,
+  store revision) hold different states. Replicas that applied the same
+  committed prefix hold the same state; nodes at different positions are
+  not compared this way (one may simply be behind).
+- `divergent-list`: for lists and logs, which only grow, two nodes' values
+  for one key where neither is a prefix of the other, at any positions.
+- Against the history, only once every node answered at one position
+  while a leader was known (the harness waits for that, bounded): each
+  node has then applied everything the cluster committed.
+  - registers (and register txns): `stale-value` - the node holds a value
+    that an acknowledged write, invoked after that value's write had been
+    acknowledged, must have overwritten; `unwritten-value` - a value no
+    write (ok or indeterminate) wrote. A write may be final if it is ok or
+    indeterminate (an indeterminate write may take effect at any time, so it
+    is never excluded) and no ok write began after it was acknowledged; the
+    absent value may be final only if no write was acknowledged. With a
+    consistency model weaker than strict serializability the real-time part
+    is left out (only `unwritten-value` is judged).
+  - lists: `lost-append` - an acknowledged append missing from the key's
+    list; `unwritten-element` - an element no append wrote;
+    `failed-append-applied` - the element of an append that failed
+    (definitely not applied); `duplicate-element`.
+  - logs: `lost-append` - an acknowledged append not at the offset it was
+    acknowledged at.
+  Acks below quorum count as indeterminate (`checkers.acks`).
+
+Says `unknown` when fewer than two nodes answered and no node could be
+judged against the history.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from checkers.acks import relaxed
+from checkers.datatypes import LISTS, LOGS, REGISTER_TXNS, REGISTERS
+from checkers.durability import freeze
+from checkers.history import Op, client_ops, pair_ops
+from checkers.verdict import Verdict, verdict
+
+# Anomalies kept per kind (the rest are counted): one kind, a divergence
+# repeated on every key, must not hide the others.
+MAX_PER_KIND = 50
+JUDGED = (REGISTERS, REGISTER_TXNS, LISTS, LOGS)
+ABSENT = object()
+
+
+def norm_key(key: Any) -> str | None:
+    """A history key as a node state names it (`nodes.db.NodeState`)."""
+    return None if key is None else str(key)
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    key: str | None
+    value: Any
+    status: str              # ok, info (maybe applied) or fail (not applied)
+    invoked: int             # history time
+    acked: int | None        # history time of the ok completion, else None
+    index: int               # the invoke's index in the history
+
+
+def writes_of(ops: Iterable[Op], data: str) -> list[Write]:
+    """Every write in the history, one per written (key, value)."""
+    out = []
+    for inv, done in pair_ops(client_ops(ops)):
+        if done is None or done.type == "info" or relaxed(done):
+            status = "info"
+        else:
+            status = done.type
+        acked = done.time if status == "ok" and done is not None else None
+        for key, value in _written(inv, data):
+            out.append(Write(norm_key(key), value, status, inv.time, acked, inv.index))
+    return out
+
+
+def _written(inv: Op, data: str) -> Iterable[tuple[Any, Any]]:
+    v = inv.value
+    if data == REGISTERS:
+        if inv.f == "write":
+            yield inv.key, v
+        elif inv.f == "cas" and isinstance(v, list | tuple) and len(v) == 2:
+            yield inv.key, v[1]
+    elif data in (LISTS, REGISTER_TXNS) and inv.f == "txn" and isinstance(v, list):
+        f = "append" if data == LISTS else "w"
+        for mop in v:
+            if isinstance(mop, list | tuple) and len(mop) == 3 and mop[0] == f:
+                yield mop[1], mop[2]
+    elif data == LOGS and inv.f == "append" and isinstance(v, list | tuple) and len(v) >= 2:
+        yield v[0], v[1]
+
+
+def log_acks(ops: Iterable[Op]) -> list[tuple[str, int, Any, int]]:
+    """(log, offset, value, invoke index) of every quorum-acked log append."""
+    out = []
+    for inv, done in pair_ops(client_ops(ops)):
+        if inv.f != "append" or done is None or done.type != "ok" or relaxed(done):
+            continue
+        v = done.value
+        if isinstance(v, list | tuple) and len(v) == 3 and type(v[2]) is int:
+            out.append((str(v[0]), v[2], v[1], inv.index))
+    return out
+
+
+def _as_map(pairs: Any) -> dict[str | None, Any]:
+    out: dict[str | None, Any] = {}
+    for pair in pairs or []:
+        if isinstance(pair, list | tuple) and len(pair) == 2:
+            out[norm_key(pair[0])] = pair[1]
+    return out
+
+
+def check(states: Mapping[str, Mapping[str, Any] | None], ops: list[Op], data: str | None,
+          realtime: bool = True, leader_known: bool = True) -> Verdict:
+    """Judge the nodes' final applied states (node -> state, None: it did not
+    answer). `leader_known`: a leader was known when they were read (without
+    one, nodes that all restarted may not yet have applied what was committed)."""
+    if data not in JUDGED:
+        return verdict("unknown", stats={"reason": f"no node-state rules for data {data!r}"})
+    answered = {n: s for n, s in states.items() if s is not None}
+    silent = sorted(n for n, s in states.items() if s is None)
+    field = "logs" if data == LOGS else "keys"
+    maps = {n: _as_map(s.get(field)) for n, s in answered.items()}
+    positions = {n: s.get("position") for n, s in answered.items()}
+    stats: dict[str, Any] = {"nodes": len(states), "answered": sorted(answered),
+                             "silent": silent, "positions": positions}
+    anomalies: list[dict[str, Any]] = []
+    anomalies += _same_position(answered, maps, positions)
+    if data in (LISTS, LOGS):
+        anomalies += _prefixes(maps)
+    agreed = (len(answered) >= 1 and not silent and len(set(positions.values())) == 1
+              and leader_known)
+    if agreed:
+        if data == LOGS:
+            acks = log_acks(ops)
+            stats["acknowledged_writes"] = len(acks)
+            anomalies += _logs_against(maps, acks)
+        else:
+            writes = writes_of(ops, data)
+            stats["acknowledged_writes"] = sum(w.status == "ok" for w in writes)
+            if data == LISTS:
+                anomalies += _lists_against(maps, writes)
+            else:
+                anomalies += _registers_against(maps, writes, realtime)
+        stats["judged_against_history"] = True
+    else:
+        stats["judged_against_history"] = False
+        stats["not_judged_because"] = (
+            "not every node answered" if silent else
+            "no leader was known when the nodes were read" if not leader_known else
+            "the nodes ended at different positions")
+    stats["anomaly_count"] = len(anomalies)
+    if anomalies:
+        kept: dict[str, int] = defaultdict(int)
+        shown = []
+        for a in anomalies:
+            kept[a["type"]] += 1
+            if kept[a["type"]] <= MAX_PER_KIND:
+                shown.append(a)
+        stats["anomalies_by_kind"] = dict(kept)
+        return verdict(False, shown, stats)
+    if not agreed and len(answered) < 2:
+        return verdict("unknown", stats={**stats, "reason": (
+            f"{len(answered)} of {len(states)} node(s) answered: nothing to compare")})
+    return verdict(True, [], stats)
+
+
+def _same_position(answered: Mapping[str, Mapping[str, Any]],
+                   maps: Mapping[str, dict[str | None, Any]],
+                   positions: Mapping[str, Any]) -> list[dict[str, Any]]:
+    by_position: dict[Any, list[str]] = defaultdict(list)
+    for n in sorted(answered):
+        by_position[positions[n]].append(n)
+    out = []
+    for position, nodes in by_position.items():
+        first = nodes[0]
+        for other in nodes[1:]:
+            differing = [k for k in sorted(set(maps[first]) | set(maps[other]), key=repr)
+                         if freeze(maps[first].get(k, ABSENT)) !=
+                         freeze(maps[other].get(k, ABSENT))]
+            for k in differing:
+                out.append({"type": "divergent-state", "position": position, "key": k,
+                            "nodes": [first, other],
+                            "values": {first: maps[first].get(k), other: maps[other].get(k)}})
+            if not differing and answered[first].get("digest") != answered[other].get("digest"):
+                out.append({"type": "divergent-state", "position": position, "key": None,
+                            "nodes": [first, other], "detail": "same keys, different digests "
+                            "(the difference is outside the workload's keys)"})
+    return out
+
+
+def _prefixes(maps: Mapping[str, dict[str | None, Any]]) -> list[dict[str, Any]]:
+    out = []
+    nodes = sorted(maps)
+    for i, a in enumerate(nodes):
+        for b in nodes[i + 1:]:
+            for k in sorted(set(maps[a]) & set(maps[b]), key=repr):
+                la, lb = maps[a][k], maps[b][k]
+                if not (isinstance(la, list) and isinstance(lb, list)):
+                    continue
+                short, long_ = (la, lb) if len(la) <= len(lb) else (lb, la)
+                if freeze(long_[:len(short)]) != freeze(short):
+                    cut = next(i for i, (x, y) in enumerate(zip(la, lb, strict=False))
+                               if freeze(x) != freeze(y))
+                    out.append({"type": "divergent-list", "key": k, "nodes": [a, b],
+                                "index": cut, "values": {a: la[cut], b: lb[cut]}})
+    return out
+
+
+def _registers_against(maps: Mapping[str, dict[str | None, Any]], writes: list[Write],
+                       realtime: bool) -> list[dict[str, Any]]:
+    by_key: dict[str | None, list[Write]] = defaultdict(list)
+    for w in writes:
+        by_key[w.key].append(w)
+    out = []
+    for key, ws in by_key.items():
+        effective = [w for w in ws if w.status in ("ok", "info")]
+        latest_invoke_of_ok = max((w.invoked for w in ws if w.status == "ok"), default=None)
+        finals = {freeze(w.value) for w in effective
+                  if not realtime or w.acked is None or latest_invoke_of_ok is None
+                  or latest_invoke_of_ok <= w.acked}
+        if latest_invoke_of_ok is None:
+            finals.add(freeze(None))
+        # Which write a value came from: one that may have taken effect, if any did.
+        written: dict[Any, Write] = {}
+        for w in ws:
+            if written.get(freeze(w.value)) is None or written[freeze(w.value)].status == "fail":
+                written[freeze(w.value)] = w
+        for node in sorted(maps):
+            value = maps[node].get(key)
+            if freeze(value) in finals:
+                continue
+            source = written.get(freeze(value))
+            later = None if source is None or source.acked is None else min(
+                (w for w in ws if w.status == "ok" and w.invoked > source.acked),
+                key=lambda w: w.invoked, default=None)
+            if source is None and value is None:
+                # Absent, though a write was acknowledged.
+                first = min((w for w in ws if w.status == "ok"), key=lambda w: w.invoked)
+                out.append({"type": "stale-value", "node": node, "key": key, "value": None,
+                            "written_by": None, "overwritten_by": first.index,
+                            "overwritten_with": first.value})
+            elif source is not None and later is not None:
+                out.append({"type": "stale-value", "node": node, "key": key, "value": value,
+                            "written_by": source.index, "overwritten_by": later.index,
+                            "overwritten_with": later.value})
+            else:
+                out.append({"type": "unwritten-value", "node": node, "key": key,
+                            "value": value,
+                            **({"failed_write": source.index} if source is not None else {})})
+    return out
+
+
+def _lists_against(maps: Mapping[str, dict[str | None, Any]],
+                   writes: list[Write]) -> list[dict[str, Any]]:
+    by_key: dict[str | None, list[Write]] = defaultdict(list)
+    for w in writes:
+        by_key[w.key].append(w)
+    out = []
+    for node in sorted(maps):
+        for key in sorted(set(by_key) | set(maps[node]), key=repr):
+            held = maps[node].get(key) or []
+            if not isinstance(held, list):
+                out.append({"type": "unwritten-value", "node": node, "key": key, "value": held})
+                continue
+            present = [freeze(x) for x in held]
+            ws = {freeze(w.value): w for w in by_key.get(key, [])}
+            seen: set[Any] = set()
+            for i, x in enumerate(present):
+                if x in seen:
+                    out.append({"type": "duplicate-element", "node": node, "key": key,
+                                "index": i, "value": held[i]})
+                seen.add(x)
+                w = ws.get(x)
+                if w is None:
+                    out.append({"type": "unwritten-element", "node": node, "key": key,
+                                "index": i, "value": held[i]})
+                elif w.status == "fail":
+                    out.append({"type": "failed-append-applied", "node": node, "key": key,
+                                "index": i, "value": held[i], "append": w.index})
+            for w in by_key.get(key, []):
+                if w.status == "ok" and freeze(w.value) not in seen:
+                    out.append({"type": "lost-append", "node": node, "key": key,
+                                "value": w.value, "append": w.index})
+    return out
+
+
+def _logs_against(maps: Mapping[str, dict[str | None, Any]],
+                  acks: list[tuple[str, int, Any, int]]) -> list[dict[str, Any]]:
+    out = []
+    for node in sorted(maps):
+        for log, offset, value, index in acks:
+            entries = maps[node].get(log)
+            held = entries[offset] if isinstance(entries, list) and offset < len(entries) \
+                else ABSENT
+            if held is ABSENT or freeze(held) != freeze(value):
+                out.append({"type": "lost-append", "node": node, "key": log, "offset": offset,
+                            "value": value, "held": None if held is ABSENT else held,
+                            "append": index})
+    return out

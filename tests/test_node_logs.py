@@ -1,0 +1,145 @@
+"""The node-logs and node-exits checkers: pass and fail twins, with the
+patterns the systems declare."""
+
+from __future__ import annotations
+
+import pytest
+
+from checkers import node_logs
+from checkers.history import NEMESIS, Op
+from nodes.etcd.db import EtcdDB
+from nodes.log_patterns import GENERIC_BENIGN_LINES, GENERIC_FAILURE_LINES
+from nodes.raft.db import RaftDB
+
+RAFT = (RaftDB.failure_log_lines, RaftDB.benign_log_lines)
+ETCD = (EtcdDB.failure_log_lines, EtcdDB.benign_log_lines)
+GENERIC = (GENERIC_FAILURE_LINES, GENERIC_BENIGN_LINES)
+
+GUARD_TRACEBACK = """Exception in callback RaftServer.process_ready()
+handle: <Handle RaftServer.process_ready()>
+Traceback (most recent call last):
+  File "/work/nodes/raft/server.py", line 301, in process_ready
+    self._handle(ready)
+nodes.raft.roles.IllegalTransition: Follower -> Leader without a vote majority"""
+
+DISK_TRACEBACK = """Exception in callback RaftServer.process_ready()
+Traceback (most recent call last):
+  File "/work/nodes/raft/storage.py", line 119, in write_file_atomically
+    os.fsync(fd)
+OSError: [Errno 5] Input/output error"""
+
+EVENTS = '{"t": 1, "node": "n1", "event": "error", "what": "ValueError: in a JSON field"}'
+
+
+def lines(node: str, text: str, file: str = "stderr.log") -> list[tuple[str, str, int, str]]:
+    return [(node, file, i + 1, t) for i, t in enumerate(text.splitlines())]
+
+
+@pytest.mark.parametrize("patterns", [RAFT, GENERIC])
+def test_a_python_guard_exception_is_quoted_with_node_file_and_line(patterns) -> None:
+    v = node_logs.check_logs(lines("n2", GUARD_TRACEBACK), *patterns)
+    assert v["valid"] is False
+    [a] = v["anomalies"]
+    assert (a["node"], a["file"], a["line"]) == ("n2", "stderr.log", 6)
+    assert a["text"].startswith("nodes.raft.roles.IllegalTransition: Follower")
+
+
+@pytest.mark.parametrize("text", [
+    "AssertionError", "ValueError: recovered log is not contiguous from 0 at index 7",
+    "RuntimeError: applied past the log end", "KeyError: 'n9'"])
+def test_other_python_exceptions_count(text: str) -> None:
+    assert node_logs.check_logs(lines("n1", text), *RAFT)["valid"] is False
+
+
+@pytest.mark.parametrize("text", [
+    DISK_TRACEBACK, "ConnectionResetError: [Errno 104] Connection reset by peer",
+    "BrokenPipeError: [Errno 32] Broken pipe", EVENTS,
+    "n1: closing connection: frame length 99999999 exceeds 4194304",
+    "listening on 10.0.0.1:7000"])
+def test_what_faults_cause_and_ordinary_output_do_not_count(text: str) -> None:
+    v = node_logs.check_logs(lines("n1", text), *RAFT)
+    assert v["valid"] is True, v
+
+
+@pytest.mark.parametrize("text, caught", [
+    ("panic: runtime error: index out of range [3] with length 3", True),
+    ("fatal error: concurrent map writes", True),
+    ("2026-11-26 18:00:00.000000 C | etcdserver: failed to apply: corrupt", True),
+    ('{"level":"panic","msg":"failed to recover v3 backend"}', True),   # zap's JSON lines
+    ('{"level":"warn","msg":"lost TCP streaming connection with remote peer"}', False),
+    ("2026-11-26 18:00:00.000000 W | rafthttp: lost the TCP streaming connection", False),
+    ("2026-11-26 18:00:00.000000 E | rafthttp: failed to dial 2a3b: connection refused", False),
+])
+def test_go_and_etcd_lines(text: str, caught: bool) -> None:
+    assert node_logs.check_logs(lines("n1", text), *ETCD)["valid"] is (not caught)
+
+
+def test_no_patterns_or_no_lines_is_unknown() -> None:
+    assert node_logs.check_logs(lines("n1", "x"), ())["valid"] == "unknown"
+    assert node_logs.check_logs([], *RAFT)["valid"] == "unknown"
+
+
+def test_a_bad_pattern_is_one_sentence() -> None:
+    with pytest.raises(ValueError, match="does not compile"):
+        node_logs.check_logs(lines("n1", "x"), ("(",))
+
+
+# --- exits ------------------------------------------------------------------
+
+S = 1_000_000_000
+START = 10 * S
+
+
+def nemesis(index: int, t: float, f: str, kind: str = "info") -> Op:
+    return Op(index, int(t * S), NEMESIS, kind, f, {"nodes": ["n3"]})
+
+
+def test_an_exit_no_kill_caused_is_an_anomaly_with_time_and_status() -> None:
+    exits = [{"node": "n2", "monotonic_ns": START + 3 * S, "status": 1, "signal": None}]
+    v = node_logs.check_exits(exits, [], START)
+    assert v["valid"] is False
+    [a] = v["anomalies"]
+    assert (a["node"], a["time"], a["status"]) == ("n2", 3 * S, 1)
+
+
+def test_no_exits_is_valid() -> None:
+    assert node_logs.check_exits([], [], START)["valid"] is True
+
+
+def test_a_member_leaving_while_removed_is_excused_and_only_then() -> None:
+    ops = [nemesis(0, 1, "membership", "invoke"), nemesis(1, 1.1, "membership"),
+           nemesis(2, 4, "restore-voters", "invoke"), nemesis(3, 4.5, "restore-voters")]
+    during = {"node": "n3", "monotonic_ns": START + 2 * S, "status": 0}
+    later = {"node": "n3", "monotonic_ns": START + 20 * S, "status": 0}
+    another = {"node": "n1", "monotonic_ns": START + 2 * S, "status": 0}
+    assert node_logs.check_exits([during], ops, START)["valid"] is True
+    assert node_logs.check_exits([later], ops, START)["valid"] is False
+    # A node the fault did not remove has no reason to leave.
+    assert node_logs.check_exits([another], ops, START)["valid"] is False
+
+
+def test_a_kill_fault_window_excuses_nothing() -> None:
+    # The harness never records its own kills; an exit while a kill is in
+    # force is another process's, or the node's own.
+    ops = [nemesis(0, 1, "kill", "invoke"), nemesis(1, 1.1, "kill"),
+           nemesis(2, 4, "start", "invoke"), nemesis(3, 4.5, "start")]
+    exits = [{"node": "n1", "monotonic_ns": START + 2 * S, "status": -6, "signal": "SIGABRT"}]
+    assert node_logs.check_exits(exits, ops, START)["valid"] is False
+
+
+def test_exits_without_a_time_base_are_unknown() -> None:
+    assert node_logs.check_exits([], [], None)["valid"] == "unknown"
+
+
+@pytest.mark.parametrize("text, caught", [
+    ("12345:M 26 Nov 2026 18:00:00.000 # === REDIS BUG REPORT START: Cut & paste ===", True),
+    ("12345:M 26 Nov 2026 18:00:00.000 # Redis 7.0.15 crashed by signal: 11", True),
+    ("12345:M 26 Nov 2026 18:00:00.000 # Connection with replica 10.0.0.2:7000 lost.", False),
+    ("12345:X 26 Nov 2026 18:00:00.000 # +odown master faultline 10.0.0.1 7000 #quorum 2/2",
+     False),
+])
+def test_redis_lines(text: str, caught: bool) -> None:
+    redis_db = pytest.importorskip("faultline_redis.db")   # the plugin, when installed
+    patterns = (redis_db.RedisDB.failure_log_lines, redis_db.RedisDB.benign_log_lines)
+    assert node_logs.check_logs(lines("n1", text, "stdout.log"), *patterns)["valid"] is (
+        not caught)
