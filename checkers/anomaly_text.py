@@ -326,6 +326,62 @@ def _voter_changes_out_of_order(a: dict[str, Any]) -> str:
             f"offset {a['in_force']} was already in force.")
 
 
+
+# node-state, node-logs
+def _divergent_state(a: dict[str, Any]) -> str:
+    nodes = " and ".join(map(str, a["nodes"]))
+    if a.get("key") is None:
+        return (f"Nodes {nodes} at position {_v(a.get('position'))} hold different "
+                f"applied states: {_v(a.get('detail'))}.")
+    values = "; ".join(f"{n} has {_v(v)}" for n, v in (a.get("values") or {}).items())
+    return (f"Nodes {nodes} at position {_v(a.get('position'))} hold different values "
+            f"of key {_v(a['key'])}: {values}.")
+
+
+def _divergent_list(a: dict[str, Any]) -> str:
+    values = "; ".join(f"{n} has {_v(v)}" for n, v in (a.get("values") or {}).items())
+    return (f"Nodes {' and '.join(map(str, a['nodes']))} disagree on key {_v(a['key'])} "
+            f"at element {_v(a['index'])}, so neither list is a prefix of the other: "
+            f"{values}.")
+
+
+def _stale_value(a: dict[str, Any]) -> str:
+    return (f"{_node(a)} ends holding {_v(a['value'])} for key {_v(a['key'])}, but the "
+            f"write of {_v(a['overwritten_with'])} (history index "
+            f"{_v(a['overwritten_by'])}) was acknowledged after it.")
+
+
+def _unwritten_value(a: dict[str, Any]) -> str:
+    failed = (f" (only a write that failed, history index {_v(a['failed_write'])}, wrote it)"
+              if a.get("failed_write") is not None else "")
+    return (f"{_node(a)} ends holding {_v(a['value'])} for key {_v(a['key'])}, a value "
+            f"no acknowledged or indeterminate write wrote{failed}.")
+
+
+def _element(what: str) -> Callable[[dict[str, Any]], str]:
+    def read(a: dict[str, Any]) -> str:
+        return (f"{_node(a)} holds {_v(a['value'])} at element {_v(a['index'])} of key "
+                f"{_v(a['key'])}, {what}.")
+    return read
+
+
+def _failed_append_applied(a: dict[str, Any]) -> str:
+    return (f"{_node(a)} holds {_v(a['value'])} at element {_v(a['index'])} of key "
+            f"{_v(a['key'])}, though its append (history index {_v(a['append'])}) failed.")
+
+
+def _lost_append(a: dict[str, Any]) -> str:
+    where = (f" at offset {_v(a['offset'])} (it holds {_v(a.get('held'))})"
+             if a.get("offset") is not None else "")
+    return (f"{_node(a)} lacks the acknowledged append of {_v(a['value'])} to "
+            f"{_v(a['key'])}{where} (history index {_v(a['append'])}).")
+
+
+def _node_log_failure(a: dict[str, Any]) -> str:
+    return (f"{_node(a)} tripped over itself: {a['file']} line {_v(a['line'])} reads "
+            f"\"{_v(a['text'])}\".")
+
+
 SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {
     # linearizability
     "nonlinearizable": _nonlinearizable,
@@ -371,4 +427,14 @@ SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {
     "leader-resigned-adding-voter": _resigned_adding_voter,
     "voter-change-incomplete": _voter_change_incomplete,
     "voter-changes-out-of-order": _voter_changes_out_of_order,
+    # node-state, node-logs
+    "divergent-state": _divergent_state,
+    "divergent-list": _divergent_list,
+    "stale-value": _stale_value,
+    "unwritten-value": _unwritten_value,
+    "duplicate-element": _element("a second time"),
+    "unwritten-element": _element("an element no append wrote"),
+    "failed-append-applied": _failed_append_applied,
+    "lost-append": _lost_append,
+    "node-log-failure": _node_log_failure,
 }
