@@ -1,0 +1,138 @@
+"""contrib/nats: NATS JetStream as a faultline system, through the public API only.
+
+Unit tests of the adapter's pure parts; slow end-to-end runs of the installed
+plugin (a healthy run is valid; a coordinated power cut of every node loses
+acknowledged messages that kill -9 of every node does not)."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from faultline import NodeSpec
+
+REPO = Path(__file__).resolve().parent.parent
+PLUGIN = REPO / "contrib" / "nats"
+
+
+def _plugin(module):
+    pytest.importorskip("nats")   # nats-py: the plugin's own dependency
+    sys.path.insert(0, str(PLUGIN))
+    try:
+        return __import__(f"faultline_nats.{module}", fromlist=["_"])
+    finally:
+        sys.path.remove(str(PLUGIN))
+
+
+def _cluster(n):
+    return [NodeSpec(f"n{i}", f"10.0.0.{i}", 7000, Path(f"/d/n{i}"), Path(f"/l/n{i}"))
+            for i in range(1, n + 1)]
+
+
+def test_every_listener_is_on_the_nodes_own_address():
+    config = _plugin("config")
+    nodes = _cluster(3)
+    text = config.server_conf(nodes[1], nodes)
+    assert 'listen: "10.0.0.2:7000"' in text
+    assert 'http: "10.0.0.2:7002"' in text
+    assert 'listen: "10.0.0.2:7001"' in text          # the cluster's routes
+    assert 'server_name: "n2"' in text and 'store_dir: "/d/n2/jetstream"' in text
+    # Bound nowhere else: every address in the file is a node's.
+    addresses = set(re.findall(r"\d+\.\d+\.\d+\.\d+", text))
+    assert addresses == {"10.0.0.1", "10.0.0.2", "10.0.0.3"}
+
+
+def test_routes_name_every_other_node_and_not_itself():
+    config = _plugin("config")
+    nodes = _cluster(5)
+    text = config.server_conf(nodes[0], nodes)
+    routes = re.findall(r"nats-route://([\d.]+):(\d+)", text)
+    assert routes == [(f"10.0.0.{i}", "7001") for i in range(2, 6)]
+
+
+def test_no_sync_setting_this_version_would_refuse():
+    """2.9's config check rejects sync_interval; the default is what is tested."""
+    config = _plugin("config")
+    nodes = _cluster(3)
+    assert "sync" not in config.server_conf(nodes[0], nodes)
+
+
+@pytest.mark.parametrize("size, want", [(1, 1), (3, 3), (5, 5), (7, 5)])
+def test_a_stream_is_on_every_node_up_to_five(size, want):
+    assert _plugin("config").replicas(size) == want
+
+
+def test_a_log_is_one_subject_token_of_the_one_stream():
+    config = _plugin("config")
+    assert config.subject("log0") == "faultline.log0"
+    assert config.subject("a.b c*>") == "faultline.a_b_c__"
+
+
+def test_offsets_are_sequences_from_zero():
+    config = _plugin("config")
+    assert config.offset(1) == 0 and config.first_seq(0) == 1 and config.first_seq(-3) == 1
+    assert config.first_seq(config.offset(42)) == 42
+
+
+def test_a_read_takes_count_entries_or_what_the_log_holds():
+    client = _plugin("client")
+    assert client.read_window(0, 50, 10) == (1, 10)      # short: the log's end
+    assert client.read_window(5, 3, 100) == (6, 3)       # full: count entries
+    assert client.read_window(10, 5, 0) == (11, 0)       # past the end: empty
+
+
+def test_the_stream_is_file_backed_replicated_and_takes_every_log():
+    client = _plugin("client")
+    cfg = client.stream_config(3)
+    assert cfg.name == "faultline" and cfg.subjects == ["faultline.>"]
+    assert cfg.num_replicas == 3 and cfg.storage.value == "file"
+    assert client.stream_config(7).num_replicas == 5
+
+
+def test_meta_leader_is_read_from_jsz():
+    db = _plugin("db")
+    assert db.meta_leader({"meta_cluster": {"leader": "n2", "cluster_size": 3}}) == "n2"
+    for bad in (None, {}, {"meta_cluster": {}}, {"meta_cluster": {"leader": ""}},
+                {"meta_cluster": "n1"}, [1]):
+        assert db.meta_leader(bad) is None
+
+
+def test_a_leader_needs_a_majority_naming_it():
+    db = _plugin("db")
+    names = ["n1", "n2", "n3"]
+    assert db.agreed_leader(["n1", "n1", None], names) == "n1"
+    assert db.agreed_leader(["n1", "n2", None], names) is None
+    assert db.agreed_leader(["n9", "n9", "n9"], names) is None   # not one of ours
+    assert db.agreed_leader([None, None, None], names) is None
+
+
+def test_data_files_are_the_streams_message_blocks(tmp_path):
+    db = _plugin("db")
+    node = NodeSpec("n1", "10.0.0.1", 7000, tmp_path, tmp_path / "log")
+    msgs = tmp_path / "jetstream" / "jetstream" / "$G" / "streams" / "faultline_log0" / "msgs"
+    msgs.mkdir(parents=True)
+    for name in ("2.blk", "1.blk", "index.db"):
+        (msgs / name).write_bytes(b"x")
+    assert [p.name for p in db.NatsDB().data_files(node)] == ["1.blk", "2.blk"]
+
+
+def test_the_system_serves_the_log_workload_only():
+    pytest.importorskip("nats")
+    sys.path.insert(0, str(PLUGIN))
+    try:
+        from faultline_nats import NATS
+    finally:
+        sys.path.remove(str(PLUGIN))
+    assert NATS.name == "nats" and NATS.workloads == ["log"]
+
+
+def test_no_core_module_names_nats():
+    out = subprocess.run(["git", "grep", "-l", "-i", "-w", "nats", "--", "faultline", "harness",
+                          "nodes", "workloads", "checkers", "nemesis"],
+                         capture_output=True, text=True, cwd=REPO)
+    assert out.stdout == "", out.stdout
