@@ -85,7 +85,7 @@ class NatsClient:
                                       connect_timeout=self.connect_timeout,
                                       allow_reconnect=False, max_reconnect_attempts=0,
                                       error_cb=quiet)
-        except (OSError, asyncio.TimeoutError, nats.errors.Error) as e:
+        except (TimeoutError, OSError, nats.errors.Error) as e:
             raise Unsent(f"connect: {e!r}") from None
         self._conns[node] = conn
         return conn
@@ -95,7 +95,7 @@ class NatsClient:
         if conn is not None:
             try:
                 await asyncio.wait_for(conn.close(), self.timeout)
-            except (asyncio.TimeoutError, nats.errors.Error, OSError):
+            except (TimeoutError, nats.errors.Error, OSError):
                 pass
 
     async def _invoke(self, op: Op, node: str) -> Op:
@@ -111,7 +111,7 @@ class NatsClient:
             # No server took the request: nothing listened on the subject (no
             # such stream, or its interest not yet known on this server).
             return fail(op, "no responders", node)
-        except (asyncio.TimeoutError, nats.errors.Error, OSError) as e:
+        except (TimeoutError, nats.errors.Error, OSError) as e:
             await self._drop(node)
             # A read has no effect; a publish that got no answer may be stored.
             if op.f == "read":
@@ -127,7 +127,7 @@ class NatsClient:
         except nats.js.errors.APIError as e:
             if e.err_code != STREAM_NAME_IN_USE:
                 raise Unsent(f"add stream: {e}") from None
-        except (asyncio.TimeoutError, nats.errors.Error) as e:
+        except (TimeoutError, nats.errors.Error) as e:
             raise Unsent(f"add stream: {e!r}") from None
         self._stream_made = True
 
