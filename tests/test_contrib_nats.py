@@ -245,3 +245,26 @@ def test_a_power_cut_of_every_node_loses_acknowledged_messages(tmp_path):
                    and f["new_size"] < f["old_size"] for f in files)
 
     assert any(all(block_shrank(files) for files in cut["lost"].values()) for cut in cuts), cuts
+
+
+def test_the_campaign_is_the_finding_and_its_control_over_five_seeds():
+    """contrib/nats/campaign.toml names the installed system; here the same
+    matrix is expanded against the plugin loaded from its source tree."""
+    import tomllib
+
+    from harness.campaign.spec import parse_campaign
+    pytest.importorskip("nats")
+    doc = tomllib.loads((PLUGIN / "campaign.toml").read_text())
+    assert [m["db"] for m in doc["matrix"]] == [["nats"]]
+    doc["matrix"][0]["db"] = ["faultline_nats:NATS"]
+    sys.path.insert(0, str(PLUGIN))
+    try:
+        runs = parse_campaign(doc).runs
+    finally:
+        sys.path.remove(str(PLUGIN))
+    by_nemesis = {}
+    for run in runs:
+        by_nemesis.setdefault(tuple(run.config.nemesis), []).append(run.config.seed)
+    assert by_nemesis == {("lose-unsynced:all",): [1, 2, 3, 4, 5],
+                          ("kill:majority",): [1, 2, 3, 4, 5]}
+    assert all(run.config.workload_options == {"logs": 1} for run in runs)
