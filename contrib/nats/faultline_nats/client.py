@@ -60,10 +60,10 @@ class NatsClient:
         self.connect_timeout = float(options.get("connect_timeout", 0.5))
         self.loop = asyncio.new_event_loop()
         self._conns: dict[str, nats.NATS] = {}
-        # The stream is made once, by the first op of each worker (before any
-        # fault), never again: a stream that vanishes (a power cut) must show
-        # as lost, not come back empty under the same name.
-        self._stream_made = False
+        # Each worker tries to make the stream once, at its first op (before
+        # any fault), never again, whatever came of it: a stream that vanishes
+        # (a power cut) must show as lost, not come back empty under its name.
+        self._stream_tried = False
 
     def invoke(self, op: Op) -> Op:
         node = op.node if op.node in self.nodes else next(iter(self.nodes))
@@ -120,8 +120,9 @@ class NatsClient:
         raise ValueError(f"the nats {self.workload} client cannot do f={op.f!r}")
 
     async def _ensure_stream(self, js: Any) -> None:
-        if self._stream_made:
+        if self._stream_tried:
             return
+        self._stream_tried = True
         try:
             await js.add_stream(stream_config(len(self.nodes)))
         except nats.js.errors.APIError as e:
@@ -129,7 +130,6 @@ class NatsClient:
                 raise Unsent(f"add stream: {e}") from None
         except (TimeoutError, nats.errors.Error) as e:
             raise Unsent(f"add stream: {e!r}") from None
-        self._stream_made = True
 
     async def _append(self, js: Any, op: Op, node: str) -> Op:
         log, value = op.value
