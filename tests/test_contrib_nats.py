@@ -231,6 +231,11 @@ def test_a_power_cut_of_every_node_loses_acknowledged_messages(tmp_path):
     from checkers.rundir import load_run
     proc, run_dir, checkers = _run_installed(tmp_path, "--nemesis", "lose-unsynced:all",
                                              "--time-limit", "15", "--seed", "1")
+    if checkers["durability"]["stats"]["writes"]["ok"] == 0:
+        # Seen once in 16 runs, under kill:majority: the stream never took a
+        # message (contrib/nats/README.md, an open question). Such a run says
+        # nothing about power cuts either way.
+        pytest.xfail("the stream took no message in this run: nothing to lose")
     assert proc.returncode == 1, proc.stdout[-3000:]
     lost = [a for a in checkers["durability"]["anomalies"] if a["type"] == "lost-write"]
     assert lost and all(a["evidence"] == "final-read" for a in lost)
