@@ -9,5 +9,6 @@ NATS = System(
     db=NatsDB,
     clients=clients_for(NatsClient),
     node_options={},
-    description="NATS JetStream (Debian's nats-server): a cluster, one R3/R5 stream per log",
+    description=("NATS JetStream (Debian's nats-server): a cluster, one R3/R5 stream, "
+                 "a subject per log"),
 )
