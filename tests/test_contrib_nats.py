@@ -273,3 +273,20 @@ def test_the_campaign_is_the_finding_and_its_control_over_five_seeds():
     assert by_nemesis == {("lose-unsynced:all",): [1, 2, 3, 4, 5],
                           ("kill:majority",): [1, 2, 3, 4, 5]}
     assert all(run.config.workload_options == {"logs": 1} for run in runs)
+
+
+def test_a_read_is_recorded_as_served_by_the_replica_its_consumer_is_on():
+    client = _plugin("client")
+    from nats.js import api
+    nodes = {"n1": ("10.0.0.1", 7000), "n2": ("10.0.0.2", 7000)}
+    on = api.ConsumerInfo.from_response({"name": "c", "stream_name": "faultline",
+                                         "config": {}, "created": "2026-11-26T00:00:00Z",
+                                         "cluster": {"leader": "n2"}})
+    assert client.placed_on(on, nodes) == "n2"
+    stranger = api.ConsumerInfo.from_response({"name": "c", "stream_name": "faultline",
+                                               "config": {}, "created": "2026-11-26T00:00:00Z",
+                                               "cluster": {"leader": "x9"}})
+    assert client.placed_on(stranger, nodes) is None
+    nowhere = api.ConsumerInfo.from_response({"name": "c", "stream_name": "faultline",
+                                              "config": {}, "created": "2026-11-26T00:00:00Z"})
+    assert client.placed_on(nowhere, nodes) is None

@@ -43,6 +43,13 @@ def read_window(from_offset: int, count: int, pending: int) -> tuple[int, int]:
     return first_seq(from_offset), max(0, min(count, pending))
 
 
+def placed_on(consumer: api.ConsumerInfo, nodes: dict[str, Any]) -> str | None:
+    """The node an R1 consumer lives on, if its info names one of ours (pure)."""
+    cluster = consumer.cluster
+    leader = cluster.leader if cluster is not None else None
+    return leader if leader in nodes else None
+
+
 def decode(payload: bytes) -> int:
     return int(payload.decode())
 
@@ -161,9 +168,11 @@ class NatsClient:
             return fail(op, f"consumer: {e}", node)
         try:
             # The log's messages from the start sequence on, when the consumer
-            # was made: the read's snapshot of the log.
-            pending = (await sub.consumer_info()).num_pending
-            _, want = read_window(from_offset, count, pending)
+            # was made: the read's snapshot of the log, from the store of the
+            # replica the consumer was placed on (recorded as the op's node).
+            consumer = await sub.consumer_info()
+            served = placed_on(consumer, self.nodes) or node
+            _, want = read_window(from_offset, count, consumer.num_pending)
             entries: list[list[int]] = []
             while len(entries) < want:
                 batch = await sub.fetch(batch=min(FETCH_BATCH, want - len(entries)),
@@ -172,7 +181,7 @@ class NatsClient:
                             for m in batch[:want - len(entries)]]
         finally:
             await sub.unsubscribe()
-        return ok(op, [log, from_offset, entries], node)
+        return ok(op, [log, from_offset, entries], served)
 
     def close(self) -> None:
         for node in list(self._conns):
