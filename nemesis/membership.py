@@ -186,6 +186,10 @@ AUTO_JOIN_OPTION = "auto_join"
 
 
 def membership_fault(ctx: FaultContext) -> MembershipFault:
+    # Refused before the run starts, not at the first inject mid-run.
+    if ctx.db is not None and getattr(ctx.db, "change_voters", None) is None:
+        raise ValueError(f"{getattr(ctx.db, 'kind', 'this db')} cannot change voters "
+                         f"(its adapter has no change_voters)")
     if (ctx.variant == "auto-join" and ctx.db is not None
             and AUTO_JOIN_OPTION not in (getattr(ctx.db, "OPTIONS", None) or {})):
         raise ValueError(f"membership:auto-join needs nodes that rejoin by themselves "

@@ -6,8 +6,9 @@ cd "$(dirname "$0")/.."
 
 # chromium: the headless browser the report tests render report.html in.
 # redis-server: the contrib/redis plugin's system under test (Redis 7 and Sentinel).
+# nats-server: the contrib/nats plugin's system under test (NATS JetStream).
 debs=(openjdk-17-jre-headless fuse3 libfuse2 nftables iproute2 procps etcd-server etcd-client
-      chromium redis-server stress-ng)
+      chromium redis-server stress-ng nats-server)
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     missing=()
     for d in "${debs[@]}"; do
