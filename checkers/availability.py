@@ -11,10 +11,27 @@ The verdict is invalid when a limit is exceeded. Configured limits:
     max_leader_changes_per_heal  leader changes in one heal's settle window
     max_quiet_leader_changes     leader changes with no fault and no recent heal
 
-and one derived from the run itself, always in force: an *unexplained* window
-(no fault in force at any point of it) may last at most op timeout + a full
-election (2 x election timeout + fetch timeout, from the nodes' start lines)
-+ a grace for a loaded machine. Only time in which some client op was
+and two derived from the run itself, always in force, which excuse only what
+a fault actually took away (`checkers.impairment`: the nodes and links each
+fault takes, by its row in `checkers.faults`, against the voters):
+
+- `unavailable-while-healthy`: within a window, the stretch not excused may
+  last at most op timeout + failover + a grace for a loaded machine.
+  Excused: time without a connected quorum of voters; time the leader was
+  down or cut from a majority (from the nodes' Leader events; a system
+  without them: the failover after any fault that took a node or link, as it
+  may have been the leader); each excuse runs on for failover + op timeout
+  after it ends (one election plus its retries); after a heal too when the
+  system says a rejoining node may depose a healthy leader.
+- `leader-change-while-healthy`: a leader lost (it resigned, or another was
+  elected) while, for a failover before, it was up and linked both ways with
+  a majority, a quorum was connected, and (when a rejoining node may disrupt)
+  nothing came back. Judged only where the nodes print Leader events.
+
+The failover and recovery bounds come from the run's own timers: run.json
+`timers` (the system declares them from its node options, `nodes.db.Timers`),
+else the election and fetch timeouts on the nodes' start lines, else a
+generic default; stats say which. Only time in which some client op was
 outstanding, or between tries less than `gap_s` apart, counts: the recovery
 pause before the final reads issues nothing by design and is never
 "unavailable".
@@ -30,10 +47,19 @@ from typing import Any
 from checkers.elections import leader_elections
 from checkers.faults import CUT, DOWN, OTHER_CLUSTER, VOTERS, healed_by
 from checkers.history import NEMESIS, Op, client_ops, collector_paused, noop_reason, pair_ops
+from checkers.impairment import Impairment, timeline
 from checkers.verdict import Verdict, verdict
 
 DEFAULTS = {"gap_s": 2.0, "settle_s": 5.0}
 DERIVED_GRACE_S = 2.0
+# A trigger may stop a node's disk a moment before its fault op is recorded.
+LEAD_S = 1.0
+# When neither run.json nor the nodes say: slow enough for any system we know.
+GENERIC_TIMERS = {"failover_s": 10.0, "recovery_s": 30.0, "rejoin_disrupts": True,
+                  "source": "generic default (no timers in run.json or start lines)"}
+# Elections per election timeout a correct failover may need, for timers read
+# off the nodes' start lines (a run from before run.json had `timers`).
+ELECTION_ROUNDS = 3
 LEADER_LIMITS = ("max_leader_changes_per_heal", "max_quiet_leader_changes")
 # Every threshold a run may set (`--threshold K=V`).
 THRESHOLDS = (*DEFAULTS, "max_unavailable_s", *LEADER_LIMITS)
@@ -53,12 +79,28 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
     end = max((op.time for op in history), default=0)
     faults, heals = fault_windows(history, end)
     gaps = unavailable_windows(history, int(limits["gap_s"] * NS), faults)
-    derived = derived_limit_s(events, run)
+    timers = run_timers(run, events)
+    op_timeout = float((run.get("config") or {}).get("op_timeout") or 1.0)
+    derived = round(op_timeout + timers["failover_s"] + DERIVED_GRACE_S, 3)
+    impairment = timeline(history, cluster_nodes(run, history, events), voters_of(run),
+                          end)
+    elections = ([e for e in leader_elections(events) if type(e["t"]) is int]
+                 if events is not None and type(run.get("start_monotonic_ns")) is int else None)
+    leaders = (None if elections is None else
+               leader_track(elections, events or {}, run["start_monotonic_ns"]))
 
     stats: dict[str, Any] = {"thresholds": limits, "faults": len(faults), "heals": len(heals),
-                             "max_unexplained_unavailable_s": derived}
+                             "timers": timers, "max_unexplained_unavailable_s": derived}
+    excuses = excused_spans(impairment, leaders, timers, op_timeout, end)
     stats.update(_gap_stats(gaps))
-    anomalies = _gap_anomalies(gaps, limits) + _unexplained_anomalies(gaps, derived)
+    anomalies = _gap_anomalies(gaps, limits) + _unhealthy_gap_anomalies(gaps, excuses, derived)
+    if leaders is None:
+        stats["leader_changes_judged"] = ("no: " + ("no node events" if events is None else
+                                                    "run.json has no start_monotonic_ns"))
+    else:
+        changes_while_healthy = healthy_leader_losses(leaders, impairment, timers, end)
+        stats["leader_changes_while_healthy"] = len(changes_while_healthy)
+        anomalies += changes_while_healthy[:MAX_LISTED]
 
     unknown = False
     if events is None or type(run.get("start_monotonic_ns")) is not int:
@@ -69,7 +111,7 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
         if unknown:
             stats["reason"] = f"leader-change limits set, but {stats['why_no_leadership']}"
     else:
-        elections = [e for e in leader_elections(events) if type(e["t"]) is int]
+        assert elections is not None
         changes = leader_changes(elections, run["start_monotonic_ns"], faults, heals,
                                  int(limits["settle_s"] * NS))
         stats["elections"] = len(elections)
@@ -133,12 +175,21 @@ def active_at(faults: list[dict], t: int) -> list[dict]:
     return [f for f in faults if f["start"] <= t <= f["end"]]
 
 
-# --- windows with no successful op -----------------------------------------------
+# --- timers and nodes ------------------------------------------------------------
 
 
-def derived_limit_s(events: dict[str, list[dict]] | None, run: dict) -> float | None:
-    """The longest unexplained window a correct cluster can cause, from the run's
-    own timers; None when the nodes did not report them."""
+def run_timers(run: dict, events: dict[str, list[dict]] | None) -> dict[str, Any]:
+    """The failover and recovery bounds this run is judged by: run.json `timers`
+    (declared by the system), else the nodes' start lines (election and fetch
+    timeouts: noticing, then up to ELECTION_ROUNDS rounds of at most twice the
+    election timeout), else a generic default."""
+    declared = run.get("timers")
+    if isinstance(declared, dict) and all(
+            isinstance(declared.get(k), int | float) for k in ("failover_s", "recovery_s")):
+        return {"failover_s": float(declared["failover_s"]),
+                "recovery_s": float(declared["recovery_s"]),
+                "rejoin_disrupts": declared.get("rejoin_disrupts") is not False,
+                "source": str(declared.get("source") or "run.json")}
     election = fetch = None
     for evs in (events or {}).values():
         for ev in evs:
@@ -147,9 +198,142 @@ def derived_limit_s(events: dict[str, list[dict]] | None, run: dict) -> float | 
                 election = max(election or 0, ev["election_timeout_ms"])
                 fetch = max(fetch or 0, ev["fetch_timeout_ms"])
     if election is None or fetch is None:
-        return None
-    op_timeout = float((run.get("config") or {}).get("op_timeout") or 1.0)
-    return round(op_timeout + (2 * election + fetch) / 1000 + DERIVED_GRACE_S, 3)
+        return dict(GENERIC_TIMERS)
+    failover = round((fetch + ELECTION_ROUNDS * 2 * election) / 1000, 3)
+    return {"failover_s": failover, "recovery_s": 3 * failover, "rejoin_disrupts": True,
+            "source": "the nodes' start lines (election and fetch timeouts)"}
+
+
+def cluster_nodes(run: dict, history: list[Op],
+                  events: dict[str, list[dict]] | None) -> list[str]:
+    """The run's nodes: run.json `nodes`, else every node with event lines or
+    named by a nemesis op."""
+    nodes = run.get("nodes")
+    if isinstance(nodes, dict) and nodes:
+        return sorted(nodes)
+    named: set[str] = set(events or {})
+    for op in history:
+        if op.process == NEMESIS:
+            named |= _nodes(op.value) or set()
+            for pair in (op.value or {}).get("cut") or [] if isinstance(op.value, dict) else []:
+                named |= {x for x in pair if isinstance(x, str)}
+    return sorted(named)
+
+
+def voters_of(run: dict) -> list[str] | None:
+    """The bootstrap voters when the run named some (KIP-853 observers), else None: all."""
+    voters = ((run.get("config") or {}).get("node_options") or {}).get("voters")
+    return [v for v in voters if isinstance(v, str)] if isinstance(voters, list) else None
+
+
+# --- what the faults took away ----------------------------------------------------
+
+
+def leader_track(elections: list[dict], events: dict[str, list[dict]],
+                 start_ns: int) -> list[dict]:
+    """Each leadership in history time: node, epoch, from (elected), to (it
+    left the role, or the next leader was elected; None: to the end)."""
+    out = []
+    for i, e in enumerate(elections):
+        begin = e["t"] - start_ns
+        nxt = elections[i + 1]["t"] - start_ns if i + 1 < len(elections) else None
+        left = None
+        for ev in events.get(e["node"], []):
+            t = ev.get("t")
+            if type(t) is not int or t - start_ns <= begin:
+                continue
+            if nxt is not None and t - start_ns > nxt:
+                break
+            if ev.get("event") == "start" or (ev.get("event") == "role"
+                                              and ev.get("role") != "Leader"):
+                left = t - start_ns
+                break
+        ends = [x for x in (left, nxt) if x is not None]
+        out.append({"node": e["node"], "epoch": e["epoch"], "from": begin,
+                    "to": min(ends) if ends else None, "resigned": left is not None
+                    and (nxt is None or left < nxt)})
+    return out
+
+
+def _union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def trouble_spans(imp: Impairment, leaders: list[dict] | None) -> list[tuple[int, int]]:
+    """When faults had taken what a correct cluster needs to serve: a connected
+    quorum of voters, or (when whom it leads is known) a leader able to reach a
+    majority. With the leader unknown, any fault that took something may have
+    taken it: its first instant counts (the failover after it is the excuse)."""
+    spans = [(seg.start, seg.end) for seg in imp.segments if not imp.quorum_ok(seg)]
+    if leaders is None:
+        spans += [(take["start"], take["start"]) for take in imp.takes]
+    else:
+        for seg in imp.segments:
+            for x, y, leader in _leader_pieces(leaders, seg.start, seg.end):
+                if leader is None or not imp.leader_ok(leader, seg):
+                    spans.append((x, y))
+    return _union(spans)
+
+
+def excused_spans(imp: Impairment, leaders: list[dict] | None, timers: dict[str, Any],
+                  op_timeout: float, end: int) -> list[tuple[int, int]]:
+    """When a correct cluster may fail to serve: trouble, and a failover plus an
+    op timeout after it (one election and its retries; clients waiting out an
+    op sent to what was lost)."""
+    after = int((timers["failover_s"] + op_timeout) * NS)
+    lead = int(LEAD_S * NS)
+    spans = [(a - lead, b + after) for a, b in trouble_spans(imp, leaders)]
+    if timers["rejoin_disrupts"]:
+        spans += [(h, h + after) for h in imp.heals]
+    return _union(spans)
+
+
+def _leader_pieces(leaders: list[dict], a: int, b: int) -> list[tuple[int, int, str | None]]:
+    """[a, b) cut where the leader changes, each piece with its leader (None: none)."""
+    cuts = sorted({a, b} | {x for ld in leaders for x in (ld["from"], ld["to"])
+                            if x is not None and a < x < b})
+    out = []
+    for x, y in zip(cuts, cuts[1:], strict=False):
+        holder = [ld for ld in leaders if ld["from"] <= x and (ld["to"] is None or ld["to"] > x)]
+        out.append((x, y, holder[-1]["node"] if holder else None))
+    return out
+
+
+def healthy_leader_losses(leaders: list[dict], imp: Impairment, timers: dict[str, Any],
+                          end: int) -> list[dict]:
+    """Leaders lost although, for a failover before, there was no trouble (a
+    lost quorum, a leader taken or missing: the aftermath of an election, in
+    which a rival candidate may still depose the new leader)."""
+    window = int(timers["failover_s"] * NS) + int(LEAD_S * NS)
+    trouble = trouble_spans(imp, leaders)
+    anomalies = []
+    for ld in leaders:
+        lost = ld["to"]
+        if lost is None or lost <= 0 or lost > end:
+            continue   # still leading, or lost before the clients started or after they stopped
+        a = lost - window
+        if any(x < lost and y > a for x, y in trouble if (x, y) != (lost, lost)):
+            continue
+        if timers["rejoin_disrupts"] and any(a <= h <= lost for h in imp.heals):
+            continue
+        segs = imp.overlapping(a, lost)
+        anomalies.append({
+            "type": "leader-change-while-healthy", "node": ld["node"], "epoch": ld["epoch"],
+            "how": "resigned" if ld["resigned"] else "another was elected",
+            "time_s": _s(lost), "led_from_s": _s(ld["from"]),
+            "no_trouble_since_s": _s(max(a, 0)), "failover_s": timers["failover_s"],
+            "in_force": [{"from_s": _s(max(s.start, a)), "out": sorted(s.out),
+                          "cut": len(s.cut)} for s in segs if s.out or s.cut]})
+    return anomalies
+
+
+# --- windows with no successful op -----------------------------------------------
 
 
 def demand_spans(ops: list[Op], idle_ns: int) -> list[tuple[int, int]]:
@@ -201,11 +385,32 @@ def _gap_stats(gaps: list[dict]) -> dict[str, Any]:
     }
 
 
-def _unexplained_anomalies(gaps: list[dict], limit: float | None) -> list[dict]:
-    if limit is None:
-        return []
-    return [dict(g, type="unexplained-unavailable", limit_s=limit) for g in gaps
-            if not g["explained"] and g["duration_s"] > limit]
+def _unhealthy_gap_anomalies(gaps: list[dict], excuses: list[tuple[int, int]],
+                             limit: float) -> list[dict]:
+    """Windows whose longest stretch nothing excuses outlasts `limit`."""
+    out = []
+    for g in gaps:
+        a, b = int(g["start_s"] * NS), int(g["end_s"] * NS)
+        stretches = _uncovered(a, b, excuses)
+        longest = max(((y - x), x, y) for x, y in stretches) if stretches else (0, a, a)
+        if longest[0] > limit * NS:
+            out.append(dict(g, type="unavailable-while-healthy", limit_s=limit,
+                            unexcused_s=_s(longest[0]),
+                            unexcused=[_s(longest[1]), _s(longest[2])]))
+    return out
+
+
+def _uncovered(a: int, b: int, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out, cursor = [], a
+    for x, y in spans:
+        if y <= cursor or x >= b:
+            continue
+        if x > cursor:
+            out.append((cursor, x))
+        cursor = max(cursor, y)
+    if cursor < b:
+        out.append((cursor, b))
+    return out
 
 
 def _gap_anomalies(gaps: list[dict], limits: dict) -> list[dict]:

@@ -23,10 +23,10 @@ from typing import Any, Protocol
 
 from checkers.datatypes import LISTS, LOGS, REGISTER_TXNS, REGISTERS
 from checkers.history import Op
-from nodes.db import DB, NodeSpec
+from nodes.db import DB, GENERIC_TIMERS, NodeSpec, Timers
 
 __all__ = ["ARTIFACTS", "LISTS", "LOGS", "REGISTERS", "REGISTER_TXNS", "Client", "DB",
-           "NodeSpec", "Op", "System", "clients_for"]
+           "NodeSpec", "Op", "System", "Timers", "clients_for"]
 
 # What a node can leave for the checkers besides the history: "log_dump"
 # (nodes/<n>/log.msgpack, judged by divergence/durability) and "events" (JSON
@@ -69,6 +69,9 @@ class System:
     check_bugs: validates `--bug` switches (raises ValueError); None: the
         system has no bug switches and `--bug` is refused.
     description: one line for `--help`.
+    timers: the system's failover and recovery bounds from a run's node
+        options (`nodes.db.Timers`); availability and convergence judge by
+        them. Default: generic, slow bounds.
     """
 
     name: str
@@ -78,6 +81,7 @@ class System:
     node_options: Mapping[str, str] | None = None
     check_bugs: Callable[[list[str]], None] | None = None
     description: str = ""
+    timers: Callable[[Mapping[str, Any]], Timers] = lambda options: GENERIC_TIMERS
 
     @property
     def workloads(self) -> list[str]:

@@ -56,6 +56,7 @@ from nemesis.base import (
 )
 from nemesis.netns import preexec_setns
 from nemesis.schedule import Event
+from nodes.db import ReplicaProgress, Timers
 from workloads.ops import OpSpec
 from workloads.registry import get as get_workload
 
@@ -202,6 +203,9 @@ class Run:
         seeds = run_seeds(self.config)
         return {name: {"seed": seeds.node(name)} for name in self.names}
 
+    def timers(self) -> Timers:
+        return self.system.timers(self.node_options())
+
     def client_options(self) -> dict[str, Any]:
         # Sticky clients stay on their node; others follow leader hints.
         return {"op_timeout": self.config.op_timeout,
@@ -257,6 +261,8 @@ class Run:
                     **harness_fields(os.getpid(), process_start_time(os.getpid())),
                     "versions": versions(), "host": platform.node(),
                     "artifacts": sorted(self.db.artifacts),
+                    # What availability and convergence judge by (nodes.db.Timers).
+                    "timers": self.timers().to_json(),
                     "system": {"name": self.system.name, "description": self.system.description,
                                "workloads": self.system.workloads,
                                "node_defaults": dict(self.system.node_defaults)},
@@ -312,6 +318,7 @@ class Run:
                               self.workload.final_reads(live.ops.issued), live.tick("final"))
         finally:
             self._end_workload_and_nemesis(live)
+        self._converge(cluster, progress)
         self._dump(cluster, live.recorder, progress)
 
     # --- phases --------------------------------------------------------------------
@@ -396,6 +403,22 @@ class Run:
             live.nemesis_thread.join()
         live.pool.close(live.recorder)
         live.recorder.close()
+
+    def _converge(self, cluster: Cluster, progress: Progress) -> None:
+        """converge: every live node given the system's recovery time to catch
+        up before its log is dumped, polled, so a healthy cluster waits a
+        moment; what each node reported goes to run.json `convergence`."""
+        if not isinstance(self.db, ReplicaProgress):
+            return
+        bound = self.timers().recovery_s
+        record = wait_for_convergence(
+            lambda: {n.name: self.db.replica_progress(n) for n in cluster.nodes
+                     if cluster.is_running(n.name)},
+            [n.name for n in cluster.nodes], bound)
+        self.doc["convergence"] = record
+        write_run_json(self.run_dir, self.doc)
+        progress.say(f"nodes {'converged' if record['converged'] else 'did not converge'} "
+                     f"after {record['waited_s']:g}s (bound {bound:g}s)")
 
     def _dump(self, cluster: Cluster, recorder: Recorder, progress: Progress) -> None:
         """dump: stop the nodes and dump their logs for the checkers."""
@@ -495,6 +518,30 @@ class Run:
         assert self.run_dir is not None
         document = judge(self.run_dir, self.stream)
         return RunOutcome(self.run_dir, document, exit_code(document["valid"]))
+
+
+CONVERGE_POLL_S = 0.2
+
+
+def wait_for_convergence(probe: Callable[[], dict[str, dict[str, Any] | None]],
+                         names: list[str], bound_s: float,
+                         clock: Callable[[], float] = time.monotonic,
+                         sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
+    """Poll `probe` (live node -> its progress, None if it did not answer)
+    until every live node reports the same progress, or `bound_s` passes: the
+    last reports, and whether they agreed. A node not live is not waited for
+    (the run's other checks say why it is down); `names` lists them all."""
+    started = clock()
+    while True:
+        reports = probe()
+        agreed = (None not in reports.values()
+                  and len({json.dumps(r, sort_keys=True) for r in reports.values()}) <= 1)
+        waited = clock() - started
+        if agreed or waited >= bound_s:
+            return {"converged": agreed, "waited_s": round(waited, 3), "bound_s": bound_s,
+                    "live": sorted(reports), "not_live": sorted(set(names) - set(reports)),
+                    "progress": reports}
+        sleep(CONVERGE_POLL_S)
 
 
 def run_test(config: RunConfig, results: Path, stream: Any = None,

@@ -11,11 +11,15 @@ from __future__ import annotations
 import importlib.util
 import sys
 import time
+from collections.abc import Mapping
+from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
-from nodes.db import NodeSpec
+from nodes.db import NodeSpec, Timers
 from nodes.raft import storage
 from nodes.raft.client import NodeClient
+from nodes.raft.core import Config
 from nodes.raft.dump import write_dump
 from nodes.raft.requests import NO_ACK
 
@@ -24,6 +28,32 @@ STATUS_TIMEOUT_S = 1.0
 # reads or writes it.
 FILL_KEY = "faultline-nemesis-fill"
 CHANGE_TIMEOUT_S = 5.0  # a voter change waits for its record to commit
+
+
+# Rounds of election a failover may take: a split vote, then one that wins,
+# plus one for a loaded machine.
+ELECTION_ROUNDS = 3
+# A node that was down or cut off catches up within a few failovers.
+RECOVERY_FAILOVERS = 3
+
+
+def _config_default(name: str) -> int:
+    return next(f.default for f in fields(Config) if f.name == name)
+
+
+def timers(options: Mapping[str, Any]) -> Timers:
+    """The node's own timers: a follower notices a lost leader after its fetch
+    timeout, and each election round waits at most twice the election
+    timeout (it is drawn from [T, 2T)). Pre-Vote with leader stickiness and
+    check-quorum: a node coming back never deposes a healthy leader."""
+    tick_s = int(options.get("tick_ms") or 50) / 1000
+    election_s = _config_default("election_timeout_ticks") * tick_s
+    fetch_s = _config_default("fetch_timeout_ticks") * tick_s
+    failover = round(fetch_s + ELECTION_ROUNDS * 2 * election_s, 3)
+    return Timers(failover_s=failover, recovery_s=round(RECOVERY_FAILOVERS * failover, 3),
+                  rejoin_disrupts=False,
+                  source=f"raft: tick {tick_s * 1000:g} ms, election timeout {election_s:g} s, "
+                         f"fetch timeout {fetch_s:g} s")
 
 
 class RaftDB:
@@ -109,6 +139,13 @@ class RaftDB:
         """The node's own view (role, epoch, leader, hw, log_end), or None if it
         does not answer."""
         return self._status(node)
+
+    def replica_progress(self, node: NodeSpec) -> dict[str, Any] | None:
+        """`nodes.db.ReplicaProgress`: its high watermark and log end."""
+        status = self._status(node)
+        if status is None:
+            return None
+        return {"committed": status.get("hw"), "log_end": status.get("log_end")}
 
     def grow_log(self, node: NodeSpec, to_end: int, deadline: float) -> dict:
         """Append blind writes (acked at once, consistency none) to a key no

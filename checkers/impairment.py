@@ -1,0 +1,208 @@
+"""What the faults of a run took away from the cluster, moment by moment.
+
+Read off the nemesis ops of a history, by what each fault declares it takes
+(`checkers.faults.FaultOp.takes`): nodes (down, paused, truncated, removed as
+voters, re-formatted for another cluster), links (a partition's `cut` pairs,
+directed), nothing (a trigger: what it fires is recorded as its own op), or,
+for a fault with no row, anything. The result is a timeline of segments, each
+with the nodes out and the links cut, from which availability asks: was a
+quorum of the voters connected, and could a given leader reach one?
+
+A fault starts counting at its invoke (a trigger may freeze a node's disk a
+moment before its op is recorded: callers widen by `lead_ns`), and a lasting
+one ends at the completion of the heal that names its nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+from checkers.faults import FAULT_OPS, LINKS, NODES, NODES_DURING_OP, NOTHING
+from checkers.history import NEMESIS, Op, noop_reason, pair_ops
+
+# The f of every op that heals a known fault.
+HEALS = {op.heal_f for op in FAULT_OPS.values()}
+
+
+@dataclass
+class Segment:
+    """[start, end) of history time with one state of the cluster."""
+
+    start: int
+    end: int
+    out: frozenset[str]                  # nodes taken away
+    cut: frozenset[tuple[str, str]]      # directed links cut
+    anything: bool                       # an unmodelled fault in force: anything may be gone
+
+
+@dataclass
+class Impairment:
+    """The run's timeline, and the instants something came back (heals)."""
+
+    nodes: list[str]
+    voters: list[str]
+    segments: list[Segment]
+    heals: list[int] = field(default_factory=list)        # completions of heals that acted
+    takes: list[dict[str, Any]] = field(default_factory=list)  # each fault: f, nodes, start, end
+
+    @property
+    def majority(self) -> int:
+        return len(self.voters) // 2 + 1
+
+    def at(self, t: int) -> Segment:
+        for s in self.segments:
+            if s.start <= t < s.end:
+                return s
+        return self.segments[-1]
+
+    def overlapping(self, a: int, b: int) -> list[Segment]:
+        return [s for s in self.segments if s.start <= b and s.end > a]
+
+    def leader_ok(self, leader: str, seg: Segment) -> bool:
+        """The leader is up and linked both ways with enough voters up to make a
+        majority with itself (a leader only needs to reach its followers)."""
+        if seg.anything or leader in seg.out:
+            return False
+        if not seg.out and not seg.cut:
+            return True
+        reach = sum(1 for v in self.voters if v != leader and v not in seg.out
+                    and (leader, v) not in seg.cut and (v, leader) not in seg.cut)
+        return reach + (1 if leader in self.voters else 0) >= self.majority
+
+    def quorum_ok(self, seg: Segment) -> bool:
+        """Some majority of the voters is up and linked both ways, pairwise: a
+        correct cluster can elect a leader there and serve."""
+        if seg.anything:
+            return False
+        if not seg.out and not seg.cut:
+            return True
+        up = [v for v in self.voters if v not in seg.out]
+        for group in combinations(up, self.majority):
+            if all((a, b) not in seg.cut and (b, a) not in seg.cut
+                   for a, b in combinations(group, 2)):
+                return True
+        return False
+
+    def all_whole(self, seg: Segment) -> bool:
+        return not seg.anything and not seg.out and not seg.cut
+
+
+def _nodes(value: Any) -> list[str] | None:
+    nodes = value.get("nodes") if isinstance(value, dict) else None
+    if isinstance(nodes, list):
+        return [n for n in nodes if isinstance(n, str)]
+    return None
+
+
+def _cut(value: Any) -> list[tuple[str, str]] | None:
+    cut = value.get("cut") if isinstance(value, dict) else None
+    if isinstance(cut, list):
+        return [(p[0], p[1]) for p in cut if isinstance(p, list | tuple) and len(p) == 2
+                and all(isinstance(x, str) for x in p)]
+    return None
+
+
+def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
+             run_end: int) -> Impairment:
+    """The cluster's state between consecutive nemesis ops."""
+    # Each change: (time, kind, payload); applied in time order.
+    changes: list[tuple[int, int, str, Any]] = []
+    heals: list[int] = []
+    takes: list[dict[str, Any]] = []
+    seq = 0
+    unknown_open = False     # an unmodelled fault in force until the next unmodelled op
+    for inv, done in pair_ops(op for op in history if op.process == NEMESIS):
+        value = done.value if done is not None and done.value is not None else inv.value
+        if done is not None and noop_reason(done.value):
+            continue  # it changed nothing
+        finished = done.time if done is not None else run_end
+        error = done is not None and done.error is not None
+        row = FAULT_OPS.get(inv.f)
+        seq += 1
+        if row is None and inv.f in HEALS:
+            # A heal: the nodes it names come back (`start`, `resume`, ...);
+            # `heal` removes every cut.
+            heals.append(finished)
+            changes.append((finished, seq, "heal", (inv.f, _nodes(value))))
+            if error:
+                changes.append((inv.time, seq, "anything", (inv.f,)))
+                changes.append((finished, seq + 1, "anything-over", (inv.f,)))
+                seq += 1
+            continue
+        if row is None:
+            # A plug-in's op: anything may be gone from it until the next such
+            # op (its heal, presumably) completes.
+            takes.append({"f": inv.f, "nodes": None, "start": inv.time, "end": None})
+            if not unknown_open:
+                changes.append((inv.time, seq, "anything", ("plug-in",)))
+            else:
+                changes.append((finished, seq, "anything-over", ("plug-in",)))
+                heals.append(finished)
+            unknown_open = not unknown_open
+            continue
+        named = _nodes(value) or _nodes(inv.value)
+        if row.takes == NOTHING and not error:
+            continue
+        takes.append({"f": inv.f, "nodes": named, "start": inv.time, "end": None})
+        if error or (row.takes in (NODES, NODES_DURING_OP) and not named):
+            # It failed part way, or names nobody: anything while its op ran.
+            changes.append((inv.time, seq, "anything", (inv.f,)))
+            seq += 1
+            changes.append((finished, seq, "anything-over", (inv.f,)))
+        if row.takes == LINKS and not error:
+            changes.append((inv.time, seq, "cut", (inv.f, _cut(value) or [])))
+        elif row.takes in (NODES, NODES_DURING_OP) and named:
+            # What brings them back: the heal's f, or the end of its own op.
+            tag = row.heal_f if row.takes == NODES else f"{inv.f}#{seq}"
+            changes.append((inv.time, seq, "out", (tag, named)))
+            if row.takes == NODES_DURING_OP:
+                seq += 1
+                changes.append((finished, seq, "back", (tag, named)))
+    changes.sort(key=lambda c: (c[0], c[1]))
+
+    out: dict[str, set[str]] = {}        # node -> what brings it back (see "out")
+    cut: set[tuple[str, str]] = set()
+    anything: set[str] = set()
+    segments: list[Segment] = []
+    start = min([0] + [c[0] for c in changes])
+
+    def close(t: int) -> None:
+        nonlocal start
+        if t > start or not segments:
+            segments.append(Segment(start, max(t, start), frozenset(out), frozenset(cut),
+                                    bool(anything)))
+            start = max(t, start)
+
+    for t, _, kind, payload in changes:
+        close(t)
+        if kind == "out":
+            heal_f, named = payload
+            for n in named:
+                out.setdefault(n, set()).add(heal_f)
+        elif kind == "back":
+            tag, named = payload
+            for n in named:
+                out.get(n, set()).discard(tag)
+                if not out.get(n, True):
+                    del out[n]
+        elif kind == "cut":
+            cut = set(payload[1])   # a partition replaces the whole cut
+        elif kind == "anything":
+            anything.add(payload[0])
+        elif kind == "anything-over":
+            anything.discard(payload[0])
+        elif kind == "heal":
+            heal_f, named = payload
+            if heal_f == FAULT_OPS["partition"].heal_f:
+                cut = set()
+            for n in list(out):
+                if heal_f in out[n] and (named is None or n in named):
+                    out[n].discard(heal_f)
+                    if not out[n]:
+                        del out[n]
+    close(max(run_end, start))
+    segments = [s for s in segments if s.end > s.start] or [
+        Segment(0, max(run_end, 1), frozenset(), frozenset(), False)]
+    return Impairment(sorted(nodes), sorted(voters or nodes), segments, heals, takes)
