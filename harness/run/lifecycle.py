@@ -411,10 +411,15 @@ class Run:
         if not isinstance(self.db, ReplicaProgress):
             return
         bound = self.timers().recovery_s
-        record = wait_for_convergence(
-            lambda: {n.name: self.db.replica_progress(n) for n in cluster.nodes
-                     if cluster.is_running(n.name)},
-            [n.name for n in cluster.nodes], bound)
+        db = self.db
+
+        def probe() -> dict[str, dict[str, Any] | None]:
+            # The nodes' addresses exist only in the run's namespaces.
+            with cluster.in_hub():
+                return {n.name: db.replica_progress(n) for n in cluster.nodes
+                        if cluster.is_running(n.name)}
+
+        record = wait_for_convergence(probe, [n.name for n in cluster.nodes], bound)
         self.doc["convergence"] = record
         write_run_json(self.run_dir, self.doc)
         progress.say(f"nodes {'converged' if record['converged'] else 'did not converge'} "
