@@ -304,3 +304,13 @@ def test_a_quorum_needs_a_majority_linked_both_ways():
     assert imp.quorum_ok(split)
     assert not imp.quorum_ok(impairment.Segment(0, 1, frozenset({"n3", "n4", "n5"}),
                                                 frozenset(), False))
+
+
+def test_the_report_explains_each_new_anomaly_in_a_sentence():
+    from harness.report.explain import explain
+    [lost] = check(two_followers_down(), n1_resigns_and_n2_leads(20))["anomalies"]
+    assert explain(lost).startswith("Leader n1 (epoch 1) lost its leadership at 20.0 s")
+    h = outage(15, 25, [(10, "kill", {"nodes": ["n4", "n5"]}),
+                        (30, "start", {"nodes": ["n4", "n5"]})])
+    [gap] = check(h, led_by_n1())["anomalies"]
+    assert "for 10.0 s of it" in explain(gap)

@@ -72,6 +72,25 @@ def _unavailable(a: dict[str, Any]) -> str:
             f"{a['end_s']} s (limit {a.get('limit_s')} s); faults then: {faults or 'none'}.")
 
 
+def _unavailable_while_healthy(a: dict[str, Any]) -> str:
+    return (f"No op succeeded from {a['start_s']} s to {a['end_s']} s; for {a['unexcused_s']} s "
+            f"of it (from {a['unexcused'][0]} s) no fault had taken a quorum or the leader "
+            f"and no failover was under way (limit {a.get('limit_s')} s).")
+
+
+def _leader_change_while_healthy(a: dict[str, Any]) -> str:
+    out = "; ".join(f"{', '.join(f['out']) or 'no node'} out, {f['cut']} link(s) cut from "
+                    f"{f['from_s']} s" for f in a.get("in_force") or [])
+    return (f"Leader {a['node']} (epoch {a['epoch']}) lost its leadership at {a['time_s']} s "
+            f"({a['how']}), though since {a['no_trouble_since_s']} s a quorum was connected "
+            f"and it was up and linked to a majority{f' ({out})' if out else ''}.")
+
+
+def _unconverged(a: dict[str, Any]) -> str:
+    return (f"Node {a['node']} did not converge ({a['why']}) after the run waited "
+            f"{a.get('waited_s')} s (bound {a.get('bound_s')} s) for its nodes to agree.")
+
+
 def _divergence(a: dict[str, Any]) -> str:
     first, last = a["offsets"]
     sides = a["sides"]
@@ -121,6 +140,9 @@ READERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "nonlinearizable": _nonlinearizable,
     "unavailable": _unavailable,
     "divergence": _divergence,
+    "unavailable-while-healthy": _unavailable_while_healthy,
+    "leader-change-while-healthy": _leader_change_while_healthy,
+    "unconverged": _unconverged,
     "lost-committed": _lost_committed,
     "multiple-leaders": _multiple_leaders,
     "epoch-regression": _epoch_regression,
