@@ -20,9 +20,10 @@ from faultline.system import (
     NodeSpec,
     Op,
     System,
+    Timers,
     clients_for,
 )
 from workloads.clients.outcome import CLIENT_OPTIONS, fail, info, ok
 
 __all__ = ["ARTIFACTS", "CLIENT_OPTIONS", "DB", "LISTS", "LOGS", "REGISTERS", "REGISTER_TXNS",
-           "Client", "NodeSpec", "Op", "System", "clients_for", "fail", "info", "ok"]
+           "Client", "NodeSpec", "Op", "System", "Timers", "clients_for", "fail", "info", "ok"]
