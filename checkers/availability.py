@@ -91,7 +91,8 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
 
     stats: dict[str, Any] = {"thresholds": limits, "faults": len(faults), "heals": len(heals),
                              "timers": timers, "max_unexplained_unavailable_s": derived}
-    excuses = excused_spans(impairment, leaders, timers, op_timeout, end)
+    excuses = _union(excused_spans(impairment, leaders, timers, op_timeout, end)
+                     + own_nodes_out(history, impairment))
     stats.update(_gap_stats(gaps))
     anomalies = _gap_anomalies(gaps, limits) + _unhealthy_gap_anomalies(gaps, excuses, derived)
     if leaders is None:
@@ -292,6 +293,26 @@ def excused_spans(imp: Impairment, leaders: list[dict] | None, timers: dict[str,
     if timers["rejoin_disrupts"]:
         spans += [(h, h + after) for h in imp.heals]
     return _union(spans)
+
+
+def own_nodes_out(history: list[Op], imp: Impairment) -> list[tuple[int, int]]:
+    """When every client op in flight had been sent to a node a fault had taken
+    (a sticky client's own node, or a node picked just before it went down):
+    nobody was asking a node that could answer."""
+    in_flight: list[tuple[int, int]] = []
+    asking: list[tuple[int, int]] = []
+    for inv, done in pair_ops(client_ops(history)):
+        finished = done.time if done is not None else inv.time
+        in_flight.append((inv.time, finished))
+        node = inv.node or (done.node if done is not None else None)
+        if node is None:
+            asking.append((inv.time, finished))
+            continue
+        for seg in imp.overlapping(inv.time, finished):
+            if node not in seg.out:
+                asking.append((max(inv.time, seg.start), min(finished, seg.end)))
+    asking = _union(asking)
+    return [piece for a, b in _union(in_flight) for piece in _uncovered(a, b, asking)]
 
 
 def _leader_pieces(leaders: list[dict], a: int, b: int) -> list[tuple[int, int, str | None]]:

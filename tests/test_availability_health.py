@@ -262,6 +262,29 @@ def test_without_leader_events_a_fault_taking_nodes_excuses_one_failover_after_i
     assert check(outage(20, 30, three), None)["valid"] is True
 
 
+def stuck_at(h: H, node: str, from_s: float, to_s: float) -> None:
+    """A sticky client whose every op, sent to `node`, times out."""
+    t, process = from_s, 200
+    while t < to_s:
+        h.ops.append(Op(len(h.ops), int(t * S), process, "invoke", "write", 1, node=node))
+        h.ops.append(Op(len(h.ops), int(min(t + 1, to_s) * S), process, "info", "write", 1,
+                        node=node))
+        t, process = t + 1, process + 1
+
+
+def test_an_outage_of_clients_whose_own_nodes_are_down_passes_and_of_others_does_not():
+    def sticky(node: str) -> H:
+        h = H()
+        h.reads(0.5, 15)
+        stuck_at(h, node, 15, 25)
+        h.reads(25, 40)
+        h.nemesis(10, "kill", {"nodes": ["n4", "n5"]})
+        h.nemesis(30, "start", {"nodes": ["n4", "n5"]})
+        return h
+    assert check(sticky("n5"), led_by_n1())["valid"] is True
+    assert types(check(sticky("n2"), led_by_n1())) == ["unavailable-while-healthy"]
+
+
 # --- the timeline -----------------------------------------------------------------
 
 
