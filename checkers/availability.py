@@ -11,7 +11,10 @@ The verdict is invalid when a limit is exceeded. Configured limits:
     max_leader_changes_per_heal  leader changes in one heal's settle window
     max_quiet_leader_changes     leader changes with no fault and no recent heal
 
-and two derived from the run itself, always in force, which excuse only what
+and, derived from the run itself and always in force: `unexplained-unavailable`,
+a window with no fault in force at any point of it longer than op timeout +
+one election (2 x election timeout + fetch timeout, from the nodes' start
+lines) + a grace for a loaded machine; and two which excuse only what
 a fault actually took away (`checkers.impairment`: the nodes and links each
 fault takes, by its row in `checkers.faults`, against the voters):
 
@@ -81,7 +84,8 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
     gaps = unavailable_windows(history, int(limits["gap_s"] * NS), faults)
     timers = run_timers(run, events)
     op_timeout = float((run.get("config") or {}).get("op_timeout") or 1.0)
-    derived = round(op_timeout + timers["failover_s"] + DERIVED_GRACE_S, 3)
+    unhealthy_limit = round(op_timeout + timers["failover_s"] + DERIVED_GRACE_S, 3)
+    derived = derived_limit_s(events, run)
     impairment = timeline(history, cluster_nodes(run, history, events), voters_of(run),
                           end)
     elections = ([e for e in leader_elections(events) if type(e["t"]) is int]
@@ -90,11 +94,15 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
                leader_track(elections, events or {}, run["start_monotonic_ns"]))
 
     stats: dict[str, Any] = {"thresholds": limits, "faults": len(faults), "heals": len(heals),
-                             "timers": timers, "max_unexplained_unavailable_s": derived}
+                             "timers": timers, "max_unexplained_unavailable_s": derived,
+                             "max_unhealthy_unavailable_s": unhealthy_limit}
     excuses = _union(excused_spans(impairment, leaders, timers, op_timeout, end)
                      + own_nodes_out(history, impairment))
     stats.update(_gap_stats(gaps))
-    anomalies = _gap_anomalies(gaps, limits) + _unhealthy_gap_anomalies(gaps, excuses, derived)
+    unexplained = _unexplained_anomalies(gaps, derived)
+    flagged = {(a["start_s"], a["end_s"]) for a in unexplained}
+    anomalies = (_gap_anomalies(gaps, limits) + unexplained + _unhealthy_gap_anomalies(
+        [g for g in gaps if (g["start_s"], g["end_s"]) not in flagged], excuses, unhealthy_limit))
     if leaders is None:
         stats["leader_changes_judged"] = ("no: " + ("no node events" if events is None else
                                                     "run.json has no start_monotonic_ns"))
@@ -191,6 +199,17 @@ def run_timers(run: dict, events: dict[str, list[dict]] | None) -> dict[str, Any
                 "recovery_s": float(declared["recovery_s"]),
                 "rejoin_disrupts": declared.get("rejoin_disrupts") is not False,
                 "source": str(declared.get("source") or "run.json")}
+    from_lines = start_line_timers_ms(events)
+    if from_lines is None:
+        return dict(GENERIC_TIMERS)
+    election, fetch = from_lines
+    failover = round((fetch + ELECTION_ROUNDS * 2 * election) / 1000, 3)
+    return {"failover_s": failover, "recovery_s": 3 * failover, "rejoin_disrupts": True,
+            "source": "the nodes' start lines (election and fetch timeouts)"}
+
+
+def start_line_timers_ms(events: dict[str, list[dict]] | None) -> tuple[int, int] | None:
+    """The longest election and fetch timeouts the nodes' start lines report."""
     election = fetch = None
     for evs in (events or {}).values():
         for ev in evs:
@@ -198,11 +217,20 @@ def run_timers(run: dict, events: dict[str, list[dict]] | None) -> dict[str, Any
                     and type(ev.get("fetch_timeout_ms")) is int:
                 election = max(election or 0, ev["election_timeout_ms"])
                 fetch = max(fetch or 0, ev["fetch_timeout_ms"])
-    if election is None or fetch is None:
-        return dict(GENERIC_TIMERS)
-    failover = round((fetch + ELECTION_ROUNDS * 2 * election) / 1000, 3)
-    return {"failover_s": failover, "recovery_s": 3 * failover, "rejoin_disrupts": True,
-            "source": "the nodes' start lines (election and fetch timeouts)"}
+    return None if election is None or fetch is None else (election, fetch)
+
+
+def derived_limit_s(events: dict[str, list[dict]] | None, run: dict) -> float | None:
+    """The longest window with no fault in force at all a correct cluster can
+    cause: one election (2 x election timeout + fetch timeout, from the
+    nodes' start lines) after an op timeout, plus a grace; None when the
+    nodes did not report their timers."""
+    from_lines = start_line_timers_ms(events)
+    if from_lines is None:
+        return None
+    election, fetch = from_lines
+    op_timeout = float((run.get("config") or {}).get("op_timeout") or 1.0)
+    return round(op_timeout + (2 * election + fetch) / 1000 + DERIVED_GRACE_S, 3)
 
 
 def cluster_nodes(run: dict, history: list[Op],
@@ -432,6 +460,13 @@ def _uncovered(a: int, b: int, spans: list[tuple[int, int]]) -> list[tuple[int, 
     if cursor < b:
         out.append((cursor, b))
     return out
+
+
+def _unexplained_anomalies(gaps: list[dict], limit: float | None) -> list[dict]:
+    if limit is None:
+        return []
+    return [dict(g, type="unexplained-unavailable", limit_s=limit) for g in gaps
+            if not g["explained"] and g["duration_s"] > limit]
 
 
 def _gap_anomalies(gaps: list[dict], limits: dict) -> list[dict]:

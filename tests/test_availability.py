@@ -198,29 +198,33 @@ def test_a_pause_with_no_client_ops_is_never_unavailable():
 
 
 def test_the_limit_for_unexplained_windows_comes_from_the_run():
-    # op timeout 1 s + failover (0.75 s fetch timeout + 3 rounds of at most
-    # 2 x 0.5 s election) + 2 s grace.
+    # op timeout 1 s + 2 x 0.5 s election + 0.75 s fetch timeout + 2 s grace.
     v = availability.check([], timers(), run(op_timeout=1.0))
-    assert v["stats"]["max_unexplained_unavailable_s"] == 6.75
-    # Declared by the system in run.json, it wins over the start lines.
+    assert v["stats"]["max_unexplained_unavailable_s"] == 4.75
+    assert availability.check([], steady_leader(), run())["stats"][
+        "max_unexplained_unavailable_s"] is None
+    # Where a fault was in force: op timeout + failover (0.75 s fetch timeout
+    # + 3 rounds of at most 2 x 0.5 s election) + 2 s grace.
+    assert v["stats"]["max_unhealthy_unavailable_s"] == 6.75
+    # Declared by the system in run.json, the failover wins over the start lines.
     declared = dict(run(op_timeout=1.0), timers={"failover_s": 2.0, "recovery_s": 6.0,
                                                  "rejoin_disrupts": False, "source": "x"})
     assert availability.check([], timers(), declared)["stats"][
-        "max_unexplained_unavailable_s"] == 5.0
+        "max_unhealthy_unavailable_s"] == 5.0
     # Neither: a generic, slow default.
     generic = availability.check([], steady_leader(), run())["stats"]
-    assert generic["max_unexplained_unavailable_s"] == 13.0
+    assert generic["max_unhealthy_unavailable_s"] == 13.0
     assert generic["timers"]["source"].startswith("generic")
 
 
 def test_a_long_unexplained_window_fails_without_any_threshold():
     h = H()
     h.reads(0.5, 5)
-    h.stuck(5, 13)
-    h.reads(13, 15)
+    h.stuck(5, 11)
+    h.reads(11, 15)
     v = availability.check(h.ops, timers(), run(op_timeout=1.0))
-    assert [a["type"] for a in v["anomalies"]] == ["unavailable-while-healthy"]
-    assert v["anomalies"][0]["duration_s"] == 8.0
+    assert [a["type"] for a in v["anomalies"]] == ["unexplained-unavailable"]
+    assert v["anomalies"][0]["duration_s"] == 6.0
 
 
 def test_a_short_unexplained_window_or_one_during_a_fault_passes():
@@ -394,14 +398,12 @@ def test_a_fault_touching_the_gap_at_either_end_explains_it():
 def test_derived_limit_adds_the_run_op_timeout_to_the_reported_timers():
     events = {"n1": [{"event": "start", "election_timeout_ms": 1000, "fetch_timeout_ms": 1500}],
               "n2": [{"event": "start", "election_timeout_ms": 800, "fetch_timeout_ms": 2000}]}
+    base = (2 * 1000 + 2000) / 1000 + availability.DERIVED_GRACE_S
+    assert availability.derived_limit_s(events, {"config": {"op_timeout": 5}}) == base + 5
+    assert availability.derived_limit_s(events, {}) == base + 1.0  # the client default
+    assert availability.derived_limit_s({"n1": [{"event": "start"}]}, {}) is None
     failover = (availability.ELECTION_ROUNDS * 2 * 1000 + 2000) / 1000
     assert availability.run_timers({}, events)["failover_s"] == failover
-    limit = failover + availability.DERIVED_GRACE_S
-
-    def derived(run_json: dict) -> float:
-        return availability.check([], events, run_json)["stats"]["max_unexplained_unavailable_s"]
-    assert derived({"config": {"op_timeout": 5}}) == limit + 5
-    assert derived({}) == limit + 1.0  # the client default
     assert availability.run_timers({}, {"n1": [{"event": "start"}]})["source"].startswith(
         "generic")
 
