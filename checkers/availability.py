@@ -86,8 +86,10 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
     op_timeout = float((run.get("config") or {}).get("op_timeout") or 1.0)
     unhealthy_limit = round(op_timeout + timers["failover_s"] + DERIVED_GRACE_S, 3)
     derived = derived_limit_s(events, run)
+    # A node or link that comes back counts as back a failover later: a
+    # process boots, a node finds its leader and fetches again.
     impairment = timeline(history, cluster_nodes(run, history, events), voters_of(run),
-                          end)
+                          end, rejoin_ns=int(timers["failover_s"] * NS))
     elections = ([e for e in leader_elections(events) if type(e["t"]) is int]
                  if events is not None and type(run.get("start_monotonic_ns")) is int else None)
     leaders = (None if elections is None else

@@ -15,6 +15,7 @@ one ends at the completion of the heal that names its nodes.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,8 +101,10 @@ def _cut(value: Any) -> list[tuple[str, str]] | None:
 
 
 def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
-             run_end: int) -> Impairment:
-    """The cluster's state between consecutive nemesis ops."""
+             run_end: int, rejoin_ns: int = 0) -> Impairment:
+    """The cluster's state between consecutive nemesis ops. What comes back (a
+    node started or resumed, a link no longer cut) counts as back only
+    `rejoin_ns` later: a process must boot, a node must find its leader."""
     # Each change: (time, kind, payload); applied in time order.
     changes: list[tuple[int, int, str, Any]] = []
     heals: list[int] = []
@@ -157,11 +160,14 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
                 changes.append((finished, seq, "back", (tag, named)))
     changes.sort(key=lambda c: (c[0], c[1]))
 
-    out: dict[str, set[str]] = {}        # node -> what brings it back (see "out")
-    cut: set[tuple[str, str]] = set()
+    out: dict[str, dict[str, int]] = {}   # node -> what brings it back -> since which change
+    cut: dict[tuple[str, str], int] = {}  # link -> the change that cut it
     anything: set[str] = set()
     segments: list[Segment] = []
     start = min([0] + [c[0] for c in changes])
+    pending = list(changes)
+    heapq.heapify(pending)
+    late = len(changes) + seq + 1        # sequence numbers of changes made while applying
 
     def close(t: int) -> None:
         nonlocal start
@@ -170,20 +176,34 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
                                     bool(anything)))
             start = max(t, start)
 
-    for t, _, kind, payload in changes:
+    def later(t: int, kind: str, payload: Any) -> None:
+        nonlocal late
+        late += 1
+        heapq.heappush(pending, (t + rejoin_ns, late, kind, payload))
+
+    while pending:
+        t, n_seq, kind, payload = heapq.heappop(pending)
         close(t)
         if kind == "out":
-            heal_f, named = payload
-            for n in named:
-                out.setdefault(n, set()).add(heal_f)
-        elif kind == "back":
             tag, named = payload
             for n in named:
-                out.get(n, set()).discard(tag)
-                if not out.get(n, True):
-                    del out[n]
+                out.setdefault(n, {})[tag] = n_seq
+        elif kind == "back":
+            later(t, "rejoined", (payload[0], payload[1], n_seq))
+        elif kind == "rejoined":
+            tag, named, since = payload
+            for n in named if named is not None else list(out):
+                if out.get(n, {}).get(tag, since) < since:
+                    del out[n][tag]
+                    if not out[n]:
+                        del out[n]
         elif kind == "cut":
-            cut = set(payload[1])   # a partition replaces the whole cut
+            # A partition replaces the whole cut: the links it no longer cuts
+            # come back like healed ones.
+            later(t, "uncut", n_seq)
+            cut.update({pair: n_seq for pair in payload[1]})
+        elif kind == "uncut":
+            cut = {pair: since for pair, since in cut.items() if since >= payload}
         elif kind == "anything":
             anything.add(payload[0])
         elif kind == "anything-over":
@@ -191,12 +211,8 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
         elif kind == "heal":
             heal_f, named = payload
             if heal_f == FAULT_OPS["partition"].heal_f:
-                cut = set()
-            for n in list(out):
-                if heal_f in out[n] and (named is None or n in named):
-                    out[n].discard(heal_f)
-                    if not out[n]:
-                        del out[n]
+                later(t, "uncut", n_seq)   # what partitions before it cut
+            later(t, "rejoined", (heal_f, named, n_seq))
     close(max(run_end, start))
     segments = [s for s in segments if s.end > s.start] or [
         Segment(0, max(run_end, 1), frozenset(), frozenset(), False)]

@@ -244,9 +244,10 @@ def test_an_outage_while_three_of_five_are_down_passes():
 def test_an_outage_runs_on_for_a_failover_after_the_quorum_comes_back_and_no_longer():
     faults = [(10, "kill", {"nodes": ["n3", "n4", "n5"]}),
               (15, "start", {"nodes": ["n3", "n4", "n5"]})]
-    # Back at 15.1: failover 3 s + op timeout 1 s excused, then 6 s allowed.
-    assert check(outage(12, 24, faults), led_by_n1())["valid"] is True
-    assert types(check(outage(12, 28, faults), led_by_n1())) == ["unavailable-while-healthy"]
+    # Started at 15.1, back a failover (3 s) later, at 18.1; then failover 3 s
+    # + op timeout 1 s excused, to 22.1; then 6 s allowed.
+    assert check(outage(12, 28, faults), led_by_n1())["valid"] is True
+    assert types(check(outage(12, 30, faults), led_by_n1())) == ["unavailable-while-healthy"]
 
 
 def test_without_leader_events_a_fault_taking_nodes_excuses_one_failover_after_it():
@@ -309,6 +310,28 @@ def test_timeline_counts_each_fault_as_its_row_says():
     assert at(5.5) == ([], 1)
     assert at(6.5) == ([], 0)
     assert imp.heals == [int(5.1 * S), int(6.1 * S)]
+
+
+def test_what_comes_back_counts_as_back_only_after_its_rejoin_time():
+    h = H()
+    h.nemesis(1, "kill", {"nodes": ["n1", "n2"]})
+    h.nemesis(3, "start", {"nodes": ["n1", "n2"]})
+    h.nemesis(4, "kill", {"nodes": ["n2"]})              # killed again before it was back
+    h.nemesis(5, "partition", {"cut": [["n3", "n4"]]})
+    h.nemesis(6, "partition", {"cut": [["n4", "n5"]]})   # replaces the cut
+    h.nemesis(8, "heal", {})
+    h.nemesis(8.5, "partition", {"cut": [["n5", "n1"]]})  # cut again before the heal took
+    imp = impairment.timeline(h.ops, NODES, None, 20 * S, rejoin_ns=2 * S)
+
+    def at(t: float) -> tuple[list[str], list[tuple[str, str]]]:
+        seg = imp.at(int(t * S))
+        return sorted(seg.out), sorted(seg.cut)
+    assert at(4.5) == (["n1", "n2"], [])
+    assert at(5.2) == (["n2"], [("n3", "n4")])           # n1 back at 3.1 + 2
+    assert at(7) == (["n2"], [("n3", "n4"), ("n4", "n5")])
+    assert at(8.15) == (["n2"], [("n4", "n5")])          # n3-n4 back at 6.0 + 2
+    assert at(9) == (["n2"], [("n4", "n5"), ("n5", "n1")])
+    assert at(10.2) == (["n2"], [("n5", "n1")])          # the heal took at 8.1 + 2
 
 
 def test_a_quorum_needs_a_majority_linked_both_ways():
