@@ -25,11 +25,16 @@ fault takes, by its row in `checkers.faults`, against the voters):
   without them: the failover after any fault that took a node or link, as it
   may have been the leader); each excuse runs on for failover + op timeout
   after it ends (one election plus its retries); after a heal too when the
-  system says a rejoining node may depose a healthy leader.
-- `leader-change-while-healthy`: a leader lost (it resigned, or another was
-  elected) while, for a failover before, it was up and linked both ways with
-  a majority, a quorum was connected, and (when a rejoining node may disrupt)
-  nothing came back. Judged only where the nodes print Leader events.
+  system says a rejoining node may depose a healthy leader; and time when
+  every op in flight had been sent to a node a fault had taken (the
+  client's own node).
+- `leader-change-while-healthy`: a leader lost (it resigned, its process
+  restarted with no fault, or another was elected) although, for a failover
+  before, there was no trouble: a quorum connected, the leader of the moment
+  up and linked both ways with a majority (no leader at all: an election's
+  aftermath, in which a rival may still depose the new one), and (when a
+  rejoining node may disrupt) nothing came back. Judged only where the nodes
+  print Leader events.
 
 The failover and recovery bounds come from the run's own timers: run.json
 `timers` (the system declares them from its node options, `nodes.db.Timers`),
@@ -45,6 +50,7 @@ epoch still interrupted service.
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from checkers.elections import leader_elections
@@ -98,7 +104,7 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
     stats: dict[str, Any] = {"thresholds": limits, "faults": len(faults), "heals": len(heals),
                              "timers": timers, "max_unexplained_unavailable_s": derived,
                              "max_unhealthy_unavailable_s": unhealthy_limit}
-    excuses = _union(excused_spans(impairment, leaders, timers, op_timeout, end)
+    excuses = _union(excused_spans(impairment, leaders, timers, op_timeout)
                      + own_nodes_out(history, impairment))
     stats.update(_gap_stats(gaps))
     unexplained = _unexplained_anomalies(gaps, derived)
@@ -313,7 +319,7 @@ def trouble_spans(imp: Impairment, leaders: list[dict] | None) -> list[tuple[int
 
 
 def excused_spans(imp: Impairment, leaders: list[dict] | None, timers: dict[str, Any],
-                  op_timeout: float, end: int) -> list[tuple[int, int]]:
+                  op_timeout: float) -> list[tuple[int, int]]:
     """When a correct cluster may fail to serve: trouble, and a failover plus an
     op timeout after it (one election and its retries; clients waiting out an
     op sent to what was lost)."""
@@ -335,14 +341,33 @@ def own_nodes_out(history: list[Op], imp: Impairment) -> list[tuple[int, int]]:
         finished = done.time if done is not None else inv.time
         in_flight.append((inv.time, finished))
         node = inv.node or (done.node if done is not None else None)
-        if node is None:
+        segs = imp.overlapping(inv.time, finished) if node is not None else []
+        if not any(node in seg.out for seg in segs):
             asking.append((inv.time, finished))
             continue
-        for seg in imp.overlapping(inv.time, finished):
-            if node not in seg.out:
-                asking.append((max(inv.time, seg.start), min(finished, seg.end)))
-    asking = _union(asking)
-    return [piece for a, b in _union(in_flight) for piece in _uncovered(a, b, asking)]
+        asking += [(max(inv.time, seg.start), min(finished, seg.end))
+                   for seg in segs if node not in seg.out]
+    return _minus(_union(in_flight), _union(asking))
+
+
+def _minus(spans: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of `spans` outside `holes` (both sorted and disjoint), in one sweep."""
+    out = []
+    j = 0
+    for a, b in spans:
+        cursor = a
+        while j < len(holes) and holes[j][1] <= cursor:
+            j += 1
+        k = j
+        while k < len(holes) and holes[k][0] < b:
+            x, y = holes[k]
+            if x > cursor:
+                out.append((cursor, x))
+            cursor = max(cursor, y)
+            k += 1
+        if cursor < b:
+            out.append((cursor, b))
+    return out
 
 
 def _leader_pieces(leaders: list[dict], a: int, b: int) -> list[tuple[int, int, str | None]]:
@@ -369,7 +394,7 @@ def healthy_leader_losses(leaders: list[dict], imp: Impairment, timers: dict[str
         if lost is None or lost <= 0 or lost > end:
             continue   # still leading, or lost before the clients started or after they stopped
         a = lost - window
-        if any(x < lost and y > a for x, y in trouble if (x, y) != (lost, lost)):
+        if any(x < lost and y > a for x, y in trouble):
             continue
         if timers["rejoin_disrupts"] and any(a <= h <= lost for h in imp.heals):
             continue
@@ -452,9 +477,14 @@ def _unhealthy_gap_anomalies(gaps: list[dict], excuses: list[tuple[int, int]],
 
 
 def _uncovered(a: int, b: int, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of [a, b] no span covers; `spans` sorted and disjoint (`_union`)."""
     out, cursor = [], a
-    for x, y in spans:
-        if y <= cursor or x >= b:
+    # Spans ending before a cannot matter: start at the first that might.
+    for i in range(max(bisect.bisect_left(spans, (a, a)) - 1, 0), len(spans)):
+        x, y = spans[i]
+        if x >= b:
+            break
+        if y <= cursor:
             continue
         if x > cursor:
             out.append((cursor, x))

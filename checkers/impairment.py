@@ -15,6 +15,7 @@ one ends at the completion of the heal that names its nodes.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,20 +46,28 @@ class Impairment:
     voters: list[str]
     segments: list[Segment]
     heals: list[int] = field(default_factory=list)        # completions of heals that acted
-    takes: list[dict[str, Any]] = field(default_factory=list)  # each fault: f, nodes, start, end
+    takes: list[dict[str, Any]] = field(default_factory=list)  # each fault: f, nodes, start
+    _start_cache: list[int] = field(default_factory=list, repr=False)
 
     @property
     def majority(self) -> int:
         return len(self.voters) // 2 + 1
 
     def at(self, t: int) -> Segment:
-        for s in self.segments:
-            if s.start <= t < s.end:
-                return s
-        return self.segments[-1]
+        i = bisect.bisect_right(self._starts, t) - 1
+        return self.segments[min(max(i, 0), len(self.segments) - 1)]
 
     def overlapping(self, a: int, b: int) -> list[Segment]:
-        return [s for s in self.segments if s.start <= b and s.end > a]
+        """The segments that meet [a, b] (in order; segments are consecutive)."""
+        i = max(bisect.bisect_right(self._starts, a) - 1, 0)
+        j = bisect.bisect_right(self._starts, b)
+        return [s for s in self.segments[i:j] if s.end > a]
+
+    @property
+    def _starts(self) -> list[int]:
+        if len(self._start_cache) != len(self.segments):
+            self._start_cache = [s.start for s in self.segments]
+        return self._start_cache
 
     def leader_ok(self, leader: str, seg: Segment) -> bool:
         """The leader is up and linked both ways with enough voters up to make a
@@ -132,7 +141,7 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
         if row is None:
             # A plug-in's op: anything may be gone from it until the next such
             # op (its heal, presumably) completes.
-            takes.append({"f": inv.f, "nodes": None, "start": inv.time, "end": None})
+            takes.append({"f": inv.f, "nodes": None, "start": inv.time})
             if not unknown_open:
                 changes.append((inv.time, seq, "anything", ("plug-in",)))
             else:
@@ -143,7 +152,7 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
         named = _nodes(value) or _nodes(inv.value)
         if row.takes == NOTHING and not error:
             continue
-        takes.append({"f": inv.f, "nodes": named, "start": inv.time, "end": None})
+        takes.append({"f": inv.f, "nodes": named, "start": inv.time})
         if error or (row.takes in (NODES, NODES_DURING_OP) and not named):
             # It failed part way, or names nobody: anything while its op ran.
             changes.append((inv.time, seq, "anything", (inv.f,)))
