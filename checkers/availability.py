@@ -33,7 +33,9 @@ fault takes, by its row in `checkers.faults`, against the voters):
   before, there was no trouble: a quorum connected, the leader of the moment
   up and linked both ways with a majority (no leader at all: an election's
   aftermath, in which a rival may still depose the new one), and (when a
-  rejoining node may disrupt) nothing came back. Judged only where the nodes
+  rejoining node may disrupt) nothing came back. A leader that stepped down
+  in its own epoch (or whose process restarted) is excused only by its own
+  state or the quorum's, never by an aftermath elsewhere. Judged only where the nodes
   print Leader events.
 
 The failover and recovery bounds come from the run's own timers: run.json
@@ -64,8 +66,11 @@ DERIVED_GRACE_S = 2.0
 # A trigger may stop a node's disk a moment before its fault op is recorded.
 LEAD_S = 1.0
 # When neither run.json nor the nodes say: slow enough for any system we know.
-GENERIC_TIMERS = {"failover_s": 10.0, "recovery_s": 30.0, "rejoin_disrupts": True,
+GENERIC_TIMERS = {"failover_s": 10.0, "recovery_s": 30.0, "rejoin_s": 10.0,
+                  "rejoin_disrupts": True,
                   "source": "generic default (no timers in run.json or start lines)"}
+# How long after its heal a node's start line may come and still be its boot.
+BOOT_WAIT_FAILOVERS = 3
 # Elections per election timeout a correct failover may need, for timers read
 # off the nodes' start lines (a run from before run.json had `timers`).
 ELECTION_ROUNDS = 3
@@ -92,10 +97,12 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
     op_timeout = float((run.get("config") or {}).get("op_timeout") or 1.0)
     unhealthy_limit = round(op_timeout + timers["failover_s"] + DERIVED_GRACE_S, 3)
     derived = derived_limit_s(events, run)
-    # A node or link that comes back counts as back a failover later: a
-    # process boots, a node finds its leader and fetches again.
+    # A node or link that comes back counts as back only once its process
+    # booted (its start line, where it prints one) and it found its leader.
     impairment = timeline(history, cluster_nodes(run, history, events), voters_of(run),
-                          end, rejoin_ns=int(timers["failover_s"] * NS))
+                          end, rejoin_ns=int(timers["rejoin_s"] * NS),
+                          started=start_lines(events, run.get("start_monotonic_ns")),
+                          boot_wait_ns=int(BOOT_WAIT_FAILOVERS * timers["failover_s"] * NS))
     elections = ([e for e in leader_elections(events) if type(e["t"]) is int]
                  if events is not None and type(run.get("start_monotonic_ns")) is int else None)
     leaders = (None if elections is None else
@@ -203,8 +210,10 @@ def run_timers(run: dict, events: dict[str, list[dict]] | None) -> dict[str, Any
     declared = run.get("timers")
     if isinstance(declared, dict) and all(
             isinstance(declared.get(k), int | float) for k in ("failover_s", "recovery_s")):
-        return {"failover_s": float(declared["failover_s"]),
-                "recovery_s": float(declared["recovery_s"]),
+        failover = float(declared["failover_s"])
+        rejoin = declared.get("rejoin_s")
+        return {"failover_s": failover, "recovery_s": float(declared["recovery_s"]),
+                "rejoin_s": float(rejoin) if isinstance(rejoin, int | float) else failover,
                 "rejoin_disrupts": declared.get("rejoin_disrupts") is not False,
                 "source": str(declared.get("source") or "run.json")}
     from_lines = start_line_timers_ms(events)
@@ -212,7 +221,8 @@ def run_timers(run: dict, events: dict[str, list[dict]] | None) -> dict[str, Any
         return dict(GENERIC_TIMERS)
     election, fetch = from_lines
     failover = round((fetch + ELECTION_ROUNDS * 2 * election) / 1000, 3)
-    return {"failover_s": failover, "recovery_s": 3 * failover, "rejoin_disrupts": True,
+    return {"failover_s": failover, "recovery_s": 3 * failover, "rejoin_s": failover,
+            "rejoin_disrupts": True,
             "source": "the nodes' start lines (election and fetch timeouts)"}
 
 
@@ -239,6 +249,16 @@ def derived_limit_s(events: dict[str, list[dict]] | None, run: dict) -> float | 
     election, fetch = from_lines
     op_timeout = float((run.get("config") or {}).get("op_timeout") or 1.0)
     return round(op_timeout + (2 * election + fetch) / 1000 + DERIVED_GRACE_S, 3)
+
+
+def start_lines(events: dict[str, list[dict]] | None, start_ns: Any
+                ) -> dict[str, list[int]] | None:
+    """Each node's start lines, in history time; None without events."""
+    if events is None or type(start_ns) is not int:
+        return None
+    return {node: sorted(ev["t"] - start_ns for ev in evs
+                         if ev.get("event") == "start" and type(ev.get("t")) is int)
+            for node, evs in events.items()}
 
 
 def cluster_nodes(run: dict, history: list[Op],
@@ -275,6 +295,7 @@ def leader_track(elections: list[dict], events: dict[str, list[dict]],
         begin = e["t"] - start_ns
         nxt = elections[i + 1]["t"] - start_ns if i + 1 < len(elections) else None
         left = None
+        by_itself = False
         for ev in events.get(e["node"], []):
             t = ev.get("t")
             if type(t) is not int or t - start_ns <= begin:
@@ -284,11 +305,15 @@ def leader_track(elections: list[dict], events: dict[str, list[dict]],
             if ev.get("event") == "start" or (ev.get("event") == "role"
                                               and ev.get("role") != "Leader"):
                 left = t - start_ns
+                # In its own epoch it stepped down, or its process restarted:
+                # its own doing, not a rival's higher epoch.
+                by_itself = ev.get("event") == "start" or ev.get("epoch") == e["epoch"]
                 break
         ends = [x for x in (left, nxt) if x is not None]
+        resigned = left is not None and (nxt is None or left < nxt)
         out.append({"node": e["node"], "epoch": e["epoch"], "from": begin,
-                    "to": min(ends) if ends else None, "resigned": left is not None
-                    and (nxt is None or left < nxt)})
+                    "to": min(ends) if ends else None, "resigned": resigned,
+                    "by_itself": resigned and by_itself})
     return out
 
 
@@ -394,14 +419,22 @@ def healthy_leader_losses(leaders: list[dict], imp: Impairment, timers: dict[str
         if lost is None or lost <= 0 or lost > end:
             continue   # still leading, or lost before the clients started or after they stopped
         a = lost - window
-        if any(x < lost and y > a for x, y in trouble):
+        if ld["by_itself"]:
+            # A leader that stepped down by itself answers for itself: only
+            # its own state or the quorum's excuse it, not an election's
+            # aftermath elsewhere.
+            segs = imp.overlapping(a, lost)
+            if any(not imp.quorum_ok(s) or not imp.leader_ok(ld["node"], s) for s in segs):
+                continue
+        elif any(x < lost and y > a for x, y in trouble):
             continue
         if timers["rejoin_disrupts"] and any(a <= h <= lost for h in imp.heals):
             continue
         segs = imp.overlapping(a, lost)
         anomalies.append({
             "type": "leader-change-while-healthy", "node": ld["node"], "epoch": ld["epoch"],
-            "how": "resigned" if ld["resigned"] else "another was elected",
+            "how": ("stepped down in its own epoch" if ld["by_itself"] else
+                    "resigned" if ld["resigned"] else "another was elected"),
             "time_s": _s(lost), "led_from_s": _s(ld["from"]),
             "no_trouble_since_s": _s(max(a, 0)), "failover_s": timers["failover_s"],
             "in_force": [{"from_s": _s(max(s.start, a)), "out": sorted(s.out),

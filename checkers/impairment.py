@@ -110,10 +110,15 @@ def _cut(value: Any) -> list[tuple[str, str]] | None:
 
 
 def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
-             run_end: int, rejoin_ns: int = 0) -> Impairment:
+             run_end: int, rejoin_ns: int = 0,
+             started: dict[str, list[int]] | None = None, boot_wait_ns: int = 0,
+             ) -> Impairment:
     """The cluster's state between consecutive nemesis ops. What comes back (a
     node started or resumed, a link no longer cut) counts as back only
-    `rejoin_ns` later: a process must boot, a node must find its leader."""
+    `rejoin_ns` later: a node must find its leader. A node whose `start`
+    line (history times in `started`) follows its heal, within
+    `boot_wait_ns`, is back only from that line on: its process was still
+    booting."""
     # Each change: (time, kind, payload); applied in time order.
     changes: list[tuple[int, int, str, Any]] = []
     heals: list[int] = []
@@ -190,6 +195,19 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
         late += 1
         heapq.heappush(pending, (t + rejoin_ns, late, kind, payload))
 
+    def booted(node: str, t: int) -> int:
+        """When the node, brought back at t, was up: its first start line after t."""
+        lines = (started or {}).get(node, [])
+        i = bisect.bisect_right(lines, t)
+        return lines[i] if i < len(lines) and lines[i] <= t + boot_wait_ns else t
+
+    def rejoin(t: int, tag: str, named: list[str] | None, since: int) -> None:
+        if named is None:
+            later(t, "rejoined", (tag, None, since))
+            return
+        for n in named:
+            later(booted(n, t), "rejoined", (tag, [n], since))
+
     while pending:
         t, n_seq, kind, payload = heapq.heappop(pending)
         close(t)
@@ -198,7 +216,7 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
             for n in named:
                 out.setdefault(n, {})[tag] = n_seq
         elif kind == "back":
-            later(t, "rejoined", (payload[0], payload[1], n_seq))
+            rejoin(t, payload[0], payload[1], n_seq)
         elif kind == "rejoined":
             tag, named, since = payload
             for n in named if named is not None else list(out):
@@ -221,7 +239,7 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
             heal_f, named = payload
             if heal_f == FAULT_OPS["partition"].heal_f:
                 later(t, "uncut", n_seq)   # what partitions before it cut
-            later(t, "rejoined", (heal_f, named, n_seq))
+            rejoin(t, heal_f, named, n_seq)
     close(max(run_end, start))
     segments = [s for s in segments if s.end > s.start] or [
         Segment(0, max(run_end, 1), frozenset(), frozenset(), False)]

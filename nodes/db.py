@@ -34,6 +34,8 @@ class Timers:
     failover_s: from losing its leader (or a quorum) until it serves again:
         noticing, one election, and its retries.
     recovery_s: from the last heal until every live node has caught up.
+    rejoin_s: from a node coming back (its process up, its links restored)
+        until it follows its leader again.
     rejoin_disrupts: a node coming back (restarted, or its links healed) may
         depose a healthy leader (no Pre-Vote / check-quorum, KIP-996).
     source: where the figures come from, for the verdict.
@@ -41,17 +43,19 @@ class Timers:
 
     failover_s: float
     recovery_s: float
+    rejoin_s: float
     rejoin_disrupts: bool
     source: str
 
     def to_json(self) -> dict[str, Any]:
         return {"failover_s": self.failover_s, "recovery_s": self.recovery_s,
-                "rejoin_disrupts": self.rejoin_disrupts, "source": self.source}
+                "rejoin_s": self.rejoin_s, "rejoin_disrupts": self.rejoin_disrupts,
+                "source": self.source}
 
 
 # A system that declares nothing: slow enough for any system we know of, and
 # a rejoining node may disrupt.
-GENERIC_TIMERS = Timers(failover_s=10.0, recovery_s=30.0, rejoin_disrupts=True,
+GENERIC_TIMERS = Timers(failover_s=10.0, recovery_s=30.0, rejoin_s=10.0, rejoin_disrupts=True,
                         source="generic default (the system declares no timers)")
 
 

@@ -63,6 +63,7 @@ def timers(options: Mapping[str, Any]) -> Timers:
     heartbeat_s = int(options.get("heartbeat_ms", HEARTBEAT_MS)) / 1000
     failover = round(heartbeat_s + ELECTION_ROUNDS * 2 * election_s, 3)
     return Timers(failover_s=failover, recovery_s=round(RECOVERY_FAILOVERS * failover, 3),
+                  rejoin_s=failover,
                   rejoin_disrupts=not options.get("pre_vote"),
                   source=f"etcd: election timeout {election_s:g} s, heartbeat {heartbeat_s:g} s")
 

@@ -50,8 +50,11 @@ def timers(options: Mapping[str, Any]) -> Timers:
     election_s = _config_default("election_timeout_ticks") * tick_s
     fetch_s = _config_default("fetch_timeout_ticks") * tick_s
     failover = round(fetch_s + ELECTION_ROUNDS * 2 * election_s, 3)
+    # A node back up finds its leader within two election rounds (a refused
+    # pre-vote names it; its announcements repeat every half election timeout).
+    rejoin = round(fetch_s + 2 * 2 * election_s, 3)
     return Timers(failover_s=failover, recovery_s=round(RECOVERY_FAILOVERS * failover, 3),
-                  rejoin_disrupts=False,
+                  rejoin_s=rejoin, rejoin_disrupts=False,
                   source=f"raft: tick {tick_s * 1000:g} ms, election timeout {election_s:g} s, "
                          f"fetch timeout {fetch_s:g} s")
 
