@@ -9,8 +9,9 @@ with the nodes out and the links cut, from which availability asks: was a
 quorum of the voters connected, and could a given leader reach one?
 
 A fault starts counting at its invoke (a trigger may freeze a node's disk a
-moment before its op is recorded: callers widen by `lead_ns`), and a lasting
-one ends at the completion of the heal that names its nodes.
+moment before its op is recorded: availability widens by `LEAD_S`), and a
+lasting one ends at the completion of the heal that names its nodes, plus
+the time the node takes to come back (`timeline`).
 """
 
 from __future__ import annotations
@@ -90,9 +91,6 @@ class Impairment:
             return True
         return any(self.leader_ok(v, seg) for v in self.voters if v not in seg.out)
 
-    def all_whole(self, seg: Segment) -> bool:
-        return not seg.anything and not seg.out and not seg.cut
-
 
 def _nodes(value: Any) -> list[str] | None:
     nodes = value.get("nodes") if isinstance(value, dict) else None
@@ -119,7 +117,7 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
     line (history times in `started`) follows its heal, within
     `boot_wait_ns`, is back only from that line on: its process was still
     booting."""
-    # Each change: (time, kind, payload); applied in time order.
+    # Each change: (time, order, kind, payload); applied in time order.
     changes: list[tuple[int, int, str, Any]] = []
     heals: list[int] = []
     takes: list[dict[str, Any]] = []

@@ -419,7 +419,11 @@ class Run:
                 return {n.name: db.replica_progress(n) for n in cluster.nodes
                         if cluster.is_running(n.name)}
 
-        record = wait_for_convergence(probe, [n.name for n in cluster.nodes], bound)
+        try:
+            record = wait_for_convergence(probe, [n.name for n in cluster.nodes], bound)
+        except Exception as e:  # a probe that breaks leaves convergence unjudged, not the run
+            self.doc["convergence_error"] = f"{type(e).__name__}: {e}"
+            return
         self.doc["convergence"] = record
         write_run_json(self.run_dir, self.doc)
         progress.say(f"nodes {'converged' if record['converged'] else 'did not converge'} "
