@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from test_availability import H as AvailabilityHistory
+
 from checkers import availability, impairment
 from checkers.history import Op
 
@@ -16,28 +18,7 @@ START = 7 * 10**12
 NODES = ["n1", "n2", "n3", "n4", "n5"]
 
 
-class H:
-    def __init__(self) -> None:
-        self.ops: list[Op] = []
-
-    def add(self, t_s: float, process: Any, typ: str, f: str, value: Any = None,
-            error: str | None = None) -> None:
-        self.ops.append(Op(len(self.ops), int(t_s * S), process, typ, f, value, error=error))
-
-    def reads(self, from_s: float, to_s: float, every_s: float = 0.5) -> None:
-        t = from_s
-        while t <= to_s:
-            self.add(t, 0, "invoke", "read")
-            self.add(t + 0.01, 0, "ok", "read", 1)
-            t += every_s
-
-    def stuck(self, from_s: float, to_s: float, timeout_s: float = 1.0) -> None:
-        t, process = from_s, 100
-        while t < to_s:
-            self.add(t, process, "invoke", "write", 1)
-            self.add(min(t + timeout_s, to_s), process, "info", "write", 1)
-            t, process = t + timeout_s, process + 1
-
+class H(AvailabilityHistory):
     def nemesis(self, t_s: float, f: str, value: Any, took_s: float = 0.1) -> None:
         self.add(t_s, "nemesis", "invoke", f, value)
         self.add(t_s + took_s, "nemesis", "info", f, value)
