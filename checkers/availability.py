@@ -71,9 +71,11 @@ GENERIC_TIMERS = {"failover_s": 10.0, "recovery_s": 30.0, "rejoin_s": 10.0,
                   "source": "generic default (no timers in run.json or start lines)"}
 # How long after its heal a node's start line may come and still be its boot.
 BOOT_WAIT_FAILOVERS = 3
-# Elections per election timeout a correct failover may need, for timers read
-# off the nodes' start lines (a run from before run.json had `timers`).
-ELECTION_ROUNDS = 3
+# Rounds of election a correct failover may need, for timers read off the
+# nodes' start lines (a run from before run.json had `timers`); what
+# nodes.db.FAILOVER_ELECTION_ROUNDS says for the adapters, which the checkers
+# sit below.
+START_LINE_ELECTION_ROUNDS = 3
 LEADER_LIMITS = ("max_leader_changes_per_heal", "max_quiet_leader_changes")
 # Every threshold a run may set (`--threshold K=V`).
 THRESHOLDS = (*DEFAULTS, "max_unavailable_s", *LEADER_LIMITS)
@@ -205,7 +207,7 @@ def active_at(faults: list[dict], t: int) -> list[dict]:
 def run_timers(run: dict, events: dict[str, list[dict]] | None) -> dict[str, Any]:
     """The failover and recovery bounds this run is judged by: run.json `timers`
     (declared by the system), else the nodes' start lines (election and fetch
-    timeouts: noticing, then up to ELECTION_ROUNDS rounds of at most twice the
+    timeouts: noticing, then up to START_LINE_ELECTION_ROUNDS rounds of at most twice the
     election timeout), else a generic default."""
     declared = run.get("timers")
     if isinstance(declared, dict) and all(
@@ -220,7 +222,7 @@ def run_timers(run: dict, events: dict[str, list[dict]] | None) -> dict[str, Any
     if from_lines is None:
         return dict(GENERIC_TIMERS)
     election, fetch = from_lines
-    failover = round((fetch + ELECTION_ROUNDS * 2 * election) / 1000, 3)
+    failover = round((fetch + START_LINE_ELECTION_ROUNDS * 2 * election) / 1000, 3)
     return {"failover_s": failover, "recovery_s": 3 * failover, "rejoin_s": failover,
             "rejoin_disrupts": True,
             "source": "the nodes' start lines (election and fetch timeouts)"}

@@ -53,6 +53,11 @@ class Timers:
                 "source": self.source}
 
 
+# What an adapter's timers may build on: rounds of election a failover may take
+# (a split vote, then one that wins, plus one for a loaded machine), and
+# failovers a recovery may take.
+FAILOVER_ELECTION_ROUNDS, RECOVERY_FAILOVERS = 3, 3
+
 # A system that declares nothing: slow enough for any system we know of, and
 # a rejoining node may disrupt.
 GENERIC_TIMERS = Timers(failover_s=10.0, recovery_s=30.0, rejoin_s=10.0, rejoin_disrupts=True,

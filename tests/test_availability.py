@@ -402,7 +402,7 @@ def test_derived_limit_adds_the_run_op_timeout_to_the_reported_timers():
     assert availability.derived_limit_s(events, {"config": {"op_timeout": 5}}) == base + 5
     assert availability.derived_limit_s(events, {}) == base + 1.0  # the client default
     assert availability.derived_limit_s({"n1": [{"event": "start"}]}, {}) is None
-    failover = (availability.ELECTION_ROUNDS * 2 * 1000 + 2000) / 1000
+    failover = (availability.START_LINE_ELECTION_ROUNDS * 2 * 1000 + 2000) / 1000
     assert availability.run_timers({}, events)["failover_s"] == failover
     assert availability.run_timers({}, {"n1": [{"event": "start"}]})["source"].startswith(
         "generic")

@@ -20,7 +20,7 @@ from typing import Any
 
 import urllib3
 
-from nodes.db import NodeSpec, Timers
+from nodes.db import FAILOVER_ELECTION_ROUNDS, RECOVERY_FAILOVERS, NodeSpec, Timers
 from nodes.etcd.codec import client_url, parse_status, peer_port
 
 STATUS_TIMEOUT_S = 1.0
@@ -50,18 +50,13 @@ NOT_NOW = {"etcdserver: unhealthy cluster": "not_caught_up",
 HEARTBEAT_MS, ELECTION_MS, MAX_ELECTION_MS = 100, 1000, 50_000
 
 
-# Rounds of election a failover may take (a split vote, then one that wins,
-# plus one for a loaded machine), and failovers a recovery may take.
-ELECTION_ROUNDS, RECOVERY_FAILOVERS = 3, 3
-
-
 def timers(options: Mapping[str, Any]) -> Timers:
     """etcd's: a follower campaigns after a randomized election timeout in
     [T, 2T); without Pre-Vote (3.4's default) a member coming back with a
     higher term deposes a healthy leader."""
     election_s = int(options.get("election_ms", ELECTION_MS)) / 1000
     heartbeat_s = int(options.get("heartbeat_ms", HEARTBEAT_MS)) / 1000
-    failover = round(heartbeat_s + ELECTION_ROUNDS * 2 * election_s, 3)
+    failover = round(heartbeat_s + FAILOVER_ELECTION_ROUNDS * 2 * election_s, 3)
     return Timers(failover_s=failover, recovery_s=round(RECOVERY_FAILOVERS * failover, 3),
                   rejoin_s=failover,
                   rejoin_disrupts=not options.get("pre_vote"),

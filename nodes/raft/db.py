@@ -16,7 +16,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from nodes.db import NodeSpec, Timers
+from nodes.db import FAILOVER_ELECTION_ROUNDS, RECOVERY_FAILOVERS, NodeSpec, Timers
 from nodes.raft import storage
 from nodes.raft.client import NodeClient
 from nodes.raft.core import Config
@@ -28,13 +28,6 @@ STATUS_TIMEOUT_S = 1.0
 # reads or writes it.
 FILL_KEY = "faultline-nemesis-fill"
 CHANGE_TIMEOUT_S = 5.0  # a voter change waits for its record to commit
-
-
-# Rounds of election a failover may take: a split vote, then one that wins,
-# plus one for a loaded machine.
-ELECTION_ROUNDS = 3
-# A node that was down or cut off catches up within a few failovers.
-RECOVERY_FAILOVERS = 3
 
 
 def _config_default(name: str) -> int:
@@ -49,7 +42,7 @@ def timers(options: Mapping[str, Any]) -> Timers:
     tick_s = int(options.get("tick_ms") or 50) / 1000
     election_s = _config_default("election_timeout_ticks") * tick_s
     fetch_s = _config_default("fetch_timeout_ticks") * tick_s
-    failover = round(fetch_s + ELECTION_ROUNDS * 2 * election_s, 3)
+    failover = round(fetch_s + FAILOVER_ELECTION_ROUNDS * 2 * election_s, 3)
     # A node back up finds its leader within two election rounds (a refused
     # pre-vote names it; its announcements repeat every half election timeout).
     rejoin = round(fetch_s + 2 * 2 * election_s, 3)
