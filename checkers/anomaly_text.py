@@ -327,6 +327,26 @@ def _voter_changes_out_of_order(a: dict[str, Any]) -> str:
 
 
 
+# availability, convergence
+def _unavailable_while_healthy(a: dict[str, Any]) -> str:
+    return (f"No op succeeded from {a['start_s']} s to {a['end_s']} s; for {a['unexcused_s']} s "
+            f"of it (from {a['unexcused'][0]} s) no fault had taken a quorum or the leader "
+            f"and no failover was under way (limit {a.get('limit_s')} s).")
+
+
+def _leader_change_while_healthy(a: dict[str, Any]) -> str:
+    out = "; ".join(f"{', '.join(f['out']) or 'no node'} out, {f['cut']} link(s) cut from "
+                    f"{f['from_s']} s" for f in a.get("in_force") or [])
+    return (f"Leader {a['node']} (epoch {a['epoch']}) lost its leadership at {a['time_s']} s "
+            f"({a['how']}), though since {a['no_trouble_since_s']} s a quorum was connected "
+            f"and it was up and linked to a majority{f' ({out})' if out else ''}.")
+
+
+def _unconverged(a: dict[str, Any]) -> str:
+    return (f"Node {a['node']} did not converge ({a['why']}) after the run waited "
+            f"{a.get('waited_s')} s (bound {a.get('bound_s')} s) for its nodes to agree.")
+
+
 # node-state, node-logs
 def _divergent_state(a: dict[str, Any]) -> str:
     nodes = " and ".join(map(str, a["nodes"]))
@@ -392,6 +412,9 @@ SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {
     "unexplained-unavailable": _unavailable("unexplained-unavailable"),
     "leader-changes-after-heal": _leader_changes_after_heal,
     "quiet-leader-changes": _quiet_leader_changes,
+    "unavailable-while-healthy": _unavailable_while_healthy,
+    "leader-change-while-healthy": _leader_change_while_healthy,
+    "unconverged": _unconverged,
     # divergence
     "divergence": _divergence,
     "lost-committed": _lost_committed,

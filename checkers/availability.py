@@ -11,10 +11,37 @@ The verdict is invalid when a limit is exceeded. Configured limits:
     max_leader_changes_per_heal  leader changes in one heal's settle window
     max_quiet_leader_changes     leader changes with no fault and no recent heal
 
-and one derived from the run itself, always in force: an *unexplained* window
-(no fault in force at any point of it) may last at most op timeout + a full
-election (2 x election timeout + fetch timeout, from the nodes' start lines)
-+ a grace for a loaded machine. Only time in which some client op was
+and, derived from the run itself and always in force: `unexplained-unavailable`,
+a window with no fault in force at any point of it longer than op timeout +
+one election (2 x election timeout + fetch timeout, from the nodes' start
+lines) + a grace for a loaded machine; and two which excuse only what
+a fault actually took away (`checkers.impairment`: the nodes and links each
+fault takes, by its row in `checkers.faults`, against the voters):
+
+- `unavailable-while-healthy`: within a window, the stretch not excused may
+  last at most op timeout + failover + a grace for a loaded machine.
+  Excused: time without a connected quorum of voters; time the leader was
+  down or cut from a majority (from the nodes' Leader events; a system
+  without them: the failover after any fault that took a node or link, as it
+  may have been the leader); each excuse runs on for failover + op timeout
+  after it ends (one election plus its retries); after a heal too when the
+  system says a rejoining node may depose a healthy leader; and time when
+  every op in flight had been sent to a node a fault had taken (the
+  client's own node).
+- `leader-change-while-healthy`: a leader lost (it resigned, its process
+  restarted with no fault, or another was elected) although, for a failover
+  before, there was no trouble: a quorum connected, the leader of the moment
+  up and linked both ways with a majority (no leader at all: an election's
+  aftermath, in which a rival may still depose the new one), and (when a
+  rejoining node may disrupt) nothing came back. A leader that stepped down
+  in its own epoch (or whose process restarted) is excused only by its own
+  state or the quorum's, never by an aftermath elsewhere. Judged only where the nodes
+  print Leader events.
+
+The failover and recovery bounds come from the run's own timers: run.json
+`timers` (the system declares them from its node options, `nodes.db.Timers`),
+else the election and fetch timeouts on the nodes' start lines, else a
+generic default; stats say which. Only time in which some client op was
 outstanding, or between tries less than `gap_s` apart, counts: the recovery
 pause before the final reads issues nothing by design and is never
 "unavailable".
@@ -25,15 +52,30 @@ epoch still interrupted service.
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from checkers.elections import leader_elections
 from checkers.faults import CUT, DOWN, OTHER_CLUSTER, VOTERS, healed_by
 from checkers.history import NEMESIS, Op, client_ops, collector_paused, noop_reason, pair_ops
+from checkers.impairment import Impairment, timeline
 from checkers.verdict import Verdict, verdict
 
 DEFAULTS = {"gap_s": 2.0, "settle_s": 5.0}
 DERIVED_GRACE_S = 2.0
+# A trigger may stop a node's disk a moment before its fault op is recorded.
+LEAD_S = 1.0
+# When neither run.json nor the nodes say: slow enough for any system we know.
+GENERIC_TIMERS = {"failover_s": 10.0, "recovery_s": 30.0, "rejoin_s": 10.0,
+                  "rejoin_disrupts": True,
+                  "source": "generic default (no timers in run.json or start lines)"}
+# How long after its heal a node's start line may come and still be its boot.
+BOOT_WAIT_FAILOVERS = 3
+# Rounds of election a correct failover may need, for timers read off the
+# nodes' start lines (a run from before run.json had `timers`); what
+# nodes.db.FAILOVER_ELECTION_ROUNDS says for the adapters, which the checkers
+# sit below.
+START_LINE_ELECTION_ROUNDS = 3
 LEADER_LIMITS = ("max_leader_changes_per_heal", "max_quiet_leader_changes")
 # Every threshold a run may set (`--threshold K=V`).
 THRESHOLDS = (*DEFAULTS, "max_unavailable_s", *LEADER_LIMITS)
@@ -53,12 +95,38 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
     end = max((op.time for op in history), default=0)
     faults, heals = fault_windows(history, end)
     gaps = unavailable_windows(history, int(limits["gap_s"] * NS), faults)
+    timers = run_timers(run, events)
+    op_timeout = float((run.get("config") or {}).get("op_timeout") or 1.0)
+    unhealthy_limit = round(op_timeout + timers["failover_s"] + DERIVED_GRACE_S, 3)
     derived = derived_limit_s(events, run)
+    # A node or link that comes back counts as back only once its process
+    # booted (its start line, where it prints one) and it found its leader.
+    impairment = timeline(history, cluster_nodes(run, history, events), voters_of(run),
+                          end, rejoin_ns=int(timers["rejoin_s"] * NS),
+                          started=start_lines(events, run.get("start_monotonic_ns")),
+                          boot_wait_ns=int(BOOT_WAIT_FAILOVERS * timers["failover_s"] * NS))
+    elections = ([e for e in leader_elections(events) if type(e["t"]) is int]
+                 if events is not None and type(run.get("start_monotonic_ns")) is int else None)
+    leaders = (None if elections is None else
+               leader_track(elections, events or {}, run["start_monotonic_ns"]))
 
     stats: dict[str, Any] = {"thresholds": limits, "faults": len(faults), "heals": len(heals),
-                             "max_unexplained_unavailable_s": derived}
+                             "timers": timers, "max_unexplained_unavailable_s": derived,
+                             "max_unhealthy_unavailable_s": unhealthy_limit}
+    excuses = _union(excused_spans(impairment, leaders, timers, op_timeout)
+                     + own_nodes_out(history, impairment))
     stats.update(_gap_stats(gaps))
-    anomalies = _gap_anomalies(gaps, limits) + _unexplained_anomalies(gaps, derived)
+    unexplained = _unexplained_anomalies(gaps, derived)
+    flagged = {(a["start_s"], a["end_s"]) for a in unexplained}
+    anomalies = (_gap_anomalies(gaps, limits) + unexplained + _unhealthy_gap_anomalies(
+        [g for g in gaps if (g["start_s"], g["end_s"]) not in flagged], excuses, unhealthy_limit))
+    if leaders is None:
+        stats["leader_changes_judged"] = ("no: " + ("no node events" if events is None else
+                                                    "run.json has no start_monotonic_ns"))
+    else:
+        changes_while_healthy = healthy_leader_losses(leaders, impairment, timers, end)
+        stats["leader_changes_while_healthy"] = len(changes_while_healthy)
+        anomalies += changes_while_healthy[:MAX_LISTED]
 
     unknown = False
     if events is None or type(run.get("start_monotonic_ns")) is not int:
@@ -69,7 +137,7 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
         if unknown:
             stats["reason"] = f"leader-change limits set, but {stats['why_no_leadership']}"
     else:
-        elections = [e for e in leader_elections(events) if type(e["t"]) is int]
+        assert elections is not None
         changes = leader_changes(elections, run["start_monotonic_ns"], faults, heals,
                                  int(limits["settle_s"] * NS))
         stats["elections"] = len(elections)
@@ -133,12 +201,35 @@ def active_at(faults: list[dict], t: int) -> list[dict]:
     return [f for f in faults if f["start"] <= t <= f["end"]]
 
 
-# --- windows with no successful op -----------------------------------------------
+# --- timers and nodes ------------------------------------------------------------
 
 
-def derived_limit_s(events: dict[str, list[dict]] | None, run: dict) -> float | None:
-    """The longest unexplained window a correct cluster can cause, from the run's
-    own timers; None when the nodes did not report them."""
+def run_timers(run: dict, events: dict[str, list[dict]] | None) -> dict[str, Any]:
+    """The failover and recovery bounds this run is judged by: run.json `timers`
+    (declared by the system), else the nodes' start lines (election and fetch
+    timeouts: noticing, then up to START_LINE_ELECTION_ROUNDS rounds of at most twice the
+    election timeout), else a generic default."""
+    declared = run.get("timers")
+    if isinstance(declared, dict) and all(
+            isinstance(declared.get(k), int | float) for k in ("failover_s", "recovery_s")):
+        failover = float(declared["failover_s"])
+        rejoin = declared.get("rejoin_s")
+        return {"failover_s": failover, "recovery_s": float(declared["recovery_s"]),
+                "rejoin_s": float(rejoin) if isinstance(rejoin, int | float) else failover,
+                "rejoin_disrupts": declared.get("rejoin_disrupts") is not False,
+                "source": str(declared.get("source") or "run.json")}
+    from_lines = start_line_timers_ms(events)
+    if from_lines is None:
+        return dict(GENERIC_TIMERS)
+    election, fetch = from_lines
+    failover = round((fetch + START_LINE_ELECTION_ROUNDS * 2 * election) / 1000, 3)
+    return {"failover_s": failover, "recovery_s": 3 * failover, "rejoin_s": failover,
+            "rejoin_disrupts": True,
+            "source": "the nodes' start lines (election and fetch timeouts)"}
+
+
+def start_line_timers_ms(events: dict[str, list[dict]] | None) -> tuple[int, int] | None:
+    """The longest election and fetch timeouts the nodes' start lines report."""
     election = fetch = None
     for evs in (events or {}).values():
         for ev in evs:
@@ -146,10 +237,214 @@ def derived_limit_s(events: dict[str, list[dict]] | None, run: dict) -> float | 
                     and type(ev.get("fetch_timeout_ms")) is int:
                 election = max(election or 0, ev["election_timeout_ms"])
                 fetch = max(fetch or 0, ev["fetch_timeout_ms"])
-    if election is None or fetch is None:
+    return None if election is None or fetch is None else (election, fetch)
+
+
+def derived_limit_s(events: dict[str, list[dict]] | None, run: dict) -> float | None:
+    """The longest window with no fault in force at all a correct cluster can
+    cause: one election (2 x election timeout + fetch timeout, from the
+    nodes' start lines) after an op timeout, plus a grace; None when the
+    nodes did not report their timers."""
+    from_lines = start_line_timers_ms(events)
+    if from_lines is None:
         return None
+    election, fetch = from_lines
     op_timeout = float((run.get("config") or {}).get("op_timeout") or 1.0)
     return round(op_timeout + (2 * election + fetch) / 1000 + DERIVED_GRACE_S, 3)
+
+
+def start_lines(events: dict[str, list[dict]] | None, start_ns: Any
+                ) -> dict[str, list[int]] | None:
+    """Each node's start lines, in history time; None without events."""
+    if events is None or type(start_ns) is not int:
+        return None
+    return {node: sorted(ev["t"] - start_ns for ev in evs
+                         if ev.get("event") == "start" and type(ev.get("t")) is int)
+            for node, evs in events.items()}
+
+
+def cluster_nodes(run: dict, history: list[Op],
+                  events: dict[str, list[dict]] | None) -> list[str]:
+    """The run's nodes: run.json `nodes`, else every node with event lines or
+    named by a nemesis op."""
+    nodes = run.get("nodes")
+    if isinstance(nodes, dict) and nodes:
+        return sorted(nodes)
+    named: set[str] = set(events or {})
+    for op in history:
+        if op.process == NEMESIS:
+            named |= _nodes(op.value) or set()
+            for pair in (op.value or {}).get("cut") or [] if isinstance(op.value, dict) else []:
+                named |= {x for x in pair if isinstance(x, str)}
+    return sorted(named)
+
+
+def voters_of(run: dict) -> list[str] | None:
+    """The bootstrap voters when the run named some (KIP-853 observers), else None: all."""
+    voters = ((run.get("config") or {}).get("node_options") or {}).get("voters")
+    return [v for v in voters if isinstance(v, str)] if isinstance(voters, list) else None
+
+
+# --- what the faults took away ----------------------------------------------------
+
+
+def leader_track(elections: list[dict], events: dict[str, list[dict]],
+                 start_ns: int) -> list[dict]:
+    """Each leadership in history time: node, epoch, from (elected), to (it
+    left the role, or the next leader was elected; None: to the end)."""
+    out = []
+    for i, e in enumerate(elections):
+        begin = e["t"] - start_ns
+        nxt = elections[i + 1]["t"] - start_ns if i + 1 < len(elections) else None
+        left = None
+        by_itself = False
+        for ev in events.get(e["node"], []):
+            t = ev.get("t")
+            if type(t) is not int or t - start_ns <= begin:
+                continue
+            if nxt is not None and t - start_ns > nxt:
+                break
+            if ev.get("event") == "start" or (ev.get("event") == "role"
+                                              and ev.get("role") != "Leader"):
+                left = t - start_ns
+                # In its own epoch it stepped down, or its process restarted:
+                # its own doing, not a rival's higher epoch.
+                by_itself = ev.get("event") == "start" or ev.get("epoch") == e["epoch"]
+                break
+        ends = [x for x in (left, nxt) if x is not None]
+        resigned = left is not None and (nxt is None or left < nxt)
+        out.append({"node": e["node"], "epoch": e["epoch"], "from": begin,
+                    "to": min(ends) if ends else None, "resigned": resigned,
+                    "by_itself": resigned and by_itself})
+    return out
+
+
+def _union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def trouble_spans(imp: Impairment, leaders: list[dict] | None) -> list[tuple[int, int]]:
+    """When faults had taken what a correct cluster needs to serve: a connected
+    quorum of voters, or (when whom it leads is known) a leader able to reach a
+    majority. With the leader unknown, any fault that took something may have
+    taken it: its first instant counts (the failover after it is the excuse)."""
+    spans = [(seg.start, seg.end) for seg in imp.segments if not imp.quorum_ok(seg)]
+    if leaders is None:
+        spans += [(take["start"], take["start"]) for take in imp.takes]
+    else:
+        for seg in imp.segments:
+            for x, y, leader in _leader_pieces(leaders, seg.start, seg.end):
+                if leader is None or not imp.leader_ok(leader, seg):
+                    spans.append((x, y))
+    return _union(spans)
+
+
+def excused_spans(imp: Impairment, leaders: list[dict] | None, timers: dict[str, Any],
+                  op_timeout: float) -> list[tuple[int, int]]:
+    """When a correct cluster may fail to serve: trouble, and a failover plus an
+    op timeout after it (one election and its retries; clients waiting out an
+    op sent to what was lost)."""
+    after = int((timers["failover_s"] + op_timeout) * NS)
+    lead = int(LEAD_S * NS)
+    spans = [(a - lead, b + after) for a, b in trouble_spans(imp, leaders)]
+    if timers["rejoin_disrupts"]:
+        spans += [(h, h + after) for h in imp.heals]
+    return _union(spans)
+
+
+def own_nodes_out(history: list[Op], imp: Impairment) -> list[tuple[int, int]]:
+    """When every client op in flight had been sent to a node a fault had taken
+    (a sticky client's own node, or a node picked just before it went down):
+    nobody was asking a node that could answer."""
+    in_flight: list[tuple[int, int]] = []
+    asking: list[tuple[int, int]] = []
+    for inv, done in pair_ops(client_ops(history)):
+        finished = done.time if done is not None else inv.time
+        in_flight.append((inv.time, finished))
+        node = inv.node or (done.node if done is not None else None)
+        segs = imp.overlapping(inv.time, finished) if node is not None else []
+        if not any(node in seg.out for seg in segs):
+            asking.append((inv.time, finished))
+            continue
+        asking += [(max(inv.time, seg.start), min(finished, seg.end))
+                   for seg in segs if node not in seg.out]
+    return _minus(_union(in_flight), _union(asking))
+
+
+def _minus(spans: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of `spans` outside `holes` (both sorted and disjoint), in one sweep."""
+    out = []
+    j = 0
+    for a, b in spans:
+        cursor = a
+        while j < len(holes) and holes[j][1] <= cursor:
+            j += 1
+        k = j
+        while k < len(holes) and holes[k][0] < b:
+            x, y = holes[k]
+            if x > cursor:
+                out.append((cursor, x))
+            cursor = max(cursor, y)
+            k += 1
+        if cursor < b:
+            out.append((cursor, b))
+    return out
+
+
+def _leader_pieces(leaders: list[dict], a: int, b: int) -> list[tuple[int, int, str | None]]:
+    """[a, b) cut where the leader changes, each piece with its leader (None: none)."""
+    cuts = sorted({a, b} | {x for ld in leaders for x in (ld["from"], ld["to"])
+                            if x is not None and a < x < b})
+    out = []
+    for x, y in zip(cuts, cuts[1:], strict=False):
+        holder = [ld for ld in leaders if ld["from"] <= x and (ld["to"] is None or ld["to"] > x)]
+        out.append((x, y, holder[-1]["node"] if holder else None))
+    return out
+
+
+def healthy_leader_losses(leaders: list[dict], imp: Impairment, timers: dict[str, Any],
+                          end: int) -> list[dict]:
+    """Leaders lost although, for a failover before, there was no trouble (a
+    lost quorum, a leader taken or missing: the aftermath of an election, in
+    which a rival candidate may still depose the new leader)."""
+    window = int(timers["failover_s"] * NS) + int(LEAD_S * NS)
+    trouble = trouble_spans(imp, leaders)
+    anomalies = []
+    for ld in leaders:
+        lost = ld["to"]
+        if lost is None or lost <= 0 or lost > end:
+            continue   # still leading, or lost before the clients started or after they stopped
+        a = lost - window
+        if ld["by_itself"]:
+            # A leader that stepped down by itself answers for itself: only
+            # its own state or the quorum's excuse it, not an election's
+            # aftermath elsewhere.
+            segs = imp.overlapping(a, lost)
+            if any(not imp.quorum_ok(s) or not imp.leader_ok(ld["node"], s) for s in segs):
+                continue
+        elif any(x < lost and y > a for x, y in trouble):
+            continue
+        if timers["rejoin_disrupts"] and any(a <= h <= lost for h in imp.heals):
+            continue
+        segs = imp.overlapping(a, lost)
+        anomalies.append({
+            "type": "leader-change-while-healthy", "node": ld["node"], "epoch": ld["epoch"],
+            "how": ("stepped down in its own epoch" if ld["by_itself"] else
+                    "resigned" if ld["resigned"] else "another was elected"),
+            "time_s": _s(lost), "led_from_s": _s(ld["from"]),
+            "no_trouble_since_s": _s(max(a, 0)), "failover_s": timers["failover_s"],
+            "in_force": [{"from_s": _s(max(s.start, a)), "out": sorted(s.out),
+                          "cut": len(s.cut)} for s in segs if s.out or s.cut]})
+    return anomalies
+
+
+# --- windows with no successful op -----------------------------------------------
 
 
 def demand_spans(ops: list[Op], idle_ns: int) -> list[tuple[int, int]]:
@@ -199,6 +494,39 @@ def _gap_stats(gaps: list[dict]) -> dict[str, Any]:
         "unexplained_gaps": sum(1 for g in gaps if not g["explained"]),
         "gaps": gaps[:MAX_LISTED],
     }
+
+
+def _unhealthy_gap_anomalies(gaps: list[dict], excuses: list[tuple[int, int]],
+                             limit: float) -> list[dict]:
+    """Windows whose longest stretch nothing excuses outlasts `limit`."""
+    out = []
+    for g in gaps:
+        a, b = int(g["start_s"] * NS), int(g["end_s"] * NS)
+        stretches = _uncovered(a, b, excuses)
+        longest = max(((y - x), x, y) for x, y in stretches) if stretches else (0, a, a)
+        if longest[0] > limit * NS:
+            out.append(dict(g, type="unavailable-while-healthy", limit_s=limit,
+                            unexcused_s=_s(longest[0]),
+                            unexcused=[_s(longest[1]), _s(longest[2])]))
+    return out
+
+
+def _uncovered(a: int, b: int, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of [a, b] no span covers; `spans` sorted and disjoint (`_union`)."""
+    out, cursor = [], a
+    # Spans ending before a cannot matter: start at the first that might.
+    for i in range(max(bisect.bisect_left(spans, (a, a)) - 1, 0), len(spans)):
+        x, y = spans[i]
+        if x >= b:
+            break
+        if y <= cursor:
+            continue
+        if x > cursor:
+            out.append((cursor, x))
+        cursor = max(cursor, y)
+    if cursor < b:
+        out.append((cursor, b))
+    return out
 
 
 def _unexplained_anomalies(gaps: list[dict], limit: float | None) -> list[dict]:

@@ -9,6 +9,12 @@ because a dump only shows the end state):
 - `lost-committed` / `committed-truncated`: an offset that was committed is gone,
   from one node that had committed it or from every node.
 - `unknown-epoch`: an entry written in an epoch no leader ever had.
+- `unconverged`: after the heal and the system's recovery time (the run polls
+  the nodes' replica progress until they agree, bounded: run.json
+  `convergence`), a live node still behind (its progress short of another's,
+  or its log ending before the committed end) or apart (its tail differs from
+  what another node committed). Judged only when the run waited so: a dump
+  taken at once may lag by the last fetch.
 """
 
 from __future__ import annotations
@@ -31,15 +37,18 @@ MAX_ANOMALIES_PER_RULE = 100
 
 @collector_paused()   # millions of small acyclic objects: its passes free nothing
 def check(dumps: dict[str, dict], events: dict[str, list[dict]] | None = None,
-          facts_of: FactsOf | None = None) -> Verdict:
+          facts_of: FactsOf | None = None, convergence: dict | None = None) -> Verdict:
     """`facts_of` may read the logs range by range elsewhere (`checkers.spark`);
-    by default they are read here, as one range."""
+    by default they are read here, as one range. `convergence`: run.json's
+    record of the wait for the nodes to converge, if the run made one."""
     logs = {name: entries_by_offset(dump) for name, dump in sorted(dumps.items())}
-    return judge(dumps, facts_of(logs) if facts_of else [range_facts(logs)], events)
+    return judge(dumps, facts_of(logs) if facts_of else [range_facts(logs)], events,
+                 convergence)
 
 
 def judge(dumps: dict[str, dict], parts: list[Facts],
-          events: dict[str, list[dict]] | None = None) -> Verdict:
+          events: dict[str, list[dict]] | None = None,
+          convergence: dict | None = None) -> Verdict:
     """The verdict from the `range_facts` of consecutive offset ranges, in
     offset order, covering every entry once. Of the dumps only the headers
     (watermarks, log start and end, epoch checkpoints) are read here."""
@@ -55,9 +64,15 @@ def judge(dumps: dict[str, dict], parts: list[Facts],
     anomalies += _cap(_committed_truncations(events or {}))
     leader_epochs, epoch_source = known_leader_epochs(dumps, events)
     anomalies += _cap(_unknown_epochs(f, leader_epochs, epoch_source))
+    unconverged = _unconverged(f, committed)
+    converge_anomalies, converge_stats = _convergence(
+        convergence, unconverged, {n: _log_end(dumps[n], f.present[n]) for n in names},
+        committed)
+    anomalies += _cap(converge_anomalies)
 
     stats = {
-        "unconverged": _unconverged(f, committed),
+        "unconverged": unconverged,
+        "convergence": converge_stats,
         "nodes": names,
         "entries": dict(f.count),
         "log_end_offset": {n: _log_end(dumps[n], f.present[n]) for n in names},
@@ -312,6 +327,51 @@ def _unconverged(f: _Merged, committed: dict[str, int]) -> list[dict[str, Any]]:
                             "epochs": {behind: sorted({d[mine]["epoch"] for d in rows}),
                                        ahead: sorted({d[theirs]["epoch"] for d in rows})}})
     return out[:20]
+
+
+def _convergence(record: dict | None, unconverged: list[dict[str, Any]],
+                 log_end: dict[str, int], committed: dict[str, int],
+                 ) -> tuple[list[dict[str, Any]], str | dict[str, Any]]:
+    """The `unconverged` anomalies, given the run's wait for convergence."""
+    if not isinstance(record, dict) or not isinstance(record.get("live"), list):
+        return [], ("not judged: the run did not wait for its nodes to converge before "
+                    "dumping (its system reports no replica progress, or the run predates it)")
+    live = {n for n in record["live"] if n in log_end}
+    waited = {"waited_s": record.get("waited_s"), "bound_s": record.get("bound_s")}
+    anomalies: list[dict[str, Any]] = []
+    progress = record.get("progress") or {}
+    if record.get("converged") is not True:
+        for node in sorted(live):
+            mine = progress.get(node)
+            others = [p for n, p in progress.items() if n != node and p is not None]
+            if mine is None or any(_short_of(mine, p) for p in others):
+                anomalies.append({"type": "unconverged", "why": "behind at the end",
+                                  "node": node, "progress": mine,
+                                  "others": {n: p for n, p in progress.items() if n != node},
+                                  **waited})
+    end = max([committed[n] for n in live], default=0)
+    for node in sorted(live):
+        if log_end[node] < end and not any(a["node"] == node for a in anomalies):
+            anomalies.append({"type": "unconverged", "why": "log ends before the committed end",
+                              "node": node, "log_end": log_end[node], "committed_end": end,
+                              **waited})
+    for row in unconverged:
+        if row["node"] in live and row["behind"] in live:
+            anomalies.append({"type": "unconverged", "why": "apart from what another committed",
+                              **row, **waited})
+    return anomalies, {"live": sorted(live), "not_live": record.get("not_live"),
+                       "converged": record.get("converged"), **waited}
+
+
+def _short_of(mine: Any, other: Any) -> bool:
+    """A progress report behind another's on some numeric field, or, with no
+    numeric field to compare, different from it."""
+    if not isinstance(mine, dict) or not isinstance(other, dict):
+        return mine != other
+    numeric = [k for k, v in other.items() if type(v) is int and type(mine.get(k)) is int]
+    if not numeric:
+        return mine != other
+    return any(mine[k] < other[k] for k in numeric)
 
 
 def _same(x: Entry, y: Entry) -> bool:

@@ -22,12 +22,24 @@ OTHER_CLUSTER = "other-cluster"  # its node is formatted for another cluster unt
 RESTART = "restart"  # kills its nodes and starts them again; counted down while its op runs
 ARMED = "armed"      # a trigger: what it sets off is recorded as another fault's op
 
+# What a fault takes away from the cluster, as availability and convergence
+# judge it: a correct cluster may stop serving, or change leader, only when
+# a fault took away the leader or a quorum of voters (checkers.impairment).
+NODES = "nodes"                # its op value's nodes, from its inject until its heal names them
+NODES_DURING_OP = "nodes-during-op"  # its nodes, while its own op runs (killed, restarted)
+LINKS = "links"                # its op value's `cut` pairs (from, to), until its heal
+NOTHING = "nothing"            # itself nothing: what it sets off is recorded as its own op
+# A fault without a row (a plug-in's) may take anything: the whole cluster,
+# while its op runs and until a heal whose f no known fault uses.
+ANYTHING = "anything"
+
 
 @dataclass(frozen=True)
 class FaultOp:
     name: str
     heal_f: str
     effect: str
+    takes: str = ANYTHING
 
     @property
     def lasting(self) -> bool:
@@ -35,26 +47,28 @@ class FaultOp:
         return self.effect in (DOWN, CUT, VOTERS, OTHER_CLUSTER)
 
 
-KILL = FaultOp("kill", "start", DOWN)
-PAUSE = FaultOp("pause", "resume", DOWN)
-PARTITION = FaultOp("partition", "heal", CUT)
+KILL = FaultOp("kill", "start", DOWN, NODES)
+PAUSE = FaultOp("pause", "resume", DOWN, NODES)
+PARTITION = FaultOp("partition", "heal", CUT, LINKS)
 # A truncate leaves its nodes down until `start`; the checkers have counted it
 # as down only while its op runs, as lose-unsynced, since they were written.
-TRUNCATE = FaultOp("truncate", "start", RESTART)
-LOSE_UNSYNCED = FaultOp("lose-unsynced", "start", RESTART)
+TRUNCATE = FaultOp("truncate", "start", RESTART, NODES)   # down until its `start`
+LOSE_UNSYNCED = FaultOp("lose-unsynced", "start", RESTART, NODES_DURING_OP)
 # A trigger's heal restarts whatever it killed.
-KILL_AFTER_VOTE = FaultOp("kill-after-vote", "start", ARMED)
-POWER_CUT_AFTER_COMMIT = FaultOp("power-cut-after-commit", "start", ARMED)
-POWER_CUT_AFTER_VOTE = FaultOp("power-cut-after-vote", "start", ARMED)
+KILL_AFTER_VOTE = FaultOp("kill-after-vote", "start", ARMED, NOTHING)
+POWER_CUT_AFTER_COMMIT = FaultOp("power-cut-after-commit", "start", ARMED, NOTHING)
+POWER_CUT_AFTER_VOTE = FaultOp("power-cut-after-vote", "start", ARMED, NOTHING)
 # KIP-279 scenario 1 played out: the leader cut off, the next one cut off
 # right after its election; its heal restarts whatever it killed.
-FAST_FAILOVER = FaultOp("fast-failover", "start", ARMED)
+FAST_FAILOVER = FaultOp("fast-failover", "start", ARMED, NOTHING)
 # The leader stays down until `start`; the follower whose vote records it
-# takes restarts at once.
-LOSE_STATE = FaultOp("lose-state", "start", DOWN)
-MEMBERSHIP = FaultOp("membership", "restore-voters", VOTERS)
+# takes restarts at once (counted down with it: the op value names both).
+LOSE_STATE = FaultOp("lose-state", "start", DOWN, NODES)
+# A removed voter is out of the quorum until the heal adds it back; removing
+# the leader takes the leader.
+MEMBERSHIP = FaultOp("membership", "restore-voters", VOTERS, NODES)
 # The heal puts the node's own data back and starts it in its own cluster.
-REFORMAT = FaultOp("reformat", "restore-data", OTHER_CLUSTER)
+REFORMAT = FaultOp("reformat", "restore-data", OTHER_CLUSTER, NODES)
 
 # Leader-aware compositions (nemesis.compose) and the hunting schedule
 # (nemesis.hunt): each runs ordinary faults, recorded as their own ops, so

@@ -96,7 +96,8 @@ def _divergence(r: Run, options: Options) -> Verdict:
     from checkers import divergence
     if not r.dumps:
         return verdict("unknown", stats={"reason": "no node log dumps in the run"})
-    return divergence.check(r.dumps, r.events or None, **options)
+    return divergence.check(r.dumps, r.events or None, convergence=r.run.get("convergence"),
+                            **options)
 
 
 def _elections(r: Run, options: Options) -> Verdict:

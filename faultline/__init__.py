@@ -27,6 +27,7 @@ from faultline.system import (
     NodeState,
     Op,
     System,
+    Timers,
     clients_for,
 )
 from nodes.child_python import module_argv as python_module_argv
@@ -35,4 +36,4 @@ from workloads.clients.outcome import CLIENT_OPTIONS, fail, info, ok
 __all__ = ["ARTIFACTS", "CLIENT_OPTIONS", "DB", "GO_BENIGN_LINES", "GO_FAILURE_LINES", "LISTS",
            "LOGS", "PYTHON_BENIGN_LINES", "PYTHON_FAILURE_LINES", "REGISTERS", "REGISTER_TXNS",
            "AppliedState", "Client", "NodeLogPatterns", "NodeSpec", "NodeState", "Op", "System",
-           "clients_for", "fail", "info", "ok", "python_module_argv"]
+           "Timers", "clients_for", "fail", "info", "ok", "python_module_argv"]

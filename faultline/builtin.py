@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from faultline.system import System, clients_for
+from nodes.etcd import db as etcd_db
 from nodes.etcd.db import EtcdDB
 from nodes.raft import bugs
+from nodes.raft import db as raft_db
 from nodes.raft.db import RaftDB
 from workloads.clients.etcd import EtcdClient
 from workloads.clients.raft import RaftClient
@@ -24,6 +26,7 @@ RAFT = System(
     node_options=RaftDB.OPTIONS,
     check_bugs=_check_raft_bugs,
     description="faultline's KRaft-style store (nodes/raft), with bug switches",
+    timers=raft_db.timers,
 )
 
 ETCD = System(
@@ -32,6 +35,7 @@ ETCD = System(
     clients=clients_for(EtcdClient),
     node_options=EtcdDB.OPTIONS,
     description="etcd 3.4 from Debian, through its JSON gRPC gateway",
+    timers=etcd_db.timers,
 )
 
 SYSTEMS = (RAFT, ETCD)

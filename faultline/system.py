@@ -23,7 +23,15 @@ from typing import Any, Protocol
 
 from checkers.datatypes import LISTS, LOGS, REGISTER_TXNS, REGISTERS
 from checkers.history import Op
-from nodes.db import DB, AppliedState, NodeLogPatterns, NodeSpec, NodeState
+from nodes.db import (
+    DB,
+    GENERIC_TIMERS,
+    AppliedState,
+    NodeLogPatterns,
+    NodeSpec,
+    NodeState,
+    Timers,
+)
 from nodes.log_patterns import (
     GO_BENIGN_LINES,
     GO_FAILURE_LINES,
@@ -34,7 +42,7 @@ from nodes.log_patterns import (
 __all__ = ["ARTIFACTS", "GO_BENIGN_LINES", "GO_FAILURE_LINES", "LISTS", "LOGS",
            "PYTHON_BENIGN_LINES", "PYTHON_FAILURE_LINES", "REGISTERS", "REGISTER_TXNS",
            "AppliedState", "Client", "DB", "NodeLogPatterns", "NodeSpec", "NodeState", "Op",
-           "System", "clients_for"]
+           "System", "Timers", "clients_for"]
 
 # What a node can leave for the checkers besides the history: "log_dump"
 # (nodes/<n>/log.msgpack, judged by divergence/durability) and "events" (JSON
@@ -77,6 +85,9 @@ class System:
     check_bugs: validates `--bug` switches (raises ValueError); None: the
         system has no bug switches and `--bug` is refused.
     description: one line for `--help`.
+    timers: the system's failover and recovery bounds from a run's node
+        options (`nodes.db.Timers`); availability and convergence judge by
+        them. Default: generic, slow bounds.
     """
 
     name: str
@@ -86,6 +97,7 @@ class System:
     node_options: Mapping[str, str] | None = None
     check_bugs: Callable[[list[str]], None] | None = None
     description: str = ""
+    timers: Callable[[Mapping[str, Any]], Timers] = lambda options: GENERIC_TIMERS
 
     @property
     def workloads(self) -> list[str]:

@@ -25,6 +25,57 @@ class NodeSpec:
         return f"{self.host}:{self.port}"
 
 
+@dataclass(frozen=True)
+class Timers:
+    """How long a correct cluster of a system takes, from its node options: what
+    availability excuses after a fault and how long a run waits for the nodes
+    to converge (run.json `timers`).
+
+    failover_s: from losing its leader (or a quorum) until it serves again:
+        noticing, one election, and its retries.
+    recovery_s: from the last heal until every live node has caught up.
+    rejoin_s: from a node coming back (its process up, its links restored)
+        until it follows its leader again.
+    rejoin_disrupts: a node coming back (restarted, or its links healed) may
+        depose a healthy leader (no Pre-Vote / check-quorum, KIP-996).
+    source: where the figures come from, for the verdict.
+    """
+
+    failover_s: float
+    recovery_s: float
+    rejoin_s: float
+    rejoin_disrupts: bool
+    source: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"failover_s": self.failover_s, "recovery_s": self.recovery_s,
+                "rejoin_s": self.rejoin_s, "rejoin_disrupts": self.rejoin_disrupts,
+                "source": self.source}
+
+
+# What an adapter's timers may build on: rounds of election a failover may take
+# (a split vote, then one that wins, plus one for a loaded machine), and
+# failovers a recovery may take.
+FAILOVER_ELECTION_ROUNDS, RECOVERY_FAILOVERS = 3, 3
+
+# A system that declares nothing: slow enough for any system we know of, and
+# a rejoining node may disrupt.
+GENERIC_TIMERS = Timers(failover_s=10.0, recovery_s=30.0, rejoin_s=10.0, rejoin_disrupts=True,
+                        source="generic default (the system declares no timers)")
+
+
+@runtime_checkable
+class ReplicaProgress(Protocol):
+    """An adapter that can say how far a node's replica has got: the run polls
+    it after the final reads until every live node reports the same (bounded
+    by the system's recovery time), before it dumps."""
+
+    def replica_progress(self, node: NodeSpec) -> dict[str, Any] | None:
+        """Comparable fields (e.g. {"committed": 12, "log_end": 12}); None when
+        the node does not answer."""
+        ...
+
+
 class DB(Protocol):
     kind: str
     # Node artefacts a run leaves for the checkers: "log_dump" (nodes/<n>/log.msgpack)

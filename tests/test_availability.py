@@ -125,10 +125,13 @@ def test_leader_change_with_no_fault_and_no_recent_heal_is_quiet():
     events = steady_leader()
     events["n2"] += [role(35, "n2", "Leader", 2, "n2")]
     v = availability.check(h.ops, events, run(), {"max_quiet_leader_changes": 0})
-    assert [a["type"] for a in v["anomalies"]] == ["quiet-leader-changes"]
-    assert v["anomalies"][0]["changes"][0]["node"] == "n2"
-    passing = availability.check(h.ops, events, run(), {"max_quiet_leader_changes": 1})
-    assert passing["valid"] is True and passing["stats"]["quiet_leader_changes"] == 1
+    # The configured limit, and (whatever the limits) a healthy leader deposed.
+    assert [a["type"] for a in v["anomalies"]] == ["leader-change-while-healthy",
+                                                   "quiet-leader-changes"]
+    assert v["anomalies"][1]["changes"][0]["node"] == "n2"
+    within = availability.check(h.ops, events, run(), {"max_quiet_leader_changes": 1})
+    assert within["stats"]["quiet_leader_changes"] == 1
+    assert [a["type"] for a in within["anomalies"]] == ["leader-change-while-healthy"]
 
 
 def test_leader_change_during_a_fault_is_not_quiet():
@@ -200,6 +203,18 @@ def test_the_limit_for_unexplained_windows_comes_from_the_run():
     assert v["stats"]["max_unexplained_unavailable_s"] == 4.75
     assert availability.check([], steady_leader(), run())["stats"][
         "max_unexplained_unavailable_s"] is None
+    # Where a fault was in force: op timeout + failover (0.75 s fetch timeout
+    # + 3 rounds of at most 2 x 0.5 s election) + 2 s grace.
+    assert v["stats"]["max_unhealthy_unavailable_s"] == 6.75
+    # Declared by the system in run.json, the failover wins over the start lines.
+    declared = dict(run(op_timeout=1.0), timers={"failover_s": 2.0, "recovery_s": 6.0,
+                                                 "rejoin_disrupts": False, "source": "x"})
+    assert availability.check([], timers(), declared)["stats"][
+        "max_unhealthy_unavailable_s"] == 5.0
+    # Neither: a generic, slow default.
+    generic = availability.check([], steady_leader(), run())["stats"]
+    assert generic["max_unhealthy_unavailable_s"] == 13.0
+    assert generic["timers"]["source"].startswith("generic")
 
 
 def test_a_long_unexplained_window_fails_without_any_threshold():
@@ -387,6 +402,10 @@ def test_derived_limit_adds_the_run_op_timeout_to_the_reported_timers():
     assert availability.derived_limit_s(events, {"config": {"op_timeout": 5}}) == base + 5
     assert availability.derived_limit_s(events, {}) == base + 1.0  # the client default
     assert availability.derived_limit_s({"n1": [{"event": "start"}]}, {}) is None
+    failover = (availability.START_LINE_ELECTION_ROUNDS * 2 * 1000 + 2000) / 1000
+    assert availability.run_timers({}, events)["failover_s"] == failover
+    assert availability.run_timers({}, {"n1": [{"event": "start"}]})["source"].startswith(
+        "generic")
 
 
 def test_an_op_never_completed_asks_only_at_its_invoke():

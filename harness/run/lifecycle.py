@@ -59,7 +59,7 @@ from nemesis.base import (
 from nemesis.label import fault_label
 from nemesis.netns import preexec_setns
 from nemesis.schedule import Event
-from nodes.db import AppliedState, NodeLogPatterns
+from nodes.db import AppliedState, NodeLogPatterns, ReplicaProgress, Timers
 from nodes.log_patterns import GENERIC_BENIGN_LINES, GENERIC_FAILURE_LINES
 from workloads.ops import OpSpec, on_every_node
 from workloads.registry import get as get_workload
@@ -220,6 +220,9 @@ class Run:
         seeds = run_seeds(self.config)
         return {name: {"seed": seeds.node(name)} for name in self.names}
 
+    def timers(self) -> Timers:
+        return self.system.timers(self.node_options())
+
     def client_options(self) -> dict[str, Any]:
         # Sticky clients stay on their node; others follow leader hints.
         return {"op_timeout": self.config.op_timeout,
@@ -276,6 +279,8 @@ class Run:
                     "versions": versions(), "host": platform.node(),
                     "artifacts": sorted(run_artifacts(self.db)),
                     "node_log_patterns": node_log_patterns(self.db),
+                    # What availability and convergence judge by (nodes.db.Timers).
+                    "timers": self.timers().to_json(),
                     "system": {"name": self.system.name, "description": self.system.description,
                                "workloads": self.system.workloads,
                                "node_defaults": dict(self.system.node_defaults)},
@@ -332,6 +337,7 @@ class Run:
                                             cluster.names), live.tick(FINAL_READS))
         finally:
             self._end_workload_and_nemesis(live)
+        self._converge(cluster, progress)
         self._collect_node_states(cluster, progress)
         self._dump(cluster, live.recorder, progress)
 
@@ -417,6 +423,31 @@ class Run:
             live.nemesis_thread.join()
         live.pool.close(live.recorder)
         live.recorder.close()
+
+    def _converge(self, cluster: Cluster, progress: Progress) -> None:
+        """converge: every live node given the system's recovery time to catch
+        up before its log is dumped, polled, so a healthy cluster waits a
+        moment; what each node reported goes to run.json `convergence`."""
+        if not isinstance(self.db, ReplicaProgress):
+            return
+        bound = self.timers().recovery_s
+        db = self.db
+
+        def probe() -> dict[str, dict[str, Any] | None]:
+            # The nodes' addresses exist only in the run's namespaces.
+            with cluster.in_hub():
+                return {n.name: db.replica_progress(n) for n in cluster.nodes
+                        if cluster.is_running(n.name)}
+
+        try:
+            record = wait_for_convergence(probe, [n.name for n in cluster.nodes], bound)
+        except Exception as e:  # a probe that breaks leaves convergence unjudged, not the run
+            self.doc["convergence_error"] = f"{type(e).__name__}: {e}"
+            return
+        self.doc["convergence"] = record
+        write_run_json(self.run_dir, self.doc)
+        progress.say(f"nodes {'converged' if record['converged'] else 'did not converge'} "
+                     f"after {record['waited_s']:g}s (bound {bound:g}s)")
 
     def _collect_node_states(self, cluster: Cluster, progress: Progress) -> None:
         """node state: each node's applied state, once they agree (bounded), saved
@@ -536,6 +567,30 @@ class Run:
         assert self.run_dir is not None
         document = judge(self.run_dir, self.stream)
         return RunOutcome(self.run_dir, document, exit_code(document["valid"]))
+
+
+CONVERGE_POLL_S = 0.2
+
+
+def wait_for_convergence(probe: Callable[[], dict[str, dict[str, Any] | None]],
+                         names: list[str], bound_s: float,
+                         clock: Callable[[], float] = time.monotonic,
+                         sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
+    """Poll `probe` (live node -> its progress, None if it did not answer)
+    until every live node reports the same progress, or `bound_s` passes: the
+    last reports, and whether they agreed. A node not live is not waited for
+    (the run's other checks say why it is down); `names` lists them all."""
+    started = clock()
+    while True:
+        reports = probe()
+        agreed = (None not in reports.values()
+                  and len({json.dumps(r, sort_keys=True) for r in reports.values()}) <= 1)
+        waited = clock() - started
+        if agreed or waited >= bound_s:
+            return {"converged": agreed, "waited_s": round(waited, 3), "bound_s": bound_s,
+                    "live": sorted(reports), "not_live": sorted(set(names) - set(reports)),
+                    "progress": reports}
+        sleep(CONVERGE_POLL_S)
 
 
 def run_test(config: RunConfig, results: Path, stream: Any = None,

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import urllib3
 
-from nodes.db import NodeSpec, NodeState
+from nodes.db import FAILOVER_ELECTION_ROUNDS, RECOVERY_FAILOVERS, NodeSpec, NodeState, Timers
 from nodes.etcd.codec import (
     as_int,
     b64,
@@ -69,6 +70,19 @@ NOT_NOW = {"etcdserver: unhealthy cluster": "not_caught_up",
 
 # etcd's own defaults, and its upper bound on the election timeout.
 HEARTBEAT_MS, ELECTION_MS, MAX_ELECTION_MS = 100, 1000, 50_000
+
+
+def timers(options: Mapping[str, Any]) -> Timers:
+    """etcd's: a follower campaigns after a randomized election timeout in
+    [T, 2T); without Pre-Vote (3.4's default) a member coming back with a
+    higher term deposes a healthy leader."""
+    election_s = int(options.get("election_ms", ELECTION_MS)) / 1000
+    heartbeat_s = int(options.get("heartbeat_ms", HEARTBEAT_MS)) / 1000
+    failover = round(heartbeat_s + FAILOVER_ELECTION_ROUNDS * 2 * election_s, 3)
+    return Timers(failover_s=failover, recovery_s=round(RECOVERY_FAILOVERS * failover, 3),
+                  rejoin_s=failover,
+                  rejoin_disrupts=not options.get("pre_vote"),
+                  source=f"etcd: election timeout {election_s:g} s, heartbeat {heartbeat_s:g} s")
 
 
 class EtcdDB:

@@ -11,15 +11,19 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import time
+from collections.abc import Mapping
+from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import msgpack
 
 from nodes.child_python import module_argv
-from nodes.db import NodeSpec, NodeState
+from nodes.db import FAILOVER_ELECTION_ROUNDS, RECOVERY_FAILOVERS, NodeSpec, NodeState, Timers
 from nodes.log_patterns import PYTHON_BENIGN_LINES, PYTHON_FAILURE_LINES
 from nodes.raft import storage
 from nodes.raft.client import NodeClient
+from nodes.raft.core import Config
 from nodes.raft.dump import write_dump
 from nodes.raft.requests import NO_ACK
 
@@ -29,6 +33,28 @@ STATUS_TIMEOUT_S = 1.0
 FILL_KEY = "faultline-nemesis-fill"
 CHANGE_TIMEOUT_S = 5.0  # a voter change waits for its record to commit
 APPLIED_STATE_TIMEOUT_S = 5.0  # a whole state machine in one frame (at most 4 MiB)
+
+
+def _config_default(name: str) -> int:
+    return next(f.default for f in fields(Config) if f.name == name)
+
+
+def timers(options: Mapping[str, Any]) -> Timers:
+    """The node's own timers: a follower notices a lost leader after its fetch
+    timeout, and each election round waits at most twice the election
+    timeout (it is drawn from [T, 2T)). Pre-Vote with leader stickiness and
+    check-quorum: a node coming back never deposes a healthy leader."""
+    tick_s = int(options.get("tick_ms") or 50) / 1000
+    election_s = _config_default("election_timeout_ticks") * tick_s
+    fetch_s = _config_default("fetch_timeout_ticks") * tick_s
+    failover = round(fetch_s + FAILOVER_ELECTION_ROUNDS * 2 * election_s, 3)
+    # A node back up finds its leader within two election rounds (a refused
+    # pre-vote names it; its announcements repeat every half election timeout).
+    rejoin = round(fetch_s + 2 * 2 * election_s, 3)
+    return Timers(failover_s=failover, recovery_s=round(RECOVERY_FAILOVERS * failover, 3),
+                  rejoin_s=rejoin, rejoin_disrupts=False,
+                  source=f"raft: tick {tick_s * 1000:g} ms, election timeout {election_s:g} s, "
+                         f"fetch timeout {fetch_s:g} s")
 
 
 class RaftDB:
@@ -120,6 +146,13 @@ class RaftDB:
         """The node's own view (role, epoch, leader, hw, log_end), or None if it
         does not answer."""
         return self._status(node)
+
+    def replica_progress(self, node: NodeSpec) -> dict[str, Any] | None:
+        """`nodes.db.ReplicaProgress`: its high watermark and log end."""
+        status = self._status(node)
+        if status is None:
+            return None
+        return {"committed": status.get("hw"), "log_end": status.get("log_end")}
 
     def grow_log(self, node: NodeSpec, to_end: int, deadline: float) -> dict:
         """Append blind writes (acked at once, consistency none) to a key no
