@@ -349,7 +349,7 @@ def test_a_quorum_needs_a_majority_linked_both_ways():
 
 
 def test_the_report_explains_each_new_anomaly_in_a_sentence():
-    from harness.report.explain import explain
+    from checkers.anomaly_text import sentence as explain
     [lost] = check(two_followers_down(), n1_resigns_and_n2_leads(20))["anomalies"]
     assert explain(lost).startswith("Leader n1 (epoch 1) lost its leadership at 20.0 s")
     h = outage(15, 25, [(10, "kill", {"nodes": ["n4", "n5"]}),

@@ -63,8 +63,10 @@ def test_a_run_saved_before_schemes_replays_its_own_streams():
 
 def test_the_schedule_follows_the_schedule_stream():
     names = ["n1", "n2", "n3"]
-    c1 = RunConfig(seed=3, seed_scheme=1, time_limit=60.0)
-    c2 = RunConfig(seed=3, seed_scheme=2, time_limit=60.0)
+    # The classic timeline, planned whole up front (the default hunt decides as it runs).
+    classic = ["partition", "kill"]
+    c1 = RunConfig(seed=3, seed_scheme=1, time_limit=60.0, nemesis=classic)
+    c2 = RunConfig(seed=3, seed_scheme=2, time_limit=60.0, nemesis=classic)
     from nemesis.schedule import schedule
     assert plan_events(c1) == schedule(3, c1.nemesis, c1.nemesis_interval, 60.0, names)
     assert plan_events(c2) == schedule(Seeds(3).of("schedule"), c2.nemesis,
