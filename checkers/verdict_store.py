@@ -10,11 +10,11 @@ absent, saying how to re-check, never as the run's verdict.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checkers.durable import write_atomic
 from checkers.rundir import HISTORY, VERDICTS_JSON
 
 DIGEST_FIELD = "history_digest"
@@ -59,9 +59,7 @@ def write_verdicts(run_dir: Path, document: dict[str, Any], digest: str | None =
     run_dir = Path(run_dir)
     document[DIGEST_FIELD] = digest if digest is not None else history_digest(run_dir)
     document[STAMP_FIELD] = history_stamp(run_dir)
-    tmp = run_dir / (VERDICTS_JSON + ".tmp")
-    tmp.write_text(json.dumps(document, indent=2, default=str, sort_keys=False))
-    os.replace(tmp, run_dir / VERDICTS_JSON)
+    write_atomic(run_dir / VERDICTS_JSON, json.dumps(document, indent=2, default=str))
 
 
 @dataclass(frozen=True)

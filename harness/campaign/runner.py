@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from checkers.durable import write_atomic
 from checkers.spark.session import REMOTE_ENV
 from harness.campaign.report import summarize, summary_text
 from harness.campaign.spec import Campaign, estimated_seconds, load_campaign
@@ -245,7 +246,7 @@ def execute(cdir: Path, doc: dict[str, Any], entries: list[dict[str, Any]], todo
     write_json(cdir / RUNS_JSON, entries)
     summary = summarize(doc, entries, documents)
     write_json(cdir / "summary.json", summary)
-    (cdir / "summary.txt").write_text(summary_text(summary, entries))
+    write_atomic(cdir / "summary.txt", summary_text(summary, entries))
     doc["finished"] = datetime.now(UTC).isoformat()
     write_json(cdir / CAMPAIGN_JSON, doc)
     return CampaignResult(cdir, summary, exit_code_of(summary["counts"]))

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from checkers.durable import write_atomic
 from checkers.verdict import exit_code
 from faultline import registry as systems
 from harness.report.views import judge, write_views
@@ -96,9 +97,7 @@ def versions() -> dict[str, str]:
 
 
 def write_run_json(run_dir: Path, doc: dict[str, Any]) -> None:
-    tmp = run_dir / "run.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=2, default=str))
-    os.replace(tmp, run_dir / "run.json")
+    write_atomic(run_dir / "run.json", json.dumps(doc, indent=2, default=str))
 
 
 class TrackingOps:
