@@ -156,10 +156,13 @@ class Run:
     recover, final reads, dump, teardown, check (`execute` calls them in order)."""
 
     def __init__(self, config: RunConfig, results: Path, stream: Any = None,
-                 extra_doc: dict[str, Any] | None = None) -> None:
+                 extra_doc: dict[str, Any] | None = None,
+                 on_run_dir: Callable[[Path], None] | None = None) -> None:
         self.config = validate(config)
         # Fields a caller adds to run.json (a replay's "replay_of", a campaign's entry).
         self.extra_doc = dict(extra_doc or {})
+        # Told the run dir once it exists (a campaign worker records it at once).
+        self.on_run_dir = on_run_dir
         self.results = results
         self.stream = stream or sys.stderr
         self.system = systems.get(config.db)
@@ -261,6 +264,8 @@ class Run:
                                "node_defaults": dict(self.system.node_defaults)},
                     **self.extra_doc}
         write_run_json(self.run_dir, self.doc)
+        if self.on_run_dir is not None:
+            self.on_run_dir(self.run_dir)
         progress = Progress(self.config.time_limit, self.stream)
         progress.say(f"run {self.run_dir.name}: {self.config.db} x {self.config.workload}, "
                      f"{self.config.nodes} nodes, nemesis "
