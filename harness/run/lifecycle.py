@@ -9,7 +9,6 @@ written so far stays on disk.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import random
@@ -22,7 +21,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from checkers.durable import write_atomic
 from checkers.verdict import exit_code
 from faultline import registry as systems
 from harness.report.views import judge, write_views
@@ -37,7 +35,7 @@ from harness.run.config import (
     validate,
 )
 from harness.run.errors import EXIT_HARNESS_ERROR as HARNESS_ERROR  # noqa: F401 (re-export)
-from harness.run.errors import UserError
+from harness.run.errors import HarnessError, UserError
 from harness.run.progress import Progress
 from harness.run.recorder import Recorder
 from harness.run.resources import (
@@ -46,6 +44,7 @@ from harness.run.resources import (
     process_start_time,
     signals_deferred,
 )
+from harness.run.run_json import write_final_run_json, write_run_json
 from harness.run.seeds import Seeds
 from harness.run.state import COMPLETE, ERROR, INTERRUPTED, RUNNING, harness_fields
 from nemesis.base import (
@@ -94,10 +93,6 @@ def versions() -> dict[str, str]:
         except PackageNotFoundError:
             pass
     return out
-
-
-def write_run_json(run_dir: Path, doc: dict[str, Any]) -> None:
-    write_atomic(run_dir / "run.json", json.dumps(doc, indent=2, default=str))
 
 
 class TrackingOps:
@@ -174,6 +169,8 @@ class Run:
         self.mounts: dict[str, Any] = {}
         self.mount_processes: dict[str, int] = {}    # node -> journal record of its FUSE process
         self.executed: list[dict[str, Any]] = []
+        # Set when the final run.json could not be written whole (a full disk).
+        self.write_failure: OSError | None = None
 
     # --- preflight ----------------------------------------------------------------
 
@@ -231,7 +228,17 @@ class Run:
         finally:
             progress.close()
             self._teardown(cluster, interrupted)
-        return self._judge()
+        if self.write_failure is not None:
+            raise HarnessError(f"the run's results could not be written ({self.write_failure}); "
+                               f"run.json says error: {self.run_dir}")
+        try:
+            return self._judge()
+        except OSError as e:
+            # The verdicts or the page could not be written: the run must
+            # not stand as complete with nothing to show for it.
+            self.doc.update(status=ERROR, error=f"judging the run: {type(e).__name__}: {e}")
+            write_final_run_json(self.run_dir, self.doc, self.stream)
+            raise
 
     def _open_run_dir(self) -> Progress:
         """The run dir and its first run.json (status running), after the warnings."""
@@ -286,8 +293,8 @@ class Run:
             cluster.teardown()
         self.doc["end_wall"] = datetime.now(UTC).isoformat()
         self.doc["schedule"] = self.executed
-        write_run_json(self.run_dir, self.doc)
-        if interrupted:
+        self.write_failure = write_final_run_json(self.run_dir, self.doc, self.stream)
+        if interrupted and self.write_failure is None:
             self._say_how_to_check()
             # What was recorded, on the page too: marked interrupted, not yet judged
             # (after the command is said: a second Ctrl-C may cut this short).
