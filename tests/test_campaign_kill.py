@@ -43,6 +43,9 @@ nemesis = ["partition"]
 seeds = [1, 2]
 """
 RUNS = 2
+# Two runs and a Spark check take about 2 minutes; a machine shared with
+# other test suites has taken 10 (no speed is asserted, only completion).
+CAMPAIGN_TIMEOUT_S = 1800
 
 pytestmark = [
     pytest.mark.slow,
@@ -56,7 +59,8 @@ def campaign(args, results, kill_at=None):
     if kill_at:
         env[KILL_AT_ENV] = kill_at
     return subprocess.run([*CLI, "campaign", *args, "--results", str(results)], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=600)
+                          env=env, capture_output=True, text=True,
+                          timeout=CAMPAIGN_TIMEOUT_S)
 
 
 def read(path):
@@ -66,6 +70,7 @@ def read(path):
 START_POINTS = [p for p in KILL_POINTS if p != "reset"]   # reset is a resume's own
 
 
+@pytest.mark.timeout(3 * CAMPAIGN_TIMEOUT_S)
 @pytest.mark.parametrize("start_kill, resume_kill",
                          [(p, None) for p in START_POINTS]
                          + [("spawned", "reset"), ("spawned", "spawned"),

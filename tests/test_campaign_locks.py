@@ -31,7 +31,8 @@ CLI = [sys.executable, "-c",
 def make_campaign(results, n=2):
     cdir = results / "campaigns" / CAMPAIGN_ID
     (cdir / "work").mkdir(parents=True)
-    write_json(cdir / "campaign.json", {"id": CAMPAIGN_ID, "name": "t", "parallel": 1})
+    write_json(cdir / "campaign.json", {"id": CAMPAIGN_ID, "name": "t", "parallel": 1,
+                                          "created": "2026-01-01T00:00:00+00:00"})
     write_json(cdir / "runs.json", [new_entry(i, f"run {i}", {}) for i in range(n)])
     return cdir
 
@@ -146,6 +147,7 @@ def test_a_finished_orphans_run_is_taken_once(tmp_path):
 
 
 @pytest.mark.slow   # the resume ends with the Spark check of the adopted run
+@pytest.mark.timeout(2400)
 def test_resume_waits_for_a_live_orphan_then_takes_its_run(tmp_path):
     """The worker of a killed campaign is still running: resume waits for it
     (it holds the run lock) and takes the run it finished, instead of
@@ -156,8 +158,14 @@ def test_resume_waits_for_a_live_orphan_then_takes_its_run(tmp_path):
     outcome = json.dumps({"run_dir": run_dir, "exit_code": 0, "verdict": "valid",
                           "error": None, "seconds": 1.0})
     fd = take_run_lock(cdir / "work", 0)
-    late = (f"import time, pathlib; time.sleep(3); "
-            f"pathlib.Path({str(cdir / 'work' / '0.outcome.json')!r}).write_text({outcome!r})")
+    # The orphan finishes only once the resume holds the campaign (it has
+    # written itself into campaign.lock), however slowly the resume starts.
+    lock, out = str(cdir / "campaign.lock"), str(cdir / "work" / "0.outcome.json")
+    late = (f"import os, time, pathlib\n"
+            f"while not (os.path.exists({lock!r}) and os.path.getsize({lock!r})):\n"
+            f"    time.sleep(0.05)\n"
+            f"time.sleep(2)\n"
+            f"pathlib.Path({out!r}).write_text({outcome!r})\n")
     orphan = subprocess.Popen([sys.executable, "-c", late], pass_fds=(fd,))
     os.close(fd)
     try:
@@ -165,7 +173,7 @@ def test_resume_waits_for_a_live_orphan_then_takes_its_run(tmp_path):
         # fail after the adoption; what matters is what runs.json says.
         proc = subprocess.run([*CLI, "campaign", "--resume", CAMPAIGN_ID,
                                "--results", str(results)],
-                              cwd=REPO, capture_output=True, text=True, timeout=600)
+                              cwd=REPO, capture_output=True, text=True, timeout=1800)
     finally:
         orphan.kill()
         orphan.wait()

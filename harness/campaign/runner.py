@@ -209,6 +209,7 @@ def run_one(cdir: Path, campaign_id: str, entry: dict[str, Any], results: Path
     lock_fd = take_run_lock(work, index)
     try:
         outcome_path.unlink(missing_ok=True)
+        (work / f"{index}.worker.json").unlink(missing_ok=True)
         write_json(spec_path, {
             "config": entry["config"], "results": str(results.resolve()),
             "outcome": str(outcome_path), "lock_fd": lock_fd,
