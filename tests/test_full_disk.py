@@ -4,6 +4,7 @@ run.json.tmp was left. Now no partial file is left and run.json says `error`
 with the reason, on a real full filesystem: a small tmpfs (needs root)."""
 
 import errno
+import io
 import json
 import os
 import subprocess
@@ -69,22 +70,14 @@ def test_a_full_disk_still_ends_run_json_in_error(small_fs):
     write_run_json(run_dir, doc)
     fill(small_fs)
     doc.update(status="complete", schedule=[{"f": "partition", "value": "x" * 50}] * 2000)
-    err = []
-
-    class Stream:
-        def write(self, s):
-            err.append(s)
-
-        def flush(self):
-            pass
-
-    failure = write_final_run_json(run_dir, doc, Stream())
+    err = io.StringIO()
+    failure = write_final_run_json(run_dir, doc, err)
     assert failure is not None and failure.errno == errno.ENOSPC
     saved = json.loads((run_dir / "run.json").read_text())
     assert saved["status"] == "error" and "No space left on device" in saved["error"]
     assert saved["run_id"] == "run" and saved["config"] == {"db": "raft", "nodes": 3}
     assert doc["status"] == "error"
-    assert tmp_files(small_fs) == [] and err == []
+    assert tmp_files(small_fs) == [] and err.getvalue() == ""
 
 
 @needs_root
@@ -93,17 +86,9 @@ def test_when_nothing_can_be_written_stderr_says_so(small_fs):
     run_dir.mkdir()
     (run_dir / "run.json").write_text("{}")   # too short to overwrite in place
     fill(small_fs)
-    err = []
-
-    class Stream:
-        def write(self, s):
-            err.append(s)
-
-        def flush(self):
-            pass
-
-    write_final_run_json(run_dir, {"run_id": "run", "status": "complete"}, Stream())
-    assert "could not record the run's final state" in "".join(err)
+    err = io.StringIO()
+    write_final_run_json(run_dir, {"run_id": "run", "status": "complete"}, err)
+    assert "could not record the run's final state" in err.getvalue()
     assert (run_dir / "run.json").read_text() == "{}"
     assert tmp_files(small_fs) == []
 
