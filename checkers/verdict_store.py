@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checkers.durable import write_atomic
 from checkers.history import HistoryError, open_regular
 from checkers.rundir import HISTORY, VERDICTS_JSON
 
@@ -61,9 +62,7 @@ def write_verdicts(run_dir: Path, document: dict[str, Any], digest: str | None =
     run_dir = Path(run_dir)
     document[DIGEST_FIELD] = digest if digest is not None else history_digest(run_dir)
     document[STAMP_FIELD] = history_stamp(run_dir)
-    tmp = run_dir / (VERDICTS_JSON + ".tmp")
-    tmp.write_text(json.dumps(document, indent=2, default=str, sort_keys=False))
-    os.replace(tmp, run_dir / VERDICTS_JSON)
+    write_atomic(run_dir / VERDICTS_JSON, json.dumps(document, indent=2, default=str))
 
 
 @dataclass(frozen=True)

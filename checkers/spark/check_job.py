@@ -10,7 +10,6 @@ verdict table, `verdicts.parquet`, under the results dir.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from checkers.durable import locked, replacing
 from checkers.registry import (
     CHECKS,
     Plan,
@@ -220,15 +220,17 @@ def update_table(results_dir: Path, rows: pd.DataFrame) -> Path:
     out = results_dir / TABLE_NAME
     table = rows.drop(columns=["verdict_json"]).assign(
         checked_at=pd.Timestamp.now(tz="UTC").isoformat())
-    if out.exists():
-        try:
-            old = pq.read_table(out).to_pandas()
-            table = pd.concat([old[~old["run"].isin(set(rows["run"]))], table],
-                              ignore_index=True)
-        except (OSError, pa.ArrowException):
-            pass  # a broken table is replaced
-    table = table.sort_values(["run", "checker", "key"], na_position="first")
-    tmp = out.with_name(out.name + ".tmp")
-    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), tmp)
-    os.replace(tmp, out)
+    # Locked from read to replace: two checks updating one table at once
+    # would each drop the other's rows.
+    with locked(out):
+        if out.exists():
+            try:
+                old = pq.read_table(out).to_pandas()
+                table = pd.concat([old[~old["run"].isin(set(rows["run"]))], table],
+                                  ignore_index=True)
+            except (OSError, pa.ArrowException):
+                pass  # a broken table is replaced
+        table = table.sort_values(["run", "checker", "key"], na_position="first")
+        with replacing(out) as tmp:
+            pq.write_table(pa.Table.from_pandas(table, preserve_index=False), tmp)
     return out

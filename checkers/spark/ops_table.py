@@ -8,7 +8,6 @@ rendering (for people and SQL).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import msgpack
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from checkers.durable import replacing
 from checkers.history import NEMESIS, Op, iter_history
 
 PARQUET_NAME = "history.parquet"
@@ -96,16 +96,14 @@ def cached_parquet(run_dir: Path) -> Path:
                 return out
         except (OSError, pa.ArrowException):
             pass  # a broken cache is rebuilt
-    tmp = out.with_name(out.name + ".tmp")
     schema = SCHEMA.with_metadata(stamp)
-    with pq.ParquetWriter(tmp, schema) as writer:
+    with replacing(out) as tmp, pq.ParquetWriter(tmp, schema) as writer:
         wrote = False
         for cols in _rows(run_dir.name, iter_history(history)):
             writer.write_table(pa.table(cols, schema=schema))
             wrote = True
         if not wrote:
             writer.write_table(pa.table({n: [] for n in SCHEMA.names}, schema=schema))
-    os.replace(tmp, out)
     return out
 
 

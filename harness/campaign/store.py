@@ -13,11 +13,11 @@ directory is made with an exclusive mkdir.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checkers.durable import write_atomic
 from harness.results.store import create_run_dir
 
 CAMPAIGNS = "campaigns"
@@ -39,9 +39,7 @@ def campaign_dir(results: Path, campaign_id: str) -> Path:
 
 def write_json(path: Path, doc: Any) -> None:
     """Atomic replace: a reader (or a resume after a crash) never sees half a file."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2, default=str))
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(doc, indent=2, default=str))
 
 
 def read_json(path: Path) -> Any:

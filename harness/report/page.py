@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from checkers.durable import write_atomic
 from checkers.history import HistoryError, Op, iter_history
 from checkers.lin_report import failure_anchor
 from checkers.registry import LINEARIZABILITY
@@ -48,9 +49,7 @@ def write_report(run_dir: str | os.PathLike[str], loaded: Run | None = None) -> 
     if not run_dir.is_dir():
         raise RunDirError(run_dir, None, None, "not a run directory")
     out = run_dir / REPORT_HTML
-    tmp = run_dir / (REPORT_HTML + ".tmp")
-    tmp.write_text(render(gather(run_dir, loaded)), encoding="utf-8")
-    os.replace(tmp, out)
+    write_atomic(out, render(gather(run_dir, loaded)))
     return out
 
 

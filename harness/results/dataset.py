@@ -25,6 +25,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from checkers.durable import fsync_dir, fsync_file
+
 DATASET_DIR = "dataset"
 VERDICTS = "verdicts"
 HISTORIES = "histories"
@@ -73,11 +75,16 @@ def _replace_dir(final: Path, fill: Any) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     fill(tmp)
+    # Durable before it is swapped in: a crash leaves the old partition or a whole new one.
+    for p in sorted(tmp.rglob("*"), reverse=True):
+        (fsync_dir if p.is_dir() else fsync_file)(p)
+    fsync_dir(tmp)
     old = final.with_name(f".{final.name}.old")
     shutil.rmtree(old, ignore_errors=True)
     if final.exists():
         os.replace(final, old)
     os.replace(tmp, final)
+    fsync_dir(final.parent)
     shutil.rmtree(old, ignore_errors=True)
 
 

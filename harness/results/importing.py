@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from checkers.durable import write_atomic
 from checkers.formats import read_any
 from checkers.registry import LINEARIZABILITY
 from harness.results.store import create_run_dir
@@ -27,7 +28,7 @@ def import_history(source: Path, results: Path, fmt: str | None = None,
         config["lin_model"] = lin_model
     if workload:
         config["workload"] = workload
-    (run_dir / "run.json").write_text(json.dumps(
+    write_atomic(run_dir / "run.json", json.dumps(
         {"run_id": run_dir.name, "config": config, "status": "imported",
          "import_warnings": history.warnings}, indent=2))
     return run_dir

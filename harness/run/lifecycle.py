@@ -38,7 +38,7 @@ from harness.run.config import (
     validate,
 )
 from harness.run.errors import EXIT_HARNESS_ERROR as HARNESS_ERROR  # noqa: F401 (re-export)
-from harness.run.errors import UserError
+from harness.run.errors import HarnessError, UserError
 from harness.run.progress import FINAL_READS, RECOVER, WORKLOAD, Progress
 from harness.run.recorder import Recorder
 from harness.run.resources import (
@@ -47,6 +47,7 @@ from harness.run.resources import (
     process_start_time,
     signals_deferred,
 )
+from harness.run.run_json import write_final_run_json, write_run_json
 from harness.run.seeds import Seeds
 from harness.run.state import COMPLETE, ERROR, INTERRUPTED, RUNNING, harness_fields
 from nemesis.base import (
@@ -115,12 +116,6 @@ def node_log_patterns(db: Any) -> dict[str, list[str]]:
     return {"failure": list(GENERIC_FAILURE_LINES), "benign": list(GENERIC_BENIGN_LINES)}
 
 
-def write_run_json(run_dir: Path, doc: dict[str, Any]) -> None:
-    tmp = run_dir / "run.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=2, default=str))
-    os.replace(tmp, run_dir / "run.json")
-
-
 class TrackingOps:
     """The workload's op stream, remembering what was issued (for final reads)."""
 
@@ -175,10 +170,13 @@ class Run:
     recover, final reads, dump, teardown, check (`execute` calls them in order)."""
 
     def __init__(self, config: RunConfig, results: Path, stream: Any = None,
-                 extra_doc: dict[str, Any] | None = None) -> None:
+                 extra_doc: dict[str, Any] | None = None,
+                 on_run_dir: Callable[[Path], None] | None = None) -> None:
         self.config = validate(config)
         # Fields a caller adds to run.json (a replay's "replay_of", a campaign's entry).
         self.extra_doc = dict(extra_doc or {})
+        # Told the run dir once it exists (a campaign worker records it at once).
+        self.on_run_dir = on_run_dir
         self.results = results
         self.stream = stream or sys.stderr
         self.system = systems.get(config.db)
@@ -190,6 +188,8 @@ class Run:
         self.mounts: dict[str, Any] = {}
         self.mount_processes: dict[str, int] = {}    # node -> journal record of its FUSE process
         self.executed: list[dict[str, Any]] = []
+        # Set when the final run.json could not be written whole (a full disk).
+        self.write_failure: OSError | None = None
 
     # --- preflight ----------------------------------------------------------------
 
@@ -250,7 +250,17 @@ class Run:
         finally:
             progress.close()
             self._teardown(cluster, interrupted)
-        return self._judge()
+        if self.write_failure is not None:
+            raise HarnessError(f"the run's results could not be written ({self.write_failure}); "
+                               f"run.json says error: {self.run_dir}")
+        try:
+            return self._judge()
+        except OSError as e:
+            # The verdicts or the page could not be written: the run must
+            # not stand as complete with nothing to show for it.
+            self.doc.update(status=ERROR, error=f"judging the run: {type(e).__name__}: {e}")
+            write_final_run_json(self.run_dir, self.doc, self.stream)
+            raise
 
     def _open_run_dir(self) -> Progress:
         """The run dir and its first run.json (status running), after the warnings."""
@@ -286,6 +296,8 @@ class Run:
                                "node_defaults": dict(self.system.node_defaults)},
                     **self.extra_doc}
         write_run_json(self.run_dir, self.doc)
+        if self.on_run_dir is not None:
+            self.on_run_dir(self.run_dir)
         progress = Progress(self.config.time_limit, self.stream)
         progress.say(f"run {self.run_dir.name}: {self.config.db} x {self.config.workload}, "
                      f"{self.config.nodes} nodes, nemesis "
@@ -306,8 +318,8 @@ class Run:
             cluster.teardown()
         self.doc["end_wall"] = datetime.now(UTC).isoformat()
         self.doc["schedule"] = self.executed
-        write_run_json(self.run_dir, self.doc)
-        if interrupted:
+        self.write_failure = write_final_run_json(self.run_dir, self.doc, self.stream)
+        if interrupted and self.write_failure is None:
             self._say_how_to_check()
             # What was recorded, on the page too: marked interrupted, not yet judged
             # (after the command is said: a second Ctrl-C may cut this short).

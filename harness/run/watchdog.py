@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from checkers.durable import write_atomic
 from harness.run.resources import read_journal, state_dir, sweep_journal
 from nodes.child_python import module_argv
 
@@ -86,9 +87,7 @@ def mark_crashed(run_json: Path, pid: int | None) -> None:
     doc["status"] = "crashed"
     doc.setdefault("error", f"the harness (pid {pid}) died without tearing down; "
                             "its watchdog swept what the run left")
-    tmp = run_json.with_name(run_json.name + ".watchdog.tmp")
-    tmp.write_text(json.dumps(doc, indent=2))
-    os.replace(tmp, run_json)
+    write_atomic(run_json, json.dumps(doc, indent=2))
 
 
 def watch(journal_path: Path) -> int:
