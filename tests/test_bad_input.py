@@ -289,3 +289,32 @@ def test_a_fifo_named_verdicts_json_is_unreadable_not_waited_on(tmp_path):
     done = _faultline("report", str(rd))
     assert done.returncode == 0, done.stderr
     assert "verdicts.json is unreadable" in (rd / "report.html").read_text()
+
+
+def test_spark_serve_port_is_bounded_before_anything_starts(capsys):
+    assert main(["spark", "serve", "--port", "80"]) == 254
+    assert "--port must be at least 1024" in err_line(capsys)
+    assert main(["spark", "serve", "--port", "70000"]) == 254
+    assert "--port must be at most 65535" in err_line(capsys)
+
+
+def test_check_split_from_is_bounded(tmp_path, capsys):
+    assert main(["check", "--split-from", "0", "--results", str(tmp_path)]) == 254
+    assert "--split-from must be at least 1" in err_line(capsys)
+
+
+@pytest.mark.parametrize("stored", [100000, 0, "8", 2.5, True])
+def test_a_resume_refuses_a_stored_parallel_out_of_range(stored, tmp_path, capsys):
+    """campaign.json comes from disk: a resume does not trust its `parallel`."""
+    from harness.campaign.runner import resume_campaign
+    from harness.campaign.store import CAMPAIGN_JSON, RUNS_JSON, campaign_dir
+    from harness.run.errors import UserError
+    cdir = campaign_dir(tmp_path, "c1")
+    cdir.mkdir(parents=True)
+    (cdir / CAMPAIGN_JSON).write_text(json.dumps({"id": "c1", "name": "t", "parallel": stored}))
+    (cdir / RUNS_JSON).write_text("[]")
+    with pytest.raises(UserError, match="a resume runs 1 to 64 at once"):
+        resume_campaign("c1", tmp_path, None, None, lambda s: None)
+    # Its twin: --parallel given on the command line stands in for the stored one.
+    result = resume_campaign("c1", tmp_path, 2, None, lambda s: None)
+    assert result is not None

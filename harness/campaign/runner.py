@@ -59,6 +59,7 @@ from harness.campaign.store import (
     write_json,
 )
 from harness.results.gate import load_verdicts
+from harness.run.bounds import MAX_PARALLEL
 from harness.run.errors import (
     EXIT_HARNESS_ERROR,
     EXIT_INVALID,
@@ -128,12 +129,16 @@ def resume_campaign(campaign_id: str, results: Path, parallel: int | None,
 def _resume_locked(cdir: Path, results: Path, parallel: int | None, master: str | None,
                    say: Say) -> CampaignResult:
     doc = read_json(cdir / CAMPAIGN_JSON)
+    parallel = parallel or doc.get("parallel", 1)
+    if isinstance(parallel, bool) or not isinstance(parallel, int) \
+            or not 1 <= parallel <= MAX_PARALLEL:
+        raise UserError(f"{cdir / CAMPAIGN_JSON} says parallel {parallel!r}: a resume runs "
+                        f"1 to {MAX_PARALLEL} at once (give --parallel)")
     entries = read_json(cdir / RUNS_JSON)
     _wait_for_orphans(cdir, entries, say)
     _collect_orphan_outcomes(cdir, entries)
     todo = plan_resume(entries, {e["index"]: read_run_state(e.get("run_dir"))
                                  for e in entries})
-    parallel = parallel or int(doc.get("parallel", 1))
     say(f"campaign {doc['name']} ({cdir.name}): resuming, {len(entries) - len(todo)} of "
         f"{len(entries)} runs complete, {len(todo)} to run")
     for index, reason in sorted(todo.items()):

@@ -18,6 +18,7 @@ from harness.report.summary import print_verdict_rows
 from harness.results.gate import load_verdicts
 from harness.results.store import check_results_dir, results_dir
 from harness.run.bounds import CHECK_BUDGETS
+from harness.run.bounds import SPLIT_FROM as SPLIT_FROM_RANGE
 from harness.run.errors import EXIT_STATUS_HELP, UserError
 from harness.run.state import COMPLETE, read_state
 from workloads.judging import plan_for
@@ -96,6 +97,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--in-process runs no Spark: give it without --master or --remote")
     if args.master and args.remote:
         raise UserError("give --master or --remote (a Spark Connect server), not both")
+    if args.split_from is not None:
+        problem = SPLIT_FROM_RANGE.problem("--split-from", args.split_from)
+        if problem is not None:
+            raise UserError(problem)
     if args.elle_memory_limit is not None:
         problem = CHECK_BUDGETS["memory_limit_mb"].problem("--elle-memory-limit",
                                                            args.elle_memory_limit)

@@ -40,7 +40,11 @@ def run_serve(args: argparse.Namespace) -> int:
 
     from checkers.spark.connect_token import UnsafeTokenDir, token_file
     from checkers.spark.session import java_missing
+    from harness.run.bounds import PORT
     from harness.spark.servers import ServiceError, connect_server
+    problem = PORT.problem("--port", args.port)
+    if problem is not None:
+        raise UserError(problem)
     missing = java_missing()
     if missing:
         raise HarnessError(missing)
