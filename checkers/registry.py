@@ -36,6 +36,9 @@ LOG_DUMP, EVENTS = "log_dump", "events"
 # (adapters with `nodes.db.AppliedState`), its output logs with the patterns
 # that judge them, and the exits no kill caused.
 APPLIED_STATE, NODE_LOGS, NODE_EXITS = "applied_state", "node_logs", "node_exits"
+# Each artefact as a skip reason says it ("leaves no event lines").
+ARTIFACT_WORDS = {LOG_DUMP: "log dumps", EVENTS: "event lines", APPLIED_STATE: "applied states",
+                  NODE_LOGS: "node logs", NODE_EXITS: "node exit records"}
 
 
 def config_of(run: Run) -> dict[str, Any]:
@@ -260,7 +263,7 @@ def skipped_checks(run: Mapping[str, Any], plan: Plan) -> dict[str, str]:
         missing = CHECKS[name].needs(options) - have
         if missing:
             out[name] = (f"{config.get('db', 'this system')} leaves no "
-                         f"{' or '.join(sorted(missing)).replace('_', ' ')}s")
+                         + " or ".join(ARTIFACT_WORDS.get(m, m) for m in sorted(missing)))
     return out
 
 

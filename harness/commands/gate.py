@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from harness.campaign.store import RUNS_JSON, campaign_dir, read_json
-from harness.results.gate import ERROR, GateCase, cases_of_run_dir, decide, junit_xml
+from harness.results.gate import ERROR, SKIPPED, GateCase, cases_of_run_dir, decide, junit_xml
 from harness.results.store import results_dir
 from harness.run.errors import UserError
 
@@ -91,11 +91,13 @@ def main(args: argparse.Namespace) -> int:
                 print(f"           {line}")
     invalid = sum(c.valid is False for c in cases)
     errors = sum(c.valid == ERROR for c in cases)
-    unknown = sum(c.valid not in (True, False, ERROR) for c in cases)
+    skipped = sum(c.valid == SKIPPED for c in cases)
+    unknown = sum(c.valid not in (True, False, ERROR, SKIPPED) for c in cases)
     runs = len({c.run for c in cases})
     verdict = {0: "PASS", 1: "FAIL", 2: "UNDECIDED"}[code]
-    print(f"gate: {verdict}: {runs} runs, {len(cases)} checks, {invalid} invalid, "
+    print(f"gate: {verdict}: {runs} runs, {len(cases) - skipped} checks, {invalid} invalid, "
           f"{unknown} unknown{' (allowed)' if args.allow_unknown and unknown else ''}, "
-          f"{errors} not judgeable (incomplete or unchecked runs never pass)")
+          f"{errors} not judgeable (incomplete or unchecked runs never pass)"
+          + (f", {skipped} skipped (nothing to judge them by)" if skipped else ""))
     sys.stdout.flush()
     return code

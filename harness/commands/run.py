@@ -115,6 +115,8 @@ def print_outcome(outcome, stream=None) -> None:
             extra = f"  ({stats.get('reason') or stats.get('error') or 'undecided'})"
         print(f"  {name:<16} {words.get(v.get('valid'), '?'):<8} "
               f"{len(v.get('anomalies') or [])} anomalies{extra}", file=stream)
+    for name, reason in (doc.get("skipped") or {}).items():
+        print(f"  {name:<16} {'skipped':<8} {reason}", file=stream)
     report = outcome.run_dir / "report.html"
     if report.exists():
         print(f"report:  {report}", file=stream)

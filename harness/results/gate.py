@@ -19,13 +19,16 @@ from harness.run.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
 from harness.run.state import COMPLETE, read_state
 
 ERROR = "error"   # a case the gate cannot judge: never passes
+# A checker the run's system gives nothing to judge (verdicts.json `skipped`):
+# listed with its reason, neither passing nor failing the gate.
+SKIPPED = "skipped"
 
 
 @dataclass(frozen=True)
 class GateCase:
     run: str
     checker: str
-    valid: bool | str          # True, False, "unknown" or "error"
+    valid: bool | str          # True, False, "unknown", "error" or "skipped"
     detail: str                # the first anomalies, a sentence a line, or the reason
     seconds: float = 0.0
 
@@ -49,9 +52,12 @@ def cases_from_verdicts(run: str, document: dict[str, Any] | None,
     if not document or not document.get("checkers"):
         return [GateCase(run, "verdicts", ERROR,
                          problem or "the run has no verdicts.json: check it first")]
-    return [GateCase(run, name, v.get("valid", "unknown"), first_detail(v),
-                     float((v.get("stats") or {}).get("seconds", 0.0)))
-            for name, v in document["checkers"].items()]
+    judged = [GateCase(run, name, v.get("valid", "unknown"), first_detail(v),
+                       float((v.get("stats") or {}).get("seconds", 0.0)))
+              for name, v in document["checkers"].items()]
+    skipped = document.get("skipped")
+    return judged + [GateCase(run, name, SKIPPED, str(why))
+                     for name, why in (skipped.items() if isinstance(skipped, dict) else ())]
 
 
 def cases_of_run_dir(run_dir: Path, name: str | None = None) -> list[GateCase]:
@@ -70,7 +76,9 @@ def cases_of_run_dir(run_dir: Path, name: str | None = None) -> list[GateCase]:
 
 def decide(cases: list[GateCase], allow_unknown: bool = False) -> int:
     """1 any invalid; else 2 any error (even with allow_unknown) or any unknown
-    (0 with allow_unknown), or nothing judged at all; else 0."""
+    (0 with allow_unknown), or nothing judged at all; else 0. Skipped
+    checkers neither pass nor fail it."""
+    cases = [c for c in cases if c.valid != SKIPPED]
     if not cases:
         return EXIT_UNKNOWN
     if any(c.valid is False for c in cases):
@@ -85,7 +93,7 @@ def decide(cases: list[GateCase], allow_unknown: bool = False) -> int:
 def junit_xml(cases: list[GateCase], suite: str = "faultline") -> bytes:
     failures = sum(c.valid is False for c in cases)
     errors = sum(c.valid == ERROR for c in cases)
-    unknown = sum(c.valid not in (True, False, ERROR) for c in cases)
+    unknown = sum(c.valid not in (True, False, ERROR) for c in cases)  # skipped too
     root = ET.Element("testsuites")
     ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(cases)),
                        failures=str(failures), errors=str(errors), skipped=str(unknown),
@@ -98,6 +106,8 @@ def junit_xml(cases: list[GateCase], suite: str = "faultline") -> bytes:
                           type="anomaly").text = c.detail
         elif c.valid == ERROR:
             ET.SubElement(tc, "error", message=c.detail[:500], type="incomplete").text = c.detail
+        elif c.valid == SKIPPED:
+            ET.SubElement(tc, "skipped", message=f"not run: {c.detail}"[:500])
         elif c.valid is not True:
             ET.SubElement(tc, "skipped", message=f"unknown: {c.detail}"[:500])
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
