@@ -93,6 +93,8 @@ def render(report: RunReport) -> str:
     """The whole report page."""
     config = report.run.get("config") if isinstance(report.run.get("config"), dict) else {}
     word, cls = _word((report.verdicts or {}).get("valid"))
+    if report.run.get("client_error"):
+        word, cls = "HARNESS ERROR", "unjudged"
     title = f"{word}: {config.get('db', '?')} x {config.get('workload', '?')} {report.run_id}"
     parts = ["<!doctype html><html lang='en'><head><meta charset='utf-8'>",
              f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
@@ -113,7 +115,10 @@ def render(report: RunReport) -> str:
 
 def _banner(report: RunReport, config: dict[str, Any], word: str, cls: str) -> str:
     checkers = _checker_map(report.verdicts)
-    if report.verdicts is None:
+    if report.run.get("client_error"):
+        why = ("The system's client raised instead of completing an op (a bug in the "
+               "client): the run ended as a harness error and its history is not judged.")
+    elif report.verdicts is None:
         why = ("No verdict stands for this run's history (never checked, or checked when "
                "it held another history): <code>faultline check --in-process "
                "RUN_DIR</code> judges it.")
@@ -140,10 +145,19 @@ def _banner(report: RunReport, config: dict[str, Any], word: str, cls: str) -> s
     if status not in (None, "complete"):
         err = report.run.get("error")
         status_line = (f"<div class='why'>Run status: <b>{_e(status)}</b>"
-                       f"{': ' + _e(err) if err else ''}</div>")
+                       f"{': ' + _e(err) if err else ''}</div>"
+                       + _client_traceback(report.run.get("client_error")))
     return (f"<div class='banner {cls}'><div class='word {cls}'>{_e(word)}</div>"
             f"<div class='why'>{why}</div>{bug_line}{status_line}"
             f"<div class='facts'>{_facts(report, config)}</div></div>")
+
+
+def _client_traceback(client_error: Any) -> str:
+    """The last lines of the traceback of a client that raised (run.json `client_error`)."""
+    if not isinstance(client_error, dict) or not isinstance(client_error.get("traceback"), list):
+        return ""
+    return ("<pre class='traceback'>" + _e("\n".join(map(str, client_error["traceback"])))
+            + "</pre>")
 
 
 def _facts(report: RunReport, config: dict[str, Any]) -> str:
@@ -218,7 +232,17 @@ def _checkers(verdicts: dict[str, Any] | None) -> str:
              "<th>first anomaly, or what it saw</th></tr>" + "".join(rows) + "</table>")
     details = [_checker_detail(n, checkers[n]) for n in order
                if _anomalies(checkers[n]) or checkers[n].get("valid") is not True]
-    return "<h2>Checkers</h2>" + table + "".join(details)
+    return "<h2>Checkers</h2>" + table + _skipped(verdicts) + "".join(details)
+
+
+def _skipped(verdicts: dict[str, Any] | None) -> str:
+    """The checkers that did not run, and why: a missing row must not read as a pass."""
+    skipped = (verdicts or {}).get("skipped")
+    if not isinstance(skipped, dict) or not skipped:
+        return ""
+    items = "".join(f"<li><b>{_e(n)}</b>: {_e(why)}</li>" for n, why in skipped.items())
+    return (f"<p class='note'>{len(skipped)} checker{'s' if len(skipped) != 1 else ''} "
+            f"skipped (not judged, so not passed):</p><ul class='skipped'>{items}</ul>")
 
 
 def _anomalies(v: dict[str, Any]) -> list[Any]:

@@ -68,7 +68,8 @@ def cases_of_run_dir(run_dir: Path, name: str | None = None) -> list[GateCase]:
     if state.problem is not None:
         return [GateCase(name, "run", ERROR, state.problem)]
     if state.status != COMPLETE:
-        return [GateCase(name, "run", ERROR, f"the run is {state.status}, not complete: "
+        why = f" ({state.error})" if state.error else ""
+        return [GateCase(name, "run", ERROR, f"the run is {state.status}, not complete{why}: "
                                              "its verdicts (if any) cannot pass a gate")]
     stored = read_verdicts(run_dir)
     return cases_from_verdicts(name, stored.document, stored.problem)

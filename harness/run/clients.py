@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from checkers.history import LEVELS, Op
+from harness.run.errors import ClientError
 from harness.run.frames import FrameReader, encode
 from harness.run.recorder import Recorder
-from harness.run.worker import READY
+from harness.run.worker import CLIENT_ERROR, READY
 from nodes.child_python import module_argv
 from workloads.ops import OpSpec
 
@@ -185,6 +186,11 @@ class ClientPool:
             for msg in w.reader.feed(data):
                 if msg.get("kind") == READY:
                     w.ready = True
+                elif msg.get("kind") == CLIENT_ERROR:
+                    # A bug in the client, not a crash the run can absorb: no
+                    # replacement worker, the run ends as a harness error.
+                    raise ClientError(self._hello["db"], w.slot, str(msg.get("during")),
+                                      str(msg.get("traceback")))
                 elif recorder is not None:
                     self._complete(w, msg, recorder)
 

@@ -27,3 +27,26 @@ class UserError(Exception):
 
 class HarnessError(Exception):
     """The harness itself failed (not the system under test): exit 255."""
+
+
+# How much of a client's traceback the terminal, run.json and the report show
+# (the whole one is in the worker's log): the raising frame and its callers.
+CLIENT_TRACEBACK_LINES = 12
+
+
+class ClientError(HarnessError):
+    """A system's own client raised instead of completing an op (`ok`, `fail` or
+    `info`): a bug in the client, so the history cannot be judged. Exit 255."""
+
+    def __init__(self, db: str, slot: int, during: str, traceback_text: str) -> None:
+        self.db, self.slot, self.during = db, slot, during
+        self.traceback = traceback_text.rstrip("\n").splitlines()[-CLIENT_TRACEBACK_LINES:]
+        last = self.traceback[-1] if self.traceback else "no traceback"
+        self.summary = f"the {db} client raised in worker {slot} ({during}): {last}"
+        super().__init__(self.summary + "\n"
+                         + "\n".join(f"  | {line}" for line in self.traceback))
+
+    def to_json(self) -> dict[str, object]:
+        """run.json's `client_error`."""
+        return {"db": self.db, "worker": self.slot, "during": self.during,
+                "traceback": self.traceback}

@@ -38,7 +38,7 @@ from harness.run.config import (
     validate,
 )
 from harness.run.errors import EXIT_HARNESS_ERROR as HARNESS_ERROR  # noqa: F401 (re-export)
-from harness.run.errors import HarnessError, UserError
+from harness.run.errors import ClientError, HarnessError, UserError
 from harness.run.progress import FINAL_READS, RECOVER, WORKLOAD, Progress
 from harness.run.recorder import Recorder
 from harness.run.resources import (
@@ -246,6 +246,8 @@ class Run:
             interrupted = isinstance(e, (KeyboardInterrupt, Terminated))
             self.doc["status"] = INTERRUPTED if interrupted else ERROR
             self.doc["error"] = f"{type(e).__name__}: {e}"
+            if isinstance(e, ClientError):  # the traceback apart, the error a line
+                self.doc.update(error=f"ClientError: {e.summary}", client_error=e.to_json())
             raise
         finally:
             progress.close()
@@ -323,6 +325,9 @@ class Run:
             self._say_how_to_check()
             # What was recorded, on the page too: marked interrupted, not yet judged
             # (after the command is said: a second Ctrl-C may cut this short).
+            write_views(self.run_dir, None, stream=self.stream)
+        elif "client_error" in self.doc and self.write_failure is None:
+            # The page says why this run has no verdict, with the client's traceback.
             write_views(self.run_dir, None, stream=self.stream)
 
     def _say_how_to_check(self) -> None:

@@ -48,6 +48,7 @@ def effective_status(run: dict[str, Any]) -> str | None:
 class RunState:
     status: str | None         # one of STATES (or whatever an old run.json said), None: unknown
     problem: str | None        # run.json missing or unreadable
+    error: str | None = None   # why the harness failed (run.json `error`), if it says
 
 
 def read_state(run_dir: Path) -> RunState:
@@ -58,4 +59,5 @@ def read_state(run_dir: Path) -> RunState:
         run = load_json(path)
     except HistoryError as e:
         return RunState(None, f"run.json is unreadable: {e}")
-    return RunState(effective_status(run), None)
+    error = run.get("error")
+    return RunState(effective_status(run), None, str(error) if error else None)

@@ -7,18 +7,25 @@ machine: an op handed over before would be timed from its invoke while
 nothing could send it yet), then answers each `op` frame with a completion
 frame on stdout. It starts in the namespace the harness gave it (the hub), so
 it reaches the nodes' test addresses.
+
+A client reports what happened to an op by its completion (`fail`, `info`);
+an exception out of the client is a bug in it, not an outcome: the worker
+sends a `client-error` frame with the traceback and ends, and the harness
+ends the run as a harness error.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import traceback
 
 from checkers.history import Op
 from faultline import registry as systems
 from harness.run.frames import read_frame, write_frame
 
 READY = "ready"
+CLIENT_ERROR = "client-error"
 
 
 def serve(stdin, stdout) -> int:
@@ -26,6 +33,17 @@ def serve(stdin, stdout) -> int:
     if not hello or hello.get("kind") != "open":
         print("worker: expected an open frame", file=sys.stderr)
         return 2
+    doing = ["opening the client"]   # what the worker was at, should the client raise
+    try:
+        return _serve(hello, stdin, stdout, doing)
+    except Exception:
+        traceback.print_exc()   # the whole one, in the worker's log
+        write_frame(stdout, {"kind": CLIENT_ERROR, "during": doing[0],
+                             "traceback": traceback.format_exc()})
+        return 3
+
+
+def _serve(hello: dict, stdin, stdout, doing: list[str]) -> int:
     client_class = systems.get(hello["db"]).client_class(hello["workload"])
     nodes = {name: tuple(addr) for name, addr in hello["nodes"].items()}
     options = hello.get("options") or {}
@@ -40,6 +58,7 @@ def serve(stdin, stdout) -> int:
                 break
             invoke = Op(0, 0, msg["process"], "invoke", msg["f"], msg.get("value"),
                         msg.get("key"), msg.get("node"))
+            doing[0] = f"op {invoke.f} {invoke.value!r} on {invoke.node}"
             target = client
             if msg.get("pinned"):
                 if pinned is None:
@@ -49,6 +68,7 @@ def serve(stdin, stdout) -> int:
             done = target.invoke(invoke)
             write_frame(stdout, {"type": done.type, "value": done.value, "error": done.error,
                                  "node": done.node, "level": done.level})
+        doing[0] = "closing the client"
     finally:
         client.close()
         if pinned is not None:
