@@ -55,7 +55,8 @@ class Client(Protocol):
     """One client per worker process, one op open at a time. `invoke` turns an
     invoke op into the system's request and its answer into an ok / fail / info
     completion (`workloads.clients.outcome`); it never raises for a request
-    that may have taken effect (that is an info). `DATA`: the data types
+    that may have taken effect (that is an info); an exception out of it is
+    a bug in the client and ends the run as a harness error (255). `DATA`: the data types
     whose ops it carries out (REGISTERS, LISTS, REGISTER_TXNS, LOGS)."""
 
     DATA: tuple[str, ...]
