@@ -1,0 +1,120 @@
+"""Fault coverage: what each fault of a run touched, so a verdict can say what
+it does not speak for (a VALID run whose faults never reached the leader).
+
+Read off the nemesis ops by what each fault declares it takes
+(`checkers.faults.FaultOp.takes`) and who led when: per fault, the nodes it
+took or whose links it cut, whether the leader of the moment was among them,
+whether it took a majority (nodes) or left no voter able to reach a majority
+(links, judged by `checkers.impairment`), and the faults that were no-ops.
+
+Who led when comes from the nodes' election events or, for a system that
+prints none, from the harness polling the adapter's `leader()` (run.json
+`leaders`); with neither, leader hits are unknown, never "none".
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+from checkers.faults import ANYTHING, FAULT_OPS, LINKS, NODES, NODES_DURING_OP, NOTHING
+from checkers.history import NEMESIS, Op, noop_reason, pair_ops
+from checkers.impairment import HEALS, Impairment, Segment
+
+NS = 1_000_000_000
+
+# Where who-led-when came from.
+EVENTS, OBSERVED = "events", "observed"
+
+
+def leader_at(leaders: list[tuple[int, str | None]], t: int) -> str | None:
+    """The leader last seen at or before history time t (None: none known)."""
+    i = bisect.bisect_right([x[0] for x in leaders], t) - 1
+    return leaders[i][1] if i >= 0 else None
+
+
+def _named(value: Any) -> list[str] | None:
+    nodes = value.get("nodes") if isinstance(value, dict) else None
+    return [n for n in nodes if isinstance(n, str)] if isinstance(nodes, list) else None
+
+
+def _cut(value: Any) -> list[tuple[str, str]]:
+    cut = value.get("cut") if isinstance(value, dict) else None
+    if not isinstance(cut, list):
+        return []
+    return [(p[0], p[1]) for p in cut if isinstance(p, list | tuple) and len(p) == 2
+            and all(isinstance(x, str) for x in p)]
+
+
+def coverage(history: list[Op], nodes: list[str], leaders: list[tuple[int, str | None]],
+             leader_source: str | None) -> dict[str, Any]:
+    """Each injecting nemesis op's reach, and totals. `leaders`: (history time,
+    leader or None) in time order; `leader_source`: EVENTS, OBSERVED or None
+    (nothing says who led: leader hits are unknown)."""
+    majority = len(nodes) // 2 + 1
+    known = leader_source is not None
+    faults: list[dict[str, Any]] = []
+    for inv, done in pair_ops(op for op in history if op.process == NEMESIS):
+        if inv.f in HEALS and inv.f not in FAULT_OPS:
+            continue
+        row = FAULT_OPS.get(inv.f)
+        if row is not None and row.takes == NOTHING:
+            continue  # a trigger or a composition: what it set off is its own op
+        value = done.value if done is not None and done.value is not None else inv.value
+        entry: dict[str, Any] = {"f": inv.f, "time_s": round(inv.time / NS, 3)}
+        reason = noop_reason(done.value) if done is not None else None
+        if reason:
+            entry["noop"] = reason
+            faults.append(entry)
+            continue
+        takes = row.takes if row is not None else ANYTHING
+        leader = leader_at(leaders, inv.time) if known else None
+        if takes == LINKS:
+            cut = _cut(value)
+            touched = sorted({n for pair in cut for n in pair})
+            seg = Segment(0, 1, frozenset(), frozenset(cut), False)
+            imp = Impairment(sorted(nodes), sorted(nodes), [seg])
+            entry["majority"] = not imp.quorum_ok(seg)
+        elif takes in (NODES, NODES_DURING_OP):
+            touched = sorted(set(_named(value) or _named(inv.value) or []))
+            entry["majority"] = len(touched) >= majority
+        else:
+            touched = list(nodes)   # a plug-in fault may take anything
+            entry["majority"] = True
+        entry["nodes"] = touched
+        entry["leader"] = leader
+        entry["hit_leader"] = (leader in touched) if known and leader is not None else None
+        faults.append(entry)
+    acted = [f for f in faults if "noop" not in f]
+    per_node = {n: sum(1 for f in acted if n in f["nodes"]) for n in sorted(nodes)}
+    hits = [f for f in acted if f["hit_leader"]]
+    return {
+        "leader_source": leader_source,
+        "faults": faults,
+        "acted": len(acted),
+        "noops": [f["f"] for f in faults if "noop" in f],
+        "hit_leader": len(hits) if known else None,
+        "hit_majority": sum(1 for f in acted if f["majority"]),
+        "per_node": per_node,
+        "leader_never_hit": known and bool(acted) and not hits,
+    }
+
+
+def summary_line(cov: dict[str, Any]) -> str:
+    """One line for the terminal, the report header and gate."""
+    acted, noops = cov.get("acted", 0), cov.get("noops") or []
+    bits = [f"{acted} fault{'s' if acted != 1 else ''} acted"]
+    if cov.get("hit_leader") is None:
+        bits.append("leader hits unknown (no leader observed)")
+    else:
+        bits.append(f"{cov['hit_leader']} hit the leader")
+    bits.append(f"{cov.get('hit_majority', 0)} a majority")
+    if noops:
+        bits.append(f"{len(noops)} no-op ({', '.join(sorted(set(noops)))})")
+    per = cov.get("per_node") or {}
+    if per:
+        bits.append("per node " + " ".join(f"{n}:{k}" for n, k in per.items()))
+    line = "coverage: " + ", ".join(bits)
+    if cov.get("leader_never_hit"):
+        line += " — the faults never touched the leader"
+    return line
