@@ -118,3 +118,52 @@ def summary_line(cov: dict[str, Any]) -> str:
     if cov.get("leader_never_hit"):
         line += " — the faults never touched the leader"
     return line
+
+
+def who_led(events: dict[str, list[dict[str, Any]]], run: dict[str, Any]
+            ) -> tuple[list[tuple[int, str | None]], str | None]:
+    """(history time, leader) changes and where they came from: the nodes'
+    election events, else run.json `leaders` (the harness's poll of the
+    adapter), else nothing ([], None)."""
+    from checkers.elections import leader_elections
+    start = run.get("start_monotonic_ns")
+    if type(start) is int:
+        elections = [e for e in leader_elections(events) if type(e["t"]) is int]
+        if elections:
+            return [(e["t"] - start, str(e["node"])) for e in elections], EVENTS
+    return observed_leaders(run), (OBSERVED if _has_observations(run) else None)
+
+
+def _has_observations(run: dict[str, Any]) -> bool:
+    leaders = run.get("leaders")
+    return isinstance(leaders, dict) and isinstance(leaders.get("changes"), list) \
+        and bool(leaders.get("polls"))
+
+
+def observed_leaders(run: dict[str, Any]) -> list[tuple[int, str | None]]:
+    """run.json `leaders.changes` as (history time, leader or None), in time order."""
+    leaders = run.get("leaders")
+    changes = leaders.get("changes") if isinstance(leaders, dict) else None
+    out = [(c[0], c[1] if isinstance(c[1], str) else None) for c in changes or []
+           if isinstance(c, list) and len(c) == 2 and type(c[0]) is int]
+    return sorted(out, key=lambda c: c[0])
+
+
+def run_nodes(run: dict[str, Any]) -> list[str]:
+    """The run's node names: run.json `nodes`, else n1..nK from the config."""
+    nodes = run.get("nodes")
+    if isinstance(nodes, dict) and nodes:
+        return sorted(map(str, nodes))
+    config = run.get("config")
+    count = config.get("nodes") if isinstance(config, dict) else None
+    return [f"n{i}" for i in range(1, count + 1)] if type(count) is int and count > 0 else []
+
+
+def run_coverage(history: list[Op], events: dict[str, list[dict[str, Any]]],
+                 run: dict[str, Any]) -> dict[str, Any]:
+    """verdicts.json `coverage`: `coverage` of a loaded run, with `line` for
+    the terminal, the report and gate."""
+    leaders, source = who_led(events, run)
+    cov = coverage(history, run_nodes(run), leaders, source)
+    cov["line"] = summary_line(cov)
+    return cov

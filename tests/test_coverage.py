@@ -79,3 +79,33 @@ def test_without_a_leader_source_hits_are_unknown_not_zero():
 def test_leader_at_takes_the_last_observation():
     obs = [(0, "n1"), (5, None), (9, "n2")]
     assert [leader_at(obs, t) for t in (-1, 0, 6, 9, 100)] == [None, "n1", None, "n2", "n2"]
+
+
+# --- who led when: events, else the harness's poll, else nothing ---------------
+
+from checkers.coverage import run_coverage, who_led  # noqa: E402
+
+RUN = {"start_monotonic_ns": 100 * S, "config": {"nodes": 3}}
+
+
+def test_election_events_say_who_led():
+    events = {"n3": [{"event": "role", "role": "Leader", "epoch": 2, "t": 100 * S}]}
+    leaders, source = who_led(events, RUN)
+    assert source == "events" and leaders == [(0, "n3")]
+    cov = run_coverage(nem(KILL_N3, START_N3), events, RUN)
+    assert cov["hit_leader"] == 1 and cov["line"].startswith("coverage: 1 fault acted")
+
+
+def test_without_events_the_polled_leaders_count():
+    run = {**RUN, "leaders": {"source": "polled DB.leader()", "polls": 9,
+                              "changes": [[0, "n1"], [int(0.5 * S), None], [S // 2 + 1, "n2"]]}}
+    leaders, source = who_led({}, run)
+    assert source == "observed" and [x[1] for x in leaders] == ["n1", None, "n2"]
+    cov = run_coverage(nem(KILL_N1, START_N1), {}, run)
+    assert cov["hit_leader"] == 0 and cov["leader_never_hit"]   # n2 led by then
+
+
+def test_with_neither_the_leader_is_not_observed():
+    assert who_led({}, RUN) == ([], None)
+    cov = run_coverage(nem(KILL_N1, START_N1), {}, RUN)
+    assert cov["hit_leader"] is None and "leader hits unknown" in cov["line"]
