@@ -109,3 +109,16 @@ def test_with_neither_the_leader_is_not_observed():
     assert who_led({}, RUN) == ([], None)
     cov = run_coverage(nem(KILL_N1, START_N1), {}, RUN)
     assert cov["hit_leader"] is None and "leader hits unknown" in cov["line"]
+
+
+def test_the_terminal_prints_the_coverage_line_under_the_verdict(tmp_path):
+    import io
+
+    from harness.commands.run import print_outcome
+    from harness.run.lifecycle import RunOutcome
+    line = "coverage: 1 fault acted, 0 hit the leader — the faults never touched the leader"
+    doc = {"valid": True, "checkers": {}, "coverage": {"line": line}}
+    out = io.StringIO()
+    print_outcome(RunOutcome(tmp_path, doc, 0), out)
+    verdict, cov = out.getvalue().splitlines()[-2:]
+    assert verdict.startswith("verdict: VALID") and cov.strip() == line
