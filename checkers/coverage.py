@@ -96,7 +96,9 @@ def coverage(history: list[Op], nodes: list[str], leaders: list[tuple[int, str |
         "hit_leader": len(hits) if known else None,
         "hit_majority": sum(1 for f in acted if f["majority"]),
         "per_node": per_node,
-        "leader_never_hit": known and bool(acted) and not hits,
+        # Said only when the leader was known at every fault: none of them took it.
+        "leader_never_hit": known and bool(acted) and all(f["hit_leader"] is False
+                                                          for f in acted),
     }
 
 

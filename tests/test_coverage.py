@@ -122,3 +122,8 @@ def test_the_terminal_prints_the_coverage_line_under_the_verdict(tmp_path):
     print_outcome(RunOutcome(tmp_path, doc, 0), out)
     verdict, cov = out.getvalue().splitlines()[-2:]
     assert verdict.startswith("verdict: VALID") and cov.strip() == line
+
+
+def test_a_fault_before_the_first_observation_is_not_called_a_miss():
+    cov = coverage(nem(KILL_N3, START_N3), NODES, [(5 * S, "n1")], OBSERVED)
+    assert cov["faults"][0]["hit_leader"] is None and not cov["leader_never_hit"]

@@ -400,7 +400,9 @@ class Run:
         ops = TrackingOps(self.workload.generate(seeds.rng("workload"), cfg.workload_options))
         live = Live(recorder, runner, pool, ops, seeds, progress)
         if EVENTS not in run_artifacts(self.db):
+            # From now, not from the workers' start: who led when the history began.
             live.leader_watch = LeaderWatch(cluster.leader, recorder.start_ns)
+            live.leader_watch.start()
         return live
 
     def _workload(self, live: Live) -> None:
@@ -415,8 +417,6 @@ class Run:
                                                args=(live.stop, live.t0), name="nemesis",
                                                daemon=True)
         live.nemesis_thread.start()
-        if live.leader_watch is not None:
-            live.leader_watch.start()
         live.pool.run(live.ops, live.recorder, live.t0 + self.config.time_limit,
                       self.config.rate or None, live.seeds.rng("pacing"), live.tick(WORKLOAD))
 
