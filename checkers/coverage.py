@@ -3,9 +3,10 @@ it does not speak for (a VALID run whose faults never reached the leader).
 
 Read off the nemesis ops by what each fault declares it takes
 (`checkers.faults.FaultOp.takes`) and who led when: per fault, the nodes it
-took or whose links it cut, whether the leader of the moment was among them,
+took (for a partition: the nodes it cut off from a quorum, judged by
+`checkers.impairment`), whether the leader of the moment was among them,
 whether it took a majority (nodes) or left no voter able to reach a majority
-(links, judged by `checkers.impairment`), and the faults that were no-ops.
+(links), and the faults that were no-ops.
 
 Who led when comes from the nodes' election events or, for a system that
 prints none, from the harness polling the adapter's `leader()` (run.json
@@ -70,10 +71,11 @@ def coverage(history: list[Op], nodes: list[str], leaders: list[tuple[int, str |
         takes = row.takes if row is not None else ANYTHING
         leader = leader_at(leaders, inv.time) if known else None
         if takes == LINKS:
-            cut = _cut(value)
-            touched = sorted({n for pair in cut for n in pair})
-            seg = Segment(0, 1, frozenset(), frozenset(cut), False)
+            # A partition takes the nodes it cuts off from a quorum: the leader
+            # losing its link to one follower still leads.
+            seg = Segment(0, 1, frozenset(), frozenset(_cut(value)), False)
             imp = Impairment(sorted(nodes), sorted(nodes), [seg])
+            touched = [n for n in sorted(nodes) if not imp.leader_ok(n, seg)]
             entry["majority"] = not imp.quorum_ok(seg)
         elif takes in (NODES, NODES_DURING_OP):
             touched = sorted(set(_named(value) or _named(inv.value) or []))

@@ -58,7 +58,13 @@ def test_no_op_faults_are_listed_and_not_counted_as_acting():
 def test_a_partition_isolating_the_minority_is_not_a_majority_but_a_ring_of_cuts_is():
     minority = ("partition", {}, {"cut": [["n3", "n1"], ["n1", "n3"], ["n3", "n2"], ["n2", "n3"]]})
     cov = coverage(nem(minority, ("heal", {}, {})), NODES, [(0, "n1")], EVENTS)
-    assert cov["faults"][0]["majority"] is False and cov["hit_leader"] == 1
+    assert cov["faults"][0]["majority"] is False and cov["faults"][0]["nodes"] == ["n3"]
+    assert cov["hit_leader"] == 0   # n1 lost its link to n3, not its quorum
+    cov = coverage(nem(minority), NODES, [(0, "n3")], EVENTS)
+    assert cov["hit_leader"] == 1
+    one_link = ("partition", {}, {"cut": [["n1", "n2"]]})
+    cov = coverage(nem(one_link), NODES, [(0, "n1")], EVENTS)
+    assert cov["faults"][0]["nodes"] == [] and cov["hit_leader"] == 0
     everyone = [[a, b] for a in NODES for b in NODES if a != b]
     cov = coverage(nem(("partition", {}, {"cut": everyone})), NODES, [(0, "n1")], EVENTS)
     assert cov["faults"][0]["majority"] is True and cov["hit_majority"] == 1
