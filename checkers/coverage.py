@@ -171,3 +171,19 @@ def run_coverage(history: list[Op], events: dict[str, list[dict[str, Any]]],
     cov = coverage(history, run_nodes(run), leaders, source)
     cov["line"] = summary_line(cov)
     return cov
+
+
+def coverage_of_run_dir(run_dir: Any, run: dict[str, Any]) -> dict[str, Any]:
+    """`run_coverage` read straight off a run dir, keeping only the nemesis ops
+    and the leader events (the Spark check, which never loads whole runs)."""
+    from pathlib import Path
+
+    from checkers.history import iter_history
+    from checkers.rundir import HISTORY, NODES_DIR, STDOUT_LOG, iter_events, node_names
+    nemesis = [op for op in iter_history(Path(run_dir) / HISTORY) if op.process == NEMESIS]
+    events: dict[str, list[dict[str, Any]]] = {}
+    for name in node_names(run_dir):
+        path = Path(run_dir) / NODES_DIR / name / STDOUT_LOG
+        if path.exists():
+            events[name] = [ev for ev in iter_events(path) if ev.get("event") == "role"]
+    return run_coverage(nemesis, events, run)

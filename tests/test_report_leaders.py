@@ -66,3 +66,16 @@ def test_event_leaders_still_come_first(tmp_path: Path) -> None:
     page = write_report(rd.path).read_text()
     assert "0 leader changes" in page and "(polled)" not in page
     assert START > 0
+
+
+def test_coverage_read_off_the_run_dir_matches_the_loaded_run(tmp_path: Path) -> None:
+    """The Spark check's reader (nemesis ops and role events only) gives what
+    the in-process check gives."""
+    from checkers.coverage import coverage_of_run_dir
+    from checkers.rundir import load_run
+    rd = plain_run(tmp_path)
+    rd.node_events("n3", [leader(0.0, 1), {"t": START, "event": "start"}])
+    loaded = load_run(rd.path)
+    want = run_coverage(loaded.history.ops, loaded.events, loaded.run)
+    assert want["leader_source"] == "events" and want["hit_leader"] == 1
+    assert coverage_of_run_dir(rd.path, loaded.run) == want
