@@ -20,7 +20,11 @@ from typing import Any
 
 from checkers.faults import ANYTHING, FAULT_OPS, LINKS, NODES, NODES_DURING_OP, NOTHING
 from checkers.history import NEMESIS, Op, noop_reason, pair_ops
+
+# The op value readers are impairment's: one reading of what a fault names.
 from checkers.impairment import HEALS, Impairment, Segment
+from checkers.impairment import _cut as op_cut
+from checkers.impairment import _nodes as op_nodes
 
 NS = 1_000_000_000
 
@@ -32,19 +36,6 @@ def leader_at(leaders: list[tuple[int, str | None]], t: int) -> str | None:
     """The leader last seen at or before history time t (None: none known)."""
     i = bisect.bisect_right([x[0] for x in leaders], t) - 1
     return leaders[i][1] if i >= 0 else None
-
-
-def _named(value: Any) -> list[str] | None:
-    nodes = value.get("nodes") if isinstance(value, dict) else None
-    return [n for n in nodes if isinstance(n, str)] if isinstance(nodes, list) else None
-
-
-def _cut(value: Any) -> list[tuple[str, str]]:
-    cut = value.get("cut") if isinstance(value, dict) else None
-    if not isinstance(cut, list):
-        return []
-    return [(p[0], p[1]) for p in cut if isinstance(p, list | tuple) and len(p) == 2
-            and all(isinstance(x, str) for x in p)]
 
 
 def coverage(history: list[Op], nodes: list[str], leaders: list[tuple[int, str | None]],
@@ -73,12 +64,12 @@ def coverage(history: list[Op], nodes: list[str], leaders: list[tuple[int, str |
         if takes == LINKS:
             # A partition takes the nodes it cuts off from a quorum: the leader
             # losing its link to one follower still leads.
-            seg = Segment(0, 1, frozenset(), frozenset(_cut(value)), False)
+            seg = Segment(0, 1, frozenset(), frozenset(op_cut(value) or []), False)
             imp = Impairment(sorted(nodes), sorted(nodes), [seg])
             touched = [n for n in sorted(nodes) if not imp.leader_ok(n, seg)]
             entry["majority"] = not imp.quorum_ok(seg)
         elif takes in (NODES, NODES_DURING_OP):
-            touched = sorted(set(_named(value) or _named(inv.value) or []))
+            touched = sorted(set(op_nodes(value) or op_nodes(inv.value) or []))
             entry["majority"] = len(touched) >= majority
         else:
             touched = list(nodes)   # a plug-in fault may take anything
