@@ -79,3 +79,11 @@ def test_coverage_read_off_the_run_dir_matches_the_loaded_run(tmp_path: Path) ->
     want = run_coverage(loaded.history.ops, loaded.events, loaded.run)
     assert want["leader_source"] == "events" and want["hit_leader"] == 1
     assert coverage_of_run_dir(rd.path, loaded.run) == want
+
+
+def test_event_lines_without_an_election_are_zero_changes_not_unobserved(tmp_path: Path) -> None:
+    rd = plain_run(tmp_path)
+    rd.node_events("n1", [{"t": START, "event": "start"}])
+    rd.write_json("verdicts.json", {"valid": True, "checkers": {}})
+    page = write_report(rd.path).read_text()
+    assert "0 leader changes" in page and "not observed" not in page

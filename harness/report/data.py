@@ -117,8 +117,9 @@ def timeline(ops: list[Op], events: dict[str, list[dict[str, Any]]],
     end = max(times, default=0)
     faults, noops = fault_list(ops, end)
     leaders = leader_list(events, start_monotonic_ns, end)
-    source = EVENTS if leaders else None
-    if not leaders:
+    # Event lines measure elections even when none happened in the history.
+    source = EVENTS if leaders or any(events.values()) else None
+    if source is None:
         leaders = observed_leader_list(run, end)
         source = OBSERVED if who_led({}, run)[1] else None
     bin_ns = bin_width_ns(max(end, 1))
