@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checkers.coverage import run_coverage
 from checkers.history import NEMESIS, History, Op, client_ops
 from checkers.rundir import Run, load_dumps, load_events, load_json, load_run
 from checkers.stats import NO_CLIENT_OPS
@@ -295,7 +296,9 @@ def check_loaded(r: Run, plan: Plan) -> dict[str, Any]:
         v, seconds = run_check(name, r, options)
         v["stats"] = {**v.get("stats", {}), "seconds": round(seconds, 3)}
         verdicts[name] = v
-    return with_skipped(merge(verdicts), r.run, plan)
+    document = with_skipped(merge(verdicts), r.run, plan)
+    document["coverage"] = run_coverage(r.history.ops, r.events, r.run)
+    return document
 
 
 def with_skipped(document: dict[str, Any], run: Mapping[str, Any], plan: Plan) -> dict[str, Any]:

@@ -176,3 +176,19 @@ def test_a_campaign_with_no_runs_never_passes(tmp_path, capsys):
     (cdir / "runs.json").write_text('{"runs": 3}')
     assert gate("c1", "--results", tmp_path) == 254
     assert decide([], allow_unknown=True) == 2
+
+
+def test_gate_says_which_runs_faults_never_touched_the_leader(tmp_path, capsys):
+    hit = {**VALID, "coverage": {"line": "coverage: 2 faults acted, 1 hit the leader",
+                                 "leader_never_hit": False}}
+    missed = {**VALID, "coverage": {"line": "coverage: 3 faults acted, 0 hit the leader "
+                                    "— the faults never touched the leader",
+                                    "leader_never_hit": True}}
+    assert gate(run_dir(tmp_path, "r1", hit), run_dir(tmp_path, "r2", missed)) == 0
+    out = capsys.readouterr().out
+    assert "r2: coverage: 3 faults acted, 0 hit the leader" in out
+    assert "r1: coverage" not in out
+    assert "coverage: 1 of 2 runs' faults never touched the leader" in out
+    # Runs whose verdicts carry no coverage (checked before it existed) say nothing.
+    assert gate(run_dir(tmp_path, "r3", VALID)) == 0
+    assert "coverage" not in capsys.readouterr().out

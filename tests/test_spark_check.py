@@ -143,6 +143,8 @@ def test_spark_skips_what_the_system_cannot_feed_like_in_process(tmp_path):
     in_process = check_loaded(load_run(run_dir), plan_for(read_json(run_dir)))
     assert main(["check", str(run_dir)]) == 0
     spark = json.loads((run_dir / "verdicts.json").read_text())
+    assert spark["coverage"] == in_process["coverage"]
+    assert spark["coverage"]["line"].startswith("coverage: 0 faults acted")
     assert set(spark["skipped"]) == {"divergence", "elections", "durability", "invariants"}
     assert spark["skipped"] == in_process["skipped"]
     assert set(spark["checkers"]) == set(in_process["checkers"]) == {

@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from checkers.coverage import coverage_of_run_dir
 from checkers.durable import locked, replacing
 from checkers.registry import (
     CHECKS,
@@ -181,6 +182,7 @@ def check_runs(spark: Any, run_dirs: list[Path], plan_for: Callable[[dict[str, A
     by_run = dict(iter(rows.groupby("run", sort=False)))
     for run_id, d in zip(runs, run_dirs, strict=True):
         document = run_document(by_run.get(run_id, rows.iloc[:0]), checkers_by_run[run_id])
+        document["coverage"] = coverage_of_run_dir(d, runs[run_id])
         write_verdicts(d, with_skipped(document, runs[run_id], requested[run_id]),
                        digests[run_id])
     return rows

@@ -8,7 +8,15 @@ import sys
 from pathlib import Path
 
 from harness.campaign.store import RUNS_JSON, campaign_dir, read_json
-from harness.results.gate import ERROR, SKIPPED, GateCase, cases_of_run_dir, decide, junit_xml
+from harness.results.gate import (
+    ERROR,
+    SKIPPED,
+    GateCase,
+    cases_of_run_dir,
+    coverage_lines,
+    decide,
+    junit_xml,
+)
 from harness.results.store import results_dir
 from harness.run.errors import UserError
 
@@ -89,6 +97,8 @@ def main(args: argparse.Namespace) -> int:
                   f"{': ' + first if first else ''}")
             for line in rest:
                 print(f"           {line}")
+    for line in coverage_lines(cases):
+        print(line)
     invalid = sum(c.valid is False for c in cases)
     errors = sum(c.valid == ERROR for c in cases)
     skipped = sum(c.valid == SKIPPED for c in cases)

@@ -121,6 +121,9 @@ def print_outcome(outcome, stream=None) -> None:
     if report.exists():
         print(f"report:  {report}", file=stream)
     print(f"verdict: {words.get(doc.get('valid'), 'UNKNOWN')}   ({outcome.run_dir})", file=stream)
+    coverage = doc.get("coverage")
+    if isinstance(coverage, dict) and coverage.get("line"):
+        print(f"         {coverage['line']}", file=stream)
 
 
 def main(args: argparse.Namespace) -> int:

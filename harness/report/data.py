@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checkers.availability import HEALED_BY, fault_windows
+from checkers.coverage import EVENTS, OBSERVED, observed_leaders, who_led
 from checkers.elections import leader_elections
 from checkers.faults import CUT, KILL, PAUSE, named
 from checkers.history import NEMESIS, Op, noop_reason, pair_ops
@@ -67,7 +68,7 @@ class FailingOp:
 class LeaderChange:
     time: int            # ns since run start
     node: str
-    epoch: int
+    epoch: int | None    # None: observed by polling the adapter, which names no epoch
     first: bool          # the run's first election: a start, not a change
 
 
@@ -83,6 +84,9 @@ class Timeline:
     nodes: list[str] = field(default_factory=list)               # one lane each
     node_spans: list[NodeSpan] = field(default_factory=list)
     failing: list[FailingOp] = field(default_factory=list)
+    # Where the leaders come from (checkers.coverage): "events", "observed"
+    # (the harness polled the adapter's leader()), None: nothing says.
+    leader_source: str | None = None
 
     @property
     def bins(self) -> int:
@@ -113,6 +117,11 @@ def timeline(ops: list[Op], events: dict[str, list[dict[str, Any]]],
     end = max(times, default=0)
     faults, noops = fault_list(ops, end)
     leaders = leader_list(events, start_monotonic_ns, end)
+    # Event lines measure elections even when none happened in the history.
+    source = EVENTS if leaders or any(events.values()) else None
+    if source is None:
+        leaders = observed_leader_list(run, end)
+        source = OBSERVED if who_led({}, run)[1] else None
     bin_ns = bin_width_ns(max(end, 1))
     n = end // bin_ns + 1
     counts = {o: [0] * n for o in OUTCOMES}
@@ -134,7 +143,7 @@ def timeline(ops: list[Op], events: dict[str, list[dict[str, Any]]],
         marks.append((workload_end, "workload ends: all healed, recovery, final reads"))
     names = node_names_of(run, faults, events)
     return Timeline(bin_ns, end, counts, latency_ms, faults, leaders, marks, names,
-                    node_spans(faults, names))
+                    node_spans(faults, names), leader_source=source)
 
 
 def node_names_of(run: dict[str, Any], faults: list[FaultWindow],
@@ -262,6 +271,17 @@ def leader_list(events: dict[str, list[dict[str, Any]]], start_monotonic_ns: int
     # Before the history began only the latest election matters: who led at time 0.
     early = [c for c in out if c.time == 0]
     return early[-1:] + [c for c in out if c.time > 0]
+
+
+def observed_leader_list(run: dict[str, Any], end: int) -> list[LeaderChange]:
+    """run.json `leaders` (the harness's poll of the adapter) as leader changes:
+    each node seen leading after another (a spell with no leader is not one)."""
+    out: list[LeaderChange] = []
+    for t, node in observed_leaders(run):
+        if node is None or t > end or (out and out[-1].node == node):
+            continue
+        out.append(LeaderChange(max(0, t), node, None, not out))
+    return out
 
 
 @dataclass

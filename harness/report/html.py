@@ -148,7 +148,7 @@ def _banner(report: RunReport, config: dict[str, Any], word: str, cls: str) -> s
                        f"{': ' + _e(err) if err else ''}</div>"
                        + _client_traceback(report.run.get("client_error")))
     return (f"<div class='banner {cls}'><div class='word {cls}'>{_e(word)}</div>"
-            f"<div class='why'>{why}</div>{bug_line}{status_line}"
+            f"<div class='why'>{why}</div>{coverage_line(report.verdicts)}{bug_line}{status_line}"
             f"<div class='facts'>{_facts(report, config)}</div></div>")
 
 
@@ -180,9 +180,28 @@ def _facts(report: RunReport, config: dict[str, Any]) -> str:
                                  {w.f for w in tl.faults})
         if missing:
             bits.append(f"<b>never injected: {_e(', '.join(missing))}</b>")
-        changes = sum(1 for c in tl.leaders if not c.first)
-        bits.append(f"{changes} leader change{'s' if changes != 1 else ''}")
+        bits.append(leader_changes_text(tl))
     return " · ".join(bits)
+
+
+def leader_changes_text(tl: Any) -> str:
+    """The header's leader changes, saying where they were seen, and never a
+    count the run did not measure."""
+    if tl.leader_source is None:
+        return "leader changes: not observed (the system reports no leader)"
+    changes = sum(1 for c in tl.leaders if not c.first)
+    how = " (polled)" if tl.leader_source == "observed" else ""
+    return f"{changes} leader change{'s' if changes != 1 else ''}{how}"
+
+
+def coverage_line(verdicts: dict[str, Any] | None) -> str:
+    """verdicts.json's fault coverage line, bold when the faults never touched the leader."""
+    cov = (verdicts or {}).get("coverage")
+    line = cov.get("line") if isinstance(cov, dict) else None
+    if not isinstance(line, str):
+        return ""
+    text = f"<b>{_e(line)}</b>" if cov.get("leader_never_hit") else _e(line)
+    return f"<div class='why'>{text}</div>"
 
 
 def never_injected(named: list[Any], drawn: set[str]) -> list[str]:
@@ -339,7 +358,9 @@ def _leader_list(tl: Any) -> str:
     if not tl.leaders:
         return ""
     items = ", ".join(f"{_e(leader_label(c))} at {c.time / NS:.2f} s" for c in tl.leaders)
-    return f"<p class='stats'>Leaders (node, epoch): {items}</p>"
+    what = ("Leaders (node, as polled from the system)" if tl.leader_source == "observed"
+            else "Leaders (node, epoch)")
+    return f"<p class='stats'>{what}: {items}</p>"
 
 
 # --- op counts, config, files ------------------------------------------------------

@@ -330,7 +330,8 @@ def _leader_markers(leaders: list[LeaderChange], x: _X, top: int, bottom: int) -
     for c, row in zip(leaders, leader_label_rows(leaders, x), strict=True):
         px = x(c.time)
         what = "leader at start" if c.first and c.time == 0 else "new leader"
-        title = _e(f"{what}: {c.node}, epoch {c.epoch}, at {c.time / NS:.2f} s")
+        epoch = "" if c.epoch is None else f", epoch {c.epoch}"
+        title = _e(f"{what}: {c.node}{epoch}, at {c.time / NS:.2f} s")
         out.append(f"<g class='leaderchange'><title>{title}</title>")
         if c.time > 0:
             out.append(f"<line class='leader' x1='{px:.1f}' y1='{top - 6}' x2='{px:.1f}' "
@@ -345,7 +346,7 @@ def _leader_markers(leaders: list[LeaderChange], x: _X, top: int, bottom: int) -
 
 
 def leader_label(c: LeaderChange) -> str:
-    return f"{c.node} e{c.epoch}"
+    return c.node if c.epoch is None else f"{c.node} e{c.epoch}"
 
 
 def leader_label_rows(leaders: list[LeaderChange], x: _X) -> list[int | None]:

@@ -31,6 +31,8 @@ class GateCase:
     valid: bool | str          # True, False, "unknown", "error" or "skipped"
     detail: str                # the first anomalies, a sentence a line, or the reason
     seconds: float = 0.0
+    coverage: str = ""         # the run's fault coverage line (verdicts.json `coverage`)
+    leader_never_hit: bool = False
 
 
 def first_detail(v: dict[str, Any]) -> str:
@@ -52,12 +54,27 @@ def cases_from_verdicts(run: str, document: dict[str, Any] | None,
     if not document or not document.get("checkers"):
         return [GateCase(run, "verdicts", ERROR,
                          problem or "the run has no verdicts.json: check it first")]
+    cov = document.get("coverage") if isinstance(document.get("coverage"), dict) else {}
+    line, never = str(cov.get("line") or ""), cov.get("leader_never_hit") is True
     judged = [GateCase(run, name, v.get("valid", "unknown"), first_detail(v),
-                       float((v.get("stats") or {}).get("seconds", 0.0)))
+                       float((v.get("stats") or {}).get("seconds", 0.0)), line, never)
               for name, v in document["checkers"].items()]
     skipped = document.get("skipped")
-    return judged + [GateCase(run, name, SKIPPED, str(why))
+    return judged + [GateCase(run, name, SKIPPED, str(why), 0.0, line, never)
                      for name, why in (skipped.items() if isinstance(skipped, dict) else ())]
+
+
+def coverage_lines(cases: list[GateCase]) -> list[str]:
+    """Per run, its coverage line when its faults never touched the leader, then
+    how many runs that is: a pass there does not speak for losing the leader."""
+    runs = {c.run: c for c in cases}
+    never = [c for c in runs.values() if c.leader_never_hit]
+    lines = [f"  {c.run}: {c.coverage}" for c in never]
+    measured = [c for c in runs.values() if c.coverage]
+    if measured:
+        lines.append(f"coverage: {len(never)} of {len(measured)} runs' faults never "
+                     "touched the leader")
+    return lines
 
 
 def cases_of_run_dir(run_dir: Path, name: str | None = None) -> list[GateCase]:

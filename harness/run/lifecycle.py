@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from checkers.registry import APPLIED_STATE, NODE_EXITS, NODE_LOGS
+from checkers.registry import APPLIED_STATE, EVENTS, NODE_EXITS, NODE_LOGS
 from checkers.verdict import exit_code
 from faultline import registry as systems
 from harness.report.views import judge, write_views
@@ -39,6 +39,7 @@ from harness.run.config import (
 )
 from harness.run.errors import EXIT_HARNESS_ERROR as HARNESS_ERROR  # noqa: F401 (re-export)
 from harness.run.errors import ClientError, HarnessError, UserError
+from harness.run.leader_watch import LeaderWatch
 from harness.run.progress import FINAL_READS, RECOVER, WORKLOAD, Progress
 from harness.run.recorder import Recorder
 from harness.run.resources import (
@@ -159,6 +160,7 @@ class Live:
     stop: threading.Event = field(default_factory=threading.Event)
     nemesis_thread: threading.Thread | None = None
     t0: float = 0.0
+    leader_watch: LeaderWatch | None = None   # a system without election events
 
     def tick(self, phase: str) -> Callable[[], None]:
         return lambda: self.progress.update(phase, self.recorder.counts,
@@ -401,7 +403,12 @@ class Run:
                           node_rng=seeds.rng("node-choice"),
                           node_choice=cfg.node_choice)
         ops = TrackingOps(self.workload.generate(seeds.rng("workload"), cfg.workload_options))
-        return Live(recorder, runner, pool, ops, seeds, progress)
+        live = Live(recorder, runner, pool, ops, seeds, progress)
+        if EVENTS not in run_artifacts(self.db):
+            # From now, not from the workers' start: who led when the history began.
+            live.leader_watch = LeaderWatch(cluster.leader, recorder.start_ns)
+            live.leader_watch.start()
+        return live
 
     def _workload(self, live: Live) -> None:
         """workload + nemesis: clients run the ops while the nemesis plays its schedule."""
@@ -438,6 +445,8 @@ class Run:
         live.stop.set()
         if live.nemesis_thread is not None and live.nemesis_thread.is_alive():
             live.nemesis_thread.join()
+        if live.leader_watch is not None:
+            self.doc["leaders"] = live.leader_watch.stop()
         live.pool.close(live.recorder)
         live.recorder.close()
 
