@@ -144,7 +144,7 @@ def test_spark_serve_log_is_not_opened_through_a_planted_symlink(base, monkeypat
     monkeypatch.setattr("harness.spark.servers.connect_server", connect_server)
     monkeypatch.setattr("checkers.spark.session.java_missing", lambda: None)
     with pytest.raises(Opened):
-        spark_command.run_serve(type("Args", (), {"log": None, "port": 1, "master": "local"})())
+        spark_command.run_serve(type("Args", (), {"log": None, "port": 15999, "master": "local"})())
     (log,) = chosen
     assert log.parent.parent == shared and log.parent.name.startswith("faultline-spark-connect-")
     assert stat.S_IMODE(log.parent.stat().st_mode) == 0o700
