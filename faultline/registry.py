@@ -9,8 +9,9 @@ import importlib.util
 import sys
 from collections.abc import Sequence
 from functools import cache
-from importlib.metadata import entry_points
+from importlib.metadata import distributions, entry_points
 from pathlib import Path
+from typing import Any
 
 from faultline.system import System
 
@@ -88,6 +89,16 @@ def _within(entry: str, untrusted: Sequence[Path]) -> bool:
                                                 for d in untrusted)
 
 
+def _installed_entry_points(untrusted: Sequence[Path]) -> dict[str, Any]:
+    """The entry points of the distributions found with the cwd and every
+    `untrusted` dir off sys.path: a checkout's own egg-info beside the cwd
+    (an editable install's build leaves one there) is not what declares an
+    installed package's entry points; its dist-info in site-packages is."""
+    trusted = [e for e in sys.path if not _within(e, untrusted)]
+    return {ep.name: ep for dist in distributions(path=trusted)
+            for ep in dist.entry_points if ep.group == GROUP}
+
+
 def _installed_spec(top: str, untrusted: Sequence[Path]) -> object | None:
     """How `top` is found with every sys.path entry within `untrusted` left out:
     the installed packages (an editable install's finder included)."""
@@ -138,7 +149,12 @@ def installed_source(name: str, untrusted: Sequence[Path]) -> str:
     untrusted = [d.resolve() for d in untrusted]
     if ":" in name:
         return _module_source(name.partition(":")[0], untrusted, f"system {name}")
-    eps = _entry_points()
+    eps = _installed_entry_points(untrusted)
+    if name not in eps and name in _entry_points():
+        dist = _entry_points()[name].dist  # type: ignore[attr-defined]
+        base = Path(str(dist.locate_file(""))) if dist is not None else None
+        raise UntrustedSystem(f"system {name}: its entry point is declared by "
+                              f"{base or 'an unknown distribution'}, not an installed package")
     if name in eps:
         ep = eps[name]
         dist = ep.dist

@@ -139,3 +139,22 @@ def test_on_a_terminal_a_yes_goes_on_to_the_replay(tmp_path):
                                   b"y", tmp_path)
     assert "Replay it? [y/N]" in out and "not confirmed" not in out
     assert code == 254 and "--nodes" in out, out
+
+
+def test_a_checkout_egg_info_in_the_cwd_does_not_shadow_the_installed_entry_point(
+        tmp_path, monkeypatch):
+    """`pip install -e` leaves faultline.egg-info in the checkout; replaying from
+    the checkout (the cwd, on sys.path as '') must find raft's entry point in
+    the installed dist-info, not refuse it as declared by the cwd."""
+    info = tmp_path / "faultline.egg-info"
+    info.mkdir()
+    (info / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: faultline\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text("[faultline.systems]\nraft = faultline.builtin:RAFT\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", *sys.path])
+    registry._entry_points.cache_clear()
+    try:
+        assert registry.installed_source("raft", []).startswith("entry point of faultline")
+    finally:
+        monkeypatch.undo()
+        registry._entry_points.cache_clear()
