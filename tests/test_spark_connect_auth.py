@@ -25,6 +25,7 @@ from checkers.spark.connect_token import (
     token_file,
 )
 from checkers.spark.session import (
+    CONNECT_MODE_ENV,
     SparkUnavailable,
     authenticated_url,
     end_session,
@@ -171,6 +172,7 @@ def test_the_server_refuses_a_client_without_its_token_and_serves_ours(tokens, t
 def test_our_client_without_the_token_is_told_why(tokens, tmp_path, monkeypatch):
     from harness.spark.servers import connect_server, free_port
     port = free_port()
+    before = {k for k in CONNECT_MODE_ENV if k in os.environ}
     server = connect_server(tmp_path / "connect.log", port).start()
     try:
         server.wait_ready()
@@ -178,5 +180,8 @@ def test_our_client_without_the_token_is_told_why(tokens, tmp_path, monkeypatch)
         with pytest.raises(SparkUnavailable, match="refused this client: it needs the "
                                                    "server's token"):
             remote_session(f"sc://127.0.0.1:{port}")
+        # A refused session leaves the process classic: an embedded session
+        # made after it (another test in this worker) must not need a remote.
+        assert not {k for k in CONNECT_MODE_ENV if k in os.environ} - before
     finally:
         server.stop()

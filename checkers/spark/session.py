@@ -242,16 +242,20 @@ def end_session(session: Any) -> None:
     server session warm for the next check."""
     if is_remote(session):
         session.client.close()
-        # PySpark marks the whole process as Spark Connect once a remote
-        # session exists; unmarked, a later embedded session here (a test, a
-        # bench) is classic again.
-        for k in CONNECT_MODE_ENV:
-            if k in _env_before_remote:
-                os.environ[k] = _env_before_remote[k]
-            else:
-                os.environ.pop(k, None)
+        _unmark_connect_mode()
     else:
         session.stop()
+
+
+def _unmark_connect_mode() -> None:
+    """PySpark marks the whole process as Spark Connect once it tries to make a
+    remote session (made or refused); unmarked, a later embedded session here
+    (a test, a bench) is classic again."""
+    for k in CONNECT_MODE_ENV:
+        if k in _env_before_remote:
+            os.environ[k] = _env_before_remote[k]
+        else:
+            os.environ.pop(k, None)
 
 
 def is_remote(session: Any) -> bool:
@@ -303,9 +307,11 @@ def remote_session(url: str) -> Any:
             session.conf.set(SHUFFLE_LIMIT_KEY,
                              session.conf.get("spark.sql.shuffle.partitions"))
     except ImportError as e:
+        _unmark_connect_mode()
         raise SparkUnavailable(f"Spark Connect's client is missing ({e}): install "
                                "`pyspark[connect]`.") from None
     except Exception as e:  # gRPC errors: nothing listening, wrong port, TLS...
+        _unmark_connect_mode()
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         if "UNAUTHENTICATED" in str(e) or "authentication token" in str(e):
             raise SparkUnavailable(
