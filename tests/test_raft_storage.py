@@ -230,3 +230,22 @@ def test_sync_in_a_thread_while_appending_and_truncating(tmp_path):
     got = reopen(tmp_path)[1].records
     assert [r.offset for r in got] == list(range(2000))
     assert [r.epoch for r in got[990:1011]] == [1] * 5 + [2] * 15 + [1]
+
+
+def test_an_atomic_write_that_fails_leaves_no_tmp_and_the_old_file(tmp_path, monkeypatch):
+    """A full disk mid-write (a log dump into a results dir that filled): the
+    old file stands and no half-written .tmp is left beside it."""
+    import errno
+
+    from nodes.raft.storage import write_file_atomically
+    path = tmp_path / "log.msgpack"
+    write_file_atomically(path, b"old")
+
+    def no_space(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", no_space)
+    with pytest.raises(OSError, match="No space"):
+        write_file_atomically(path, b"new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.msgpack"]
+    assert path.read_bytes() == b"old"

@@ -112,13 +112,18 @@ def write_file_atomically(path: Path, data: bytes, durable: bool = True) -> None
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if durable:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        # Half a file (a full disk) is never read: the rename did not happen.
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
     if durable:
         fsync_dir(path.parent)
