@@ -41,6 +41,7 @@ from run_outcomes import (  # noqa: E402
     Outcome,
     by_checker,
     caught_line,
+    copy_first_env,
     false_positive_line,
     markdown_rows,
     run_faultline,
@@ -118,9 +119,12 @@ def code_version(base: str | None) -> str:
 
 
 def check_copy_imports_itself(tree: Path) -> None:
-    """A run from the copy must load the copy's node code, not the editable install's."""
-    out = subprocess.run([sys.executable, "-c", "import nodes.raft.core as c; print(c.__file__)"],
-                         cwd=tree, capture_output=True, text=True, check=True).stdout.strip()
+    """A run from the copy must load the copy's node code, not the editable install's,
+    in the node processes too: they start with `-P` (nodes.child_python), as here."""
+    out = subprocess.run([sys.executable, "-P", "-c",
+                          "import nodes.raft.core as c; print(c.__file__)"],
+                         cwd=tree, env=copy_first_env(tree), capture_output=True, text=True,
+                         check=True).stdout.strip()
     if not Path(out).resolve().is_relative_to(tree.resolve()):
         raise SystemExit(f"hunt: {tree} imports nodes.raft from {out}, not from itself")
 

@@ -35,6 +35,17 @@ class Outcome:
         return self.exit_code in JUDGED
 
 
+def copy_first_env(tree: Path) -> dict[str, str]:
+    """The environment for a run from `tree`: its PYTHONPATH starts with `tree`.
+    The run's Python children start with `-P` (nodes.child_python), which keeps
+    the working directory off their path, so without this a node run from a
+    scratch copy would import the editable install's unpatched code."""
+    env = os.environ.copy()
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(tree), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
 def run_faultline(group: str, label: str, run_args: list[str], run_root: Path,
                   cwd: Path) -> Outcome:
     """`python -m harness run ARGS --results RUN_ROOT` from `cwd` (the repo,
@@ -44,7 +55,7 @@ def run_faultline(group: str, label: str, run_args: list[str], run_root: Path,
     started = time.monotonic()
     with open(run_root / "output.log", "wb") as log:
         code = subprocess.run(argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
-                              env=os.environ.copy(), check=False).returncode
+                              env=copy_first_env(cwd), check=False).returncode
     outcome = Outcome(group, label, code, seconds=round(time.monotonic() - started, 1))
     dirs = sorted(d for d in run_root.iterdir() if (d / "run.json").exists())
     if dirs:

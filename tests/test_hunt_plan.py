@@ -3,6 +3,8 @@ tuned to a bug) and the lines it prints over their outcomes."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,7 +14,8 @@ import nemesis.base  # noqa: E402, F401 (first: bench/nemesis.py would shadow th
 sys.path.append(str(ROOT / "bench"))
 
 import hunt  # noqa: E402
-from run_outcomes import Outcome  # noqa: E402
+from run_outcomes import Outcome, copy_first_env  # noqa: E402
+from scratch import copy_tree  # noqa: E402
 
 
 def test_plan_runs_every_bug_on_every_workload_then_the_correct_build():
@@ -57,3 +60,31 @@ def test_bug_rows_give_each_bug_its_category_and_rate_per_workload():
     assert rows[0] == "| bug | category | register | list-append | all | caught by |"
     assert rows[2:] == ["| a | read path | 1/1 | 0/1 (+1 err) | 1/2 (+1 err) | "
                         "linearizability 1 |"]
+
+
+def _raft_core_seen_by_a_node_child(tree: Path, env: dict[str, str] | None) -> Path:
+    """Where a child started as the nodes are (`-P`, nodes.child_python) from
+    `tree` finds nodes.raft.core."""
+    out = subprocess.run([sys.executable, "-P", "-c",
+                          "import nodes.raft.core as c; print(c.__file__)"],
+                         cwd=tree, env=env, capture_output=True, text=True, check=True)
+    return Path(out.stdout.strip()).resolve()
+
+
+def test_a_node_child_run_from_a_scratch_copy_imports_the_copy(tmp_path):
+    tree = copy_tree(tmp_path / "copy")
+    assert _raft_core_seen_by_a_node_child(tree, copy_first_env(tree)).is_relative_to(
+        tree.resolve())
+    hunt.check_copy_imports_itself(tree)
+
+
+def test_without_the_copy_on_pythonpath_a_node_child_imports_the_install(tmp_path):
+    # The twin: what every hunt bug run did before copy_first_env (nodes ran unpatched).
+    tree = copy_tree(tmp_path / "copy")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    assert not _raft_core_seen_by_a_node_child(tree, env).is_relative_to(tree.resolve())
+
+
+def test_copy_first_env_keeps_a_users_pythonpath_after_the_copy(monkeypatch, tmp_path):
+    monkeypatch.setenv("PYTHONPATH", "/somewhere")
+    assert copy_first_env(tmp_path)["PYTHONPATH"].split(":") == [str(tmp_path), "/somewhere"]
