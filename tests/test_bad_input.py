@@ -299,8 +299,8 @@ def test_spark_serve_port_is_bounded_before_anything_starts(capsys):
 
 
 def test_check_split_from_is_bounded(tmp_path, capsys):
-    assert main(["check", "--split-from", "0", "--results", str(tmp_path)]) == 254
-    assert "--split-from must be at least 1" in err_line(capsys)
+    assert main(["check", "--split-from", "-1", "--results", str(tmp_path)]) == 254
+    assert "--split-from must not be negative" in err_line(capsys)
 
 
 @pytest.mark.parametrize("stored", [100000, 0, "8", 2.5, True])

@@ -57,7 +57,7 @@ def test_default_run_hunts_and_its_replay_plays_the_same_faults(tmp_path, capsys
     assert any(d["observed"]["target"] == "leader" for d in decided), decided
     assert verdicts["checkers"]["elections"]["stats"]["elections"] >= 2
 
-    code = main(["replay", str(original), "--results", str(tmp_path / "replays")])
+    code = main(["replay", str(original), "--yes", "--results", str(tmp_path / "replays")])
     (replayed,) = list((tmp_path / "replays").iterdir())
     new_doc, new = timeline(replayed)
     assert [e[1:] for e in new] == [e[1:] for e in old]
