@@ -317,4 +317,4 @@ def test_a_resume_refuses_a_stored_parallel_out_of_range(stored, tmp_path, capsy
         resume_campaign("c1", tmp_path, None, None, lambda s: None)
     # Its twin: --parallel given on the command line stands in for the stored one.
     result = resume_campaign("c1", tmp_path, 2, None, lambda s: None)
-    assert result is not None
+    assert result.campaign_dir == cdir and result.summary["runs"] == 0
