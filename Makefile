@@ -1,4 +1,4 @@
-.PHONY: demo test setup mutate
+.PHONY: demo test test-fast setup mutate
 
 setup:
 	bash scripts/setup.sh
@@ -8,6 +8,10 @@ demo: setup
 
 test: setup
 	.venv/bin/python -m pytest -n auto
+
+# The suite without the slow end-to-end tests (about a minute or two on 2 cores).
+test-fast: setup
+	.venv/bin/python -m pytest -n auto -m "not slow"
 
 # Mutation testing of checkers/ and the raft core against the fast tests (not
 # part of CI; part of finishing a change to a checker). All of it takes over an

@@ -9,7 +9,7 @@ as any re-check does.
 
 Prints figures; asserts nothing. Usage:
     python bench/check_run.py RUN_DIR [--target-s 30]
-A long run to try it on (the README's 20-minute run): `faultline run --workload
+A long run to try it on (docs/benchmarks.md's 20-minute run): `faultline run --workload
 register --nodes 5 --concurrency 10 --rate 200 --time-limit 1200 --seed 7 --nemesis
 partition,kill,pause,truncate,lose-unsynced --client-option ops_per_key=0`.
 """

@@ -18,7 +18,7 @@ of a master and two, and one, one-core workers.
      `serial_history`, max 256 appends a key), valid;
    - `elle-stale`: the same with --stale of reads stale: cycles in many
      components;
-   - `run`: a saved run dir (--run, e.g. the README's 20-minute all-faults
+   - `run`: a saved run dir (--run, e.g. docs/benchmarks.md's 20-minute all-faults
      register run), all its checkers.
    Figures: wall, and CPU seconds of everything the check ran (the CLI's
    process tree, plus what the cluster's JVMs and their executors and Python

@@ -14,7 +14,7 @@ sends their expensive part to the executors:
   driver judges the joined facts.
 
 The verdicts are the in-process checkers' own: the same functions, fed from
-Spark. What stays on the driver, and why, is in README ("One big history").
+Spark. What stays on the driver, and why, is in docs/spark.md ("One big history").
 """
 
 from __future__ import annotations

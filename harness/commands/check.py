@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a run of this many history events or more has its Elle cycle "
                         "search (per strongly connected component) and divergence check "
                         "(per offset range) split across executors; 0: every run "
-                        "(default: none; README, 'One big history', says why)")
+                        "(default: none; docs/spark.md, 'One big history', says why)")
     p.add_argument("--elle-memory-limit", type=int, default=None, metavar="MB",
                    help="memory an Elle check (list-append, rw-register) may take, estimated "
                         "from the history's size before anything is built; past it that "
