@@ -99,6 +99,11 @@ class Model:
     def init(self) -> Hashable:
         return None
 
+    def operations(self) -> frozenset[str]:
+        """The op `f`s this model gives a meaning to; a history with others does
+        not fit it."""
+        raise NotImplementedError
+
     def interpret(self, invoke: Op, completion: Op | None) -> Interpretation:
         raise NotImplementedError
 
@@ -195,6 +200,9 @@ class RegisterModel(Model):
 
     def init(self) -> Hashable:
         return self.initial
+
+    def operations(self) -> frozenset[str]:
+        return frozenset({"read", "write", "cas"} if self.allow_cas else {"read", "write"})
 
     def interpret(self, invoke: Op, completion: Op | None) -> Interpretation:
         status = completion.type if completion is not None else "info"
@@ -347,6 +355,9 @@ class KVModel(Model):
     def init(self) -> Hashable:
         return ""
 
+    def operations(self) -> frozenset[str]:
+        return frozenset({"get", "put", "append"})
+
     def interpret(self, invoke: Op, completion: Op | None) -> Interpretation:
         status = completion.type if completion is not None else "info"
         f = invoke.f
@@ -396,6 +407,9 @@ class KVModel(Model):
 class MutexModel(Model):
     """A lock: acquire succeeds only when free, release only by the holder."""
 
+    def operations(self) -> frozenset[str]:
+        return frozenset({"acquire", "release"})
+
     def interpret(self, invoke: Op, completion: Op | None) -> Interpretation:
         status = completion.type if completion is not None else "info"
         if invoke.f not in ("acquire", "release"):
@@ -435,6 +449,9 @@ class MultiRegisterModel(Model):
     initial: Hashable = None
 
     OPTIONS: ClassVar[tuple[str, ...]] = ("initial",)
+
+    def operations(self) -> frozenset[str]:
+        return frozenset({"txn"})
 
     def init(self) -> Hashable:
         pairs = dict(self.initial).items() if self.initial else ()

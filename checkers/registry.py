@@ -22,8 +22,8 @@ from typing import Any
 
 from checkers.coverage import run_coverage
 from checkers.history import NEMESIS, History, Op, client_ops
+from checkers.nothing_to_judge import NO_CLIENT_OPS
 from checkers.rundir import Run, load_dumps, load_events, load_json, load_run
-from checkers.stats import NO_CLIENT_OPS
 from checkers.verdict import Verdict, combine, merge, verdict
 from checkers.verdict_store import history_digest, write_verdicts
 

@@ -7,11 +7,9 @@ from collections import Counter
 from typing import Any
 
 from checkers.history import NEMESIS, Op
+from checkers.nothing_to_judge import NO_CLIENT_OPS
 from checkers.outcomes import ERROR, REFUSED, outcome
 from checkers.verdict import Verdict, verdict
-
-# Why a history with nothing to judge is unknown, never vacuously valid.
-NO_CLIENT_OPS = "no client operations"
 
 
 def check(history: list[Op], run: dict[str, Any] | None = None) -> Verdict:

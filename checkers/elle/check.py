@@ -35,7 +35,15 @@ from checkers.elle.graph import Edges, dependency_edges, record_graph
 from checkers.elle.internal import internal_anomalies
 from checkers.elle.kinds import ALL, KIND_NAMES
 from checkers.elle.read_write import read_write_anomalies
-from checkers.elle.txns import APPEND, FAIL, OK, Txn, transactions, without_invoke
+from checkers.elle.txns import (
+    APPEND,
+    FAIL,
+    OK,
+    Txn,
+    nothing_to_judge_in,
+    transactions,
+    without_invoke,
+)
 from checkers.elle.versions import index_writers, infer_orders
 from checkers.history import Op, collector_paused
 from checkers.verdict import Verdict, verdict
@@ -78,10 +86,10 @@ def _check(history: list[Op], model: str, cycle_search_budget_s: float,
            cycle_search: CycleSearch) -> Verdict:
     started = time.monotonic()
     txns, malformed = transactions(history)
-    if not any(t.status != FAIL for t in txns):
+    empty = nothing_to_judge_in(history, txns)
+    if empty is not None:
         return verdict("unknown", list(malformed), {
-            "model": model, "txns": len(txns),
-            "reason": "no transaction that may have happened: nothing to judge"})
+            "model": model, "txns": len(txns), "reason": empty})
     versions = index_writers(txns)
     anomalies = list(malformed)
     anomalies += internal_anomalies(txns)

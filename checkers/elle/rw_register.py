@@ -39,7 +39,7 @@ from checkers.elle.explain import describe, txn_ref
 from checkers.elle.graph import EdgeLists, edges_with, realtime_edges
 from checkers.elle.kinds import RW, WR, WW
 from checkers.elle.read_write import read_write_anomalies
-from checkers.elle.txns import FAIL, OK, WRITE, Txn, transactions
+from checkers.elle.txns import FAIL, OK, WRITE, Txn, nothing_to_judge_in, transactions
 from checkers.history import Op, collector_paused
 from checkers.verdict import Verdict, verdict
 
@@ -96,10 +96,10 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
     with collector_paused():
         started = time.monotonic()
         txns, malformed = transactions(as_promised(history), registers=True)
-        if not any(t.status != FAIL for t in txns):
+        empty = nothing_to_judge_in(history, txns)
+        if empty is not None:
             return verdict("unknown", list(malformed), {
-                "model": model, "txns": len(txns),
-                "reason": "no transaction that may have happened: nothing to judge"})
+                "model": model, "txns": len(txns), "reason": empty})
         regs, anomalies = summarize(txns)
         unparsed = bool(malformed) or any(a["type"] == "duplicate-write" for a in anomalies)
         anomalies = (list(malformed) + anomalies + dirty_reads(txns, regs)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from checkers.history import NEMESIS, Op
+from checkers.nothing_to_judge import nothing_to_judge
 
 APPEND = "append"
 READ = "r"
@@ -230,6 +231,14 @@ def _txn_pairs(history: Iterable[Op]) -> list[tuple[Op, Op | None]]:
         else:
             pairs.append([replace(op, index=NO_INVOKE, type="invoke"), op])
     return [(inv, comp) for inv, comp in pairs if inv.f == "txn"]
+
+
+def nothing_to_judge_in(history: list[Op], txns: list[Txn]) -> str | None:
+    """Why a txn history leaves nothing to judge (the rule check-lin shares),
+    or None: every client op failed, or no txn that may have happened was read."""
+    return nothing_to_judge(history) or (
+        None if any(t.status != FAIL for t in txns)
+        else "no transaction that may have happened: nothing to judge")
 
 
 def without_invoke(txns: list[Txn]) -> int:

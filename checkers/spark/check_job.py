@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from checkers.coverage import coverage_of_run_dir
 from checkers.durable import locked, replacing
+from checkers.nothing_to_judge import NO_CLIENT_OPS
 from checkers.registry import (
     CHECKS,
     Plan,
@@ -43,7 +44,6 @@ from checkers.spark.ops_table import (
 )
 from checkers.spark.session import SHUFFLE_LIMIT_KEY
 from checkers.spark.split_job import SPLIT_CHECKERS, check_split
-from checkers.stats import NO_CLIENT_OPS
 from checkers.verdict import Verdict, merge
 from checkers.verdict_store import history_digest, write_verdicts
 

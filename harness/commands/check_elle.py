@@ -15,7 +15,7 @@ from typing import Any
 from checkers.elle.budget import DEFAULT_MEMORY_LIMIT_MB
 from checkers.elle.consistency import MODEL_NAMES
 from checkers.formats import read_any
-from checkers.history import Op
+from checkers.history import NEMESIS, Op
 from checkers.verdict import exit_code
 from harness.run.bounds import CHECK_BUDGETS, CYCLE_SEARCH
 from harness.run.errors import UserError
@@ -110,6 +110,15 @@ def _refuse_unfit(verdict: dict, workload: object) -> None:
                         f"{malformed[0]['explanation']}); is --workload right?")
 
 
+def _refuse_non_txns(ops: list[Op]) -> None:
+    """Client ops of which none is a txn do not fit any Elle model: 254, as
+    check-lin refuses ops its model has no meaning for."""
+    fs = {op.f for op in ops if op.process != NEMESIS}
+    if fs and "txn" not in fs:
+        raise UserError(f"the history's ops are {', '.join(sorted(map(str, fs)))}, none a "
+                        "txn: check-elle judges transactions (check-lin judges single ops)")
+
+
 def run(args: argparse.Namespace) -> int:
     for problem in (CYCLE_SEARCH.problem("--budget", args.budget),
                     CHECK_BUDGETS["memory_limit_mb"].problem("--memory-limit",
@@ -124,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
     from checkers import elle
 
     ops = _load(args.file, args.format)
+    _refuse_non_txns(ops)
     if _is_rw_register(args.workload):
         from checkers.elle import rw_register
         verdict = rw_register.check(ops, None, model=args.model,

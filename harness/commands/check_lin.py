@@ -10,7 +10,7 @@ from checkers.history import Op, client_ops
 from checkers.lin_report import write_html
 from checkers.linearizability import check
 from checkers.models import MODELS, ModelError, get_model
-from checkers.stats import NO_CLIENT_OPS
+from checkers.nothing_to_judge import nothing_to_judge
 from checkers.verdict import exit_code, verdict
 from harness.commands.run import parse_options
 from harness.run.bounds import CHECK_BUDGETS
@@ -58,12 +58,17 @@ def run(args: argparse.Namespace) -> int:
     ops = client_ops(history.ops)
     model = choose_model(args.model, ops)
     try:
-        get_model(model, model_options)
+        operations = get_model(model, model_options).operations()
     except ModelError as e:
         raise UserError(str(e)) from None
-    if not ops:
-        # An empty search is vacuously linearizable: say we cannot tell.
-        v = verdict("unknown", stats={"model": model, "reason": NO_CLIENT_OPS})
+    unfit = sorted({op.f for op in ops} - operations)
+    if unfit:
+        raise UserError(f"the history's {', '.join(map(repr, unfit))} ops are not "
+                        f"operations of model {model} (it judges "
+                        f"{', '.join(sorted(operations))}): choose a model they fit")
+    reason = nothing_to_judge(history.ops)
+    if reason is not None:
+        v = verdict("unknown", stats={"model": model, "reason": reason})
     else:
         v = check(history.ops, model=model, time_limit=args.time_limit,
                   memory_limit_mb=args.memory_limit,

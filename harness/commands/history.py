@@ -13,8 +13,8 @@ from typing import Any
 
 from checkers.formats import FORMATS, detect_format, read_any
 from checkers.history import History, Op, client_ops, validate
+from checkers.nothing_to_judge import NO_CLIENT_OPS
 from checkers.rundir import HISTORY
-from checkers.stats import NO_CLIENT_OPS
 from harness.run.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, UserError
 from harness.run.history import HistoryWriter
 
