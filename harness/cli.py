@@ -34,6 +34,7 @@ COMMAND_MODULES: list[str] = [
     "harness.commands.report",
     "harness.commands.systems",
     "harness.commands.spark",
+    "harness.commands.serve",
 ]
 
 
