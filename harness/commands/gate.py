@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from checkers.durable import write_atomic
 from harness.campaign.store import RUNS_JSON, campaign_dir, read_json
 from harness.results.gate import (
     ERROR,
@@ -87,7 +88,7 @@ def main(args: argparse.Namespace) -> int:
     code = decide(cases, args.allow_unknown)
     if args.junit:
         try:
-            args.junit.write_bytes(junit_xml(cases, suite))
+            write_atomic(args.junit, junit_xml(cases, suite))
         except OSError as e:
             raise UserError(f"cannot write {args.junit}: {e.strerror}") from None
     for c in cases:

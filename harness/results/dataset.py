@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from checkers.durable import fsync_dir, fsync_file
+from checkers.durable import fsync_dir, fsync_file, locked
 
 DATASET_DIR = "dataset"
 VERDICTS = "verdicts"
@@ -69,23 +70,29 @@ def verdict_rows(rows: pd.DataFrame, entries: list[dict[str, Any]]) -> pd.DataFr
 
 
 def _replace_dir(final: Path, fill: Any) -> None:
-    """Build a partition beside its place, then swap it in: a reader never sees half."""
+    """Build a partition beside its place, then swap it in: a reader never sees
+    half, and two publishers of one partition (a campaign re-checked twice at
+    once) take turns, each with its own scratch names."""
+    final.parent.mkdir(parents=True, exist_ok=True)
     # Dot names: Spark's partition discovery skips them, should a crash leave one.
-    tmp = final.with_name(f".{final.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    fill(tmp)
-    # Durable before it is swapped in: a crash leaves the old partition or a whole new one.
-    for p in sorted(tmp.rglob("*"), reverse=True):
-        (fsync_dir if p.is_dir() else fsync_file)(p)
-    fsync_dir(tmp)
-    old = final.with_name(f".{final.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if final.exists():
-        os.replace(final, old)
-    os.replace(tmp, final)
-    fsync_dir(final.parent)
-    shutil.rmtree(old, ignore_errors=True)
+    with locked(final.with_name(f".{final.name}")):
+        tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp"))
+        try:
+            fill(tmp)
+            # Durable before it is swapped in: a crash leaves the old partition or
+            # a whole new one.
+            for p in sorted(tmp.rglob("*"), reverse=True):
+                (fsync_dir if p.is_dir() else fsync_file)(p)
+            fsync_dir(tmp)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        old = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.", suffix=".old"))
+        if final.exists():
+            os.replace(final, old)   # onto the empty dir mkdtemp made
+        os.replace(tmp, final)
+        fsync_dir(final.parent)
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:
