@@ -1,6 +1,7 @@
 """`python -m nodes.raft --id n1 ...` runs a node; `python -m nodes.raft dump DIR --out F`
 dumps; `python -m nodes.raft format DIR [--cluster-id ID]` formats a data dir (a new
-cluster id when none is given) and prints its cluster id."""
+cluster id when none is given) and prints its cluster id; `python -m nodes.raft
+simulate RUN_DIR` plays a run's executed fault schedule on the simulation."""
 
 from __future__ import annotations
 
@@ -95,11 +96,64 @@ def format_main(argv: list[str]) -> None:
     print(cluster_id)
 
 
+def simulate_main(argv: list[str]) -> None:
+    import json
+
+    from nodes.raft.schedule_sim import regression_test, reproduce, scenario_from_run
+
+    p = argparse.ArgumentParser(
+        prog="python -m nodes.raft simulate",
+        description="Play a raft run's executed fault schedule on the deterministic "
+                    "simulation, with the run's bug switches, on several simulation seeds; "
+                    "say on how many the simulation's safety checks fail, and on how many "
+                    "the correct build's do. Exit 0 reproduced, 2 not reproduced, 254 bad "
+                    "input.")
+    p.add_argument("run_dir", type=Path)
+    p.add_argument("--seeds", type=int, default=10, help="simulation seeds 0..N-1 (default 10)")
+    p.add_argument("--write-test", type=Path, metavar="FILE",
+                   help="write a pytest regression test of the seeds that reproduced")
+    args = p.parse_args(argv)
+    if not 1 <= args.seeds <= 10_000:
+        p.error("--seeds must be from 1 to 10000")
+    try:
+        run = json.loads((args.run_dir / "run.json").read_text())
+    except (OSError, ValueError) as e:
+        print(f"simulate: cannot read {args.run_dir / 'run.json'}: {e}", file=sys.stderr)
+        sys.exit(254)
+    from nodes.raft.db import RaftDB
+    if (run.get("config") or {}).get("db") not in (None, RaftDB.kind):
+        print("simulate: only a raft run's schedule can be simulated", file=sys.stderr)
+        sys.exit(254)
+    scenario = scenario_from_run(run)
+    seeds = range(args.seeds)
+    with_bugs = reproduce(scenario, seeds)
+    correct = reproduce(scenario, seeds, bugs=()) if scenario.bugs else with_bugs
+    hits = [o.seed for o in with_bugs if o.reproduced]
+    print(f"simulate: {len(scenario.steps)} fault steps over {scenario.ticks} ticks, switches "
+          f"{', '.join(scenario.bugs) or 'none'}; reproduced on {len(hits)} of {args.seeds} "
+          "simulation seeds")
+    for o in with_bugs:
+        if o.reproduced:
+            print(f"  seed {o.seed}: {o.violations[0]}"
+                  + (f" (+{len(o.violations) - 1} more)" if len(o.violations) > 1 else ""))
+    if scenario.bugs:
+        bad = sum(o.reproduced for o in correct)
+        print(f"simulate: the correct build fails on {bad} of {args.seeds} seeds")
+    for note in scenario.skipped:
+        print(f"simulate: not simulated: {note}")
+    if args.write_test is not None and hits:
+        args.write_test.write_text(regression_test(scenario, hits))
+        print(f"simulate: regression test written to {args.write_test}")
+    sys.exit(0 if hits else 2)
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["dump"]:
         dump_main(argv[1:])
     elif argv[:1] == ["format"]:
         format_main(argv[1:])
+    elif argv[:1] == ["simulate"]:
+        simulate_main(argv[1:])
     else:
         node_main(argv)
 

@@ -83,6 +83,10 @@ class Sim:
         self._queue: list[tuple[int, int, bytes]] = []
         self._seq = 0
         self._blocked: set[tuple[str, str]] = set()
+        # Paused nodes (SIGSTOP): no ticks, no flushes; what is sent to them
+        # waits, as in their sockets' buffers, until they resume.
+        self._paused: set[str] = set()
+        self._backlog: dict[str, list[bytes]] = {}
         self.events: list[tuple[int, str, dict]] = []
         self.violations: list[str] = []
         self.committed: list[Entry] = []
@@ -120,15 +124,19 @@ class Sim:
             node = self.nodes.get(msg["to"])
             if node is None or not node.alive or (msg["from"], msg["to"]) in self._blocked:
                 continue
+            if node.name in self._paused:
+                self._backlog.setdefault(node.name, []).append(raw)
+                continue
             self.delivered += 1
             node.core.receive(msg)
             self._apply_ready(node)
         for node in self.nodes.values():
-            if node.alive:
+            if node.alive and node.name not in self._paused:
                 node.core.tick()
                 self._apply_ready(node)
         for node in self.nodes.values():
-            if node.alive and node.flush_due is not None and node.flush_due <= self.now:
+            if (node.alive and node.flush_due is not None and node.flush_due <= self.now
+                    and node.name not in self._paused):
                 self._flush(node)
         if self.now % 10 == 0:
             self.check_committed_durable()
@@ -163,11 +171,44 @@ class Sim:
     def heal(self) -> None:
         self._blocked.clear()
 
+    def cut_one_way(self, a: str, b: str) -> None:
+        """Drop what `a` sends to `b` (a one-way partition)."""
+        self._blocked.add((a, b))
+
+    def uncut(self, a: str, b: str) -> None:
+        """Let what `a` sends reach `b` again."""
+        self._blocked.discard((a, b))
+
+    def kill(self, name: str) -> None:
+        """SIGKILL: the process is gone, what it wrote is not (the page cache
+        outlives it), unlike `crash`, a power cut."""
+        node = self.nodes[name]
+        if not node.alive:
+            return
+        node.disk.durable = list(node.disk.written)
+        node.core = None
+        node.flush_due = None
+        self._paused.discard(name)
+        self._backlog.pop(name, None)
+
+    def pause(self, name: str) -> None:
+        if self.nodes[name].alive:
+            self._paused.add(name)
+
+    def resume(self, name: str) -> None:
+        """SIGCONT: what waited for the node arrives now, in order."""
+        self._paused.discard(name)
+        for raw in self._backlog.pop(name, []):
+            self._seq += 1
+            heapq.heappush(self._queue, (self.now + 1, self._seq, raw))
+
     def crash(self, name: str) -> None:
         node = self.nodes[name]
         node.core = None
         node.flush_due = None
         node.disk.written = list(node.disk.durable)
+        self._paused.discard(name)
+        self._backlog.pop(name, None)
 
     def restart(self, name: str) -> None:
         node = self.nodes[name]
@@ -338,7 +379,8 @@ class Sim:
         """Liveness: a leader that can reach no live majority must step down within
         two fetch timeouts (check quorum), else clients wait on it for nothing."""
         for node in self.nodes.values():
-            if not (node.alive and node.core.role == LEADER):
+            # A paused leader cannot step down; its clock has stopped too.
+            if not (node.alive and node.core.role == LEADER) or node.name in self._paused:
                 self._stranded_since.pop(node.name, None)
                 continue
             voters = node.core.voters
