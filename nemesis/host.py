@@ -7,11 +7,16 @@ if the harness dies; `teardown` removes it otherwise.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+import psutil
 
 from nemesis import cgroups
 from nemesis.cgroups import NodeCgroup, join_cgroups
@@ -62,13 +67,24 @@ class NodeHost:
         return popen
 
     def stop_beside(self, popen: subprocess.Popen[bytes]) -> None:
-        import os
-        import signal
+        """SIGKILL it and every process it forked, and wait until they are
+        gone (stress-ng's workers are its children: they would otherwise
+        linger, re-parented to the harness, its subreaper)."""
+        try:
+            tree = psutil.Process(popen.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            tree = []
         try:
             os.killpg(popen.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        for p in tree:
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
         popen.wait()
+        _wait_gone([p.pid for p in tree])
         _, rid = self._beside.pop(popen.pid, (None, None))
         if rid is not None and self.journal is not None:
             self.journal.release(rid)
@@ -87,6 +103,22 @@ class NodeHost:
         for path in self.clocks.values():
             path.unlink(missing_ok=True)
         return done
+
+
+def _wait_gone(pids: list[int], timeout: float = 5.0) -> None:
+    """Reap those re-parented to us; wait (bounded) for the others to exit."""
+    deadline = time.monotonic() + timeout
+    left = set(pids)
+    while left and time.monotonic() < deadline:
+        for pid in list(left):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    left.discard(pid)
+            except ChildProcessError:
+                if not psutil.pid_exists(pid):
+                    left.discard(pid)
+        if left:
+            time.sleep(0.01)
 
 
 def check_host(needs: set[str]) -> str | None:

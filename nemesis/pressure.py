@@ -160,15 +160,16 @@ class MemoryPressureFault(_PressureFault):
 
     def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         nodes = sorted(self.touched)
-        events = {}
+        events, kills = {}, {}
         for n in nodes:
             cg = self._cgroup(n)
-            events[n] = cg.memory_high_events()
+            events[n], kills[n] = cg.memory_high_events(), cg.oom_kills()
             cg.set_memory_high(None)
         self.touched.clear()
         if not nodes:
             return {"nodes": [], NOOP: "no node was squeezed"}
-        return {"nodes": nodes, "high_events": events}
+        # Counted since the group was made: what the squeezes did to each node.
+        return {"nodes": nodes, "high_events": events, "oom_kills": kills}
 
 
 class StressFault(_PressureFault):
