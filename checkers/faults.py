@@ -45,7 +45,7 @@ class FaultOp:
     @property
     def lasting(self) -> bool:
         """In force from its inject until its heal op, not just while its own op runs."""
-        return self.effect in (DOWN, CUT, VOTERS, OTHER_CLUSTER)
+        return self.effect in (DOWN, CUT, VOTERS, OTHER_CLUSTER, DEGRADED)
 
 
 KILL = FaultOp("kill", "start", DOWN, NODES)

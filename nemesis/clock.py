@@ -141,6 +141,7 @@ class ClockFault:
         parse_variant(variant)
         self.clocks = dict(clocks)
         self.offsets: dict[str, float] = {}
+        self.touched: set[str] = set()     # nodes set off since the last heal
         self._strobe_stop: threading.Event | None = None
         self._strobe: threading.Thread | None = None
 
@@ -150,6 +151,8 @@ class ClockFault:
     def _set(self, node: str, seconds: float) -> None:
         write_offset(self.clocks[node], seconds)
         self.offsets[node] = seconds
+        if seconds:
+            self.touched.add(node)
 
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
@@ -198,10 +201,11 @@ class ClockFault:
 
     def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         self._stop_strobe()
-        changed = sorted(n for n, s in self.offsets.items() if s != 0.0)
+        changed = sorted(self.touched)   # a strobe may have just flapped back to 0
         for n in sorted(self.offsets):
             self._set(n, 0.0)
         self.offsets.clear()
+        self.touched.clear()
         if not changed:
             return {"nodes": [], NOOP: "no clock was off"}
         return {"nodes": changed, "offsets": dict.fromkeys(changed, 0.0)}

@@ -98,7 +98,10 @@ def test_strobe_flaps_until_the_heal(tmp_path: Path) -> None:
         if len(seen) == 2:
             break
     assert seen == {"+3.000000", "+0.000000"}
-    fault.heal(_Names())
+    fault._stop_strobe()
+    clock.write_offset(f, 0)
+    fault.offsets["n1"] = 0.0       # stopped just as it flapped back
+    assert fault.heal(_Names())["nodes"] == ["n1"]
     assert f.read_text().strip() == "+0.000000"
     assert fault._strobe is None
 
@@ -223,3 +226,14 @@ def test_a_schedule_of_host_faults_heals_each_with_its_own_op() -> None:
     assert {e.fault for e in injects} == {"clock:skew=2", "cpu:limit=0.2"}
     assert all(e.params.get("nodes") for e in injects)
     assert events == schedule(3, ["clock:skew=2", "cpu:limit=0.2"], 2.0, 20.0, NODES)
+
+
+def test_variants_with_commas_survive_the_nemesis_list() -> None:
+    from harness.run.config import parse_nemesis
+    assert parse_nemesis("clock:strobe=2,period=0.1,cpu:limit=0.05,leader,kill") == [
+        "clock:strobe=2,period=0.1", "cpu:limit=0.05,leader", "kill"]
+    assert parse_nemesis("kill,kil") == ["kill", "kil"]          # a typo is still refused
+    assert parse_nemesis("cpu:limit=0.5,kil") == ["cpu:limit=0.5,kil"]
+    with pytest.raises(ConfigError):
+        validate(RunConfig(db="raft", workload="register",
+                           nemesis=parse_nemesis("cpu:limit=0.5,kil")))

@@ -302,7 +302,15 @@ def parse_nemesis(text: str) -> list[str]:
     text = text.strip()
     if text in ("", "none"):
         return []
-    return [part.strip() for part in text.split(",") if part.strip()]
+    # A variant may hold commas (`clock:strobe=2,period=0.1`): a part that
+    # names no fault continues the variant before it.
+    specs: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if part and specs and ":" in specs[-1] and part.split(":", 1)[0] not in FAULTS:
+            specs[-1] += "," + part
+        elif part:
+            specs.append(part)
+    return specs
 
 
 def _check_models(c: RunConfig) -> None:
