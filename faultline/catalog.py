@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from faultline.system import System
 from nemesis.base import FAULTS, LAZYFS_FAULTS, TRIGGER_FAULTS, split_spec
-from nemesis.host import CLOCK
+from nemesis.host import CLOCK_FILES
 from nodes.db import PreloadClock
 from workloads.options import Option
 from workloads.registry import WORKLOADS
@@ -16,7 +16,7 @@ from workloads.registry import WORKLOADS
 # What a fault can need: "events" (it fires on a node's event lines, so the
 # system must leave them), "lazyfs" (the nodes' data dirs on LazyFS mounts),
 # "preload-clock" (its nodes read the clock through libc: nodes.db.PreloadClock),
-# and what the harness prepares around the nodes (nemesis.host: "clock", "cgroup").
+# and what the harness prepares around the nodes (nemesis.host: a "cgroup" each).
 EVENTS, LAZYFS, PRELOAD_CLOCK = "events", "lazyfs", "preload-clock"
 
 
@@ -44,7 +44,7 @@ def fault_needs(name: str) -> frozenset[str]:
     host = FAULTS[name].host if name in FAULTS else ""
     return frozenset({EVENTS} if name in TRIGGER_FAULTS else set()) | (
         {LAZYFS} if name in LAZYFS_FAULTS else set()) | (
-        {PRELOAD_CLOCK} if host == CLOCK else {host} if host else set())
+        {PRELOAD_CLOCK} if host == CLOCK_FILES else {host} if host else set())
 
 
 def faults() -> list[FaultInfo]:

@@ -58,6 +58,8 @@ from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabular
     FaultFactory,
     split_spec,
 )
+from nemesis.host import CGROUP as HOST_CGROUP
+from nemesis.host import CLOCK_FILES as HOST_CLOCK
 from nemesis.label import fault_label
 
 
@@ -272,17 +274,17 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           "set a node's wall clock off through libfaketime",
           variants=lambda: ("skew=<S>", "bump=<S>", "strobe=<S>,period=<P>"),
           default="a skew of 1-30 s either way", planner=_planner("nemesis.clock", "plan"),
-          host="clock"),
+          host=HOST_CLOCK),
     _kind(CPU, _lazy("nemesis.pressure", "cpu_fault"), "limit a node to a fraction of a core",
           variants=_names("nemesis.pressure", "CPU_VARIANTS"), default="limit=0.1, one node",
-          planner=_planner_of("cpu"), host="cgroup"),
+          planner=_planner_of(CPU.name), host=HOST_CGROUP),
     _kind(MEMORY, _lazy("nemesis.pressure", "memory_fault"),
           "squeeze a node's memory to a share of what it uses",
           variants=_names("nemesis.pressure", "MEMORY_VARIANTS"),
-          default="pressure=1.0, one node", planner=_planner_of("memory"), host="cgroup"),
+          default="pressure=1.0, one node", planner=_planner_of(MEMORY.name), host=HOST_CGROUP),
     _kind(STRESS, _lazy("nemesis.pressure", "stress_fault"), "run stress-ng in a node's cgroup",
           variants=_names("nemesis.pressure", "STRESS_VARIANTS"), default="cpu=1, one node",
-          planner=_planner_of("stress"), host="cgroup"),
+          planner=_planner_of(STRESS.name), host=HOST_CGROUP),
 )}
 
 

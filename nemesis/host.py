@@ -21,7 +21,8 @@ import psutil
 from nemesis import cgroups
 from nemesis.cgroups import NodeCgroup, join_cgroups
 
-CLOCK, CGROUP = "clock", "cgroup"   # what a fault kind may need from the host (FaultKind.host)
+# What a fault kind may need prepared around the nodes (FaultKind.host).
+CLOCK_FILES, CGROUP = "clock-files", "cgroup"
 
 
 class Journal(Protocol):
@@ -124,7 +125,7 @@ def _wait_gone(pids: list[int], timeout: float = 5.0) -> None:
 def check_host(needs: set[str]) -> str | None:
     """None if this host can prepare what `needs` asks for, else one sentence."""
     from nemesis import clock
-    if CLOCK in needs:
+    if CLOCK_FILES in needs:
         problem = clock.check_installed()
         if problem:
             return problem
@@ -137,12 +138,12 @@ def check_host(needs: set[str]) -> str | None:
 
 def prepare(needs: set[str], run_id: str, nodes: Sequence[str], control_dir: Path,
             journal: Journal | None) -> NodeHost:
-    """Make what `needs` (CLOCK, CGROUP) asks for, for each node; raises with
+    """Make what `needs` (CLOCK_FILES, CGROUP) asks for, for each node; raises with
     one sentence when this host cannot (after removing what it made)."""
     from nemesis import clock
     host = NodeHost(journal=journal)
     try:
-        if CLOCK in needs:
+        if CLOCK_FILES in needs:
             problem = clock.check_installed()
             if problem:
                 raise RuntimeError(problem)

@@ -209,7 +209,7 @@ def test_each_host_fault_has_its_own_heal() -> None:
 
 def test_host_needs_and_the_catalog() -> None:
     assert host_needs(["kill", "partition"]) == set()
-    assert host_needs(["clock:skew=1", "cpu", "stress:vm=1"]) == {"clock", "cgroup"}
+    assert host_needs(["clock:skew=1", "cpu", "stress:vm=1"]) == {"clock-files", "cgroup"}
     needs = {f.name: f.needs for f in catalog.faults()}
     assert needs["clock"] == {"preload-clock"} and needs["cpu"] == {"cgroup"}
 

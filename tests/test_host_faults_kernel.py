@@ -21,7 +21,7 @@ import pytest
 from harness.run.cluster import Cluster
 from harness.run.resources import ResourceLog, read_journal, sweep_journal
 from nemesis import cgroups, clock
-from nemesis.host import CGROUP, CLOCK, prepare
+from nemesis.host import CGROUP, CLOCK_FILES, prepare
 from nemesis.pressure import CpuLimitFault, MemoryPressureFault, StressFault
 from nodes.db import NodeSpec
 
@@ -114,7 +114,7 @@ def started_cluster(tmp_path: Path, needs: set[str], names=("n1", "n2")):
 
 @pytest.mark.slow
 def test_clock_offset_read_inside_the_node_process(tmp_path: Path) -> None:
-    c, host = started_cluster(tmp_path, {CLOCK})
+    c, host = started_cluster(tmp_path, {CLOCK_FILES})
     try:
         fault = clock.ClockFault(None, host.clocks)
         wall, mono = offset_in(c, "n1")
