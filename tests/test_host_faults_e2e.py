@@ -52,7 +52,7 @@ def leftovers(run_dir: Path) -> list[str]:
 def test_host_faults_run_replay_and_leave_nothing(tmp_path: Path, capsys) -> None:
     results = tmp_path / "results"
     main(["run", "--db", "raft", "--workload", "register", "--nemesis", NEMESIS,
-          "--nodes", "3", "--concurrency", "3", "--rate", "50", "--time-limit", "12",
+          "--nodes", "3", "--concurrency", "3", "--rate", "50", "--time-limit", "16",
           "--nemesis-interval", "1", "--recovery-time", "2", "--seed", "11",
           "--results", str(results)])
     (original,) = list(results.iterdir())
