@@ -157,21 +157,13 @@ class NodeCgroup:
 
     def cpu_usage_s(self) -> float:
         """CPU time the group has used, s (v2 cpu.stat usage_usec; v1 cpuacct if mounted)."""
-        d = self.dirs[CPU]
         if self.v2[CPU]:
-            for line in (d / "cpu.stat").read_text().splitlines():
-                key, _, value = line.partition(" ")
-                if key == "usage_usec":
-                    return int(value) / 1e6
+            return _keyed(self.dirs[CPU] / "cpu.stat", "usage_usec") / 1e6
         return sum(_proc_cpu_s(pid) for pid in self.pids())
 
     def throttled(self) -> int:
         """Periods in which the group was throttled (cpu.stat nr_throttled)."""
-        for line in (self.dirs[CPU] / "cpu.stat").read_text().splitlines():
-            key, _, value = line.partition(" ")
-            if key == "nr_throttled":
-                return int(value)
-        return 0
+        return _keyed(self.dirs[CPU] / "cpu.stat", "nr_throttled")
 
     # --- memory ------------------------------------------------------------
 
@@ -201,20 +193,12 @@ class NodeCgroup:
         d = self.dirs[MEMORY]
         if not self.v2[MEMORY]:
             return int((d / "memory.failcnt").read_text())
-        for line in (d / "memory.events").read_text().splitlines():
-            key, _, value = line.partition(" ")
-            if key == "high":
-                return int(value)
-        return 0
+        return _keyed(d / "memory.events", "high")
 
     def oom_kills(self) -> int:
         d = self.dirs[MEMORY]
-        name = "memory.events" if self.v2[MEMORY] else "memory.oom_control"
-        for line in (d / name).read_text().splitlines():
-            key, _, value = line.partition(" ")
-            if key == "oom_kill":
-                return int(value)
-        return 0
+        return _keyed(d / ("memory.events" if self.v2[MEMORY] else "memory.oom_control"),
+                      "oom_kill")
 
     def reset(self) -> None:
         """Every limit lifted."""
@@ -243,6 +227,16 @@ def _enable_down_to(d: Path, controller: str) -> None:
         control = p / "cgroup.subtree_control"
         if controller not in control.read_text().split():
             control.write_text(f"+{controller}")
+
+
+def _keyed(path: Path, key: str) -> int:
+    """One counter of a flat keyed file ("key value" lines: cpu.stat,
+    memory.events, memory.oom_control); 0 if it has none."""
+    for line in path.read_text().splitlines():
+        name, _, value = line.partition(" ")
+        if name == key:
+            return int(value)
+    return 0
 
 
 def join_cgroups(paths: Iterable[Path]) -> None:
