@@ -103,6 +103,11 @@ class NodeHost:
                 self.journal.release(rid)
         for path in self.clocks.values():
             path.unlink(missing_ok=True)
+        for folder in {p.parent for p in self.clocks.values()}:
+            try:
+                folder.rmdir()
+            except OSError:
+                pass   # not empty: something else of the run's is there
         return done
 
 

@@ -70,7 +70,7 @@ def test_host_faults_run_replay_and_leave_nothing(tmp_path: Path, capsys) -> Non
     for heal in ("clock-reset", "cpu-restore", "memory-restore", "stress-stop"):
         assert heal in {e["f"] for e in doc["schedule"]}
     assert leftovers(original) == []
-    assert not list((original / "clocks").glob("*.faketime"))
+    assert not (original / "clocks").exists()
     capsys.readouterr()
 
     main(["replay", str(original), "--yes", "--results", str(tmp_path / "replays")])
