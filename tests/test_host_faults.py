@@ -237,3 +237,53 @@ def test_variants_with_commas_survive_the_nemesis_list() -> None:
     with pytest.raises(ConfigError):
         validate(RunConfig(db="raft", workload="register",
                            nemesis=parse_nemesis("cpu:limit=0.5,kil")))
+
+
+# --- the report and the checkers ---------------------------------------------------
+
+def _nemesis_ops(*steps):
+    from checkers.history import NEMESIS, Op
+    ops = []
+    for t, f, value in steps:
+        ops.append(Op(0, t, NEMESIS, "invoke", f, None))
+        ops.append(Op(0, t + 1, NEMESIS, "info", f, value))
+    return ops
+
+
+def test_a_host_fault_lasts_until_its_own_heal_and_no_other() -> None:
+    from checkers.availability import fault_windows
+    ops = _nemesis_ops((10, "cpu", {"nodes": ["n1"], "limit": 0.1}),
+                       (20, "heal", {"nodes": []}),              # a partition's heal
+                       (30, "cpu-restore", {"nodes": ["n1"]}))
+    faults, heals = fault_windows(ops, 100)
+    assert [(f["f"], f["start"], f["end"]) for f in faults] == [("cpu", 10, 31)]
+    assert [h["f"] for h in heals] == ["heal", "cpu-restore"]
+
+
+def test_clock_segments_follow_the_recorded_offsets() -> None:
+    from harness.report.clock_plot import clock_segments
+    from harness.report.data import FaultWindow
+    w = [FaultWindow("clock", 10, 50, ["n1"], "clock skew n1",
+                     {"mode": "skew", "seconds": 5, "offsets": {"n1": 5.0}}),
+         FaultWindow("clock", 20, 50, ["n1"], "clock bump n1",
+                     {"mode": "bump", "seconds": 2, "offsets": {"n1": 7.0}}),
+         FaultWindow("clock", 60, 70, ["n2"], "clock strobe n2",
+                    {"mode": "strobe", "seconds": 3, "period_s": 0.2, "offsets": {"n2": 3.0}}),
+         FaultWindow("cpu", 0, 80, ["n1"], "cpu n1", {"limit": 0.1})]
+    segs = clock_segments(w)
+    assert [(s.node, s.start, s.end, s.offset_s, s.strobe_period_s) for s in segs] == [
+        ("n1", 10, 20, 5.0, None), ("n1", 20, 50, 7.0, None), ("n2", 60, 70, 3.0, 0.2)]
+    assert clock_segments(w[3:]) == []
+
+
+def test_the_clock_plot_is_drawn_only_for_clock_faults() -> None:
+    from harness.report.clock_plot import render_clock_plot
+    from harness.report.data import FaultWindow, Timeline
+    skew = FaultWindow("clock", 10, 50, ["n1"], "clock skew n1",
+                       {"mode": "skew", "seconds": -5, "offsets": {"n1": -5.0}})
+    cpu = FaultWindow("cpu", 0, 80, ["n1"], "cpu n1", {"limit": 0.1})
+    def tl(faults):
+        return Timeline(10, 100, {"ok": [0] * 10}, {}, faults, nodes=["n1", "n2"])
+    svg = render_clock_plot(tl([skew, cpu]))
+    assert "clock-plot" in svg and "n1: -5 s" in svg and "-5" in svg
+    assert render_clock_plot(tl([cpu])) == ""
