@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from faultline.system import System
-from nemesis.base import FAULTS, LAZYFS_FAULTS, TRIGGER_FAULTS, split_spec
-from nemesis.host import CLOCK_FILES
+from nemesis.base import CLOCK_FILES, FAULTS, LAZYFS_FAULTS, TRIGGER_FAULTS, split_spec
 from nodes.db import PreloadClock
 from workloads.options import Option
 from workloads.registry import WORKLOADS

@@ -52,14 +52,14 @@ from checkers.faults import (
 )
 from checkers.history import NEMESIS, NOOP, Op, noop_reason
 from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabulary)
+    CGROUP,
+    CLOCK_FILES,
     ClusterControl,
     Fault,
     FaultContext,
     FaultFactory,
     split_spec,
 )
-from nemesis.host import CGROUP as HOST_CGROUP
-from nemesis.host import CLOCK_FILES as HOST_CLOCK
 from nemesis.label import fault_label
 
 
@@ -105,13 +105,6 @@ def one_node(rng: random.Random, nodes: Sequence[str], variant: str | None) -> d
 def _planner(module: str, attr: str) -> Planner:
     def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
         return getattr(importlib.import_module(module), attr)(rng, nodes, variant)
-    return plan
-
-
-def _planner_of(fault: str) -> Planner:
-    def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
-        from nemesis.pressure import planner
-        return planner(fault)(rng, nodes, variant)
     return plan
 
 
@@ -274,17 +267,18 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           "set a node's wall clock off through libfaketime",
           variants=lambda: ("skew=<S>", "bump=<S>", "strobe=<S>,period=<P>"),
           default="a skew of 1-30 s either way", planner=_planner("nemesis.clock", "plan"),
-          host=HOST_CLOCK),
+          host=CLOCK_FILES),
     _kind(CPU, _lazy("nemesis.pressure", "cpu_fault"), "limit a node to a fraction of a core",
           variants=_names("nemesis.pressure", "CPU_VARIANTS"), default="limit=0.1, one node",
-          planner=_planner_of(CPU.name), host=HOST_CGROUP),
+          planner=_planner("nemesis.pressure", "plan_cpu"), host=CGROUP),
     _kind(MEMORY, _lazy("nemesis.pressure", "memory_fault"),
           "squeeze a node's memory to a share of what it uses",
           variants=_names("nemesis.pressure", "MEMORY_VARIANTS"),
-          default="pressure=1.0, one node", planner=_planner_of(MEMORY.name), host=HOST_CGROUP),
+          default="pressure=1.0, one node", planner=_planner("nemesis.pressure", "plan_memory"),
+          host=CGROUP),
     _kind(STRESS, _lazy("nemesis.pressure", "stress_fault"), "run stress-ng in a node's cgroup",
           variants=_names("nemesis.pressure", "STRESS_VARIANTS"), default="cpu=1, one node",
-          planner=_planner_of(STRESS.name), host=HOST_CGROUP),
+          planner=_planner("nemesis.pressure", "plan_stress"), host=CGROUP),
 )}
 
 

@@ -20,9 +20,7 @@ import psutil
 
 from nemesis import cgroups
 from nemesis.cgroups import NodeCgroup, join_cgroups
-
-# What a fault kind may need prepared around the nodes (FaultKind.host).
-CLOCK_FILES, CGROUP = "clock-files", "cgroup"
+from nemesis.fault import CGROUP, CLOCK_FILES
 
 
 class Journal(Protocol):

@@ -84,11 +84,25 @@ def _amount(fault: str, key: str, text: str) -> float:
     return value
 
 
-def planner(fault: str) -> Any:
-    def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
-        p = parse(fault, variant)
-        return {"targets": LEADER} if p.leader else {"nodes": [rng.choice(sorted(nodes))]}
-    return plan
+def plan(fault: str, rng: random.Random, nodes: Sequence[str], variant: str | None
+         ) -> dict[str, Any]:
+    """Pure: the leader (found at inject time), or a node drawn now."""
+    p = parse(fault, variant)
+    return {"targets": LEADER} if p.leader else {"nodes": [rng.choice(sorted(nodes))]}
+
+
+def plan_cpu(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
+    return plan(CPU.name, rng, nodes, variant)
+
+
+def plan_memory(rng: random.Random, nodes: Sequence[str], variant: str | None
+                ) -> dict[str, Any]:
+    return plan(MEMORY.name, rng, nodes, variant)
+
+
+def plan_stress(rng: random.Random, nodes: Sequence[str], variant: str | None
+                ) -> dict[str, Any]:
+    return plan(STRESS.name, rng, nodes, variant)
 
 
 def _targets(cluster: ClusterControl, params: Mapping[str, Any]) -> list[str]:

@@ -21,7 +21,8 @@ import pytest
 from harness.run.cluster import Cluster
 from harness.run.resources import ResourceLog, read_journal, sweep_journal
 from nemesis import cgroups, clock
-from nemesis.host import CGROUP, CLOCK_FILES, prepare
+from nemesis.fault import CGROUP, CLOCK_FILES
+from nemesis.host import prepare
 from nemesis.pressure import CpuLimitFault, MemoryPressureFault, StressFault
 from nodes.db import NodeSpec
 
