@@ -157,6 +157,11 @@ class MemoryPressureFault(_PressureFault):
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         nodes = _targets(cluster, params)
+        down = [n for n in nodes if not cluster.is_running(n)]
+        if down:
+            # Its group holds nothing to measure: a squeeze to that would
+            # kill the node the moment something starts it again.
+            return {"nodes": nodes, NOOP: f"{' '.join(down)} not running"}
         used, limits = {}, {}
         for n in nodes:
             cg = self._cgroup(n)

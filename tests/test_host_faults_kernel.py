@@ -234,6 +234,10 @@ def test_memory_squeeze_is_counted_by_the_kernel(tmp_path: Path) -> None:
         # cannot be reclaimed (the node's process, as measured here): counted.
         assert healed["oom_kills"]["n1"] == cg.oom_kills()
         assert cg.v2["memory"] or healed["oom_kills"]["n1"] >= 0
+        c.kill(["n2"])
+        value = fault.inject(c, random.Random(0), {"nodes": ["n2"]})
+        assert value["noop"] == "n2 not running"
+        assert host.cgroups["n2"].memory_high() is None
     finally:
         c.stop_nodes()
         host.teardown()
