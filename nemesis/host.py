@@ -35,6 +35,9 @@ class Journal(Protocol):
 
 @dataclass
 class NodeHost:
+    """What was made for one run: node -> clock control file, node -> cgroup,
+    node -> what its environment gains; the journal it is recorded in."""
+
     clocks: dict[str, Path] = field(default_factory=dict)
     cgroups: dict[str, NodeCgroup] = field(default_factory=dict)
     env: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -49,18 +52,12 @@ class NodeHost:
         cg = self.cgroups.get(node)
         return cg.paths if cg is not None else []
 
-    def spawn_beside(self, node: str, argv: list[str], log: Path | None = None
-                     ) -> subprocess.Popen[bytes]:
+    def spawn_beside(self, node: str, argv: list[str]) -> subprocess.Popen[bytes]:
         """Start `argv` in `node`'s cgroup (its own session, journalled)."""
         paths = self.launch_cgroups(node)
-        out = open(log, "ab") if log is not None else subprocess.DEVNULL
-        try:
-            popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                     start_new_session=True, close_fds=True,
-                                     preexec_fn=lambda: join_cgroups(paths))
-        finally:
-            if log is not None:
-                out.close()  # type: ignore[union-attr]
+        popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True,
+                                 close_fds=True, preexec_fn=lambda: join_cgroups(paths))
         rid = self.journal.add_process(popen.pid) if self.journal is not None else None
         self._beside[popen.pid] = (popen, rid)
         return popen

@@ -33,7 +33,8 @@ MIN_CPU_LIMIT = 0.01
 DEFAULT_SQUEEZE = 1.0
 STRESS_KINDS = ("cpu", "vm")
 VM_BYTES = "64M"
-# Variants named by `faultline systems` and drawn by the hunt.
+# Variants as `faultline systems` shows them (templates: a hunt that is told
+# to play these faults draws each without a variant).
 CPU_VARIANTS = ("limit=<F>", "limit=<F>,leader")
 MEMORY_VARIANTS = ("pressure=<R>", "pressure=<R>,leader")
 STRESS_VARIANTS = ("cpu=<N>", "vm=<N>", "cpu=<N>,leader")
