@@ -284,3 +284,26 @@ def test_clean_removes_a_dead_run_cgroups_and_what_runs_in_them(tmp_path: Path) 
     assert not any(d.exists() for d in dirs), report
     assert any("removed cgroup" in line for line in report.removed)
     assert not any(d.parent.exists() for d in dirs)   # the run's dir too
+
+
+@pytest.mark.slow
+def test_the_raft_node_runs_with_libfaketime_and_its_control_file(tmp_path: Path) -> None:
+    from faultline.builtin import RAFT
+    run_id = f"thf{uuid.uuid4().hex[:8]}"
+    c = Cluster(tmp_path / run_id, RAFT.db(), ["n1"], run_id, state_dir=tmp_path / "state",
+                node_options=dict(RAFT.node_defaults))
+    c.setup()
+    host = prepare({CLOCK_FILES}, run_id, c.names, tmp_path / run_id / "clocks", c.resources)
+    c.node_env = {n: host.launch_env(n) for n in c.names}
+    try:
+        c.start_all(timeout=30)
+        pid = c._procs["n1"].popen.pid
+        maps = Path(f"/proc/{pid}/maps").read_text()
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert str(clock.LIBFAKETIME.resolve()) in maps or str(clock.LIBFAKETIME) in maps
+        assert f"FAKETIME_TIMESTAMP_FILE={host.clocks['n1']}".encode() in environ
+        assert b"FAKETIME_DONT_FAKE_MONOTONIC=1" in environ
+    finally:
+        c.stop_nodes()
+        host.teardown()
+        c.teardown()
