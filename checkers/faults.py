@@ -21,6 +21,7 @@ VOTERS = "voters"    # voters are removed until its heal
 OTHER_CLUSTER = "other-cluster"  # its node is formatted for another cluster until its heal
 RESTART = "restart"  # kills its nodes and starts them again; counted down while its op runs
 ARMED = "armed"      # a trigger: what it sets off is recorded as another fault's op
+DEGRADED = "degraded"  # its nodes run, slowed or with a wrong clock, until its heal
 
 # What a fault takes away from the cluster, as availability and convergence
 # judge it: a correct cluster may stop serving, or change leader, only when
@@ -44,7 +45,7 @@ class FaultOp:
     @property
     def lasting(self) -> bool:
         """In force from its inject until its heal op, not just while its own op runs."""
-        return self.effect in (DOWN, CUT, VOTERS, OTHER_CLUSTER)
+        return self.effect in (DOWN, CUT, VOTERS, OTHER_CLUSTER, DEGRADED)
 
 
 KILL = FaultOp("kill", "start", DOWN, NODES)
@@ -81,10 +82,17 @@ CHURN = FaultOp("churn", DISARM, ARMED)
 CATCH_UP = FaultOp("catch-up", DISARM, ARMED)
 HUNT = FaultOp("hunt", DISARM, ARMED)
 
+# Host faults (nemesis.clock, nemesis.pressure): the node keeps running, so
+# they take nothing a correct cluster may stop serving for.
+CLOCK = FaultOp("clock", "clock-reset", DEGRADED, NOTHING)
+CPU = FaultOp("cpu", "cpu-restore", DEGRADED, NOTHING)
+MEMORY = FaultOp("memory", "memory-restore", DEGRADED, NOTHING)
+STRESS = FaultOp("stress", "stress-stop", DEGRADED, NOTHING)
+
 FAULT_OPS: dict[str, FaultOp] = {f.name: f for f in (
     KILL, PAUSE, PARTITION, TRUNCATE, LOSE_UNSYNCED, KILL_AFTER_VOTE, POWER_CUT_AFTER_COMMIT,
     POWER_CUT_AFTER_VOTE, FAST_FAILOVER, LOSE_STATE, MEMBERSHIP, REFORMAT, FLIP_FLOP,
-    KILL_NEW_LEADER, LEADER_ONE_WAY, CHURN, CATCH_UP, HUNT)}
+    KILL_NEW_LEADER, LEADER_ONE_WAY, CHURN, CATCH_UP, HUNT, CLOCK, CPU, MEMORY, STRESS)}
 
 
 def named(*effects: str) -> tuple[str, ...]:

@@ -7,13 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from faultline.system import System
-from nemesis.base import FAULTS, LAZYFS_FAULTS, TRIGGER_FAULTS, split_spec
+from nemesis.base import CLOCK_FILES, FAULTS, LAZYFS_FAULTS, TRIGGER_FAULTS, split_spec
+from nodes.db import PreloadClock
 from workloads.options import Option
 from workloads.registry import WORKLOADS
 
 # What a fault can need: "events" (it fires on a node's event lines, so the
-# system must leave them), "lazyfs" (the nodes' data dirs on LazyFS mounts).
-EVENTS, LAZYFS = "events", "lazyfs"
+# system must leave them), "lazyfs" (the nodes' data dirs on LazyFS mounts),
+# "preload-clock" (its nodes read the clock through libc: nodes.db.PreloadClock),
+# and what the harness prepares around the nodes (nemesis.host: a "cgroup" each).
+EVENTS, LAZYFS, PRELOAD_CLOCK = "events", "lazyfs", "preload-clock"
 
 
 @dataclass(frozen=True)
@@ -37,8 +40,10 @@ def workloads() -> list[WorkloadInfo]:
 
 
 def fault_needs(name: str) -> frozenset[str]:
+    host = FAULTS[name].host if name in FAULTS else ""
     return frozenset({EVENTS} if name in TRIGGER_FAULTS else set()) | (
-        {LAZYFS} if name in LAZYFS_FAULTS else set())
+        {LAZYFS} if name in LAZYFS_FAULTS else set()) | (
+        {PRELOAD_CLOCK} if host == CLOCK_FILES else {host} if host else set())
 
 
 def faults() -> list[FaultInfo]:
@@ -58,4 +63,12 @@ def unmet_needs(spec: str, system: System) -> frozenset[str]:
     """What fault `spec` (a name, maybe with a variant) needs that `system` lacks.
     LazyFS is the harness's to provide, so only node artefacts can be unmet."""
     needs = fault_needs(split_spec(spec)[0])
-    return frozenset(n for n in needs if n == EVENTS and EVENTS not in artifacts_of(system))
+    return frozenset(n for n in needs if (n == EVENTS and EVENTS not in artifacts_of(system))
+                     or (n == PRELOAD_CLOCK and not preload_clock_of(system)))
+
+
+def preload_clock_of(system: System) -> bool:
+    """Whether the system's node processes take an LD_PRELOAD clock, as its
+    adapter declares (nodes.db.PreloadClock; undeclared: no)."""
+    db = system.db if isinstance(system.db, type) else system.db()
+    return isinstance(db, PreloadClock) and bool(db.clock_preload)

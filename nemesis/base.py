@@ -28,6 +28,8 @@ from typing import Any, Protocol
 from checkers.faults import (
     CATCH_UP,
     CHURN,
+    CLOCK,
+    CPU,
     FAST_FAILOVER,
     FLIP_FLOP,
     HUNT,
@@ -38,16 +40,20 @@ from checkers.faults import (
     LOSE_STATE,
     LOSE_UNSYNCED,
     MEMBERSHIP,
+    MEMORY,
     PARTITION,
     PAUSE,
     POWER_CUT_AFTER_COMMIT,
     POWER_CUT_AFTER_VOTE,
     REFORMAT,
+    STRESS,
     TRUNCATE,
     FaultOp,
 )
 from checkers.history import NEMESIS, NOOP, Op, noop_reason
 from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabulary)
+    CGROUP,
+    CLOCK_FILES,
     ClusterControl,
     Fault,
     FaultContext,
@@ -159,6 +165,10 @@ class FaultKind:
     fires_on_events: armed by the schedule, fired by node event lines (nemesis.triggers).
     planner: what an inject will do (its params), from the event's rng, the
         node names and the variant; pure, so the schedule shows and replays it.
+    host: what the harness must prepare around the nodes before they start
+        (nemesis.host: "clock" control files, a "cgroup" per node); such a
+        fault is left out of the hunt unless named, as it changes how every
+        node runs.
     """
 
     name: str
@@ -171,6 +181,7 @@ class FaultKind:
     needs_lazyfs: bool = False
     fires_on_events: bool = False
     planner: Planner = one_node
+    host: str = ""
 
     def __call__(self, ctx: FaultContext) -> Fault:
         return self.factory(ctx)
@@ -252,6 +263,22 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           "the adaptive schedule: plays the other named faults (all the system can take "
           "if none are named) and the compositions, steering toward states not reached yet",
           planner=_no_variant(HUNT.name)),
+    _kind(CLOCK, _lazy("nemesis.clock", "clock_fault"),
+          "set a node's wall clock off through libfaketime",
+          variants=lambda: ("skew=<S>", "bump=<S>", "strobe=<S>,period=<P>"),
+          default="a skew of 1-30 s either way", planner=_planner("nemesis.clock", "plan"),
+          host=CLOCK_FILES),
+    _kind(CPU, _lazy("nemesis.pressure", "cpu_fault"), "limit a node to a fraction of a core",
+          variants=_names("nemesis.pressure", "CPU_VARIANTS"), default="limit=0.1, one node",
+          planner=_planner("nemesis.pressure", "plan_cpu"), host=CGROUP),
+    _kind(MEMORY, _lazy("nemesis.pressure", "memory_fault"),
+          "squeeze a node's memory to a share of what it uses",
+          variants=_names("nemesis.pressure", "MEMORY_VARIANTS"),
+          default="pressure=1.0, one node", planner=_planner("nemesis.pressure", "plan_memory"),
+          host=CGROUP),
+    _kind(STRESS, _lazy("nemesis.pressure", "stress_fault"), "run stress-ng in a node's cgroup",
+          variants=_names("nemesis.pressure", "STRESS_VARIANTS"), default="cpu=1, one node",
+          planner=_planner("nemesis.pressure", "plan_stress"), host=CGROUP),
 )}
 
 
@@ -271,6 +298,12 @@ def heal_f(fault: Fault) -> str:
 
 def needs_lazyfs(specs: Sequence[str]) -> bool:
     return any(split_spec(s)[0] in LAZYFS_FAULTS for s in specs)
+
+
+def host_needs(specs: Sequence[str]) -> set[str]:
+    """What the harness must prepare around the nodes for `specs` (FaultKind.host)."""
+    kinds = (FAULTS.get(split_spec(s)[0]) for s in specs)
+    return {k.host for k in kinds if k is not None and k.host}
 
 
 def register_fault(name: str, factory: FaultFactory, help: str = "a plug-in fault",

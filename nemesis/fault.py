@@ -71,6 +71,10 @@ class FaultContext:
 
 FaultFactory = Callable[[FaultContext], Fault]
 
+# What a fault kind may need the harness to prepare around the nodes before
+# they start (FaultKind.host; nemesis.host makes them).
+CLOCK_FILES, CGROUP = "clock-files", "cgroup"
+
 
 def split_spec(spec: str) -> tuple[str, str | None]:
     """`"partition:one-way"` -> (`"partition"`, `"one-way"`)."""

@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -30,6 +30,7 @@ from nemesis.address_plan import (  # noqa: F401 (re-exported: the plan's names)
     SUBNET_PREFIX,
     node_address,
 )
+from nemesis.cgroups import join_cgroups
 
 NETNS_DIR = Path("/run/netns")
 CLONE_NEWNET = 0x40000000
@@ -135,19 +136,22 @@ def die_with_parent() -> None:
         raise OSError(err, f"prctl(PR_SET_PDEATHSIG) failed: {os.strerror(err)}")
 
 
-def preexec_in_netns(name: str, die_with_parent_thread: bool) -> Callable[[], None]:
+def preexec_in_netns(name: str, die_with_parent_thread: bool,
+                     cgroups: Sequence[Path] = ()) -> Callable[[], None]:
     def enter() -> None:
         if die_with_parent_thread:
             die_with_parent()
+        join_cgroups(cgroups)
         setns(name)
     return enter
 
 
 def popen_in_netns(name: str, argv: list[str], die_with_parent: bool = False,
-                   **kwargs: Any) -> subprocess.Popen[bytes]:
+                   cgroups: Sequence[Path] = (), **kwargs: Any) -> subprocess.Popen[bytes]:
     """Start `argv` in namespace `name`; `die_with_parent`: SIGKILLed when the
-    forking thread exits (fork from a thread that lives as long as the child should)."""
-    return subprocess.Popen(argv, preexec_fn=preexec_in_netns(name, die_with_parent),
+    forking thread exits (fork from a thread that lives as long as the child
+    should); `cgroups`: groups it joins before it runs (nemesis.host)."""
+    return subprocess.Popen(argv, preexec_fn=preexec_in_netns(name, die_with_parent, cgroups),
                             **kwargs)
 
 

@@ -128,6 +128,18 @@ class AppliedState(Protocol):
 
 
 @runtime_checkable
+class PreloadClock(Protocol):
+    """An adapter that says whether its node processes read the clock through
+    libc, where an LD_PRELOAD library (libfaketime) can set it off: the clock
+    faults (nemesis.clock) need True. `clock_note`: how its nodes read the
+    clock, said when a clock fault is refused (a Go binary reads it through
+    the vDSO, past any preload)."""
+
+    clock_preload: bool
+    clock_note: str
+
+
+@runtime_checkable
 class NodeLogPatterns(Protocol):
     """An adapter that says which lines of its nodes' stdout/stderr mean a node
     tripped over itself (its own guards, assertions, crashes): regular

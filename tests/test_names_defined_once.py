@@ -34,6 +34,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("nodes/raft/requests.py", "log"): "the client protocol's `log` field",
     ("nodes/raft/storage.py", "log"): "the node's log directory",
     ("nemesis/reformat.py", "reformat"): "the db's `reformat` method the fault needs",
+    ("nemesis/cgroups.py", "cpu"): "the kernel's cpu cgroup controller",
+    ("nemesis/cgroups.py", "memory"): "the kernel's memory cgroup controller",
+    ("nemesis/pressure.py", "cpu"): "stress-ng's cpu stressor (stress:cpu=N)",
     # nodes/ imports nothing above it, so the calibration rows (the fault and
     # the checkers that expose each switch) name them as run configuration
     # does; test_calibration_names_only_registered_faults_and_checkers holds

@@ -97,5 +97,5 @@ def test_systems_command_lists_every_registered_name(capsys):
     assert set(doc["systems"]) == set(registry.names())
     assert doc["systems"]["raft"]["workloads"] == RAFT.workloads
     assert doc["systems"]["etcd"]["faults_it_cannot_take"] == [
-        f.name for f in catalog.faults() if "events" in f.needs]
+        f.name for f in catalog.faults() if {"events", "preload-clock"} & f.needs]
     assert {w.name for w in catalog.workloads()} == set(doc["workloads"])

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from checkers.anomaly_text import sentence
+from harness.report.clock_plot import render_clock_plot
 from harness.report.data import NS, OUTCOMES, PERCENTILES, RunReport
 from harness.report.explain import compact
 from harness.report.svg import (
@@ -335,7 +336,8 @@ def _timeline_section(report: RunReport) -> str:
     return ("<h2>Timeline</h2>" + _legend(sorted({w.f for w in tl.faults}))
             + render_timeline(tl)
             + "<p class='stats'>Shaded: a fault in force. Hover a band, bar or marker for "
-              "its exact times.</p>" + _fault_list(tl) + _leader_list(tl))
+              "its exact times.</p>" + render_clock_plot(tl) + _fault_list(tl)
+            + _leader_list(tl))
 
 
 def _fault_list(tl: Any) -> str:

@@ -121,6 +121,10 @@ class Cluster:
         self.exits: list[dict[str, Any]] = []
         self._exit_watch_stop = threading.Event()
         self._exit_watch: threading.Thread | None = None
+        # What each node's processes start with besides the argv: environment
+        # additions and cgroups to join (nemesis.host, for the host faults).
+        self.node_env: dict[str, dict[str, str]] = {}
+        self.node_cgroups: dict[str, list[Path]] = {}
 
     # --- names and addresses (the nemesis contract) ---------------------------
 
@@ -272,11 +276,13 @@ class Cluster:
         argv = self.db.argv(node, self.nodes, fresh)
         stdout = open(node.log_dir / "stdout.log", "ab")
         stderr = open(node.log_dir / "stderr.log", "ab")
+        env = {**os.environ, **self.node_env[name]} if self.node_env.get(name) else None
         try:
             popen = self._spawner.submit(
                 popen_in_netns, self.netns_of(name), argv, stdin=subprocess.DEVNULL,
                 stdout=stdout, stderr=stderr, start_new_session=True, close_fds=True,
-                die_with_parent=True).result()
+                die_with_parent=True, cgroups=self.node_cgroups.get(name, ()),
+                env=env).result()
         except BaseException:
             stdout.close()
             stderr.close()

@@ -11,7 +11,7 @@ from typing import Any
 from checkers.faults import HUNT
 from checkers.history import non_finite_in
 from faultline import registry as systems
-from faultline.catalog import unmet_needs
+from faultline.catalog import PRELOAD_CLOCK, unmet_needs
 from harness.run.bounds import CHECK_BUDGETS, RUN_FIELDS, THRESHOLD
 from harness.run.clients import WORKER_MIB, max_concurrency
 from harness.run.errors import UserError
@@ -111,7 +111,8 @@ def validate(c: RunConfig) -> RunConfig:
     for spec in c.nemesis:
         check_variant(spec, c.nodes)
         # A fault that fires on node event lines would never fire: say so now.
-        unmet = unmet_needs(spec, system)
+        # (A clock the system cannot take is refused below, in the adapter's words.)
+        unmet = unmet_needs(spec, system) - {PRELOAD_CLOCK}
         if unmet:
             raise ConfigError(f"nemesis {spec} needs node {', '.join(sorted(unmet))} lines, "
                               f"which system {c.db} does not leave")
@@ -247,15 +248,16 @@ def kinds_left_out(c: RunConfig, events: list[Any]) -> list[str]:
 def hunt_repertoire(system: Any, nodes: int) -> list[str]:
     """Every registered fault `system` can take on `nodes` nodes: those whose
     node lines it leaves, that its adapter can do, and (LazyFS faults) when
-    LazyFS is installed here. Resolved once, into the run's config, so a
-    replay or a re-check reads the list that ran."""
+    LazyFS is installed here; host faults (clock, cgroup) only when named.
+    Resolved once, into the run's config, so a replay or a re-check reads the
+    list that ran."""
     from nemesis.base import LAZYFS_FAULTS, FaultContext, make_fault
     from nemesis.lazyfs import check_installed
     lazyfs = check_installed() is None
     db = system.db()
     out = []
     for name in FAULTS:
-        if name == HUNT.name or unmet_needs(name, system) or (
+        if name == HUNT.name or unmet_needs(name, system) or FAULTS[name].host or (
                 name in LAZYFS_FAULTS and not lazyfs):
             continue
         try:
@@ -300,7 +302,15 @@ def parse_nemesis(text: str) -> list[str]:
     text = text.strip()
     if text in ("", "none"):
         return []
-    return [part.strip() for part in text.split(",") if part.strip()]
+    # A variant may hold commas (`clock:strobe=2,period=0.1`): a part that
+    # names no fault continues the variant before it.
+    specs: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if part and specs and ":" in specs[-1] and part.split(":", 1)[0] not in FAULTS:
+            specs[-1] += "," + part
+        elif part:
+            specs.append(part)
+    return specs
 
 
 def _check_models(c: RunConfig) -> None:

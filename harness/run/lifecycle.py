@@ -55,6 +55,7 @@ from nemesis.base import (
     CompositeNemesis,
     FaultContext,
     NemesisRunner,
+    host_needs,
     needs_lazyfs,
     split_spec,
 )
@@ -189,6 +190,7 @@ class Run:
         self.doc: dict[str, Any] = {}
         self.mounts: dict[str, Any] = {}
         self.mount_processes: dict[str, int] = {}    # node -> journal record of its FUSE process
+        self.host: Any = None    # nemesis.host.NodeHost, when a host fault is in the run
         self.executed: list[dict[str, Any]] = []
         # Set when the final run.json could not be written whole (a full disk).
         self.write_failure: OSError | None = None
@@ -207,6 +209,15 @@ class Run:
             problem = check_installed()
             if problem:
                 raise UserError(problem)
+        from nemesis.host import check_host
+        problem = check_host(host_needs(self.fault_specs()))
+        if problem:
+            raise UserError(problem)
+
+    def fault_specs(self) -> list[str]:
+        """Every fault the run may play: those named, and a replayed schedule's."""
+        return sorted(set(self.config.nemesis)
+                      | {e["fault"] for e in self.config.schedule or ()})
 
     def node_options(self) -> dict[str, Any]:
         opts = dict(self.system.node_defaults)
@@ -319,6 +330,8 @@ class Run:
         with signals_deferred():
             cluster.stop_nodes()
             self._stop_mounts(cluster)
+            if self.host is not None:
+                self.host.teardown()
             cluster.teardown()
         self.doc["end_wall"] = datetime.now(UTC).isoformat()
         self.doc["schedule"] = self.executed
@@ -367,6 +380,14 @@ class Run:
         cluster.setup()
         if needs_lazyfs(self.config.nemesis):
             self._mount_lazyfs(cluster)
+        needs = host_needs(self.fault_specs())
+        if needs:
+            from nemesis.host import prepare
+            assert self.run_dir is not None
+            self.host = prepare(needs, self.run_dir.name, cluster.names,
+                                self.run_dir / "clocks", cluster.resources)
+            cluster.node_env = {n: self.host.launch_env(n) for n in cluster.names}
+            cluster.node_cgroups = {n: self.host.launch_cgroups(n) for n in cluster.names}
         self.doc["nodes"] = {n.name: {"address": n.host, "port": n.port} for n in cluster.nodes}
 
     def _start(self, cluster: Cluster, progress: Progress) -> None:
@@ -392,7 +413,9 @@ class Run:
             sorted({e.fault for e in events} | set(cfg.nemesis)),
             # In a replay, triggers stay silent: what they fired is in the schedule.
             FaultContext(self.db, None, {"mounts": self.mounts,
-                                         "replay": cfg.schedule is not None}))
+                                         "replay": cfg.schedule is not None,
+                                         "host": self.host,
+                                         "clocks": self.host.clocks if self.host else {}}))
         nemesis.setup(cluster)
         runner = NemesisRunner(nemesis, events, recorder.record)
         self.executed = runner.executed

@@ -40,7 +40,7 @@ PR_SET_CHILD_SUBREAPER = 36
 # Two readings of one process's create_time differ by clock-tick rounding only.
 START_TIME_TOLERANCE = 0.05
 # Sweep order: stop what uses things before removing the things.
-SWEEP_ORDER = ("process", "mount", "veth", "netns", "tempdir")
+SWEEP_ORDER = ("process", "cgroup", "mount", "veth", "netns", "tempdir")
 
 
 def state_dir() -> Path:
@@ -243,6 +243,11 @@ def sweep_record(rec: dict[str, Any]) -> str | None:
     if kind == "process":
         if kill_process(rec["pid"], rec.get("pgid"), rec.get("start_time")):
             return f"killed process {rec['pid']}"
+    elif kind == "cgroup":
+        # A node's cgroup (nemesis.host): what still runs in it is killed first.
+        from nemesis.cgroups import remove
+        done = remove(Path(p) for p in rec["paths"])
+        return "; ".join(done) or None
     elif kind == "mount":
         if unmount(rec["path"]):
             return f"unmounted {rec['path']}"

@@ -95,6 +95,9 @@ class EtcdDB:
     artifacts: frozenset[str] = frozenset()
     failure_log_lines = GO_FAILURE_LINES + ETCD_FAILURE_LINES
     benign_log_lines = GO_BENIGN_LINES
+    clock_preload = False
+    clock_note = ("etcd is a Go binary: it reads the clock through the vDSO, not libc, so "
+                  "libfaketime (LD_PRELOAD) cannot set it off")
     # --node-option keys it reads, with their kind (checked before a run starts).
     OPTIONS = {"cluster_token": "string", "heartbeat_ms": "positive-int",
                "election_ms": "positive-int", "pre_vote": "bool", "seed": "int"}

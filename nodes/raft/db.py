@@ -68,6 +68,10 @@ class RaftDB:
     # operating system's answer (a disk fault's I/O error, a lost connection).
     failure_log_lines = PYTHON_FAILURE_LINES
     benign_log_lines = PYTHON_BENIGN_LINES
+    # CPython reads clocks through libc's clock_gettime: libfaketime reaches it.
+    # Its timers (ticks, request expiry, asyncio) use the monotonic clock only.
+    clock_preload = True
+    clock_note = "a Python process: wall and monotonic clocks read through libc"
     # --node-option keys it reads, with their kind (checked before a run starts).
     OPTIONS = {"cluster_id": "string", "tick_ms": "positive-int",
                "request_timeout_ms": "positive-int", "seed": "int", "bugs": "string-list",

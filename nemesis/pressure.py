@@ -1,0 +1,253 @@
+"""Resource pressure on one node, through the cgroup the harness starts it in
+(nemesis.host, nemesis.cgroups):
+
+    cpu:limit=F        the node gets F of one core (cpu.max / cfs quota)
+    memory:pressure=R  the node's memory squeezed to R times what it uses at
+                       inject time (memory.high; on v1 memory.limit_in_bytes)
+    stress:cpu=N       stress-ng beside the node, in its cgroup: N CPU hogs
+    stress:vm=N        ... N workers touching 64 MiB each
+
+Each variant may end in `,leader` (the node leading at inject time) instead
+of a node drawn when planned. The heal lifts the limits (stops stress-ng) on
+every node it touched; each inject's value says what the kernel reports in
+force afterwards (the limit read back), so the history shows it.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from checkers.faults import CPU, MEMORY, STRESS
+from checkers.history import NOOP
+from nemesis.cgroups import NodeCgroup
+from nemesis.fault import ClusterControl, FaultContext
+from nemesis.host import NodeHost
+
+LEADER = "leader"
+DEFAULT_CPU_LIMIT = 0.1
+MIN_CPU_LIMIT = 0.01
+DEFAULT_SQUEEZE = 1.0
+STRESS_KINDS = ("cpu", "vm")
+VM_BYTES = "64M"
+# Variants as `faultline systems` shows them (templates: a hunt that is told
+# to play these faults draws each without a variant).
+CPU_VARIANTS = ("limit=<F>", "limit=<F>,leader")
+MEMORY_VARIANTS = ("pressure=<R>", "pressure=<R>,leader")
+STRESS_VARIANTS = ("cpu=<N>", "vm=<N>", "cpu=<N>,leader")
+
+
+@dataclass(frozen=True)
+class Pressure:
+    key: str          # limit, pressure, cpu, vm
+    amount: float
+    leader: bool = False
+
+
+def parse(fault: str, variant: str | None) -> Pressure:
+    """Pure: a pressure variant of `fault` (cpu, memory, stress)."""
+    keys, default = {CPU.name: (("limit",), ("limit", DEFAULT_CPU_LIMIT)),
+                     MEMORY.name: (("pressure",), ("pressure", DEFAULT_SQUEEZE)),
+                     STRESS.name: (STRESS_KINDS, ("cpu", 1))}[fault]
+    if variant is None:
+        return Pressure(*default)
+    parts = [p.strip() for p in variant.split(",") if p.strip()]
+    leader = LEADER in parts
+    parts = [p for p in parts if p != LEADER]
+    if not parts:
+        return Pressure(*default, leader=leader)
+    if len(parts) > 1:
+        raise ValueError(f"{fault} takes one of {', '.join(keys)} (maybe with ,leader), "
+                         f"not {variant!r}")
+    key, eq, text = parts[0].partition("=")
+    if key not in keys:
+        raise ValueError(f"{fault} variant must be one of {', '.join(k + '=' for k in keys)}"
+                         f" (maybe with ,leader), not {variant!r}")
+    amount = default[1] if not eq else _amount(fault, key, text)
+    return Pressure(key, amount, leader)
+
+
+def _amount(fault: str, key: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{fault}:{key} takes a number, not {text!r}") from None
+    if fault == CPU.name and not MIN_CPU_LIMIT <= value <= 64:
+        raise ValueError(f"cpu:limit is a fraction of one core, {MIN_CPU_LIMIT}..64, "
+                         f"not {text}")
+    if fault == MEMORY.name and not 0.05 <= value <= 1.0:
+        raise ValueError(f"memory:pressure is a share of what the node uses, 0.05..1, not {text}")
+    if fault == STRESS.name and (value != int(value) or not 1 <= value <= 16):
+        raise ValueError(f"stress:{key} takes a worker count 1..16, not {text}")
+    return value
+
+
+def plan(fault: str, rng: random.Random, nodes: Sequence[str], variant: str | None
+         ) -> dict[str, Any]:
+    """Pure: the leader (found at inject time), or a node drawn now."""
+    p = parse(fault, variant)
+    return {"targets": LEADER} if p.leader else {"nodes": [rng.choice(sorted(nodes))]}
+
+
+def plan_cpu(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
+    return plan(CPU.name, rng, nodes, variant)
+
+
+def plan_memory(rng: random.Random, nodes: Sequence[str], variant: str | None
+                ) -> dict[str, Any]:
+    return plan(MEMORY.name, rng, nodes, variant)
+
+
+def plan_stress(rng: random.Random, nodes: Sequence[str], variant: str | None
+                ) -> dict[str, Any]:
+    return plan(STRESS.name, rng, nodes, variant)
+
+
+def _targets(cluster: ClusterControl, params: Mapping[str, Any]) -> list[str]:
+    if params.get("nodes"):
+        return list(params["nodes"])
+    leader = cluster.leader()
+    if leader is None:
+        raise RuntimeError("no leader to target")
+    return [leader]
+
+
+class _PressureFault:
+    fault = CPU
+
+    def __init__(self, variant: str | None, host: NodeHost | None) -> None:
+        self.pressure = parse(self.fault.name, variant)
+        self.host = host or NodeHost()
+        self.touched: set[str] = set()
+
+    def _cgroup(self, node: str) -> NodeCgroup:
+        cg = self.host.cgroups.get(node)
+        if cg is None:
+            raise RuntimeError(f"{node} was started without a cgroup of its own")
+        return cg
+
+
+class CpuLimitFault(_PressureFault):
+    fault = CPU
+    name, heal_f = CPU.name, CPU.heal_f
+
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
+               ) -> dict[str, Any]:
+        nodes = _targets(cluster, params)
+        for n in nodes:
+            self._cgroup(n).set_cpu(self.pressure.amount)
+            self.touched.add(n)
+        return {"nodes": nodes, "limit": self.pressure.amount,
+                "in_force": {n: self._cgroup(n).cpu_limit() for n in nodes}}
+
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
+        nodes = sorted(self.touched)
+        for n in nodes:
+            self._cgroup(n).set_cpu(None)
+        self.touched.clear()
+        return {"nodes": nodes} if nodes else {"nodes": [], NOOP: "no node was limited"}
+
+
+class MemoryPressureFault(_PressureFault):
+    fault = MEMORY
+    name, heal_f = MEMORY.name, MEMORY.heal_f
+
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
+               ) -> dict[str, Any]:
+        nodes = _targets(cluster, params)
+        down = [n for n in nodes if not cluster.is_running(n)]
+        if down:
+            # Its group holds nothing to measure: a squeeze to that would
+            # kill the node the moment something starts it again.
+            return {"nodes": nodes, NOOP: f"{' '.join(down)} not running"}
+        used, limits = {}, {}
+        for n in nodes:
+            cg = self._cgroup(n)
+            used[n] = cg.memory_usage()
+            limit = max(1 << 20, int(used[n] * self.pressure.amount))
+            try:
+                cg.set_memory_high(limit)
+            except OSError:
+                # v1 refuses (EBUSY) a limit it cannot reclaim down to: the
+                # squeeze is then what it holds now, so any growth is reclaimed.
+                cg.set_memory_high(cg.memory_usage())
+            self.touched.add(n)
+            limits[n] = cg.memory_high()
+        return {"nodes": nodes, "used": used, "in_force": limits}
+
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
+        nodes = sorted(self.touched)
+        events, kills = {}, {}
+        for n in nodes:
+            cg = self._cgroup(n)
+            events[n], kills[n] = cg.memory_high_events(), cg.oom_kills()
+            cg.set_memory_high(None)
+        self.touched.clear()
+        if not nodes:
+            return {"nodes": [], NOOP: "no node was squeezed"}
+        # Counted since the group was made: what the squeezes did to each node.
+        return {"nodes": nodes, "high_events": events, "oom_kills": kills}
+
+
+class StressFault(_PressureFault):
+    fault = STRESS
+    name, heal_f = STRESS.name, STRESS.heal_f
+
+    def __init__(self, variant: str | None, host: NodeHost | None) -> None:
+        super().__init__(variant, host)
+        self.running: dict[str, Any] = {}
+
+    def argv(self) -> list[str]:
+        n = str(int(self.pressure.amount))
+        if self.pressure.key == "vm":
+            return ["stress-ng", "--vm", n, "--vm-bytes", VM_BYTES, "--quiet"]
+        return ["stress-ng", "--cpu", n, "--quiet"]
+
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
+               ) -> dict[str, Any]:
+        nodes = _targets(cluster, params)
+        pids = {}
+        for n in nodes:
+            self._cgroup(n)
+            if n in self.running:
+                continue
+            popen = self.host.spawn_beside(n, self.argv())
+            self.running[n] = popen
+            pids[n] = popen.pid
+        value: dict[str, Any] = {"nodes": nodes, "argv": self.argv(), "pids": pids}
+        if not pids:
+            value[NOOP] = f"stress-ng already beside {' '.join(nodes)}"
+        return value
+
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
+        nodes = sorted(self.running)
+        for n in nodes:
+            self.host.stop_beside(self.running.pop(n))
+        return {"nodes": nodes} if nodes else {"nodes": [], NOOP: "no stress-ng was running"}
+
+    def teardown(self, cluster: ClusterControl) -> None:
+        self.heal(cluster)
+
+
+def check_stress_installed() -> str | None:
+    if shutil.which("stress-ng"):
+        return None
+    return "stress needs stress-ng: apt-get install stress-ng"
+
+
+def cpu_fault(ctx: FaultContext) -> CpuLimitFault:
+    return CpuLimitFault(ctx.variant, ctx.extras.get("host"))
+
+
+def memory_fault(ctx: FaultContext) -> MemoryPressureFault:
+    return MemoryPressureFault(ctx.variant, ctx.extras.get("host"))
+
+
+def stress_fault(ctx: FaultContext) -> StressFault:
+    problem = check_stress_installed()
+    if problem:
+        raise ValueError(problem)
+    return StressFault(ctx.variant, ctx.extras.get("host"))

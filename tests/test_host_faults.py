@@ -1,0 +1,289 @@
+"""Host faults, pure parts: clock and pressure variants, plans, the cgroup
+file formats, the libfaketime environment, and how the registry, the
+catalog and the run's validation treat them (a system that cannot take a
+clock fault is refused before anything starts)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from checkers.faults import CLOCK, CPU, FAULT_OPS, MEMORY, STRESS
+from faultline import builtin, catalog
+from harness.run.config import ConfigError, RunConfig, hunt_repertoire, validate
+from nemesis import cgroups, clock, pressure
+from nemesis.base import FAULTS, FaultContext, host_needs, make_fault
+from nemesis.schedule import schedule
+
+NODES = ["n1", "n2", "n3"]
+
+
+# --- clock variants -----------------------------------------------------------
+
+@pytest.mark.parametrize("variant, expected", [
+    (None, clock.ClockVariant("skew", None)),
+    ("skew=5", clock.ClockVariant("skew", 5.0)),
+    ("bump=-2.5", clock.ClockVariant("bump", -2.5)),
+    ("strobe", clock.ClockVariant("strobe", 1.0)),
+    ("strobe=3,period=0.2", clock.ClockVariant("strobe", 3.0, 0.2)),
+])
+def test_clock_variants_parse(variant, expected) -> None:
+    assert clock.parse_variant(variant) == expected
+
+
+@pytest.mark.parametrize("variant", ["jump=5", "skew=5x", "skew=nan", "skew=1e12",
+                                     "skew=5,period=1", "strobe=1,period=0.001",
+                                     "strobe=1,monotonic", ""])
+def test_bad_clock_variants_are_refused(variant) -> None:
+    with pytest.raises(ValueError):
+        clock.parse_variant(variant)
+
+
+def test_clock_plan_is_a_function_of_the_rng() -> None:
+    a = clock.plan(random.Random(7), NODES, None)
+    assert a == clock.plan(random.Random(7), NODES, None)
+    assert a["mode"] == "skew" and 1.0 <= abs(a["seconds"]) <= clock.DEFAULT_MAX_SKEW_S
+    assert clock.plan(random.Random(7), NODES, "bump=4")["seconds"] == 4.0
+    assert clock.plan(random.Random(7), NODES, "strobe=2,period=0.1")["period_s"] == 0.1
+
+
+def test_offset_text_is_what_libfaketime_reads() -> None:
+    assert clock.offset_text(5) == "+5.000000"
+    assert clock.offset_text(-0.25) == "-0.250000"
+    assert clock.offset_text(0) == "+0.000000"
+
+
+def test_faketime_env_leaves_the_monotonic_clock_and_its_waits_alone() -> None:
+    env = clock.faketime_env(Path("/x/n1.faketime"))
+    assert env["FAKETIME_TIMESTAMP_FILE"] == "/x/n1.faketime"
+    assert env["FAKETIME_NO_CACHE"] == "1"
+    assert env["FAKETIME_DONT_FAKE_MONOTONIC"] == "1"
+    assert env["FAKETIME_FORCE_MONOTONIC_FIX"] == "0"
+    assert env["LD_PRELOAD"].endswith("libfaketime.so.1")
+
+
+class _Names:
+    names = NODES
+
+
+def test_skew_bump_and_heal_write_the_control_files(tmp_path: Path) -> None:
+    files = {n: tmp_path / f"{n}.faketime" for n in NODES}
+    for f in files.values():
+        clock.write_offset(f, 0)
+    fault = clock.ClockFault("bump=2", files)
+    cluster = _Names()
+    v = fault.inject(cluster, random.Random(0), {"nodes": ["n2"], "mode": "bump", "seconds": 2})
+    assert v["offsets"] == {"n2": 2.0}
+    fault.inject(cluster, random.Random(0), {"nodes": ["n2"], "mode": "bump", "seconds": 2})
+    assert files["n2"].read_text().strip() == "+4.000000"      # bumps add up
+    fault.inject(cluster, random.Random(0), {"nodes": ["n2"], "mode": "skew", "seconds": -1})
+    assert files["n2"].read_text().strip() == "-1.000000"      # a skew sets
+    assert files["n1"].read_text().strip() == "+0.000000"
+    healed = fault.heal(cluster)
+    assert healed["nodes"] == ["n2"] and files["n2"].read_text().strip() == "+0.000000"
+    assert "noop" in fault.heal(cluster)
+
+
+def test_strobe_flaps_until_the_heal(tmp_path: Path) -> None:
+    f = tmp_path / "n1.faketime"
+    clock.write_offset(f, 0)
+    fault = clock.ClockFault("strobe=3,period=0.01", {"n1": f})
+    fault.inject(_Names(), random.Random(0),
+                 {"nodes": ["n1"], "mode": "strobe", "seconds": 3, "period_s": 0.01})
+    seen = set()
+    for _ in range(2000):
+        seen.add(f.read_text().strip())
+        if len(seen) == 2:
+            break
+    assert seen == {"+3.000000", "+0.000000"}
+    fault._stop_strobe()
+    clock.write_offset(f, 0)
+    fault.offsets["n1"] = 0.0       # stopped just as it flapped back
+    assert fault.heal(_Names())["nodes"] == ["n1"]
+    assert f.read_text().strip() == "+0.000000"
+    assert fault._strobe is None
+
+
+# --- refusal: a declared ability, before anything starts ----------------------------
+
+def test_etcd_cannot_take_clock_faults_and_says_why() -> None:
+    assert catalog.unmet_needs("clock:skew=5", builtin.ETCD) == {catalog.PRELOAD_CLOCK}
+    assert not catalog.unmet_needs("clock:skew=5", builtin.RAFT)
+    with pytest.raises(ValueError, match="vDSO"):
+        make_fault("clock:skew=5", FaultContext(builtin.ETCD.db()))
+    with pytest.raises(ConfigError, match="cannot run on system etcd.*vDSO"):
+        validate(RunConfig(db="etcd", workload="register", nemesis=["clock:skew=5"]))
+    validate(RunConfig(db="raft", workload="register", nemesis=["clock:skew=5"]))
+
+
+def test_an_adapter_that_declares_nothing_is_refused() -> None:
+    class Silent:
+        kind = "silent"
+
+    with pytest.raises(ValueError, match="PreloadClock"):
+        make_fault("clock", FaultContext(Silent()))
+
+
+def test_the_pressure_faults_need_no_ability_of_the_system() -> None:
+    for spec in ("cpu", "memory", "stress"):
+        assert not catalog.unmet_needs(spec, builtin.ETCD)
+        validate(RunConfig(db="etcd", workload="register", nemesis=[spec]))
+
+
+# --- pressure variants --------------------------------------------------------------
+
+@pytest.mark.parametrize("fault, variant, expected", [
+    ("cpu", None, pressure.Pressure("limit", 0.1)),
+    ("cpu", "limit=0.25", pressure.Pressure("limit", 0.25)),
+    ("cpu", "limit=0.5,leader", pressure.Pressure("limit", 0.5, True)),
+    ("cpu", "leader", pressure.Pressure("limit", 0.1, True)),
+    ("memory", None, pressure.Pressure("pressure", 1.0)),
+    ("memory", "pressure=0.5", pressure.Pressure("pressure", 0.5)),
+    ("stress", None, pressure.Pressure("cpu", 1)),
+    ("stress", "vm=2", pressure.Pressure("vm", 2.0)),
+])
+def test_pressure_variants_parse(fault, variant, expected) -> None:
+    assert pressure.parse(fault, variant) == expected
+
+
+@pytest.mark.parametrize("fault, variant", [
+    ("cpu", "limit=0"), ("cpu", "limit=x"), ("cpu", "quota=1"), ("memory", "pressure=2"),
+    ("stress", "cpu=1.5"), ("stress", "cpu=99"), ("stress", "io=1"), ("cpu", "limit=1,vm=2"),
+])
+def test_bad_pressure_variants_are_refused(fault, variant) -> None:
+    with pytest.raises(ValueError):
+        pressure.parse(fault, variant)
+    with pytest.raises(ConfigError):
+        validate(RunConfig(db="raft", workload="register", nemesis=[f"{fault}:{variant}"]))
+
+
+def test_pressure_plans_name_a_node_or_the_leader() -> None:
+    plan = FAULTS["cpu"].planner
+    assert plan(random.Random(1), NODES, "limit=0.2,leader") == {"targets": "leader"}
+    node = plan(random.Random(1), NODES, "limit=0.2")["nodes"]
+    assert node == plan(random.Random(1), NODES, None)["nodes"] and node[0] in NODES
+
+
+# --- cgroup files, pure -------------------------------------------------------------
+
+HYBRID = """tmpfs /sys/fs/cgroup tmpfs rw 0 0
+cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0
+cgroup /sys/fs/cgroup/cpuacct cgroup rw,relatime,cpuacct 0 0
+cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0
+cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
+"""
+UNIFIED = "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid 0 0\n"
+
+
+def test_hybrid_hosts_use_the_v1_controllers() -> None:
+    found = cgroups.parse_mounts(HYBRID, {"/sys/fs/cgroup/unified": "hugetlb"})
+    assert found == {"cpu": cgroups.Hierarchy(Path("/sys/fs/cgroup/cpu"), False),
+                     "memory": cgroups.Hierarchy(Path("/sys/fs/cgroup/memory"), False)}
+
+
+def test_unified_hosts_use_v2() -> None:
+    found = cgroups.parse_mounts(UNIFIED, {"/sys/fs/cgroup": "cpuset cpu io memory pids"})
+    assert found == {c: cgroups.Hierarchy(Path("/sys/fs/cgroup"), True) for c in ("cpu", "memory")}
+    assert cgroups.parse_mounts(UNIFIED, {"/sys/fs/cgroup": "io"}) == {}
+
+
+def test_cpu_max_lines() -> None:
+    assert cgroups.cpu_max_text(0.1) == "10000 100000"
+    assert cgroups.cpu_max_text(None) == "max 100000"
+    assert cgroups.cpu_max_text(0.001) == "1000 100000"    # the kernel's floor
+    assert cgroups.read_cpu_limit("10000", "100000") == 0.1
+    assert cgroups.read_cpu_limit("max", "100000") is None
+    assert cgroups.read_cpu_limit("-1", "100000") is None
+
+
+# --- the registry, the catalog, the hunt ----------------------------------------------
+
+def test_each_host_fault_has_its_own_heal() -> None:
+    heals = [FAULT_OPS[f.name].heal_f for f in (CLOCK, CPU, MEMORY, STRESS)]
+    others = {op.heal_f for name, op in FAULT_OPS.items()
+              if name not in (CLOCK.name, CPU.name, MEMORY.name, STRESS.name)}
+    assert len(set(heals)) == 4 and not set(heals) & others
+
+
+def test_host_needs_and_the_catalog() -> None:
+    assert host_needs(["kill", "partition"]) == set()
+    assert host_needs(["clock:skew=1", "cpu", "stress:vm=1"]) == {"clock-files", "cgroup"}
+    needs = {f.name: f.needs for f in catalog.faults()}
+    assert needs["clock"] == {"preload-clock"} and needs["cpu"] == {"cgroup"}
+
+
+def test_the_hunt_plays_host_faults_only_when_named() -> None:
+    repertoire = hunt_repertoire(builtin.RAFT, 3)
+    assert not {"clock", "cpu", "memory", "stress"} & set(repertoire)
+    assert "kill" in repertoire
+
+
+def test_a_schedule_of_host_faults_heals_each_with_its_own_op() -> None:
+    events = schedule(3, ["clock:skew=2", "cpu:limit=0.2"], 2.0, 20.0, NODES)
+    injects = [e for e in events if e.action == "inject"]
+    assert {e.fault for e in injects} == {"clock:skew=2", "cpu:limit=0.2"}
+    assert all(e.params.get("nodes") for e in injects)
+    assert events == schedule(3, ["clock:skew=2", "cpu:limit=0.2"], 2.0, 20.0, NODES)
+
+
+def test_variants_with_commas_survive_the_nemesis_list() -> None:
+    from harness.run.config import parse_nemesis
+    assert parse_nemesis("clock:strobe=2,period=0.1,cpu:limit=0.05,leader,kill") == [
+        "clock:strobe=2,period=0.1", "cpu:limit=0.05,leader", "kill"]
+    assert parse_nemesis("kill,kil") == ["kill", "kil"]          # a typo is still refused
+    assert parse_nemesis("cpu:limit=0.5,kil") == ["cpu:limit=0.5,kil"]
+    with pytest.raises(ConfigError):
+        validate(RunConfig(db="raft", workload="register",
+                           nemesis=parse_nemesis("cpu:limit=0.5,kil")))
+
+
+# --- the report and the checkers ---------------------------------------------------
+
+def _nemesis_ops(*steps):
+    from checkers.history import NEMESIS, Op
+    ops = []
+    for t, f, value in steps:
+        ops.append(Op(0, t, NEMESIS, "invoke", f, None))
+        ops.append(Op(0, t + 1, NEMESIS, "info", f, value))
+    return ops
+
+
+def test_a_host_fault_lasts_until_its_own_heal_and_no_other() -> None:
+    from checkers.availability import fault_windows
+    ops = _nemesis_ops((10, "cpu", {"nodes": ["n1"], "limit": 0.1}),
+                       (20, "heal", {"nodes": []}),              # a partition's heal
+                       (30, "cpu-restore", {"nodes": ["n1"]}))
+    faults, heals = fault_windows(ops, 100)
+    assert [(f["f"], f["start"], f["end"]) for f in faults] == [("cpu", 10, 31)]
+    assert [h["f"] for h in heals] == ["heal", "cpu-restore"]
+
+
+def test_clock_segments_follow_the_recorded_offsets() -> None:
+    from harness.report.clock_plot import clock_segments
+    from harness.report.data import FaultWindow
+    w = [FaultWindow("clock", 10, 50, ["n1"], "clock skew n1",
+                     {"mode": "skew", "seconds": 5, "offsets": {"n1": 5.0}}),
+         FaultWindow("clock", 20, 50, ["n1"], "clock bump n1",
+                     {"mode": "bump", "seconds": 2, "offsets": {"n1": 7.0}}),
+         FaultWindow("clock", 60, 70, ["n2"], "clock strobe n2",
+                    {"mode": "strobe", "seconds": 3, "period_s": 0.2, "offsets": {"n2": 3.0}}),
+         FaultWindow("cpu", 0, 80, ["n1"], "cpu n1", {"limit": 0.1})]
+    segs = clock_segments(w)
+    assert [(s.node, s.start, s.end, s.offset_s, s.strobe_period_s) for s in segs] == [
+        ("n1", 10, 20, 5.0, None), ("n1", 20, 50, 7.0, None), ("n2", 60, 70, 3.0, 0.2)]
+    assert clock_segments(w[3:]) == []
+
+
+def test_the_clock_plot_is_drawn_only_for_clock_faults() -> None:
+    from harness.report.clock_plot import render_clock_plot
+    from harness.report.data import FaultWindow, Timeline
+    skew = FaultWindow("clock", 10, 50, ["n1"], "clock skew n1",
+                       {"mode": "skew", "seconds": -5, "offsets": {"n1": -5.0}})
+    cpu = FaultWindow("cpu", 0, 80, ["n1"], "cpu n1", {"limit": 0.1})
+    def tl(faults):
+        return Timeline(10, 100, {"ok": [0] * 10}, {}, faults, nodes=["n1", "n2"])
+    svg = render_clock_plot(tl([skew, cpu]))
+    assert "clock-plot" in svg and "n1: -5 s" in svg and "-5" in svg
+    assert render_clock_plot(tl([cpu])) == ""
