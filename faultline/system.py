@@ -23,15 +23,7 @@ from typing import Any, Protocol
 
 from checkers.datatypes import LISTS, LOGS, REGISTER_TXNS, REGISTERS
 from checkers.history import Op
-from nodes.db import (
-    DB,
-    GENERIC_TIMERS,
-    AppliedState,
-    NodeLogPatterns,
-    NodeSpec,
-    NodeState,
-    Timers,
-)
+from nodes.db import DB, GENERIC_TIMERS, NodeSpec, NodeState, Timers
 from nodes.log_patterns import (
     GO_BENIGN_LINES,
     GO_FAILURE_LINES,
@@ -41,7 +33,7 @@ from nodes.log_patterns import (
 
 __all__ = ["ARTIFACTS", "GO_BENIGN_LINES", "GO_FAILURE_LINES", "LISTS", "LOGS",
            "PYTHON_BENIGN_LINES", "PYTHON_FAILURE_LINES", "REGISTERS", "REGISTER_TXNS",
-           "AppliedState", "Client", "DB", "NodeLogPatterns", "NodeSpec", "NodeState", "Op",
+           "Client", "DB", "NodeSpec", "NodeState", "Op",
            "System", "Timers", "clients_for"]
 
 # What a node can leave for the checkers besides the history: "log_dump"

@@ -52,6 +52,9 @@ from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabular
     Fault,
     FaultContext,
     FaultFactory,
+    Fires,
+    SetsUp,
+    TearsDown,
     split_spec,
 )
 from nemesis.label import fault_label
@@ -307,7 +310,7 @@ class CompositeNemesis:
     def setup(self, cluster: ClusterControl) -> None:
         self.cluster = cluster
         for fault in self.faults.values():
-            if hasattr(fault, "setup"):
+            if isinstance(fault, SetsUp):
                 fault.setup(cluster)
 
     def inject(self, spec: str, rng: random.Random, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -341,7 +344,7 @@ class CompositeNemesis:
             except Exception as e:
                 errors[spec] = _describe(e)
         for spec, fault in self.faults.items():
-            if hasattr(fault, "teardown"):
+            if isinstance(fault, TearsDown):
                 try:
                     fault.teardown(self.cluster)
                 except Exception as e:
@@ -384,7 +387,7 @@ class NemesisRunner:
             self._connect(fault)
 
     def _connect(self, fault: Fault) -> None:
-        if hasattr(fault, "fire"):
+        if isinstance(fault, Fires):
             fault.fire = self.fire
 
     def fire(self, spec: str, params: dict[str, Any], action: str = "inject",
@@ -443,7 +446,7 @@ class NemesisRunner:
             fault = make_fault(spec, self.nemesis.context)
             self.nemesis.faults[spec] = fault
             self._connect(fault)
-            if hasattr(fault, "setup") and self.nemesis.cluster is not None:
+            if isinstance(fault, SetsUp) and self.nemesis.cluster is not None:
                 fault.setup(self.nemesis.cluster)
         return self.apply(_Fired(round(self.clock() - start, 3), action, spec, params, 0,
                                  note))

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from checkers.faults import LOSE_STATE, LOSE_UNSYNCED, TRUNCATE
+from nemesis.fault import ClusterControl
 from nemesis.lazyfs import LazyFS
 from nemesis.process import choose_targets, resolve_nodes
+from nodes.abilities import StateFiles
 
 Mode = Literal["tail", "length"]
 # lose-unsynced's variants besides the target sets of nemesis.process.
@@ -192,13 +194,6 @@ class LoseUnsyncedFault:
         return {"nodes": cluster.start(names) if names else []}
 
 
-class StateFiles(Protocol):
-    """What `lose-state` needs from the db adapter: the files in which a node
-    keeps the record of its votes (raft: the quorum-state file)."""
-
-    def state_files(self, node: Any) -> list[Path]: ...
-
-
 class LoseStateFault:
     """`lose-state`: the leader goes down and, at the same moment, a follower
     loses its state files (the rest of its disk survives) and restarts at once;
@@ -209,12 +204,12 @@ class LoseStateFault:
     name, heal_f = LOSE_STATE.name, LOSE_STATE.heal_f
 
     def __init__(self, db: Any) -> None:
-        if not hasattr(db, "state_files"):
+        if not isinstance(db, StateFiles):
             raise ValueError("lose-state needs a db that names its nodes' state files")
         self.db: StateFiles = db
         self.down: list[str] = []
 
-    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         leader = cluster.leader()
         followers = sorted(n for n in cluster.names if n != leader and cluster.is_running(n))
@@ -232,7 +227,7 @@ class LoseStateFault:
         return {"nodes": [leader, node], "leader": leader, "lost_state": node,
                 "removed": removed}
 
-    def heal(self, cluster: Any) -> dict[str, Any]:
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         names, self.down = self.down, []
         return {"nodes": cluster.start(names) if names else []}
 

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nemesis.fault import ClusterControl
+from nodes.db import DB
+
 LEADER_ROLE = "Leader"
 
 
@@ -86,9 +89,9 @@ class EventTail:
         return self.state
 
 
-def event_tail(cluster: Any, db: Any) -> EventTail | None:
+def event_tail(cluster: ClusterControl, db: DB | None) -> EventTail | None:
     """A tail of the nodes' stdout logs, if the system leaves event lines there."""
-    if "events" not in frozenset(getattr(db, "artifacts", ()) or ()):
+    if db is None or "events" not in frozenset(db.artifacts or ()):
         return None
     from nemesis.triggers import node_log_paths
     return EventTail(node_log_paths(cluster))

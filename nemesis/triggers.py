@@ -61,8 +61,9 @@ from checkers.faults import (
     POWER_CUT_AFTER_COMMIT,
     POWER_CUT_AFTER_VOTE,
 )
-from nemesis.fault import FaultContext
+from nemesis.fault import ClusterControl, FaultContext
 from nemesis.partition import isolate
+from nodes.abilities import LogGrowth, NodeStatus
 
 # How often the watcher looks at the logs: fast while armed, idle otherwise.
 ARMED_POLL_S = 0.001
@@ -154,7 +155,7 @@ class Watcher:
             self._wake.clear()
 
 
-def node_log_paths(cluster: Any) -> dict[str, Path]:
+def node_log_paths(cluster: ClusterControl) -> dict[str, Path]:
     return {n.name: Path(n.log_dir) / "stdout.log" for n in cluster.nodes}
 
 
@@ -167,7 +168,7 @@ class TriggerFault:
     def __init__(self, ctx: FaultContext) -> None:
         self.replay = bool(ctx.extras.get("replay"))
         self.fire: FireFn | None = None       # set by the NemesisRunner
-        self.cluster: Any = None
+        self.cluster: ClusterControl   # set by setup(), before any inject
         self.roles: dict[str, str] = {}
         self.fired: list[dict[str, Any]] = []
         self._armed = False
@@ -177,14 +178,14 @@ class TriggerFault:
 
     # --- the Fault interface ----------------------------------------------------
 
-    def setup(self, cluster: Any) -> None:
+    def setup(self, cluster: ClusterControl) -> None:
         self.cluster = cluster
         if not self.replay:
             self._watcher = Watcher(node_log_paths(cluster), self.on_event, lambda: self._armed)
             self._watcher.poll()   # skip what happened before the run's nemesis started
             self._watcher.start()
 
-    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         with self._lock:
             self._armed = not self.replay
@@ -204,13 +205,13 @@ class TriggerFault:
         """A fault to run right after arming, to bring on the moment watched for."""
         return None
 
-    def heal(self, cluster: Any) -> dict[str, Any]:
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         with self._lock:
             self._armed = False
         down = [n for n in cluster.names if not cluster.is_running(n)]
         return {"nodes": cluster.start(down, fresh=False)}
 
-    def teardown(self, cluster: Any) -> None:
+    def teardown(self, cluster: ClusterControl) -> None:
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
@@ -287,12 +288,12 @@ class PowerCut(TriggerFault):
         if self.mounts is None:
             raise ValueError(f"{self.name} needs the nodes' data dirs on LazyFS mounts")
 
-    def setup(self, cluster: Any) -> None:
+    def setup(self, cluster: ClusterControl) -> None:
         for fs in self.mounts.values():
             fs.set_fsync_delay(self.fsync_delay_ms)
         super().setup(cluster)
 
-    def teardown(self, cluster: Any) -> None:
+    def teardown(self, cluster: ClusterControl) -> None:
         super().teardown(cluster)
         for fs in self.mounts.values():
             try:
@@ -419,7 +420,7 @@ class FastFailover(PowerCut):
         super().__init__(ctx, parse_fsync_delay(ctx.variant))
         self.spec = self.name if ctx.variant is None else f"{self.name}:{ctx.variant}"
         self.db = ctx.db
-        if not all(hasattr(self.db, m) for m in ("status", "grow_log")):
+        if not (isinstance(self.db, NodeStatus) and isinstance(self.db, LogGrowth)):
             raise ValueError(f"{self.name} needs a DB adapter with status and grow_log "
                              "(the raft store's)")
         self.isolated: str | None = None
@@ -433,7 +434,7 @@ class FastFailover(PowerCut):
     def rearmed(self) -> None:
         self.isolated, self.stage, self.vote = None, "vote", {}
 
-    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         if params.get("step") == self.GROW:
             return self.grow(cluster, params)
@@ -485,7 +486,7 @@ class FastFailover(PowerCut):
             return [(KILL.name, {}, "heal")]
         return []
 
-    def heal(self, cluster: Any) -> dict[str, Any]:
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         with self._lock:
             # Armed but no election came: the leader is still cut off.
             still_cut = self._armed and self.isolated is not None and self.stage == "vote"
@@ -498,7 +499,7 @@ class FastFailover(PowerCut):
         # As power-cut-after-vote: no write begun after the vote line is durable sooner.
         return self.fsync_delay_ms - after["frozen_after_ms"]
 
-    def grow(self, cluster: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+    def grow(self, cluster: ClusterControl, params: Mapping[str, Any]) -> dict[str, Any]:
         """Grow the new leader's log to the old one's end, read once the old
         one has resigned (then nothing more reaches its log)."""
         node, over = params["node"], params["over"]
@@ -513,7 +514,7 @@ class FastFailover(PowerCut):
         return {"step": self.GROW, "over": over, "over_role": old.get("role"),
                 "role": new.get("role"), **grown}
 
-    def _wait_for(self, cluster: Any, node: str, ok: Callable[[dict[str, Any]], bool],
+    def _wait_for(self, cluster: ClusterControl, node: str, ok: Callable[[dict[str, Any]], bool],
                   deadline: float) -> dict[str, Any]:
         """The node's status once `ok` holds for it, or at the deadline."""
         while True:

@@ -33,7 +33,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("nemesis/observe.py", "truncate"): "the `truncate` event line (docs/contracts.md)",
     ("nodes/raft/requests.py", "log"): "the client protocol's `log` field",
     ("nodes/raft/storage.py", "log"): "the node's log directory",
-    ("nemesis/reformat.py", "reformat"): "the db's `reformat` method the fault needs",
     # nodes/ imports nothing above it, so the calibration rows (the fault and
     # the checkers that expose each switch) name them as run configuration
     # does; test_calibration_names_only_registered_faults_and_checkers holds

@@ -19,6 +19,7 @@ from harness.run.seeds import SCHEME, SCHEMES
 from nemesis.address_plan import MAX_NODES
 from nemesis.base import FAULTS
 from workloads import register
+from workloads.contract import ChecksOptions
 from workloads.options import NODE_NAMES, OPTION_KINDS, kinds
 from workloads.registry import WORKLOADS
 
@@ -145,10 +146,10 @@ def validate(c: RunConfig) -> RunConfig:
     _check_models(c)
     _check_thresholds(c.thresholds)
     _check_lin_options(c.lin_options)
-    check_options = getattr(WORKLOADS[c.workload], "check_options", None)
-    if check_options is not None:
+    workload = WORKLOADS[c.workload]
+    if isinstance(workload, ChecksOptions):
         try:
-            check_options(c.workload_options)
+            workload.check_options(c.workload_options)
         except ValueError as e:
             raise ConfigError(str(e)) from None
     if c.bugs:

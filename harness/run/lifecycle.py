@@ -61,7 +61,8 @@ from nemesis.base import (
 from nemesis.label import fault_label
 from nemesis.netns import preexec_setns
 from nemesis.schedule import Event
-from nodes.db import AppliedState, NodeLogPatterns, ReplicaProgress, Timers
+from nodes.abilities import AppliedState, NodeLogPatterns, ReplicaProgress
+from nodes.db import Timers
 from nodes.log_patterns import GENERIC_BENIGN_LINES, GENERIC_FAILURE_LINES
 from workloads.ops import OpSpec, on_every_node
 from workloads.registry import get as get_workload

@@ -21,7 +21,8 @@ import msgpack
 
 from checkers.rundir import MAX_NODE_STATE_BYTES, NODE_STATE, NODES_DIR
 from harness.run.cluster import Cluster
-from nodes.db import AppliedState, NodeState
+from nodes.abilities import AppliedState
+from nodes.db import NodeState
 
 # How long the nodes get to agree; a little more than a leader's election
 # and a follower's catch-up after the last heal.
