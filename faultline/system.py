@@ -51,7 +51,8 @@ class Client(Protocol):
     a bug in the client and ends the run as a harness error (255). `DATA`: the data types
     whose ops it carries out (REGISTERS, LISTS, REGISTER_TXNS, LOGS)."""
 
-    DATA: tuple[str, ...]
+    @property
+    def DATA(self) -> tuple[str, ...]: ...   # read-only: a class's own (n-tuple) type fits
 
     def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
                  options: dict[str, Any]) -> None: ...
@@ -104,7 +105,7 @@ class System:
                              f"it supports {', '.join(self.workloads)}") from None
 
 
-def clients_for(client: type) -> dict[str, type]:
+def clients_for(client: type[Client]) -> dict[str, type]:
     """A System's `clients` for one client class: every workload whose data
     type (checkers.datatypes) is in the class's `DATA`, so a new workload of
     a type it serves needs no edit here or in the system."""

@@ -284,9 +284,10 @@ class PowerCut(TriggerFault):
     def __init__(self, ctx: FaultContext, fsync_delay_ms: int) -> None:
         super().__init__(ctx)
         self.fsync_delay_ms = fsync_delay_ms
-        self.mounts = ctx.extras.get("mounts")
-        if self.mounts is None:
+        mounts = ctx.extras.get("mounts")
+        if mounts is None:
             raise ValueError(f"{self.name} needs the nodes' data dirs on LazyFS mounts")
+        self.mounts: dict[str, Any] = mounts   # node -> nemesis.lazyfs.LazyFS
 
     def setup(self, cluster: ClusterControl) -> None:
         for fs in self.mounts.values():
@@ -369,7 +370,8 @@ class PowerCutAfterCommit(PowerCut):
         if event.get("event") != "ack":
             return None
         age = event.get("age_ms")
-        young = type(age) in (int, float) and age < self.fsync_delay_ms * YOUNG_SHARE
+        young = (isinstance(age, int | float) and not isinstance(age, bool)
+                 and age < self.fsync_delay_ms * YOUNG_SHARE)
         if not young and self.old_acks < FALLBACK_ACKS:
             self.old_acks += 1
             return None

@@ -21,10 +21,18 @@ class Workload(Protocol):
     ops from a seeded rng; `final_reads` the reads the run ends with, from
     what it issued."""
 
-    NAME: str
-    DATA: str
-    OPTIONS: Mapping[str, Option]
-    CHECKERS: tuple[Checker, ...]
+    # Read-only, so a module's own narrower types (a dict, a 2-tuple) fit.
+    @property
+    def NAME(self) -> str: ...
+
+    @property
+    def DATA(self) -> str: ...
+
+    @property
+    def OPTIONS(self) -> Mapping[str, Option]: ...
+
+    @property
+    def CHECKERS(self) -> tuple[Checker, ...]: ...
 
     def generate(self, rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]: ...
 
