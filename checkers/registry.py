@@ -24,7 +24,7 @@ from checkers.coverage import run_coverage
 from checkers.history import NEMESIS, History, Op, client_ops
 from checkers.rundir import Run, load_dumps, load_events, load_json, load_run
 from checkers.stats import NO_CLIENT_OPS
-from checkers.verdict import Verdict, combine, merge, verdict
+from checkers.verdict import Validity, Verdict, combine, merge, verdict
 from checkers.verdict_store import history_digest, write_verdicts
 
 Options = Mapping[str, Any]
@@ -351,6 +351,6 @@ def rows_from_document(run_id: str, document: dict[str, Any]) -> list[dict[str, 
     return rows
 
 
-def overall_validity(table: Any) -> bool | str:
+def overall_validity(table: Any) -> Validity:
     """The overall validity of a verdict table's `valid` column ("true"/"false"/"unknown")."""
     return combine([{"true": True, "false": False}.get(v, "unknown") for v in table["valid"]])

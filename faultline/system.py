@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from checkers.datatypes import LISTS, LOGS, REGISTER_TXNS, REGISTERS
 from checkers.history import Op
@@ -51,8 +51,9 @@ class Client(Protocol):
     a bug in the client and ends the run as a harness error (255). `DATA`: the data types
     whose ops it carries out (REGISTERS, LISTS, REGISTER_TXNS, LOGS)."""
 
+    # Read-only (a property here), so a class's own `DATA = (REGISTERS,)` fits.
     @property
-    def DATA(self) -> tuple[str, ...]: ...   # read-only: a class's own (n-tuple) type fits
+    def DATA(self) -> tuple[str, ...]: ...
 
     def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
                  options: dict[str, Any]) -> None: ...
@@ -110,5 +111,5 @@ def clients_for(client: type[Client]) -> dict[str, type]:
     type (checkers.datatypes) is in the class's `DATA`, so a new workload of
     a type it serves needs no edit here or in the system."""
     from workloads.registry import WORKLOADS
-    return {name: client for name, workload in sorted(WORKLOADS.items())
-            if workload.DATA in client.DATA}
+    data = cast(tuple[str, ...], client.DATA)   # the class attribute the property stands for
+    return {name: client for name, workload in sorted(WORKLOADS.items()) if workload.DATA in data}

@@ -5,6 +5,7 @@ costs one sentence and no namespaces."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -204,7 +205,7 @@ def _check_workload_options(c: RunConfig) -> None:
     _check_options(c.workload_options, allowed, "--client-option", f"{c.db} x {c.workload}")
 
 
-def _check_options(given: dict[str, Any], allowed: dict[str, str], flag: str,
+def _check_options(given: Mapping[str, Any], allowed: Mapping[str, str], flag: str,
                    what_for: str) -> None:
     for key, value in given.items():
         if key not in allowed:

@@ -458,7 +458,8 @@ class Run:
         if not isinstance(self.db, ReplicaProgress):
             return
         bound = self.timers().recovery_s
-        db = self.db
+        db, run_dir = self.db, self.run_dir
+        assert run_dir is not None   # made before the cluster
 
         def probe() -> dict[str, dict[str, Any] | None]:
             # The nodes' addresses exist only in the run's namespaces.
@@ -472,7 +473,7 @@ class Run:
             self.doc["convergence_error"] = f"{type(e).__name__}: {e}"
             return
         self.doc["convergence"] = record
-        write_run_json(self.run_dir, self.doc)
+        write_run_json(run_dir, self.doc)
         progress.say(f"nodes {'converged' if record['converged'] else 'did not converge'} "
                      f"after {record['waited_s']:g}s (bound {bound:g}s)")
 

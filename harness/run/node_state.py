@@ -39,7 +39,7 @@ def agree(states: Mapping[str, NodeState | None]) -> bool:
 
 
 def _positions(states: Mapping[str, NodeState | None]) -> dict[str, Any]:
-    return {n: (s or {}).get("position") for n, s in states.items()}
+    return {n: None if s is None else s.get("position") for n, s in states.items()}
 
 
 def read_all(db: AppliedState, cluster: Cluster, workload: str) -> dict[str, NodeState | None]:
