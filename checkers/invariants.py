@@ -524,7 +524,7 @@ def _roles_since(evs: list[dict], start_ns: int) -> list[tuple[int, dict]]:
             if ev.get("event") in ("role", "start") and type(ev.get("t")) is int]
 
 
-def _held_since(evs: list[tuple[int, dict]], t: int, role: str, epoch: int,
+def _held_since(evs: list[tuple[int, dict]], t: int, role: str, epoch: int | None,
                 leader: str | None) -> int | None:
     """Since when the node has held (role, epoch, leader) without a break up to t."""
     since = None

@@ -329,7 +329,8 @@ def merge_key_verdicts(per_key: dict[Any, Verdict]) -> Verdict:
     validity = combine([v["valid"] for v in per_key.values()]) if per_key else True
     counts = {"valid": 0, "invalid": 0, "unknown": 0}
     for v in per_key.values():
-        counts[{True: "valid", False: "invalid"}.get(v["valid"], "unknown")] += 1
+        counts["valid" if v["valid"] is True else "invalid" if v["valid"] is False
+               else "unknown"] += 1
     stats: dict[str, Any] = {"keys": len(per_key), "keys_by_validity": counts}
     reasons = [(v.get("stats") or {}).get("reason") for v in per_key.values()
                if v["valid"] == "unknown"]

@@ -1215,7 +1215,8 @@ class Core:
     def _others(self) -> list[str]:
         return [v for v in self.voters if v != self.node_id]
 
-    def _send(self, kind: str, to: str, **fields) -> None:
+    def _send(self, kind: str, to: str | None, **fields) -> None:
+        # `to` None: a follower that knows no leader yet; no link takes it.
         self._outbox.append(
             m.message(kind, self.node_id, to, self._cfg.cluster_id, self._epoch, **fields)
         )

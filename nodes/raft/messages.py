@@ -79,7 +79,8 @@ def entries_from_wire(rows: list) -> list[Entry]:
     return [Entry(int(o), int(ep), bytes(p)) for o, ep, p in rows]
 
 
-def message(kind: str, sender: str, to: str, cluster_id: str, epoch: int, **fields) -> dict:
+def message(kind: str, sender: str, to: str | None, cluster_id: str, epoch: int,
+            **fields) -> dict:
     """A peer message with the header every message carries."""
     msg = {"type": kind, "from": sender, "to": to, "cluster_id": cluster_id, "epoch": epoch}
     msg.update(fields)

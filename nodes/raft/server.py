@@ -324,7 +324,7 @@ class RaftServer:
         if ready.epoch_cache is not None:
             storage.write_epoch_checkpoint(self.data_dir, ready.epoch_cache)
         for msg in ready.messages:
-            link = self._links.get(msg.get("to"))
+            link = self._links.get(msg["to"]) if msg.get("to") is not None else None
             if link is not None:
                 link.send(msg)
         acked = [(entry.offset, age) for entry in ready.committed
