@@ -6,7 +6,9 @@ setup:
 demo: setup
 	bash scripts/demo.sh
 
+# mypy first: a bare `mypy` checks the product code ([tool.mypy] in pyproject.toml).
 test: setup
+	.venv/bin/mypy
 	.venv/bin/python -m pytest -n auto
 
 # Mutation testing of checkers/ and the raft core against the fast tests (not
