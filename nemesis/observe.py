@@ -15,6 +15,7 @@ from typing import Any
 
 from nemesis.fault import ClusterControl
 from nodes.db import DB
+from nodes.raft.events import HW, ROLE, START, TRUNCATE
 
 LEADER_ROLE = "Leader"
 
@@ -46,17 +47,17 @@ def fold(state: EventState, node: str, event: Mapping[str, Any]) -> None:
     epoch = event.get("epoch")
     if type(epoch) is int:
         state.epochs[node] = epoch
-    if kind == "role" and isinstance(event.get("role"), str):
+    if kind == ROLE.name and isinstance(event.get("role"), str):
         state.roles[node] = event["role"]
         if event["role"] == LEADER_ROLE and type(epoch) is int \
                 and (epoch, node) not in state.claims:
             state.claims.append((epoch, node))
             state.elections += 1
-    elif kind == "hw" and type(event.get("hw")) is int:
+    elif kind == HW.name and type(event.get("hw")) is int:
         state.hw[node] = event["hw"]
-    elif kind == "truncate":
+    elif kind == TRUNCATE.name:
         state.truncations += 1
-    elif kind == "start":
+    elif kind == START.name:
         state.restarts += 1
         state.roles[node] = "start"
 

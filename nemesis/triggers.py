@@ -64,6 +64,7 @@ from checkers.faults import (
 from nemesis.fault import ClusterControl, FaultContext
 from nemesis.partition import isolate
 from nodes.abilities import LogGrowth, NodeStatus
+from nodes.raft.events import ACK, ROLE, START, VOTE
 
 # How often the watcher looks at the logs: fast while armed, idle otherwise.
 ARMED_POLL_S = 0.001
@@ -219,9 +220,9 @@ class TriggerFault:
     # --- watching -----------------------------------------------------------------
 
     def on_event(self, node: str, event: dict[str, Any]) -> None:
-        if event.get("event") == "role" and isinstance(event.get("role"), str):
+        if event.get("event") == ROLE.name and isinstance(event.get("role"), str):
             self.roles[node] = event["role"]
-        elif event.get("event") == "start":
+        elif event.get("event") == START.name:
             self.roles[node] = "start"
         # Under the lock to the end: a heal (which takes it) then returns only
         # once a firing in flight has queued its fault, so the runner's final
@@ -269,10 +270,10 @@ class KillAfterVote(TriggerFault):
         return elect(self.name)
 
     def match(self, node: str, event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-        if event.get("event") != "vote":
+        if event.get("event") != VOTE.name:
             return None
         return KILL.name, {"nodes": [node], "trigger": self.name,
-                        "after": {"event": "vote", "node": node, "t": event.get("t"),
+                        "after": {"event": VOTE.name, "node": node, "t": event.get("t"),
                                   "epoch": event.get("epoch")}}
 
 
@@ -336,10 +337,10 @@ class PowerCutAfterVote(PowerCut):
         return elect(self.name)
 
     def match(self, node: str, event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-        if event.get("event") != "vote":
+        if event.get("event") != VOTE.name:
             return None
         return LOSE_UNSYNCED.name, {"nodes": [node], "trigger": self.name,
-                                 "after": {"event": "vote", "node": node, "t": event.get("t"),
+                                 "after": {"event": VOTE.name, "node": node, "t": event.get("t"),
                                            "epoch": event.get("epoch"),
                                            "candidate": event.get("candidate")}}
 
@@ -367,7 +368,7 @@ class PowerCutAfterCommit(PowerCut):
 
     def match(self, node: str, event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
         # Only a leader acknowledges writes: the line names the leader.
-        if event.get("event") != "ack":
+        if event.get("event") != ACK.name:
             return None
         age = event.get("age_ms")
         young = (isinstance(age, int | float) and not isinstance(age, bool)
@@ -380,7 +381,7 @@ class PowerCutAfterCommit(PowerCut):
         count = len(names) // 2 + 1 if self.targets == "majority" else len(names)
         chosen = sorted([node] + self._rng.sample(others, count - 1))
         return LOSE_UNSYNCED.name, {"nodes": chosen, "trigger": self.name,
-                                 "after": {"event": "ack", "node": node, "t": event.get("t"),
+                                 "after": {"event": ACK.name, "node": node, "t": event.get("t"),
                                            "last": event.get("last"), "age_ms": age,
                                            "young": young}}
 
@@ -467,11 +468,11 @@ class FastFailover(PowerCut):
     def steps(self, node: str, event: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
         """What to fire for this line (under the lock), in order."""
         kind = event.get("event")
-        if self.stage == "vote" and kind == "vote" and node != self.isolated:
+        if self.stage == "vote" and kind == VOTE.name and node != self.isolated:
             winner = event.get("candidate")
             if not isinstance(winner, str) or winner == self.isolated:
                 return []
-            after = {"event": "vote", "node": node, "t": event.get("t"),
+            after = {"event": VOTE.name, "node": node, "t": event.get("t"),
                      "epoch": event.get("epoch"), "candidate": winner}
             power_cut = {"nodes": [node], "trigger": self.name, "after": after}
             self.at_once(power_cut)
@@ -481,7 +482,7 @@ class FastFailover(PowerCut):
                     (KILL.name, {"nodes": [winner], "trigger": self.name}, "inject"),
                     (LOSE_UNSYNCED.name, power_cut, "inject"),
                     (PARTITION.name, {}, "heal")]
-        if (self.stage == "leader" and kind == "role" and event.get("role") == "Leader"
+        if (self.stage == "leader" and kind == ROLE.name and event.get("role") == "Leader"
                 and type(event.get("epoch")) is int and type(self.vote["epoch"]) is int
                 and event["epoch"] > self.vote["epoch"]):
             self.stage = "done"

@@ -26,11 +26,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("checkers/models.py", "kv"): "a linearizability model, not the workload",
     ("checkers/models.py", "etcd"): "a register model's flavour: etcd's cas semantics",
     ("checkers/divergence.py", "divergence"): "the anomaly type the checker reports",
-    ("checkers/divergence.py", "truncate"): "the raft node's `truncate` event line",
-    ("checkers/membership.py", "truncate"): "the raft node's `truncate` event line",
-    ("nodes/raft/core.py", "truncate"): "the raft node's `truncate` event line",
-    ("nodes/raft/server.py", "truncate"): "the raft node's `truncate` event line",
-    ("nemesis/observe.py", "truncate"): "the `truncate` event line (docs/contracts.md)",
+    ("nodes/raft/events.py", "truncate"): "the raft node's `truncate` event line, defined there",
     ("nodes/raft/requests.py", "log"): "the client protocol's `log` field",
     ("nodes/raft/storage.py", "log"): "the node's log directory",
     # nodes/ imports nothing above it, so the calibration rows (the fault and

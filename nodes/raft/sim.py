@@ -20,6 +20,7 @@ import msgpack
 
 from nodes.raft import voters as vs
 from nodes.raft.core import Config, Core, Entry, NotLeader, QuorumState, VoterChangeRefused
+from nodes.raft.events import ROLE
 from nodes.raft.roles import FOLLOWER, LEADER
 
 
@@ -322,7 +323,7 @@ class Sim:
         return [
             (t, n, e)
             for t, n, e in self.events
-            if e["event"] == "role" and (name is None or n == name)
+            if e["event"] == ROLE.name and (name is None or n == name)
         ]
 
     # -------------------------------------------------------------- checks
@@ -450,7 +451,7 @@ class Sim:
 
     def _record(self, node: SimNode, event: dict) -> None:
         self.events.append((self.now, node.name, event))
-        if event["event"] == "role" and event["role"] == LEADER:
+        if event["event"] == ROLE.name and event["role"] == LEADER:
             leaders = self.leaders_by_epoch.setdefault(event["epoch"], set())
             leaders.add(node.name)
             if len(leaders) > 1:
