@@ -31,7 +31,7 @@ class FaultInfo:
 
 
 def workloads() -> list[WorkloadInfo]:
-    return [WorkloadInfo(name, dict(getattr(m, "OPTIONS", None) or {}),
+    return [WorkloadInfo(name, dict(m.OPTIONS),
                          " ".join((m.__doc__ or "").strip().split("\n\n")[0].split()))
             for name, m in sorted(WORKLOADS.items())]
 

@@ -54,8 +54,8 @@ def test_the_scan_sees_a_literal_kind_and_an_unlisted_field():
     assert "who" not in BY_CONSTANT["VOTE"].fields
 
 
-LITERAL_KIND = re.compile(r'(get\("event"\)|\["event"\]|\bkind)\s*(==|!=)\s*"(%s)"'
-                          % "|".join(k.name for k in EVENT_KINDS))
+KINDS = "|".join(k.name for k in EVENT_KINDS)
+LITERAL_KIND = re.compile(rf'(get\("event"\)|\["event"\]|\bkind)\s*(==|!=)\s*"({KINDS})"')
 
 
 def test_no_reader_compares_an_event_kind_to_a_literal():

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from checkers.registry import Checker
-from workloads.ops import OpSpec
+from workloads.ops import OpShape, OpSpec
 from workloads.options import Option
 
 
@@ -17,7 +17,8 @@ class Workload(Protocol):
     """NAME: what `--workload` and run.json call it. DATA: the data type its
     ops act on (`checkers.datatypes`), which picks the clients that serve it.
     OPTIONS: its `--client-option` keys. CHECKERS: what judges its answers
-    (the stats and cluster checkers come on top). `generate` yields the run's
+    (the stats and cluster checkers come on top). VALUES: the shapes of its
+    ops' values. `generate` yields the run's
     ops from a seeded rng; `final_reads` the reads the run ends with, from
     what it issued."""
 
@@ -33,6 +34,9 @@ class Workload(Protocol):
 
     @property
     def CHECKERS(self) -> tuple[Checker, ...]: ...
+
+    @property
+    def VALUES(self) -> tuple[OpShape, ...]: ...
 
     def generate(self, rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]: ...
 

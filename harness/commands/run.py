@@ -47,7 +47,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--client-option", action="append", default=[], metavar="K=V",
                    help="client/workload option (repeatable), e.g. serializable_reads=true; "
                         "workload options with their defaults: " + "; ".join(
-                            f"{name}: {describe(getattr(m, 'OPTIONS', {}))}"
+                            f"{name}: {describe(m.OPTIONS)}"
                             for name, m in sorted(WORKLOADS.items())))
     p.add_argument("--threshold", action="append", default=[], metavar="K=V",
                    help="availability threshold, e.g. max_leader_changes_per_heal=1")

@@ -198,10 +198,7 @@ def _check_workload_options(c: RunConfig) -> None:
     """--client-option keys are read by the workload's generator and the db's
     client: a key neither reads (a typo) would silently do nothing."""
     allowed = dict(getattr(systems.get(c.db).client_class(c.workload), "OPTIONS", {}))
-    workload_options = getattr(WORKLOADS[c.workload], "OPTIONS", None)
-    if workload_options is None:
-        return  # a workload that does not declare its options: nothing to check against
-    allowed.update(kinds(workload_options))
+    allowed.update(kinds(WORKLOADS[c.workload].OPTIONS))
     _check_options(c.workload_options, allowed, "--client-option", f"{c.db} x {c.workload}")
 
 
