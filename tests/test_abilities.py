@@ -93,3 +93,11 @@ def test_the_same_fault_accepts_the_raft_adapter(spec):
 def test_only_the_workloads_with_a_linearizability_model_set_checker_options():
     assert {n for n, w in WORKLOADS.items() if isinstance(w, CheckerOptions)} == {"register",
                                                                                   "kv"}
+
+
+def test_extending_md_documents_every_ability_and_its_example_names_one():
+    from pathlib import Path
+    text = (Path(__file__).resolve().parent.parent / "docs" / "extending.md").read_text()
+    for ability in ABILITIES:
+        assert f"`{ability.__name__}`" in text, ability.__name__
+    assert "class RedisDB(DB, Leadership):" in text
