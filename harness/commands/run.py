@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from faultline import registry as systems
 from harness.run.bounds import NonFinite, json_option
@@ -14,6 +15,9 @@ from harness.run.errors import UserError
 from nemesis.base import FAULTS
 from workloads.options import describe
 from workloads.registry import WORKLOADS
+
+if TYPE_CHECKING:   # the run machinery loads only when a run starts
+    from harness.run.lifecycle import RunOutcome
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -101,7 +105,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         raise UserError(str(e)) from None
 
 
-def print_outcome(outcome, stream=None) -> None:
+def print_outcome(outcome: RunOutcome, stream: TextIO | None = None) -> None:
     stream = stream or sys.stdout
     doc = outcome.verdicts or {}
     words = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN"}

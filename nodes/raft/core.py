@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 from nodes.raft import acks, bugs
 from nodes.raft import epoch_cache as ec
@@ -1217,7 +1218,7 @@ class Core:
     def _others(self) -> list[str]:
         return [v for v in self.voters if v != self.node_id]
 
-    def _send(self, kind: str, to: str | None, **fields) -> None:
+    def _send(self, kind: str, to: str | None, **fields: Any) -> None:
         # `to` None: a follower that knows no leader yet; no link takes it.
         self._outbox.append(
             m.message(kind, self.node_id, to, self._cfg.cluster_id, self._epoch, **fields)

@@ -7,6 +7,7 @@ server can put them on the wire without a schema layer.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import msgpack
 
@@ -80,7 +81,7 @@ def entries_from_wire(rows: list) -> list[Entry]:
 
 
 def message(kind: str, sender: str, to: str | None, cluster_id: str, epoch: int,
-            **fields) -> dict:
+            **fields: Any) -> dict:
     """A peer message with the header every message carries."""
     msg = {"type": kind, "from": sender, "to": to, "cluster_id": cluster_id, "epoch": epoch}
     msg.update(fields)

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import heapq
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import msgpack
 
@@ -146,7 +148,7 @@ class Sim:
         for _ in range(ticks):
             self.step()
 
-    def run_until(self, predicate, max_ticks: int) -> bool:
+    def run_until(self, predicate: Callable[[], bool], max_ticks: int) -> bool:
         for _ in range(max_ticks):
             if predicate():
                 return True
@@ -211,7 +213,7 @@ class Sim:
         node.state_lost = True
         self._boot(node)
 
-    def add_node(self, name: str, **config) -> None:
+    def add_node(self, name: str, **config: Any) -> None:
         """Start a node with an empty disk as an observer of the bootstrap voters."""
         if name in self.nodes:
             raise ValueError(f"{name} exists")
