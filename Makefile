@@ -6,7 +6,9 @@ setup:
 demo: setup
 	bash scripts/demo.sh
 
+# mypy first: a bare `mypy` checks the product code ([tool.mypy] in pyproject.toml).
 test: setup
+	.venv/bin/mypy
 	.venv/bin/python -m pytest -n auto
 
 # The suite without the slow end-to-end tests (about a minute or two on 2 cores).

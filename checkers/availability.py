@@ -60,6 +60,7 @@ from checkers.faults import CUT, DEGRADED, DOWN, OTHER_CLUSTER, VOTERS, healed_b
 from checkers.history import NEMESIS, Op, client_ops, collector_paused, noop_reason, pair_ops
 from checkers.impairment import Impairment, timeline
 from checkers.verdict import Verdict, verdict
+from nodes.raft.events import ROLE, START
 
 DEFAULTS = {"gap_s": 2.0, "settle_s": 5.0}
 DERIVED_GRACE_S = 2.0
@@ -233,7 +234,7 @@ def start_line_timers_ms(events: dict[str, list[dict]] | None) -> tuple[int, int
     election = fetch = None
     for evs in (events or {}).values():
         for ev in evs:
-            if ev.get("event") == "start" and type(ev.get("election_timeout_ms")) is int \
+            if ev.get("event") == START.name and type(ev.get("election_timeout_ms")) is int \
                     and type(ev.get("fetch_timeout_ms")) is int:
                 election = max(election or 0, ev["election_timeout_ms"])
                 fetch = max(fetch or 0, ev["fetch_timeout_ms"])
@@ -259,7 +260,7 @@ def start_lines(events: dict[str, list[dict]] | None, start_ns: Any
     if events is None or type(start_ns) is not int:
         return None
     return {node: sorted(ev["t"] - start_ns for ev in evs
-                         if ev.get("event") == "start" and type(ev.get("t")) is int)
+                         if ev.get("event") == START.name and type(ev.get("t")) is int)
             for node, evs in events.items()}
 
 
@@ -304,12 +305,12 @@ def leader_track(elections: list[dict], events: dict[str, list[dict]],
                 continue
             if nxt is not None and t - start_ns > nxt:
                 break
-            if ev.get("event") == "start" or (ev.get("event") == "role"
+            if ev.get("event") == START.name or (ev.get("event") == ROLE.name
                                               and ev.get("role") != "Leader"):
                 left = t - start_ns
                 # In its own epoch it stepped down, or its process restarted:
                 # its own doing, not a rival's higher epoch.
-                by_itself = ev.get("event") == "start" or ev.get("epoch") == e["epoch"]
+                by_itself = ev.get("event") == START.name or ev.get("epoch") == e["epoch"]
                 break
         ends = [x for x in (left, nxt) if x is not None]
         resigned = left is not None and (nxt is None or left < nxt)

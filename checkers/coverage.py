@@ -25,6 +25,7 @@ from checkers.history import NEMESIS, Op, noop_reason, pair_ops
 from checkers.impairment import HEALS, Impairment, Segment
 from checkers.impairment import _cut as op_cut
 from checkers.impairment import _nodes as op_nodes
+from nodes.raft.events import ROLE
 
 NS = 1_000_000_000
 
@@ -176,5 +177,5 @@ def coverage_of_run_dir(run_dir: Any, run: dict[str, Any]) -> dict[str, Any]:
     for name in node_names(run_dir):
         path = Path(run_dir) / NODES_DIR / name / STDOUT_LOG
         if path.exists():
-            events[name] = [ev for ev in iter_events(path) if ev.get("event") == "role"]
+            events[name] = [ev for ev in iter_events(path) if ev.get("event") == ROLE.name]
     return run_coverage(nemesis, events, run)

@@ -26,6 +26,7 @@ from typing import Any
 
 from checkers.history import collector_paused
 from checkers.verdict import Verdict, verdict
+from nodes.raft.events import HW, ROLE, TRUNCATE
 
 Entry = dict[str, Any]
 Log = dict[int, Entry]
@@ -399,7 +400,7 @@ def _hw_claims(events: dict[str, list[dict]]) -> dict[str, dict]:
     for node, evs in events.items():
         for ev in evs:
             hw = ev.get("hw")
-            if ev.get("event") == "hw" and type(hw) is int:
+            if ev.get("event") == HW.name and type(hw) is int:
                 if node not in claims or hw > claims[node]["hw"]:
                     claims[node] = {"node": node, "hw": hw, "t": ev.get("t")}
     return claims
@@ -419,7 +420,7 @@ def _lost_committed(dumps: dict[str, dict], f: _Merged, committed: dict[str, int
         missing = holes_between(present, _log_start(dumps[node], present), claim)
         if not missing:
             continue
-        truncations = [ev for ev in events.get(node, []) if ev.get("event") == "truncate"]
+        truncations = [ev for ev in events.get(node, []) if ev.get("event") == TRUNCATE.name]
         # Under the flushed/dirty-offset design a follower may hold committed but
         # unflushed entries and lose them in a crash; the majority still has
         # them. Only a cluster-wide loss (below) is a bug then.
@@ -468,10 +469,10 @@ def _committed_truncations(events: dict[str, list[dict]]) -> list[dict[str, Any]
         best: dict | None = None
         for ev in evs:
             kind = ev.get("event")
-            if kind == "hw" and type(ev.get("hw")) is int:
+            if kind == HW.name and type(ev.get("hw")) is int:
                 if best is None or ev["hw"] > best["hw"]:
                     best = ev
-            elif kind == "truncate" and best is not None and type(ev.get("to")) is int:
+            elif kind == TRUNCATE.name and best is not None and type(ev.get("to")) is int:
                 if ev["to"] < best["hw"] and ev.get("reason") != "recovery":
                     anomalies.append({
                         "type": "committed-truncated", "node": node,
@@ -488,7 +489,7 @@ def known_leader_epochs(dumps: dict[str, dict],
                         events: dict[str, list[dict]] | None) -> tuple[set[int], str]:
     """Epochs some node led, from role events; from the checkpoints if there are none."""
     from_events = {ev["epoch"] for evs in (events or {}).values() for ev in evs
-                   if ev.get("event") == "role" and ev.get("role") == "Leader"
+                   if ev.get("event") == ROLE.name and ev.get("role") == "Leader"
                    and type(ev.get("epoch")) is int}
     if from_events:
         return from_events, "role-events"

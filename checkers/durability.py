@@ -240,11 +240,12 @@ def _bad_reads(observations: list[Observation], by_value: dict[Any, Write]
 # --- the committed entries of the dumps --------------------------------------
 
 
-def committed_values(dumps: dict[str, dict]) -> tuple[dict[Any, set[int]], dict[Any, str]]:
+def committed_values(dumps: dict[str, dict]
+                     ) -> tuple[dict[Any, set[int | None]], dict[Any, str | None]]:
     """Each value in a committed command -> the offsets it was committed at, and
     which command kind carried it ('put', 'cas', 'append', 'txn')."""
-    offsets: dict[Any, set[int]] = defaultdict(set)
-    kinds: dict[Any, str] = {}
+    offsets: dict[Any, set[int | None]] = defaultdict(set)
+    kinds: dict[Any, str | None] = {}
     for dump in dumps.values():
         for e in dump.get("entries") or []:
             if not (isinstance(e, dict) and e.get("committed") is True):
@@ -388,8 +389,8 @@ def _offset_consistency(reads: list[_LogRead],
     # Appends first: the ack is where a value's offset was promised.
     sightings = [(freeze(w.key), freeze(w.value), w.value, o, w.completion) for w, o in acked]
     sightings += [(r.log, freeze(x), x, o, r.done) for r in reads for o, x in r.entries]
-    offset_of: dict[tuple, tuple[int, Op]] = {}
-    value_at: dict[tuple, tuple[Any, Op]] = {}
+    offset_of: dict[tuple, tuple[int, Op | None]] = {}
+    value_at: dict[tuple, tuple[Any, Op | None]] = {}
     reported: set[tuple] = set()
     anomalies = []
     for log, fv, value, offset, op in sightings:
@@ -437,7 +438,7 @@ def _monotonic_reads(reads: list[_LogRead],
             if (process, log) not in seen or offset > seen[(process, log)][0]:
                 seen[(process, log)] = (offset, item)
             continue
-        r: _LogRead = item
+        r = item   # a read's event carries its _LogRead
         top = max((o for o, _ in r.entries), default=r.start - 1)
         prior = seen.get((process, log))
         # Only a short read claims to reach the end of the log.
@@ -460,22 +461,22 @@ def _lost_by_final_read(reads: list[_LogRead],
         for o, _ in r.entries:
             known_end[r.log] = max(known_end[r.log], o)
     last_covering: dict[tuple[Any, int], _LogRead] = {}
-    for r in sorted(reads, key=lambda r: r.inv.index):
-        first = max(r.start, 0)
-        last = min(r.covered_end(known_end[r.log]), first + MAX_READ_COVER - 1)
+    for read in sorted(reads, key=lambda read: read.inv.index):
+        first = max(read.start, 0)
+        last = min(read.covered_end(known_end[read.log]), first + MAX_READ_COVER - 1)
         for o in range(first, last + 1):
-            last_covering[(r.log, o)] = r
+            last_covering[(read.log, o)] = read
     anomalies = []
     shown: dict[int, set[tuple[int, Any]]] = {}
     for w, o in acked:
-        r = last_covering.get((freeze(w.key), o))
-        if r is None or w.completion is None or r.inv.index < w.completion.index:
+        covering = last_covering.get((freeze(w.key), o))
+        if covering is None or w.completion is None or covering.inv.index < w.completion.index:
             continue
-        if r.done.index not in shown:
-            shown[r.done.index] = {(ro, freeze(x)) for ro, x in r.entries}
-        if (o, freeze(w.value)) not in shown[r.done.index]:
+        if covering.done.index not in shown:
+            shown[covering.done.index] = {(ro, freeze(x)) for ro, x in covering.entries}
+        if (o, freeze(w.value)) not in shown[covering.done.index]:
             anomalies.append({"type": "lost-write", "value": w.value, "log": w.key,
                               "offset": o, "evidence": "final-read",
                               "write": _op_ref(w.invoke), "ack": _op_ref(w.completion),
-                              "final_read": _op_ref(r.done)})
+                              "final_read": _op_ref(covering.done)})
     return anomalies

@@ -16,6 +16,7 @@ from collections import defaultdict
 from typing import Any
 
 from checkers.verdict import Verdict, verdict
+from nodes.raft.events import DATA_LOSS, ROLE, START
 
 
 def check(events: dict[str, list[dict]]) -> Verdict:
@@ -28,7 +29,7 @@ def check(events: dict[str, list[dict]]) -> Verdict:
         "max_epoch": {node: max(_epochs(evs), default=None) for node, evs in
                       sorted(events.items())},
         "data_loss_events": sum(1 for evs in events.values() for ev in evs
-                                if ev.get("event") == "data_loss"),
+                                if ev.get("event") == DATA_LOSS.name),
     }
     if anomalies:
         return verdict(False, anomalies, stats)
@@ -52,7 +53,7 @@ def leader_elections(events: dict[str, list[dict]]) -> list[dict]:
 
 
 def _is_leader_event(ev: dict) -> bool:
-    return (ev.get("event") == "role" and ev.get("role") == "Leader"
+    return (ev.get("event") == ROLE.name and ev.get("role") == "Leader"
             and type(ev.get("epoch")) is int)
 
 
@@ -64,7 +65,7 @@ def _multiple_leaders(events: dict[str, list[dict]]) -> list[dict[str, Any]]:
     claims: dict[int, list[dict]] = defaultdict(list)
     for node, evs in sorted(events.items()):
         for ev in evs:
-            if ev.get("event") != "role" or type(ev.get("epoch")) is not int:
+            if ev.get("event") != ROLE.name or type(ev.get("epoch")) is not int:
                 continue
             named = node if ev.get("role") == "Leader" else ev.get("leader")
             if isinstance(named, str):
@@ -87,9 +88,9 @@ def _epoch_regressions(events: dict[str, list[dict]]) -> list[dict[str, Any]]:
         incarnation = 0
         lossy_incarnations = set()
         for ev in evs:
-            if ev.get("event") == "start":
+            if ev.get("event") == START.name:
                 incarnation += 1
-            elif ev.get("event") == "data_loss":
+            elif ev.get("event") == DATA_LOSS.name:
                 lossy_incarnations.add(incarnation)
         # A node may report its lost quorum state just before or just after
         # its start line: either way that incarnation is excused.
@@ -101,14 +102,14 @@ def _epoch_regressions(events: dict[str, list[dict]]) -> list[dict[str, Any]]:
         loss_since_last = False
         for ev in evs:
             kind = ev.get("event")
-            if kind == "start":
+            if kind == START.name:
                 incarnation += 1
                 if ev.get("cluster_id") != cluster:
                     if last is not None:
                         last_in[cluster] = last
                     cluster = ev.get("cluster_id")
                     last = last_in.get(cluster)
-            if kind == "data_loss":
+            if kind == DATA_LOSS.name:
                 loss_since_last = True
                 continue
             if type(ev.get("epoch")) is not int:

@@ -77,6 +77,7 @@ from checkers.membership import (
     resigned_adding_voter,
 )
 from checkers.verdict import Verdict, verdict
+from nodes.raft.events import DATA_LOSS, PRE_VOTE, ROLE, START, VOTE, VOTERS
 
 NS = 1_000_000_000
 MS = 1_000_000
@@ -93,7 +94,7 @@ MAX_LISTED = 50
 def check(history: list[Op], events: dict[str, list[dict]], run: dict) -> Verdict:
     start_ns = run.get("start_monotonic_ns")
     timers = node_timers(events)
-    stats: dict[str, Any] = {"timers_ms": timers, "votes": _count(events, "vote")}
+    stats: dict[str, Any] = {"timers_ms": timers, "votes": _count(events, VOTE.name)}
     anomalies = double_votes(events) + forgotten_votes(events) + resigned_leaders(events)
     anomalies += votes_after_state_loss(events)
     anomalies += changes_in_flight(events) + changes_out_of_order(events)
@@ -147,7 +148,7 @@ def node_timers(events: dict[str, list[dict]]) -> dict[str, int] | None:
     found: dict[str, int] = {}
     for evs in events.values():
         for ev in evs:
-            if ev.get("event") != "start":
+            if ev.get("event") != START.name:
                 continue
             for key in ("election_timeout_ms", "fetch_timeout_ms"):
                 if type(ev.get(key)) is int:
@@ -159,7 +160,7 @@ def node_timers(events: dict[str, list[dict]]) -> dict[str, int] | None:
 
 
 def _votes(evs: list[dict]) -> list[dict]:
-    return [ev for ev in evs if ev.get("event") == "vote" and type(ev.get("epoch")) is int]
+    return [ev for ev in evs if ev.get("event") == VOTE.name and type(ev.get("epoch")) is int]
 
 
 def double_votes(events: dict[str, list[dict]]) -> list[dict]:
@@ -184,13 +185,13 @@ def forgotten_votes(events: dict[str, list[dict]]) -> list[dict]:
         cluster = None
         for ev in evs:
             kind = ev.get("event")
-            if kind == "start":
+            if kind == START.name:
                 cluster = ev.get("cluster_id")
-            if kind == "vote" and type(ev.get("epoch")) is int:
+            if kind == VOTE.name and type(ev.get("epoch")) is int:
                 last_vote, lost = ev | {"cluster_id": cluster}, False
-            elif kind == "data_loss":
+            elif kind == DATA_LOSS.name:
                 lost = True
-            elif kind == "start" and last_vote is not None:
+            elif kind == START.name and last_vote is not None:
                 epoch = ev.get("epoch")
                 # A node re-formatted for another cluster starts afresh: the
                 # vote was another cluster's node's (and back, the same).
@@ -212,7 +213,7 @@ def _with_cluster(evs: list[dict]) -> list[tuple[str | None, dict]]:
     """Each line with the cluster id of the node's run that wrote it."""
     out, cluster = [], None
     for ev in evs:
-        if ev.get("event") == "start":
+        if ev.get("event") == START.name:
             cid = ev.get("cluster_id")
             cluster = cid if isinstance(cid, str) else None
         out.append((cluster, ev))
@@ -225,7 +226,7 @@ def other_cluster_links(events: dict[str, list[dict]]) -> list[dict]:
     claims: dict[tuple[str, str, Any], set[str]] = defaultdict(set)
     for node, evs in lines.items():
         for cluster, ev in evs:
-            if cluster is not None and ev.get("event") == "role" \
+            if cluster is not None and ev.get("event") == ROLE.name \
                     and ev.get("role") in ("Leader", "Candidate"):
                 claims[(node, ev["role"], ev.get("epoch"))].add(cluster)
     anomalies = []
@@ -234,10 +235,10 @@ def other_cluster_links(events: dict[str, list[dict]]) -> list[dict]:
             kind = ev.get("event")
             if cluster is None:
                 continue
-            if kind == "role" and ev.get("role") == "Follower" \
+            if kind == ROLE.name and ev.get("role") == "Follower" \
                     and isinstance(ev.get("leader"), str):
                 other, claimed, rule = ev["leader"], "Leader", "follows-other-cluster"
-            elif kind == "vote" and isinstance(ev.get("candidate"), str):
+            elif kind == VOTE.name and isinstance(ev.get("candidate"), str):
                 other, claimed, rule = ev["candidate"], "Candidate", "votes-for-other-cluster"
             else:
                 continue
@@ -255,13 +256,13 @@ def votes_after_state_loss(events: dict[str, list[dict]]) -> list[dict]:
         lost: dict | None = None
         for ev in evs:
             kind = ev.get("event")
-            if kind == "data_loss" and ev.get("what") == "quorum-state-missing":
+            if kind == DATA_LOSS.name and ev.get("what") == "quorum-state-missing":
                 lost = ev
             elif lost is None:
                 continue
-            elif kind == "role" and ev.get("role") == "Follower" and ev.get("leader"):
+            elif kind == ROLE.name and ev.get("role") == "Follower" and ev.get("leader"):
                 lost = None
-            elif kind == "vote" or (kind == "role" and ev.get("role") == "Candidate"):
+            elif kind == VOTE.name or (kind == ROLE.name and ev.get("role") == "Candidate"):
                 anomalies.append({"type": "vote-after-state-loss", "node": node,
                                   "epoch": ev.get("epoch"), "loss": lost, "event": ev})
     return anomalies
@@ -343,9 +344,9 @@ def voters_in_force(events: dict[str, list[dict]], start_ns: int
             if type(ev.get("t")) is not int:
                 continue
             kind = ev.get("event")
-            if kind == "start":
+            if kind == START.name:
                 named = ev.get("voters")
-            elif kind == "voters" and ev.get("state") in ("appended", "truncated"):
+            elif kind == VOTERS.name and ev.get("state") in ("appended", "truncated"):
                 named = ev.get("voters")
             else:
                 continue
@@ -438,12 +439,12 @@ def leader_tenures(evs: list[dict], start_ns: int) -> list[tuple[int, int, int]]
             continue
         t = ev["t"] - start_ns
         kind = ev.get("event")
-        if kind not in ("role", "start"):
+        if kind not in (ROLE.name, START.name):
             continue
         if current is not None:
             tenures.append((current[0], current[1], t))
             current = None
-        if kind == "role" and ev.get("role") == "Leader" and type(ev.get("epoch")) is int:
+        if kind == ROLE.name and ev.get("role") == "Leader" and type(ev.get("epoch")) is int:
             current = (ev["epoch"], t)
     if current is not None:
         tenures.append((current[0], current[1], 2**62))
@@ -481,7 +482,7 @@ def cut_off_candidates(events: dict[str, list[dict]], timeline: list[dict], node
         spans = cut_off_spans(node, timeline, nodes,
                               voter_steps=(voters or {}).get(node))
         for ev in events.get(node, []):
-            if (ev.get("event") != "role" or ev.get("role") != "Candidate"
+            if (ev.get("event") != ROLE.name or ev.get("role") != "Candidate"
                     or type(ev.get("t")) is not int):
                 continue
             t = ev["t"] - start_ns
@@ -504,9 +505,9 @@ def resigned_leaders(events: dict[str, list[dict]]) -> list[dict]:
         resigned: dict | None = None
         for ev in evs:
             kind = ev.get("event")
-            if kind == "start":
+            if kind == START.name:
                 resigned = None
-            if kind != "role" or type(ev.get("epoch")) is not int:
+            if kind != ROLE.name or type(ev.get("epoch")) is not int:
                 continue
             if ev.get("role") == "Follower" and ev.get("leader") == node:
                 anomalies.append({"type": "follows-itself", "node": node, "epoch": ev["epoch"],
@@ -521,17 +522,17 @@ def resigned_leaders(events: dict[str, list[dict]]) -> list[dict]:
 
 def _roles_since(evs: list[dict], start_ns: int) -> list[tuple[int, dict]]:
     return [(ev["t"] - start_ns, ev) for ev in evs
-            if ev.get("event") in ("role", "start") and type(ev.get("t")) is int]
+            if ev.get("event") in (ROLE.name, START.name) and type(ev.get("t")) is int]
 
 
-def _held_since(evs: list[tuple[int, dict]], t: int, role: str, epoch: int,
+def _held_since(evs: list[tuple[int, dict]], t: int, role: str, epoch: int | None,
                 leader: str | None) -> int | None:
     """Since when the node has held (role, epoch, leader) without a break up to t."""
     since = None
     for at, ev in evs:
         if at > t:
             break
-        same = (ev.get("event") == "role" and ev.get("role") == role
+        same = (ev.get("event") == ROLE.name and ev.get("role") == role
                 and ev.get("epoch") == epoch and ev.get("leader") == leader)
         if same and since is None:
             since = at
@@ -551,7 +552,7 @@ def pre_votes_from_fetching_followers(events: dict[str, list[dict]], possible: l
     roles = {node: _roles_since(evs, start_ns) for node, evs in events.items()}
     for node, evs in sorted(events.items()):
         for ev in evs:
-            if (ev.get("event") != "pre_vote" or ev.get("role") != "Follower"
+            if (ev.get("event") != PRE_VOTE.name or ev.get("role") != "Follower"
                     or type(ev.get("t")) is not int or not isinstance(ev.get("leader"), str)):
                 continue
             t, leader, epoch = ev["t"] - start_ns, ev["leader"], ev.get("epoch")

@@ -62,8 +62,9 @@ def write_html(result: Verdict, path: str | os.PathLike[str],
 def render_html(result: Verdict, context: dict[str, Any] | None = None) -> str:
     context = context or {}
     valid = result["valid"]
-    cls = {True: "valid", False: "invalid"}.get(valid, "unknown")
-    word = {True: "linearizable", False: "NOT linearizable"}.get(valid, "unknown")
+    cls = "valid" if valid is True else "invalid" if valid is False else "unknown"
+    word = ("linearizable" if valid is True else "NOT linearizable" if valid is False
+            else "unknown")
     stats = result.get("stats", {})
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>linearizability: "
              f"{word}</title><style>{_CSS}</style></head><body>",

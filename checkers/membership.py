@@ -38,6 +38,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodes.raft.events import ROLE, START, TRUNCATE, VOTER_CHANGE, VOTERS
+
 MAX_LISTED = 50
 
 
@@ -47,9 +49,9 @@ def changes_in_flight(events: dict[str, list[dict]]) -> list[dict[str, Any]]:
         pending: dict | None = None  # the last appended, not yet committed record
         for ev in lines:
             kind = ev.get("event")
-            if kind == "start":
+            if kind == START.name:
                 pending = None
-            elif kind == "voter_change":
+            elif kind == VOTER_CHANGE.name:
                 if pending is not None:
                     anomalies.append({
                         "type": "two-voter-changes-in-flight", "node": node,
@@ -57,7 +59,7 @@ def changes_in_flight(events: dict[str, list[dict]]) -> list[dict[str, Any]]:
                         "voter": ev.get("voter"), "offset": ev.get("offset"),
                         "in_flight": {"offset": pending.get("offset"),
                                       "voters": pending.get("voters")}})
-            elif kind == "voters":
+            elif kind == VOTERS.name:
                 offset = ev.get("offset")
                 state = ev.get("state")
                 if state == "appended":
@@ -78,17 +80,17 @@ def resigned_adding_voter(events: dict[str, list[dict]], timeline: list[dict],
         adding: dict | None = None  # the voter_change line of an uncommitted add
         for ev in lines:
             kind = ev.get("event")
-            if kind == "start":
+            if kind == START.name:
                 adding = None
-            elif kind == "voter_change":
+            elif kind == VOTER_CHANGE.name:
                 adding = ev if ev.get("change") == "add" else None
-            elif kind == "voters" and adding is not None and ev.get("state") != "appended":
+            elif kind == VOTERS.name and adding is not None and ev.get("state") != "appended":
                 offset = ev.get("offset")
                 if isinstance(offset, int) and (
                         (ev.get("state") == "committed" and offset >= adding["offset"])
                         or (ev.get("state") == "truncated" and offset < adding["offset"])):
                     adding = None
-            elif kind == "role" and ev.get("role") == "Resigned" and adding is not None:
+            elif kind == ROLE.name and ev.get("role") == "Resigned" and adding is not None:
                 t0, t1 = adding.get("t"), ev.get("t")
                 if type(t0) is int and type(t1) is int and t1 - start_ns <= end_ns \
                         and not _faulty(timeline, t0 - start_ns, t1 - start_ns):
@@ -127,12 +129,12 @@ def changes_incomplete(events: dict[str, list[dict]], timeline: list[dict],
                         "changed_s": round(t0 / 1e9, 3),
                         "bound_s": round(bound_ns / 1e9, 3)})
                 pending = None
-            if kind in ("start", "role"):
+            if kind in (START.name, ROLE.name):
                 pending = None
-            elif kind == "voter_change" and type(t) is int \
+            elif kind == VOTER_CHANGE.name and type(t) is int \
                     and isinstance(ev.get("offset"), int):
                 pending = ev
-            elif kind == "voters" and pending is not None and isinstance(ev.get("offset"), int):
+            elif kind == VOTERS.name and pending is not None and isinstance(ev.get("offset"), int):
                 state, offset = ev.get("state"), ev["offset"]
                 if (state == "committed" and offset >= pending["offset"]) or (
                         state == "truncated" and offset < pending["offset"]):
@@ -147,17 +149,17 @@ def changes_out_of_order(events: dict[str, list[dict]]) -> list[dict[str, Any]]:
         cut_to: int | None = None    # lowest truncation since it was adopted
         for i, ev in enumerate(lines):
             kind = ev.get("event")
-            if kind == "start":
+            if kind == START.name:
                 in_force, cut_to = None, None
-            elif kind == "truncate" and isinstance(ev.get("to"), int):
+            elif kind == TRUNCATE.name and isinstance(ev.get("to"), int):
                 cut_to = ev["to"] if cut_to is None else min(cut_to, ev["to"])
-            elif kind == "voters" and ev.get("state") in ("appended", "truncated") \
+            elif kind == VOTERS.name and ev.get("state") in ("appended", "truncated") \
                     and isinstance(ev.get("offset"), int):
                 offset = ev["offset"]
                 if in_force is not None and offset < in_force:
                     following = lines[i + 1] if i + 1 < len(lines) else {}
                     cuts = [c for c in (cut_to, following.get("to")
-                                        if following.get("event") == "truncate" else None)
+                                        if following.get("event") == TRUNCATE.name else None)
                             if isinstance(c, int)]
                     if not any(c <= in_force for c in cuts):
                         anomalies.append({

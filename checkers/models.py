@@ -208,7 +208,7 @@ class RegisterModel(Model):
         status = completion.type if completion is not None else "info"
         f = invoke.f
         if f == "read":
-            if status != "ok":
+            if completion is None or status != "ok":
                 return None  # an unanswered read constrains nothing
             value = completion.value
             if value.__class__ not in _SCALARS:
@@ -229,7 +229,8 @@ class RegisterModel(Model):
                 return (CAS, old, new), DET
             if status == "info":
                 return (CAS_MAYBE, old, new), INFO
-            if self.flavour == "etcd" and completion.error in CAS_MISMATCH_ERRORS:
+            if (self.flavour == "etcd" and completion is not None
+                    and completion.error in CAS_MISMATCH_ERRORS):
                 return (CAS_FAILED, old, new), DET
             return None
         raise ModelError(f"op {invoke.index}: model {self.name!r} has no operation {f!r}")
@@ -362,7 +363,7 @@ class KVModel(Model):
         status = completion.type if completion is not None else "info"
         f = invoke.f
         if f == "get":
-            if status != "ok":
+            if completion is None or status != "ok":
                 return None
             value = completion.value
             return (GET, "" if value is None else value), DET
@@ -446,7 +447,7 @@ class MultiRegisterModel(Model):
     nothing, and a failed txn is dropped."""
 
     # The registers' values before any txn, as a {key: value} map (or pairs).
-    initial: Hashable = None
+    initial: Any = None
 
     OPTIONS: ClassVar[tuple[str, ...]] = ("initial",)
 
@@ -465,7 +466,7 @@ class MultiRegisterModel(Model):
                              f"{invoke.f!r}")
         if status == "fail":
             return None
-        value = completion.value if status == "ok" else invoke.value
+        value = completion.value if completion is not None and status == "ok" else invoke.value
         if not isinstance(value, (list, tuple)):
             raise ModelError(f"op {invoke.index}: a txn's value must be a list of "
                              f"[f, key, value], not {value!r:.60}")
@@ -486,7 +487,8 @@ class MultiRegisterModel(Model):
             return None   # an indeterminate txn that writes nothing changes nothing
         return (tuple(mops),), (DET if status == "ok" else INFO)
 
-    def step(self, state: Hashable, call: Call) -> tuple[bool, Hashable]:
+    def step(self, state: Any, call: Call) -> tuple[bool, Hashable]:
+        # `state`: init()'s sorted tuple of (key, value) pairs, or one step() made.
         regs = dict(state)
         wrote = False
         for code, k, v in call[0]:

@@ -279,13 +279,13 @@ def _lists_against(maps: Mapping[str, dict[str | None, Any]],
                     out.append({"type": "duplicate-element", "node": node, "key": key,
                                 "index": i, "value": held[i]})
                 seen.add(x)
-                w = ws.get(x)
-                if w is None:
+                writer = ws.get(x)
+                if writer is None:
                     out.append({"type": "unwritten-element", "node": node, "key": key,
                                 "index": i, "value": held[i]})
-                elif w.status == "fail":
+                elif writer.status == "fail":
                     out.append({"type": "failed-append-applied", "node": node, "key": key,
-                                "index": i, "value": held[i], "append": w.index})
+                                "index": i, "value": held[i], "append": writer.index})
             for w in by_key.get(key, []):
                 if w.status == "ok" and freeze(w.value) not in seen:
                     out.append({"type": "lost-append", "node": node, "key": key,

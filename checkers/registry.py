@@ -24,7 +24,7 @@ from checkers.coverage import run_coverage
 from checkers.history import NEMESIS, History, Op, client_ops
 from checkers.nothing_to_judge import NO_CLIENT_OPS
 from checkers.rundir import Run, load_dumps, load_events, load_json, load_run
-from checkers.verdict import Verdict, combine, merge, verdict
+from checkers.verdict import Validity, Verdict, combine, merge, verdict
 from checkers.verdict_store import history_digest, write_verdicts
 
 Options = Mapping[str, Any]
@@ -329,7 +329,8 @@ def merge_key_verdicts(per_key: dict[Any, Verdict]) -> Verdict:
     validity = combine([v["valid"] for v in per_key.values()]) if per_key else True
     counts = {"valid": 0, "invalid": 0, "unknown": 0}
     for v in per_key.values():
-        counts[{True: "valid", False: "invalid"}.get(v["valid"], "unknown")] += 1
+        counts["valid" if v["valid"] is True else "invalid" if v["valid"] is False
+               else "unknown"] += 1
     stats: dict[str, Any] = {"keys": len(per_key), "keys_by_validity": counts}
     reasons = [(v.get("stats") or {}).get("reason") for v in per_key.values()
                if v["valid"] == "unknown"]
@@ -351,6 +352,6 @@ def rows_from_document(run_id: str, document: dict[str, Any]) -> list[dict[str, 
     return rows
 
 
-def overall_validity(table: Any) -> bool | str:
+def overall_validity(table: Any) -> Validity:
     """The overall validity of a verdict table's `valid` column ("true"/"false"/"unknown")."""
     return combine([{"true": True, "false": False}.get(v, "unknown") for v in table["valid"]])

@@ -2,6 +2,10 @@
 
     from faultline import System, NodeSpec, Op, ok, fail, info, clients_for, REGISTERS
 
+The optional abilities an adapter may offer (`Leadership`, `AppliedState`,
+`ChangeVoters`, ...: `ABILITIES`) are runtime-checkable Protocols
+(nodes.abilities); docs/extending.md says which faults and checkers need each.
+
 A `System` (faultline.system) bundles a DB adapter, a client per workload and
 defaults; register it under the `faultline.systems` entry-point group.
 docs/extending.md builds one in under 100 lines. Run it with
@@ -20,9 +24,7 @@ from faultline.system import (
     PYTHON_FAILURE_LINES,
     REGISTER_TXNS,
     REGISTERS,
-    AppliedState,
     Client,
-    NodeLogPatterns,
     NodeSpec,
     NodeState,
     Op,
@@ -30,10 +32,26 @@ from faultline.system import (
     Timers,
     clients_for,
 )
+from nodes.abilities import (
+    ABILITIES,
+    AppliedState,
+    ChangeVoters,
+    Leadership,
+    LogGrowth,
+    MembersLeaveWhenRemoved,
+    NodeLogPatterns,
+    NodeStatus,
+    PreloadClock,
+    Reformat,
+    ReplicaProgress,
+    StateFiles,
+)
 from nodes.child_python import module_argv as python_module_argv
 from workloads.clients.outcome import CLIENT_OPTIONS, fail, info, ok
 
-__all__ = ["ARTIFACTS", "CLIENT_OPTIONS", "DB", "GO_BENIGN_LINES", "GO_FAILURE_LINES", "LISTS",
-           "LOGS", "PYTHON_BENIGN_LINES", "PYTHON_FAILURE_LINES", "REGISTERS", "REGISTER_TXNS",
-           "AppliedState", "Client", "NodeLogPatterns", "NodeSpec", "NodeState", "Op", "System",
+__all__ = ["ABILITIES", "ARTIFACTS", "CLIENT_OPTIONS", "DB", "GO_BENIGN_LINES", "GO_FAILURE_LINES",
+           "LISTS", "LOGS", "PYTHON_BENIGN_LINES", "PYTHON_FAILURE_LINES", "REGISTERS",
+           "REGISTER_TXNS", "AppliedState", "ChangeVoters", "Client", "Leadership", "LogGrowth",
+           "MembersLeaveWhenRemoved", "NodeLogPatterns", "NodeSpec", "NodeState", "NodeStatus",
+           "Op", "PreloadClock", "Reformat", "ReplicaProgress", "StateFiles", "System",
            "Timers", "clients_for", "fail", "info", "ok", "python_module_argv"]

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 
 from faultline.system import System
 from nemesis.base import CLOCK_FILES, FAULTS, LAZYFS_FAULTS, TRIGGER_FAULTS, split_spec
-from nodes.db import PreloadClock
+from nodes.abilities import PreloadClock
 from workloads.options import Option
 from workloads.registry import WORKLOADS
 
 # What a fault can need: "events" (it fires on a node's event lines, so the
 # system must leave them), "lazyfs" (the nodes' data dirs on LazyFS mounts),
-# "preload-clock" (its nodes read the clock through libc: nodes.db.PreloadClock),
+# "preload-clock" (its nodes read the clock through libc: nodes.abilities.PreloadClock),
 # and what the harness prepares around the nodes (nemesis.host: a "cgroup" each).
 EVENTS, LAZYFS, PRELOAD_CLOCK = "events", "lazyfs", "preload-clock"
 
@@ -34,7 +34,7 @@ class FaultInfo:
 
 
 def workloads() -> list[WorkloadInfo]:
-    return [WorkloadInfo(name, dict(getattr(m, "OPTIONS", None) or {}),
+    return [WorkloadInfo(name, dict(m.OPTIONS),
                          " ".join((m.__doc__ or "").strip().split("\n\n")[0].split()))
             for name, m in sorted(WORKLOADS.items())]
 
@@ -69,6 +69,6 @@ def unmet_needs(spec: str, system: System) -> frozenset[str]:
 
 def preload_clock_of(system: System) -> bool:
     """Whether the system's node processes take an LD_PRELOAD clock, as its
-    adapter declares (nodes.db.PreloadClock; undeclared: no)."""
+    adapter declares (nodes.abilities.PreloadClock; undeclared: no)."""
     db = system.db if isinstance(system.db, type) else system.db()
     return isinstance(db, PreloadClock) and bool(db.clock_preload)

@@ -9,7 +9,7 @@ import importlib.util
 import sys
 from collections.abc import Sequence
 from functools import cache
-from importlib.metadata import distributions, entry_points
+from importlib.metadata import EntryPoint, distributions, entry_points
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ class UntrustedSystem(ValueError):
 
 
 @cache
-def _entry_points() -> dict[str, object]:
+def _entry_points() -> dict[str, EntryPoint]:
     return {ep.name: ep for ep in entry_points(group=GROUP)}
 
 
@@ -151,7 +151,7 @@ def installed_source(name: str, untrusted: Sequence[Path]) -> str:
         return _module_source(name.partition(":")[0], untrusted, f"system {name}")
     eps = _installed_entry_points(untrusted)
     if name not in eps and name in _entry_points():
-        dist = _entry_points()[name].dist  # type: ignore[attr-defined]
+        dist = _entry_points()[name].dist
         base = Path(str(dist.locate_file(""))) if dist is not None else None
         raise UntrustedSystem(f"system {name}: its entry point is declared by "
                               f"{base or 'an unknown distribution'}, not an installed package")

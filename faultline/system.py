@@ -19,19 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from checkers.datatypes import LISTS, LOGS, REGISTER_TXNS, REGISTERS
 from checkers.history import Op
-from nodes.db import (
-    DB,
-    GENERIC_TIMERS,
-    AppliedState,
-    NodeLogPatterns,
-    NodeSpec,
-    NodeState,
-    Timers,
-)
+from nodes.db import DB, GENERIC_TIMERS, NodeSpec, NodeState, Timers
 from nodes.log_patterns import (
     GO_BENIGN_LINES,
     GO_FAILURE_LINES,
@@ -41,7 +33,7 @@ from nodes.log_patterns import (
 
 __all__ = ["ARTIFACTS", "GO_BENIGN_LINES", "GO_FAILURE_LINES", "LISTS", "LOGS",
            "PYTHON_BENIGN_LINES", "PYTHON_FAILURE_LINES", "REGISTERS", "REGISTER_TXNS",
-           "AppliedState", "Client", "DB", "NodeLogPatterns", "NodeSpec", "NodeState", "Op",
+           "Client", "DB", "NodeSpec", "NodeState", "Op",
            "System", "Timers", "clients_for"]
 
 # What a node can leave for the checkers besides the history: "log_dump"
@@ -59,7 +51,9 @@ class Client(Protocol):
     a bug in the client and ends the run as a harness error (255). `DATA`: the data types
     whose ops it carries out (REGISTERS, LISTS, REGISTER_TXNS, LOGS)."""
 
-    DATA: tuple[str, ...]
+    # Read-only (a property here), so a class's own `DATA = (REGISTERS,)` fits.
+    @property
+    def DATA(self) -> tuple[str, ...]: ...
 
     def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
                  options: dict[str, Any]) -> None: ...
@@ -112,10 +106,10 @@ class System:
                              f"it supports {', '.join(self.workloads)}") from None
 
 
-def clients_for(client: type) -> dict[str, type]:
+def clients_for(client: type[Client]) -> dict[str, type]:
     """A System's `clients` for one client class: every workload whose data
     type (checkers.datatypes) is in the class's `DATA`, so a new workload of
     a type it serves needs no edit here or in the system."""
     from workloads.registry import WORKLOADS
-    return {name: client for name, workload in sorted(WORKLOADS.items())
-            if workload.DATA in client.DATA}
+    data = cast(tuple[str, ...], client.DATA)   # the class attribute the property stands for
+    return {name: client for name, workload in sorted(WORKLOADS.items()) if workload.DATA in data}

@@ -15,6 +15,7 @@ A fault object (the interface nemesis.disk also implements):
 
 from __future__ import annotations
 
+import functools
 import importlib
 import queue
 import random
@@ -58,6 +59,9 @@ from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabular
     Fault,
     FaultContext,
     FaultFactory,
+    Fires,
+    SetsUp,
+    TearsDown,
     split_spec,
 )
 from nemesis.label import fault_label
@@ -340,14 +344,19 @@ class CompositeNemesis:
     def setup(self, cluster: ClusterControl) -> None:
         self.cluster = cluster
         for fault in self.faults.values():
-            if hasattr(fault, "setup"):
+            if isinstance(fault, SetsUp):
                 fault.setup(cluster)
 
+    def _control(self) -> ClusterControl:
+        if self.cluster is None:
+            raise RuntimeError("the nemesis acts on no cluster: setup(cluster) first")
+        return self.cluster
+
     def inject(self, spec: str, rng: random.Random, params: Mapping[str, Any]) -> dict[str, Any]:
-        return self.faults[spec].inject(self.cluster, rng, params)
+        return self.faults[spec].inject(self._control(), rng, params)
 
     def heal(self, spec: str) -> dict[str, Any]:
-        return self.faults[spec].heal(self.cluster)
+        return self.faults[spec].heal(self._control())
 
     def invoke(self, op: Op, rng: random.Random | None = None) -> Op:
         """Apply one nemesis invoke op; returns its info completion (error set on failure)."""
@@ -368,15 +377,15 @@ class CompositeNemesis:
     def teardown(self) -> dict[str, str]:
         """Heal every fault, then let each clean up; returns errors by spec."""
         errors = {}
-        for spec, fault in self.faults.items():
+        for spec in self.faults:
             try:
-                fault.heal(self.cluster)
+                self.heal(spec)
             except Exception as e:
                 errors[spec] = _describe(e)
         for spec, fault in self.faults.items():
-            if hasattr(fault, "teardown"):
+            if isinstance(fault, TearsDown):
                 try:
-                    fault.teardown(self.cluster)
+                    fault.teardown(self._control())
                 except Exception as e:
                     errors.setdefault(spec, _describe(e))
         return errors
@@ -417,7 +426,7 @@ class NemesisRunner:
             self._connect(fault)
 
     def _connect(self, fault: Fault) -> None:
-        if hasattr(fault, "fire"):
+        if isinstance(fault, Fires):
             fault.fire = self.fire
 
     def fire(self, spec: str, params: dict[str, Any], action: str = "inject",
@@ -476,7 +485,7 @@ class NemesisRunner:
             fault = make_fault(spec, self.nemesis.context)
             self.nemesis.faults[spec] = fault
             self._connect(fault)
-            if hasattr(fault, "setup") and self.nemesis.cluster is not None:
+            if isinstance(fault, SetsUp) and self.nemesis.cluster is not None:
                 fault.setup(self.nemesis.cluster)
         return self.apply(_Fired(round(self.clock() - start, 3), action, spec, params, 0,
                                  note))
@@ -522,7 +531,7 @@ class NemesisRunner:
         for _ in range(MAX_FINAL_ROUNDS):
             for spec in sorted(self._dirty):
                 fault = self.nemesis.faults[spec]
-                self._recorded(heal_f(fault), None, lambda spec=spec: self.nemesis.heal(spec),
+                self._recorded(heal_f(fault), None, functools.partial(self.nemesis.heal, spec),
                                _FinalHeal(spec))
             self._dirty.clear()
             fired = self._drain_fired()

@@ -21,7 +21,7 @@ Variants (`clock:skew=5`, `clock:bump=-2`, `clock:strobe=1,period=0.2`):
 Without one: a skew, its size and sign drawn by the planner.
 
 Only a system whose node processes read the clock through libc can take it:
-its adapter declares so (`nodes.db.PreloadClock`); a Go binary such as etcd
+its adapter declares so (`nodes.abilities.PreloadClock`); a Go binary such as etcd
 reads the clock through the vDSO and is refused before the run starts.
 """
 
@@ -38,7 +38,7 @@ from typing import Any
 from checkers.faults import CLOCK
 from checkers.history import NOOP
 from nemesis.fault import ClusterControl, FaultContext
-from nodes.db import PreloadClock
+from nodes.abilities import PreloadClock
 
 LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 MODES = ("skew", "bump", "strobe")
@@ -214,8 +214,8 @@ class ClockFault:
 def clock_fault(ctx: FaultContext) -> ClockFault:
     if not isinstance(ctx.db, PreloadClock):
         raise ValueError("its adapter does not declare whether its node processes read the "
-                         "clock through libc (nodes.db.PreloadClock), so libfaketime may not "
-                         "reach them")
+                         "clock through libc (nodes.abilities.PreloadClock), so libfaketime "
+                         "may not reach them")
     if not ctx.db.clock_preload:
         raise ValueError(ctx.db.clock_note)
     return ClockFault(ctx.variant, ctx.extras.get("clocks") or {})

@@ -12,34 +12,25 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from checkers.faults import LOSE_STATE, LOSE_UNSYNCED, TRUNCATE
+from nemesis.fault import ClusterControl
 from nemesis.lazyfs import LazyFS
 from nemesis.process import choose_targets, resolve_nodes
+from nodes.abilities import StateFiles
+from nodes.db import NodeSpec
 
 Mode = Literal["tail", "length"]
 # lose-unsynced's variants besides the target sets of nemesis.process.
 ALL = "all"
-MODES: tuple[str, ...] = Mode.__args__  # the truncate variants
-
-
-class DiskCluster(Protocol):
-    """What disk faults need from `harness.run.cluster.Cluster`."""
-
-    names: list[str]
-
-    def spec(self, name: str) -> Any: ...  # nodes.db.NodeSpec
-
-    def kill(self, names: list[str]) -> list[str]: ...  # SIGKILL, returns once reaped
-
-    def start(self, names: list[str]) -> list[str]: ...  # those not running; returns started
+MODES: tuple[str, ...] = get_args(Mode)  # the truncate variants
 
 
 class DataFiles(Protocol):
     """The one `nodes.db.DB` method truncation needs."""
 
-    def data_files(self, node: Any) -> list[Path]: ...
+    def data_files(self, node: NodeSpec) -> list[Path]: ...
 
 
 @dataclass(frozen=True)
@@ -131,7 +122,7 @@ class TruncateFault:
         self.down: list[str] = []
 
     def inject(
-        self, cluster: DiskCluster, rng: random.Random, params: Mapping[str, Any]
+        self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
     ) -> dict[str, Any]:
         names = resolve_nodes(cluster, rng, params)
         defaults = {"mode": self.variant} if self.variant else {}
@@ -143,7 +134,7 @@ class TruncateFault:
         apply_cuts(cuts)
         return {"nodes": names, "mode": choice.mode, "cuts": [asdict(c) for c in cuts]}
 
-    def heal(self, cluster: DiskCluster) -> dict[str, Any]:
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         names, self.down = self.down, []
         return {"nodes": cluster.start(names) if names else []}
 
@@ -163,7 +154,7 @@ class LoseUnsyncedFault:
         self.down: list[str] = []
 
     def inject(
-        self, cluster: DiskCluster, rng: random.Random, params: Mapping[str, Any]
+        self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
     ) -> dict[str, Any]:
         names = resolve_nodes(cluster, rng, params)
         missing = [n for n in names if n not in self.mounts]
@@ -187,16 +178,9 @@ class LoseUnsyncedFault:
         self.down = [n for n in self.down if n not in names]
         return {"nodes": names, "lost": lost}
 
-    def heal(self, cluster: DiskCluster) -> dict[str, Any]:
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         names, self.down = self.down, []
         return {"nodes": cluster.start(names) if names else []}
-
-
-class StateFiles(Protocol):
-    """What `lose-state` needs from the db adapter: the files in which a node
-    keeps the record of its votes (raft: the quorum-state file)."""
-
-    def state_files(self, node: Any) -> list[Path]: ...
 
 
 class LoseStateFault:
@@ -209,12 +193,12 @@ class LoseStateFault:
     name, heal_f = LOSE_STATE.name, LOSE_STATE.heal_f
 
     def __init__(self, db: Any) -> None:
-        if not hasattr(db, "state_files"):
+        if not isinstance(db, StateFiles):
             raise ValueError("lose-state needs a db that names its nodes' state files")
         self.db: StateFiles = db
         self.down: list[str] = []
 
-    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         leader = cluster.leader()
         followers = sorted(n for n in cluster.names if n != leader and cluster.is_running(n))
@@ -232,7 +216,7 @@ class LoseStateFault:
         return {"nodes": [leader, node], "leader": leader, "lost_state": node,
                 "removed": removed}
 
-    def heal(self, cluster: Any) -> dict[str, Any]:
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         names, self.down = self.down, []
         return {"nodes": cluster.start(names) if names else []}
 

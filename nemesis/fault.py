@@ -9,9 +9,9 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from nodes.db import NodeSpec
+from nodes.db import DB, NodeSpec
 
 
 class ClusterControl(Protocol):
@@ -19,6 +19,7 @@ class ClusterControl(Protocol):
     cluster (`harness.run.cluster.Cluster`) is one. Names are node names; every
     action returns the nodes it acted on (an empty list: nothing to do)."""
 
+    db: DB
     nodes: list[NodeSpec]
     paused: set[str]
 
@@ -58,6 +59,29 @@ class Fault(Protocol):
                ) -> dict[str, Any]: ...
 
     def heal(self, cluster: ClusterControl) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class SetsUp(Protocol):
+    """A fault that prepares before the schedule starts (a trigger starts its
+    watcher); called once with the running cluster."""
+
+    def setup(self, cluster: ClusterControl) -> None: ...
+
+
+@runtime_checkable
+class TearsDown(Protocol):
+    """A fault that cleans up after its last heal (a trigger stops its watcher)."""
+
+    def teardown(self, cluster: ClusterControl) -> None: ...
+
+
+@runtime_checkable
+class Fires(Protocol):
+    """A fault that sets off other faults (triggers, compositions): the runner
+    gives it `fire(spec, params, action)`, which runs one as its own op."""
+
+    fire: Callable[..., Any] | None
 
 
 @dataclass

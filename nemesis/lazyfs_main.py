@@ -305,7 +305,10 @@ class LazyFSOperations(Operations):
             raise FuseOSError(errno.EACCES)
 
     def utimens(self, path: str, times: tuple[int, int] | None = None) -> None:
-        os.utime(self._real(path), ns=times, follow_symlinks=False)
+        if times is None:   # utimensat(2) with no times: now
+            os.utime(self._real(path), follow_symlinks=False)
+        else:
+            os.utime(self._real(path), ns=times, follow_symlinks=False)
 
     def chmod(self, path: str, mode: int) -> None:
         os.chmod(self._real(path), mode)

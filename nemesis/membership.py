@@ -38,7 +38,8 @@ from typing import Any
 
 from checkers.faults import MEMBERSHIP
 from checkers.history import NOOP
-from nemesis.fault import FaultContext
+from nemesis.fault import ClusterControl, FaultContext
+from nodes.abilities import ChangeVoters, leaves_when_removed
 
 VARIANTS = ("remove", "remove-leader", "remove-two", "auto-join")
 HEAL_F = MEMBERSHIP.heal_f
@@ -69,7 +70,7 @@ class MembershipFault:
         self.variant = variant or "remove"
         self.removed: list[str] = []
 
-    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         if self.variant == "auto-join":
             return self._remove_all_but_leader(cluster)
@@ -90,7 +91,7 @@ class MembershipFault:
             value[NOOP] = f"remove {node} refused: {result.get('error')}"
         return value
 
-    def _remove_two_at_once(self, cluster: Any, rng: random.Random) -> dict[str, Any]:
+    def _remove_two_at_once(self, cluster: ClusterControl, rng: random.Random) -> dict[str, Any]:
         nodes = sorted(rng.sample(sorted(cluster.names), min(2, len(cluster.names) - 1)))
         results: dict[str, dict[str, Any]] = {}
 
@@ -112,7 +113,7 @@ class MembershipFault:
             value[NOOP] = "every removal refused"
         return value
 
-    def _remove_all_but_leader(self, cluster: Any) -> dict[str, Any]:
+    def _remove_all_but_leader(self, cluster: ClusterControl) -> dict[str, Any]:
         leader = cluster.leader()
         if leader is None:
             return {"change": "remove", "nodes": [], NOOP: "no leader"}
@@ -135,7 +136,7 @@ class MembershipFault:
             value[NOOP] = "every removal refused"
         return value
 
-    def heal(self, cluster: Any) -> dict[str, Any]:
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         added, failed = [], {}
         for node in list(self.removed):
             _left(cluster, [node])   # a kill's heal may have started it again
@@ -152,11 +153,11 @@ class MembershipFault:
         return {"nodes": added, "failed": failed}
 
 
-def _leaves(cluster: Any) -> bool:
-    return bool(getattr(cluster.db, "members_leave_when_removed", False))
+def _leaves(cluster: ClusterControl) -> bool:
+    return leaves_when_removed(cluster.db)
 
 
-def _left(cluster: Any, nodes: list[str]) -> None:
+def _left(cluster: ClusterControl, nodes: list[str]) -> None:
     """A removed member of a system whose removed members leave is stopped
     (it shuts itself down; this makes sure, and keeps a restart from racing
     the emptying of its data dir at the add)."""
@@ -164,15 +165,15 @@ def _left(cluster: Any, nodes: list[str]) -> None:
         cluster.kill(nodes)
 
 
-def _change(cluster: Any, change: str, node: str) -> dict[str, Any]:
+def _change(cluster: ClusterControl, change: str, node: str) -> dict[str, Any]:
     """Ask the leader, retrying refusals that only mean "not now"."""
-    change_voters = getattr(cluster.db, "change_voters", None)
-    if change_voters is None:
-        raise RuntimeError(f"{getattr(cluster.db, 'kind', 'this db')} cannot change voters")
+    db = cluster.db
+    if not isinstance(db, ChangeVoters):
+        raise RuntimeError(f"{getattr(db, 'kind', 'this db')} cannot change voters")
     deadline = time.monotonic() + RETRY_S
     while True:
         with cluster.in_hub():
-            result = change_voters(cluster.nodes, change, node)
+            result = db.change_voters(cluster.nodes, change, node)
         retry = result.get("error") in ("voter_change_in_flight", "not_committed_in_epoch",
                                         "not_caught_up", "not_leader", "no_leader", "timeout")
         if result.get("ok") or not retry or time.monotonic() > deadline:
@@ -187,7 +188,7 @@ AUTO_JOIN_OPTION = "auto_join"
 
 def membership_fault(ctx: FaultContext) -> MembershipFault:
     # Refused before the run starts, not at the first inject mid-run.
-    if ctx.db is not None and getattr(ctx.db, "change_voters", None) is None:
+    if ctx.db is not None and not isinstance(ctx.db, ChangeVoters):
         raise ValueError(f"{getattr(ctx.db, 'kind', 'this db')} cannot change voters "
                          f"(its adapter has no change_voters)")
     if (ctx.variant == "auto-join" and ctx.db is not None

@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nemesis.fault import ClusterControl
+from nodes.db import DB
+from nodes.raft.events import HW, ROLE, START, TRUNCATE
+
 LEADER_ROLE = "Leader"
 
 
@@ -43,17 +47,17 @@ def fold(state: EventState, node: str, event: Mapping[str, Any]) -> None:
     epoch = event.get("epoch")
     if type(epoch) is int:
         state.epochs[node] = epoch
-    if kind == "role" and isinstance(event.get("role"), str):
+    if kind == ROLE.name and isinstance(event.get("role"), str):
         state.roles[node] = event["role"]
         if event["role"] == LEADER_ROLE and type(epoch) is int \
                 and (epoch, node) not in state.claims:
             state.claims.append((epoch, node))
             state.elections += 1
-    elif kind == "hw" and type(event.get("hw")) is int:
+    elif kind == HW.name and type(event.get("hw")) is int:
         state.hw[node] = event["hw"]
-    elif kind == "truncate":
+    elif kind == TRUNCATE.name:
         state.truncations += 1
-    elif kind == "start":
+    elif kind == START.name:
         state.restarts += 1
         state.roles[node] = "start"
 
@@ -86,9 +90,9 @@ class EventTail:
         return self.state
 
 
-def event_tail(cluster: Any, db: Any) -> EventTail | None:
+def event_tail(cluster: ClusterControl, db: DB | None) -> EventTail | None:
     """A tail of the nodes' stdout logs, if the system leaves event lines there."""
-    if "events" not in frozenset(getattr(db, "artifacts", ()) or ()):
+    if db is None or "events" not in frozenset(db.artifacts or ()):
         return None
     from nemesis.triggers import node_log_paths
     return EventTail(node_log_paths(cluster))

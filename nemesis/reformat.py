@@ -25,7 +25,8 @@ from typing import Any
 
 from checkers.faults import REFORMAT
 from checkers.history import NOOP
-from nemesis.fault import FaultContext
+from nemesis.fault import ClusterControl, FaultContext
+from nodes.abilities import Reformat
 
 HEAL_F = REFORMAT.heal_f
 # Inside the data dir, so the move is a rename on the same file system (the
@@ -37,12 +38,12 @@ class ReformatFault:
     name, heal_f = REFORMAT.name, HEAL_F
 
     def __init__(self, db: Any) -> None:
-        if getattr(db, "reformat", None) is None:
+        if not isinstance(db, Reformat):
             raise ValueError(f"{getattr(db, 'kind', 'this db')} cannot re-format a node")
-        self.db = db
+        self.db: Reformat = db
         self.foreign: dict[str, str] = {}   # node -> the cluster id it was formatted for
 
-    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         node = (params.get("nodes") or [rng.choice(cluster.names)])[0]
         if node in self.foreign:
@@ -57,7 +58,7 @@ class ReformatFault:
         cluster.start([node])
         return {"nodes": [node], "cluster_id": cluster_id}
 
-    def heal(self, cluster: Any) -> dict[str, Any]:
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         if not self.foreign:
             return {"nodes": [], NOOP: "no node was re-formatted"}
         healed = sorted(self.foreign)

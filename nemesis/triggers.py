@@ -61,8 +61,10 @@ from checkers.faults import (
     POWER_CUT_AFTER_COMMIT,
     POWER_CUT_AFTER_VOTE,
 )
-from nemesis.fault import FaultContext
+from nemesis.fault import ClusterControl, FaultContext
 from nemesis.partition import isolate
+from nodes.abilities import LogGrowth, NodeStatus
+from nodes.raft.events import ACK, ROLE, START, VOTE
 
 # How often the watcher looks at the logs: fast while armed, idle otherwise.
 ARMED_POLL_S = 0.001
@@ -154,7 +156,7 @@ class Watcher:
             self._wake.clear()
 
 
-def node_log_paths(cluster: Any) -> dict[str, Path]:
+def node_log_paths(cluster: ClusterControl) -> dict[str, Path]:
     return {n.name: Path(n.log_dir) / "stdout.log" for n in cluster.nodes}
 
 
@@ -167,7 +169,7 @@ class TriggerFault:
     def __init__(self, ctx: FaultContext) -> None:
         self.replay = bool(ctx.extras.get("replay"))
         self.fire: FireFn | None = None       # set by the NemesisRunner
-        self.cluster: Any = None
+        self.cluster: ClusterControl   # set by setup(), before any inject
         self.roles: dict[str, str] = {}
         self.fired: list[dict[str, Any]] = []
         self._armed = False
@@ -177,14 +179,14 @@ class TriggerFault:
 
     # --- the Fault interface ----------------------------------------------------
 
-    def setup(self, cluster: Any) -> None:
+    def setup(self, cluster: ClusterControl) -> None:
         self.cluster = cluster
         if not self.replay:
             self._watcher = Watcher(node_log_paths(cluster), self.on_event, lambda: self._armed)
             self._watcher.poll()   # skip what happened before the run's nemesis started
             self._watcher.start()
 
-    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         with self._lock:
             self._armed = not self.replay
@@ -204,13 +206,13 @@ class TriggerFault:
         """A fault to run right after arming, to bring on the moment watched for."""
         return None
 
-    def heal(self, cluster: Any) -> dict[str, Any]:
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         with self._lock:
             self._armed = False
         down = [n for n in cluster.names if not cluster.is_running(n)]
         return {"nodes": cluster.start(down, fresh=False)}
 
-    def teardown(self, cluster: Any) -> None:
+    def teardown(self, cluster: ClusterControl) -> None:
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
@@ -218,9 +220,9 @@ class TriggerFault:
     # --- watching -----------------------------------------------------------------
 
     def on_event(self, node: str, event: dict[str, Any]) -> None:
-        if event.get("event") == "role" and isinstance(event.get("role"), str):
+        if event.get("event") == ROLE.name and isinstance(event.get("role"), str):
             self.roles[node] = event["role"]
-        elif event.get("event") == "start":
+        elif event.get("event") == START.name:
             self.roles[node] = "start"
         # Under the lock to the end: a heal (which takes it) then returns only
         # once a firing in flight has queued its fault, so the runner's final
@@ -268,10 +270,10 @@ class KillAfterVote(TriggerFault):
         return elect(self.name)
 
     def match(self, node: str, event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-        if event.get("event") != "vote":
+        if event.get("event") != VOTE.name:
             return None
         return KILL.name, {"nodes": [node], "trigger": self.name,
-                        "after": {"event": "vote", "node": node, "t": event.get("t"),
+                        "after": {"event": VOTE.name, "node": node, "t": event.get("t"),
                                   "epoch": event.get("epoch")}}
 
 
@@ -283,16 +285,17 @@ class PowerCut(TriggerFault):
     def __init__(self, ctx: FaultContext, fsync_delay_ms: int) -> None:
         super().__init__(ctx)
         self.fsync_delay_ms = fsync_delay_ms
-        self.mounts = ctx.extras.get("mounts")
-        if self.mounts is None:
+        mounts = ctx.extras.get("mounts")
+        if mounts is None:
             raise ValueError(f"{self.name} needs the nodes' data dirs on LazyFS mounts")
+        self.mounts: dict[str, Any] = mounts   # node -> nemesis.lazyfs.LazyFS
 
-    def setup(self, cluster: Any) -> None:
+    def setup(self, cluster: ClusterControl) -> None:
         for fs in self.mounts.values():
             fs.set_fsync_delay(self.fsync_delay_ms)
         super().setup(cluster)
 
-    def teardown(self, cluster: Any) -> None:
+    def teardown(self, cluster: ClusterControl) -> None:
         super().teardown(cluster)
         for fs in self.mounts.values():
             try:
@@ -334,10 +337,10 @@ class PowerCutAfterVote(PowerCut):
         return elect(self.name)
 
     def match(self, node: str, event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-        if event.get("event") != "vote":
+        if event.get("event") != VOTE.name:
             return None
         return LOSE_UNSYNCED.name, {"nodes": [node], "trigger": self.name,
-                                 "after": {"event": "vote", "node": node, "t": event.get("t"),
+                                 "after": {"event": VOTE.name, "node": node, "t": event.get("t"),
                                            "epoch": event.get("epoch"),
                                            "candidate": event.get("candidate")}}
 
@@ -365,10 +368,11 @@ class PowerCutAfterCommit(PowerCut):
 
     def match(self, node: str, event: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
         # Only a leader acknowledges writes: the line names the leader.
-        if event.get("event") != "ack":
+        if event.get("event") != ACK.name:
             return None
         age = event.get("age_ms")
-        young = type(age) in (int, float) and age < self.fsync_delay_ms * YOUNG_SHARE
+        young = (isinstance(age, int | float) and not isinstance(age, bool)
+                 and age < self.fsync_delay_ms * YOUNG_SHARE)
         if not young and self.old_acks < FALLBACK_ACKS:
             self.old_acks += 1
             return None
@@ -377,7 +381,7 @@ class PowerCutAfterCommit(PowerCut):
         count = len(names) // 2 + 1 if self.targets == "majority" else len(names)
         chosen = sorted([node] + self._rng.sample(others, count - 1))
         return LOSE_UNSYNCED.name, {"nodes": chosen, "trigger": self.name,
-                                 "after": {"event": "ack", "node": node, "t": event.get("t"),
+                                 "after": {"event": ACK.name, "node": node, "t": event.get("t"),
                                            "last": event.get("last"), "age_ms": age,
                                            "young": young}}
 
@@ -419,7 +423,7 @@ class FastFailover(PowerCut):
         super().__init__(ctx, parse_fsync_delay(ctx.variant))
         self.spec = self.name if ctx.variant is None else f"{self.name}:{ctx.variant}"
         self.db = ctx.db
-        if not all(hasattr(self.db, m) for m in ("status", "grow_log")):
+        if not (isinstance(self.db, NodeStatus) and isinstance(self.db, LogGrowth)):
             raise ValueError(f"{self.name} needs a DB adapter with status and grow_log "
                              "(the raft store's)")
         self.isolated: str | None = None
@@ -433,7 +437,7 @@ class FastFailover(PowerCut):
     def rearmed(self) -> None:
         self.isolated, self.stage, self.vote = None, "vote", {}
 
-    def inject(self, cluster: Any, rng: random.Random, params: Mapping[str, Any]
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         if params.get("step") == self.GROW:
             return self.grow(cluster, params)
@@ -464,11 +468,11 @@ class FastFailover(PowerCut):
     def steps(self, node: str, event: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
         """What to fire for this line (under the lock), in order."""
         kind = event.get("event")
-        if self.stage == "vote" and kind == "vote" and node != self.isolated:
+        if self.stage == "vote" and kind == VOTE.name and node != self.isolated:
             winner = event.get("candidate")
             if not isinstance(winner, str) or winner == self.isolated:
                 return []
-            after = {"event": "vote", "node": node, "t": event.get("t"),
+            after = {"event": VOTE.name, "node": node, "t": event.get("t"),
                      "epoch": event.get("epoch"), "candidate": winner}
             power_cut = {"nodes": [node], "trigger": self.name, "after": after}
             self.at_once(power_cut)
@@ -478,14 +482,14 @@ class FastFailover(PowerCut):
                     (KILL.name, {"nodes": [winner], "trigger": self.name}, "inject"),
                     (LOSE_UNSYNCED.name, power_cut, "inject"),
                     (PARTITION.name, {}, "heal")]
-        if (self.stage == "leader" and kind == "role" and event.get("role") == "Leader"
+        if (self.stage == "leader" and kind == ROLE.name and event.get("role") == "Leader"
                 and type(event.get("epoch")) is int and type(self.vote["epoch"]) is int
                 and event["epoch"] > self.vote["epoch"]):
             self.stage = "done"
             return [(KILL.name, {}, "heal")]
         return []
 
-    def heal(self, cluster: Any) -> dict[str, Any]:
+    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         with self._lock:
             # Armed but no election came: the leader is still cut off.
             still_cut = self._armed and self.isolated is not None and self.stage == "vote"
@@ -498,7 +502,7 @@ class FastFailover(PowerCut):
         # As power-cut-after-vote: no write begun after the vote line is durable sooner.
         return self.fsync_delay_ms - after["frozen_after_ms"]
 
-    def grow(self, cluster: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+    def grow(self, cluster: ClusterControl, params: Mapping[str, Any]) -> dict[str, Any]:
         """Grow the new leader's log to the old one's end, read once the old
         one has resigned (then nothing more reaches its log)."""
         node, over = params["node"], params["over"]
@@ -513,7 +517,7 @@ class FastFailover(PowerCut):
         return {"step": self.GROW, "over": over, "over_role": old.get("role"),
                 "role": new.get("role"), **grown}
 
-    def _wait_for(self, cluster: Any, node: str, ok: Callable[[dict[str, Any]], bool],
+    def _wait_for(self, cluster: ClusterControl, node: str, ok: Callable[[dict[str, Any]], bool],
                   deadline: float) -> dict[str, Any]:
         """The node's status once `ok` holds for it, or at the deadline."""
         while True:

@@ -1,14 +1,15 @@
 """The DB adapter contract: how the harness sets up, starts and inspects a node.
 
 The harness owns namespaces and processes; an adapter only says what to run
-and how to look at it (docs/contracts.md).
+and how to look at it (docs/contracts.md). What else an adapter may offer
+(who leads, its applied state, voter changes...) is `nodes.abilities`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NotRequired, Protocol, TypedDict, runtime_checkable
+from typing import Any, NotRequired, Protocol, TypedDict
 
 
 @dataclass
@@ -64,18 +65,6 @@ GENERIC_TIMERS = Timers(failover_s=10.0, recovery_s=30.0, rejoin_s=10.0, rejoin_
                         source="generic default (the system declares no timers)")
 
 
-@runtime_checkable
-class ReplicaProgress(Protocol):
-    """An adapter that can say how far a node's replica has got: the run polls
-    it after the final reads until every live node reports the same (bounded
-    by the system's recovery time), before it dumps."""
-
-    def replica_progress(self, node: NodeSpec) -> dict[str, Any] | None:
-        """Comparable fields (e.g. {"committed": 12, "log_end": 12}); None when
-        the node does not answer."""
-        ...
-
-
 class DB(Protocol):
     kind: str
     # Node artefacts a run leaves for the checkers: "log_dump" (nodes/<n>/log.msgpack)
@@ -90,8 +79,6 @@ class DB(Protocol):
     def argv(self, node: NodeSpec, cluster: list[NodeSpec], fresh: bool) -> list[str]: ...
 
     def is_ready(self, node: NodeSpec) -> bool: ...
-
-    def leader(self, cluster: list[NodeSpec]) -> str | None: ...
 
     def data_files(self, node: NodeSpec) -> list[Path]: ...
 
@@ -115,38 +102,3 @@ class NodeState(TypedDict):
     keys: list[list[Any]]
     logs: NotRequired[list[list[Any]]]
     digest: NotRequired[str]
-
-
-@runtime_checkable
-class AppliedState(Protocol):
-    """An adapter that can read what a node has applied, node-locally (no
-    quorum, no leader): at the end of a run the harness reads every node and
-    the node-state checker compares them with each other and with the history."""
-
-    def applied_state(self, node: NodeSpec, workload: str) -> NodeState | None:
-        """The node's applied state for `workload`'s keys, or None if it does not answer."""
-
-
-@runtime_checkable
-class PreloadClock(Protocol):
-    """An adapter that says whether its node processes read the clock through
-    libc, where an LD_PRELOAD library (libfaketime) can set it off: the clock
-    faults (nemesis.clock) need True. `clock_note`: how its nodes read the
-    clock, said when a clock fault is refused (a Go binary reads it through
-    the vDSO, past any preload)."""
-
-    clock_preload: bool
-    clock_note: str
-
-
-@runtime_checkable
-class NodeLogPatterns(Protocol):
-    """An adapter that says which lines of its nodes' stdout/stderr mean a node
-    tripped over itself (its own guards, assertions, crashes): regular
-    expressions (Python `re`, searched per line). Lines matching one of
-    `benign_log_lines` never count (what the faults themselves cause, such as
-    an I/O error from a failed disk). Adapters without it get the generic
-    Python and Go patterns (`nodes.log_patterns`)."""
-
-    failure_log_lines: tuple[str, ...]
-    benign_log_lines: tuple[str, ...]

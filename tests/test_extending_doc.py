@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from faultline import System
+from faultline import AppliedState, Leadership, System
 from harness.run.config import RunConfig, validate
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,6 +32,9 @@ def test_it_is_a_system_faultline_accepts(tmp_path, monkeypatch):
     import myredis_doc
     assert isinstance(myredis_doc.REDIS, System)
     assert myredis_doc.REDIS.workloads == ["kv", "register"]
+    # The optional ability it names is the one faultline finds.
+    assert isinstance(myredis_doc.REDIS.db(), Leadership)
+    assert not isinstance(myredis_doc.REDIS.db(), AppliedState)
     validate(RunConfig(db="myredis_doc:REDIS", workload="kv"))
 
 

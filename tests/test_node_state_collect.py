@@ -15,7 +15,8 @@ from checkers.registry import APPLIED_STATE, NODE_EXITS, NODE_LOGS
 from checkers.rundir import load_node_states
 from harness.run import node_state
 from harness.run.lifecycle import node_log_patterns, run_artifacts
-from nodes.db import AppliedState, NodeLogPatterns, NodeSpec
+from nodes.abilities import AppliedState, NodeLogPatterns
+from nodes.db import NodeSpec
 from nodes.etcd.db import EtcdDB
 from nodes.log_patterns import GENERIC_FAILURE_LINES
 from nodes.raft.client import NodeClient

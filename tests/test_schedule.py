@@ -113,6 +113,12 @@ class FlakyFault:
         return {"healed": True}
 
 
+def flaky_nemesis(fault: FlakyFault) -> CompositeNemesis:
+    nemesis = CompositeNemesis({"flaky": fault})
+    nemesis.setup(object())  # type: ignore[arg-type]  # FlakyFault never looks at its cluster
+    return nemesis
+
+
 def test_runner_records_invoke_info_pairs_errors_and_final_heal(tmp_path: Path) -> None:
     recorder = Recorder(tmp_path / "history.msgpack")
     fault = FlakyFault()
@@ -121,7 +127,7 @@ def test_runner_records_invoke_info_pairs_errors_and_final_heal(tmp_path: Path) 
               Event(0.02, "inject", "flaky", {"nodes": ["n2"]}, seed=10),  # fails
               Event(0.03, "heal", "flaky"),
               Event(0.04, "inject", "flaky", {"nodes": ["n3"]}, seed=11)]  # healed at the end
-    runner = NemesisRunner(CompositeNemesis({"flaky": fault}), events, recorder.record)
+    runner = NemesisRunner(flaky_nemesis(fault), events, recorder.record)
     executed = runner.run(threading.Event())
     recorder.close()
     ops = read_history(tmp_path / "history.msgpack").ops
@@ -141,7 +147,7 @@ def test_runner_stops_early_and_still_heals(tmp_path: Path) -> None:
     fault = FlakyFault()
     events = [Event(0.0, "inject", "flaky", {}, seed=1), Event(60.0, "heal", "flaky")]
     stop = threading.Event()
-    runner = NemesisRunner(CompositeNemesis({"flaky": fault}), events, recorder.record)
+    runner = NemesisRunner(flaky_nemesis(fault), events, recorder.record)
     threading.Timer(0.2, stop.set).start()
     runner.run(stop)
     assert [(op.type, op.f) for op in recorder.open_ops()] == []

@@ -16,6 +16,7 @@ from checkers.registry import (
     Plan,
     check_names,
 )
+from workloads.contract import CheckerOptions, Workload
 from workloads.registry import WORKLOADS
 
 
@@ -42,11 +43,12 @@ def plan_for(run: Mapping[str, Any]) -> Plan:
     return {n: {**defaults.get(n, {}), **CHECKS[n].from_config(config)} for n in names}
 
 
-def workload_defaults(workload: Any, config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def workload_defaults(workload: Workload | None, config: Mapping[str, Any]
+                      ) -> dict[str, dict[str, Any]]:
     """Checker options a workload implies: what its ops act on, for the
     checkers that read a history by its data type, and its own defaults."""
     if workload is None:
         return {}
-    own = workload.checker_options(config) if hasattr(workload, "checker_options") else {}
+    own = workload.checker_options(config) if isinstance(workload, CheckerOptions) else {}
     return {DURABILITY.name: {"data": workload.DATA}, NODE_STATE.name: {"data": workload.DATA},
             **own}

@@ -13,7 +13,7 @@ from typing import Any
 
 from checkers.datatypes import REGISTERS
 from checkers.registry import DURABILITY, LINEARIZABILITY
-from workloads.ops import OpSpec, UniqueValues
+from workloads.ops import REGISTER_OPS, OpSpec, UniqueValues
 from workloads.options import Option, resolve, table
 
 NAME = "kv"
@@ -59,6 +59,7 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
 
 # What judges this workload's answers (the cluster checkers come on top).
 CHECKERS = (LINEARIZABILITY, DURABILITY)
+VALUES = REGISTER_OPS
 
 
 def final_reads(issued: list[OpSpec]) -> list[OpSpec]:

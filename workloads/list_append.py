@@ -9,7 +9,7 @@ from typing import Any
 
 from checkers.datatypes import LISTS
 from checkers.registry import DURABILITY, ELLE
-from workloads.ops import SINGLE_KEY_READS, OpSpec, final_txn_reads, rotating_txns
+from workloads.ops import SINGLE_KEY_READS, OpShape, OpSpec, final_txn_reads, rotating_txns
 from workloads.options import Option, resolve, table
 
 NAME = "list-append"
@@ -33,6 +33,8 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
 
 # What judges this workload's answers (the cluster checkers come on top).
 CHECKERS = (ELLE, DURABILITY)
+VALUES = (OpShape("txn", '`[["append", k, v], ["r", k, None], ...]`',
+                  'the same list, each read filled: `["r", k, [v1, v2, ...]]`'),)
 
 
 final_reads = final_txn_reads

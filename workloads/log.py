@@ -11,7 +11,7 @@ from typing import Any
 
 from checkers.datatypes import LOGS
 from checkers.registry import DURABILITY
-from workloads.ops import OpSpec, UniqueValues
+from workloads.ops import OpShape, OpSpec, UniqueValues
 from workloads.options import Option, resolve, table
 
 NAME = "log"
@@ -42,6 +42,9 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
 
 # What judges this workload's answers (the cluster checkers come on top).
 CHECKERS = (DURABILITY,)
+VALUES = (OpShape("append", "`[log_name, v]`", "`[log_name, v, offset]`"),
+          OpShape("read", "`[log_name, from_offset, count]`",
+                  "`[log_name, from_offset, [[offset, v], ...]]`"))
 
 # The node caps one read at this many entries (nodes.raft.requests.MAX_READ_COUNT).
 FINAL_READ_COUNT = 10_000

@@ -17,6 +17,21 @@ class OpSpec:
     node: str | None = None
 
 
+@dataclass(frozen=True)
+class OpShape:
+    """One kind of op a workload issues, as the history records it (docs/contracts.md)."""
+
+    f: str
+    invoke: str    # the invoke op's value
+    ok: str        # an ok completion's value
+
+
+# register and kv: one register per key.
+REGISTER_OPS = (OpShape("read", "`None`", "the value read (`None`: never written)"),
+                OpShape("write", "v", "v"),
+                OpShape("cas", "`[old, new]`", "`[old, new]`"))
+
+
 class UniqueValues:
     """Integers never handed out twice in a run, so a read names its writer."""
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from checkers.datatypes import REGISTERS
 from checkers.registry import DURABILITY, LINEARIZABILITY
-from workloads.ops import OpSpec, UniqueValues
+from workloads.ops import REGISTER_OPS, OpSpec, UniqueValues
 from workloads.options import Option, resolve, table
 
 NAME = "register"
@@ -62,6 +62,7 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
 
 # What judges this workload's answers (the cluster checkers come on top).
 CHECKERS = (LINEARIZABILITY, DURABILITY)
+VALUES = REGISTER_OPS
 
 
 # The cas register per key (etcd flavour); a history without keys is one register.

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from types import ModuleType
-
 from workloads import kv, list_append, log, register, rw_register
+from workloads.contract import Workload
 
-WORKLOADS: dict[str, ModuleType] = {m.NAME: m for m in (register, kv, list_append, log,
-                                                        rw_register)}
+_ALL: tuple[Workload, ...] = (register, kv, list_append, log, rw_register)
+WORKLOADS: dict[str, Workload] = {m.NAME: m for m in _ALL}
 
 
-def get(name: str) -> ModuleType:
+def get(name: str) -> Workload:
     try:
         return WORKLOADS[name]
     except KeyError:

@@ -10,7 +10,7 @@ from typing import Any
 
 from checkers.datatypes import REGISTER_TXNS
 from checkers.registry import RW_REGISTER
-from workloads.ops import SINGLE_KEY_READS, OpSpec, final_txn_reads, rotating_txns
+from workloads.ops import SINGLE_KEY_READS, OpShape, OpSpec, final_txn_reads, rotating_txns
 from workloads.options import Option, resolve, table
 
 # Named after the Elle checker that judges it: one name, defined there.
@@ -34,6 +34,8 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
 
 # What judges this workload's answers (the cluster checkers come on top).
 CHECKERS = (RW_REGISTER,)
+VALUES = (OpShape("txn", '`[["w", k, v], ["r", k, None], ...]`',
+                  'the same list, each read filled: `["r", k, v]` (`None`: never written)'),)
 
 
 final_reads = final_txn_reads

@@ -92,7 +92,9 @@ class Parser:
         self.max_depth = max_depth
 
     def skip_ws(self) -> int:
-        self.pos = _WS.match(self.text, self.pos).end()
+        m = _WS.match(self.text, self.pos)
+        assert m is not None   # it matches the empty string
+        self.pos = m.end()
         return self.pos
 
     def at_end(self) -> bool:
@@ -108,6 +110,7 @@ class Parser:
         """
         text = self.text
         stack: list[tuple[str, list[Any], int]] = []
+        value: Any
         while True:
             # finditer walks the tokens in C; _FAST always matches (its last,
             # empty alternative), so it never skips text, and that alternative
@@ -297,6 +300,7 @@ class Parser:
     def _string(self) -> str:
         start = self.pos
         m = _STRING_BODY.match(self.text, start + 1)
+        assert m is not None   # it matches the empty string
         end = m.end()
         if end >= len(self.text):
             raise EdnError(start, "string is never closed")

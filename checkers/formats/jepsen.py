@@ -147,8 +147,9 @@ def op_from_edn(m: Any, position: int, independent: bool = False,
     error = m.get("error")
     if error is not None:
         error = str(error) if isinstance(error, str) else edn.dumps(plain(error))
-    return Op(index, time, process, typ, f, value, key, None if node is None else str(node),
-              error)
+    # process None only with process_optional, for the caller to place at once.
+    return Op(index, time, process, typ, f, value, key,  # type: ignore[arg-type]
+              None if node is None else str(node), error)
 
 
 def read_edn_history(path: str | os.PathLike[str], independent: bool = False) -> list[Op]:

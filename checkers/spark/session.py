@@ -200,7 +200,7 @@ def spark_session(master: str | None = None, app: str = "faultline",
         raise SparkUnavailable(f"Spark did not start ({type(e).__name__}: {e}); "
                                f"its log is {jvm_log}.") from None
     session.sparkContext.setLogLevel("ERROR")
-    session.conf.set(SHUFFLE_LIMIT_KEY, session.conf.get("spark.sql.shuffle.partitions"))
+    session.conf.set(SHUFFLE_LIMIT_KEY, str(session.conf.get("spark.sql.shuffle.partitions")))
     return session
 
 
@@ -305,7 +305,7 @@ def remote_session(url: str) -> Any:
         # Set once per server session: a later check finds it narrowed by an earlier one.
         if session.conf.get(SHUFFLE_LIMIT_KEY, None) is None:
             session.conf.set(SHUFFLE_LIMIT_KEY,
-                             session.conf.get("spark.sql.shuffle.partitions"))
+                             str(session.conf.get("spark.sql.shuffle.partitions")))
     except ImportError as e:
         _unmark_connect_mode()
         raise SparkUnavailable(f"Spark Connect's client is missing ({e}): install "

@@ -37,9 +37,8 @@ def planned_events(config: Any) -> int:
 
 def run_events(run: dict[str, Any]) -> int:
     """History events of a finished run, from run.json's op counts."""
-    counts = run.get("op_counts") if isinstance(run.get("op_counts"), dict) else {}
-    done = sum(int(counts.get(t, 0)) for t in ("ok", "fail", "info")
-               if isinstance(counts.get(t, 0), int))
+    counts = c if isinstance(c := run.get("op_counts"), dict) else {}
+    done = sum(n for t in ("ok", "fail", "info") if isinstance(n := counts.get(t, 0), int))
     return done * EVENTS_PER_OP
 
 

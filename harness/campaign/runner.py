@@ -344,8 +344,8 @@ def execute(cdir: Path, doc: dict[str, Any], entries: list[dict[str, Any]], todo
     for e in entries:
         document = documents.get(e["index"])
         if document is not None:
-            e["verdict"] = {True: "valid", False: "invalid"}.get(document.get("valid"),
-                                                                  "unknown")
+            valid = document.get("valid")
+            e["verdict"] = "valid" if valid is True else "invalid" if valid is False else "unknown"
         elif e["status"] != "complete":
             e["verdict"] = None
     write_json(cdir / RUNS_JSON, entries)

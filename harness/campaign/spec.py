@@ -163,7 +163,7 @@ def expand_matrix(matrix: dict[str, Any], defaults: dict[str, Any], where: str,
                             f"x node_options x seeds x repeats), {start + count} with the "
                             f"matrices before it; a campaign may have at most "
                             f"{MAX_CAMPAIGN_RUNS}")
-    runs = []
+    runs: list[PlannedRun] = []
     for db, workload, nemesis, options, seed, repeat in itertools.product(
             dbs, workloads, nemeses, node_options, seeds, range(repeats)):
         config = RunConfig(**{**defaults, **settings, "db": db, "workload": workload,

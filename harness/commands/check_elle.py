@@ -16,7 +16,7 @@ from checkers.elle.budget import DEFAULT_MEMORY_LIMIT_MB
 from checkers.elle.consistency import MODEL_NAMES
 from checkers.formats import read_any
 from checkers.history import NEMESIS, Op
-from checkers.verdict import exit_code
+from checkers.verdict import Verdict, exit_code
 from harness.run.bounds import CHECK_BUDGETS, CYCLE_SEARCH
 from harness.run.errors import UserError
 
@@ -99,7 +99,7 @@ def _load(path: str, fmt: str | None) -> list[Op]:
     return history.ops
 
 
-def _refuse_unfit(verdict: dict, workload: object) -> None:
+def _refuse_unfit(verdict: Verdict, workload: object) -> None:
     """A history none of whose txns the workload's checker can read is the
     wrong input (or the wrong --workload), not an unknown verdict: 254."""
     malformed = [a for a in verdict["anomalies"] if a["type"] == "malformed-txn"]

@@ -11,7 +11,7 @@ from checkers.lin_report import write_html
 from checkers.linearizability import check
 from checkers.models import MODELS, ModelError, get_model
 from checkers.nothing_to_judge import nothing_to_judge
-from checkers.verdict import exit_code, verdict
+from checkers.verdict import Verdict, exit_code, verdict
 from harness.commands.run import parse_options
 from harness.run.bounds import CHECK_BUDGETS
 from harness.run.errors import UserError
@@ -97,8 +97,8 @@ def choose_model(named: str | None, ops: list[Op]) -> str:
     return named
 
 
-def summary(v: dict) -> str:
-    word = {True: "valid", False: "INVALID"}.get(v["valid"], "unknown")
+def summary(v: Verdict) -> str:
+    word = "valid" if v["valid"] is True else "INVALID" if v["valid"] is False else "unknown"
     stats = v["stats"]
     lines = [f"linearizability ({stats.get('model')}): {word}; "
              f"{stats.get('keys_checked', 0)}/{stats.get('keys', 0)} key(s) checked"

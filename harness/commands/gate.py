@@ -44,8 +44,8 @@ def campaign_cases(cdir: Path) -> list[GateCase]:
     """A campaign's runs; a run that never finished is an unknown case, not a pass."""
     try:
         entries = read_json(cdir / RUNS_JSON)
-    except (OSError, ValueError) as e:
-        raise UserError(f"cannot read {cdir / RUNS_JSON}: {e}") from None
+    except (OSError, ValueError) as err:
+        raise UserError(f"cannot read {cdir / RUNS_JSON}: {err}") from None
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise UserError(f"{cdir / RUNS_JSON} is not a list of runs")
     if not entries:

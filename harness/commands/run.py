@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from faultline import registry as systems
 from harness.run.bounds import NonFinite, json_option
@@ -14,6 +15,9 @@ from harness.run.errors import UserError
 from nemesis.base import FAULTS
 from workloads.options import describe
 from workloads.registry import WORKLOADS
+
+if TYPE_CHECKING:   # the run machinery loads only when a run starts
+    from harness.run.lifecycle import RunOutcome
 
 
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,7 +51,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--client-option", action="append", default=[], metavar="K=V",
                    help="client/workload option (repeatable), e.g. serializable_reads=true; "
                         "workload options with their defaults: " + "; ".join(
-                            f"{name}: {describe(getattr(m, 'OPTIONS', {}))}"
+                            f"{name}: {describe(m.OPTIONS)}"
                             for name, m in sorted(WORKLOADS.items())))
     p.add_argument("--threshold", action="append", default=[], metavar="K=V",
                    help="availability threshold, e.g. max_leader_changes_per_heal=1")
@@ -101,7 +105,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         raise UserError(str(e)) from None
 
 
-def print_outcome(outcome, stream=None) -> None:
+def print_outcome(outcome: RunOutcome, stream: TextIO | None = None) -> None:
     stream = stream or sys.stdout
     doc = outcome.verdicts or {}
     words = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN"}

@@ -67,6 +67,7 @@ def run_serve(args: argparse.Namespace) -> int:
         raise HarnessError(str(e)) from None
     print(f"spark: serving; check with `faultline check --remote sc://127.0.0.1:{args.port} ...`"
           " (Ctrl-C stops it)", file=sys.stderr, flush=True)
+    assert server.proc is not None   # started above
     try:
         code = server.proc.wait()
     finally:

@@ -20,7 +20,7 @@ def register(subparsers: Any) -> None:
 
 
 def describe() -> dict[str, Any]:
-    systems = {}
+    systems: dict[str, dict[str, Any]] = {}
     for name in registry.names():
         try:
             s = registry.get(name)

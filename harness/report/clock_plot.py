@@ -41,7 +41,8 @@ def clock_segments(faults: list[FaultWindow]) -> list[ClockSegment]:
         for w, nxt in zip(windows, [*windows[1:], None], strict=True):
             end = w.end if nxt is None or nxt.start >= w.end else nxt.start
             value: dict[str, Any] = w.value
-            offsets = value.get("offsets") if isinstance(value.get("offsets"), dict) else {}
+            raw = value.get("offsets")
+            offsets: dict[str, Any] = raw if isinstance(raw, dict) else {}
             offset = offsets.get(node, value.get("seconds"))
             if not isinstance(offset, (int, float)):
                 continue

@@ -130,7 +130,7 @@ def timeline(ops: list[Op], events: dict[str, list[dict[str, Any]]],
               and op.time >= 0]
     for inv, done in pair_ops(client):
         what = outcome(done.type, done.f, done.error) if done is not None else None
-        if what not in OUTCOMES:
+        if done is None or what not in OUTCOMES:
             continue
         b = done.time // bin_ns
         counts[what][b] += 1
@@ -189,7 +189,7 @@ def node_spans(faults: list[FaultWindow], nodes: list[str]) -> list[NodeSpan]:
         value = w.value if isinstance(w.value, dict) else {}
         if w.f in CUT_FAULTS:
             isolated = cut_off(value.get("cut"), nodes)
-            cut = value.get("cut") if isinstance(value.get("cut"), list) else []
+            cut = c if isinstance(c := value.get("cut"), list) else []
             for node, peers in lost_peers(value.get("cut"), nodes).items():
                 state = CUT_OFF_STATE if node in isolated else LINKS_CUT_STATE
                 reach = ("cannot reach a majority" if node in isolated

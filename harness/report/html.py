@@ -92,7 +92,7 @@ def _word(valid: Any) -> tuple[str, str]:
 
 def render(report: RunReport) -> str:
     """The whole report page."""
-    config = report.run.get("config") if isinstance(report.run.get("config"), dict) else {}
+    config = c if isinstance(c := report.run.get("config"), dict) else {}
     word, cls = _word((report.verdicts or {}).get("valid"))
     if report.run.get("client_error"):
         word, cls = "HARNESS ERROR", "unjudged"
@@ -199,7 +199,7 @@ def coverage_line(verdicts: dict[str, Any] | None) -> str:
     """verdicts.json's fault coverage line, bold when the faults never touched the leader."""
     cov = (verdicts or {}).get("coverage")
     line = cov.get("line") if isinstance(cov, dict) else None
-    if not isinstance(line, str):
+    if not isinstance(cov, dict) or not isinstance(line, str):
         return ""
     text = f"<b>{_e(line)}</b>" if cov.get("leader_never_hit") else _e(line)
     return f"<div class='why'>{text}</div>"

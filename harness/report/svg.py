@@ -10,6 +10,7 @@ never per op, so the picture costs the same for 1k or 1M ops.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from html import escape
 
 from checkers.faults import (
@@ -205,7 +206,8 @@ def _rate_panel(tl: Timeline, x: _X, y0: int) -> list[str]:
     return out
 
 
-def _step_band(low: list[float], high: list[float], bin_ns: int, x: _X, y) -> str:
+def _step_band(low: list[float], high: list[float], bin_ns: int, x: _X,
+               y: Callable[[float], float]) -> str:
     """A filled step outline between two per-bin series."""
     pts = []
     for i, v in enumerate(high):
@@ -409,7 +411,8 @@ def _latency_panel(tl: Timeline, x: _X, y0: int) -> list[str]:
     return out
 
 
-def _broken_line(series: list[float | None], bin_ns: int, x: _X, y) -> str:
+def _broken_line(series: list[float | None], bin_ns: int, x: _X,
+                 y: Callable[[float], float]) -> str:
     """A line through the bins' centres, broken where a bin had no ok op; a lone
     point becomes a short tick so it stays visible."""
     parts = []

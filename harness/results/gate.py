@@ -54,7 +54,7 @@ def cases_from_verdicts(run: str, document: dict[str, Any] | None,
     if not document or not document.get("checkers"):
         return [GateCase(run, "verdicts", ERROR,
                          problem or "the run has no verdicts.json: check it first")]
-    cov = document.get("coverage") if isinstance(document.get("coverage"), dict) else {}
+    cov = c if isinstance(c := document.get("coverage"), dict) else {}
     line, never = str(cov.get("line") or ""), cov.get("leader_never_hit") is True
     judged = [GateCase(run, name, v.get("valid", "unknown"), first_detail(v),
                        float((v.get("stats") or {}).get("seconds", 0.0)), line, never)

@@ -182,7 +182,7 @@ def summarize_run(path: Path) -> RunSummary:
             summary.verdict = "broken"
             return summary
         else:
-            config = run.get("config") if isinstance(run.get("config"), dict) else {}
+            config = c if isinstance(c := run.get("config"), dict) else {}
             summary.start = str(run["start_wall"]) if run.get("start_wall") else None
             from harness.run.state import effective_status
             summary.status = effective_status(run)

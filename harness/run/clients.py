@@ -163,10 +163,12 @@ class ClientPool:
         if w.open_op is not None:
             inv = w.open_op
             w.open_op = None
-            recorder.record(inv.process, "info", inv.f, inv.value, inv.key, inv.node,
-                            "client-worker-died")
+            if recorder is not None:   # an op is only open once recording has begun
+                recorder.record(inv.process, "info", inv.f, inv.value, inv.key, inv.node,
+                                "client-worker-died")
         try:
-            self._sel.unregister(w.proc.stdout)
+            if w.proc.stdout is not None:
+                self._sel.unregister(w.proc.stdout)
         except (KeyError, ValueError):
             pass
         w.proc.kill()
@@ -189,7 +191,7 @@ class ClientPool:
                 elif msg.get("kind") == CLIENT_ERROR:
                     # A bug in the client, not a crash the run can absorb: no
                     # replacement worker, the run ends as a harness error.
-                    raise ClientError(self._hello["db"], w.slot, str(msg.get("during")),
+                    raise ClientError(str(self._hello["db"]), w.slot, str(msg.get("during")),
                                       str(msg.get("traceback")))
                 elif recorder is not None:
                     self._complete(w, msg, recorder)

@@ -35,6 +35,7 @@ from harness.run.resources import (
 )
 from harness.run.watchdog import Watchdog, start_watchdog
 from nemesis.netns import Topology, popen_in_netns
+from nodes.abilities import Leadership
 from nodes.db import DB, NodeSpec
 
 DEFAULT_PORT = 7000
@@ -385,6 +386,9 @@ class Cluster:
                     time.sleep(READY_POLL)
 
     def leader(self) -> str | None:
+        """Who the adapter says leads; None when it cannot say (no `Leadership`)."""
+        if not isinstance(self.db, Leadership):
+            return None
         with self.in_hub():
             return self.db.leader(self.nodes)
 

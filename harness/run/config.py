@@ -5,6 +5,7 @@ costs one sentence and no namespaces."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from harness.run.seeds import SCHEME, SCHEMES
 from nemesis.address_plan import MAX_NODES
 from nemesis.base import FAULTS
 from workloads import register
+from workloads.contract import ChecksOptions
 from workloads.options import NODE_NAMES, OPTION_KINDS, kinds
 from workloads.registry import WORKLOADS
 
@@ -146,10 +148,10 @@ def validate(c: RunConfig) -> RunConfig:
     _check_models(c)
     _check_thresholds(c.thresholds)
     _check_lin_options(c.lin_options)
-    check_options = getattr(WORKLOADS[c.workload], "check_options", None)
-    if check_options is not None:
+    workload = WORKLOADS[c.workload]
+    if isinstance(workload, ChecksOptions):
         try:
-            check_options(c.workload_options)
+            workload.check_options(c.workload_options)
         except ValueError as e:
             raise ConfigError(str(e)) from None
     if c.bugs:
@@ -197,14 +199,11 @@ def _check_workload_options(c: RunConfig) -> None:
     """--client-option keys are read by the workload's generator and the db's
     client: a key neither reads (a typo) would silently do nothing."""
     allowed = dict(getattr(systems.get(c.db).client_class(c.workload), "OPTIONS", {}))
-    workload_options = getattr(WORKLOADS[c.workload], "OPTIONS", None)
-    if workload_options is None:
-        return  # a workload that does not declare its options: nothing to check against
-    allowed.update(kinds(workload_options))
+    allowed.update(kinds(WORKLOADS[c.workload].OPTIONS))
     _check_options(c.workload_options, allowed, "--client-option", f"{c.db} x {c.workload}")
 
 
-def _check_options(given: dict[str, Any], allowed: dict[str, str], flag: str,
+def _check_options(given: Mapping[str, Any], allowed: Mapping[str, str], flag: str,
                    what_for: str) -> None:
     for key, value in given.items():
         if key not in allowed:

@@ -62,7 +62,8 @@ from nemesis.base import (
 from nemesis.label import fault_label
 from nemesis.netns import preexec_setns
 from nemesis.schedule import Event
-from nodes.db import AppliedState, NodeLogPatterns, ReplicaProgress, Timers
+from nodes.abilities import AppliedState, NodeLogPatterns, ReplicaProgress
+from nodes.db import Timers
 from nodes.log_patterns import GENERIC_BENIGN_LINES, GENERIC_FAILURE_LINES
 from workloads.ops import OpSpec, on_every_node
 from workloads.registry import get as get_workload
@@ -480,7 +481,8 @@ class Run:
         if not isinstance(self.db, ReplicaProgress):
             return
         bound = self.timers().recovery_s
-        db = self.db
+        db, run_dir = self.db, self.run_dir
+        assert run_dir is not None   # made before the cluster
 
         def probe() -> dict[str, dict[str, Any] | None]:
             # The nodes' addresses exist only in the run's namespaces.
@@ -494,7 +496,7 @@ class Run:
             self.doc["convergence_error"] = f"{type(e).__name__}: {e}"
             return
         self.doc["convergence"] = record
-        write_run_json(self.run_dir, self.doc)
+        write_run_json(run_dir, self.doc)
         progress.say(f"nodes {'converged' if record['converged'] else 'did not converge'} "
                      f"after {record['waited_s']:g}s (bound {bound:g}s)")
 

@@ -21,7 +21,8 @@ import msgpack
 
 from checkers.rundir import MAX_NODE_STATE_BYTES, NODE_STATE, NODES_DIR
 from harness.run.cluster import Cluster
-from nodes.db import AppliedState, NodeState
+from nodes.abilities import AppliedState
+from nodes.db import NodeState
 
 # How long the nodes get to agree; a little more than a leader's election
 # and a follower's catch-up after the last heal.
@@ -38,7 +39,7 @@ def agree(states: Mapping[str, NodeState | None]) -> bool:
 
 
 def _positions(states: Mapping[str, NodeState | None]) -> dict[str, Any]:
-    return {n: (s or {}).get("position") for n, s in states.items()}
+    return {n: None if s is None else s.get("position") for n, s in states.items()}
 
 
 def read_all(db: AppliedState, cluster: Cluster, workload: str) -> dict[str, NodeState | None]:

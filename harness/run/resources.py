@@ -178,8 +178,8 @@ def read_journal(path: Path) -> Journal:
                 journal.owner_start_time = rec.get("start_time")
             elif op == "add" and isinstance(rec.get("id"), int):
                 live[rec["id"]] = rec
-            elif op == "release":
-                live.pop(rec.get("id"), None)
+            elif op == "release" and isinstance(rec.get("id"), int):
+                live.pop(rec["id"], None)
     journal.live = list(live.values())
     return journal
 

@@ -10,8 +10,10 @@ stderr says so.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -67,10 +69,10 @@ def write_final_run_json(run_dir: Path, doc: dict[str, Any], stream: TextIO) -> 
         failure = e
     path = run_dir / RUN_JSON
     small = small_final_doc(doc, failure)
-    tries = [lambda: write_run_json(run_dir, small)]
+    tries: list[Callable[[], object]] = [functools.partial(write_run_json, run_dir, small)]
     for with_config in (True, False):
         data = json.dumps(small_final_doc(doc, failure, with_config), default=str).encode()
-        tries.append(lambda data=data: overwrite_in_place(path, data))
+        tries.append(functools.partial(overwrite_in_place, path, data))
     last: OSError = failure
     for attempt in tries:
         try:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from typing import BinaryIO
 
 from checkers.history import Op
 from faultline import registry as systems
@@ -28,7 +29,7 @@ READY = "ready"
 CLIENT_ERROR = "client-error"
 
 
-def serve(stdin, stdout) -> int:
+def serve(stdin: BinaryIO, stdout: BinaryIO) -> int:
     hello = read_frame(stdin)
     if not hello or hello.get("kind") != "open":
         print("worker: expected an open frame", file=sys.stderr)
@@ -43,7 +44,7 @@ def serve(stdin, stdout) -> int:
         return 3
 
 
-def _serve(hello: dict, stdin, stdout, doing: list[str]) -> int:
+def _serve(hello: dict, stdin: BinaryIO, stdout: BinaryIO, doing: list[str]) -> int:
     client_class = systems.get(hello["db"]).client_class(hello["workload"])
     nodes = {name: tuple(addr) for name, addr in hello["nodes"].items()}
     options = hello.get("options") or {}

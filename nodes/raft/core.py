@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 from nodes.raft import acks, bugs
 from nodes.raft import epoch_cache as ec
 from nodes.raft import messages as m
 from nodes.raft import voters as vs
+from nodes.raft.events import HW, PRE_VOTE, ROLE, TRUNCATE, VOTE, VOTER_CHANGE, VOTERS, VOTES_AGAIN
 from nodes.raft.messages import Entry, QuorumState
 from nodes.raft.requests import LEADER_ACK, QUORUM
 from nodes.raft.roles import (
@@ -462,7 +464,7 @@ class Core:
                 granted = log_ok and self._grants_pre_vote()
                 if granted:
                     # The pre-vote invariant judges who granted it, and while following whom.
-                    self._events.append({"event": "pre_vote", "epoch": epoch,
+                    self._events.append({"event": PRE_VOTE.name, "epoch": epoch,
                                          "candidate": candidate, "role": self._role,
                                          "leader": self._leader})
             elif self._voted_for == candidate:
@@ -478,7 +480,8 @@ class Core:
                     # next state change, so a crash in between forgets it.
                     self._reset_election_timer()
                     # What the vote-once invariant and the kill-after-vote trigger watch.
-                    self._events.append({"event": "vote", "epoch": epoch, "candidate": candidate})
+                    self._events.append({"event": VOTE.name, "epoch": epoch,
+                                         "candidate": candidate})
         self._send(
             m.VOTE_RESPONSE,
             candidate,
@@ -737,7 +740,7 @@ class Core:
             if self._caught_up and self._abstain:
                 self._abstain = False
                 self._persist()
-                self._events.append({"event": "votes_again", "epoch": self._epoch,
+                self._events.append({"event": VOTES_AGAIN.name, "epoch": self._epoch,
                                      "leader": self._leader, "hw": int(leader_hw)})
         # The leader holds a fetch that has nothing to return (long-poll), so
         # asking again at once costs nothing while idle and nothing waits on a timer.
@@ -952,7 +955,7 @@ class Core:
         if hw > self._hw:
             self._hw = hw
             self._hw_changed = True
-            self._events.append({"event": "hw", "hw": hw, "epoch": self._epoch})
+            self._events.append({"event": HW.name, "hw": hw, "epoch": self._epoch})
             self._after_hw_raised()
 
     def _append(self, entries: list[Entry]) -> None:
@@ -983,7 +986,7 @@ class Core:
             self._pending_truncate = end if current is None else min(current, end)
         self._flushed_end = min(self._flushed_end, end)
         self._events.append(
-            {"event": "truncate", "from": previous_end, "to": end, "reason": reason}
+            {"event": TRUNCATE.name, "from": previous_end, "to": end, "reason": reason}
         )
 
     # ------------------------------------------------- voter changes (KIP-853)
@@ -1040,7 +1043,7 @@ class Core:
 
     def _append_voters(self, voters: tuple[str, ...], change: str, node: str) -> int:
         offset = len(self._log)
-        self._events.append({"event": "voter_change", "change": change, "voter": node,
+        self._events.append({"event": VOTER_CHANGE.name, "change": change, "voter": node,
                              "offset": offset, "epoch": self._epoch})
         self._append([Entry(offset, self._epoch, vs.record_payload(voters))])
         return offset
@@ -1054,7 +1057,7 @@ class Core:
 
     def _on_voters_changed(self, how: str) -> None:
         voters = self.voters
-        self._events.append({"event": "voters", "state": how, "voters": list(voters),
+        self._events.append({"event": VOTERS.name, "state": how, "voters": list(voters),
                              "offset": self._voter_sets.last_offset(), "epoch": self._epoch})
         self._persist()
         if self._role == LEADER:
@@ -1075,7 +1078,7 @@ class Core:
         offset = self._voter_sets.last_offset()
         if self._voters_committed_reported < offset < self._hw:
             self._voters_committed_reported = offset
-            self._events.append({"event": "voters", "state": "committed",
+            self._events.append({"event": VOTERS.name, "state": "committed",
                                  "voters": list(self.committed_voters), "offset": offset,
                                  "epoch": self._epoch})
             self._persist()
@@ -1215,7 +1218,8 @@ class Core:
     def _others(self) -> list[str]:
         return [v for v in self.voters if v != self.node_id]
 
-    def _send(self, kind: str, to: str, **fields) -> None:
+    def _send(self, kind: str, to: str | None, **fields: Any) -> None:
+        # `to` None: a follower that knows no leader yet; no link takes it.
         self._outbox.append(
             m.message(kind, self.node_id, to, self._cfg.cluster_id, self._epoch, **fields)
         )
@@ -1238,5 +1242,5 @@ class Core:
 
     def _emit_role(self) -> None:
         self._events.append(
-            {"event": "role", "role": self._role, "epoch": self._epoch, "leader": self._leader}
+            {"event": ROLE.name, "role": self._role, "epoch": self._epoch, "leader": self._leader}
         )

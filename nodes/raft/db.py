@@ -36,7 +36,9 @@ APPLIED_STATE_TIMEOUT_S = 5.0  # a whole state machine in one frame (at most 4 M
 
 
 def _config_default(name: str) -> int:
-    return next(f.default for f in fields(Config) if f.name == name)
+    default = next(f.default for f in fields(Config) if f.name == name)
+    assert isinstance(default, int), name   # every Config timer has a plain default
+    return default
 
 
 def timers(options: Mapping[str, Any]) -> Timers:

@@ -83,9 +83,10 @@ class LocalCluster(LocalProcesses):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             statuses = {n: self.status(n) for n in among}
-            leaders = [n for n, s in statuses.items() if s and s["role"] == "Leader"]
+            up = {n: s for n, s in statuses.items() if s}
+            leaders = [n for n, s in up.items() if s["role"] == "Leader"]
             for leader in leaders:
-                epoch = statuses[leader]["epoch"]
+                epoch = up[leader]["epoch"]
                 followers = sum(
                     1 for s in statuses.values()
                     if s and s["leader"] == leader and s["epoch"] == epoch

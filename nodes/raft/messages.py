@@ -7,6 +7,7 @@ server can put them on the wire without a schema layer.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import msgpack
 
@@ -79,7 +80,8 @@ def entries_from_wire(rows: list) -> list[Entry]:
     return [Entry(int(o), int(ep), bytes(p)) for o, ep, p in rows]
 
 
-def message(kind: str, sender: str, to: str, cluster_id: str, epoch: int, **fields) -> dict:
+def message(kind: str, sender: str, to: str | None, cluster_id: str, epoch: int,
+            **fields: Any) -> dict:
     """A peer message with the header every message carries."""
     msg = {"type": kind, "from": sender, "to": to, "cluster_id": cluster_id, "epoch": epoch}
     msg.update(fields)

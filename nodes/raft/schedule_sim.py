@@ -84,8 +84,9 @@ LEADER_SHAPES = ("isolate-leader", "leader-outgoing")
 def aims_at_leader(entry: dict[str, Any]) -> bool:
     """Whether the fault was aimed at the leader of its moment (its target,
     its shape, or the hunt's step says so)."""
-    value = entry.get("value") if isinstance(entry.get("value"), dict) else {}
-    note = entry.get("note") if isinstance(entry.get("note"), dict) else {}
+    raw_value, raw_note = entry.get("value"), entry.get("note")
+    value: dict[str, Any] = raw_value if isinstance(raw_value, dict) else {}
+    note: dict[str, Any] = raw_note if isinstance(raw_note, dict) else {}
     return (value.get("targets") == "leader" or value.get("shape") in LEADER_SHAPES
             or str(entry.get("fault") or "").endswith(":leader")
             or ("leader" in str(note.get("step") or "")

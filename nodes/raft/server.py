@@ -36,6 +36,7 @@ from nodes.raft.core import (
     Ready,
     VoterChangeRefused,
 )
+from nodes.raft.events import ACK, CLUSTER_ID_MISMATCH, DATA_LOSS, FORMATTED, START, TRUNCATE
 from nodes.raft.peers import PeerLink
 from nodes.raft.requests import (
     APPLIED_STATE,
@@ -155,7 +156,7 @@ class RaftServer:
         state_lost = stored is None and (state_file.exists() or bool(recovered.records))
         if state_lost:
             # A voter that forgets its vote could vote twice in one epoch.
-            self.emit({"event": "data_loss", "what": "quorum-state-missing"})
+            self.emit({"event": DATA_LOSS.name, "what": "quorum-state-missing"})
         config = Config(
             node_id=self.node_id,
             voters=self.options.voters or tuple(sorted(self.options.peers)),
@@ -166,7 +167,7 @@ class RaftServer:
         entries = [Entry(r.offset, r.epoch, r.payload) for r in recovered.records]
         self.core = Core(config, state, entries, self.options.seed, state_lost=state_lost)
         self.emit({
-            "event": "start", "epoch": self.core.epoch, "log_end": self.core.log_end,
+            "event": START.name, "epoch": self.core.epoch, "log_end": self.core.log_end,
             "voted_for": self.core.voted_for, "cluster_id": self.options.cluster_id,
             # The voter set in force from the recovered log (KIP-853), for the
             # invariants that count a majority of voters.
@@ -178,7 +179,7 @@ class RaftServer:
             "recovered_truncated_bytes": recovered.truncated_bytes,
         })
         if recovered.truncated_bytes:
-            self.emit({"event": "truncate", "from": None, "to": self.core.log_end,
+            self.emit({"event": TRUNCATE.name, "from": None, "to": self.core.log_end,
                        "reason": "recovery", "bytes": recovered.truncated_bytes})
         storage.write_epoch_checkpoint(self.data_dir, self.core.epoch_cache)
 
@@ -193,12 +194,12 @@ class RaftServer:
             if stored is None:
                 stored = state.cluster_id if state is not None else configured
                 storage.format_data_dir(self.data_dir, stored)
-                self.emit({"event": "formatted", "cluster_id": stored})
+                self.emit({"event": FORMATTED.name, "cluster_id": stored})
         except storage.FormatError as e:
             raise SystemExit(f"{self.node_id}: {e}") from None
         found = {stored} | ({state.cluster_id} if state is not None else set())
         if found != {configured}:
-            self.emit({"event": "cluster_id_mismatch", "configured": configured,
+            self.emit({"event": CLUSTER_ID_MISMATCH.name, "configured": configured,
                        "stored": sorted(found)})
             raise SystemExit(
                 f"{self.node_id}: {self.data_dir} was formatted for cluster "
@@ -324,7 +325,7 @@ class RaftServer:
         if ready.epoch_cache is not None:
             storage.write_epoch_checkpoint(self.data_dir, ready.epoch_cache)
         for msg in ready.messages:
-            link = self._links.get(msg.get("to"))
+            link = self._links.get(msg["to"]) if msg.get("to") is not None else None
             if link is not None:
                 link.send(msg)
         acked = [(entry.offset, age) for entry in ready.committed
@@ -338,7 +339,7 @@ class RaftServer:
             # (nemesis.triggers): the replies are on their sockets already. No
             # copy of a write is older than ours: its age here bounds how long
             # any disk can have had it.
-            self.emit({"event": "ack", "epoch": self.core.epoch, "first": acked[0][0],
+            self.emit({"event": ACK.name, "epoch": self.core.epoch, "first": acked[0][0],
                        "last": acked[-1][0], "writes": len(acked),
                        "age_ms": round(min(age for _, age in acked), 3),
                        "flushed": self.core.flushed_end})
@@ -526,7 +527,7 @@ class RaftServer:
         if acked and level == LEADER_ACK:
             # The same `ack` line a commit gives (nemesis.triggers aims power
             # cuts at it): these writes were written just now, unflushed.
-            self.emit({"event": "ack", "epoch": self.core.epoch, "first": acked[0],
+            self.emit({"event": ACK.name, "epoch": self.core.epoch, "first": acked[0],
                        "last": acked[-1], "writes": len(acked), "age_ms": 0.0,
                        "flushed": self.core.flushed_end, "level": LEADER_ACK})
 

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import heapq
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import msgpack
 
 from nodes.raft import voters as vs
 from nodes.raft.core import Config, Core, Entry, NotLeader, QuorumState, VoterChangeRefused
+from nodes.raft.events import ROLE
 from nodes.raft.roles import FOLLOWER, LEADER
 
 
@@ -59,6 +62,13 @@ class SimNode:
     @property
     def alive(self) -> bool:
         return self.core is not None
+
+    @property
+    def up(self) -> Core:
+        """Its core, which the caller knows is running (`alive`)."""
+        if self.core is None:
+            raise AssertionError(f"{self.name} is down")
+        return self.core
 
 
 class Sim:
@@ -128,11 +138,11 @@ class Sim:
                 self._backlog.setdefault(node.name, []).append(raw)
                 continue
             self.delivered += 1
-            node.core.receive(msg)
+            node.up.receive(msg)
             self._apply_ready(node)
         for node in self.nodes.values():
             if node.alive and node.name not in self._paused:
-                node.core.tick()
+                node.up.tick()
                 self._apply_ready(node)
         for node in self.nodes.values():
             if (node.alive and node.flush_due is not None and node.flush_due <= self.now
@@ -146,7 +156,7 @@ class Sim:
         for _ in range(ticks):
             self.step()
 
-    def run_until(self, predicate, max_ticks: int) -> bool:
+    def run_until(self, predicate: Callable[[], bool], max_ticks: int) -> bool:
         for _ in range(max_ticks):
             if predicate():
                 return True
@@ -244,7 +254,7 @@ class Sim:
         node.state_lost = True
         self._boot(node)
 
-    def add_node(self, name: str, **config) -> None:
+    def add_node(self, name: str, **config: Any) -> None:
         """Start a node with an empty disk as an observer of the bootstrap voters."""
         if name in self.nodes:
             raise ValueError(f"{name} exists")
@@ -259,7 +269,7 @@ class Sim:
         name = self.leader()
         if name is None:
             return "no_leader"
-        core = self.nodes[name].core
+        core = self.nodes[name].up
         try:
             if change == "add":
                 offset = core.add_voter(node, ack_when_committed)
@@ -276,7 +286,7 @@ class Sim:
         """The voter set of the live leader, else of the committed log."""
         name = self.leader()
         if name is not None:
-            return self.nodes[name].core.voters
+            return self.nodes[name].up.voters
         return self.committed_voters()
 
     def committed_voters(self) -> tuple[str, ...]:
@@ -295,15 +305,15 @@ class Sim:
     def inject(self, msg: dict) -> None:
         """Hand a message straight to its addressee (used to play a foreign peer)."""
         node = self.nodes[msg["to"]]
-        node.core.receive(msgpack.unpackb(msgpack.packb(msg), raw=False))
+        node.up.receive(msgpack.unpackb(msgpack.packb(msg), raw=False))
         self._apply_ready(node)
 
     def leader(self) -> str | None:
         """The live leader with the highest epoch, if any."""
         best = None
         for node in self.nodes.values():
-            if node.alive and node.core.role == LEADER:
-                if best is None or node.core.epoch > self.nodes[best].core.epoch:
+            if node.alive and node.up.role == LEADER:
+                if best is None or node.up.epoch > self.nodes[best].up.epoch:
                     best = node.name
         return best
 
@@ -312,10 +322,10 @@ class Sim:
         name = self.leader()
         if name is None:
             return None
-        epoch = self.nodes[name].core.epoch
+        epoch = self.nodes[name].up.epoch
         for node in self.nodes.values():
             if node.alive and node.name != name:
-                c = node.core
+                c = node.up
                 if c.role != FOLLOWER or c.epoch != epoch or c.leader != name:
                     return None
         return name
@@ -324,13 +334,15 @@ class Sim:
         """Run until a stable leader exists; its name."""
         if not self.run_until(lambda: self.stable_leader() is not None, max_ticks):
             raise AssertionError(f"no stable leader after {max_ticks} ticks: {self.describe()}")
-        return self.stable_leader()
+        leader = self.stable_leader()
+        assert leader is not None   # what run_until just saw; nothing ran since
+        return leader
 
     def describe(self) -> str:
         parts = []
         for node in self.nodes.values():
             if node.alive:
-                c = node.core
+                c = node.up
                 parts.append(
                     f"{node.name}:{c.role}/e{c.epoch}/l={c.leader}/end={c.log_end}/hw={c.high_watermark}"
                 )
@@ -344,7 +356,7 @@ class Sim:
         if name is None:
             return None
         try:
-            offset = self.nodes[name].core.propose(payload, level, blind_write)
+            offset = self.nodes[name].up.propose(payload, level, blind_write)
         except NotLeader:
             return None
         self._apply_ready(self.nodes[name])
@@ -354,7 +366,7 @@ class Sim:
         return [
             (t, n, e)
             for t, n, e in self.events
-            if e["event"] == "role" and (name is None or n == name)
+            if e["event"] == ROLE.name and (name is None or n == name)
         ]
 
     # -------------------------------------------------------------- checks
@@ -380,10 +392,10 @@ class Sim:
         two fetch timeouts (check quorum), else clients wait on it for nothing."""
         for node in self.nodes.values():
             # A paused leader cannot step down; its clock has stopped too.
-            if not (node.alive and node.core.role == LEADER) or node.name in self._paused:
+            if not (node.alive and node.up.role == LEADER) or node.name in self._paused:
                 self._stranded_since.pop(node.name, None)
                 continue
-            voters = node.core.voters
+            voters = node.up.voters
             reachable = sum(
                 1
                 for other in self.nodes.values()
@@ -398,16 +410,16 @@ class Sim:
             if self.now - since == 2 * node.config.fetch_timeout_ticks:
                 self.violations.append(
                     f"t={self.now}: leader {node.name} cut off from the majority since "
-                    f"t={since} still leads epoch {node.core.epoch}"
+                    f"t={since} still leads epoch {node.up.epoch}"
                 )
 
     def check_leader_kept(self, name: str, epoch: int) -> None:
         """Liveness under KIP-996: a leader that kept a majority must not be
         unseated, nor the epoch raised, by a node coming back from a partition."""
         node = self.nodes[name]
-        if not node.alive or node.core.role != LEADER or node.core.epoch != epoch:
+        if not node.alive or node.up.role != LEADER or node.up.epoch != epoch:
             self.violations.append(f"t={self.now}: stable leader {name} of epoch {epoch} disrupted")
-        top = max(n.core.epoch for n in self.nodes.values() if n.alive)
+        top = max(n.up.epoch for n in self.nodes.values() if n.alive)
         if top > epoch:
             self.violations.append(f"t={self.now}: epoch raised to {top} past stable epoch {epoch}")
 
@@ -416,8 +428,8 @@ class Sim:
         for node in self.nodes.values():
             if not node.alive:
                 continue
-            hw = node.core.high_watermark
-            prefix = node.core.entries()[:hw]
+            hw = node.up.high_watermark
+            prefix = node.up.entries()[:hw]
             if prefix != self.committed[:hw]:
                 self.violations.append(f"t={self.now}: {node.name} log below hw {hw} diverges")
 
@@ -449,11 +461,11 @@ class Sim:
         if node.flush_stalled:
             return
         node.disk.durable = list(node.disk.written)
-        node.core.flushed(len(node.disk.written))
+        node.up.flushed(len(node.disk.written))
         self._apply_ready(node)
 
     def _apply_ready(self, node: SimNode) -> None:
-        ready = node.core.ready()
+        ready = node.up.ready()
         disk = node.disk
         if ready.quorum_state is not None:
             disk.state = ready.quorum_state
@@ -483,14 +495,14 @@ class Sim:
 
     def _record(self, node: SimNode, event: dict) -> None:
         self.events.append((self.now, node.name, event))
-        if event["event"] == "role" and event["role"] == LEADER:
+        if event["event"] == ROLE.name and event["role"] == LEADER:
             leaders = self.leaders_by_epoch.setdefault(event["epoch"], set())
             leaders.add(node.name)
             if len(leaders) > 1:
                 self.violations.append(
                     f"t={self.now}: two leaders in epoch {event['epoch']}: {sorted(leaders)}"
                 )
-            log = node.core.entries()
+            log = node.up.entries()
             if log[: len(self.committed)] != self.committed:
                 self.violations.append(
                     f"t={self.now}: new leader {node.name} lacks committed entries"
@@ -520,11 +532,11 @@ class Sim:
         if hw < node.hw:
             self.violations.append(f"t={self.now}: {node.name} hw went back {node.hw} -> {hw}")
         node.hw = hw
-        if node.core.role != LEADER:
+        if node.up.role != LEADER:
             return
         # Redpanda rule: the leader may only count offsets a majority has flushed.
-        prefix = node.core.entries()[:hw]
-        voters = node.core.voters
+        prefix = node.up.entries()[:hw]
+        voters = node.up.voters
         holders = sum(1 for n in self.nodes.values()
                       if n.name in voters and n.disk.durable[:hw] == prefix)
         if holders < vs.majority(voters):

@@ -89,7 +89,7 @@ def segment_name(base_offset: int) -> str:
 
 def list_segments(log_dir: Path) -> list[tuple[int, Path]]:
     """(base offset, path) of every well-named segment, in offset order."""
-    found = []
+    found: list[tuple[int, Path]] = []
     if not log_dir.is_dir():
         return found
     for path in log_dir.iterdir():

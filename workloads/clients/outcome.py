@@ -10,8 +10,9 @@ from typing import Any
 
 from checkers.history import Op
 
-# --client-option keys every client reads: the run sets op_timeout and
-# follow_leader; a client class adds its own to these in its OPTIONS.
+# --client-option keys clients share: a client class that reads them lists them
+# in its OPTIONS with its own (`CLIENT_OPTIONS | {...}`); a key it does not list
+# is refused before the run starts.
 CLIENT_OPTIONS = {"op_timeout": "positive-number", "connect_timeout": "positive-number",
                   "follow_leader": "bool"}
 

@@ -1,0 +1,1 @@
+"""Pages of docs/ made from the code's own tables."""
