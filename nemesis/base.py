@@ -208,10 +208,11 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           planner=_planner("nemesis.partition", "plan")),
     _kind(PACKET, _lazy("nemesis.netshape", "packet_fault"),
           "lose, duplicate, delay, reorder or corrupt packets on links "
-          "(settings combine; links=<partition shape>|link|link-one-way|all)",
+          "(settings combine; links=<partition shape>|link|link-one-way|all; delay, jitter, "
+          "reorder and corrupt need iptables and the netfilterqueue package here)",
           variants=lambda: ("loss=<P>", "duplicate=<P>", "delay=<D>[,jitter=<J>]",
                             "reorder=<P>", "corrupt=<P>"),
-          default="loss=10 on one node's links (P in %, D and J in ms)",
+          default="loss=10 on one node's links (P: percent; D, J: ms)",
           planner=_planner("nemesis.netquality", "plan_packet")),
     _kind(BANDWIDTH, _lazy("nemesis.netshape", "bandwidth_fault"),
           "cap each link's rate (HTB; links= as packet)", variants=lambda: ("rate=<R>",),

@@ -7,8 +7,10 @@ cd "$(dirname "$0")/.."
 # chromium: the headless browser the report tests render report.html in.
 # redis-server: the contrib/redis plugin's system under test (Redis 7 and Sentinel).
 # nats-server: the contrib/nats plugin's system under test (NATS JetStream).
+# iptables, libnetfilter-queue-dev (+ gcc, python3-dev to build netfilterqueue):
+# the packet queue of the network quality faults (nemesis.netshape).
 debs=(openjdk-17-jre-headless fuse3 libfuse2 nftables iproute2 procps etcd-server etcd-client
-      chromium redis-server stress-ng nats-server)
+      chromium redis-server stress-ng nats-server iptables libnetfilter-queue-dev gcc python3-dev)
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     missing=()
     for d in "${debs[@]}"; do
