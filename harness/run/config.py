@@ -297,10 +297,21 @@ def check_variant(spec: str, nodes: int) -> None:
 
 
 def parse_nemesis(text: str) -> list[str]:
+    """"kill,packet:delay=50ms,jitter=5ms" -> ["kill", "packet:delay=50ms,jitter=5ms"]:
+    a part with `=` before any `:` is a setting of the fault before it (a
+    fault name has no `=`)."""
     text = text.strip()
     if text in ("", "none"):
         return []
-    return [part.strip() for part in text.split(",") if part.strip()]
+    specs: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        if specs and "=" in part.split(":", 1)[0]:
+            specs[-1] += "," + part
+        else:
+            specs.append(part)
+    return specs
 
 
 def _check_models(c: RunConfig) -> None:
