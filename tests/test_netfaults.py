@@ -208,3 +208,26 @@ def test_a_gap_under_packet_loss_is_flagged_but_under_a_partition_excused() -> N
     everything = [[a, b] for a in ("n1", "n2", "n3") for b in ("n1", "n2", "n3") if a != b]
     cut = history("partition", {"shape": "all", "nodes": ["n1"], "cut": everything}, "heal")
     assert availability.check(cut, None, run)["valid"] is True
+
+
+def test_replay_reapplies_the_recorded_links_not_a_new_draw() -> None:
+    """isolate-leader's links are found at inject time: the replay must be
+    handed the links that ran (the leader may differ when it replays)."""
+    from harness.run.replay import replay_events
+    spec = "packet:delay=400ms,links=isolate-leader"
+    ran = {"quality": {"delay": 400.0}, "shape": "isolate-leader", "nodes": ["n3"],
+           "links": [["n1", "n3"], ["n2", "n3"], ["n3", "n1"], ["n3", "n2"]]}
+    run = {"schedule_offset_ns": 0,
+           "planned_schedule": [
+               {"time": 2.0, "action": "inject", "fault": spec,
+                "params": {"quality": {"delay": 400.0}, "shape": "isolate-leader"}, "seed": 9},
+               {"time": 8.0, "action": "heal", "fault": spec, "params": {}, "seed": 0}],
+           "schedule": [
+               {"time": 2_000_000_000, "f": "packet", "fault": spec, "value": ran,
+                "error": None},
+               {"time": 8_000_000_000, "f": "restore-packets", "fault": spec,
+                "value": {"restored": ran["links"]}, "error": None}]}
+    inject, heal = replay_events(run)
+    assert inject["params"]["links"] == ran["links"] and inject["seed"] == 9
+    assert inject["params"]["quality"] == {"delay": 400.0}
+    assert (heal["action"], heal["time"]) == ("heal", 8.0)
