@@ -231,3 +231,26 @@ def test_replay_reapplies_the_recorded_links_not_a_new_draw() -> None:
     assert inject["params"]["links"] == ran["links"] and inject["seed"] == 9
     assert inject["params"]["quality"] == {"delay": 400.0}
     assert (heal["action"], heal["time"]) == ("heal", 8.0)
+
+
+def test_nemesis_option_keeps_settings_with_their_fault() -> None:
+    from harness.run.config import parse_nemesis
+    assert parse_nemesis("kill,packet:delay=50ms,jitter=5ms,links=all,partition:one-way") == [
+        "kill", "packet:delay=50ms,jitter=5ms,links=all", "partition:one-way"]
+    assert parse_nemesis("bandwidth:rate=1mbit, pause") == ["bandwidth:rate=1mbit", "pause"]
+
+
+def test_report_draws_the_fault_until_its_heal_and_in_its_nodes_lanes() -> None:
+    from harness.report.data import fault_list, node_spans
+    value = {"quality": {"loss": 30.0}, "shape": "isolate-one", "nodes": ["n1"],
+             "links": LINKS}
+    ops = [Op(0, 2 * S, "nemesis", "invoke", "packet", value),
+           Op(1, 2 * S + 100, "nemesis", "info", "packet", value),
+           Op(2, 9 * S, "nemesis", "invoke", "restore-packets", None),
+           Op(3, 9 * S + 100, "nemesis", "info", "restore-packets", {"restored": LINKS})]
+    [window], noops = fault_list(ops, 20 * S)
+    assert (window.f, window.start, window.end) == ("packet", 2 * S, 9 * S + 100)
+    assert window.label == "packet loss 30%: n1-n2, n1-n3 (isolate-one)"
+    [span] = node_spans([window], ["n1", "n2", "n3"])
+    assert (span.node, span.state, span.end) == ("n1", "packet", 9 * S + 100)
+    assert noops == []
