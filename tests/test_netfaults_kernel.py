@@ -14,10 +14,12 @@ from __future__ import annotations
 import math
 import os
 import random
+import signal
 import socket
 import statistics
 import struct
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -29,7 +31,7 @@ from echo_db import EchoDB, echo
 from harness.run.cluster import Cluster
 from nemesis.base import make_fault
 from nemesis.netns import in_netns, pids_in_netns, run_in_netns
-from nemesis.netshape import queue_available
+from nemesis.netshape import QueueProcess, queue_available
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 needs_queue = pytest.mark.skipif(queue_available() is not None,
@@ -314,3 +316,15 @@ def test_combined_settings_and_replayed_params_apply_exactly(cluster: Cluster) -
     finally:
         replay.heal(cluster)
     assert_clean(cluster, replay)
+
+
+@needs_queue
+def test_the_queue_dies_with_the_thread_that_started_it(cluster: Cluster) -> None:
+    """A harness SIGKILLed mid-fault leaves no queue process behind (nor its
+    rules: they live in the hub, which the sweeper removes)."""
+    started: dict[str, QueueProcess] = {}
+    starter = threading.Thread(target=lambda: started.update(
+        q=QueueProcess(cluster.hub_netns, 4999, {"delay": 5.0}, 1)))
+    starter.start()
+    starter.join()
+    assert started["q"].proc.wait(timeout=10) == -signal.SIGKILL
