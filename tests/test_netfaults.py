@@ -254,3 +254,19 @@ def test_report_draws_the_fault_until_its_heal_and_in_its_nodes_lanes() -> None:
     [span] = node_spans([window], ["n1", "n2", "n3"])
     assert (span.node, span.state, span.end) == ("n1", "packet", 9 * S + 100)
     assert noops == []
+
+
+def test_coverage_counts_a_degraded_link_at_its_ends_never_as_a_majority() -> None:
+    from checkers.coverage import EVENTS, coverage
+    links = [["n1", "n2"], ["n2", "n1"]]
+    value = {"quality": {"delay": 400.0}, "nodes": ["n1"], "links": links}
+    ops = [Op(0, S, "nemesis", "invoke", "packet", value),
+           Op(1, S + 1000, "nemesis", "info", "packet", value),
+           Op(2, 2 * S, "nemesis", "invoke", "restore-packets", None),
+           Op(3, 2 * S + 1000, "nemesis", "info", "restore-packets", {"restored": links})]
+    on_leader = coverage(ops, ["n1", "n2", "n3"], [(0, "n1")], EVENTS)
+    assert on_leader["acted"] == 1 and on_leader["hit_leader"] == 1
+    assert on_leader["per_node"] == {"n1": 1, "n2": 1, "n3": 0}
+    assert on_leader["hit_majority"] == 0
+    elsewhere = coverage(ops, ["n1", "n2", "n3"], [(0, "n3")], EVENTS)
+    assert elsewhere["hit_leader"] == 0

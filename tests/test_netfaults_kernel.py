@@ -18,7 +18,6 @@ import signal
 import socket
 import statistics
 import struct
-import subprocess
 import threading
 import time
 import uuid
@@ -268,30 +267,32 @@ def test_corruption_fails_the_receivers_checksum(cluster: Cluster) -> None:
 
 def tcp_throughput_bit(c: Cluster, src: str, dst: str, seconds: float = 3.0) -> float:
     """Bits per second a TCP flow src -> dst delivers (counted at the receiver)."""
-    script = ("import socket,sys,time\n"
-              "s=socket.create_server((sys.argv[1],5201));c,_=s.accept();n=0;t0=None\n"
-              "while True:\n b=c.recv(65536)\n if not b: break\n"
-              " t0=t0 or time.monotonic();n+=len(b)\n"
-              "print(n*8/(time.monotonic()-t0))\n")
-    server = subprocess.Popen(["python3", "-c", script, c.ip_of(dst)],
-                              preexec_fn=lambda: __import__("nemesis.netns").netns.setns(
-                                  c.netns_of(dst)), stdout=subprocess.PIPE)
+    with in_netns(c.netns_of(dst)):
+        server = socket.create_server((c.ip_of(dst), 5201))
+    got = {"bytes": 0, "seconds": 0.0}
+
+    def receive() -> None:
+        conn, _ = server.accept()
+        first = None
+        with conn:
+            while data := conn.recv(65536):
+                first = first or time.monotonic()
+                got["bytes"] += len(data)
+        got["seconds"] = time.monotonic() - (first or time.monotonic())
+
+    receiver = threading.Thread(target=receive)
+    receiver.start()
     try:
         with in_netns(c.netns_of(src)):
-            for _ in range(50):
-                try:
-                    conn = socket.create_connection((c.ip_of(dst), 5201), timeout=1)
-                    break
-                except ConnectionRefusedError:
-                    time.sleep(0.05)
+            conn = socket.create_connection((c.ip_of(dst), 5201), timeout=10)
         with conn:
             end = time.monotonic() + seconds
             while time.monotonic() < end:
                 conn.sendall(b"x" * 16384)
-        out, _ = server.communicate(timeout=60)
-        return float(out)
     finally:
-        server.kill()
+        receiver.join(timeout=60)
+        server.close()
+    return got["bytes"] * 8 / max(got["seconds"], 1e-9)
 
 
 def test_bandwidth_caps_the_rate_and_heal_lifts_it(cluster: Cluster) -> None:
