@@ -270,3 +270,15 @@ def test_coverage_counts_a_degraded_link_at_its_ends_never_as_a_majority() -> No
     assert on_leader["hit_majority"] == 0
     elsewhere = coverage(ops, ["n1", "n2", "n3"], [(0, "n3")], EVENTS)
     assert elsewhere["hit_leader"] == 0
+
+
+@pytest.mark.parametrize("nemesis", ["packet:loss=200", "packet:delay=5ms,jitter=9ms",
+                                     "bandwidth:rate=fast", "packet:loss=5,links=nowhere"])
+def test_a_bad_setting_is_refused_before_anything_starts(nemesis: str, tmp_path: Any,
+                                                         capsys: Any) -> None:
+    from harness.cli import main
+    code = main(["run", "--system", "raft", "--workload", "kv", "--nemesis", nemesis,
+                 "--time-limit", "5", "--results", str(tmp_path / "results")])
+    assert code == 254
+    assert not (tmp_path / "results").exists()
+    assert "bad nemesis variant" in capsys.readouterr().err
