@@ -282,3 +282,11 @@ def test_a_bad_setting_is_refused_before_anything_starts(nemesis: str, tmp_path:
     assert code == 254
     assert not (tmp_path / "results").exists()
     assert "bad nemesis variant" in capsys.readouterr().err
+
+
+def test_the_hunt_plays_them_by_default_through_the_registry() -> None:
+    from faultline import registry
+    from harness.run.config import hunt_repertoire
+    for system in ("raft", "etcd"):
+        repertoire = hunt_repertoire(registry.get(system), 3)
+        assert {"packet", "bandwidth"} <= set(repertoire), repertoire
