@@ -113,7 +113,8 @@ def hub_state(c: Cluster) -> str:
     out = []
     for argv in (["nft", "list", "tables"], ["tc", "qdisc", "show"], ["iptables-save"]):
         done = run_in_netns(c.hub_netns, argv, capture_output=True, timeout=10)
-        out.append(done.stdout.decode())
+        # iptables-save stamps its output with the time: comments are not state.
+        out += [line for line in done.stdout.decode().splitlines() if not line.startswith("#")]
     return "\n".join(out)
 
 
