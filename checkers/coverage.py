@@ -18,7 +18,15 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from checkers.faults import ANYTHING, FAULT_OPS, LINKS, NODES, NODES_DURING_OP, NOTHING
+from checkers.faults import (
+    ANYTHING,
+    DEGRADED,
+    FAULT_OPS,
+    LINKS,
+    NODES,
+    NODES_DURING_OP,
+    NOTHING,
+)
 from checkers.history import NEMESIS, Op, noop_reason, pair_ops
 
 # The op value readers are impairment's: one reading of what a fault names.
@@ -51,7 +59,7 @@ def coverage(history: list[Op], nodes: list[str], leaders: list[tuple[int, str |
         if inv.f in HEALS and inv.f not in FAULT_OPS:
             continue
         row = FAULT_OPS.get(inv.f)
-        if row is not None and row.takes == NOTHING:
+        if row is not None and row.takes == NOTHING and row.effect != DEGRADED:
             continue  # a trigger or a composition: what it set off is its own op
         value = done.value if done is not None and done.value is not None else inv.value
         entry: dict[str, Any] = {"f": inv.f, "time_s": round(inv.time / NS, 3)}
@@ -72,6 +80,11 @@ def coverage(history: list[Op], nodes: list[str], leaders: list[tuple[int, str |
         elif takes in (NODES, NODES_DURING_OP):
             touched = sorted(set(op_nodes(value) or op_nodes(inv.value) or []))
             entry["majority"] = len(touched) >= majority
+        elif row is not None and row.effect == DEGRADED:
+            # A lossy or slow link takes nothing away; it reaches the nodes at its ends.
+            touched = sorted({str(n) for pair in (value or {}).get("links") or []
+                              for n in pair} & set(nodes))
+            entry["majority"] = False
         else:
             touched = list(nodes)   # a plug-in fault may take anything
             entry["majority"] = True

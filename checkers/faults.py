@@ -21,7 +21,9 @@ VOTERS = "voters"    # voters are removed until its heal
 OTHER_CLUSTER = "other-cluster"  # its node is formatted for another cluster until its heal
 RESTART = "restart"  # kills its nodes and starts them again; counted down while its op runs
 ARMED = "armed"      # a trigger: what it sets off is recorded as another fault's op
-DEGRADED = "degraded"  # its nodes run, slowed or with a wrong clock, until its heal
+# Nodes run slowed or with a wrong clock, or links lose, delay, duplicate or
+# slow packets (op value: `links`), until its heal.
+DEGRADED = "degraded"
 
 # What a fault takes away from the cluster, as availability and convergence
 # judge it: a correct cluster may stop serving, or change leader, only when
@@ -71,6 +73,12 @@ MEMBERSHIP = FaultOp("membership", "restore-voters", VOTERS, NODES)
 # The heal puts the node's own data back and starts it in its own cluster.
 REFORMAT = FaultOp("reformat", "restore-data", OTHER_CLUSTER, NODES)
 
+# Network quality (nemesis.netshape): a lossy, slow or narrow link is still a
+# link, so they take nothing away: availability expects a correct cluster to
+# serve through them, and reports it when it does not.
+PACKET = FaultOp("packet", "restore-packets", DEGRADED, NOTHING)
+BANDWIDTH = FaultOp("bandwidth", "restore-bandwidth", DEGRADED, NOTHING)
+
 # Leader-aware compositions (nemesis.compose) and the hunting schedule
 # (nemesis.hunt): each runs ordinary faults, recorded as their own ops, so
 # what they do in force is those ops'; their own heal ends what is left.
@@ -91,8 +99,9 @@ STRESS = FaultOp("stress", "stress-stop", DEGRADED, NOTHING)
 
 FAULT_OPS: dict[str, FaultOp] = {f.name: f for f in (
     KILL, PAUSE, PARTITION, TRUNCATE, LOSE_UNSYNCED, KILL_AFTER_VOTE, POWER_CUT_AFTER_COMMIT,
-    POWER_CUT_AFTER_VOTE, FAST_FAILOVER, LOSE_STATE, MEMBERSHIP, REFORMAT, FLIP_FLOP,
-    KILL_NEW_LEADER, LEADER_ONE_WAY, CHURN, CATCH_UP, HUNT, CLOCK, CPU, MEMORY, STRESS)}
+    POWER_CUT_AFTER_VOTE, FAST_FAILOVER, LOSE_STATE, MEMBERSHIP, REFORMAT, PACKET, BANDWIDTH,
+    FLIP_FLOP, KILL_NEW_LEADER, LEADER_ONE_WAY, CHURN, CATCH_UP, HUNT, CLOCK, CPU, MEMORY,
+    STRESS)}
 
 
 def named(*effects: str) -> tuple[str, ...]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from checkers.faults import (
+    BANDWIDTH,
     CATCH_UP,
     CHURN,
     CLOCK,
@@ -42,6 +43,7 @@ from checkers.faults import (
     LOSE_UNSYNCED,
     MEMBERSHIP,
     MEMORY,
+    PACKET,
     PARTITION,
     PAUSE,
     POWER_CUT_AFTER_COMMIT,
@@ -219,6 +221,18 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           variants=_names("nemesis.partition", "SHAPES"),
           default="a shape that cuts a link on this many nodes",
           planner=_planner("nemesis.partition", "plan")),
+    _kind(PACKET, _lazy("nemesis.netshape", "packet_fault"),
+          "lose, duplicate, delay, reorder or corrupt packets on links "
+          "(settings combine; links=<partition shape>|link|link-one-way|all; delay, jitter, "
+          "reorder and corrupt need iptables and the netfilterqueue package here)",
+          variants=lambda: ("loss=<P>", "duplicate=<P>", "delay=<D>[,jitter=<J>]",
+                            "reorder=<P>", "corrupt=<P>"),
+          default="loss=10 on one node's links (P: percent; D, J: ms)",
+          planner=_planner("nemesis.netquality", "plan_packet")),
+    _kind(BANDWIDTH, _lazy("nemesis.netshape", "bandwidth_fault"),
+          "cap each link's rate (HTB; links= as packet)", variants=lambda: ("rate=<R>",),
+          default="rate=1mbit on one node's links",
+          planner=_planner("nemesis.netquality", "plan_bandwidth")),
     _kind(TRUNCATE, _disk_truncate, "truncate a node's data files",
           variants=_names("nemesis.disk", "MODES"), default="tail"),
     _kind(LOSE_UNSYNCED, _disk_lose_unsynced, "drop writes a node never fsynced",

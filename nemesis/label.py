@@ -47,16 +47,39 @@ def links_text(cut: Iterable[Any], shown: int = LINKS_SHOWN) -> str:
     return text + (f" +{len(all_links) - shown} more" if len(all_links) > shown else "")
 
 
+_RATE_UNITS = (("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0))
+
+
+def quality_text(quality: Any) -> str:
+    """"loss 10%, delay 100ms+-20ms", "rate 1mbit": a network quality fault's
+    settings (nemesis.netquality) in words."""
+    q = {k: v for k, v in quality.items() if isinstance(v, (int, float))} \
+        if isinstance(quality, dict) else {}
+    parts = [f"{key} {q[key]:g}%" for key in ("loss", "duplicate", "reorder", "corrupt")
+             if key in q]
+    if "delay" in q:
+        parts.append(f"delay {q['delay']:g}ms" + (f"+-{q['jitter']:g}ms" if q.get("jitter")
+                                                   else ""))
+    if "rate_bit" in q:
+        unit, size = next((u, s) for u, s in _RATE_UNITS if q["rate_bit"] >= s or u == "bit")
+        parts.append(f"rate {q['rate_bit'] / size:g}{unit}")
+    return ", ".join(parts)
+
+
 def fault_label(f: str, value: Any, shown: int = LINKS_SHOWN) -> str:
     """"kill n3", "pause n1 n2", "partition: cut n1-n2 (bridge)",
-    "heal: restored n1-n2"."""
+    "heal: restored n1-n2", "packet loss 10%: n1-n2, n1-n3 (isolate-one)"."""
     if not isinstance(value, dict):
         return f
     shape = value.get("shape") if isinstance(value.get("shape"), str) else None
     if isinstance(value.get("cut"), list):
         return f"{f}: cut {links_text(value['cut'], shown)}" + (f" ({shape})" if shape else "")
-    if isinstance(value.get("healed"), list) and value["healed"]:
-        return f"{f}: restored {links_text(value['healed'], shown)}"
+    if isinstance(value.get("links"), list):
+        return (f"{f} {quality_text(value.get('quality'))}: {links_text(value['links'], shown)}"
+                + (f" ({shape})" if shape else ""))
+    for key in ("healed", "restored"):
+        if isinstance(value.get(key), list) and value[key]:
+            return f"{f}: restored {links_text(value[key], shown)}"
     parts = [f]
     for k in ("shape", "mode"):
         if isinstance(value.get(k), str):

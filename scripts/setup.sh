@@ -8,8 +8,12 @@ cd "$(dirname "$0")/.."
 # redis-server: the contrib/redis plugin's system under test (Redis 7 and Sentinel).
 # nats-server: the contrib/nats plugin's system under test (NATS JetStream).
 # libfaketime, stress-ng: the clock and stress faults (docs/faults.md).
+# iptables, libnetfilter-queue-dev (+ gcc, python3-dev to build netfilterqueue):
+# the packet queue of the network quality faults (nemesis.netshape); iputils-ping:
+# bench/netfaults.py.
 debs=(openjdk-17-jre-headless fuse3 libfuse2 nftables iproute2 procps etcd-server etcd-client
-      chromium redis-server stress-ng nats-server libfaketime)
+      chromium redis-server stress-ng nats-server libfaketime iptables libnetfilter-queue-dev
+      gcc python3-dev iputils-ping)
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     missing=()
     for d in "${debs[@]}"; do

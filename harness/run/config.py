@@ -298,16 +298,23 @@ def check_variant(spec: str, nodes: int) -> None:
 
 
 def parse_nemesis(text: str) -> list[str]:
+    """"kill,packet:delay=50ms,jitter=5ms" -> ["kill", "packet:delay=50ms,jitter=5ms"]:
+    a part with `=` before any `:` is a setting of the fault before it (a
+    fault name has no `=`)."""
     text = text.strip()
     if text in ("", "none"):
         return []
-    # A variant may hold commas (`clock:strobe=2,period=0.1`): a part that
-    # names no fault continues the variant before it.
+    # A variant may hold commas (`clock:strobe=2,period=0.1`,
+    # `packet:delay=50ms,jitter=5ms`, `stress:cpu=4,leader`): a part that names
+    # no fault, or holds `=` before any `:`, continues the variant before it.
     specs: list[str] = []
     for part in (p.strip() for p in text.split(",")):
-        if part and specs and ":" in specs[-1] and part.split(":", 1)[0] not in FAULTS:
+        if not part:
+            continue
+        head = part.split(":", 1)[0]
+        if specs and ("=" in head or (":" in specs[-1] and head not in FAULTS)):
             specs[-1] += "," + part
-        elif part:
+        else:
             specs.append(part)
     return specs
 

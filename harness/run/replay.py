@@ -23,8 +23,8 @@ from nemesis.base import split_spec
 
 # Keys of an inject's recorded value that pin down what it did to which nodes;
 # every fault accepts them back as params (nemesis.process.resolve_nodes,
-# partition's "cut").
-RESOLVED_KEYS = ("nodes", "shape", "cut")
+# partition's "cut", the network quality faults' "links" and "quality").
+RESOLVED_KEYS = ("nodes", "shape", "cut", "links", "quality")
 WORDS = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN", None: "UNCHECKED"}
 
 
