@@ -33,26 +33,32 @@ class _Unset:
 NONE = _Unset()
 
 
-def read_first(entry: int, nxt: list[int], mutates: list[bool], legal_in: list[Hashable],
-               step: Step, state: Hashable, calls: list[Call]) -> tuple[int, Hashable] | None:
+def read_first(nxt: list[int], mutates: list[bool], legal_in: list[Hashable], step: Step,
+               calls: list[Call]) -> Callable[[int, Hashable], tuple[int, Hashable] | None]:
     """Rule 1, reads first: a det call that can never change the state (a
     read, a failed cas) and is legal now may be linearized at once, as the
     only move from here: any solution can be reordered to start with it.
-    Returns (its index, the state after it), or None if no such call is among
-    the calls before the first return."""
-    e = entry
-    while e & 1 == 0:
-        j = e >> 1
-        if not mutates[j]:
-            want = legal_in[j]
-            if want is NO_STATE:
-                ok, ns = step(state, calls[j])
-            else:
-                ok, ns = want == state, state
-            if ok:
-                return j, ns
-        e = nxt[e]
-    return None
+
+    Returns the rule for one search (over its entry list `nxt` and its calls,
+    which it reads as they change): given the first entry and the state, (the
+    index of such a call before the first return, the state after it), or
+    None. A closure, as the search asks it at every new configuration."""
+    def scan(entry: int, state: Hashable) -> tuple[int, Hashable] | None:
+        e = entry
+        while e & 1 == 0:
+            j = e >> 1
+            if not mutates[j]:
+                want = legal_in[j]
+                if want is NO_STATE:
+                    ok, ns = step(state, calls[j])
+                else:
+                    ok, ns = want == state, state
+                if ok:
+                    return j, ns
+            e = nxt[e]
+        return None
+
+    return scan
 
 
 def strands_readers(pending: dict[Hashable, int], state: Hashable, own_need: Hashable) -> bool:

@@ -408,8 +408,8 @@ class _Search:
         memory = 0
 
         # The rules as locals: the loop calls them at every config.
-        _read_first, _covered, _strands, _undone = (
-            read_first, covered, strands_readers, undone_by_last_info)
+        _read_first = read_first(nxt, mutates, legal_in, step, calls)
+        _covered, _strands, _undone = covered, strands_readers, undone_by_last_info
         while True:
             steps += 1
             if steps >= budget_at:
@@ -424,7 +424,7 @@ class _Search:
                 scanned = False
                 mode = _DET
                 if greedy and chain_prev is NONE:
-                    first = _read_first(entry, nxt, mutates, legal_in, step, state, calls)
+                    first = _read_first(entry, state)
                     if first is not None:                                  # rule 1
                         i, ns = first
                         kind, mode = 2, _PUSH

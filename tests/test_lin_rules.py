@@ -40,14 +40,15 @@ def test_read_first_places_a_legal_read_and_only_before_the_first_return():
     legal_in = [NO_STATE if m else s for s, m in zip(needs, mutates, strict=True)]
     # Calls 0, 1, 2 open, then returns: the read of 0 is legal in state 0.
     entry, nxt = linked([0, 2, 4, 1, 3, 5])
-    assert read_first(entry, nxt, mutates, legal_in, REGISTER.step, 0, calls) == (1, 0)
+    scan = read_first(nxt, mutates, legal_in, REGISTER.step, calls)
+    assert scan(entry, 0) == (1, 0)
     # In state 5 the read of 5 goes first instead.
-    assert read_first(entry, nxt, mutates, legal_in, REGISTER.step, 5, calls) == (2, 5)
+    assert scan(entry, 5) == (2, 5)
     # Twin: no read is legal in state 7, and a write is never placed by this rule.
-    assert read_first(entry, nxt, mutates, legal_in, REGISTER.step, 7, calls) is None
+    assert scan(entry, 7) is None
     # Twin: the read of 0 returns (entry 3) before the read of 5 is called.
     entry, nxt = linked([0, 2, 3, 4, 1, 5])
-    assert read_first(entry, nxt, mutates, legal_in, REGISTER.step, 5, calls) is None
+    assert read_first(nxt, mutates, legal_in, REGISTER.step, calls)(entry, 5) is None
 
 
 def test_strands_readers_counts_the_unplaced_readers_other_than_the_mover():
