@@ -30,12 +30,14 @@ Two more rules come from what the model can say about a call in advance
   written values), a state produced once never comes back, so leaving it while
   a det call that needs it is unplaced is a dead end. A search stuck on this
   names that call (typically a stale read) and the op that had to overwrite.
+
+Each rule is a function of `checkers.lin_rules` with its statement and its
+own tests; the loop below calls them where they cut.
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
@@ -43,8 +45,18 @@ from typing import Any
 
 from checkers.acks import as_promised
 from checkers.history import NEMESIS, Op, collector_paused
+from checkers.lin_rules import (
+    NONE,
+    covered,
+    first_return_hopeless,
+    info_by_state,
+    info_classes,
+    read_first,
+    sticky_states,
+    strands_readers,
+    undone_by_last_info,
+)
 from checkers.models import (
-    ANY_STATE,
     DET,
     MODELS,
     NO_STATE,
@@ -268,6 +280,39 @@ def check_ops(ops: list[LinOp], model: Model, budget: Budget | None = None,
     return job.result()
 
 
+def entry_list(det: list[LinOp]) -> tuple[list[float], list[int], list[int]]:
+    """The det ops' calls and returns as a doubly linked list in history order:
+    op i's call is entry 2i, its return 2i+1, and entry 2n a head sentinel.
+    Returns each entry's position and the `nxt` and `prv` links (-1 ends)."""
+    n = len(det)
+    head = 2 * n
+    entry_pos = [0.0] * (2 * n)
+    entry_pos[0::2] = [o.invoke_pos for o in det]
+    entry_pos[1::2] = [o.return_pos for o in det]
+    # Ties (a witnessed info op's deadline is its seer's return) keep entry order.
+    events = sorted(range(2 * n), key=entry_pos.__getitem__)
+    nxt = [0] * (2 * n + 1)
+    prv = [0] * (2 * n + 1)
+    last = head
+    for e in events:
+        nxt[last] = e
+        prv[e] = last
+        last = e
+    nxt[last] = -1
+    return entry_pos, nxt, prv
+
+
+def readers_of(need: list[Hashable]) -> tuple[dict[Hashable, int], dict[Hashable, list[int]]]:
+    """For rule 2: how many det calls need each once-produced state, and which."""
+    pending: dict[Hashable, int] = {}
+    readers: dict[Hashable, list[int]] = {}
+    for j, s in enumerate(need):
+        if s is not NONE:
+            pending[s] = pending.get(s, 0) + 1
+            readers.setdefault(s, []).append(j)
+    return pending, readers
+
+
 class _Search:
     """The iterative WGL search over one partition. Frames form a linked
     stack (kind, index, previous state, first-return position, parent), so
@@ -305,66 +350,28 @@ class _Search:
         if n == 0:
             self.valid = True
             return
-        # Entries: call of det op i is 2i, its return 2i+1; HEAD is a sentinel.
         head = 2 * n
-        entry_pos = [0.0] * (2 * n)
-        entry_pos[0::2] = [o.invoke_pos for o in det]
-        entry_pos[1::2] = [o.return_pos for o in det]
-        # Ties (a witnessed info op's deadline is its seer's return) keep entry order.
-        events = sorted(range(2 * n), key=entry_pos.__getitem__)
-        nxt = [0] * (2 * n + 1)
-        prv = [0] * (2 * n + 1)
-        last = head
-        for e in events:
-            nxt[last] = e
-            prv[e] = last
-            last = e
-        nxt[last] = -1
+        entry_pos, nxt, prv = entry_list(det)
         calls, info_calls = model.canonical([o.call for o in det], [o.call for o in info])
-        # Identical info calls are interchangeable, and a later one is available
-        # whenever an earlier one is, so only the earliest unused one of each
-        # class is tried: the used ones are always a prefix of the class.
-        members: list[list[int]] = []
-        class_of: dict[Call, int] = {}
-        cls = [0] * len(info)
-        for j, c in enumerate(info_calls):
-            k = class_of.setdefault(c, len(members))
-            if k == len(members):
-                members.append([])
-            members[k].append(j)
-            cls[j] = k
+        members, cls = info_classes(info_calls)                      # rule 5
         used = [0] * len(members)
-        # Info classes by the state they can change: a class that changes only
-        # one state is tried only there (a cas by its old value).
-        anywhere: list[int] = []
-        by_state: dict[Hashable, list[int]] = {}
-        for k, mem in enumerate(members):
-            s = model.changes_from(info_calls[mem[0]])
-            if s is NO_STATE:
-                anywhere.append(k)
-            else:
-                by_state.setdefault(s, []).append(k)
+        anywhere, by_state = info_by_state(model, info_calls, members)  # rule 6
         candidates_of: dict[Hashable, list[int]] = {}
         info_pos = [o.invoke_pos for o in info]
         info_bits = [1 << i for i in range(len(info))]
         n_info = len(info)
         dead_end = model.dead_end if type(model).dead_end is not Model.dead_end else None
-        # A det call that cannot change the state and is legal now goes first,
-        # alone: any solution can be reordered to start with it.
+        # Rule 1 (reads first) needs to know which calls never change the state.
         mutates, raw_need, produces = model.facts(calls)
         greedy = not all(mutates)
         # For those, the one state they are legal in, if there is one: the
         # scan then compares instead of stepping the model.
         legal_in = [NO_STATE if m else s for s, m in zip(raw_need, mutates, strict=True)]
-        # States that never come back once left, and how many det calls that
-        # need each are still to be placed.
-        sticky = _sticky_states(model.init(), produces + model.facts(info_calls)[2])
-        need = [s if s is not NO_STATE and s in sticky else _NONE for s in raw_need]
-        pending: dict[Hashable, int] = {}
-        for j, s in enumerate(need):
-            if s is not _NONE:
-                pending[s] = pending.get(s, 0) + 1
-                self._readers_of.setdefault(s, []).append(j)
+        # Rule 2: states that never come back once left, and how many det calls
+        # that need each are still to be placed.
+        sticky = sticky_states(model.init(), produces + model.facts(info_calls)[2])
+        need = [s if s is not NO_STATE and s in sticky else NONE for s in raw_need]
+        pending, self._readers_of = readers_of(need)
         self._calls = calls
         self._record_best(0, None, model.init(), nxt, head, 0, 0)
 
@@ -386,7 +393,7 @@ class _Search:
         # info candidate position); kind 0 a det op, 1 an info op, 2 a det op
         # forced by the greedy rule.
         top: tuple | None = None      # the frame that reached the current config
-        chain_prev: Any = _NONE       # state before the last op, if that op was info
+        chain_prev: Any = NONE       # state before the last op, if that op was info
         entry = nxt[head]
         mode = _NEW
         scanned = False
@@ -400,6 +407,9 @@ class _Search:
         info_bytes = n_info // 8
         memory = 0
 
+        # The rules as locals: the loop calls them at every config.
+        _read_first = read_first(nxt, mutates, legal_in, step, calls)
+        _covered, _strands, _undone = covered, strands_readers, undone_by_last_info
         while True:
             steps += 1
             if steps >= budget_at:
@@ -413,21 +423,12 @@ class _Search:
                 entry = nxt[head]
                 scanned = False
                 mode = _DET
-                if greedy and chain_prev is _NONE:
-                    e = entry
-                    while e & 1 == 0:
-                        j = e >> 1
-                        if not mutates[j]:
-                            want = legal_in[j]
-                            if want is NO_STATE:
-                                ok, ns = step(state, calls[j])
-                            else:
-                                ok, ns = want == state, state
-                            if ok:
-                                i, kind, mode = j, 2, _PUSH
-                                self.forced += 1
-                                break
-                        e = nxt[e]
+                if greedy and chain_prev is NONE:
+                    first = _read_first(entry, state)
+                    if first is not None:                                  # rule 1
+                        i, ns = first
+                        kind, mode = 2, _PUSH
+                        self.forced += 1
                     scanned = True
             if mode == _DET:
                 if entry & 1 == 0:
@@ -437,12 +438,13 @@ class _Search:
                         continue
                     call = calls[i]
                     ok, ns = step(state, call)
-                    if ok and ns != state and state in pending and (
-                            pending[state] > (1 if need[i] == state else 0)):
-                        ok = False             # its readers could never see it again
+                    if ok and ns != state and state in pending and _strands(
+                            pending, state, need[i]):                      # rule 2
+                        ok = False
                         self.sticky_pruned += 1
-                    if ok and (chain_prev is _NONE or step(chain_prev, call) != (ok, ns)):
-                        kind, mode = 0, _PUSH
+                    if ok and (chain_prev is NONE
+                               or not _undone(step, chain_prev, call, (ok, ns))):
+                        kind, mode = 0, _PUSH                              # rule 3
                     else:
                         entry = nxt[entry]
                         continue
@@ -464,15 +466,12 @@ class _Search:
                     cache[ck] = [iset]
                     memory += ENTRY_OVERHEAD + info_bytes + (nwin.bit_length() >> 3)
                     fresh = True
+                elif _covered(seen, iset):                                  # rule 4
+                    fresh = False
                 else:
+                    seen.append(iset)
+                    memory += info_bytes + 8
                     fresh = True
-                    for s in seen:
-                        if s & ~iset == 0:
-                            fresh = False
-                            break
-                    if fresh:
-                        seen.append(iset)
-                        memory += info_bytes + 8
                 if not fresh:
                     if kind == 2:
                         mode = _BACK           # the one move from here is known dead
@@ -491,10 +490,10 @@ class _Search:
                         prv[nxt[r]] = prv[r]
                     state, low, win = ns, nlow, nwin
                     s = need[i]
-                    if s is not _NONE:
+                    if s is not NONE:
                         pending[s] -= 1
                     depth += 1
-                    chain_prev = _NONE
+                    chain_prev = NONE
                     if depth == n:
                         self.steps, self.entries = steps, len(cache) + len(chained)
                         self.memory = memory
@@ -527,20 +526,18 @@ class _Search:
                         b = info_bits[j]
                         call = info_calls[j]
                         ok, ns = step(state, call)
-                        if ok and ns != state and (
-                                chain_prev is _NONE or step(chain_prev, call) != (ok, ns)) and (
+                        # An info op that changes nothing is never placed; nor
+                        # one undone by the last (rule 3) or leaving a state
+                        # its readers still need (rule 2).
+                        if ok and ns != state and (chain_prev is NONE or not (
+                                _undone(step, chain_prev, call, (ok, ns)))) and (
                                 not pending.get(state)):
                             ni = iset | b
-                            fresh = True
-                            # A config reached by an info op is restricted by the
-                            # chain rule, so only an unrestricted config, or one
+                            # Rule 4. A config reached by an info op is restricted by
+                            # the chain rule, so only an unrestricted config, or one
                             # restricted the same way, can stand in for it.
                             seen = cache.get((low, win, ns))
-                            if seen is not None:
-                                for s in seen:
-                                    if s & ~ni == 0:
-                                        fresh = False
-                                        break
+                            fresh = seen is None or not _covered(seen, ni)
                             if fresh:
                                 ck = (low, win, ns, state)
                                 seen = chained.get(ck)
@@ -548,14 +545,11 @@ class _Search:
                                     chained[ck] = [ni]
                                     memory += (ENTRY_OVERHEAD + info_bytes
                                                + (win.bit_length() >> 3))
+                                elif _covered(seen, ni):
+                                    fresh = False
                                 else:
-                                    for s in seen:
-                                        if s & ~ni == 0:
-                                            fresh = False
-                                            break
-                                    if fresh:
-                                        seen.append(ni)
-                                        memory += info_bytes + 8
+                                    seen.append(ni)
+                                    memory += info_bytes + 8
                             if fresh:
                                 top = (1, j, state, first_ret, top, chain_prev, ip)
                                 used[k] += 1
@@ -593,14 +587,14 @@ class _Search:
                     win = win << gap | ((1 << gap) - 2)
                     low = idx
                 s = need[idx]
-                if s is not _NONE:
+                if s is not NONE:
                     pending[s] += 1
                 depth -= 1
                 if kind == 2:
                     mode = _BACK   # the forced move was the only one from there
                 else:
                     mode = _DET
-                    scanned = greedy and chain_prev is _NONE
+                    scanned = greedy and chain_prev is NONE
                     entry = nxt[c]
             else:
                 iset ^= info_bits[idx]
@@ -655,7 +649,7 @@ class _Search:
                 if info_resets[j] and not iset >> j & 1:
                     resets = True
                     break
-        return model.dead_end(state, det[e >> 1].call, resets)
+        return first_return_hopeless(model, state, det[e >> 1].call, resets)  # rule 7
 
     def budget_problem(self) -> str | None:
         b, n = self.budget, len(self.det)
@@ -679,26 +673,10 @@ class _Search:
         return out
 
 
-class _Unset:
-    def __repr__(self) -> str:
-        return "<none>"
-
-
-_NONE = _Unset()
 # Search modes: a config just entered, trying det calls, placing the chosen
 # det call, trying info calls, backtracking.
 _NEW, _DET, _PUSH, _INFO, _BACK = range(5)
 _NO_MORE = 1 << 62   # an info candidate position past any list
-
-
-def _sticky_states(init: Hashable, produces: list[Hashable]) -> set[Hashable]:
-    """States at most one call (or the start) produces: once left, never back.
-    Empty when some call's product cannot be named in advance."""
-    if ANY_STATE in produces:
-        return set()
-    made = Counter(produces)
-    made[init] += 1
-    return {s for s, k in made.items() if k == 1 and s is not NO_STATE}
 
 
 def check(history: list[Op], run: dict | None = None, *, model: str = "cas-register",
