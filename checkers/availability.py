@@ -56,7 +56,7 @@ import bisect
 from typing import Any
 
 from checkers.elections import leader_elections
-from checkers.faults import CUT, DOWN, OTHER_CLUSTER, VOTERS, healed_by
+from checkers.faults import CUT, DEGRADED, DOWN, OTHER_CLUSTER, VOTERS, healed_by
 from checkers.history import NEMESIS, Op, client_ops, collector_paused, noop_reason, pair_ops
 from checkers.impairment import Impairment, timeline
 from checkers.verdict import Verdict, verdict
@@ -81,7 +81,7 @@ LEADER_LIMITS = ("max_leader_changes_per_heal", "max_quiet_leader_changes")
 THRESHOLDS = (*DEFAULTS, "max_unavailable_s", *LEADER_LIMITS)
 # Faults that stay in force until a later op undoes them; all others last as
 # long as their own invoke..completion.
-HEALED_BY = healed_by(DOWN, CUT, VOTERS, OTHER_CLUSTER)
+HEALED_BY = healed_by(DOWN, CUT, VOTERS, OTHER_CLUSTER, DEGRADED)
 LASTING = frozenset(f for faults in HEALED_BY.values() for f in faults)
 MAX_LISTED = 50
 NS = 1_000_000_000

@@ -20,6 +20,7 @@ CUT = "cut"          # links between nodes are cut until its heal (op value: `cu
 VOTERS = "voters"    # voters are removed until its heal
 OTHER_CLUSTER = "other-cluster"  # its node is formatted for another cluster until its heal
 RESTART = "restart"  # kills its nodes and starts them again; counted down while its op runs
+DEGRADED = "degraded"  # its nodes run on a faulty disk (errors, delays, flipped bits) until its heal
 ARMED = "armed"      # a trigger: what it sets off is recorded as another fault's op
 
 # What a fault takes away from the cluster, as availability and convergence
@@ -44,7 +45,7 @@ class FaultOp:
     @property
     def lasting(self) -> bool:
         """In force from its inject until its heal op, not just while its own op runs."""
-        return self.effect in (DOWN, CUT, VOTERS, OTHER_CLUSTER)
+        return self.effect in (DOWN, CUT, VOTERS, OTHER_CLUSTER, DEGRADED)
 
 
 KILL = FaultOp("kill", "start", DOWN, NODES)
@@ -69,6 +70,11 @@ LOSE_STATE = FaultOp("lose-state", "start", DOWN, NODES)
 MEMBERSHIP = FaultOp("membership", "restore-voters", VOTERS, NODES)
 # The heal puts the node's own data back and starts it in its own cluster.
 REFORMAT = FaultOp("reformat", "restore-data", OTHER_CLUSTER, NODES)
+# A faulty disk under its nodes (nemesis.diskfault): a node may crash on it,
+# or be too slow to lead; the heal starts the ones that crashed.
+DISK = FaultOp("disk", "restore-disk", DEGRADED, NODES)
+# Bits flipped in stopped nodes' files, which stay down until `start`, as truncate's.
+CORRUPT = FaultOp("corrupt", "start", RESTART, NODES)
 
 # Leader-aware compositions (nemesis.compose) and the hunting schedule
 # (nemesis.hunt): each runs ordinary faults, recorded as their own ops, so
@@ -85,6 +91,7 @@ FAULT_OPS: dict[str, FaultOp] = {f.name: f for f in (
     KILL, PAUSE, PARTITION, TRUNCATE, LOSE_UNSYNCED, KILL_AFTER_VOTE, POWER_CUT_AFTER_COMMIT,
     POWER_CUT_AFTER_VOTE, FAST_FAILOVER, LOSE_STATE, MEMBERSHIP, REFORMAT, FLIP_FLOP,
     KILL_NEW_LEADER, LEADER_ONE_WAY, CHURN, CATCH_UP, HUNT)}
+FAULT_OPS.update({f.name: f for f in (DISK, CORRUPT)})
 
 
 def named(*effects: str) -> tuple[str, ...]:

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from checkers.faults import (
     CATCH_UP,
     CHURN,
+    DISK,
     FAST_FAILOVER,
     FLIP_FLOP,
     HUNT,
@@ -206,6 +207,10 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           planner=_planner("nemesis.partition", "plan")),
     _kind(TRUNCATE, _disk_truncate, "truncate a node's data files",
           variants=_names("nemesis.disk", "MODES"), default="tail"),
+    _kind(DISK, _lazy("nemesis.diskfault", "disk_fault"),
+          "a node's disk fails (EIO), fills (ENOSPC), slows or flips bits (docs/faults.md)",
+          variants=_names("nemesis.diskfault", "VARIANTS"), default="eio, p=0.1, one node",
+          needs_lazyfs=True, planner=_planner("nemesis.diskfault", "plan")),
     _kind(LOSE_UNSYNCED, _disk_lose_unsynced, "drop writes a node never fsynced",
           variants=_names("nemesis.process", "TARGETS", "all"), default="one node",
           instant=True, needs_lazyfs=True,
