@@ -71,10 +71,9 @@ MEMBERSHIP = FaultOp("membership", "restore-voters", VOTERS, NODES)
 # The heal puts the node's own data back and starts it in its own cluster.
 REFORMAT = FaultOp("reformat", "restore-data", OTHER_CLUSTER, NODES)
 # A faulty disk under its nodes (nemesis.diskfault): a node may crash on it,
-# or be too slow to lead; the heal starts the ones that crashed.
+# be too slow to lead, or be stopped while its files are corrupted; the heal
+# starts the ones that are down.
 DISK = FaultOp("disk", "restore-disk", DEGRADED, NODES)
-# Bits flipped in stopped nodes' files, which stay down until `start`, as truncate's.
-CORRUPT = FaultOp("corrupt", "start", RESTART, NODES)
 
 # Leader-aware compositions (nemesis.compose) and the hunting schedule
 # (nemesis.hunt): each runs ordinary faults, recorded as their own ops, so
@@ -91,7 +90,7 @@ FAULT_OPS: dict[str, FaultOp] = {f.name: f for f in (
     KILL, PAUSE, PARTITION, TRUNCATE, LOSE_UNSYNCED, KILL_AFTER_VOTE, POWER_CUT_AFTER_COMMIT,
     POWER_CUT_AFTER_VOTE, FAST_FAILOVER, LOSE_STATE, MEMBERSHIP, REFORMAT, FLIP_FLOP,
     KILL_NEW_LEADER, LEADER_ONE_WAY, CHURN, CATCH_UP, HUNT)}
-FAULT_OPS.update({f.name: f for f in (DISK, CORRUPT)})
+FAULT_OPS[DISK.name] = DISK
 
 
 def named(*effects: str) -> tuple[str, ...]:

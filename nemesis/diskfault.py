@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from checkers.faults import CORRUPT, DISK
+from checkers.faults import DISK, TRUNCATE
 from checkers.history import NOOP
 from nemesis.disk_rules import (
     BITFLIP,
@@ -48,7 +48,7 @@ from nemesis.disk_rules import (
 from nemesis.fault import ClusterControl, FaultContext
 from nemesis.process import TARGETS, choose_targets
 
-TRUNCATE_MODE = "truncate"
+TRUNCATE_MODE = TRUNCATE.name
 REST = "rest"
 DEFAULT_MODE = EIO
 DEFAULT_BITS = 8
@@ -233,9 +233,9 @@ def files_of(db: Any, node: Any, pattern: str) -> list[Path]:
 
 class CorruptFault:
     """`disk:bitflip+at=rest`: stop the nodes, flip bits in their files at rest,
-    start them at the heal (`start`) - Jepsen's file-corruption nemesis."""
+    start them at the heal (`restore-disk`) - Jepsen's file-corruption nemesis."""
 
-    name, heal_f = CORRUPT.name, CORRUPT.heal_f
+    name, heal_f = DISK.name, DISK.heal_f
 
     def __init__(self, db: Any, variant: DiskVariant) -> None:
         self.db = db
@@ -257,7 +257,9 @@ class CorruptFault:
 
     def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         names, self.down = self.down, []
-        return {"nodes": cluster.start(names) if names else []}
+        if not names:
+            return {"nodes": [], NOOP: "no node was down"}
+        return {"nodes": names, "restarted": cluster.start(names)}
 
 
 def disk_fault(ctx: FaultContext) -> Any:
