@@ -20,7 +20,7 @@ CUT = "cut"          # links between nodes are cut until its heal (op value: `cu
 VOTERS = "voters"    # voters are removed until its heal
 OTHER_CLUSTER = "other-cluster"  # its node is formatted for another cluster until its heal
 RESTART = "restart"  # kills its nodes and starts them again; counted down while its op runs
-DEGRADED = "degraded"  # its nodes run on a faulty disk (errors, delays, flipped bits) until its heal
+DEGRADED = "degraded"  # its nodes on a faulty disk (errors, delays, flipped bits) until its heal
 ARMED = "armed"      # a trigger: what it sets off is recorded as another fault's op
 
 # What a fault takes away from the cluster, as availability and convergence

@@ -7,7 +7,7 @@ flips bits, through the LazyFS mount its data dir sits on.
     disk:bitflip[=P]      a read returns one flipped bit, with probability P
     disk:bitflip+at=rest  the nodes are stopped, `bits` random bits of their data files
                           flipped (Jepsen's file corruption); the heal starts them
-    disk:truncate         today's `truncate` (its op stays `truncate`)
+    disk:truncate         today's `truncate` (tail mode), recorded as a `disk` op
 
 Options follow the mode after `+` (a comma separates faults in --nemesis):
 `p=` probability, `ops=` what fails (read, write, fsync, meta, joined by `-`),
@@ -33,13 +33,13 @@ from typing import Any
 
 from checkers.faults import DISK, TRUNCATE
 from checkers.history import NOOP
+from nemesis.disk import TruncateFault
 from nemesis.disk_rules import (
     BITFLIP,
     DEFAULT_DELAY_MS,
     DEFAULT_FSYNC_MS,
     DEFAULT_P,
     EIO,
-    FULL,
     MODES,
     OP_NAMES,
     SLOW,
@@ -262,13 +262,24 @@ class CorruptFault:
         return {"nodes": names, "restarted": cluster.start(names)}
 
 
+class DiskTruncate(TruncateFault):
+    """`disk:truncate`: today's truncate under the family's name, so its ops
+    read (and replay) as `disk` ones; `truncate` itself stays as it was."""
+
+    name, heal_f = DISK.name, DISK.heal_f
+
+    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
+               ) -> dict[str, Any]:
+        value = super().inject(cluster, rng, params)
+        return {**value, "mode": TRUNCATE_MODE, TRUNCATE_MODE: value["mode"]}
+
+
 def disk_fault(ctx: FaultContext) -> Any:
     """The registry's factory: the variant's fault, or ValueError saying why
     this run cannot take it (refused before the run starts)."""
     parsed = parse_variant(ctx.variant)
     if parsed.mode == TRUNCATE_MODE:
-        from nemesis.disk import TruncateFault
-        return TruncateFault(ctx.db)
+        return DiskTruncate(ctx.db)
     if parsed.at_rest:
         return CorruptFault(ctx.db, parsed)
     if "mounts" not in ctx.extras:
