@@ -122,14 +122,19 @@ class RuleState:
     rule: DiskRule
     rng: random.Random = field(init=False)
     counts: dict[str, int] = field(default_factory=dict)
+    # Reads that failed, by (path, offset): the kernel retries a failed page
+    # read once, synchronously, and a bad sector stays bad for that retry, so
+    # a reader sees EIO with the probability asked, not its square.
+    bad_reads: set[tuple[str, int]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.rule.seed)
 
-    def decide(self, op: str, path: str, size: int = 0) -> Verdict:
+    def decide(self, op: str, path: str, size: int = 0, offset: int | None = None
+               ) -> Verdict:
         """Pure but for the rule's own rng and counters: the verdict on one
-        operation `op` (a FUSE operation name) on `path`; `size` is the byte
-        count a read asks for (where a flipped bit may land)."""
+        operation `op` (a FUSE operation name) on `path`; `size` and `offset`
+        are a read's (where a flipped bit may land, which sector it reads)."""
         import errno as errnos
 
         verdict = Verdict()
@@ -145,12 +150,20 @@ class RuleState:
             return verdict
         if op in NEVER_FAIL:
             return verdict
+        sector = (path, offset) if op == "read" and offset is not None else None
+        if rule.mode == EIO and sector in self.bad_reads:
+            self.bad_reads.discard(sector)
+            verdict.errno = errnos.EIO
+            self._count("eio-retried")
+            return verdict
         if self.rng.random() >= rule.p:
             self._count("passed")
             return verdict
         if rule.mode == EIO:
             verdict.errno = errnos.EIO
             self._count(f"eio-{kind}")
+            if sector is not None:
+                self.bad_reads.add(sector)
         elif rule.mode == FULL:
             verdict.errno = errnos.ENOSPC
             self._count("enospc")

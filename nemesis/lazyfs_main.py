@@ -223,11 +223,11 @@ class LazyFSOperations(Operations):
         if not rules:
             return super().__call__(op, *args)
         path = args[0] if args and isinstance(args[0], str) else ""
-        size = args[1] if op == "read" and len(args) > 1 else 0
+        size, offset = (args[1], args[2]) if op == "read" and len(args) > 2 else (0, None)
         delay, error, flip = 0.0, None, None
         with self.rules_lock:
             for state in rules:
-                verdict = state.decide(op, path, size)
+                verdict = state.decide(op, path, size, offset)
                 delay += verdict.delay_s
                 error = error or verdict.errno
                 flip = flip if flip is not None else verdict.flip
