@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from checkers.faults import KILL, LOSE_UNSYNCED, PARTITION, PAUSE, TRUNCATE
+from checkers.faults import DISK, KILL, LOSE_UNSYNCED, PARTITION, PAUSE, TRUNCATE
 from checkers.outcomes import ERROR, INFO, OK, REFUSED
 from harness.report.data import (
     CUT_OFF_STATE,
@@ -45,7 +45,7 @@ AXIS_H = 24
 # answer, so it is drawn in a quiet blue; red is kept for errors.
 OUTCOME_COLOR = {OK: "#2da44e", REFUSED: "#8fb8de", ERROR: "#e5534b", INFO: "#d4a72c"}
 FAULT_COLOR = {PARTITION.name: "#8250df", KILL.name: "#bc4c00", PAUSE.name: "#0969da",
-               TRUNCATE.name: "#57606a", LOSE_UNSYNCED.name: "#bf3989"}
+               TRUNCATE.name: "#57606a", LOSE_UNSYNCED.name: "#bf3989", DISK.name: "#9a6700"}
 OTHER_FAULT_COLOR = "#6e7781"
 NODE_STATE_COLOR = {DOWN_STATE: FAULT_COLOR[KILL.name], PAUSED_STATE: FAULT_COLOR[PAUSE.name],
                     CUT_OFF_STATE: FAULT_COLOR[PARTITION.name],
