@@ -64,3 +64,26 @@ def test_a_run_with_disk_faults_is_judged_leaves_no_mount_and_replays(tmp_path, 
     assert [s for f, _, s in again if "rest" not in f] == \
         [s for f, _, s in injected if "rest" not in f]
     assert mounted_under(replayed) == []
+
+
+def test_sigkill_of_a_disk_fault_run_leaves_no_mount_and_nothing_to_clean(tmp_path):
+    import signal
+    import time
+
+    from harness.run.resources import NETNS_DIR, mounted_paths
+    from tests.test_run_lifecycle import clean, start_run, what_is_left
+    proc, run_dir = start_run(tmp_path, "--seed", "5", "--nemesis", "disk:slow=5+nodes=all",
+                              "--nemesis-interval", "0.5")
+    run_id = run_dir.name
+    try:
+        mounts = [m for m in mounted_paths() if run_id in m and not m.startswith(str(NETNS_DIR))]
+        assert len(mounts) == 3, mounts          # the data dirs really are on LazyFS
+        proc.send_signal(signal.SIGKILL)
+        time.sleep(2.0)
+        assert what_is_left(run_id) == []        # mounts included
+        proc.wait()
+        done = clean(tmp_path, run_id)
+        assert done.returncode == 0 and done.stdout.strip() == "nothing to clean"
+    finally:
+        proc.kill()
+        clean(tmp_path, run_id)
