@@ -70,8 +70,9 @@ def test_sigkill_of_a_disk_fault_run_leaves_no_mount_and_nothing_to_clean(tmp_pa
     import signal
     import time
 
+    from test_run_lifecycle import clean, start_run, what_is_left
+
     from harness.run.resources import NETNS_DIR, mounted_paths
-    from tests.test_run_lifecycle import clean, start_run, what_is_left
     proc, run_dir = start_run(tmp_path, "--seed", "5", "--nemesis", "disk:slow=5+nodes=all",
                               "--nemesis-interval", "0.5")
     run_id = run_dir.name
