@@ -12,7 +12,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from checkers.faults import LOSE_STATE, LOSE_UNSYNCED, TRUNCATE
 from nemesis.lazyfs import LazyFS
@@ -192,6 +192,7 @@ class LoseUnsyncedFault:
         return {"nodes": cluster.start(names) if names else []}
 
 
+@runtime_checkable
 class StateFiles(Protocol):
     """What `lose-state` needs from the db adapter: the files in which a node
     keeps the record of its votes (raft: the quorum-state file)."""

@@ -52,7 +52,7 @@ class DiskRule:
     """One disk fault as the FUSE process applies it.
 
     files: a glob matched against the path inside the mount ("/log/*.log") and
-    against the file's base name ("*.log"); "*" is every file.
+    against the file's base name ("*.log"); "*" is every file; "a|b" either.
     """
 
     mode: str
@@ -101,7 +101,8 @@ class DiskRule:
         if self.files == "*":
             return True
         base = path.rsplit("/", 1)[-1]
-        return fnmatch.fnmatchcase(path, self.files) or fnmatch.fnmatchcase(base, self.files)
+        return any(fnmatch.fnmatchcase(path, glob) or fnmatch.fnmatchcase(base, glob)
+                   for glob in self.files.split("|"))
 
 
 @dataclass

@@ -11,7 +11,8 @@ flips bits, through the LazyFS mount its data dir sits on.
 
 Options follow the mode after `+` (a comma separates faults in --nemesis):
 `p=` probability, `ops=` what fails (read, write, fsync, meta, joined by `-`),
-`files=` a glob on the path in the data dir or the base name, `nodes=` one,
+`files=` a glob on the path in the data dir or the base name (`state`: the
+files the system names as its nodes' vote records), `nodes=` one,
 minority, majority or all (default one), `fsync=` ms, `bits=` count.
 `disk:eio=0.2+ops=write+files=*.log+nodes=majority`.
 
@@ -33,7 +34,7 @@ from typing import Any
 
 from checkers.faults import DISK, TRUNCATE
 from checkers.history import NOOP
-from nemesis.disk import TruncateFault
+from nemesis.disk import StateFiles, TruncateFault
 from nemesis.disk_rules import (
     BITFLIP,
     DEFAULT_DELAY_MS,
@@ -50,6 +51,7 @@ from nemesis.process import TARGETS, choose_targets
 
 TRUNCATE_MODE = TRUNCATE.name
 REST = "rest"
+STATE = "state"   # files=state: the adapter's state files (nemesis.disk.StateFiles)
 DEFAULT_MODE = EIO
 DEFAULT_BITS = 8
 ALL = "all"
@@ -147,10 +149,22 @@ class DiskFault:
 
     name, heal_f = DISK.name, DISK.heal_f
 
-    def __init__(self, mounts: Mapping[str, Any], variant: DiskVariant) -> None:
+    def __init__(self, mounts: Mapping[str, Any], variant: DiskVariant, db: Any = None
+                 ) -> None:
         self.mounts = mounts
         self.variant = variant
+        self.db = db
         self.faulty: list[str] = []
+
+    def _rule(self, cluster: ClusterControl, name: str, seed: int) -> dict[str, Any]:
+        rule = self.variant.rule(seed).to_map()
+        if self.variant.files == STATE:
+            # This node's own state files, as paths inside its mount, and the
+            # temporary copies a system writes to replace one atomically.
+            root = Path(cluster.spec(name).data_dir)
+            rule["files"] = "|".join("/" + str(p.relative_to(root)) + "*"
+                                     for p in self.db.state_files(cluster.spec(name)))
+        return rule
 
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
@@ -162,7 +176,7 @@ class DiskFault:
         rules = {}
         for name in names:
             rules[name] = self.mounts[name].add_disk_fault(
-                self.variant.rule(seeds[name]).to_map())
+                self._rule(cluster, name, seeds[name]))
             if name not in self.faulty:
                 self.faulty.append(name)
         rule = rules[names[0]] if names else self.variant.rule(0).to_map()
@@ -225,6 +239,8 @@ def files_of(db: Any, node: Any, pattern: str) -> list[Path]:
     matching `pattern`."""
     if pattern == "*":
         return list(db.data_files(node))
+    if pattern == STATE:
+        return [p for p in db.state_files(node) if p.is_file()]
     rule = DiskRule(EIO, files=pattern)
     root = Path(node.data_dir)
     return sorted(p for p in root.rglob("*") if p.is_file()
@@ -278,10 +294,13 @@ def disk_fault(ctx: FaultContext) -> Any:
     """The registry's factory: the variant's fault, or ValueError saying why
     this run cannot take it (refused before the run starts)."""
     parsed = parse_variant(ctx.variant)
+    if parsed.files == STATE and not isinstance(ctx.db, StateFiles):
+        raise ValueError("files=state needs a system that names its nodes' state files "
+                         "(raft: quorum-state); this one names none")
     if parsed.mode == TRUNCATE_MODE:
         return DiskTruncate(ctx.db)
     if parsed.at_rest:
         return CorruptFault(ctx.db, parsed)
     if "mounts" not in ctx.extras:
         raise ValueError("disk faults need the nodes' data dirs on LazyFS mounts")
-    return DiskFault(ctx.extras["mounts"], parsed)
+    return DiskFault(ctx.extras["mounts"], parsed, ctx.db)

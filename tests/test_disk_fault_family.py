@@ -178,3 +178,14 @@ def test_a_failed_read_fails_its_retry_so_readers_see_the_rate_asked() -> None:
     assert ("/a", 8192) in state.bad_reads
     assert state.decide("read", "/a", 4096, 8192).errno == errno.EIO
     assert state.counts == {"eio-read": 1, "eio-retried": 1}
+
+
+class StateDB:
+    def state_files(self, node: object) -> list[Path]:
+        return []
+
+
+def test_files_state_is_refused_for_a_system_naming_no_state_files() -> None:
+    with pytest.raises(ValueError, match="state files"):
+        make_fault("disk:eio+files=state", FaultContext(object(), None, {"mounts": {}}))
+    assert make_fault("disk:eio+files=state", FaultContext(StateDB(), None, {"mounts": {}}))

@@ -16,6 +16,7 @@ import pytest
 from checkers.history import NOOP
 from nemesis.diskfault import DiskFault, parse_variant
 from nemesis.lazyfs import LazyFS, check_installed
+from nodes.db import NodeSpec
 
 _missing = check_installed()
 pytestmark = pytest.mark.skipif(_missing is not None, reason=_missing or "")
@@ -198,3 +199,32 @@ def test_the_fault_sets_rules_per_node_and_heal_restarts_what_crashed(tmp_path: 
         for fs in mounts.values():
             fs.stop()
     assert not any(os.path.ismount(tmp_path / n) for n in mounts)
+
+
+class StateDB:
+    def state_files(self, node: NodeSpec) -> list[Path]:
+        return [node.data_dir / "quorum-state"]
+
+
+class NodesWithSpecs(Nodes):
+    def __init__(self, dirs: dict[str, Path]) -> None:
+        super().__init__(sorted(dirs))
+        self.dirs = dirs
+
+    def spec(self, name: str) -> NodeSpec:
+        return NodeSpec(name, "127.0.0.1", 1, self.dirs[name], self.dirs[name])
+
+
+def test_files_state_fails_the_state_file_and_its_replacement_only(mount: LazyFS) -> None:
+    nodes = NodesWithSpecs({"n1": mount.mountpoint})
+    disk = DiskFault({"n1": mount}, parse_variant("eio=1+ops=write+files=state"), StateDB())
+    value = disk.inject(nodes, random.Random(1), {"nodes": ["n1"]})
+    assert value["files"] == "/quorum-state*"
+    root = mount.mountpoint
+    assert errors_of(lambda: pwrite_once(root / "quorum-state") for _ in range(5)) == \
+        {errno.EIO: 5}
+    assert errors_of(lambda: pwrite_once(root / "quorum-state.tmp") for _ in range(5)) == \
+        {errno.EIO: 5}
+    assert errors_of(lambda: pwrite_once(root / "log.seg") for _ in range(5)) == {}
+    disk.heal(nodes)
+    pwrite_once(root / "quorum-state")
