@@ -14,7 +14,7 @@ Options follow the mode after `+` (a comma separates faults in --nemesis):
 `files=` a glob on the path in the data dir or the base name (`state`: the
 files the system names as its nodes' vote records), `nodes=` one,
 minority, majority or all (default one), `fsync=` ms, `bits=` count.
-`disk:eio=0.2+ops=write+files=*.log+nodes=majority`.
+`disk:eio=0.2+ops=write+files=*.seg+nodes=majority`.
 
 Planned in the schedule (pure: which nodes, the parsed rule), seeded per node at
 inject time from the event's rng, so a replay sets the same rules on the same
@@ -154,7 +154,9 @@ class DiskFault:
         self.mounts = mounts
         self.variant = variant
         self.db = db
-        self.faulty: list[str] = []
+        # node -> seeds of the rules this fault set there: its heal lifts
+        # those, not another disk fault's on the same mount.
+        self.faulty: dict[str, list[int]] = {}
 
     def _rule(self, cluster: ClusterControl, name: str, seed: int) -> dict[str, Any]:
         rule = self.variant.rule(seed).to_map()
@@ -177,18 +179,19 @@ class DiskFault:
         for name in names:
             rules[name] = self.mounts[name].add_disk_fault(
                 self._rule(cluster, name, seeds[name]))
-            if name not in self.faulty:
-                self.faulty.append(name)
+            self.faulty.setdefault(name, []).append(seeds[name])
         rule = rules[names[0]] if names else self.variant.rule(0).to_map()
         return {"nodes": names, "mode": self.variant.mode,
                 **{k: rule[k] for k in ("p", "ops", "files", "delay_ms", "fsync_ms")},
                 "seeds": seeds}
 
     def heal(self, cluster: ClusterControl) -> dict[str, Any]:
-        names, self.faulty = sorted(self.faulty), []
+        faulty, self.faulty = self.faulty, {}
+        names = sorted(faulty)
         if not names:
             return {"nodes": [], NOOP: "no disk fault in force"}
-        did = {n: self.mounts[n].heal_disk() for n in names}
+        did = {n: [d for seed in faulty[n] for d in self.mounts[n].heal_disk(seed)]
+               for n in names}
         crashed = [n for n in names if not cluster.is_running(n)]
         started = cluster.start(crashed) if crashed else []
         return {"nodes": names, "did": did, "restarted": started}

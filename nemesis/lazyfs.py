@@ -183,9 +183,11 @@ class LazyFS:
         returns the rule as the mount applies it."""
         return send_command(self.control, "disk-fault " + json.dumps(rule))["rule"]
 
-    def heal_disk(self) -> list[dict[str, Any]]:
-        """Remove every disk fault; returns each one's mode and what it did."""
-        return send_command(self.control, "disk-heal")["healed"]
+    def heal_disk(self, seed: int | None = None) -> list[dict[str, Any]]:
+        """Remove every disk fault (or those seeded `seed`); returns each one's
+        mode and what it did."""
+        command = "disk-heal" if seed is None else f"disk-heal {int(seed)}"
+        return send_command(self.control, command)["healed"]
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
         """Unmount and end the process; escalates to SIGKILL + lazy unmount if it hangs."""

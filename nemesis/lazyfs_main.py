@@ -401,7 +401,8 @@ class LazyFSOperations(Operations):
 class ControlServer:
     """Line commands on a unix socket: `roll-back` (the lose-unsynced fault),
     `freeze`, `fsync-delay MS`, `disk-fault RULE-JSON` (add a disk fault,
-    nemesis.disk_rules), `disk-heal` (remove them all; says what each did),
+    nemesis.disk_rules), `disk-heal [SEED]` (remove them all, or those with
+    that seed; says what each did),
     `status`, `stop`; one JSON line back.
 
     A socket, not signals: Python signal handlers never run while the main
@@ -455,9 +456,13 @@ class ControlServer:
             with self.ops.rules_lock:
                 self.ops.rules = (*self.ops.rules, RuleState(rule))
             return {"ok": True, "rule": rule.to_map()}
-        if request == "disk-heal":
+        if request == "disk-heal" or request.startswith("disk-heal "):
+            # With a seed, only the rules it seeded: another fault's stay.
+            seed = request.split()[1] if " " in request else None
             with self.ops.rules_lock:
-                healed, self.ops.rules = self.ops.rules, ()
+                healed = tuple(s for s in self.ops.rules
+                               if seed is None or str(s.rule.seed) == seed)
+                self.ops.rules = tuple(s for s in self.ops.rules if s not in healed)
             return {"ok": True, "healed": [{"mode": s.rule.mode, "did": dict(s.counts)}
                                            for s in healed]}
         if request == "status":

@@ -228,3 +228,18 @@ def test_files_state_fails_the_state_file_and_its_replacement_only(mount: LazyFS
     assert errors_of(lambda: pwrite_once(root / "log.seg") for _ in range(5)) == {}
     disk.heal(nodes)
     pwrite_once(root / "quorum-state")
+
+
+def test_healing_one_disk_fault_leaves_another_on_the_same_mount(mount: LazyFS) -> None:
+    nodes = Nodes(["n1"])
+    slow = DiskFault({"n1": mount}, parse_variant("slow=1"))
+    full = DiskFault({"n1": mount}, parse_variant("full"))
+    slow.inject(nodes, random.Random(1), {"nodes": ["n1"]})
+    full.inject(nodes, random.Random(2), {"nodes": ["n1"]})
+    healed = slow.heal(nodes)
+    assert [d["mode"] for d in healed["did"]["n1"]] == ["slow"]
+    assert [r["mode"] for r in mount.status()["disk_faults"]] == ["full"]
+    assert errors_of(lambda: pwrite_once(mount.mountpoint / "f") for _ in range(3)) == \
+        {errno.ENOSPC: 3}
+    full.heal(nodes)
+    assert mount.status()["disk_faults"] == []
