@@ -189,3 +189,28 @@ def test_files_state_is_refused_for_a_system_naming_no_state_files() -> None:
     with pytest.raises(ValueError, match="state files"):
         make_fault("disk:eio+files=state", FaultContext(object(), None, {"mounts": {}}))
     assert make_fault("disk:eio+files=state", FaultContext(StateDB(), None, {"mounts": {}}))
+
+
+def test_a_disk_fault_is_a_lane_span_and_an_excuse_until_its_heal() -> None:
+    from checkers.history import NEMESIS, Op
+    from checkers.node_logs import leaving_windows
+    from harness.report.data import fault_list, node_spans
+    value = {"nodes": ["n1", "n3"], "mode": "eio", "p": 0.1}
+    ops = [Op(0, 1_000, NEMESIS, "invoke", "disk", value),
+           Op(1, 2_000, NEMESIS, "info", "disk", value),
+           Op(2, 9_000, NEMESIS, "invoke", "restore-disk", None),
+           Op(3, 9_500, NEMESIS, "info", "restore-disk", {"nodes": ["n1", "n3"]})]
+    windows, _ = fault_list(ops, 20_000)
+    (window,) = windows
+    assert (window.start, window.end, window.label) == (1_000, 9_500, "disk eio n1 n3")
+    spans = node_spans(windows, ["n1", "n2", "n3"])
+    assert {(s.node, s.state, s.end) for s in spans} == {("n1", "disk", 9_500),
+                                                          ("n3", "disk", 9_500)}
+    # A node that stops on the faulty disk is excused until after the heal.
+    ((start, end, nodes),) = leaving_windows(ops)
+    assert start == 1_000 and end > 9_500 and nodes == frozenset({"n1", "n3"})
+    # Availability counts its nodes as taken while it is in force.
+    from checkers.impairment import timeline
+    impairment = timeline(ops, ["n1", "n2", "n3"], None, 20_000)
+    assert impairment.at(5_000).out == frozenset({"n1", "n3"})
+    assert impairment.at(15_000).out == frozenset()
