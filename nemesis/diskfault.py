@@ -157,6 +157,9 @@ class DiskFault:
         # node -> seeds of the rules this fault set there: its heal lifts
         # those, not another disk fault's on the same mount.
         self.faulty: dict[str, list[int]] = {}
+        # The nodes that were running when it struck: only those can have
+        # stopped on it (one down for another fault stays down for that one).
+        self.were_running: set[str] = set()
 
     def _rule(self, cluster: ClusterControl, name: str, seed: int) -> dict[str, Any]:
         rule = self.variant.rule(seed).to_map()
@@ -175,6 +178,7 @@ class DiskFault:
         if missing:
             raise ValueError(f"no LazyFS mount for {', '.join(missing)}")
         seeds = {n: rng.getrandbits(32) for n in names}
+        self.were_running |= {n for n in names if cluster.is_running(n)}
         rules = {}
         for name in names:
             rules[name] = self.mounts[name].add_disk_fault(
@@ -192,7 +196,8 @@ class DiskFault:
             return {"nodes": [], NOOP: "no disk fault in force"}
         did = {n: [d for seed in faulty[n] for d in self.mounts[n].heal_disk(seed)]
                for n in names}
-        crashed = [n for n in names if not cluster.is_running(n)]
+        crashed = [n for n in names if n in self.were_running and not cluster.is_running(n)]
+        self.were_running -= set(names)
         started = cluster.start(crashed) if crashed else []
         return {"nodes": names, "did": did, "restarted": started}
 

@@ -243,3 +243,12 @@ def test_healing_one_disk_fault_leaves_another_on_the_same_mount(mount: LazyFS) 
         {errno.ENOSPC: 3}
     full.heal(nodes)
     assert mount.status()["disk_faults"] == []
+
+
+def test_the_heal_leaves_down_a_node_that_was_down_before_it_struck(mount: LazyFS) -> None:
+    nodes = Nodes(["n1"])
+    nodes.running.discard("n1")                  # killed by another fault
+    disk = DiskFault({"n1": mount}, parse_variant("eio"))
+    disk.inject(nodes, random.Random(1), {"nodes": ["n1"]})
+    assert disk.heal(nodes)["restarted"] == []
+    assert not nodes.is_running("n1")
