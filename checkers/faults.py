@@ -20,10 +20,10 @@ CUT = "cut"          # links between nodes are cut until its heal (op value: `cu
 VOTERS = "voters"    # voters are removed until its heal
 OTHER_CLUSTER = "other-cluster"  # its node is formatted for another cluster until its heal
 RESTART = "restart"  # kills its nodes and starts them again; counted down while its op runs
-ARMED = "armed"      # a trigger: what it sets off is recorded as another fault's op
-# Nodes run slowed or with a wrong clock, or links lose, delay, duplicate or
-# slow packets (op value: `links`), until its heal.
+# Its nodes run on a faulty disk, slowed or with a wrong clock, or its links
+# lose, delay, duplicate or slow packets (op value: `links`), until its heal.
 DEGRADED = "degraded"
+ARMED = "armed"      # a trigger: what it sets off is recorded as another fault's op
 
 # What a fault takes away from the cluster, as availability and convergence
 # judge it: a correct cluster may stop serving, or change leader, only when
@@ -72,6 +72,10 @@ LOSE_STATE = FaultOp("lose-state", "start", DOWN, NODES)
 MEMBERSHIP = FaultOp("membership", "restore-voters", VOTERS, NODES)
 # The heal puts the node's own data back and starts it in its own cluster.
 REFORMAT = FaultOp("reformat", "restore-data", OTHER_CLUSTER, NODES)
+# A faulty disk under its nodes (nemesis.diskfault): a node may crash on it,
+# be too slow to lead, or be stopped while its files are corrupted; the heal
+# starts the ones that are down.
+DISK = FaultOp("disk", "restore-disk", DEGRADED, NODES)
 
 # Network quality (nemesis.netshape): a lossy, slow or narrow link is still a
 # link, so they take nothing away: availability expects a correct cluster to
@@ -101,7 +105,7 @@ FAULT_OPS: dict[str, FaultOp] = {f.name: f for f in (
     KILL, PAUSE, PARTITION, TRUNCATE, LOSE_UNSYNCED, KILL_AFTER_VOTE, POWER_CUT_AFTER_COMMIT,
     POWER_CUT_AFTER_VOTE, FAST_FAILOVER, LOSE_STATE, MEMBERSHIP, REFORMAT, PACKET, BANDWIDTH,
     FLIP_FLOP, KILL_NEW_LEADER, LEADER_ONE_WAY, CHURN, CATCH_UP, HUNT, CLOCK, CPU, MEMORY,
-    STRESS)}
+    STRESS, DISK)}
 
 
 def named(*effects: str) -> tuple[str, ...]:

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from checkers.faults import FAULT_OPS, OTHER_CLUSTER, VOTERS
+from checkers.faults import DEGRADED, FAULT_OPS, OTHER_CLUSTER, VOTERS
 from checkers.history import NEMESIS, Op
 from checkers.verdict import Verdict, verdict
 
@@ -31,7 +31,7 @@ MAX_QUOTED = 50
 MAX_QUOTE_CHARS = 500
 # A member that leaves may take this long after its fault's heal to be gone.
 LEAVE_GRACE_NS = 5_000_000_000
-LEAVING_EFFECTS = (VOTERS, OTHER_CLUSTER)
+LEAVING_EFFECTS = (VOTERS, OTHER_CLUSTER, DEGRADED)
 
 
 def compile_patterns(patterns: Sequence[str]) -> re.Pattern[str] | None:

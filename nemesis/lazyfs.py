@@ -178,6 +178,17 @@ class LazyFS:
         """The slow-disk knob: delay every fsync on this mount by `ms` (0: off)."""
         send_command(self.control, f"fsync-delay {int(ms)}")
 
+    def add_disk_fault(self, rule: dict[str, Any]) -> dict[str, Any]:
+        """Put a disk fault in force (a `nemesis.disk_rules.DiskRule` as a map);
+        returns the rule as the mount applies it."""
+        return send_command(self.control, "disk-fault " + json.dumps(rule))["rule"]
+
+    def heal_disk(self, seed: int | None = None) -> list[dict[str, Any]]:
+        """Remove every disk fault (or those seeded `seed`); returns each one's
+        mode and what it did."""
+        command = "disk-heal" if seed is None else f"disk-heal {int(seed)}"
+        return send_command(self.control, command)["healed"]
+
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
         """Unmount and end the process; escalates to SIGKILL + lazy unmount if it hangs."""
         process, self._process = self._process, None

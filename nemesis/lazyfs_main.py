@@ -32,6 +32,7 @@ from typing import Any
 
 from fuse import FUSE, FuseOSError, Operations
 
+from nemesis.disk_rules import FULL, DiskRule, RuleState, flip_bit
 from nemesis.lazyfs import bind_unix_socket, unmount
 
 PAGE = 4096
@@ -212,6 +213,33 @@ class LazyFSOperations(Operations):
         self.undo = undo
         self.mounted = threading.Event()
         self.fsync_delay_s = 0.0
+        # The disk faults in force (nemesis.disk_rules), applied to every
+        # operation by __call__; replaced whole, never mutated, under the lock.
+        self.rules: tuple[RuleState, ...] = ()
+        self.rules_lock = threading.Lock()
+
+    def __call__(self, op: str, *args: Any) -> Any:
+        rules = self.rules
+        if not rules:
+            return super().__call__(op, *args)
+        path = args[0] if args and isinstance(args[0], str) else ""
+        size, offset = (args[1], args[2]) if op == "read" and len(args) > 2 else (0, None)
+        delay, error, flip = 0.0, None, None
+        with self.rules_lock:
+            for state in rules:
+                verdict = state.decide(op, path, size, offset)
+                delay += verdict.delay_s
+                error = error or verdict.errno
+                flip = flip if flip is not None else verdict.flip
+        if delay:
+            time.sleep(delay)
+        if error is not None:
+            raise FuseOSError(error)
+        result = super().__call__(op, *args)
+        return flip_bit(result, flip) if op == "read" else result
+
+    def disk_full(self) -> bool:
+        return any(state.rule.mode == FULL for state in self.rules)
 
     def _real(self, path: str) -> str:
         return self.backing + path
@@ -367,12 +395,18 @@ class LazyFSOperations(Operations):
         sv = os.statvfs(self._real(path))
         keys = ("f_bavail", "f_bfree", "f_blocks", "f_bsize", "f_favail", "f_ffree",
                 "f_files", "f_flag", "f_frsize", "f_namemax")
-        return {k: getattr(sv, k) for k in keys}
+        stats = {k: getattr(sv, k) for k in keys}
+        if self.disk_full():
+            stats.update(f_bavail=0, f_bfree=0)
+        return stats
 
 
 class ControlServer:
     """Line commands on a unix socket: `roll-back` (the lose-unsynced fault),
-    `freeze`, `fsync-delay MS`, `status`, `stop`; one JSON line back.
+    `freeze`, `fsync-delay MS`, `disk-fault RULE-JSON` (add a disk fault,
+    nemesis.disk_rules), `disk-heal [SEED]` (remove them all, or those with
+    that seed; says what each did),
+    `status`, `stop`; one JSON line back.
 
     A socket, not signals: Python signal handlers never run while the main
     thread sits inside fuse_main.
@@ -417,10 +451,30 @@ class ControlServer:
                 return {"ok": False, "error": "fsync-delay takes a whole number of ms >= 0"}
             self.ops.fsync_delay_s = ms / 1000
             return {"ok": True, "fsync_delay_ms": ms}
+        if request.startswith("disk-fault "):
+            try:
+                rule = DiskRule.from_map(json.loads(request.split(" ", 1)[1]))
+            except (ValueError, TypeError, AttributeError) as e:
+                return {"ok": False, "error": f"bad disk fault: {e}"}
+            with self.ops.rules_lock:
+                self.ops.rules = (*self.ops.rules, RuleState(rule))
+            return {"ok": True, "rule": rule.to_map()}
+        if request == "disk-heal" or request.startswith("disk-heal "):
+            # With a seed, only the rules it seeded: another fault's stay.
+            seed = request.split()[1] if " " in request else None
+            with self.ops.rules_lock:
+                healed = tuple(s for s in self.ops.rules
+                               if seed is None or str(s.rule.seed) == seed)
+                self.ops.rules = tuple(s for s in self.ops.rules if s not in healed)
+            return {"ok": True, "healed": [{"mode": s.rule.mode, "did": dict(s.counts)}
+                                           for s in healed]}
         if request == "status":
             with undo.mutex:
                 state = undo.status()
-            return {"ok": True, "pid": os.getpid(), "mounted": self.ops.mounted.is_set(), **state}
+            with self.ops.rules_lock:
+                rules = [{**s.rule.to_map(), "did": dict(s.counts)} for s in self.ops.rules]
+            return {"ok": True, "pid": os.getpid(), "mounted": self.ops.mounted.is_set(),
+                    "disk_faults": rules, **state}
         if request == "stop":
             return {"ok": True}
         return {"ok": False, "error": f"unknown command {request!r}"}

@@ -17,6 +17,7 @@ from checkers.faults import (
     BANDWIDTH,
     CLOCK,
     CPU,
+    DISK,
     KILL,
     LOSE_UNSYNCED,
     MEMORY,
@@ -60,7 +61,8 @@ OUTCOME_COLOR = {OK: "#2da44e", REFUSED: "#8fb8de", ERROR: "#e5534b", INFO: "#d4
 FAULT_COLOR = {PARTITION.name: "#8250df", KILL.name: "#bc4c00", PAUSE.name: "#0969da",
                TRUNCATE.name: "#57606a", LOSE_UNSYNCED.name: "#bf3989",
                CLOCK.name: "#1a7f37", CPU.name: "#9a6700", MEMORY.name: "#953800",
-               STRESS.name: "#cf6b00", PACKET.name: "#0a7ea4", BANDWIDTH.name: "#8250df"}
+               STRESS.name: "#cf6b00", PACKET.name: "#0a7ea4", BANDWIDTH.name: "#8250df",
+               DISK.name: "#6639ba"}
 OTHER_FAULT_COLOR = "#6e7781"
 NODE_STATE_COLOR = {DOWN_STATE: FAULT_COLOR[KILL.name], PAUSED_STATE: FAULT_COLOR[PAUSE.name],
                     CUT_OFF_STATE: FAULT_COLOR[PARTITION.name],

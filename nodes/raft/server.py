@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import os
 import signal
 import sys
 import time
@@ -21,11 +22,11 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import msgpack
 
-from nodes.raft import codec, storage
+from nodes.raft import bugs, codec, storage
 from nodes.raft.core import (
     Config,
     Core,
@@ -57,6 +58,7 @@ from nodes.raft.storage import LogRecord, SegmentedLog
 HW_CHECKPOINT_INTERVAL_S = 0.5
 VOTER_CHANGES = ("add_voter", "remove_voter")  # operator requests (KIP-853)
 RESIGN_GRACE_S = 0.05  # time for the EndQuorumEpoch messages to leave
+DISK_FAILED_EXIT = 74  # sysexits EX_IOERR: the node stopped on a storage error
 
 
 @dataclass
@@ -152,6 +154,7 @@ class RaftServer:
         # node must never act on another cluster's data (KIP-595 cluster id).
         self._check_cluster_id(state)
         self.log, recovered = SegmentedLog.open(self.data_dir, self.options.segment_bytes)
+        self.log.ignore_write_errors = bugs.IGNORE_WRITE_ERROR in self.options.bugs
         state_file = self.data_dir / storage.QUORUM_STATE_FILE
         state_lost = stored is None and (state_file.exists() or bool(recovered.records))
         if state_lost:
@@ -265,12 +268,23 @@ class RaftServer:
             self._expire_requests()
             self.process_ready()
 
+    def _disk_failed(self, error: OSError) -> NoReturn:
+        """Fail-stop on a storage error: the core already believes the write or
+        flush happened, and carrying on would serve (and count toward commits) a
+        log the disk does not hold. Recovery on restart reads what the disk has."""
+        print(f"{self.node_id}: storage failed, stopping", file=sys.stderr)
+        print(f"{type(error).__name__}: {error}", file=sys.stderr, flush=True)
+        os._exit(DISK_FAILED_EXIT)
+
     async def _flush_loop(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
             await self._need_flush.wait()
             self._need_flush.clear()
-            await loop.run_in_executor(self._fsync_pool, self.log.sync)
+            try:
+                await loop.run_in_executor(self._fsync_pool, self.log.sync)
+            except OSError as e:
+                self._disk_failed(e)
             # Read the durable end now, not what sync returned: a truncation may
             # have run since, and only the current answer is true of the log.
             self.core.flushed(self.log.flushed_end)
@@ -283,7 +297,10 @@ class RaftServer:
             await asyncio.sleep(HW_CHECKPOINT_INTERVAL_S)
             if self.flags.hw_dirty:
                 self.flags.hw_dirty = False
-                storage.write_high_watermark(self.data_dir, self.core.high_watermark)
+                try:
+                    storage.write_high_watermark(self.data_dir, self.core.high_watermark)
+                except OSError as e:
+                    self._disk_failed(e)
 
     # ------------------------------------------------------------ core output
 
@@ -300,7 +317,10 @@ class RaftServer:
             ready = self.core.ready()
             if ready.is_empty():
                 break
-            self._handle(ready)
+            try:
+                self._handle(ready)
+            except OSError as e:
+                self._disk_failed(e)
         self._fail_pending_if_not_leading()
 
     def _handle(self, ready: Ready) -> None:

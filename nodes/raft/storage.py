@@ -296,6 +296,9 @@ class SegmentedLog:
         self._segments: list[_Segment] = []
         self._lock = threading.Lock()
         self._flushed_end = 0
+        # The bug switch `ignore-write-error` (nodes.raft.bugs): a refused write
+        # counts as written, leaving a hole in the segment.
+        self.ignore_write_errors = False
 
     @classmethod
     def open(
@@ -375,7 +378,12 @@ class SegmentedLog:
         view = memoryview(b"".join(chunks))
         at = active.size
         while view:
-            n = os.pwrite(active.fd, view, at)
+            try:
+                n = os.pwrite(active.fd, view, at)
+            except OSError:
+                if not self.ignore_write_errors:
+                    raise
+                n = len(view)
             view, at = view[n:], at + n
         # Publish the new end only after the bytes are written, so a concurrent
         # `sync` never claims records it did not cover.
