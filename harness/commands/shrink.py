@@ -15,14 +15,18 @@ from checkers.history import Op
 from checkers.rundir import HISTORY, RUN_JSON, VERDICTS_JSON, load_json
 from checkers.shrink import DEFAULT_MAX_CHECKS, Judge, ShrinkRefused, Shrunk, lin_provenance
 from harness.run.bounds import Range
-from harness.run.errors import EXIT_INVALID, UserError
+from harness.run.errors import EXIT_INVALID, EXIT_UNKNOWN, UserError
 
 SHRUNK_DIR = "shrunk"
 SHRINK_JSON = "shrink.json"
 # The checkers that judge the history alone, so a smaller history can be re-judged.
 HISTORY_CHECKERS = ("linearizability", "elle", "rw-register")
 MAX_CHECKS = Range(1, 1_000_000)
-EPILOG = ("exit status: 1 the shrunk history is invalid (it always is when one is written), "
+REPLAYS = Range(1, 100)
+BUDGET = Range(1, 10_000)
+EPILOG = ("exit status: 1 the shrunk history is invalid (it always is when one is written; "
+          "--schedule: a smaller schedule still fails), 2 (--schedule) no result yet (the "
+          "budget ran out: run it again to go on) or the full schedule did not fail, "
           "254 bad arguments, an unusable input, or a history that is not invalid for a "
           "checker that judges the history alone (one sentence, nothing written), 255 "
           "harness error")
@@ -46,6 +50,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(default as check-lin chooses) or the Elle consistency model")
     p.add_argument("--out", type=Path, help="where the shrunk run dir goes (default "
                    f"RUN_DIR/{SHRUNK_DIR}; required for a history file)")
+    p.add_argument("--schedule", action="store_true",
+                   help="shrink the run's fault schedule instead, on real processes: drop "
+                        "fault episodes (delta debugging) and cut the workload's time, each "
+                        "candidate replayed --replays times and kept when it fails at least "
+                        "as often as the original reproduced (its reproduction.json, else "
+                        "every time); resumable: the same command goes on where it stopped")
+    p.add_argument("--replays", type=int, default=2, metavar="K",
+                   help="--schedule: replays per candidate (default %(default)s)")
+    p.add_argument("--parallel", type=int, default=1, metavar="P",
+                   help="--schedule: replays at once (default %(default)s)")
+    p.add_argument("--budget", type=int, default=40, metavar="N",
+                   help="--schedule: replays this invocation may run (default %(default)s)")
+    p.add_argument("--results", type=Path, help="--schedule: where the replays go (default "
+                   "$FAULTLINE_RESULTS or ./results)")
+    p.add_argument("--yes", action="store_true",
+                   help="--schedule: replay without asking (see faultline replay)")
     p.add_argument("--max-checks", type=int, default=DEFAULT_MAX_CHECKS, metavar="N",
                    help="re-checks delta debugging may make (default %(default)s); past it "
                         "the result is smaller but maybe not minimal, and says so")
@@ -57,6 +77,8 @@ def main(args: argparse.Namespace) -> int:
     if problem is not None:
         raise UserError(problem)
     say = lambda s: print(f"shrink: {s}", file=sys.stderr, flush=True)  # noqa: E731
+    if args.schedule:
+        return shrink_schedule(args, say)
     if args.target.is_dir():
         ops, run, name, options = from_run_dir(args.target, args.checker)
         out = args.out or args.target / SHRUNK_DIR
@@ -86,6 +108,27 @@ def main(args: argparse.Namespace) -> int:
     write_shrunk(out, args.target, run, name, options, shrunk)
     print("\n".join(summary_lines(args.target, out, name, shrunk)))
     return EXIT_INVALID
+
+
+def shrink_schedule(args: argparse.Namespace, say: Any) -> int:
+    from harness.commands.replay import PARALLEL, confirm
+    from harness.results.store import results_dir
+    from harness.run.schedule_shrink import ScheduleShrink, result_lines
+    for problem in (REPLAYS.problem("--replays", args.replays),
+                    PARALLEL.problem("--parallel", args.parallel),
+                    BUDGET.problem("--budget", args.budget)):
+        if problem is not None:
+            raise UserError(problem)
+    if not (args.target / RUN_JSON).is_file():
+        raise UserError(f"{args.target} is not a run dir (it has no {RUN_JSON})")
+    confirm(args.target, args.yes)
+    shrinker = ScheduleShrink(args.target, results_dir(args.results), args.replays,
+                              args.parallel, args.budget, say)
+    result = shrinker.run()
+    print("\n".join(result_lines(result, args.replays)))
+    if result.get("run_dir") is not None:
+        return EXIT_INVALID
+    return EXIT_UNKNOWN
 
 
 def from_run_dir(run_dir: Path, checker: str | None

@@ -126,13 +126,29 @@ def replay_many(run_dir: Path, results: Path, count: int, parallel: int,
     process; store and return the rate document."""
     import json
 
-    from harness.run.replay import replay_config
+    from harness.run.replay import old_verdict, replay_config
+    run = load_json(run_dir / RUN_JSON)
+    replays = run_replays(run_dir, replay_config(run).to_json(), results, count, parallel,
+                          say)
+    doc = rate_document(str(run_dir.resolve()), old_verdict(run_dir), replays,
+                        datetime.now(UTC).isoformat(timespec="seconds"))
+    (run_dir / REPRODUCTION_JSON).write_text(json.dumps(doc, indent=2) + "\n")
+    return doc
+
+
+def run_replays(run_dir: Path, config: dict[str, Any], results: Path, count: int,
+                parallel: int, say: Say, extra: dict[str, Any] | None = None
+                ) -> list[dict[str, Any]]:
+    """`count` runs of `config` (a replay of `run_dir`, perhaps with its
+    schedule changed), `parallel` at once, each in a worker process whose
+    run.json links back to `run_dir`. Each: {"run_dir", "verdicts", "error"}."""
+    import json
+
     from nodes.child_python import module_argv
     run = load_json(run_dir / RUN_JSON)
-    config = replay_config(run).to_json()
     work = run_dir / REPLAYS_DIR
     work.mkdir(exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%f")
     link = {"run_id": run.get("run_id", run_dir.name), "run_dir": str(run_dir.resolve())}
     done = [0]
     lock = threading.Lock()
@@ -143,7 +159,8 @@ def replay_many(run_dir: Path, results: Path, count: int, parallel: int,
                                     "outcome": str(outcome),
                                     "extra_doc": {"replay_of": link,
                                                   "replay_batch": {"of": count, "index": i,
-                                                                   "started": stamp}}}))
+                                                                   "started": stamp},
+                                                  **(extra or {})}}))
         say(f"replay {i} of {count} started")
         with open(work / f"{stamp}-{i}.log", "w") as log:
             code = subprocess.run(module_argv("harness.campaign.worker", str(spec)),
@@ -171,8 +188,4 @@ def replay_many(run_dir: Path, results: Path, count: int, parallel: int,
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
-    from harness.run.replay import old_verdict
-    doc = rate_document(str(run_dir.resolve()), old_verdict(run_dir), replays,
-                        datetime.now(UTC).isoformat(timespec="seconds"))
-    (run_dir / REPRODUCTION_JSON).write_text(json.dumps(doc, indent=2) + "\n")
-    return doc
+    return replays
