@@ -315,8 +315,21 @@ def window_cuts(ops: list[Op], gs: list[list[int]], anomaly: dict[str, Any],
         return cuts
     if anomaly.get("cycle") is not None:
         keys = set().union(*(key_of[n] for n in named))
-        readers = {n for n, g in enumerate(gs)
-                   if any(k in keys for k in _read_keys(ops[g[-1]]))}
+        longest: dict[Hashable, tuple[int, int]] = {}
+        readers = set()
+        for n, g in enumerate(gs):
+            for k, length in _reads(ops[g[-1]]).items():
+                if k in keys:
+                    readers.add(n)
+                    if length > longest.get(k, (-1, -1))[0]:
+                        longest[k] = (length, n)
+        fixers = {n for _, n in longest.values()}
+        span = [_span(gs[n]) for n in named]
+        cuts.append(("the cycle's txns and the longest read of each of their keys",
+                     named | fixers))
+        cuts.append(("the cycle's txns, the longest reads and the txns they overlap",
+                     named | fixers | {n for n, g in enumerate(gs)
+                                       if any(_overlaps(_span(g), s) for s in span)}))
         cuts.append(("the cycle's txns and the reads ordering their keys",
                      named | readers))
         cuts.append(("the txns touching the cycle's keys",
@@ -375,12 +388,18 @@ def _group_keys(ops: list[Op], g: list[int]) -> set[Hashable]:
     return keys or {None}
 
 
-def _read_keys(completion: Op) -> set[Hashable]:
-    """Keys an ok txn read (a read micro-op with a value)."""
+def _reads(completion: Op) -> dict[Hashable, int]:
+    """Keys an ok txn read (a read micro-op with a value), with how many
+    versions the read saw (a list's length; 1 for a register's value)."""
     if completion.type != "ok":
-        return set()
-    return {_hashable(m[1]) for m in _mops(completion)
-            if m[0] in ("r", "read") and len(m) > 2 and m[2] is not None}
+        return {}
+    out: dict[Hashable, int] = {}
+    for m in _mops(completion):
+        if m[0] in ("r", "read") and len(m) > 2 and m[2] is not None:
+            n = len(m[2]) if isinstance(m[2], list) else 1
+            k = _hashable(m[1])
+            out[k] = max(out.get(k, 0), n)
+    return out
 
 
 def ddmin(items: list[int], holds: Callable[[list[int]], bool], max_checks: int,

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.run import schedule_shrink
+from harness.run.reproduction import shows_failure
 from harness.run.schedule_shrink import (
     STATE_JSON,
     ScheduleShrink,
@@ -63,14 +64,15 @@ def run_dir(tmp_path: Path) -> Path:
     return d
 
 
-def fake_replays(calls: list, needs: set[str]):
-    """Replays that fail exactly when every fault in `needs` is injected."""
+def fake_replays(calls: list, needs: set[str], failing: int | None = None):
+    """Replays that fail when every fault in `needs` is injected (only the
+    first `failing` of a batch, if given)."""
     def run_replays(run_dir, config, results, count, parallel, say, extra=None):
         calls.append((config["time_limit"], [e["fault"] for e in config["schedule"]]))
         injected = {e["fault"] for e in config["schedule"] if e["action"] == "inject"}
-        doc = INVALID if needs <= injected else VALID
-        return [{"run_dir": f"/r/{len(calls)}-{i}", "verdicts": doc, "error": None}
-                for i in range(count)]
+        return [{"run_dir": f"/r/{len(calls)}-{i}", "error": None,
+                 "verdicts": INVALID if needs <= injected and i < (failing or count)
+                 else VALID} for i in range(count)]
     return run_replays
 
 
@@ -89,7 +91,7 @@ def test_delta_debugging_keeps_only_the_episode_the_bug_needs(run_dir, tmp_path,
 def test_a_schedule_that_does_not_fail_is_not_shrunk(run_dir, tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(schedule_shrink, "run_replays", fake_replays([], {"no-such-fault"}))
     result = ScheduleShrink(run_dir, tmp_path, 2, 1, 1000, lambda s: None).run()
-    assert result.get("run_dir") is None and "did not reproduce" in result["why"]
+    assert result.get("run_dir") is None and "did not show the failure" in result["why"]
 
 
 def test_a_spent_budget_stops_and_the_same_command_resumes(run_dir, tmp_path,
@@ -106,9 +108,19 @@ def test_a_spent_budget_stops_and_the_same_command_resumes(run_dir, tmp_path,
     assert not set(map(str, again)) & set(map(str, first))     # nothing tried twice
 
 
-def test_a_flaky_original_sets_the_rate_to_match(run_dir, tmp_path, monkeypatch) -> None:
-    (run_dir / "reproduction.json").write_text(json.dumps({"count": 4, "reproduced": 2}))
-    shrinker = ScheduleShrink(run_dir, tmp_path, 2, 1, 10, lambda s: None)
-    assert shrinker.needed == 0.5
+def test_a_flaky_failure_sets_the_bar_at_the_full_schedules_rate(run_dir, tmp_path,
+                                                                  monkeypatch) -> None:
+    monkeypatch.setattr(schedule_shrink, "run_replays",
+                        fake_replays([], {"kill", "partition"}, failing=2))
+    result = ScheduleShrink(run_dir, tmp_path, 4, 1, 1000, lambda s: None).run()
+    assert result["needed_rate"] == 0.5 and (result["reproduced"], result["count"]) == (2, 4)
+    assert sorted(result["kept"]) in ([0, 3], [3, 4])     # a kill and the partition
+
+
+def test_a_replay_showing_more_than_the_original_still_shows_it() -> None:
+    more = {"valid": False, "checkers": {**INVALID["checkers"], "durability": {
+        "valid": False, "anomalies": [{"type": "lost-write"}]}}}
+    assert shows_failure(INVALID, more) and not shows_failure(more, INVALID)
+    assert not shows_failure(INVALID, VALID) and not shows_failure(VALID, VALID)
 
 

@@ -47,6 +47,16 @@ def same_failure(original: dict[str, Any] | None, replay: dict[str, Any] | None)
         anomaly_kinds(original) == anomaly_kinds(replay)
 
 
+def shows_failure(original: dict[str, Any] | None, replay: dict[str, Any] | None) -> bool:
+    """Pure: the replay is invalid with every anomaly kind the original had
+    (and perhaps more): looser than `same_failure`, for schedule shrinking,
+    where a smaller schedule need only keep the bug showing."""
+    if original is None or replay is None or replay.get("valid") is not False:
+        return False
+    kinds = anomaly_kinds(original)
+    return bool(kinds) and set(kinds) <= set(anomaly_kinds(replay))
+
+
 def rate_document(run_dir: str, original: dict[str, Any] | None,
                   replays: list[dict[str, Any]], when: str) -> dict[str, Any]:
     """Pure: the stored result. Each replay is {"run_dir", "verdicts" (or None),

@@ -5,9 +5,10 @@ episodes: an inject with every event up to its heal (a trigger's own
 sub-faults, e.g. the lose-unsynced a power cut makes, stay inside it). Delta
 debugging drops episodes; then the workload's time is cut to just after the
 last kept event. Every candidate is replayed K times, each a real run in its
-own worker, and kept when it reproduces the original's failure (same verdict,
-same anomaly kinds) at least as often as the original reproduced (its
-reproduction.json, else every time).
+own worker, and kept when it shows the original's failure (invalid with
+every anomaly kind the original had) at least as often as the full schedule
+did in its own K replays, the first thing measured (real runs are not
+deterministic, so the bar is measured under the same conditions).
 
 Each candidate's result is stored as soon as it is known, keyed by the
 episodes and time it kept, in RUN/schedule-shrink.json: delta debugging is
@@ -27,7 +28,7 @@ from typing import Any
 
 from checkers.rundir import RUN_JSON, load_json
 from checkers.shrink import ddmin
-from harness.run.reproduction import read_reproduction, run_replays, same_failure
+from harness.run.reproduction import run_replays, shows_failure
 
 STATE_JSON = "schedule-shrink.json"
 # Seconds of workload kept after the last kept fault event when the time is
@@ -101,8 +102,7 @@ class ScheduleShrink:
         self.events = list(self.config.schedule or [])
         self.eps = episodes(self.events)
         self.original = old_verdict(run_dir)
-        rate = read_reproduction(run_dir)
-        self.needed = rate["reproduced"] / rate["count"] if rate and rate["count"] else 1.0
+        self.needed = 1.0          # until the full schedule's rate is measured
         self.state_path = run_dir / STATE_JSON
         self.state = self._load()
         self.spent = 0
@@ -114,8 +114,7 @@ class ScheduleShrink:
                 return state
         except Exception:  # no state yet, or another shape: start afresh
             pass
-        return {"episodes": self.eps, "replays": self.replays, "needed": self.needed,
-                "tried": {}}
+        return {"episodes": self.eps, "replays": self.replays, "tried": {}}
 
     def _save(self) -> None:
         self.state["updated"] = datetime.now(UTC).isoformat(timespec="seconds")
@@ -139,21 +138,24 @@ class ScheduleShrink:
                                   {"schedule_shrink_of": str(self.run_dir.resolve())})
             self.spent += self.replays
             tried = {"kept": kept, "time_limit": time_limit,
-                     "reproduced": sum(same_failure(self.original, r["verdicts"])
+                     "reproduced": sum(shows_failure(self.original, r["verdicts"])
                                        for r in results),
                      "count": len(results),
                      "runs": [r["run_dir"] for r in results
-                              if same_failure(self.original, r["verdicts"])]}
+                              if shows_failure(self.original, r["verdicts"])]}
             self.state["tried"][sig] = tried
             self._save()
-        c = Candidate(tried["kept"], tried["time_limit"], tried["reproduced"], tried["count"],
-                      tried["runs"])
-        self.say(f"candidate {sig}: reproduced {c.reproduced} of {c.count}"
-                 f" -> {'kept' if self.holds(c) else 'dropped'}")
-        return c
+        return Candidate(tried["kept"], tried["time_limit"], tried["reproduced"],
+                         tried["count"], tried["runs"])
 
     def holds(self, c: Candidate) -> bool:
         return c.count > 0 and c.reproduced / c.count >= self.needed
+
+    def keeps(self, kept: list[int], time_limit: float) -> bool:
+        c = self.judge(kept, time_limit)
+        self.say(f"candidate {signature(kept, time_limit)}: failed {c.reproduced} of "
+                 f"{c.count} -> {'kept' if self.holds(c) else 'dropped'}")
+        return self.holds(c)
 
     def run(self) -> dict[str, Any]:
         """Shrink; the result (also stored in the state file under "result")."""
@@ -161,18 +163,16 @@ class ScheduleShrink:
         everything = list(range(len(self.eps)))
         try:
             whole = self.judge(everything, limit)
-            if not self.holds(whole):
-                return self._finish(None, "the full schedule did not reproduce the failure "
-                                          f"often enough ({whole.reproduced} of "
-                                          f"{whole.count}): nothing to shrink from")
-            kept, _ = ddmin(everything, lambda k: self.holds(self.judge(k, limit)),
-                            10**9, self.say)
+            if not whole.reproduced:
+                return self._finish(None, "the full schedule did not show the failure in "
+                                          f"{whole.count} replays: nothing to shrink from "
+                                          "(more --replays?)")
+            self.needed = whole.reproduced / whole.count
+            kept, _ = ddmin(everything, lambda k: self.keeps(k, limit), 10**9, self.say)
             best = self.judge(kept, limit)
             short = cut_time(candidate_schedule(self.events, self.eps, kept), limit)
-            if short < limit:
-                c = self.judge(kept, short)
-                if self.holds(c):
-                    best = c
+            if short < limit and self.keeps(kept, short):
+                best = self.judge(kept, short)
             return self._finish(best, None)
         except BudgetSpent:
             return self._finish(None, f"the budget of {self.budget} replays ran out; run "
@@ -200,8 +200,8 @@ def result_lines(result: dict[str, Any], replays: int) -> list[str]:
         return [f"schedule shrink: {result['why']}"]
     return [f"schedule shrink: {result['faults_before']} -> {result['faults_after']} fault "
             f"injections ({result['episodes_before']} -> {result['episodes_after']} "
-            f"episodes), workload {result['time_limit']:g} s; reproduced "
-            f"{result['reproduced']} of {result['count']} (needed a rate of at least "
+            f"episodes), workload {result['time_limit']:g} s; it showed the failure "
+            f"{result['reproduced']} of {result['count']} times (the full schedule's rate: "
             f"{result['needed_rate']:.0%})",
             f"minimal schedule's run: {result['run_dir']}",
             f"replay it: faultline replay {result['run_dir']} --count {replays} --yes"]
