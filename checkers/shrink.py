@@ -62,7 +62,8 @@ class Target:
     # the same op, not at another that lost what it read from.
     op: int | None = None
     # An Elle cycle's txns (their invokes' indices in the original): the
-    # smaller history must show a cycle of the kind among these txns.
+    # smaller history must show a cycle of the kind through one of these
+    # (Elle reports one cycle a component, not always the same one).
     cycle: frozenset[int] = frozenset()
 
     def text(self) -> str:
@@ -130,7 +131,7 @@ def _same_op(anomaly: dict[str, Any], target: Target, origin: list[int] | None) 
         return origin[i] if origin is not None and 0 <= i < len(origin) else i
     if target.cycle:
         cycle = _cycle_of(anomaly)
-        return bool(cycle) and {at(i) for i in cycle} <= target.cycle
+        return bool({at(i) for i in cycle} & target.cycle)
     if target.op is None:
         return True
     i = (anomaly.get("op") or {}).get("index")
@@ -403,7 +404,7 @@ def _reads(completion: Op) -> dict[Hashable, int]:
 
 
 def ddmin(items: list[int], holds: Callable[[list[int]], bool], max_checks: int,
-          say: Progress) -> tuple[list[int], bool]:
+          say: Progress, unit: str = "ops") -> tuple[list[int], bool]:
     """Zeller's ddmin: a 1-minimal sublist of `items` on which `holds` is true
     (it is on `items`), within `max_checks` calls; and whether the budget ran out."""
     checks = 0
@@ -419,7 +420,7 @@ def ddmin(items: list[int], holds: Callable[[list[int]], bool], max_checks: int,
             checks += 1
             if holds(complement):
                 items, n, reduced = complement, max(n - 1, 2), True
-                say(f"delta debugging: {len(items)} ops left ({checks} candidates tried)")
+                say(f"delta debugging: {len(items)} {unit} left ({checks} candidates tried)")
                 break
         if reduced:
             continue

@@ -168,7 +168,8 @@ class ScheduleShrink:
                                           f"{whole.count} replays: nothing to shrink from "
                                           "(more --replays?)")
             self.needed = whole.reproduced / whole.count
-            kept, _ = ddmin(everything, lambda k: self.keeps(k, limit), 10**9, self.say)
+            kept, _ = ddmin(everything, lambda k: self.keeps(k, limit), 10**9, self.say,
+                            "fault episodes")
             best = self.judge(kept, limit)
             short = cut_time(candidate_schedule(self.events, self.eps, kept), limit)
             if short < limit and self.keeps(kept, short):
