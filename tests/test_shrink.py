@@ -188,3 +188,26 @@ def test_cli_shrinks_an_elle_history(tmp_path: Path, capsys) -> None:
     assert main(["shrink", str(src), "--checker", "elle", "--out", str(out)]) == 1
     assert "faultline check-elle" in capsys.readouterr().out
     assert main(["check-elle", str(out / "history.msgpack")]) == 1
+
+
+def test_a_run_failed_only_by_a_node_checker_is_refused_with_why(tmp_path: Path,
+                                                                  capsys) -> None:
+    from checkers.verdict_store import write_verdicts
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"run_id": "run", "status": "complete",
+                                              "config": {"workload": "register"}}))
+    _write(run / "history.msgpack", register_history(50, stale_at=None))
+    write_verdicts(run, {"valid": False, "checkers": {
+        "linearizability": {"valid": True, "anomalies": []},
+        "divergence": {"valid": False, "anomalies": [{"type": "committed-truncated"}]}}})
+    assert main(["shrink", str(run)]) == 254
+    assert "its invalid verdicts (divergence) judge the nodes" in capsys.readouterr().err
+    assert not (run / "shrunk").exists()
+    # the same run, found invalid by linearizability too, shrinks
+    _write(run / "history.msgpack", register_history(400, stale_at=300))
+    write_verdicts(run, {"valid": False, "checkers": {
+        "linearizability": {"valid": False, "anomalies": [{"type": "nonlinearizable"}]},
+        "divergence": {"valid": False, "anomalies": [{"type": "committed-truncated"}]}}})
+    assert main(["shrink", str(run)]) == 1
+    assert json.loads((run / "shrunk" / "shrink.json").read_text())["ops_after"] <= 40

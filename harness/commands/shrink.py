@@ -148,9 +148,14 @@ def from_run_dir(run_dir: Path, checker: str | None
         invalid = [n for n in HISTORY_CHECKERS if n in plan
                    and (stored.get(n) or {}).get("valid") is False]
         judged = [n for n in HISTORY_CHECKERS if n in plan]
-        if not judged:
-            raise UserError(f"{run_dir}'s checkers judge no history alone ("
-                            f"{', '.join(plan)}): nothing shrink can re-check")
+        others = [n for n, v in stored.items() if isinstance(v, dict)
+                  and v.get("valid") is False and n not in HISTORY_CHECKERS]
+        if not judged or (others and not invalid):
+            said = f"its invalid verdicts ({', '.join(others)})" if others else \
+                f"its checkers ({', '.join(plan)})"
+            raise UserError(f"cannot shrink {run_dir}: {said} judge the nodes or the whole "
+                            "run, not the history alone, so no smaller history can be "
+                            "re-checked for them")
         checker = (invalid or judged)[0]
     elif checker not in plan:
         raise UserError(f"{run_dir} was not judged by {checker} (its checkers: "
