@@ -54,3 +54,24 @@ def test_a_bug_switch_run_replays_with_a_rate_and_shrinks(tmp_path, capsys):
     assert (original / "shrunk" / "linearizability.html").is_file()
     capsys.readouterr()
     assert main(["check-lin", str(original / "shrunk" / "history.msgpack")]) == 1
+
+    # The schedule's skeleton on real processes: one replay a candidate, a
+    # budget of 3 replays; the same command goes on from what it stored.
+    code = main(["shrink", str(original), "--schedule", "--replays", "1", "--budget", "3",
+                 "--yes", "--results", str(tmp_path / "schedule")])
+    state = json.loads((original / "schedule-shrink.json").read_text())
+    first = dict(state["tried"])
+    assert 1 <= len(first) <= 3 and all(t["count"] == 1 for t in first.values())
+    assert code in (1, 2) and "result" in state
+    whole = next(iter(first.values()))
+    assert len(whole["kept"]) == len(state["episodes"])      # the full schedule comes first
+    if code == 1:
+        r = state["result"]
+        assert r["faults_after"] <= r["faults_before"] and r["reproduced"] >= 1
+        assert (tmp_path / "schedule").is_dir()
+    before = len(list((tmp_path / "schedule").iterdir()))
+    main(["shrink", str(original), "--schedule", "--replays", "1", "--budget", "3", "--yes",
+          "--results", str(tmp_path / "schedule")])
+    again = json.loads((original / "schedule-shrink.json").read_text())["tried"]
+    assert {k: v for k, v in again.items() if k in first} == first    # never re-run
+    assert len(list((tmp_path / "schedule").iterdir())) - before == len(again) - len(first)

@@ -105,7 +105,7 @@ def main(args: argparse.Namespace) -> int:
     dirs: dict[str, Path] = {}
     cases, suite = resolve(args.targets, results_dir(args.results), dirs)
     rates = reproductions(cases, dirs)
-    shown = set()
+    shown: set[str] = set()
     code = decide(cases, args.allow_unknown)
     if args.junit:
         try:
