@@ -31,6 +31,7 @@ COMMAND_MODULES: list[str] = [
     "harness.commands.campaign",
     "harness.commands.gate",
     "harness.commands.replay",
+    "harness.commands.shrink",
     "harness.commands.report",
     "harness.commands.systems",
     "harness.commands.spark",

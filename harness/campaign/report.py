@@ -9,6 +9,8 @@ from typing import Any
 from checkers.anomaly_text import sentence, sentences
 
 VERDICTS = ("valid", "invalid", "unknown", "error")
+# Replays a summary offers per invalid run: enough to tell a solid failure from a flaky one.
+REPLAY_COUNT = 5
 WORD = {True: "valid", False: "invalid", "unknown": "unknown"}
 
 
@@ -32,6 +34,14 @@ def first_anomaly(document: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def replay_command(run_dir: str | None) -> str | None:
+    """The command that measures how often an invalid run's failure comes back."""
+    if not run_dir:
+        return None
+    import shlex
+    return f"faultline replay {shlex.quote(run_dir)} --count {REPLAY_COUNT} --yes"
+
+
 def summarize(campaign: dict[str, Any], entries: list[dict[str, Any]],
               documents: dict[int, dict[str, Any] | None]) -> dict[str, Any]:
     counts = dict.fromkeys(VERDICTS, 0)
@@ -43,7 +53,8 @@ def summarize(campaign: dict[str, Any], entries: list[dict[str, Any]],
         where = {"index": e["index"], "label": e["label"], "run_id": e.get("run_id"),
                  "run_dir": e.get("run_dir")}
         if word == "invalid" and doc is not None:
-            invalid.append({**where, **(first_anomaly(doc) or {})})
+            invalid.append({**where, **(first_anomaly(doc) or {}),
+                            "replay_command": replay_command(e.get("run_dir"))})
         elif word == "error":
             failed.append({**where, "error": e.get("error") or f"status {e.get('status')}"})
     return {"campaign_id": campaign["id"], "name": campaign["name"], "runs": len(entries),
@@ -66,6 +77,9 @@ def summary_text(summary: dict[str, Any], entries: list[dict[str, Any]]) -> str:
             lines.append(f"  {r['label']}  {r['run_dir']}")
             lines.append(f"    {r.get('checker', '?')} ({r.get('anomaly_count', 0)} anomalies):")
             lines += [f"      - {s}" for s in said]
+            command = r.get("replay_command") or replay_command(r.get("run_dir"))
+            if command:
+                lines.append(f"    how often it comes back: {command}")
     if summary["failed_runs"]:
         lines += ["", "runs that failed (harness error; resume re-runs them):"]
         for r in summary["failed_runs"]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from checkers.durable import write_atomic
 from harness.campaign.store import RUNS_JSON, campaign_dir, read_json
@@ -20,6 +21,7 @@ from harness.results.gate import (
 )
 from harness.results.store import results_dir
 from harness.run.errors import UserError
+from harness.run.reproduction import FLAKY, NOT_REPRODUCED, SOLID, rate_line, read_reproduction
 
 EPILOG = ("exit status: 0 every run complete and every verdict valid, 1 any invalid, 2 "
           "any unknown and none invalid (0 with --allow-unknown) or any run not complete "
@@ -40,8 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
-def campaign_cases(cdir: Path) -> list[GateCase]:
-    """A campaign's runs; a run that never finished is an unknown case, not a pass."""
+def campaign_cases(cdir: Path, dirs: dict[str, Path] | None = None) -> list[GateCase]:
+    """A campaign's runs; a run that never finished is an unknown case, not a pass.
+    `dirs` gets each case's run name -> run dir."""
     try:
         entries = read_json(cdir / RUNS_JSON)
     except (OSError, ValueError) as err:
@@ -61,18 +64,23 @@ def campaign_cases(cdir: Path) -> list[GateCase]:
                                   f"({e.get('error') or e.get('status')})"))
         else:
             cases += cases_of_run_dir(Path(run_dir), name)
+            if dirs is not None:
+                dirs[name] = Path(run_dir)
     return cases
 
 
-def resolve(targets: list[str], results: Path) -> tuple[list[GateCase], str]:
-    """Cases from one campaign (id or dir) or from run dirs; the JUnit suite name."""
+def resolve(targets: list[str], results: Path, dirs: dict[str, Path] | None = None
+            ) -> tuple[list[GateCase], str]:
+    """Cases from one campaign (id or dir) or from run dirs; the JUnit suite name.
+    `dirs` gets each case's run name -> run dir."""
+    dirs = {} if dirs is None else dirs
     if len(targets) == 1:
         target = Path(targets[0])
         cdir = campaign_dir(results, targets[0])
         if (target / RUNS_JSON).is_file():
             cdir = target
         if (cdir / RUNS_JSON).is_file():
-            return campaign_cases(cdir), f"faultline campaign {cdir.name}"
+            return campaign_cases(cdir, dirs), f"faultline campaign {cdir.name}"
     cases = []
     for t in targets:
         run_dir = Path(t)
@@ -80,11 +88,25 @@ def resolve(targets: list[str], results: Path) -> tuple[list[GateCase], str]:
             raise UserError(f"{t} is neither a campaign under {results / 'campaigns'} nor a "
                             f"run dir (no run.json)")
         cases += cases_of_run_dir(run_dir)
+        dirs[run_dir.name] = run_dir
     return cases, "faultline"
 
 
+def reproductions(cases: list[GateCase], dirs: dict[str, Path]) -> dict[str, dict[str, Any]]:
+    """Per invalid run, its stored replay rate (`faultline replay --count`), if any."""
+    out = {}
+    for run in dict.fromkeys(c.run for c in cases if c.valid is False):
+        doc = read_reproduction(dirs[run]) if run in dirs else None
+        if doc is not None:
+            out[run] = doc
+    return out
+
+
 def main(args: argparse.Namespace) -> int:
-    cases, suite = resolve(args.targets, results_dir(args.results))
+    dirs: dict[str, Path] = {}
+    cases, suite = resolve(args.targets, results_dir(args.results), dirs)
+    rates = reproductions(cases, dirs)
+    shown: set[str] = set()
     code = decide(cases, args.allow_unknown)
     if args.junit:
         try:
@@ -98,8 +120,18 @@ def main(args: argparse.Namespace) -> int:
                   f"{': ' + first if first else ''}")
             for line in rest:
                 print(f"           {line}")
+            if c.valid is False and c.run in rates and c.run not in shown:
+                shown.add(c.run)     # once a run, under its first invalid checker
+                print(f"           {rate_line(rates[c.run])}")
     for line in coverage_lines(cases):
         print(line)
+    invalid_runs = {c.run for c in cases if c.valid is False}
+    if invalid_runs:
+        labels = [doc.get("label") for doc in rates.values()]
+        print(f"reproduction: {len(invalid_runs)} invalid runs: {labels.count(SOLID)} solid, "
+              f"{labels.count(FLAKY)} flaky, {labels.count(NOT_REPRODUCED)} not reproduced, "
+              f"{len(invalid_runs) - len(rates)} never replayed (faultline replay RUN_DIR "
+              "--count N)")
     invalid = sum(c.valid is False for c in cases)
     errors = sum(c.valid == ERROR for c in cases)
     skipped = sum(c.valid == SKIPPED for c in cases)

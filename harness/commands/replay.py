@@ -1,4 +1,6 @@
-"""`faultline replay RUN_DIR [--results DIR]`: run a saved run again, as it was."""
+"""`faultline replay RUN_DIR [--count N [--parallel K]] [--results DIR]`: run a
+saved run again, as it was; with --count, N times, and say how often its
+failure came back."""
 
 from __future__ import annotations
 
@@ -7,11 +9,18 @@ import sys
 from pathlib import Path
 
 from harness.results.store import results_dir
-from harness.run.errors import UserError
+from harness.run.bounds import MAX_PARALLEL, MAX_REPEATS, Range
+from harness.run.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, UserError
+from harness.run.reproduction import REPRODUCTION_JSON
 
-EPILOG = ("exit status: the replay's verdict (0 valid, 1 invalid, 2 unknown), 254 bad "
-          "arguments, an unusable run dir, or no confirmation (nothing started), 255 harness "
-          "error; the output says whether the original verdict reproduced")
+COUNT = Range(1, MAX_REPEATS)
+PARALLEL = Range(1, MAX_PARALLEL)
+
+EPILOG = ("exit status: the replay's verdict (0 valid, 1 invalid, 2 unknown; with --count, "
+          "1 if any replay reproduced the original's failure, 0 if none did, 2 if the "
+          "original was not invalid or no replay was checked), 254 bad arguments, an "
+          "unusable run dir, or no confirmation (nothing started), 255 harness error; the "
+          "output says whether the original verdict reproduced")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,6 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     p.add_argument("--results", type=Path, help="where the new run goes (default "
                    "$FAULTLINE_RESULTS or ./results)")
+    p.add_argument("--count", type=int, default=None, metavar="N",
+                   help="replay N times, each in its own process, and print `reproduced K "
+                        "of N` (the same verdict and anomaly kinds); the rate is stored in "
+                        f"RUN_DIR/{REPRODUCTION_JSON}, which gate reads")
+    p.add_argument("--parallel", type=int, default=1, metavar="K",
+                   help="with --count: replays at once (default 1)")
     p.add_argument("--yes", action="store_true",
                    help="replay without asking: the run dir's system and options are trusted "
                         "(without it, replay asks on a terminal and refuses without one)")
@@ -35,7 +50,15 @@ def main(args: argparse.Namespace) -> int:
     from harness.run.replay import ReplayError, comparison_lines, replay
     if not (args.run_dir / "run.json").is_file():
         raise UserError(f"{args.run_dir} is not a run dir (it has no run.json)")
+    for problem in (None if args.count is None else COUNT.problem("--count", args.count),
+                    PARALLEL.problem("--parallel", args.parallel)):
+        if problem is not None:
+            raise UserError(problem)
+    if args.count is None and args.parallel != 1:
+        raise UserError("--parallel goes with --count (one replay runs alone)")
     confirm(args.run_dir, args.yes)
+    if args.count is not None:
+        return replay_count(args)
     try:
         outcome = replay(args.run_dir, results_dir(args.results))
     except ReplayError as e:
@@ -47,6 +70,23 @@ def main(args: argparse.Namespace) -> int:
         return HARNESS_ERROR
     print("\n".join(comparison_lines(outcome)))
     return outcome.exit_code
+
+
+def replay_count(args: argparse.Namespace) -> int:
+    from harness.run.replay import ReplayError
+    from harness.run.reproduction import replay_many, report_lines
+    say = lambda s: print(f"replay: {s}", file=sys.stderr, flush=True)  # noqa: E731
+    try:
+        doc = replay_many(args.run_dir, results_dir(args.results), args.count, args.parallel,
+                          say)
+    except ReplayError as e:
+        raise UserError(f"cannot replay {args.run_dir}: {e}") from None
+    print("\n".join(report_lines(doc)))
+    print(f"stored in {args.run_dir / REPRODUCTION_JSON}")
+    if doc["original"]["verdict"] != "invalid" or not any(
+            r["verdict"] in ("valid", "invalid") for r in doc["replays"]):
+        return EXIT_UNKNOWN
+    return EXIT_INVALID if doc["reproduced"] else EXIT_VALID
 
 
 def confirm(run_dir: Path, yes: bool) -> None:
