@@ -166,11 +166,10 @@ def groups(ops: list[Op]) -> list[list[int]]:
             open_[op.process] = g
             out.append(g)
         else:
-            g = open_.pop(op.process, None)
-            if g is None:
+            if op.process not in open_:
                 out.append([i])
             else:
-                g.append(i)
+                open_.pop(op.process).append(i)
     return out
 
 

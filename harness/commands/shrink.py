@@ -12,15 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from checkers.history import Op
+from checkers.registry import ELLE, LINEARIZABILITY, RW_REGISTER
 from checkers.rundir import HISTORY, RUN_JSON, VERDICTS_JSON, load_json
 from checkers.shrink import DEFAULT_MAX_CHECKS, Judge, ShrinkRefused, Shrunk, lin_provenance
+from checkers.verdict import Verdict
 from harness.run.bounds import Range
 from harness.run.errors import EXIT_INVALID, EXIT_UNKNOWN, UserError
 
 SHRUNK_DIR = "shrunk"
 SHRINK_JSON = "shrink.json"
 # The checkers that judge the history alone, so a smaller history can be re-judged.
-HISTORY_CHECKERS = ("linearizability", "elle", "rw-register")
+HISTORY_CHECKERS = (LINEARIZABILITY.name, ELLE.name, RW_REGISTER.name)
 MAX_CHECKS = Range(1, 1_000_000)
 REPLAYS = Range(1, 100)
 BUDGET = Range(1, 10_000)
@@ -91,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
         raise UserError(f"{args.target} is neither a run dir nor a history file")
     judge = make_judge(name, options, run)
     provenance = None
-    if name == "linearizability":
+    if name == LINEARIZABILITY.name:
         from checkers.models import ModelError, get_model
         try:
             model = get_model(options.get("model", "cas-register"),
@@ -168,8 +170,8 @@ def from_history(path: Path, checker: str | None, model: str | None
     from checkers.formats import read_any
     from checkers.history import client_ops
     ops = read_any(str(path), None).ops
-    name = checker or "linearizability"
-    if name == "linearizability":
+    name = checker or LINEARIZABILITY.name
+    if name == LINEARIZABILITY.name:
         from harness.commands.check_lin import choose_model
         options = {"model": choose_model(model, client_ops(ops))}
         config = {"checkers": [name], "lin_model": options["model"]}
@@ -184,7 +186,7 @@ def make_judge(name: str, options: dict[str, Any], run: dict[str, Any]) -> Judge
     from checkers.registry import CHECKS
     from checkers.rundir import Run
 
-    def judge(ops: list[Op]) -> dict[str, Any]:
+    def judge(ops: list[Op]) -> Verdict:
         return CHECKS[name].fn(Run(Path("."), run, History(ops)), options)
     return judge
 
@@ -195,7 +197,7 @@ def shrunk_run_json(original: Path, run: dict[str, Any], name: str,
     alone (no node files come along), saying where it came from."""
     config = dict(run.get("config") or {})
     config["checkers"] = [name]
-    if name == "linearizability" and options.get("model"):
+    if name == LINEARIZABILITY.name and options.get("model"):
         config["lin_model"] = options["model"]
     doc = {**{k: v for k, v in run.items() if k not in ("schedule", "planned_schedule")},
            "config": config, "artifacts": [], "status": "complete",
@@ -239,9 +241,9 @@ def summary_lines(original: Path, out: Path, name: str, s: Shrunk) -> list[str]:
              + ("; the check budget ran out, so it may shrink further" if s.budget_hit
                 else "")]
     lines += [f"  {step}" for step in s.steps]
-    page = "linearizability.html" if name == "linearizability" else "report.html"
+    page = "linearizability.html" if name == LINEARIZABILITY.name else "report.html"
     lines.append(f"shrunk run dir: {out} (counterexample: {out / page})")
-    command = {"linearizability": "check-lin", "elle": "check-elle",
-               "rw-register": "check-elle --workload rw-register"}[name]
+    command = {LINEARIZABILITY.name: "check-lin", ELLE.name: "check-elle",
+               RW_REGISTER.name: "check-elle --workload rw-register"}[name]
     lines.append(f"check it alone: faultline {command} {out / HISTORY}")
     return lines

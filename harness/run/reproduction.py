@@ -31,7 +31,7 @@ Say = Callable[[str], None]
 
 def anomaly_kinds(document: dict[str, Any] | None) -> list[str]:
     """Pure: "checker:type" of every anomaly of every invalid checker, sorted, once each."""
-    kinds = set()
+    kinds: set[str] = set()
     for name, v in ((document or {}).get("checkers") or {}).items():
         if isinstance(v, dict) and v.get("valid") is False:
             kinds.update(f"{name}:{a.get('type')}" for a in v.get("anomalies") or ()
@@ -72,7 +72,7 @@ def rate_document(run_dir: str, original: dict[str, Any] | None,
                      and doc.get("valid") == original.get("valid"),
                      "reproduced": same_failure(original, doc),
                      "error": r.get("error")})
-    k = sum(r["reproduced"] for r in rows)
+    k = sum(1 for r in rows if r["reproduced"] is True)
     return {"run_dir": run_dir, "date": when,
             "original": {"verdict": WORDS.get((original or {}).get("valid"), "unchecked"),
                          "anomaly_kinds": anomaly_kinds(original)},
