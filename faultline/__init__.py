@@ -29,6 +29,7 @@ from faultline.system import (
     System,
     Timers,
     clients_for,
+    workload_data,
 )
 from nodes.child_python import module_argv as python_module_argv
 from workloads.clients.outcome import CLIENT_OPTIONS, fail, info, ok
@@ -36,4 +37,5 @@ from workloads.clients.outcome import CLIENT_OPTIONS, fail, info, ok
 __all__ = ["ARTIFACTS", "CLIENT_OPTIONS", "DB", "GO_BENIGN_LINES", "GO_FAILURE_LINES", "LISTS",
            "LOGS", "PYTHON_BENIGN_LINES", "PYTHON_FAILURE_LINES", "REGISTERS", "REGISTER_TXNS",
            "AppliedState", "Client", "NodeLogPatterns", "NodeSpec", "NodeState", "Op", "System",
-           "Timers", "clients_for", "fail", "info", "ok", "python_module_argv"]
+           "Timers", "clients_for", "fail", "info", "ok", "python_module_argv",
+           "workload_data"]

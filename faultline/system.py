@@ -42,7 +42,7 @@ from nodes.log_patterns import (
 __all__ = ["ARTIFACTS", "GO_BENIGN_LINES", "GO_FAILURE_LINES", "LISTS", "LOGS",
            "PYTHON_BENIGN_LINES", "PYTHON_FAILURE_LINES", "REGISTERS", "REGISTER_TXNS",
            "AppliedState", "Client", "DB", "NodeLogPatterns", "NodeSpec", "NodeState", "Op",
-           "System", "Timers", "clients_for"]
+           "System", "Timers", "clients_for", "workload_data"]
 
 # What a node can leave for the checkers besides the history: "log_dump"
 # (nodes/<n>/log.msgpack, judged by divergence/durability) and "events" (JSON
@@ -119,3 +119,11 @@ def clients_for(client: type) -> dict[str, type]:
     from workloads.registry import WORKLOADS
     return {name: client for name, workload in sorted(WORKLOADS.items())
             if workload.DATA in client.DATA}
+
+
+def workload_data(workload: str) -> str:
+    """The data type (checkers.datatypes: REGISTERS, LISTS, ...) a workload's
+    ops act on: how a client serving several types tells which one a run
+    asked of it. KeyError for a workload faultline does not know."""
+    from workloads.registry import WORKLOADS
+    return WORKLOADS[workload].DATA
