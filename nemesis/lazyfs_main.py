@@ -223,8 +223,8 @@ class LazyFSOperations(Operations):
 
     def _owned_by_caller(self, real: str) -> None:
         """A new file or dir belongs to whoever made it, as on a disk: this
-        process runs as root, and a server running as its own user (MariaDB
-        as `mysql`) may not open a root-owned file with O_NOATIME (EPERM)."""
+        process runs as root, and a server running as its own user (a database
+        that drops root) may not open a root-owned file with O_NOATIME (EPERM)."""
         uid, gid, _pid = fuse_get_context()
         if uid != os.geteuid() or gid != os.getegid():
             os.lchown(real, uid, gid)

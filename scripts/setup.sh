@@ -7,8 +7,12 @@ cd "$(dirname "$0")/.."
 # chromium: the headless browser the report tests render report.html in.
 # redis-server: the contrib/redis plugin's system under test (Redis 7 and Sentinel).
 # nats-server: the contrib/nats plugin's system under test (NATS JetStream).
+# mariadb-server, galera-4, rsync: the contrib/galera plugin's system under test
+# (MariaDB Galera Cluster; rsync is its state transfer). Outside a container
+# (no policy-rc.d) Debian also starts its own server, on loopback only; the
+# plugin starts its own per node and never uses that one.
 debs=(openjdk-17-jre-headless fuse3 libfuse2 nftables iproute2 procps etcd-server etcd-client
-      chromium redis-server stress-ng nats-server)
+      chromium redis-server stress-ng nats-server mariadb-server galera-4 rsync)
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     missing=()
     for d in "${debs[@]}"; do

@@ -361,7 +361,7 @@ NOBODY = 65534
 
 
 def test_what_another_user_creates_is_that_users_and_opens_with_o_noatime() -> None:
-    """A server that runs as its own user (MariaDB as mysql) makes its files
+    """A server that runs as its own user (a database dropping root) makes its files
     through the mount and opens them with O_NOATIME, which only a file's
     owner may: the mount (root) must give the file to its maker. Root's own
     files stay root's (the twin)."""

@@ -1,0 +1,98 @@
+"""How often each Galera finding shows: N seeded runs of one configuration,
+each judged; prints per run the exit, Elle's anomaly counts (the cycles
+that make a lost update, and those that need a real-time edge: stale reads)
+and the acknowledged appends the final reads lack, then K/N invalid. Uses
+only the `faultline` CLI.
+
+    python contrib/galera/bench_findings.py --runs 5                         # healthy, defaults
+    python contrib/galera/bench_findings.py --runs 5 --node-option innodb_snapshot_isolation=true
+    python contrib/galera/bench_findings.py --runs 5 --nemesis lose-unsynced:all \\
+        --time-limit 40 --nemesis-interval 15 [--node-option innodb_flush_log_at_trx_commit=1]
+
+Needs root, mariadb-server, galera-4 and rsync, and this plugin installed
+(pip install -e contrib/galera).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+# Single-key cycles of an rw and a ww edge (a read missed a write that the
+# reader's own write then followed: Jepsen's P4, Lost Update), and G2-item.
+LOST_UPDATE_KINDS = ("lost-update", "G-single-item", "G2-item")
+
+
+def summarize(verdicts: dict) -> dict:
+    """What one run's verdicts show (pure): Elle's anomaly counts, the lost
+    update cycles, the real-time ones (a read that missed a write which
+    completed before it began: a stale read), acknowledged and lost appends."""
+    checkers = verdicts.get("checkers") or {}
+    elle = (checkers.get("elle") or {}).get("stats") or {}
+    counts = elle.get("anomaly_counts") or {}
+    durability = checkers.get("durability") or {}
+    stats = durability.get("stats") or {}
+    lost = sum(1 for a in durability.get("anomalies") or [] if a.get("type") == "lost-write")
+    return {
+        "anomalies": dict(counts),
+        "lost_update": sum(counts.get(k, 0) for k in LOST_UPDATE_KINDS),
+        "stale": sum(n for k, n in counts.items() if k.endswith("-realtime")),
+        "acked": (stats.get("writes") or {}).get("ok", 0),
+        "lost": f"at least {lost}" if stats.get("anomalies_omitted") else str(lost),
+        "not": elle.get("not") or [],
+    }
+
+
+def one_run(seed: int, args: argparse.Namespace, results: Path) -> tuple[int, dict, Path]:
+    argv = [sys.executable, "-m", "harness", "run", "--system", "galera",
+            "--workload", args.workload, "--nemesis", args.nemesis, "--seed", str(seed),
+            "--time-limit", str(args.time_limit), "--nemesis-interval", str(args.nemesis_interval),
+            "--client-option", f"isolation={args.isolation}",
+            "--consistency-model", args.model or args.isolation, "--results", str(results)]
+    for option in args.node_option:
+        argv += ["--node-option", option]
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    found = re.search(r"verdict: \w+\s+\((.+)\)", proc.stdout)
+    if not found:
+        raise SystemExit(f"seed {seed}: no verdict (exit {proc.returncode}):\n"
+                         f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    run_dir = Path(found.group(1))
+    return proc.returncode, json.loads((run_dir / "verdicts.json").read_text()), run_dir
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--first-seed", type=int, default=1)
+    p.add_argument("--workload", default="list-append")
+    p.add_argument("--nemesis", default="none")
+    p.add_argument("--isolation", default="repeatable-read")
+    p.add_argument("--model", default=None, help="Elle's model (default: the isolation's)")
+    p.add_argument("--node-option", action="append", default=[])
+    p.add_argument("--time-limit", type=float, default=30)
+    p.add_argument("--nemesis-interval", type=float, default=15)
+    p.add_argument("--results", type=Path, default=None)
+    args = p.parse_args()
+    results = args.results or Path(tempfile.mkdtemp(prefix="galera-bench-"))
+    invalid = 0
+    for seed in range(args.first_seed, args.first_seed + args.runs):
+        code, verdicts, run_dir = one_run(seed, args, results)
+        s = summarize(verdicts)
+        invalid += code == 1
+        print(f"seed {seed}: exit {code}, lost-update cycles {s['lost_update']}, "
+              f"real-time (stale) {s['stale']}, {s['lost']}/{s['acked']} acknowledged "
+              f"appends lost, not {s['not']}, anomalies {s['anomalies']} ({run_dir.name})",
+              flush=True)
+    print(f"galera {args.workload} x {args.nemesis} {' '.join(args.node_option)} "
+          f"isolation={args.isolation}: invalid in {invalid}/{args.runs} runs "
+          f"(results in {results})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
