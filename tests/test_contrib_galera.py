@@ -368,3 +368,16 @@ def test_a_power_cut_of_every_node_loses_committed_transactions(tmp_path):
     lost = [a for a in checkers["durability"]["anomalies"] if a["type"] == "lost-write"]
     assert lost and all(a["evidence"] == "final-read" for a in lost)
     assert all(v["innodb_flush_log_at_trx_commit"] == "0" for v in _settings(run_dir).values())
+
+
+def test_the_bench_tells_one_node_lost_updates_from_cross_node_ones():
+    sys.path.insert(0, str(PLUGIN))
+    try:
+        from bench_findings import spread
+    finally:
+        sys.path.remove(str(PLUGIN))
+    node_of = {5: "n1", 7: "n1", 9: "n2"}
+    anomalies = [{"type": "lost-update", "txns": [{"completion": 5}, {"completion": 7}]},
+                 {"type": "G-single-item", "cycle": [{"completion": 5}, {"completion": 9}]},
+                 {"type": "G1c", "cycle": [{"completion": 5}, {"completion": 9}]}]
+    assert spread(anomalies, node_of) == {"one_node": 1, "across_nodes": 1}

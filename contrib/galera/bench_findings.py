@@ -48,6 +48,25 @@ def summarize(verdicts: dict) -> dict:
     }
 
 
+def spread(anomalies: list[dict], node_of: dict[int, str | None]) -> dict[str, int]:
+    """Of the listed lost-update cycles, how many had every txn on one node
+    and how many spanned nodes (pure; node_of: completion index -> node)."""
+    out = {"one_node": 0, "across_nodes": 0}
+    for a in anomalies:
+        if a.get("type") not in LOST_UPDATE_KINDS:
+            continue
+        txns = a.get("txns") or a.get("cycle") or []
+        nodes = {node_of.get(t.get("completion")) for t in txns}
+        if nodes:
+            out["one_node" if len(nodes) == 1 else "across_nodes"] += 1
+    return out
+
+
+def nodes_by_completion(run_dir: Path) -> dict[int, str | None]:
+    from checkers.rundir import load_run
+    return {op.index: op.node for op in load_run(run_dir).history.ops}
+
+
 def one_run(seed: int, args: argparse.Namespace, results: Path) -> tuple[int, dict, Path]:
     argv = [sys.executable, "-m", "harness", "run", "--system", "galera",
             "--workload", args.workload, "--nemesis", args.nemesis, "--seed", str(seed),
@@ -83,8 +102,11 @@ def main() -> int:
     for seed in range(args.first_seed, args.first_seed + args.runs):
         code, verdicts, run_dir = one_run(seed, args, results)
         s = summarize(verdicts)
+        elle = (verdicts.get("checkers") or {}).get("elle") or {}
+        where = spread(elle.get("anomalies") or [], nodes_by_completion(run_dir))
         invalid += code == 1
-        print(f"seed {seed}: exit {code}, lost-update cycles {s['lost_update']}, "
+        print(f"seed {seed}: exit {code}, lost-update cycles {s['lost_update']} "
+              f"(listed: {where['one_node']} on one node, {where['across_nodes']} across), "
               f"real-time (stale) {s['stale']}, {s['lost']}/{s['acked']} acknowledged "
               f"appends lost, not {s['not']}, anomalies {s['anomalies']} ({run_dir.name})",
               flush=True)
