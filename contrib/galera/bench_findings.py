@@ -103,7 +103,22 @@ def main() -> int:
     p.add_argument("--time-limit", type=float, default=30)
     p.add_argument("--nemesis-interval", type=float, default=15)
     p.add_argument("--results", type=Path, default=None)
+    p.add_argument("--table", type=Path, default=None,
+                   help="print the rows of the runs already in this results dir, run nothing")
     args = p.parse_args()
+    if args.table is not None:
+        for run_dir in sorted(d for d in args.table.iterdir() if (d / "verdicts.json").exists()):
+            verdicts = json.loads((run_dir / "verdicts.json").read_text())
+            config = json.loads((run_dir / "run.json").read_text())["config"]
+            s = summarize(verdicts)
+            elle = (verdicts.get("checkers") or {}).get("elle") or {}
+            where = spread(elle.get("anomalies") or [], nodes_by_completion(run_dir))
+            print(f"seed {config['seed']}: valid {verdicts.get('valid')}, lost-update "
+                  f"{s['lost_update']} (listed {where['one_node']} one node, "
+                  f"{where['across_nodes']} across), stale {s['stale']}, G2-item {s['g2_item']}, "
+                  f"internal {s['anomalies'].get('internal', 0)}, lost {s['lost']}/{s['acked']}, "
+                  f"not {s['not']}")
+        return 0
     results = args.results or Path(tempfile.mkdtemp(prefix="galera-bench-"))
     invalid = 0
     for seed in range(args.first_seed, args.first_seed + args.runs):
