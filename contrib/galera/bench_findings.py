@@ -85,8 +85,10 @@ def one_run(seed: int, args: argparse.Namespace, results: Path) -> tuple[int, di
     proc = subprocess.run(argv, capture_output=True, text=True)
     found = re.search(r"verdict: \w+\s+\((.+)\)", proc.stdout)
     if not found:
-        raise SystemExit(f"seed {seed}: no verdict (exit {proc.returncode}):\n"
-                         f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        # A run that never got a verdict (a harness error: 255) is a row of
+        # its own, counted, never dropped.
+        last = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or [""]
+        return proc.returncode, {"error": last[0]}, results
     run_dir = Path(found.group(1))
     return proc.returncode, json.loads((run_dir / "verdicts.json").read_text()), run_dir
 
@@ -120,9 +122,13 @@ def main() -> int:
                   f"not {s['not']}")
         return 0
     results = args.results or Path(tempfile.mkdtemp(prefix="galera-bench-"))
-    invalid = 0
+    invalid = errors = 0
     for seed in range(args.first_seed, args.first_seed + args.runs):
         code, verdicts, run_dir = one_run(seed, args, results)
+        if "error" in verdicts:
+            errors += 1
+            print(f"seed {seed}: exit {code}, no verdict: {verdicts['error']}", flush=True)
+            continue
         s = summarize(verdicts)
         elle = (verdicts.get("checkers") or {}).get("elle") or {}
         where = spread(elle.get("anomalies") or [], nodes_by_completion(run_dir))
@@ -134,7 +140,8 @@ def main() -> int:
               f"anomalies {s['anomalies']} ({run_dir.name})",
               flush=True)
     print(f"galera {args.workload} x {args.nemesis} {' '.join(args.node_option)} "
-          f"isolation={args.isolation}: invalid in {invalid}/{args.runs} runs "
+          f"isolation={args.isolation}: invalid in {invalid}/{args.runs} runs, "
+          f"{errors} without a verdict "
           f"(results in {results})")
     return 0
 
