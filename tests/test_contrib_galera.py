@@ -382,3 +382,12 @@ def test_the_bench_tells_one_node_lost_updates_from_cross_node_ones():
                  {"type": "G-single-item", "cycle": [{"completion": 5}, {"completion": 9}]},
                  {"type": "G2-item", "cycle": [{"completion": 5}, {"completion": 9}]}]
     assert spread(anomalies, node_of) == {"one_node": 1, "across_nodes": 1}
+
+
+def test_a_position_posted_before_this_restart_does_not_count(tmp_path):
+    node = _plugin("node")
+    (tmp_path / "n1.json").write_text(json.dumps({"seqno": 40, "wall": 100.0}))
+    (tmp_path / "n2.json").write_text(json.dumps({"seqno": 7, "wall": 80.0}))   # a cut ago
+    (tmp_path / "n3.json").write_text("not json")
+    assert node.posted(tmp_path, ["n1", "n2", "n3"], since=99.0) == {"n1": 40}
+    assert node.posted(tmp_path, ["n1", "n2", "n3"], since=50.0) == {"n1": 40, "n2": 7}

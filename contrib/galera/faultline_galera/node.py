@@ -30,8 +30,10 @@ from faultline_galera.recovery import bootstrapper, recovered_position, safe_to_
 PROBE_TIMEOUT_S = 1.0
 # How long a starter waits for the other nodes' recovered positions.
 GATHER_TIMEOUT_S = 90.0
-# A posted position older than this belongs to an earlier restart.
-FRESH_S = 120.0
+# Posts count from this long before this starter began: the nodes of one
+# whole-cluster restart start within a moment of each other, and a post from
+# an earlier restart (power cuts can come seconds apart) must not count.
+SLACK_S = 2.0
 
 
 def primary_member(host: str, port: int) -> bool:
@@ -97,24 +99,25 @@ def main(argv: list[str] | None = None) -> int:
         host, port = address.rsplit(":", 1)
         peers[name] = (host, int(port))
     others = [n for n in peers if n != args.name]
+    board = Path(args.board)
+    mine = board / f"{args.name}.json"
     if any(primary_member(*peers[n]) for n in others):
         os.execv(args.server, server)
-    board = Path(args.board)
     board.mkdir(exist_ok=True)
     started = time.time()
     seqno = recover(args.server, args.conf, args.user, Path(args.datadir).parent / "recover.log")
-    (board / f"{args.name}.json").write_text(json.dumps({"seqno": seqno, "wall": time.time()}))
+    mine.write_text(json.dumps({"seqno": seqno, "wall": time.time()}))
     print(f"galera starter: {args.name} recovered seqno {seqno}", file=sys.stderr, flush=True)
     deadline = time.monotonic() + GATHER_TIMEOUT_S
     names = list(peers)
     while time.monotonic() < deadline:
-        positions = posted(board, names, started - FRESH_S)
+        positions = posted(board, names, started - SLACK_S)
         if len(positions) == len(names):
             break
         if any(primary_member(*peers[n]) for n in others):
             os.execv(args.server, server)
         time.sleep(0.5)
-    positions = posted(board, names, started - FRESH_S)
+    positions = posted(board, names, started - SLACK_S)
     chosen = bootstrapper(positions, names) if positions else args.name
     print(f"galera starter: positions {positions}, bootstrapping from {chosen}",
           file=sys.stderr, flush=True)
@@ -122,7 +125,6 @@ def main(argv: list[str] | None = None) -> int:
         grastate = Path(args.datadir) / "grastate.dat"
         if grastate.exists():
             grastate.write_text(safe_to_bootstrap(grastate.read_text()))
-        (board / f"{args.name}.json").unlink(missing_ok=True)
         os.execv(args.server, [*server, "--wsrep-new-cluster"])
     os.execv(args.server, server)
     return 1
