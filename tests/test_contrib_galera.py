@@ -357,6 +357,23 @@ def test_a_healthy_cluster_at_repeatable_read_loses_updates(tmp_path):
 
 
 @needs_a_cluster
+def test_with_snapshot_isolation_on_reads_across_nodes_are_stale(tmp_path):
+    """innodb_snapshot_isolation=ON: no lost update in 5/5 runs (the history
+    fits snapshot isolation), but a process that committed on one node reads
+    the key on another without its own write (wsrep_sync_wait=0): stale
+    reads in 5/5 (contrib/galera/README.md)."""
+    proc, run_dir, checkers = _run_installed(
+        tmp_path, "--nemesis", "none", "--time-limit", "20", "--seed", "1",
+        "--node-option", "innodb_snapshot_isolation=true")
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    models = checkers["elle"]["stats"]["models"]
+    assert models["strong-session-snapshot-isolation"]["valid"] is False
+    stale = set(models["strong-session-snapshot-isolation"]["ruled_out_by"])
+    assert stale & {"G-single-item-process", "G-single-item-realtime"}, stale
+    assert all(v["innodb_snapshot_isolation"] == "ON" for v in _settings(run_dir).values())
+
+
+@needs_a_cluster
 def test_a_power_cut_of_every_node_loses_committed_transactions(tmp_path):
     """The finding under the flush setting MariaDB recommends for Galera
     (innodb_flush_log_at_trx_commit=0): a power cut of all three nodes at
