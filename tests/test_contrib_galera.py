@@ -399,6 +399,7 @@ def test_the_bench_tells_one_node_lost_updates_from_cross_node_ones():
                  {"type": "G-single-item", "cycle": [{"completion": 5}, {"completion": 9}]},
                  {"type": "G2-item", "cycle": [{"completion": 5}, {"completion": 9}]}]
     assert spread(anomalies, node_of) == {"one_node": 1, "across_nodes": 1}
+    assert spread(anomalies, node_of, ("G2-item",)) == {"one_node": 0, "across_nodes": 1}
 
 
 def test_a_position_posted_before_this_restart_does_not_count(tmp_path):

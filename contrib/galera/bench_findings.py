@@ -55,12 +55,13 @@ def summarize(verdicts: dict) -> dict:
     }
 
 
-def spread(anomalies: list[dict], node_of: dict[int, str | None]) -> dict[str, int]:
-    """Of the listed lost-update cycles, how many had every txn on one node
-    and how many spanned nodes (pure; node_of: completion index -> node)."""
+def spread(anomalies: list[dict], node_of: dict[int, str | None],
+           kinds: tuple[str, ...] = LOST_UPDATE_KINDS) -> dict[str, int]:
+    """Of the listed anomalies of these kinds, how many had every txn on one
+    node and how many spanned nodes (pure; node_of: completion index -> node)."""
     out = {"one_node": 0, "across_nodes": 0}
     for a in anomalies:
-        if a.get("type") not in LOST_UPDATE_KINDS:
+        if a.get("type") not in kinds:
             continue
         txns = a.get("txns") or a.get("cycle") or []
         nodes = {node_of.get(t.get("completion")) for t in txns}
@@ -114,10 +115,13 @@ def main() -> int:
             config = json.loads((run_dir / "run.json").read_text())["config"]
             s = summarize(verdicts)
             elle = (verdicts.get("checkers") or {}).get("elle") or {}
-            where = spread(elle.get("anomalies") or [], nodes_by_completion(run_dir))
+            node_of = nodes_by_completion(run_dir)
+            where = spread(elle.get("anomalies") or [], node_of)
+            g2 = spread(elle.get("anomalies") or [], node_of, ("G2-item",))
             print(f"seed {config['seed']}: valid {verdicts.get('valid')}, lost-update "
                   f"{s['lost_update']} (listed {where['one_node']} one node, "
-                  f"{where['across_nodes']} across), stale {s['stale']}, G2-item {s['g2_item']}, "
+                  f"{where['across_nodes']} across), stale {s['stale']}, G2-item {s['g2_item']} "
+                  f"(listed {g2['one_node']} one node, {g2['across_nodes']} across), "
                   f"internal {s['anomalies'].get('internal', 0)}, lost {s['lost']}/{s['acked']}, "
                   f"not {s['not']}")
         return 0
