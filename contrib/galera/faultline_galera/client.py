@@ -90,11 +90,16 @@ class GaleraClient:
                                    connect_timeout=self.connect_timeout,
                                    read_timeout=self.timeout, write_timeout=self.timeout,
                                    autocommit=True)
-            with conn.cursor() as cur:
-                cur.execute(f"SET SESSION TRANSACTION ISOLATION LEVEL {self.isolation}")
         except pymysql.MySQLError as e:
             raise Unsent(f"connect: {e}") from None
         self._conns[node] = conn
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"SET SESSION TRANSACTION ISOLATION LEVEL {self.isolation}")
+        except pymysql.MySQLError as e:
+            # No txn of the op was begun: the session never got its level.
+            self._drop(node)
+            raise Unsent(f"set isolation: {e}") from None
         return conn
 
     def _drop(self, node: str) -> None:
