@@ -31,6 +31,7 @@ from faultline.system import (
     System,
     Timers,
     clients_for,
+    workload_data,
 )
 from nodes.abilities import (
     ABILITIES,
@@ -54,4 +55,4 @@ __all__ = ["ABILITIES", "ARTIFACTS", "CLIENT_OPTIONS", "DB", "GO_BENIGN_LINES", 
            "REGISTER_TXNS", "AppliedState", "ChangeVoters", "Client", "Leadership", "LogGrowth",
            "MembersLeaveWhenRemoved", "NodeLogPatterns", "NodeSpec", "NodeState", "NodeStatus",
            "Op", "PreloadClock", "Reformat", "ReplicaProgress", "StateFiles", "System",
-           "Timers", "clients_for", "fail", "info", "ok", "python_module_argv"]
+           "Timers", "clients_for", "fail", "info", "ok", "python_module_argv", "workload_data"]

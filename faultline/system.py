@@ -34,7 +34,7 @@ from nodes.log_patterns import (
 __all__ = ["ARTIFACTS", "GO_BENIGN_LINES", "GO_FAILURE_LINES", "LISTS", "LOGS",
            "PYTHON_BENIGN_LINES", "PYTHON_FAILURE_LINES", "REGISTERS", "REGISTER_TXNS",
            "Client", "DB", "NodeSpec", "NodeState", "Op",
-           "System", "Timers", "clients_for"]
+           "System", "Timers", "clients_for", "workload_data"]
 
 # What a node can leave for the checkers besides the history: "log_dump"
 # (nodes/<n>/log.msgpack, judged by divergence/durability) and "events" (JSON
@@ -113,3 +113,11 @@ def clients_for(client: type[Client]) -> dict[str, type]:
     from workloads.registry import WORKLOADS
     data = cast(tuple[str, ...], client.DATA)   # the class attribute the property stands for
     return {name: client for name, workload in sorted(WORKLOADS.items()) if workload.DATA in data}
+
+
+def workload_data(workload: str) -> str:
+    """The data type (checkers.datatypes: REGISTERS, LISTS, ...) a workload's
+    ops act on: how a client serving several types tells which one a run
+    asked of it. KeyError for a workload faultline does not know."""
+    from workloads.registry import WORKLOADS
+    return WORKLOADS[workload].DATA

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fuse import FUSE, FuseOSError, Operations
+from fuse import FUSE, FuseOSError, Operations, fuse_get_context
 
 from nemesis.disk_rules import FULL, DiskRule, RuleState, flip_bit
 from nemesis.lazyfs import bind_unix_socket, unmount
@@ -249,8 +249,18 @@ class LazyFSOperations(Operations):
 
     # -- files -----------------------------------------------------------------
 
+    def _owned_by_caller(self, real: str) -> None:
+        """A new file or dir belongs to whoever made it, as on a disk: this
+        process runs as root, and a server running as its own user (a database
+        that drops root) may not open a root-owned file with O_NOATIME (EPERM)."""
+        uid, gid, _pid = fuse_get_context()
+        if uid != os.geteuid() or gid != os.getegid():
+            os.lchown(real, uid, gid)
+
     def create(self, path: str, mode: int, fi: Any = None) -> int:
-        return os.open(self._real(path), os.O_RDWR | os.O_CREAT, mode)
+        fd = os.open(self._real(path), os.O_RDWR | os.O_CREAT, mode)
+        self._owned_by_caller(self._real(path))
+        return fd
 
     def open(self, path: str, flags: int) -> int:
         flags &= ~_STRIPPED_FLAGS
@@ -365,15 +375,18 @@ class LazyFSOperations(Operations):
 
     def symlink(self, target: str, source: str) -> None:
         os.symlink(source, self._real(target))
+        self._owned_by_caller(self._real(target))
 
     def readlink(self, path: str) -> str:
         return os.readlink(self._real(path))
 
     def mknod(self, path: str, mode: int, dev: int) -> None:
         os.mknod(self._real(path), mode, dev)
+        self._owned_by_caller(self._real(path))
 
     def mkdir(self, path: str, mode: int) -> None:
         os.mkdir(self._real(path), mode)
+        self._owned_by_caller(self._real(path))
 
     def rmdir(self, path: str) -> None:
         os.rmdir(self._real(path))

@@ -11,9 +11,13 @@ cd "$(dirname "$0")/.."
 # iptables, libnetfilter-queue-dev (+ gcc, python3-dev to build netfilterqueue):
 # the packet queue of the network quality faults (nemesis.netshape); iputils-ping:
 # bench/netfaults.py.
+# mariadb-server, galera-4, rsync: the contrib/galera plugin's system under test
+# (MariaDB Galera Cluster; rsync is its state transfer). Outside a container
+# (no policy-rc.d) Debian also starts its own server, on loopback only; the
+# plugin starts its own per node and never uses that one.
 debs=(openjdk-17-jre-headless fuse3 libfuse2 nftables iproute2 procps etcd-server etcd-client
       chromium redis-server stress-ng nats-server libfaketime iptables libnetfilter-queue-dev
-      gcc python3-dev iputils-ping)
+      gcc python3-dev iputils-ping mariadb-server galera-4 rsync)
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     missing=()
     for d in "${debs[@]}"; do

@@ -355,3 +355,44 @@ def test_force_cleanup_after_the_process_was_killed(tmp_path: Path) -> None:
         force_cleanup(None, fs.mountpoint)  # idempotent
     finally:
         fs.stop()
+
+
+NOBODY = 65534
+
+
+def test_what_another_user_creates_is_that_users_and_opens_with_o_noatime() -> None:
+    """A server that runs as its own user (a database dropping root) makes its files
+    through the mount and opens them with O_NOATIME, which only a file's
+    owner may: the mount (root) must give the file to its maker. Root's own
+    files stay root's (the twin)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to act as another user")
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="lazyfs-owner-") as where:
+        root = Path(where)
+        root.chmod(0o755)   # the other user passes through to the mount
+        fs = LazyFS(root / "backing", root / "mnt", root / "ctl.sock")
+        (root / "backing").mkdir()
+        (root / "backing").chmod(0o777)
+        fs.start()
+        try:
+            script = textwrap.dedent("""
+                import os, sys
+                os.setgid(65534); os.setuid(65534)
+                d = os.path.join(sys.argv[1], "sub")
+                os.mkdir(d)
+                fd = os.open(os.path.join(d, "cache"), os.O_RDWR | os.O_CREAT, 0o600)
+                os.close(fd)
+                fd = os.open(os.path.join(d, "cache"), os.O_RDWR | os.O_NOATIME)
+                os.close(fd)
+            """)
+            done = subprocess.run([sys.executable, "-c", script, str(fs.mountpoint)],
+                                  capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr
+            backing = root / "backing" / "sub"
+            assert backing.stat().st_uid == NOBODY and backing.stat().st_gid == NOBODY
+            assert (backing / "cache").stat().st_uid == NOBODY
+            write_file(fs.mountpoint / "roots", b"x")
+            assert (root / "backing" / "roots").stat().st_uid == 0
+        finally:
+            fs.stop()

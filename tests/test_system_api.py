@@ -99,3 +99,13 @@ def test_systems_command_lists_every_registered_name(capsys):
     assert doc["systems"]["etcd"]["faults_it_cannot_take"] == [
         f.name for f in catalog.faults() if {"events", "preload-clock"} & f.needs]
     assert {w.name for w in catalog.workloads()} == set(doc["workloads"])
+
+
+def test_workload_data_names_each_workloads_data_type():
+    from faultline import LISTS, LOGS, REGISTER_TXNS, REGISTERS, workload_data
+    assert workload_data("list-append") == LISTS
+    assert workload_data("rw-register") == REGISTER_TXNS
+    assert workload_data("register") == REGISTERS and workload_data("kv") == REGISTERS
+    assert workload_data("log") == LOGS
+    with pytest.raises(KeyError):
+        workload_data("no-such-workload")
