@@ -64,7 +64,8 @@ def test_summary_counts_and_first_anomalies():
                                   "run_dir": "/x/r1", "checker": "elle", "anomaly_count": 2,
                                   "anomaly": anomaly,
                                   "sentences": ["A G1c anomaly: cycle [1, 2].",
-                                                "A G0 anomaly."]}]
+                                                "A G0 anomaly."],
+                                  "replay_command": "faultline replay /x/r1 --count 5 --yes"}]
     assert s["failed_runs"][0]["error"] == "RuntimeError: boom"
     text = summary_text(s, entries)
     assert "valid 1  invalid 1  unknown 1  error 1" in text
