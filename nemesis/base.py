@@ -38,11 +38,13 @@ from checkers.faults import (
     LOSE_STATE,
     LOSE_UNSYNCED,
     MEMBERSHIP,
+    MINORITY_OUT,
     PARTITION,
     PAUSE,
     POWER_CUT_AFTER_COMMIT,
     POWER_CUT_AFTER_VOTE,
     REFORMAT,
+    STALE_QUORUM,
     TRUNCATE,
     FaultOp,
 )
@@ -248,6 +250,13 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
     _kind(CATCH_UP, _composed(CATCH_UP),
           "leave a follower far behind, then a fault while it catches up",
           planner=_no_variant(CATCH_UP.name)),
+    _kind(MINORITY_OUT, _composed(MINORITY_OUT),
+          "the largest minority of followers out for 9-14 s; the leader keeps a quorum",
+          planner=_no_variant(MINORITY_OUT.name)),
+    _kind(STALE_QUORUM, _composed(STALE_QUORUM),
+          "a minority falls behind, then must elect with the fewest up-to-date nodes while "
+          "the old leader's side takes writes it must truncate at the heal",
+          planner=_no_variant(STALE_QUORUM.name)),
     _kind(HUNT, _lazy("nemesis.hunter", "hunt_fault"),
           "the adaptive schedule: plays the other named faults (all the system can take "
           "if none are named) and the compositions, steering toward states not reached yet",
