@@ -21,10 +21,11 @@ adapter, `ClusterControl.leader()`).
 - `stale-quorum`: the largest minority cut off while writes commit (it falls
   behind in the same epoch), then the cut swapped: the leader's side goes
   away and the lagging minority with the fewest up-to-date nodes that make a
-  quorum must elect (only an up-to-date node may win); the old leader's side
-  meanwhile takes writes it can never commit, and at the heal must truncate
-  that tail; sometimes the new leader is taken out right after the heal,
-  while the rejoining nodes truncate and catch up.
+  quorum must elect (only an up-to-date node may win; the up-to-date ones
+  mostly restart as the cut swaps, so the lagging ones campaign first); the
+  old leader's side meanwhile takes writes it can never commit, and at the
+  heal must truncate that tail; sometimes the new leader is taken out right
+  after the heal, while the rejoining nodes truncate and catch up.
 
 Each step runs as the ordinary fault it is (`partition` with its cut, `kill`,
 `pause`, their heals), fired through the nemesis runner, so the history, the
@@ -331,6 +332,7 @@ def minority_out(ctl: Control, rng: random.Random) -> dict[str, Any]:
 STALE_LAG_S = (2.0, 5.0)
 STALE_HOLD_S = (1.0, 3.0)
 AFTER_STALE_HEAL = ("nothing", "kill-elected", "isolate-elected")
+STALE_RESTART_SHARE = 2 / 3
 
 
 def stale_quorum_sides(names: Sequence[str], leader: str, lagging: Sequence[str],
@@ -357,12 +359,22 @@ def stale_quorum(ctl: Control, rng: random.Random) -> dict[str, Any]:
     ctl.act(PARTITION.name, {"shape": "lagging-minority", "nodes": lagging,
                              "cut": group_cut(lagging, names)}, "a minority falls behind")
     ctl.sleep(rng.uniform(*STALE_LAG_S))
+    # An up-to-date node that still follows the old leader refuses the
+    # lagging nodes' pre-votes until its fetch timeout, then campaigns at
+    # once and wins the race: restarted as the cut swaps, it has no leader to
+    # be loyal to and waits out an election timeout, so the lagging nodes,
+    # campaigning already, ask first and the vote's up-to-date check decides.
+    restart = rng.random() < STALE_RESTART_SHARE
+    if restart:
+        ctl.act(KILL.name, {"nodes": joining}, "the up-to-date nodes of the new quorum restart")
     # One partition replaces the other at once: the lagging nodes never
     # reach the old leader between the two cuts.
     ctl.act(PARTITION.name, {"shape": "quorum-of-the-lagging", "nodes": quorum,
                              "cut": group_cut(quorum, names)},
             "the leader's side away; the lagging minority and the fewest up-to-date "
             "nodes are the quorum")
+    if restart:
+        ctl.heal(KILL.name, "restarted")
     elected = ctl.wait_leader(other_than=old_side)
     ctl.sleep(rng.uniform(*STALE_HOLD_S))
     ctl.heal(PARTITION.name, "heal: the old side truncates what it took")
@@ -375,7 +387,7 @@ def stale_quorum(ctl: Control, rng: random.Random) -> dict[str, Any]:
         ctl.wait_leader(other_than=[elected])
         ctl.heal(spec)
     return {"target": "leader", "old": leader, "lagging": lagging, "joining": joining,
-            "elected": elected, "then": then}
+            "restarted": restart, "elected": elected, "then": then}
 
 
 COMPOSITIONS: dict[str, Composition] = {

@@ -403,17 +403,25 @@ def test_stale_quorum_sides():
 @pytest.mark.parametrize("n", [3, 4, 5])
 def test_stale_quorum_lags_a_minority_then_makes_it_elect_with_the_fewest_current(
         n, short_holds):
-    for seed in range(6):
+    restarted = set()
+    for seed in range(8):
         cluster = QuorumCluster(n)
         runner = QuorumRunner(cluster)
         ctl = Control(cluster, runner.fire, threading.Event())
         result = run_composition("stale-quorum", ctl, random.Random(seed))
+        restarted.add(result["restarted"])
         majority = n // 2 + 1
         lagging, joining = result["lagging"], result["joining"]
         assert result["old"] == "n1" and "n1" not in lagging + joining
         assert len(lagging) == largest_minority(n) == n - majority
         assert len(lagging) + len(joining) == majority     # the fewest up-to-date nodes
-        first, second, heal = runner.fired[:3]
+        fired = runner.fired
+        if result["restarted"]:
+            # The up-to-date nodes go down before the swap, come back after it.
+            assert (fired[1][:2], fired[1][2]["nodes"]) == (("inject", "kill"), joining)
+            assert fired[3][:2] == ("heal", "kill")
+            fired = [fired[0], fired[2], *fired[4:]]
+        first, second, heal = fired[:3]
         assert first[:2] == ("inject", "partition")
         assert first[2]["cut"] == group_cut(lagging, cluster.names)
         # The second cut replaces the first with no heal between them.
@@ -421,13 +429,14 @@ def test_stale_quorum_lags_a_minority_then_makes_it_elect_with_the_fewest_curren
         assert second[2]["cut"] == group_cut(lagging + joining, cluster.names)
         assert heal[:2] == ("heal", "partition")
         assert result["elected"] in lagging + joining
-        rest = runner.fired[3:]
+        rest = fired[3:]
         if result["then"] == "nothing":
             assert rest == []
         else:
             assert rest[0][0] == "inject" and rest[0][2]["nodes"] == [result["elected"]]
             assert rest[-1][0] == "heal"
         assert not ctl.in_force
+    assert restarted == {True, False}
 
 
 @pytest.mark.parametrize("name", sorted(COMPOSITIONS))
