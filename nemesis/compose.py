@@ -25,7 +25,8 @@ adapter, `ClusterControl.leader()`).
   mostly restart as the cut swaps, so the lagging ones campaign first); the
   old leader's side meanwhile takes writes it can never commit, and at the
   heal must truncate that tail; sometimes the new leader is taken out right
-  after the heal, while the rejoining nodes truncate and catch up.
+  after the heal, or every node's power is cut at one of the first acks
+  after it, while the rejoining nodes truncate and catch up.
 
 Each step runs as the ordinary fault it is (`partition` with its cut, `kill`,
 `pause`, their heals), fired through the nemesis runner, so the history, the
@@ -54,6 +55,7 @@ from checkers.faults import (
     MINORITY_OUT,
     PARTITION,
     PAUSE,
+    POWER_CUT_AFTER_COMMIT,
     STALE_QUORUM,
     FaultOp,
 )
@@ -331,7 +333,9 @@ def minority_out(ctl: Control, rng: random.Random) -> dict[str, Any]:
 # after the new election (the old leader's side takes writes meanwhile).
 STALE_LAG_S = (2.0, 5.0)
 STALE_HOLD_S = (1.0, 3.0)
-AFTER_STALE_HEAL = ("nothing", "kill-elected", "isolate-elected")
+AFTER_STALE_HEAL = ("nothing", "kill-elected", "isolate-elected", POWER_CUT_AFTER_COMMIT.name)
+# How long the armed power cut may wait for its ack (it takes any after 20).
+POWER_CUT_WAIT_S = (1.5, 3.0)
 STALE_RESTART_SHARE = 2 / 3
 
 
@@ -377,9 +381,19 @@ def stale_quorum(ctl: Control, rng: random.Random) -> dict[str, Any]:
         ctl.heal(KILL.name, "restarted")
     elected = ctl.wait_leader(other_than=old_side)
     ctl.sleep(rng.uniform(*STALE_HOLD_S))
-    ctl.heal(PARTITION.name, "heal: the old side truncates what it took")
     then = rng.choice(AFTER_STALE_HEAL)
-    if then != "nothing" and elected is not None:
+    power_cut = f"{POWER_CUT_AFTER_COMMIT.name}:all"
+    if then == POWER_CUT_AFTER_COMMIT.name:
+        # Armed just before the heal, it cuts every node's power at one of
+        # the first acks after it: while the rejoining nodes truncate and
+        # refill their logs, what a leader counts as durable must be.
+        # Where LazyFS is not mounted it answers with its error: nothing done.
+        ctl.act(power_cut, {}, "power cut armed for the first acks after the heal")
+    ctl.heal(PARTITION.name, "heal: the old side truncates what it took")
+    if then == POWER_CUT_AFTER_COMMIT.name:
+        ctl.sleep(rng.uniform(*POWER_CUT_WAIT_S))
+        ctl.heal(power_cut, "power back")
+    elif then != "nothing" and elected is not None:
         ctl.sleep(rng.uniform(0.02, 0.5))
         spec = KILL.name if then == "kill-elected" else PARTITION.name
         ctl.act(spec, {"nodes": [elected]} if spec == KILL.name

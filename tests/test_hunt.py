@@ -18,6 +18,7 @@ from harness.run.config import RunConfig, fresh_schedule, kinds_left_out, valida
 from harness.run.replay import replay_events
 from nemesis.base import FAULTS, TRIGGER_FAULTS, FaultContext, make_fault
 from nemesis.compose import (
+    AFTER_STALE_HEAL,
     COMPOSITIONS,
     Control,
     group_cut,
@@ -322,7 +323,7 @@ def test_leader_one_way_cuts_only_the_leaders_outgoing_links():
 @pytest.fixture
 def short_holds(monkeypatch):
     """The compositions that hold for many seconds, held for milliseconds."""
-    for name in ("MINORITY_OUT_HOLD_S", "STALE_LAG_S", "STALE_HOLD_S"):
+    for name in ("MINORITY_OUT_HOLD_S", "STALE_LAG_S", "STALE_HOLD_S", "POWER_CUT_WAIT_S"):
         monkeypatch.setattr(f"nemesis.compose.{name}", (0.01, 0.02))
 
 
@@ -403,13 +404,14 @@ def test_stale_quorum_sides():
 @pytest.mark.parametrize("n", [3, 4, 5])
 def test_stale_quorum_lags_a_minority_then_makes_it_elect_with_the_fewest_current(
         n, short_holds):
-    restarted = set()
-    for seed in range(8):
+    restarted, thens = set(), set()
+    for seed in range(16):
         cluster = QuorumCluster(n)
         runner = QuorumRunner(cluster)
         ctl = Control(cluster, runner.fire, threading.Event())
         result = run_composition("stale-quorum", ctl, random.Random(seed))
         restarted.add(result["restarted"])
+        thens.add(result["then"])
         majority = n // 2 + 1
         lagging, joining = result["lagging"], result["joining"]
         assert result["old"] == "n1" and "n1" not in lagging + joining
@@ -421,6 +423,11 @@ def test_stale_quorum_lags_a_minority_then_makes_it_elect_with_the_fewest_curren
             assert (fired[1][:2], fired[1][2]["nodes"]) == (("inject", "kill"), joining)
             assert fired[3][:2] == ("heal", "kill")
             fired = [fired[0], fired[2], *fired[4:]]
+        if result["then"] == "power-cut-after-commit":
+            # Armed before the heal, so it cuts at one of the first acks after it.
+            arm, power_back = fired.pop(2), fired.pop(3)
+            assert arm[:2] == ("inject", "power-cut-after-commit:all")
+            assert power_back[:2] == ("heal", "power-cut-after-commit:all")
         first, second, heal = fired[:3]
         assert first[:2] == ("inject", "partition")
         assert first[2]["cut"] == group_cut(lagging, cluster.names)
@@ -430,13 +437,14 @@ def test_stale_quorum_lags_a_minority_then_makes_it_elect_with_the_fewest_curren
         assert heal[:2] == ("heal", "partition")
         assert result["elected"] in lagging + joining
         rest = fired[3:]
-        if result["then"] == "nothing":
+        if result["then"] in ("nothing", "power-cut-after-commit"):
             assert rest == []
         else:
             assert rest[0][0] == "inject" and rest[0][2]["nodes"] == [result["elected"]]
             assert rest[-1][0] == "heal"
         assert not ctl.in_force
     assert restarted == {True, False}
+    assert thens == set(AFTER_STALE_HEAL)
 
 
 @pytest.mark.parametrize("name", sorted(COMPOSITIONS))
