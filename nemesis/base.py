@@ -251,7 +251,7 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           "leave a follower far behind, then a fault while it catches up",
           planner=_no_variant(CATCH_UP.name)),
     _kind(MINORITY_OUT, _composed(MINORITY_OUT),
-          "the largest minority of followers out for 9-14 s; the leader keeps a quorum",
+          "the largest minority of followers out for 10-15 s; the leader keeps a quorum",
           planner=_no_variant(MINORITY_OUT.name)),
     _kind(STALE_QUORUM, _composed(STALE_QUORUM),
           "a minority falls behind, then must elect with the fewest up-to-date nodes while "

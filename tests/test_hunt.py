@@ -323,7 +323,8 @@ def test_leader_one_way_cuts_only_the_leaders_outgoing_links():
 @pytest.fixture
 def short_holds(monkeypatch):
     """The compositions that hold for many seconds, held for milliseconds."""
-    for name in ("MINORITY_OUT_HOLD_S", "STALE_LAG_S", "STALE_HOLD_S", "POWER_CUT_WAIT_S"):
+    for name in ("MINORITY_OUT_QUIET_S", "MINORITY_OUT_HOLD_S", "STALE_LAG_S", "STALE_HOLD_S",
+                 "POWER_CUT_WAIT_S"):
         monkeypatch.setattr(f"nemesis.compose.{name}", (0.01, 0.02))
 
 
