@@ -9,7 +9,8 @@ their logs, whether a node truncated its log. The signature is that outcome,
 coarsened: (move, role of its target, elections 0/1/2+, leader changed,
 epochs apart, logs apart, truncated), None where the system leaves no event
 lines to say. `decide` prefers moves that have found new signatures for the
-tries they took, and tries every move early (a fuzzer's energy, in the
+tries they took, and tries every move early (every kind before any kind
+again) (a fuzzer's energy, in the
 spirit of Mallory's feedback on states reached, without its learning: each
 choice is a draw from weights that are a function of the seed, the decision
 number and the outcomes observed so far, so the recorded outcomes explain
