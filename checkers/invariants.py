@@ -291,6 +291,9 @@ def fault_timeline(history: list[Op], nodes: list[str], certain: bool = True) ->
                     changes.append((inv.time if certain else done.time, "off", kind, payload))
         elif inv.f in DOWN_FAULTS or inv.f in CUT_FAULTS:
             payload = _payload(inv, done, nodes)
+            if inv.f in CUT_FAULTS and open_faults.get(inv.f):
+                payload = _replace_cut(changes, open_faults, inv.f, payload or frozenset(),
+                                       inv.time if certain else done.time)
             if payload:
                 open_faults[inv.f].append(payload)
                 changes.append((done.time if certain else inv.time, "on", inv.f, payload))
@@ -318,6 +321,23 @@ def fault_timeline(history: list[Op], nodes: list[str], certain: bool = True) ->
                     down |= p
             segments.append({"start": t, "end": nxt, "cut": cut, "down": down})
     return segments
+
+
+def _replace_cut(changes: list[tuple[int, str, str, Any]], open_faults: dict[str, list[Any]],
+                 f: str, payload: frozenset, t_off: int) -> frozenset:
+    """A partition replaces the whole cut in force (one nft transaction,
+    nemesis.partition): the old pairs end at `t_off` (certain: the new one's
+    invoke; else its completion), the pairs both cut never end; returns the
+    new pairs still to start when the new one is in force."""
+    kept: frozenset = frozenset()
+    for old in open_faults.pop(f, []):
+        changes.append((t_off, "off", f, old))
+        both = old & payload - kept
+        if both:
+            changes.append((t_off, "on", f, both))
+            open_faults[f].append(both)
+            kept |= both
+    return payload - kept
 
 
 def _payload(inv: Op, done: Op, nodes: list[str]) -> Any:

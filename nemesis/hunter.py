@@ -28,6 +28,7 @@ from nemesis.hunt import (
     derive,
     moves_for,
     observation,
+    reached_kinds,
     record,
     signature,
     target_role,
@@ -74,11 +75,12 @@ class HuntFault(DriverFault):
         min_hold = float(params.get("min_duration") or 0.0) or min(1.0, interval / 2)
         known = [tuple(k) for k in params.get("known") or []]
         prior = aimed_prior(self.moves, COMPOSITIONS, AIMED_BOOST)
+        reached = reached_kinds(known)
         end = time.monotonic() + float(params.get("until") or 0.0)
         index = 0
         while time.monotonic() < end - MIN_MOVE_S and not ctl.stop.is_set():
             try:
-                decision = decide(seed, index, self.moves, self.outcomes, prior)
+                decision = decide(seed, index, self.moves, self.outcomes, prior, reached)
             except ValueError:
                 break   # every move failed here
             rng = random.Random(derive(seed, "move", index))

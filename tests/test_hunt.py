@@ -18,20 +18,28 @@ from harness.run.config import RunConfig, fresh_schedule, kinds_left_out, valida
 from harness.run.replay import replay_events
 from nemesis.base import FAULTS, TRIGGER_FAULTS, FaultContext, make_fault
 from nemesis.compose import (
+    AFTER_STALE_HEAL,
     COMPOSITIONS,
     Control,
+    group_cut,
+    largest_minority,
     outgoing_cut,
     run_composition,
+    stale_quorum_sides,
 )
 from nemesis.hunt import (
+    UNREACHED_KIND_BOOST,
     UNTRIED_WEIGHT,
     Outcome,
     aimed_prior,
     coverage,
     decide,
+    kind_of,
     moves_for,
     observation,
+    reached_kinds,
     record,
+    shares,
     signature,
     target_role,
     weights,
@@ -72,7 +80,50 @@ def test_untried_moves_outweigh_tried_ones():
     outcomes = [Outcome("kill", ("kill",), True)]
     w = weights(MOVES, outcomes)
     assert w["kill"] < UNTRIED_WEIGHT
-    assert all(w[m] == UNTRIED_WEIGHT for m in MOVES if m != "kill")
+    # kill:leader is untried, but its kind was tried; the other kinds were not.
+    assert w["kill:leader"] == UNTRIED_WEIGHT
+    assert all(w[m] == UNTRIED_WEIGHT * UNREACHED_KIND_BOOST for m in MOVES
+               if not m.startswith("kill"))
+
+
+def test_a_kind_never_tried_outweighs_untried_variants_of_tried_kinds():
+    moves = ["kill", "kill:one", "kill:leader", "membership", "membership:remove-two"]
+    prior = shares(moves)
+    tried = [Outcome("kill", ("kill",), True)]
+    w = weights(moves, tried, prior)
+    assert w["membership:remove-two"] > w["kill:leader"]
+    per_share = {m: w[m] / prior[m] for m in moves}
+    assert per_share["membership:remove-two"] == pytest.approx(
+        UNREACHED_KIND_BOOST * per_share["kill:leader"], rel=1e-3)
+    # A kind a campaign's earlier runs reached counts as tried.
+    assert weights(moves, [], prior, reached_kinds([["membership", "none", 0]])) == {
+        **{m: round(prior[m] * UNTRIED_WEIGHT * UNREACHED_KIND_BOOST, 4)
+           for m in moves if m.startswith("kill")},
+        "membership": round(prior["membership"] * UNTRIED_WEIGHT, 4),
+        "membership:remove-two": round(prior["membership:remove-two"] * UNTRIED_WEIGHT, 4)}
+
+
+def _kinds_in_first(seed: int, moves: list[str], steps: int) -> int:
+    """Kinds tried in the first `steps` decisions when no move finds anything
+    new after its first try (each kind's one state is all there is)."""
+    outcomes: list[Outcome] = []
+    prior = aimed_prior(moves, ["flip-flop", "churn", "catch-up"], 3.0)
+    for i in range(steps):
+        move = decide(seed, i, moves, outcomes, prior).move
+        outcomes.append(record(outcomes, move, (kind_of(move),)))
+    return len({kind_of(o.move) for o in outcomes})
+
+
+def test_every_kind_gets_its_turn_sooner_than_repeats_of_the_tried(monkeypatch):
+    kinds = ["kill", "pause", "partition", "truncate", "lose-state", "membership",
+             "reformat", "flip-flop", "churn", "catch-up"]
+    moves = kinds + ["kill:leader", "kill:one", "pause:leader", "partition:bridge",
+                     "membership:remove-two", "membership:remove-leader"]
+    boosted = sum(_kinds_in_first(s, moves, len(kinds)) for s in range(20))
+    monkeypatch.setattr("nemesis.hunt.UNREACHED_KIND_BOOST", 1.0)
+    plain = sum(_kinds_in_first(s, moves, len(kinds)) for s in range(20))
+    assert boosted > plain
+    assert boosted >= 0.85 * 20 * len(kinds)   # nearly every kind, in as many moves as kinds
 
 
 def _play(seed: int, moves: list[str], reach: dict[str, int], steps: int,
@@ -269,8 +320,136 @@ def test_leader_one_way_cuts_only_the_leaders_outgoing_links():
     assert runner.fired[-1][:2] == ("heal", "partition")
 
 
+@pytest.fixture
+def short_holds(monkeypatch):
+    """The compositions that hold for many seconds, held for milliseconds."""
+    for name in ("MINORITY_OUT_QUIET_S", "MINORITY_OUT_HOLD_S", "STALE_LAG_S", "STALE_HOLD_S",
+                 "POWER_CUT_WAIT_S"):
+        monkeypatch.setattr(f"nemesis.compose.{name}", (0.01, 0.02))
+
+
+class QuorumCluster(FakeCluster):
+    """n nodes; a leader left without a majority on its side of a cut (or
+    down) is replaced by the lowest node of a side that has one."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.names = [f"n{i}" for i in range(1, n + 1)]
+
+    def side_of(self, node: str) -> set[str]:
+        return {m for m in self.names if m == node or [node, m] not in self.cut}
+
+    def settle(self) -> None:
+        majority = len(self.names) // 2 + 1
+        live = [n for n in self.names if n not in self.down]
+        if self.current in live and len(self.side_of(self.current) - self.down) >= majority:
+            return
+        for n in live:
+            if len(self.side_of(n) - self.down) >= majority:
+                self.current = n
+                return
+        self.current = None
+
+
+class QuorumRunner(FakeRunner):
+    def fire(self, spec, params, action="inject", note=None):
+        future = super().fire(spec, params, action, note)
+        self.cluster.settle()
+        return future
+
+
+def test_largest_minority_and_group_cuts():
+    assert [largest_minority(n) for n in range(1, 8)] == [0, 0, 1, 1, 2, 2, 3]
+    cut = group_cut(["n2", "n4"], ["n1", "n2", "n3", "n4", "n5"])
+    assert ["n2", "n1"] in cut and ["n1", "n2"] in cut and ["n4", "n5"] in cut
+    assert ["n2", "n4"] not in cut and ["n1", "n3"] not in cut
+    assert len(cut) == 2 * 2 * 3
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_minority_out_takes_the_largest_minority_of_followers_and_brings_it_back(
+        n, short_holds):
+    for seed in range(6):
+        cluster = QuorumCluster(n)
+        runner = QuorumRunner(cluster)
+        ctl = Control(cluster, runner.fire, threading.Event())
+        result = run_composition("minority-out", ctl, random.Random(seed))
+        assert result["leader"] == "n1" and "n1" not in result["nodes"]
+        assert len(result["nodes"]) == largest_minority(n)
+        (a1, spec, params, _), (a2, healed, _, _) = runner.fired
+        assert (a1, a2, spec) == ("inject", "heal", healed) and spec == result["by"]
+        if spec == "partition":
+            assert params["cut"] == group_cut(result["nodes"], cluster.names)
+        else:
+            assert params["nodes"] == result["nodes"]
+        assert cluster.current == "n1"   # the leader kept its quorum throughout
+        assert not ctl.in_force
+
+
+def test_minority_out_on_a_cluster_without_a_minority_to_spare_does_nothing():
+    cluster = QuorumCluster(2)
+    runner = QuorumRunner(cluster)
+    ctl = Control(cluster, runner.fire, threading.Event())
+    assert run_composition("minority-out", ctl, random.Random(0)) == {"target": "none"}
+    assert runner.fired == []
+
+
+def test_stale_quorum_sides():
+    names = ["n1", "n2", "n3", "n4", "n5"]
+    assert stale_quorum_sides(names, "n1", ["n4", "n5"], ["n2"]) == (
+        ["n2", "n4", "n5"], ["n1", "n3"])
+    with pytest.raises(ValueError):
+        stale_quorum_sides(names, "n1", ["n4", "n5"], ["n1"])
+
+
+@pytest.mark.parametrize("n", [3, 4, 5])
+def test_stale_quorum_lags_a_minority_then_makes_it_elect_with_the_fewest_current(
+        n, short_holds):
+    restarted, thens = set(), set()
+    for seed in range(16):
+        cluster = QuorumCluster(n)
+        runner = QuorumRunner(cluster)
+        ctl = Control(cluster, runner.fire, threading.Event())
+        result = run_composition("stale-quorum", ctl, random.Random(seed))
+        restarted.add(result["restarted"])
+        thens.add(result["then"])
+        majority = n // 2 + 1
+        lagging, joining = result["lagging"], result["joining"]
+        assert result["old"] == "n1" and "n1" not in lagging + joining
+        assert len(lagging) == largest_minority(n) == n - majority
+        assert len(lagging) + len(joining) == majority     # the fewest up-to-date nodes
+        fired = runner.fired
+        if result["restarted"]:
+            # The up-to-date nodes go down before the swap, come back after it.
+            assert (fired[1][:2], fired[1][2]["nodes"]) == (("inject", "kill"), joining)
+            assert fired[3][:2] == ("heal", "kill")
+            fired = [fired[0], fired[2], *fired[4:]]
+        if result["then"] == "power-cut-after-commit":
+            # Armed before the heal, so it cuts at one of the first acks after it.
+            arm, power_back = fired.pop(2), fired.pop(3)
+            assert arm[:2] == ("inject", "power-cut-after-commit:all")
+            assert power_back[:2] == ("heal", "power-cut-after-commit:all")
+        first, second, heal = fired[:3]
+        assert first[:2] == ("inject", "partition")
+        assert first[2]["cut"] == group_cut(lagging, cluster.names)
+        # The second cut replaces the first with no heal between them.
+        assert second[:2] == ("inject", "partition")
+        assert second[2]["cut"] == group_cut(lagging + joining, cluster.names)
+        assert heal[:2] == ("heal", "partition")
+        assert result["elected"] in lagging + joining
+        rest = fired[3:]
+        if result["then"] in ("nothing", "power-cut-after-commit"):
+            assert rest == []
+        else:
+            assert rest[0][0] == "inject" and rest[0][2]["nodes"] == [result["elected"]]
+            assert rest[-1][0] == "heal"
+        assert not ctl.in_force
+    assert restarted == {True, False}
+    assert thens == set(AFTER_STALE_HEAL)
+
+
 @pytest.mark.parametrize("name", sorted(COMPOSITIONS))
-def test_every_composition_heals_what_it_did(name):
+def test_every_composition_heals_what_it_did(name, short_holds):
     cluster = FakeCluster()
     ctl, runner = _control(cluster)
     # churn and catch-up hold for seconds: time runs as they sleep, no faster.

@@ -128,6 +128,28 @@ def test_a_leader_whose_two_followers_are_paused_must_resign_too():
     assert types(invariants.check(h.ops, elected_n1(), run())) == ["stranded-leader"]
 
 
+def _swapped_cut(second_cut_isolates_leader: bool) -> H:
+    """n2 cut off first (a minority falls behind); then one partition replaces
+    that cut, with no heal between them: it cuts n3 off (n1 keeps n2), or n1."""
+    h = H()
+    h.isolate(10, "n2")
+    h.isolate(12, "n1" if second_cut_isolates_leader else "n3")
+    h.nemesis(16, "heal")
+    return h
+
+
+def test_a_partition_replaces_the_cut_in_force_so_the_leader_keeps_its_quorum():
+    # The union of both cuts would leave n1 with itself only: stranded.
+    events = elected_n1()
+    assert invariants.check(_swapped_cut(False).ops, events, run())["valid"] is True
+
+
+def test_a_partition_that_replaces_the_cut_with_one_isolating_the_leader_strands_it():
+    v = invariants.check(_swapped_cut(True).ops, elected_n1(), run())
+    assert types(v) == ["stranded-leader"]
+    assert v["anomalies"][0]["cut_off_s"][0] == 12.01
+
+
 def test_a_leader_whose_outbound_packets_are_cut_still_hears_fetches():
     # One-way: n1 cannot send to n2 and n3, but their fetches still reach it.
     h = H()
