@@ -3,7 +3,7 @@ default checkers and no hand-set threshold? And does the correct build pass?
 
     .venv/bin/python bench/detection.py [--runs N] [--seed-base S] [--switch NAME ...]
         [--time-limit T] [--parallel K] [--correct both|same|all-faults|none]
-        [--no-switches] [--out FILE]
+        [--no-switches] [--stress] [--out FILE]
 
 For each switch: N runs (seeds S, S+1, ...) of `faultline run --bug NAME` with
 the nemesis its row in nodes/raft/BUGS.md names (nodes.raft.bugs.CALIBRATION).
@@ -11,7 +11,8 @@ For the correct build: the same configurations without the switch ("same"),
 and every registered fault at once on 5 nodes for each workload that has a
 lin/Elle checker ("all-faults"). Prints `NAME caught K/N by CHECKERS` per
 switch and `correct false-positives K/N`, and writes the table (markdown) and
-every run's verdict (JSON) next to each other. A run that ends in a harness
+every run's verdict (JSON) next to each other; `--stress` keeps `stress-ng --cpu 2`
+(or `stress --cpu 2`) running for the whole bench. A run that ends in a harness
 error is neither caught nor a false positive: it is listed as an error.
 Needs root (namespaces, LazyFS). campaigns/calibration.toml holds the same
 matrix for nightly use.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -37,6 +39,8 @@ from run_outcomes import (  # noqa: E402
     false_positive_line,
     markdown_rows,
     run_faultline,
+    stress_command,
+    stressed,
 )
 
 from checkers.faults import HUNT  # noqa: E402
@@ -137,10 +141,13 @@ def summarize(outcomes: list[Outcome], switches: list[str]) -> list[str]:
     return lines
 
 
-def table(outcomes: list[Outcome], lines: list[str], args: argparse.Namespace) -> str:
+def table(outcomes: list[Outcome], lines: list[str], args: argparse.Namespace,
+          loads: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
+    stress = " ".join(stress_command() or ["stress?"]) if args.stress else "none"
     head = (f"# Detection calibration, {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}\n\n"
             f"runs per group {args.runs}, seeds from {args.seed_base}, time limit "
-            f"{args.time_limit:g} s, parallel {args.parallel}\n\n")
+            f"{args.time_limit:g} s, parallel {args.parallel}; extra load: {stress}; "
+            f"load average at start {loads[0][0]:.1f}, at end {loads[1][0]:.1f}\n\n")
     body = "\n".join(f"- {line}" for line in lines)
     rows = markdown_rows(outcomes)
     return head + body + "\n\n" + "\n".join(rows) + "\n"
@@ -160,7 +167,11 @@ def main(argv: list[str] | None = None) -> int:
                         default="both")
     parser.add_argument("--out", type=Path, default=None,
                         help="table file (default results/detection/<time>/table.md)")
+    parser.add_argument("--stress", action="store_true",
+                        help="run the bench under stress-ng --cpu 2 (or stress)")
     args = parser.parse_args(argv)
+    if args.stress and stress_command() is None:
+        parser.error("--stress needs stress-ng or stress (scripts/setup.sh installs stress-ng)")
     switches = args.switch or sorted(CALIBRATION)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     results = ROOT / "results" / "detection" / stamp
@@ -177,13 +188,16 @@ def main(argv: list[str] | None = None) -> int:
               f" ({o.seconds:g} s)", flush=True)
         return o
 
-    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
-        outcomes = list(pool.map(one, enumerate(planned)))
+    with stressed(stress_command() if args.stress else None):
+        loads_start = os.getloadavg()
+        with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+            outcomes = list(pool.map(one, enumerate(planned)))
+        loads = (loads_start, os.getloadavg())
     lines = summarize(outcomes, switches)
     for line in lines:
         print(line)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(table(outcomes, lines, args))
+    out.write_text(table(outcomes, lines, args, loads))
     out.with_suffix(".json").write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
     print(f"table: {out}")
     return 0

@@ -45,6 +45,7 @@ from run_outcomes import (  # noqa: E402
     false_positive_line,
     markdown_rows,
     run_faultline,
+    stress_command,
 )
 from scratch import Unplanted, scratch_copy, unplanted_bugs  # noqa: E402
 
@@ -102,13 +103,6 @@ def summarize(outcomes: list[Outcome], bugs: list[str]) -> list[str]:
     if correct:
         lines.append(false_positive_line(correct))
     return lines
-
-
-def stress_command() -> list[str] | None:
-    for tool in ("stress-ng", "stress"):
-        if shutil.which(tool):
-            return [tool, "--cpu", "2"]
-    return None
 
 
 def code_version(base: str | None) -> str:

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,6 +73,30 @@ def run_faultline(group: str, label: str, run_args: list[str], run_root: Path,
                 elif v.get("valid") == "unknown":
                     outcome.unknown_checkers.append(name)
     return outcome
+
+
+def stress_command() -> list[str] | None:
+    """The extra load the benches add with --stress: two CPU hogs (the
+    issue's `stress --cpu 2`), stress-ng where installed."""
+    for tool in ("stress-ng", "stress"):
+        if shutil.which(tool):
+            return [tool, "--cpu", "2"]
+    return None
+
+
+@contextmanager
+def stressed(command: list[str] | None) -> Iterator[None]:
+    """Keep `command` running (in its own session) while the block runs; None: nothing."""
+    if command is None:
+        yield
+        return
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        yield
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait()
 
 
 def by_checker(outcomes: list[Outcome]) -> str:

@@ -23,10 +23,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from checkers.acks import relaxed
 from checkers.datatypes import LISTS, LOGS, REGISTERS
 from checkers.history import Op, client_ops, collector_paused, pair_ops
 from checkers.verdict import Verdict, verdict
+from checkers.writes import Write, writes_of
 
 # The data types (checkers.datatypes) these rules read; the run's workload
 # says which its history is (the checker's `data` option).
@@ -38,16 +38,6 @@ MAX_ANOMALIES = 200
 # How many offsets one log read can vouch for; bounds work on hostile counts.
 MAX_READ_COVER = 100_000
 _ATOMS = frozenset({int, str, float, bool, bytes, type(None)})
-
-
-@dataclass(slots=True)
-class Write:
-    value: Any
-    key: Any
-    status: str          # ok, fail, info (info also for a never-completed invoke)
-    invoke: Op
-    completion: Op | None
-    level: str | None = None  # set for an ack below quorum (then status is info)
 
 
 @dataclass(slots=True)
@@ -64,7 +54,7 @@ def check(history: list[Op], dumps: dict[str, dict] | None, data: str | None) ->
         return verdict("unknown", [], {"error": f"no durability rules for data type "
                                                 f"{data!r}; known: {list(DATA)}"})
     pairs = pair_ops(client_ops(history))
-    writes = _writes(pairs, data)
+    writes = writes_of(pairs, data)
     by_value = {freeze(w.value): w for w in writes}
     observations = list(_observations(pairs, data))
 
@@ -141,34 +131,6 @@ def _op_ref(op: Op | None) -> dict[str, Any] | None:
 
 
 # --- what was written and what was read --------------------------------------
-
-
-def _writes(pairs: list[tuple[Op, Op | None]], data: str) -> list[Write]:
-    out = []
-    for inv, done in pairs:
-        status = done.type if done is not None else "info"
-        level = None
-        if done is not None and relaxed(done):
-            # Acked below quorum: it may be lost without a bug (checkers.acks).
-            status, level = "info", done.level
-        for key, value in _written_values(inv, data):
-            out.append(Write(value, key, status, inv, done, level))
-    return out
-
-
-def _written_values(inv: Op, data: str) -> Iterator[tuple[Any, Any]]:
-    v = inv.value
-    if data == REGISTERS:
-        if inv.f == "write":
-            yield inv.key, v
-        elif inv.f == "cas" and _pair(v):
-            yield inv.key, v[1]
-    elif data == LISTS and inv.f == "txn" and isinstance(v, list):
-        for mop in v:
-            if _triple(mop) and mop[0] == "append":
-                yield mop[1], mop[2]
-    elif data == LOGS and inv.f == "append" and _pair(v):
-        yield v[0], v[1]
 
 
 def _observations(pairs: list[tuple[Op, Op | None]], data: str) -> Iterator[Observation]:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from checkers.acks import relaxed
@@ -45,6 +44,7 @@ from checkers.datatypes import LISTS, LOGS, REGISTER_TXNS, REGISTERS
 from checkers.durability import freeze
 from checkers.history import Op, client_ops, pair_ops
 from checkers.verdict import Verdict, verdict
+from checkers.writes import Write, writes_of
 
 # Anomalies kept per kind (the rest are counted): one kind, a divergence
 # repeated on every key, must not hide the others.
@@ -56,46 +56,6 @@ ABSENT = object()
 def norm_key(key: Any) -> str | None:
     """A history key as a node state names it (`nodes.db.NodeState`)."""
     return None if key is None else str(key)
-
-
-@dataclass(frozen=True, slots=True)
-class Write:
-    key: str | None
-    value: Any
-    status: str              # ok, info (maybe applied) or fail (not applied)
-    invoked: int             # history time
-    acked: int | None        # history time of the ok completion, else None
-    index: int               # the invoke's index in the history
-
-
-def writes_of(ops: Iterable[Op], data: str) -> list[Write]:
-    """Every write in the history, one per written (key, value)."""
-    out = []
-    for inv, done in pair_ops(client_ops(ops)):
-        if done is None or done.type == "info" or relaxed(done):
-            status = "info"
-        else:
-            status = done.type
-        acked = done.time if status == "ok" and done is not None else None
-        for key, value in _written(inv, data):
-            out.append(Write(norm_key(key), value, status, inv.time, acked, inv.index))
-    return out
-
-
-def _written(inv: Op, data: str) -> Iterable[tuple[Any, Any]]:
-    v = inv.value
-    if data == REGISTERS:
-        if inv.f == "write":
-            yield inv.key, v
-        elif inv.f == "cas" and isinstance(v, list | tuple) and len(v) == 2:
-            yield inv.key, v[1]
-    elif data in (LISTS, REGISTER_TXNS) and inv.f == "txn" and isinstance(v, list):
-        f = "append" if data == LISTS else "w"
-        for mop in v:
-            if isinstance(mop, list | tuple) and len(mop) == 3 and mop[0] == f:
-                yield mop[1], mop[2]
-    elif data == LOGS and inv.f == "append" and isinstance(v, list | tuple) and len(v) >= 2:
-        yield v[0], v[1]
 
 
 def log_acks(ops: Iterable[Op]) -> list[tuple[str, int, Any, int]]:
@@ -144,7 +104,7 @@ def check(states: Mapping[str, Mapping[str, Any] | None], ops: list[Op], data: s
             stats["acknowledged_writes"] = len(acks)
             anomalies += _logs_against(maps, acks)
         else:
-            writes = writes_of(ops, data)
+            writes = writes_of(pair_ops(client_ops(ops)), data)
             stats["acknowledged_writes"] = sum(w.status == "ok" for w in writes)
             if data == LISTS:
                 anomalies += _lists_against(maps, writes)
@@ -219,7 +179,7 @@ def _registers_against(maps: Mapping[str, dict[str | None, Any]], writes: list[W
                        realtime: bool) -> list[dict[str, Any]]:
     by_key: dict[str | None, list[Write]] = defaultdict(list)
     for w in writes:
-        by_key[w.key].append(w)
+        by_key[norm_key(w.key)].append(w)
     out = []
     for key, ws in by_key.items():
         effective = [w for w in ws if w.status in ("ok", "info")]
@@ -263,7 +223,7 @@ def _lists_against(maps: Mapping[str, dict[str | None, Any]],
                    writes: list[Write]) -> list[dict[str, Any]]:
     by_key: dict[str | None, list[Write]] = defaultdict(list)
     for w in writes:
-        by_key[w.key].append(w)
+        by_key[norm_key(w.key)].append(w)
     out = []
     for node in sorted(maps):
         for key in sorted(set(by_key) | set(maps[node]), key=repr):

@@ -17,6 +17,15 @@ Variants:
   the set never shrank to the leader alone). The heal adds back whoever has
   not rejoined.
 
+A removal whose answer leaves it in doubt (the adapter's result says
+`definite: False`: the leader lost its leadership with the change in its
+log, a timeout, a broken connection) may still commit: it is recorded as a
+removal (its node named, `in_doubt` saying why, never a no-op), and the
+heal adds the node back (an add of a voter still there is a
+`duplicate_voter`, counted as back). Recorded as refused, a leader that
+removed itself and then resigned when the change committed looked like a
+leader lost for nothing (`availability`'s `leader-change-while-healthy`).
+
 The node stays up as an observer while removed, so re-adding it is the
 operator's path: AddRaftVoter of a caught-up observer, answered at commit.
 The change goes through the DB adapter's `change_voters(cluster, change,
@@ -43,6 +52,8 @@ from nodes.abilities import ChangeVoters, leaves_when_removed
 
 VARIANTS = ("remove", "remove-leader", "remove-two", "auto-join")
 HEAL_F = MEMBERSHIP.heal_f
+# A removal's op value key: the nodes whose removal failed in doubt (node -> error).
+IN_DOUBT = "in_doubt"
 # A change is refused while another is in flight or the leader is new: retry.
 RETRY_S = 5.0
 RETRY_EVERY_S = 0.2
@@ -83,11 +94,13 @@ class MembershipFault:
         else:
             node = (params.get("nodes") or [rng.choice(cluster.names)])[0]
         result = _change(cluster, "remove", node)
-        if result.get("ok"):
+        if taken(result):
             self.removed.append(node)
             _left(cluster, [node])
         value = {"change": "remove", "nodes": [node], **result}
-        if not result.get("ok"):
+        if in_doubt(result):
+            value[IN_DOUBT] = {node: result.get("error")}
+        elif not result.get("ok"):
             value[NOOP] = f"remove {node} refused: {result.get('error')}"
         return value
 
@@ -103,12 +116,15 @@ class MembershipFault:
             t.start()
         for t in threads:
             t.join()
-        removed = [n for n in nodes if results[n].get("ok")]
+        removed = [n for n in nodes if taken(results[n])]
         self.removed += removed
         _left(cluster, removed)
         value: dict[str, Any] = {"change": "remove", "nodes": removed,
                                  "refused": {n: results[n].get("error")
                                              for n in nodes if n not in removed}}
+        doubtful = {n: results[n].get("error") for n in nodes if in_doubt(results[n])}
+        if doubtful:
+            value[IN_DOUBT] = doubtful
         if not removed:
             value[NOOP] = "every removal refused"
         return value
@@ -117,16 +133,20 @@ class MembershipFault:
         leader = cluster.leader()
         if leader is None:
             return {"change": "remove", "nodes": [], NOOP: "no leader"}
-        removed, refused = [], {}
+        removed, refused, doubtful = [], {}, {}
         for node in sorted(n for n in cluster.names if n != leader):
             result = _change(cluster, "remove", node)
-            if result.get("ok"):
+            if taken(result):
                 removed.append(node)
-            else:
+            if in_doubt(result):
+                doubtful[node] = result.get("error")
+            elif not result.get("ok"):
                 refused[node] = result.get("error")
         self.removed += removed
         _left(cluster, removed)
         value: dict[str, Any] = {"change": "remove", "nodes": removed, "refused": refused}
+        if doubtful:
+            value[IN_DOUBT] = doubtful
         if removed and not _leaves(cluster):
             # Only those running and not paused: another fault's stopped or
             # paused node stays as that fault left it.
@@ -153,6 +173,16 @@ class MembershipFault:
         return {"nodes": added, "failed": failed}
 
 
+def in_doubt(result: Mapping[str, Any]) -> bool:
+    """A change that failed without saying it was not made: it may still commit."""
+    return not result.get("ok") and result.get("definite") is False
+
+
+def taken(result: Mapping[str, Any]) -> bool:
+    """A removal made, or perhaps made: its node counts as removed until the heal."""
+    return bool(result.get("ok")) or in_doubt(result)
+
+
 def _leaves(cluster: ClusterControl) -> bool:
     return leaves_when_removed(cluster.db)
 
@@ -166,17 +196,27 @@ def _left(cluster: ClusterControl, nodes: list[str]) -> None:
 
 
 def _change(cluster: ClusterControl, change: str, node: str) -> dict[str, Any]:
-    """Ask the leader, retrying refusals that only mean "not now"."""
+    """Ask the leader, retrying refusals that only mean "not now". The adapter's
+    result says `definite: False` when a failed change may still be made; an
+    attempt in doubt leaves the whole change in doubt unless a later one
+    succeeds (a retry's refusal, `voter_not_found` after a removal that went
+    through, says nothing about the earlier attempt)."""
     db = cluster.db
     if not isinstance(db, ChangeVoters):
         raise RuntimeError(f"{getattr(db, 'kind', 'this db')} cannot change voters")
     deadline = time.monotonic() + RETRY_S
+    doubt = None
     while True:
         with cluster.in_hub():
             result = db.change_voters(cluster.nodes, change, node)
+        if in_doubt(result):
+            doubt = result.get("error")
         retry = result.get("error") in ("voter_change_in_flight", "not_committed_in_epoch",
                                         "not_caught_up", "not_leader", "no_leader", "timeout")
         if result.get("ok") or not retry or time.monotonic() > deadline:
+            if doubt is not None and not result.get("ok"):
+                return {**result, "definite": False, "error": result.get("error") or doubt,
+                        **({"earlier": doubt} if result.get("error") != doubt else {})}
             return result
         time.sleep(RETRY_EVERY_S)
 

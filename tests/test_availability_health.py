@@ -356,3 +356,25 @@ def test_the_report_explains_each_new_anomaly_in_a_sentence():
                         (30, "start", {"nodes": ["n4", "n5"]})])
     [gap] = check(h, led_by_n1())["anomalies"]
     assert "for 10.0 s of it" in explain(gap)
+
+
+def test_a_leader_whose_own_removal_was_answered_in_doubt_may_resign():
+    """A run under stress (hunt-fp, docs/hunt.md): the leader appended its own
+    removal, lost its leadership before answering (`leader_lost`), led again,
+    and resigned when the removal committed. Recorded as a removal in doubt
+    (its node named), the fault took it: excused. Recorded as a refusal (a
+    no-op, as the membership fault did before), nothing took it: flagged."""
+    in_doubt = {"change": "remove", "nodes": ["n1"], "ok": False, "error": "leader_lost",
+                "definite": False, "in_doubt": {"n1": "leader_lost"}}
+    refused = {"change": "remove", "nodes": ["n1"], "ok": False, "error": "leader_lost",
+               "noop": "remove n1 refused: leader_lost"}
+    verdicts = {}
+    for name, value in (("in-doubt", in_doubt), ("refused", refused)):
+        h = H()
+        h.reads(0.5, 40)
+        h.nemesis(19.5, "membership", value)
+        h.nemesis(25, "restore-voters", {"nodes": ["n1"]} if name == "in-doubt"
+                  else {"nodes": [], "noop": "no voter was removed"})
+        verdicts[name] = check(h, n1_resigns_and_n2_leads(20))
+    assert verdicts["in-doubt"]["valid"] is True, verdicts["in-doubt"]["anomalies"]
+    assert types(verdicts["refused"]) == ["leader-change-while-healthy"]

@@ -88,3 +88,23 @@ def test_without_the_copy_on_pythonpath_a_node_child_imports_the_install(tmp_pat
 def test_copy_first_env_keeps_a_users_pythonpath_after_the_copy(monkeypatch, tmp_path):
     monkeypatch.setenv("PYTHONPATH", "/somewhere")
     assert copy_first_env(tmp_path)["PYTHONPATH"].split(":") == [str(tmp_path), "/somewhere"]
+
+
+def test_stressed_keeps_the_load_running_for_the_block_only():
+    from run_outcomes import stressed
+    marker = f"faultline-stress-test-{os.getpid()}"
+    # A real process stands in for stress-ng: `sleep` renamed by exec -a.
+    command = ["bash", "-c", f"exec -a {marker} sleep 60"]
+
+    def running() -> bool:
+        return subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0
+
+    with stressed(command):
+        for _ in range(50):
+            if running():
+                break
+            subprocess.run(["sleep", "0.1"])
+        assert running()
+    assert not running()
+    with stressed(None):
+        assert not running()

@@ -170,3 +170,71 @@ def test_a_member_that_stays_as_an_observer_is_never_stopped():
     fault.inject(cluster, random.Random(1), {"nodes": ["n3"]})
     fault.heal(cluster)
     assert cluster.db.calls == [("remove", "n3"), ("add", "n3")]   # no kill/start attribute used
+
+
+class LosingDB(FakeDB):
+    """A leader that appends the removal, then loses its leadership before
+    answering (the raft node's `leader_lost`, not definite): the change may
+    still commit. `commits`: whether it did."""
+
+    def __init__(self, voters: list[str], commits: bool, error: str = "leader_lost") -> None:
+        super().__init__(voters)
+        self.commits = commits
+        self.error = error
+
+    def change_voters(self, cluster, change: str, node: str) -> dict:
+        if change == "remove" and node in self.voters and not any(
+                c == ("remove", node) for c in self.calls):
+            self.calls.append((change, node))
+            if self.commits:
+                self.voters.discard(node)
+            return {"ok": False, "error": self.error, "definite": False}
+        return super().change_voters(cluster, change, node)
+
+
+def losing_cluster(commits: bool, error: str = "leader_lost") -> FakeCluster:
+    cluster = FakeCluster(["n1", "n2", "n3"], leader="n1")
+    cluster.db = LosingDB(cluster.names, commits, error)
+    return cluster
+
+
+@pytest.mark.parametrize("commits", [True, False])
+def test_a_removal_answered_in_doubt_is_recorded_as_a_removal_and_healed(commits):
+    """Fail twin: before, `leader_lost` was recorded as a refusal (a no-op)
+    though the change committed, and the heal added nothing back."""
+    cluster = losing_cluster(commits)
+    fault = make_fault("membership:remove-leader")
+    value = fault.inject(cluster, random.Random(1), {})
+    assert value["nodes"] == ["n1"] and NOOP not in value
+    assert value[membership.IN_DOUBT] == {"n1": "leader_lost"}
+    # Whether or not it committed, the heal leaves n1 a voter and names it.
+    assert fault.heal(cluster)["nodes"] == ["n1"]
+    assert cluster.db.voters == {"n1", "n2", "n3"}
+
+
+def test_a_timeout_then_a_refusal_of_the_retry_stays_in_doubt():
+    """The first attempt timed out (and committed); the retry finds the voter
+    gone: `voter_not_found` says nothing of the first attempt."""
+    cluster = losing_cluster(True, error="timeout")
+    value = make_fault("membership").inject(cluster, random.Random(1), {"nodes": ["n2"]})
+    assert value["nodes"] == ["n2"] and NOOP not in value
+    assert value[membership.IN_DOUBT] == {"n2": "voter_not_found"}
+    assert value["earlier"] == "timeout"
+
+
+def test_a_definite_refusal_is_still_a_noop():
+    """Pass twin: a refusal that says the change was not made changes nothing,
+    and the heal has nothing to add back."""
+    cluster = FakeCluster(["n1", "n2", "n3"])
+    cluster.db.voters.discard("n2")
+    fault = make_fault("membership")
+    value = fault.inject(cluster, random.Random(1), {"nodes": ["n2"]})
+    assert value[NOOP] and membership.IN_DOUBT not in value
+    assert fault.heal(cluster)[NOOP]
+
+
+def test_remove_two_records_a_removal_in_doubt_among_the_removed():
+    cluster = losing_cluster(True)
+    value = make_fault("membership:remove-two").inject(cluster, random.Random(3), {})
+    assert NOOP not in value and value[membership.IN_DOUBT]
+    assert set(value[membership.IN_DOUBT]) <= set(value["nodes"])

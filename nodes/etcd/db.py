@@ -67,6 +67,9 @@ NOT_NOW = {"etcdserver: unhealthy cluster": "not_caught_up",
            "etcdserver: re-configuration failed due to not enough started members":
                "not_caught_up"}
 
+# etcd's answers to a member change that may still be applied: the proposal
+# was made but not seen through (no answer at all is in doubt as well).
+CHANGE_IN_DOUBT = ("etcdserver: request timed out", "etcdserver: leader changed")
 
 # etcd's own defaults, and its upper bound on the election timeout.
 HEARTBEAT_MS, ELECTION_MS, MAX_ELECTION_MS = 100, 1000, 50_000
@@ -202,7 +205,8 @@ class EtcdDB:
                                 {"peerURLs": [peer_url(target)]}, CHANGE_TIMEOUT_S)
         if answer is None or "error" in answer:
             error = "timeout" if answer is None else answer["error"]
-            return {"ok": False, "leader": leader, "error": NOT_NOW.get(error, error)}
+            return {"ok": False, "leader": leader, "error": NOT_NOW.get(error, error),
+                    "definite": answer is not None and error not in CHANGE_IN_DOUBT}
         if change == "remove":
             self._removed.add(node)
         else:

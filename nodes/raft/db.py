@@ -22,7 +22,7 @@ from nodes.child_python import module_argv
 from nodes.db import FAILOVER_ELECTION_ROUNDS, RECOVERY_FAILOVERS, NodeSpec, NodeState, Timers
 from nodes.log_patterns import PYTHON_BENIGN_LINES, PYTHON_FAILURE_LINES
 from nodes.raft import storage
-from nodes.raft.client import NodeClient
+from nodes.raft.client import NodeClient, NotSent
 from nodes.raft.core import Config
 from nodes.raft.dump import write_dump
 from nodes.raft.requests import NO_ACK
@@ -214,8 +214,11 @@ class RaftDB:
             with NodeClient(address, timeout=CHANGE_TIMEOUT_S) as client:
                 response = client.call(f"{change}_voter", node=node)
         except OSError as e:
-            return {"ok": False, "error": "timeout" if isinstance(e, TimeoutError) else str(e)}
+            # Only a request never sent is definitely not made.
+            return {"ok": False, "error": "timeout" if isinstance(e, TimeoutError) else str(e),
+                    "definite": isinstance(e, NotSent)}
         return {"ok": response.ok, "error": response.error, "leader": leader,
+                "definite": response.definite,
                 "voters": (response.value or {}).get("voters") if response.ok else None}
 
     def is_ready(self, node: NodeSpec) -> bool:
