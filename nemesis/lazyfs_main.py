@@ -45,6 +45,10 @@ _STRIPPED_FLAGS = os.O_CREAT | os.O_EXCL | os.O_TRUNC | os.O_APPEND | os.O_NOCTT
 InodeKey = tuple[int, int]
 
 
+# How long an fsync waits while the power is off before it fails anyway.
+FROZEN_FSYNC_WAIT_S = 60.0
+
+
 @dataclass
 class UnsyncedFile:
     """What one file looked like at its last fsync, as far as writes since then changed it."""
@@ -90,6 +94,8 @@ class UndoLog:
 
     def __init__(self) -> None:
         self.mutex = threading.Lock()
+        # Signalled by roll_back: fsyncs held while the power is off wait on it.
+        self.thawed = threading.Condition(self.mutex)
         self._files: dict[InodeKey, UnsyncedFile] = {}
         # Bumped by every roll_back: an fsync that began before it is void.
         self.generation = 0
@@ -295,7 +301,7 @@ class LazyFSOperations(Operations):
         # (`freeze`) lands at once. A cut before the end voids this fsync.
         with self.undo.mutex:
             if self.undo.frozen:
-                raise FuseOSError(errno.EIO)
+                self._wait_out_the_power_cut()
             generation = self.undo.generation
             in_flight = self.undo.begin_sync(fh)
         try:
@@ -310,10 +316,24 @@ class LazyFSOperations(Operations):
                 self.undo.abandon_sync(in_flight)
             raise
         with self.undo.mutex:
-            if self.undo.generation != generation or self.undo.frozen:
+            if self.undo.frozen:
+                self.undo.abandon_sync(in_flight)
+                self._wait_out_the_power_cut()
+            if self.undo.generation != generation:
                 self.undo.abandon_sync(in_flight)
                 raise FuseOSError(errno.EIO)
             self.undo.end_sync(in_flight)
+
+    def _wait_out_the_power_cut(self) -> None:
+        """With the power off, an fsync never returns: the process is killed
+        first. So it waits (the caller holds the mutex) until the roll-back,
+        bounded so a harness that died cannot wedge the mount, then fails. An
+        EIO at once would show a still-running node a disk error no power cut
+        gives, and a node that stops on storage errors would exit by itself."""
+        generation = self.undo.generation
+        self.undo.thawed.wait_for(lambda: self.undo.generation != generation,
+                                  timeout=FROZEN_FSYNC_WAIT_S)
+        raise FuseOSError(errno.EIO)
 
     def flush(self, path: str, fh: int) -> None:
         # close() promises nothing about durability.
@@ -448,6 +468,7 @@ class ControlServer:
         if request == "roll-back":
             with undo.mutex:
                 files = undo.roll_back()
+                undo.thawed.notify_all()   # the fsyncs held while the power was off fail now
             return {"ok": True, "files": files}
         if request == "freeze":
             # The instant of a power cut: the processes are killed after this,
