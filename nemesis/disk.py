@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol, get_args
 
 from checkers.faults import LOSE_STATE, LOSE_UNSYNCED, TRUNCATE
 from nemesis.fault import ClusterControl
-from nemesis.lazyfs import LazyFS
+from nemesis.lazyfs import LazyFS, kill_powered_off
 from nemesis.process import choose_targets, resolve_nodes
 from nodes.abilities import StateFiles
 from nodes.db import NodeSpec
@@ -162,9 +162,7 @@ class LoseUnsyncedFault:
             raise ValueError(f"no LazyFS mount for {', '.join(missing)}")
         # The power goes off on all of them at one instant, before the kills
         # (which take milliseconds each): an fsync in flight must not finish.
-        for name in names:
-            self.mounts[name].freeze()
-        cluster.kill(names)
+        kill_powered_off(cluster, names, self.mounts)
         self.down = sorted(set(self.down) | set(names))
         lost = {
             name: [

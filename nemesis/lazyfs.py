@@ -16,8 +16,9 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -171,8 +172,15 @@ class LazyFS:
         return send_command(self.control, "roll-back")["files"]
 
     def freeze(self) -> None:
-        """Power off: from now until `lose_unsynced`, no fsync makes anything durable."""
+        """Power off: from now until `lose_unsynced`, no fsync makes anything durable,
+        and an fsync called meanwhile does not return (as with the power gone)
+        until `release` or `lose_unsynced`."""
         send_command(self.control, "freeze")
+
+    def release(self) -> None:
+        """Fail the fsyncs the power cut holds (the mount stays frozen): after the
+        node's SIGKILL, so it dies as the call returns, without running on."""
+        send_command(self.control, "release")
 
     def set_fsync_delay(self, ms: int) -> None:
         """The slow-disk knob: delay every fsync on this mount by `ms` (0: off)."""
@@ -241,3 +249,34 @@ def mount_data_dir(
     lazyfs.start(timeout, on_spawn)
     return lazyfs
 
+
+# How long the SIGKILLs of `kill_powered_off` get before the held fsyncs are
+# failed: a kill sends its signals within milliseconds, then waits for the
+# processes, which a process stuck in an fsync of its frozen mount cannot end.
+RELEASE_AFTER_S = 0.2
+
+
+def kill_powered_off(cluster: Any, names: list[str], mounts: Mapping[str, LazyFS]) -> list[str]:
+    """Freeze the nodes' mounts and SIGKILL the nodes: a power cut. A node
+    inside an fsync cannot die until the call returns (FUSE waits for the
+    answer), so the held fsyncs are failed once the signals are out; the node
+    then dies as the call returns, never seeing the error."""
+    for name in names:
+        mounts[name].freeze()
+    outcome: dict[str, Any] = {}
+
+    def kill() -> None:
+        try:
+            outcome["killed"] = cluster.kill(list(names))
+        except BaseException as e:  # re-raised in the caller's thread below
+            outcome["error"] = e
+
+    killer = threading.Thread(target=kill, name="power-cut-kill", daemon=True)
+    killer.start()
+    killer.join(RELEASE_AFTER_S)
+    for name in names:
+        mounts[name].release()
+    killer.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return list(outcome.get("killed") or [])

@@ -99,6 +99,9 @@ class UndoLog:
         self._files: dict[InodeKey, UnsyncedFile] = {}
         # Bumped by every roll_back: an fsync that began before it is void.
         self.generation = 0
+        # Bumped by `release`: the fsyncs the power cut holds fail now (their
+        # processes have been sent SIGKILL and die as the call returns).
+        self.releases = 0
         # The power is off (`freeze`): nothing becomes durable until roll_back.
         self.frozen = False
         # fsyncs in flight per file, oldest call first.
@@ -330,9 +333,10 @@ class LazyFSOperations(Operations):
         bounded so a harness that died cannot wedge the mount, then fails. An
         EIO at once would show a still-running node a disk error no power cut
         gives, and a node that stops on storage errors would exit by itself."""
-        generation = self.undo.generation
-        self.undo.thawed.wait_for(lambda: self.undo.generation != generation,
-                                  timeout=FROZEN_FSYNC_WAIT_S)
+        generation, releases = self.undo.generation, self.undo.releases
+        self.undo.thawed.wait_for(
+            lambda: self.undo.generation != generation or self.undo.releases != releases,
+            timeout=FROZEN_FSYNC_WAIT_S)
         raise FuseOSError(errno.EIO)
 
     def flush(self, path: str, fh: int) -> None:
@@ -470,6 +474,11 @@ class ControlServer:
                 files = undo.roll_back()
                 undo.thawed.notify_all()   # the fsyncs held while the power was off fail now
             return {"ok": True, "files": files}
+        if request == "release":
+            with undo.mutex:
+                undo.releases += 1
+                undo.thawed.notify_all()
+            return {"ok": True}
         if request == "freeze":
             # The instant of a power cut: the processes are killed after this,
             # and nothing they (or a delayed fsync) do from now on is durable.

@@ -62,6 +62,7 @@ from checkers.faults import (
     POWER_CUT_AFTER_VOTE,
 )
 from nemesis.fault import ClusterControl, FaultContext
+from nemesis.lazyfs import kill_powered_off
 from nemesis.partition import isolate
 from nodes.abilities import LogGrowth, NodeStatus
 from nodes.raft.events import ACK, ROLE, START, VOTE
@@ -304,10 +305,11 @@ class PowerCut(TriggerFault):
                 continue  # a mount already stopped has no delay to undo
 
     # A power cut stops the process with its disk: killed here, at once, the
-    # node never runs on a frozen disk, whose fsyncs fail (EIO) as no real
-    # power cut's do. Handing over to the nemesis thread took up to 0.45 s
-    # under load, in which a correct node tripped its own guard over the
-    # failed fsyncs (a false `node-logs` anomaly; docs/hunt.md, hunt-fp).
+    # node never runs on a frozen disk (`kill_powered_off`: an fsync it is in
+    # is held, then failed once the SIGKILL is out, so it never sees it).
+    # Handing over to the nemesis thread took up to 0.45 s under load, in
+    # which a correct node tripped its own guard over the failed fsyncs (a
+    # false `node-logs` anomaly; docs/hunt.md, hunt-fp).
     KILLS_AT_ONCE = True
 
     def at_once(self, params: dict[str, Any]) -> None:
@@ -316,10 +318,11 @@ class PowerCut(TriggerFault):
         # is the fsync delay. lose-unsynced freezes and kills again (no-ops)
         # and rolls back; a replay, with no watcher, freezes and kills at
         # that inject.
-        for name in params["nodes"]:
-            self.mounts[name].freeze()
         if self.KILLS_AT_ONCE:
-            self.cluster.kill(params["nodes"])
+            kill_powered_off(self.cluster, params["nodes"], self.mounts)
+        else:
+            for name in params["nodes"]:
+                self.mounts[name].freeze()
         after = params["after"]
         if type(after.get("t")) is int:
             after["frozen_after_ms"] = round((time.monotonic_ns() - after["t"]) / 1e6, 3)

@@ -175,6 +175,9 @@ class FakeMount:
     def freeze(self) -> None:
         self.frozen_at.append(time.monotonic_ns())
 
+    def release(self) -> None:
+        self.released = True
+
 
 def test_power_cut_fires_on_a_young_write_ack_and_powers_off_a_majority_with_it_at_once(
         tmp_path: Path) -> None:
@@ -423,6 +426,38 @@ def test_after_a_freeze_even_a_delayed_fsync_in_flight_makes_nothing_durable(
         os.close(fd)
         assert path.read_bytes() == b""
         assert errors == [5]   # EIO: the fsync did not happen
+    finally:
+        fs.stop()
+
+
+def test_a_held_fsync_is_released_failed_while_the_power_stays_off(tmp_path: Path) -> None:
+    """What `kill_powered_off` does between the SIGKILL and the roll-back: the
+    fsync the freeze holds fails at `release`, the mount stays frozen."""
+    fs = LazyFS(tmp_path / "backing", tmp_path / "mnt", tmp_path / "ctl.sock")
+    fs.start()
+    try:
+        path = tmp_path / "mnt" / "f"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        errors: list[int] = []
+
+        def fsync() -> None:
+            try:
+                os.fsync(fd)
+            except OSError as e:
+                errors.append(e.errno)
+
+        os.write(fd, b"not durable")
+        fs.freeze()
+        syncing = threading.Thread(target=fsync)
+        syncing.start()
+        syncing.join(timeout=0.5)
+        assert syncing.is_alive() and errors == []       # held: no answer at all
+        fs.release()
+        syncing.join(timeout=30)
+        assert not syncing.is_alive() and errors == [5]  # failed, as its process dies
+        os.close(fd)
+        fs.lose_unsynced()
+        assert path.read_bytes() == b""                  # and nothing became durable
     finally:
         fs.stop()
 
