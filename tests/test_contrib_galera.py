@@ -379,17 +379,19 @@ def test_a_power_cut_of_every_node_loses_committed_transactions(tmp_path):
     (innodb_flush_log_at_trx_commit=0): a power cut of all three nodes at
     once rolls each back to its last fsync, and acknowledged commits are
     gone from the cluster that comes back."""
-    proc, run_dir, checkers = _run_installed(
-        tmp_path, "--nemesis", "lose-unsynced:all", "--time-limit", "40",
-        "--nemesis-interval", "15", "--seed", "1")
-    assert proc.returncode == 1, proc.stdout[-3000:]
-    lost = [a for a in checkers["durability"]["anomalies"] if a["type"] == "lost-write"]
-    assert all(a["evidence"] == "final-read" for a in lost)
-    # The loss shows as acknowledged appends missing from the final reads, or,
-    # when reads after the cut saw the shorter lists first, as Elle's cycles
-    # and orders over them (a CI trial's seed 1 had no lost-write but was
-    # invalid): either way the history is invalid because of the cut.
-    assert lost or checkers["elle"]["valid"] is False, proc.stdout[-3000:]
+    # 5 of 5 seeds lost acknowledged appends when measured, but a CI trial's
+    # seed 1 lost none it could show (invalid only by Elle, which a healthy
+    # cluster at REPEATABLE READ is too): a second seed before it fails.
+    for seed in ("1", "2"):
+        (tmp_path / seed).mkdir()
+        proc, run_dir, checkers = _run_installed(
+            tmp_path / seed, "--nemesis", "lose-unsynced:all", "--time-limit", "40",
+            "--nemesis-interval", "15", "--seed", seed)
+        assert proc.returncode == 1, proc.stdout[-3000:]
+        lost = [a for a in checkers["durability"]["anomalies"] if a["type"] == "lost-write"]
+        if lost:
+            break
+    assert lost and all(a["evidence"] == "final-read" for a in lost), proc.stdout[-3000:]
     assert all(v["innodb_flush_log_at_trx_commit"] == "0" for v in _settings(run_dir).values())
 
 
