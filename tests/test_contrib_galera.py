@@ -78,6 +78,17 @@ def test_settings_it_takes_are_taken(options):
     assert _plugin("config").check_settings(options) is None
 
 
+def test_an_isolation_typo_is_refused_before_the_run_by_the_clients_option_kind():
+    from harness.run.config import ConfigError, _check_options
+    from workloads.options import option_kind
+    client = _plugin("client").GaleraClient
+    kind = client.OPTIONS["isolation"]
+    assert option_kind(kind)[0]("serializable")
+    with pytest.raises(ConfigError, match="isolation must be one of read-committed"):
+        _check_options({"isolation": "snapshot"}, client.OPTIONS, "--client-option", "galera")
+    _check_options({"isolation": "read-committed"}, client.OPTIONS, "--client-option", "galera")
+
+
 def test_isolation_levels_are_galeras_three():
     config = _plugin("config")
     assert config.isolation_level("repeatable-read") == "REPEATABLE READ"

@@ -70,3 +70,16 @@ def test_fault_sets_are_derived_from_the_table():
     assert INSTANT_FAULTS == {"lose-unsynced"}
     assert HEAL_F["kill"] == "start" and HEAL_F["pause"] == "resume"
     assert FAULTS["partition"].variants()[0] == "isolate-one"
+
+
+def test_a_one_of_kind_takes_its_values_and_refuses_the_rest():
+    from workloads.options import Option, option_kind
+    ok, what = option_kind("one-of:a|b-c")
+    assert ok("a") and ok("b-c") and not ok("c") and not ok(None)
+    assert what == "one of a, b-c"
+    assert Option("mode", "one-of:fast|slow", "fast", "").problem("medium") == (
+        "mode must be one of fast, slow, not 'medium'")
+    with pytest.raises(ValueError):
+        Option("mode", "one-of:fast|slow", "medium", "")
+    with pytest.raises(KeyError):
+        option_kind("no-such-kind")

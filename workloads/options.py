@@ -45,23 +45,35 @@ OPTION_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
                    and all(isinstance(x, str) for x in v), "a non-empty list of node names"),
 }
 NODE_NAMES = "node-names"
+# A kind naming its values: "one-of:read-committed|repeatable-read|serializable".
+ONE_OF = "one-of:"
+
+
+def option_kind(kind: str) -> tuple[Callable[[Any], bool], str]:
+    """The test and the description of an option kind: an OPTION_KINDS key, or
+    ONE_OF followed by the values allowed, separated by `|`. KeyError for a
+    kind that is neither."""
+    if kind.startswith(ONE_OF):
+        values = tuple(kind[len(ONE_OF):].split("|"))
+        return (lambda v: v in values), "one of " + ", ".join(values)
+    return OPTION_KINDS[kind]
 
 
 @dataclass(frozen=True)
 class Option:
     name: str
-    kind: str          # an OPTION_KINDS key
+    kind: str          # an OPTION_KINDS key, or ONE_OF values (option_kind)
     default: Any
     help: str
 
     def __post_init__(self) -> None:
-        ok, what = OPTION_KINDS[self.kind]
+        ok, what = option_kind(self.kind)
         if not ok(self.default):
             raise ValueError(f"option {self.name}: default {self.default!r} is not {what}")
 
     def problem(self, value: Any) -> str | None:
         """Why `value` cannot be this option's, in one sentence; None if it can."""
-        ok, what = OPTION_KINDS[self.kind]
+        ok, what = option_kind(self.kind)
         return None if ok(value) else f"{self.name} must be {what}, not {value!r}"
 
 

@@ -21,7 +21,7 @@ from nemesis.address_plan import MAX_NODES
 from nemesis.base import FAULTS
 from workloads import register
 from workloads.contract import ChecksOptions
-from workloads.options import NODE_NAMES, OPTION_KINDS, kinds
+from workloads.options import NODE_NAMES, kinds, option_kind
 from workloads.registry import WORKLOADS
 
 # Faults by name, from the nemesis registry.
@@ -209,7 +209,7 @@ def _check_options(given: Mapping[str, Any], allowed: Mapping[str, str], flag: s
         if key not in allowed:
             raise ConfigError(f"unknown {flag} {key!r} for {what_for}: "
                               f"choose from {', '.join(sorted(allowed))}")
-        ok, what = OPTION_KINDS[allowed[key]]
+        ok, what = option_kind(allowed[key])
         if not ok(value):
             raise ConfigError(f"{flag} {key} must be {what}, not {value!r}")
 

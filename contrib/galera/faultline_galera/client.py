@@ -16,6 +16,7 @@ from faultline import CLIENT_OPTIONS, LISTS, REGISTER_TXNS, Op, fail, info, ok, 
 from faultline_galera.config import (
     DATABASE,
     DEFAULT_ISOLATION,
+    ISOLATION_LEVELS,
     TABLES,
     USER,
     isolation_level,
@@ -67,7 +68,8 @@ def is_connection_error(e: pymysql.MySQLError) -> bool:
 class GaleraClient:
     # txns of appends and reads, and of writes and reads: list-append and rw-register.
     DATA = (LISTS, REGISTER_TXNS)
-    OPTIONS = {**CLIENT_OPTIONS, "isolation": "string"}
+    # A typo in the level is refused before the run starts (254), not by the client.
+    OPTIONS = {**CLIENT_OPTIONS, "isolation": "one-of:" + "|".join(ISOLATION_LEVELS)}
 
     def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
                  options: dict[str, Any]) -> None:
