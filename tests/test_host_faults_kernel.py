@@ -224,8 +224,14 @@ def test_memory_squeeze_is_counted_by_the_kernel(tmp_path: Path) -> None:
         before = cg.memory_high_events()
         os.kill(filler.pid, signal.SIGUSR1)
         # Page cache written from inside the group must be reclaimed to stay under.
-        assert filler.wait(timeout=60) == 0
-        assert cg.memory_usage() <= limit + (1 << 20)
+        code = filler.wait(timeout=60)
+        if code == 0:
+            assert cg.memory_usage() <= limit + (1 << 20)
+        else:
+            # v2's memory.high only throttles; under a v1 hard limit the writer's
+            # own 1 MiB buffers may not fit beside page cache not yet reclaimed,
+            # and the OOM killer takes it (CI trial 6): counted by the kernel too.
+            assert not cg.v2["memory"] and code == -signal.SIGKILL and cg.oom_kills() >= 1
         assert cg.memory_high_events() > before
         healed = fault.heal(c)
         assert healed["high_events"]["n1"] > before
