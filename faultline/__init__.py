@@ -13,6 +13,7 @@ docs/extending.md builds one in under 100 lines. Run it with
 (faultline.pytest_plugin).
 """
 
+from checkers.durable import write_atomic as write_durably
 from faultline.system import (
     ARTIFACTS,
     DB,
@@ -55,4 +56,5 @@ __all__ = ["ABILITIES", "ARTIFACTS", "CLIENT_OPTIONS", "DB", "GO_BENIGN_LINES", 
            "REGISTER_TXNS", "AppliedState", "ChangeVoters", "Client", "Leadership", "LogGrowth",
            "MembersLeaveWhenRemoved", "NodeLogPatterns", "NodeSpec", "NodeState", "NodeStatus",
            "Op", "PreloadClock", "Reformat", "ReplicaProgress", "StateFiles", "System",
-           "Timers", "clients_for", "fail", "info", "ok", "python_module_argv", "workload_data"]
+           "Timers", "clients_for", "fail", "info", "ok", "python_module_argv", "workload_data",
+           "write_durably"]

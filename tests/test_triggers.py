@@ -395,6 +395,21 @@ def test_slow_fsync_knob_delays_each_fsync(tmp_path: Path) -> None:
     assert fast < min(slow)
 
 
+def fsync_in_thread(fd: int) -> tuple[threading.Thread, list[int]]:
+    """An fsync of `fd` running in a thread, and the errnos it ends with."""
+    errors: list[int] = []
+
+    def fsync() -> None:
+        try:
+            os.fsync(fd)
+        except OSError as e:
+            errors.append(e.errno)
+
+    syncing = threading.Thread(target=fsync)
+    syncing.start()
+    return syncing, errors
+
+
 @pytest.mark.skipif(_missing is not None, reason=_missing or "")
 def test_after_a_freeze_even_a_delayed_fsync_in_flight_makes_nothing_durable(
         tmp_path: Path) -> None:
@@ -404,17 +419,9 @@ def test_after_a_freeze_even_a_delayed_fsync_in_flight_makes_nothing_durable(
         fs.set_fsync_delay(300)
         path = tmp_path / "mnt" / "f"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        errors: list[int] = []
-
-        def fsync() -> None:
-            try:
-                os.fsync(fd)
-            except OSError as e:
-                errors.append(e.errno)
 
         os.write(fd, b"acknowledged but not yet durable")
-        syncing = threading.Thread(target=fsync)
-        syncing.start()
+        syncing, errors = fsync_in_thread(fd)
         time.sleep(0.05)
         fs.freeze()            # the power cut lands inside the fsync
         syncing.join(timeout=1.0)
@@ -430,6 +437,7 @@ def test_after_a_freeze_even_a_delayed_fsync_in_flight_makes_nothing_durable(
         fs.stop()
 
 
+@pytest.mark.skipif(_missing is not None, reason=_missing or "")
 def test_a_held_fsync_is_released_failed_while_the_power_stays_off(tmp_path: Path) -> None:
     """What `kill_powered_off` does between the SIGKILL and the roll-back: the
     fsync the freeze holds fails at `release`, the mount stays frozen."""
@@ -438,18 +446,10 @@ def test_a_held_fsync_is_released_failed_while_the_power_stays_off(tmp_path: Pat
     try:
         path = tmp_path / "mnt" / "f"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        errors: list[int] = []
-
-        def fsync() -> None:
-            try:
-                os.fsync(fd)
-            except OSError as e:
-                errors.append(e.errno)
 
         os.write(fd, b"not durable")
         fs.freeze()
-        syncing = threading.Thread(target=fsync)
-        syncing.start()
+        syncing, errors = fsync_in_thread(fd)
         syncing.join(timeout=0.5)
         assert syncing.is_alive() and errors == []       # held: no answer at all
         fs.release()

@@ -11,7 +11,7 @@ from typing import Any
 
 import pymysql
 
-from faultline import NodeSpec, python_module_argv
+from faultline import NodeSpec, python_module_argv, write_durably
 from faultline_galera.config import (
     DATABASE,
     NODE_DEFAULTS,
@@ -46,18 +46,6 @@ def conf_path(node: NodeSpec) -> Path:
     return node.data_dir / "my.cnf"
 
 
-def _write_synced(path: Path, text: str) -> None:
-    """The option file sits on the data dir, which a power-cut fault rolls
-    back to its last fsync: fsynced, it survives as a real disk's would."""
-    with open(path, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def connect(host: str, port: int, timeout: float) -> pymysql.connections.Connection:
@@ -138,7 +126,7 @@ class GaleraDB:
         conf = conf_path(node)
         if fresh or not conf.exists():
             options = {**NODE_DEFAULTS, **node.options}
-            _write_synced(conf, server_conf(node, cluster, str(datadir(node)), options))
+            write_durably(conf, server_conf(node, cluster, str(datadir(node)), options))
         # The starter (faultline_galera.node) execs the server: the run's
         # first start of the first node makes the cluster, other starts
         # join, and a restart of every node at once follows the documented

@@ -3,32 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import urllib.error
 import urllib.request
 from collections import Counter
 from pathlib import Path
 
-from faultline import NodeSpec
+from faultline import NodeSpec, write_durably
 from faultline_nats.config import monitor_port, server_conf, store_dir
 
 PROBE_TIMEOUT_S = 1.0
 INSTALL_HINT = "nats-server is not installed: apt-get install nats-server"
 
 
-def _write_synced(path: Path, text: str) -> None:
-    """The config sits on the data dir, which a power-cut fault rolls back to
-    its last fsync: fsynced, it survives as a real disk's config would."""
-    with open(path, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def monitor(node: NodeSpec, path: str) -> dict | None:
@@ -73,7 +60,7 @@ class NatsDB:
     def argv(self, node: NodeSpec, cluster: list[NodeSpec], fresh: bool) -> list[str]:
         conf = node.data_dir / "nats.conf"
         if fresh or not conf.exists():
-            _write_synced(conf, server_conf(node, cluster))
+            write_durably(conf, server_conf(node, cluster))
         # One process per node: kill, pause and resume reach the server itself.
         return [shutil.which("nats-server") or "nats-server", "-c", str(conf)]
 
