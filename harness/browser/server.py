@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from harness.browser import catalog, diff, pages, trend
-from harness.results.store import RUN_ID, list_runs
+from harness.results.store import RUN_ID, list_runs, summarize_run
 
 LOOPBACK = "127.0.0.1"
 # What a run dir may hand out, by suffix: anything else (a node's data file, a
@@ -86,7 +86,10 @@ class Browser:
         c = found[0]
         same_name = sorted((x for x in campaigns if x.name == c.name), key=lambda x: x.created)
         nights = [n for x in same_name if (n := trend.read_night(self.results, x.id))]
-        runs = {r.run_id: r for r in list_runs(self.results)}
+        # Only this campaign's runs are read, not every run of the results dir.
+        ids = [e["run_id"] for e in c.entries if isinstance(e.get("run_id"), str)
+               and RUN_ID.fullmatch(e["run_id"]) and (self.results / e["run_id"]).is_dir()]
+        runs = {i: summarize_run(self.results / i) for i in ids}
         return self._html(pages.campaign_page(c, runs, nights))
 
     def diff(self, a: str, b: str) -> tuple[int, str, bytes]:
