@@ -17,6 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from corpus_dir import corpus  # noqa: E402
+
 from checkers.formats import read_any  # noqa: E402
 from checkers.models import get_model  # noqa: E402
 from checkers.shrink import ShrinkRefused, lin_provenance, shrink  # noqa: E402
@@ -63,7 +65,9 @@ def measure(label: str, ops: list, name: str, options: dict, run: dict) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", type=Path, default=Path("/work/shared/corpus"))
+    ap.add_argument("--corpus", type=Path, default=corpus("porcupine").parent,
+                    help="the shared corpus (default: FAULTLINE_CORPUS, else shared/corpus "
+                         "beside the clone)")
     ap.add_argument("--no-corpus", action="store_true")
     ap.add_argument("runs", nargs="*", type=Path)
     args = ap.parse_args()

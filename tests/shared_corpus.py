@@ -11,7 +11,7 @@ _REPO = Path(__file__).resolve().parents[1]
 
 
 def _candidates() -> list[Path]:
-    places = [_REPO.parent / "shared" / "corpus", Path("/work/shared/corpus")]
+    places = [_REPO.parent / "shared" / "corpus"]
     if os.environ.get("FAULTLINE_CORPUS"):
         places.insert(0, Path(os.environ["FAULTLINE_CORPUS"]))
     return places
