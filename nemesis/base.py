@@ -260,14 +260,6 @@ def host_needs(specs: Sequence[str]) -> set[str]:
     return {k.host for k in kinds if k is not None and k.host}
 
 
-def register_fault(name: str, factory: FaultFactory, help: str = "a plug-in fault",
-                   **metadata: Any) -> None:
-    """Add a fault by its parts (`metadata`: FaultKind's other fields); a
-    plug-in installed as a package names its FaultKinds in the
-    `faultline.faults` entry-point group instead (docs/extending.md)."""
-    add_fault(FaultKind(name, factory, help, **metadata))
-
-
 def make_fault(spec: str, ctx: FaultContext | None = None) -> Fault:
     name, variant = split_spec(spec)
     if name not in FAULTS:
