@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping
-from importlib.metadata import entry_points
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from checkers.checker import (  # noqa: F401 (re-exported: the artefact names)
 from checkers.coverage import run_coverage
 from checkers.history import NEMESIS, History, Op, client_ops
 from checkers.nothing_to_judge import NO_CLIENT_OPS
+from checkers.plugins import contributions
 from checkers.rundir import Run, load_dumps, load_events, load_json, load_run
 from checkers.verdict import Validity, Verdict, combine, merge, verdict
 from checkers.verdict_store import history_digest, write_verdicts
@@ -228,15 +228,8 @@ def register_checker(contributed: Contributed) -> None:
 
 
 def _load_entry_points() -> None:
-    for ep in sorted(entry_points(group=GROUP), key=lambda ep: ep.name):
-        loaded = ep.load()
-        items: Iterable[Contributed] = ((loaded,) if isinstance(loaded, Contributed)
-                                        else loaded)
-        for contributed in items:
-            if not isinstance(contributed, Contributed):
-                raise TypeError(f"entry point {ep.name!r} of {GROUP} gives a "
-                                f"{type(contributed).__name__}, not a checkers.checker.Contributed")
-            register_checker(contributed)
+    for contributed in contributions(GROUP, Contributed):
+        register_checker(contributed)
 
 
 def check_names(names: list[str]) -> None:
@@ -351,5 +344,5 @@ def overall_validity(table: Any) -> Validity:
     return combine([{"true": True, "false": False}.get(v, "unknown") for v in table["valid"]])
 
 
-# Last, so a plug-in's module finds Checker and Contributed defined when it imports them.
+# Last: the checkers systems and plug-ins add join the ones above.
 _load_entry_points()

@@ -21,10 +21,9 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, Protocol
 
 from checkers.faults import (
@@ -52,6 +51,7 @@ from checkers.faults import (
     FaultOp,
 )
 from checkers.history import NEMESIS, NOOP, Op, noop_reason
+from checkers.plugins import contributions
 from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabulary)
     CGROUP,
     CLOCK_FILES,
@@ -222,14 +222,8 @@ def add_fault(kind: FaultKind) -> None:
 
 
 def _load_entry_points() -> None:
-    for ep in sorted(entry_points(group=GROUP), key=lambda ep: ep.name):
-        loaded = ep.load()
-        kinds: Iterable[FaultKind] = (loaded,) if isinstance(loaded, FaultKind) else loaded
-        for kind in kinds:
-            if not isinstance(kind, FaultKind):
-                raise TypeError(f"entry point {ep.name!r} of {GROUP} gives a "
-                                f"{type(kind).__name__}, not a nemesis.fault.FaultKind")
-            add_fault(kind)
+    for kind in contributions(GROUP, FaultKind):
+        add_fault(kind)
 
 
 # Before the tables below are derived from FAULTS.
