@@ -216,8 +216,9 @@ CLUSTER_CHECKERS: tuple[Checker, ...] = (ELECTIONS, DIVERGENCE, AVAILABILITY, NO
 GROUP = "faultline.checkers"
 
 
-def register_checker(contributed: Contributed) -> None:
-    """Add a checker (a `checkers.checker.Contributed`); its name must be new."""
+def _register_checker(contributed: Contributed) -> None:
+    """Add a checker (a `checkers.checker.Contributed`); its name must be new.
+    Only while the registry loads: the tables derived from it are read then."""
     global CLUSTER_CHECKERS
     name = contributed.checker.name
     if name in CHECKS:
@@ -229,7 +230,7 @@ def register_checker(contributed: Contributed) -> None:
 
 def _load_entry_points() -> None:
     for contributed in contributions(GROUP, Contributed):
-        register_checker(contributed)
+        _register_checker(contributed)
 
 
 def check_names(names: list[str]) -> None:

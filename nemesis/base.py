@@ -214,8 +214,9 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
 GROUP = "faultline.faults"
 
 
-def add_fault(kind: FaultKind) -> None:
-    """Add a fault kind; its name must be new."""
+def _add_fault(kind: FaultKind) -> None:
+    """Add a fault kind; its name must be new. Only while the registry loads:
+    the tables below are derived from FAULTS then."""
     if kind.name in FAULTS:
         raise ValueError(f"fault {kind.name!r} is registered twice")
     FAULTS[kind.name] = kind
@@ -223,7 +224,7 @@ def add_fault(kind: FaultKind) -> None:
 
 def _load_entry_points() -> None:
     for kind in contributions(GROUP, FaultKind):
-        add_fault(kind)
+        _add_fault(kind)
 
 
 # Before the tables below are derived from FAULTS.
