@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -72,8 +73,12 @@ def test_the_plugin_is_not_in_this_venv():
 def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The environment of a process that has the plug-in installed."""
     target = tmp_path_factory.mktemp("demo-plugin")
+    # Built from a copy: the build leaves build/ and egg-info beside its source,
+    # and two workers may build at once.
+    source = Path(shutil.copytree(PLUGIN, tmp_path_factory.mktemp("demo-source") / "plugin",
+                                  ignore=shutil.ignore_patterns("build", "*.egg-info")))
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                          "--disable-pip-version-check", "--target", str(target), str(PLUGIN)],
+                          "--disable-pip-version-check", "--target", str(target), str(source)],
                          capture_output=True, text=True)
     assert pip.returncode == 0, pip.stderr[-2000:]
     return {**os.environ, "PYTHONPATH": str(target)}
