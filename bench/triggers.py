@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nemesis.base import FaultContext  # noqa: E402
-from nemesis.triggers import KillAfterVote  # noqa: E402
+from nodes.raft.faults.triggers import KillAfterVote  # noqa: E402
 
 
 class Node:

@@ -6,7 +6,7 @@ The nemesis builds its table on these rows (nemesis.base.FAULTS adds how to
 inject, variants, needs), and the checkers and the report read nemesis ops by
 them, so each fault is named here once. It sits on the checkers' floor because
 the checkers, which import nothing above them, read it too. A plug-in fault
-(`nemesis.base.register_fault`) has no row: the checkers count it as lasting
+(a `faultline.faults` entry point's) has no row: the checkers count it as lasting
 its own op and doing nothing they model.
 """
 

@@ -16,32 +16,30 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checkers.checker import (  # noqa: F401 (re-exported: the artefact names)
+    APPLIED_STATE,
+    ARTIFACT_WORDS,
+    EVENTS,
+    LOG_DUMP,
+    NODE_EXITS,
+    NODE_LOGS,
+    Checker,
+    Contributed,
+    Options,
+)
 from checkers.coverage import run_coverage
 from checkers.history import NEMESIS, History, Op, client_ops
 from checkers.nothing_to_judge import NO_CLIENT_OPS
+from checkers.plugins import contributions
 from checkers.rundir import Run, load_dumps, load_events, load_json, load_run
 from checkers.verdict import Validity, Verdict, combine, merge, verdict
 from checkers.verdict_store import history_digest, write_verdicts
 
-Options = Mapping[str, Any]
 # checker name -> its options, in the order the checkers judge.
 Plan = dict[str, dict[str, Any]]
-# What a checker may need from the nodes besides the history (run.json
-# `artifacts`, from the system's DB adapter).
-LOG_DUMP, EVENTS = "log_dump", "events"
-# What the harness leaves for every system besides: each node's applied state
-# (adapters with `nodes.db.AppliedState`), its output logs with the patterns
-# that judge them, and the exits no kill caused.
-APPLIED_STATE, NODE_LOGS, NODE_EXITS = "applied_state", "node_logs", "node_exits"
-# Each artefact as a skip reason says it ("leaves no event lines").
-ARTIFACT_WORDS = {LOG_DUMP: "log dumps", EVENTS: "event lines", APPLIED_STATE: "applied states",
-                  NODE_LOGS: "node logs", NODE_EXITS: "node exit records"}
-
-
 def config_of(run: Run) -> dict[str, Any]:
     return run.run.get("config") or {}
 
@@ -109,11 +107,6 @@ def _elections(r: Run, options: Options) -> Verdict:
     return elections.check(r.events) if r.events else _no_events()
 
 
-def _invariants(r: Run, options: Options) -> Verdict:
-    from checkers import invariants
-    return invariants.check(r.history.ops, r.events, r.run) if r.events else _no_events()
-
-
 def _availability(r: Run, options: Options) -> Verdict:
     from checkers import availability
     return availability.check(r.history.ops, r.events or None, r.run, options.get("thresholds"))
@@ -166,31 +159,6 @@ def _realtime(config: Mapping[str, Any]) -> dict[str, Any]:
             in ("strict-serializable", "linearizable")}
 
 
-def _nothing(options: Options) -> frozenset[str]:
-    return frozenset()
-
-
-@dataclass(frozen=True)
-class Checker:
-    """A checker in the registry.
-
-    scope: "key": P-compositional, may run per (run, key) group; "run": needs the whole run.
-    fn: the checker, `(run, options) -> Verdict`.
-    from_config: its options read off run.json's config (what a user set);
-        a workload's defaults come underneath (`workloads.judging`).
-    needs: the node artefacts it cannot judge without, given its options.
-    needs_node_files: whether it reads node dumps or events at all (loaders skip the I/O).
-    """
-
-    name: str
-    scope: str
-    fn: Callable[[Run, Options], Verdict]
-    from_config: Callable[[Mapping[str, Any]], dict[str, Any]] = field(
-        default=lambda config: {})
-    needs: Callable[[Options], frozenset[str]] = _nothing
-    needs_node_files: bool = False
-
-
 def _consistency_model(config: Mapping[str, Any]) -> dict[str, Any]:
     return {"model": config.get("consistency_model", "strict-serializable")}
 
@@ -222,8 +190,6 @@ DIVERGENCE = Checker("divergence", "run", _divergence, needs=lambda o: frozenset
                      needs_node_files=True)
 ELECTIONS = Checker("elections", "run", _elections, needs=lambda o: frozenset({EVENTS}),
                     needs_node_files=True)
-INVARIANTS = Checker("invariants", "run", _invariants, needs=lambda o: frozenset({EVENTS}),
-                     needs_node_files=True)
 AVAILABILITY = Checker("availability", "run", _availability,
                        from_config=lambda c: {"thresholds": c.get("thresholds")},
                        needs_node_files=True)
@@ -237,12 +203,34 @@ NODE_EXITS_CHECKER = Checker("node-exits", "run", _node_exits,
                              needs=lambda o: frozenset({NODE_EXITS}), needs_node_files=True)
 
 CHECKS: dict[str, Checker] = {c.name: c for c in (
-    STATS, LINEARIZABILITY, ELLE, RW_REGISTER, DURABILITY, DIVERGENCE, ELECTIONS, INVARIANTS,
+    STATS, LINEARIZABILITY, ELLE, RW_REGISTER, DURABILITY, DIVERGENCE, ELECTIONS,
     AVAILABILITY, NODE_STATE, NODE_LOGS_CHECKER, NODE_EXITS_CHECKER)}
 # The checkers that judge the nodes rather than a workload's answers: every
-# workload's run gets them, after its own.
-CLUSTER_CHECKERS = (ELECTIONS, INVARIANTS, DIVERGENCE, AVAILABILITY, NODE_STATE,
-                    NODE_LOGS_CHECKER, NODE_EXITS_CHECKER)
+# workload's run gets them, after its own (a system's, `every_run`, included).
+CLUSTER_CHECKERS: tuple[Checker, ...] = (ELECTIONS, DIVERGENCE, AVAILABILITY, NODE_STATE,
+                                         NODE_LOGS_CHECKER, NODE_EXITS_CHECKER)
+
+# The entry-point group through which a system or a plug-in adds checkers
+# (the raft store's own among them, pyproject.toml): each entry point names a
+# `Contributed` (or an iterable of them).
+GROUP = "faultline.checkers"
+
+
+def _register_checker(contributed: Contributed) -> None:
+    """Add a checker (a `checkers.checker.Contributed`); its name must be new.
+    Only while the registry loads: the tables derived from it are read then."""
+    global CLUSTER_CHECKERS
+    name = contributed.checker.name
+    if name in CHECKS:
+        raise ValueError(f"checker {name!r} is registered twice")
+    CHECKS[name] = contributed.checker
+    if contributed.every_run:
+        CLUSTER_CHECKERS = (*CLUSTER_CHECKERS, contributed.checker)
+
+
+def _load_entry_points() -> None:
+    for contributed in contributions(GROUP, Contributed):
+        _register_checker(contributed)
 
 
 def check_names(names: list[str]) -> None:
@@ -355,3 +343,7 @@ def rows_from_document(run_id: str, document: dict[str, Any]) -> list[dict[str, 
 def overall_validity(table: Any) -> Validity:
     """The overall validity of a verdict table's `valid` column ("true"/"false"/"unknown")."""
     return combine([{"true": True, "false": False}.get(v, "unknown") for v in table["valid"]])
+
+
+# Last: the checkers systems and plug-ins add join the ones above.
+_load_entry_points()

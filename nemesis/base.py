@@ -33,14 +33,11 @@ from checkers.faults import (
     CLOCK,
     CPU,
     DISK,
-    FAST_FAILOVER,
     FLIP_FLOP,
     HUNT,
     KILL,
-    KILL_AFTER_VOTE,
     KILL_NEW_LEADER,
     LEADER_ONE_WAY,
-    LOSE_STATE,
     LOSE_UNSYNCED,
     MEMBERSHIP,
     MEMORY,
@@ -48,15 +45,13 @@ from checkers.faults import (
     PACKET,
     PARTITION,
     PAUSE,
-    POWER_CUT_AFTER_COMMIT,
-    POWER_CUT_AFTER_VOTE,
-    REFORMAT,
     STALE_QUORUM,
     STRESS,
     TRUNCATE,
     FaultOp,
 )
 from checkers.history import NEMESIS, NOOP, Op, noop_reason
+from checkers.plugins import contributions
 from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabulary)
     CGROUP,
     CLOCK_FILES,
@@ -64,9 +59,12 @@ from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabular
     Fault,
     FaultContext,
     FaultFactory,
+    FaultKind,
     Fires,
+    Planner,
     SetsUp,
     TearsDown,
+    one_node,
     split_spec,
 )
 from nemesis.label import fault_label
@@ -84,13 +82,6 @@ def _disk_lose_unsynced(ctx: FaultContext) -> Fault:
     return LoseUnsyncedFault(ctx.extras["mounts"])
 
 
-def _disk_lose_state(ctx: FaultContext) -> Fault:
-    from nemesis.disk import LoseStateFault
-    if ctx.variant is not None:
-        raise ValueError("lose-state takes no variant")
-    return LoseStateFault(ctx.db)
-
-
 def _lazy(module: str, attr: str) -> FaultFactory:
     def factory(ctx: FaultContext) -> Fault:
         return getattr(importlib.import_module(module), attr)(ctx)
@@ -103,39 +94,10 @@ def _names(module: str, attr: str, *extra: str) -> Callable[[], tuple[str, ...]]
     return names
 
 
-Planner = Callable[[random.Random, Sequence[str], str | None], dict[str, Any]]
-
-
-def one_node(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
-    """Disk faults and plug-ins: one node, chosen when planned so the timeline shows it."""
-    return {"nodes": [rng.choice(sorted(nodes))]}
-
-
 def _planner(module: str, attr: str) -> Planner:
     def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
         return getattr(importlib.import_module(module), attr)(rng, nodes, variant)
     return plan
-
-
-def _armed(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
-    """A trigger is armed by the schedule; whom it hits is decided by the event it fires on."""
-    if variant is not None:
-        raise ValueError(f"{KILL_AFTER_VOTE.name} takes no variant")
-    return {}
-
-
-def _armed_power_cut(rng: random.Random, nodes: Sequence[str], variant: str | None
-                     ) -> dict[str, Any]:
-    from nemesis.triggers import parse_power_cut
-    parse_power_cut(variant)   # a bad variant is refused when planned
-    return {}
-
-
-def _armed_power_cut_vote(rng: random.Random, nodes: Sequence[str], variant: str | None
-                          ) -> dict[str, Any]:
-    from nemesis.triggers import parse_fsync_delay
-    parse_fsync_delay(variant)
-    return {}
 
 
 def _composed(op: FaultOp) -> FaultFactory:
@@ -152,55 +114,6 @@ def _no_variant(name: str) -> Planner:
             raise ValueError(f"{name} takes no variant")
         return {}
     return plan
-
-
-def _armed_lose_state(rng: random.Random, nodes: Sequence[str], variant: str | None
-                      ) -> dict[str, Any]:
-    """Whom it hits depends on who leads at inject time."""
-    if variant is not None:
-        raise ValueError("lose-state takes no variant")
-    return {}
-
-
-@dataclass(frozen=True)
-class FaultKind:
-    """A fault as the registry knows it, with its metadata.
-
-    heal_f: f of the op that heals it (contracts.md, "Nemesis ops").
-    variants: what may follow the colon (`partition:one-way`), read from the
-        fault's module when asked; default: what it does without one.
-    instant: injecting it also heals it (the schedule plans no heal).
-    needs_lazyfs: the nodes' data dirs must be LazyFS mounts (made before they start).
-    fires_on_events: armed by the schedule, fired by node event lines (nemesis.triggers).
-    planner: what an inject will do (its params), from the event's rng, the
-        node names and the variant; pure, so the schedule shows and replays it.
-    host: what the harness must prepare around the nodes before they start
-        (nemesis.host: "clock" control files, a "cgroup" per node); such a
-        fault is left out of the hunt unless named, as it changes how every
-        node runs.
-    """
-
-    name: str
-    factory: FaultFactory
-    help: str
-    heal_f: str = "heal"
-    variants: Callable[[], tuple[str, ...]] = tuple
-    default: str = ""
-    instant: bool = False
-    needs_lazyfs: bool = False
-    fires_on_events: bool = False
-    planner: Planner = one_node
-    host: str = ""
-
-    def __call__(self, ctx: FaultContext) -> Fault:
-        return self.factory(ctx)
-
-    def describe(self) -> str:
-        """One line for the CLI's help and `faultline systems`."""
-        variants = self.variants()
-        shown = f"[:{'|'.join(variants)}]" if variants else ""
-        default = f" (without one: {self.default})" if self.default else ""
-        return f"{self.name}{shown}: {self.help}{default}"
 
 
 RANDOM_TARGETS = "one, a minority or a majority, drawn at random"
@@ -246,29 +159,10 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           variants=_names("nemesis.process", "TARGETS", "all"), default="one node",
           instant=True, needs_lazyfs=True,
           planner=_planner("nemesis.disk", "plan_lose_unsynced")),
-    _kind(KILL_AFTER_VOTE, _lazy("nemesis.triggers", "kill_after_vote"),
-          "kill a node right after it votes", fires_on_events=True, planner=_armed),
-    _kind(POWER_CUT_AFTER_VOTE, _lazy("nemesis.triggers", "power_cut_after_vote"),
-          "cut power to a node right after it votes", variants=lambda: ("<D>ms",),
-          default="50ms", needs_lazyfs=True, fires_on_events=True,
-          planner=_armed_power_cut_vote),
-    _kind(POWER_CUT_AFTER_COMMIT, _lazy("nemesis.triggers", "power_cut_after_commit"),
-          "cut power to nodes right after a commit",
-          variants=lambda: ("majority", "all", "<target>-<D>ms"), default="majority-50ms",
-          needs_lazyfs=True, fires_on_events=True, planner=_armed_power_cut),
-    _kind(FAST_FAILOVER, _lazy("nemesis.triggers", "fast_failover"),
-          "cut the leader off, then its successor right after its election (KIP-279)",
-          variants=lambda: ("<D>ms",), default="50ms", needs_lazyfs=True,
-          fires_on_events=True, planner=_armed_power_cut_vote),
-    _kind(LOSE_STATE, _disk_lose_state,
-          "take the leader down and a follower's vote records with it",
-          planner=_armed_lose_state),
     _kind(MEMBERSHIP, _lazy("nemesis.membership", "membership_fault"),
           "remove voters (KIP-853), added back at the heal",
           variants=_names("nemesis.membership", "VARIANTS"), default="remove",
           planner=_planner("nemesis.membership", "plan")),
-    _kind(REFORMAT, _lazy("nemesis.reformat", "reformat_fault"),
-          "re-format a node for another cluster and start it there (KIP-595 cluster id)"),
     _kind(FLIP_FLOP, _composed(FLIP_FLOP),
           "cut the leader off while clients write to it, heal it just after the others "
           "elect; 1-3 rounds", planner=_no_variant(FLIP_FLOP.name)),
@@ -314,6 +208,29 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
 )}
 
 
+# The entry-point group through which a system or a plug-in adds faults (the
+# raft store's own among them, pyproject.toml): each entry point names a
+# FaultKind or an iterable of them.
+GROUP = "faultline.faults"
+
+
+def _add_fault(kind: FaultKind) -> None:
+    """Add a fault kind; its name must be new. Only while the registry loads:
+    the tables below are derived from FAULTS then."""
+    if kind.name in FAULTS:
+        raise ValueError(f"fault {kind.name!r} is registered twice")
+    FAULTS[kind.name] = kind
+
+
+def _load_entry_points() -> None:
+    for kind in contributions(GROUP, FaultKind):
+        _add_fault(kind)
+
+
+# Before the tables below are derived from FAULTS.
+_load_entry_points()
+
+
 def _with(attr: str) -> frozenset[str]:
     return frozenset(name for name, kind in FAULTS.items() if getattr(kind, attr))
 
@@ -336,12 +253,6 @@ def host_needs(specs: Sequence[str]) -> set[str]:
     """What the harness must prepare around the nodes for `specs` (FaultKind.host)."""
     kinds = (FAULTS.get(split_spec(s)[0]) for s in specs)
     return {k.host for k in kinds if k is not None and k.host}
-
-
-def register_fault(name: str, factory: FaultFactory, help: str = "a plug-in fault",
-                   **metadata: Any) -> None:
-    """Add a fault (a plug-in's); `metadata`: FaultKind's other fields."""
-    FAULTS[name] = FaultKind(name, factory, help, **metadata)
 
 
 def make_fault(spec: str, ctx: FaultContext | None = None) -> Fault:
@@ -447,7 +358,7 @@ class NemesisRunner:
         self._dirty: set[str] = set()
         self._start: float | None = None
         self._final = False
-        # Faults a trigger fired (nemesis.triggers), run by this thread ahead of
+        # Faults a trigger fired (a system's trigger faults), run by this thread ahead of
         # the schedule so nemesis ops never overlap in the history.
         self._urgent: queue.SimpleQueue[_Request] = queue.SimpleQueue()
         for fault in nemesis.faults.values():

@@ -14,11 +14,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, get_args
 
-from checkers.faults import LOSE_STATE, LOSE_UNSYNCED, TRUNCATE
+from checkers.faults import LOSE_UNSYNCED, TRUNCATE
 from nemesis.fault import ClusterControl
 from nemesis.lazyfs import LazyFS, kill_powered_off
 from nemesis.process import choose_targets, resolve_nodes
-from nodes.abilities import StateFiles
 from nodes.db import NodeSpec
 
 Mode = Literal["tail", "length"]
@@ -175,44 +174,6 @@ class LoseUnsyncedFault:
         cluster.start(names)
         self.down = [n for n in self.down if n not in names]
         return {"nodes": names, "lost": lost}
-
-    def heal(self, cluster: ClusterControl) -> dict[str, Any]:
-        names, self.down = self.down, []
-        return {"nodes": cluster.start(names) if names else []}
-
-
-class LoseStateFault:
-    """`lose-state`: the leader goes down and, at the same moment, a follower
-    loses its state files (the rest of its disk survives) and restarts at once;
-    heal restarts the leader. The election that follows needs the follower's
-    vote before it can have caught up with any leader: the moment a voter that
-    forgot its votes must abstain (KIP-996, "Disk failure")."""
-
-    name, heal_f = LOSE_STATE.name, LOSE_STATE.heal_f
-
-    def __init__(self, db: Any) -> None:
-        if not isinstance(db, StateFiles):
-            raise ValueError("lose-state needs a db that names its nodes' state files")
-        self.db: StateFiles = db
-        self.down: list[str] = []
-
-    def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
-               ) -> dict[str, Any]:
-        leader = cluster.leader()
-        followers = sorted(n for n in cluster.names if n != leader and cluster.is_running(n))
-        if leader is None or not followers:
-            raise RuntimeError("no leader and follower to aim at")
-        node = rng.choice(followers)
-        cluster.kill([leader, node])
-        self.down = sorted(set(self.down) | {leader})
-        removed = []
-        for path in self.db.state_files(cluster.spec(node)):
-            if path.exists():
-                path.unlink()
-                removed.append(str(path))
-        cluster.start([node])
-        return {"nodes": [leader, node], "leader": leader, "lost_state": node,
-                "removed": removed}
 
     def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         names, self.down = self.down, []

@@ -34,7 +34,7 @@ from typing import Any
 
 from checkers.faults import DISK, TRUNCATE
 from checkers.history import NOOP
-from nemesis.disk import StateFiles, TruncateFault
+from nemesis.disk import TruncateFault
 from nemesis.disk_rules import (
     BITFLIP,
     DEFAULT_DELAY_MS,
@@ -48,6 +48,7 @@ from nemesis.disk_rules import (
 )
 from nemesis.fault import ClusterControl, FaultContext
 from nemesis.process import TARGETS, choose_targets
+from nodes.abilities import StateFiles
 
 TRUNCATE_MODE = TRUNCATE.name
 REST = "rest"

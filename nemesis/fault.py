@@ -104,3 +104,53 @@ def split_spec(spec: str) -> tuple[str, str | None]:
     """`"partition:one-way"` -> (`"partition"`, `"one-way"`)."""
     name, _, variant = spec.partition(":")
     return name, (variant or None)
+
+
+Planner = Callable[[random.Random, Sequence[str], str | None], dict[str, Any]]
+
+
+def one_node(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
+    """Disk faults and plug-ins: one node, chosen when planned so the timeline shows it."""
+    return {"nodes": [rng.choice(sorted(nodes))]}
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    """A fault as the registry knows it, with its metadata.
+
+    heal_f: f of the op that heals it (contracts.md, "Nemesis ops").
+    variants: what may follow the colon (`partition:one-way`), read from the
+        fault's module when asked; default: what it does without one.
+    instant: injecting it also heals it (the schedule plans no heal).
+    needs_lazyfs: the nodes' data dirs must be LazyFS mounts (made before they start).
+    fires_on_events: armed by the schedule, fired by node event lines (the
+        system's own triggers, e.g. nodes.raft.faults.triggers).
+    planner: what an inject will do (its params), from the event's rng, the
+        node names and the variant; pure, so the schedule shows and replays it.
+    host: what the harness must prepare around the nodes before they start
+        (nemesis.host: "clock" control files, a "cgroup" per node); such a
+        fault is left out of the hunt unless named, as it changes how every
+        node runs.
+    """
+
+    name: str
+    factory: FaultFactory
+    help: str
+    heal_f: str = "heal"
+    variants: Callable[[], tuple[str, ...]] = tuple
+    default: str = ""
+    instant: bool = False
+    needs_lazyfs: bool = False
+    fires_on_events: bool = False
+    planner: Planner = one_node
+    host: str = ""
+
+    def __call__(self, ctx: FaultContext) -> Fault:
+        return self.factory(ctx)
+
+    def describe(self) -> str:
+        """One line for the CLI's help and `faultline systems`."""
+        variants = self.variants()
+        shown = f"[:{'|'.join(variants)}]" if variants else ""
+        default = f" (without one: {self.default})" if self.default else ""
+        return f"{self.name}{shown}: {self.help}{default}"

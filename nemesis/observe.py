@@ -79,7 +79,7 @@ class EventTail:
     """Every node's new event lines since the last read, folded into `state`."""
 
     def __init__(self, paths: Mapping[str, Path]) -> None:
-        from nemesis.triggers import LogTail
+        from nemesis.event_lines import LogTail
         self._tails = {node: LogTail(p) for node, p in sorted(paths.items())}
         self.state = EventState()
 
@@ -94,5 +94,5 @@ def event_tail(cluster: ClusterControl, db: DB | None) -> EventTail | None:
     """A tail of the nodes' stdout logs, if the system leaves event lines there."""
     if db is None or "events" not in frozenset(db.artifacts or ()):
         return None
-    from nemesis.triggers import node_log_paths
+    from nemesis.event_lines import node_log_paths
     return EventTail(node_log_paths(cluster))

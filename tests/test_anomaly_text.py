@@ -106,7 +106,9 @@ def reported_kinds() -> dict[str, bool]:
     """Every anomaly kind a checker writes as a literal: {"type": "kind", ...},
     and whether that dict carries its own "explanation"."""
     kinds: dict[str, bool] = {}
-    for path in (REPO / "checkers").rglob("*.py"):
+    # The generic checkers and each system's own (nodes/<system>/checkers).
+    roots = [REPO / "checkers", *sorted(REPO.glob("nodes/*/checkers"))]
+    for path in (p for root in roots for p in root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Dict):
                 continue

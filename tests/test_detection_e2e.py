@@ -3,7 +3,7 @@ register, 30 s, the nemesis from nodes.raft.bugs.CALIBRATION, default
 checkers, no thresholds): each must be caught by a checker its plan names.
 
 commit-dirty: a run is caught when one power cut lands right after the ack of
-a young write (nemesis.triggers): every such cut measured so far lost an
+a young write (nodes.raft.faults.triggers): every such cut measured so far lost an
 acknowledged write (58 of 58, README), and each run had 1-6 of them.
 vote-before-persist: every power cut right after a vote line lands well inside
 the slowed fsync of the voter's next quorum-state write (`dirty_left_ms`).

@@ -16,7 +16,6 @@ import pytest
 
 from nemesis.disk import (
     Cut,
-    LoseStateFault,
     LoseUnsyncedFault,
     TruncateChoice,
     TruncateFault,
@@ -25,6 +24,7 @@ from nemesis.disk import (
 )
 from nemesis.lazyfs import LazyFS, check_installed, mount_data_dir
 from nodes.db import NodeSpec
+from nodes.raft.faults.lose_state import LoseStateFault
 
 SIZES = {"n1": {"/d/n1/seg-0": 10_000, "/d/n1/seg-1": 500, "/d/n1/empty": 0},
          "n2": {"/d/n2/seg-0": 7_000}}

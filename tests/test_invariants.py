@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers import invariants
 from checkers.history import Op
+from nodes.raft.checkers import invariants
 
 S = 1_000_000_000
 START = 5 * 10**12

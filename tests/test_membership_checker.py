@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from checkers.membership import changes_in_flight
+from nodes.raft.checkers.membership import changes_in_flight
 
 
 def change(offset: int, node: str = "n4") -> dict:
@@ -61,7 +61,7 @@ def test_the_core_event_lines_of_the_switch_are_flagged_and_the_correct_ones_not
 
 # --- leader-resigned-adding-voter (KIP-1186) ---------------------------------
 
-from checkers.membership import resigned_adding_voter  # noqa: E402
+from nodes.raft.checkers.membership import resigned_adding_voter  # noqa: E402
 
 START = 1_000
 
@@ -115,7 +115,7 @@ def test_the_autojoin_switch_is_flagged_from_its_event_lines_and_the_fix_is_not(
 
 # --- voter-change-incomplete (KIP-853) ----------------------------------------------
 
-from checkers.membership import changes_incomplete  # noqa: E402
+from nodes.raft.checkers.membership import changes_incomplete  # noqa: E402
 
 BOUND = 2_000
 LEADS = {"event": "role", "role": "Leader", "epoch": 2, "leader": "n1"}
@@ -185,7 +185,7 @@ def test_the_core_commits_a_change_within_the_bound_and_a_stalled_one_is_flagged
 # --- voter-changes-out-of-order (KIP-853) -----------------------------------------
 
 def out_of_order(lines: list[dict]) -> list[tuple]:
-    from checkers.membership import changes_out_of_order
+    from nodes.raft.checkers.membership import changes_out_of_order
     return [(a["type"], a["node"], a["offset"], a["in_force"])
             for a in changes_out_of_order({"n2": lines})]
 
@@ -233,8 +233,8 @@ def test_a_restart_starts_the_order_over():
 def test_the_cores_own_lines_of_a_truncated_voters_record_pass():
     # The core's lines as it writes them (the set, then the truncate line),
     # for KIP-853's fallback; without the truncate line the rule fires.
-    from checkers.membership import changes_out_of_order
     from nodes.raft import voters as vs
+    from nodes.raft.checkers.membership import changes_out_of_order
     from tests.test_raft_membership import make, msg
 
     follower, lines = make("n1"), []

@@ -76,8 +76,9 @@ def definitions() -> dict[str, set[str]]:
         candidates[name].add(_path(module.__file__))
     for name in FAULTS:
         candidates[name].add(_path(checkers.faults.__file__))
-    for name in CHECKS:
-        candidates[name].add(_path(checkers.registry.__file__))
+    for name, checker in CHECKS.items():
+        # The registry's own, or where a system or plug-in defines the ones it adds.
+        candidates[name].add(_path(inspect.getsourcefile(checker.fn)))
     return {name: {m for m in modules if literals_of((REPO / m).read_text(), {name})}
             for name, modules in candidates.items()}
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from nemesis import reformat
 from nodes.db import NodeSpec
 from nodes.raft import storage
 from nodes.raft.db import RaftDB
+from nodes.raft.faults import reformat
 from nodes.raft.server import NodeOptions, RaftServer
 
 

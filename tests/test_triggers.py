@@ -19,13 +19,13 @@ import pytest
 from checkers.history import read_history, validate
 from harness.run.recorder import Recorder
 from harness.run.replay import replay_events
-from nemesis import triggers
 from nemesis.base import CompositeNemesis, FaultContext, NemesisRunner, make_fault
+from nemesis.event_lines import LogTail
 from nemesis.lazyfs import LazyFS, check_installed
 from nemesis.schedule import Event, plan_params
-from nemesis.triggers import (
+from nodes.raft.faults import triggers
+from nodes.raft.faults.triggers import (
     KillAfterVote,
-    LogTail,
     PowerCutAfterCommit,
     PowerCutAfterVote,
     parse_power_cut,

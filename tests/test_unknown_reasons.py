@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers import availability, divergence, durability, elections, invariants, stats
+from checkers import availability, divergence, durability, elections, stats
 from checkers.datatypes import REGISTERS
 from checkers.history import Op
 from checkers.linearizability import check as check_lin
 from harness.results.gate import first_detail
+from nodes.raft.checkers import invariants
 
 
 def ops(*events: tuple) -> list[Op]:

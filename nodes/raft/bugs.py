@@ -55,7 +55,7 @@ CALIBRATION: dict[str, dict] = {
                       "nemesis_min_duration": 4.0, "caught_by": ["invariants"]},
     # A power cut, not a kill, right after the vote line: the voter's next
     # quorum-state write follows within a round trip and would survive a kill
-    # (nemesis.triggers says why the slowed fsync makes the loss certain).
+    # (nodes.raft.faults.triggers says why the slowed fsync makes the loss certain).
     VOTE_BEFORE_PERSIST: {"nemesis": ["power-cut-after-vote"], "nemesis_interval": 3.0,
                           "caught_by": ["invariants"]},
     TRUNCATE_TO_HW: {"nemesis": ["partition:isolate-leader"], "nemesis_interval": 3.0,
@@ -99,7 +99,7 @@ CALIBRATION: dict[str, dict] = {
     # vote before it can have caught up with any leader.
     VOTE_AFTER_STATE_LOSS: {"nemesis": ["lose-state"], "nemesis_interval": 3.0,
                             "caught_by": ["invariants"]},
-    # KIP-279 scenario 1 step by step (nemesis.triggers.FastFailover): the
+    # KIP-279 scenario 1 step by step (nodes.raft.faults.triggers.FastFailover): the
     # follower must hold an epoch its new leader never had, which only a
     # leader cut off right after its election leaves behind; partitions alone
     # never do (the leader they cut has long led). Held 6 s: the old leader's

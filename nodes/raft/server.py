@@ -356,7 +356,7 @@ class RaftServer:
             self.emit(event)
         if acked:
             # The moment writes are acknowledged, for faults aimed at it
-            # (nemesis.triggers): the replies are on their sockets already. No
+            # (nodes.raft.faults.triggers): the replies are on their sockets already. No
             # copy of a write is older than ours: its age here bounds how long
             # any disk can have had it.
             self.emit({"event": ACK.name, "epoch": self.core.epoch, "first": acked[0][0],
@@ -545,7 +545,7 @@ class RaftServer:
                 pending.connection.reply(pending.request["id"], Outcome(True))
                 acked.append(offset)
         if acked and level == LEADER_ACK:
-            # The same `ack` line a commit gives (nemesis.triggers aims power
+            # The same `ack` line a commit gives (nodes.raft.faults.triggers aims power
             # cuts at it): these writes were written just now, unflushed.
             self.emit({"event": ACK.name, "epoch": self.core.epoch, "first": acked[0],
                        "last": acked[-1], "writes": len(acked), "age_ms": 0.0,

@@ -34,7 +34,7 @@ derived from the timers the nodes report in their `start` lines.
   commits nor fails cleanly (truncated, or its leader leaves the role) within
   2 x fetch timeout + grace, no fault in force; `voter-changes-out-of-order`
   (KIP-853): a node adopts a voter set older than the one in force without
-  having truncated its log below the newer record (`checkers/membership.py`).
+  having truncated its log below the newer record (`nodes/raft/checkers/membership.py`).
 
 - `follows-other-cluster` / `votes-for-other-cluster` (KIP-595 cluster id):
   a node refuses requests carrying another cluster's id, so it never follows
@@ -70,13 +70,13 @@ from typing import Any
 
 from checkers.faults import CUT, DOWN, KILL, LOSE_STATE, RESTART, healed_by, named
 from checkers.history import NEMESIS, Op, pair_ops
-from checkers.membership import (
+from checkers.verdict import Verdict, verdict
+from nodes.raft.checkers.membership import (
     changes_in_flight,
     changes_incomplete,
     changes_out_of_order,
     resigned_adding_voter,
 )
-from checkers.verdict import Verdict, verdict
 from nodes.raft.events import DATA_LOSS, PRE_VOTE, ROLE, START, VOTE, VOTERS
 
 NS = 1_000_000_000

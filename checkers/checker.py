@@ -1,0 +1,61 @@
+"""What a checker is to the registry (checkers.registry), apart from the
+registry itself: a system's or a plug-in's checkers module imports this, and
+the registry loads those modules through its entry points, so neither
+imports the other back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from checkers.rundir import Run
+from checkers.verdict import Verdict
+
+Options = Mapping[str, Any]
+# What a checker may need from the nodes besides the history (run.json
+# `artifacts`, from the system's DB adapter).
+LOG_DUMP, EVENTS = "log_dump", "events"
+# What the harness leaves for every system besides: each node's applied state
+# (adapters with `nodes.db.AppliedState`), its output logs with the patterns
+# that judge them, and the exits no kill caused.
+APPLIED_STATE, NODE_LOGS, NODE_EXITS = "applied_state", "node_logs", "node_exits"
+# Each artefact as a skip reason says it ("leaves no event lines").
+ARTIFACT_WORDS = {LOG_DUMP: "log dumps", EVENTS: "event lines", APPLIED_STATE: "applied states",
+                  NODE_LOGS: "node logs", NODE_EXITS: "node exit records"}
+
+
+def _nothing(options: Options) -> frozenset[str]:
+    return frozenset()
+
+
+@dataclass(frozen=True)
+class Checker:
+    """A checker in the registry.
+
+    scope: "key": P-compositional, may run per (run, key) group; "run": needs the whole run.
+    fn: the checker, `(run, options) -> Verdict`.
+    from_config: its options read off run.json's config (what a user set);
+        a workload's defaults come underneath (`workloads.judging`).
+    needs: the node artefacts it cannot judge without, given its options.
+    needs_node_files: whether it reads node dumps or events at all (loaders skip the I/O).
+    """
+
+    name: str
+    scope: str
+    fn: Callable[[Run, Options], Verdict]
+    from_config: Callable[[Mapping[str, Any]], dict[str, Any]] = field(
+        default=lambda config: {})
+    needs: Callable[[Options], frozenset[str]] = _nothing
+    needs_node_files: bool = False
+
+
+@dataclass(frozen=True)
+class Contributed:
+    """A checker a system or plug-in adds. `every_run`: every workload's run
+    gets it, among the cluster checkers (skipped, with the reason, where the
+    run's system leaves none of what it `needs`); otherwise only a run that
+    names it (run.json `config.checkers`) does."""
+
+    checker: Checker
+    every_run: bool = False

@@ -1,0 +1,22 @@
+"""The raft store's checkers as the registry takes them (the entry point
+`faultline.checkers: raft`)."""
+
+from __future__ import annotations
+
+from checkers.checker import EVENTS, Checker, Contributed, Options
+from checkers.rundir import Run
+from checkers.verdict import Verdict, verdict
+
+
+def _invariants(r: Run, options: Options) -> Verdict:
+    from nodes.raft.checkers import invariants
+    if not r.events:
+        return verdict("unknown", stats={"reason": "no node event logs in the run"})
+    return invariants.check(r.history.ops, r.events, r.run)
+
+
+INVARIANTS = Checker("invariants", "run", _invariants, needs=lambda o: frozenset({EVENTS}),
+                     needs_node_files=True)
+
+# Every run gets it: a system without event lines has it skipped with the reason.
+CHECKERS = (Contributed(INVARIANTS, every_run=True),)
