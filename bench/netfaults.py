@@ -4,7 +4,7 @@ bridge, veths; no nodes needed), injects each fault on one link with
 nemesis.netshape, measures with `ping` (ICMP, RTT and loss as ping reports
 them), numbered UDP datagrams (one clock for both ends) or a TCP flow, heals,
 and measures again. Prints one line per fault; asserts nothing (the bounds
-are asserted in tests/test_netfaults_kernel.py). Needs root, iptables,
+are asserted in tests/nemesis/test_netfaults_kernel.py). Needs root, iptables,
 netfilterqueue and iputils-ping.
 
     .venv/bin/python bench/netfaults.py

@@ -4,7 +4,7 @@ The bugs of bench/unplanted/*.patch are edits, never switches: each is applied
 with `patch -p1` to a throwaway copy, and code run from that copy's root
 imports the patched modules (sys.path[0] is the working directory for `-m`,
 and the editable install's finder comes after the path finder). Used by
-bench/hunt.py and by tests/test_unplanted_bugs.py.
+bench/hunt.py and by tests/raft/test_unplanted_bugs.py.
 """
 
 from __future__ import annotations

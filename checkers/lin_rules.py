@@ -3,8 +3,8 @@
 The search (`checkers.linearizability._Search`) is Wing & Gong's with Lowe's
 memoization; every rule below only cuts moves that cannot lead to a solution
 the search would not find another way, so each keeps every verdict. A
-brute-force oracle (tests/test_linearizability_oracle.py) and property tests
-(tests/test_lin_property.py) hold that, and tests/test_lin_rules.py holds each
+brute-force oracle (tests/checkers/test_lin_oracle.py) and property tests
+(tests/checkers/test_lin_property.py) hold that, and tests/checkers/test_lin_rules.py holds each
 rule to its own statement. The rules read the search's arrays as they are
 (no copies): they are called from its hot loop.
 

@@ -6,7 +6,7 @@ Run from a scratch copy's root (bench/scratch.py) so the patched modules load:
 
     python tests/unplanted_evidence.py NAME     # prints {"misbehaved": bool, "detail": str}
 
-tests/test_unplanted_bugs.py runs every scenario on the correct code in
+tests/raft/test_unplanted_bugs.py runs every scenario on the correct code in
 process and on each patched copy in a subprocess.
 """
 
@@ -42,7 +42,7 @@ CHAOS_SEEDS = range(60)
 def sim_chaos() -> Finding:
     """test_raft_safety's random faults (crashes, partitions, lossy network),
     then heal: a safety violation or no progress after the heal."""
-    from test_raft_safety import run_seed
+    from tests.raft.test_raft_safety import run_seed
     for seed in CHAOS_SEEDS:
         try:
             run_seed(seed)

@@ -10,7 +10,7 @@ text outside strings, brackets unbalanced or nested over 50 deep, a map with
 an odd number of forms, a key twice or a vector as a key) gives None, and the
 caller reads the text with the general reader, which also words the errors.
 So this path never decides that text is malformed, and where it answers, it
-answers what the general reader would (`tests/test_formats_edn.py` compares
+answers what the general reader would (`tests/checkers/test_formats_edn.py` compares
 the two on generated texts).
 """
 

@@ -75,7 +75,7 @@ Say = Callable[[str], None]
 
 # A test hook: the campaign process SIGKILLs itself on reaching the named
 # point (one of KILL_POINTS), so a test can kill it at every phase boundary
-# and resume (tests/test_campaign_kill.py).
+# and resume (tests/harness/test_campaign_kill.py).
 KILL_AT_ENV = "FAULTLINE_TEST_CAMPAIGN_KILL_AT"
 KILL_POINTS = ("created", "planned", "reset", "marked", "spawned", "ran", "recorded",
                "checked", "summarized")

@@ -8,7 +8,7 @@ each table sits between `<!-- generated:NAME -->` and `<!-- end generated:NAME -
     python -m harness.docs.contracts          # rewrite docs/contracts.md's tables
     python -m harness.docs.contracts --check  # exit 1 when the page has drifted
 
-tests/test_docs_contracts.py fails when the committed page differs from what
+tests/harness/test_docs_contracts.py fails when the committed page differs from what
 this makes.
 """
 

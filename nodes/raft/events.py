@@ -4,7 +4,7 @@ One JSON object per line, `{"t": <CLOCK_MONOTONIC ns>, "node": "n1", "event":
 KIND, ...fields}`. The node writes them (nodes.raft.core, nodes.raft.server),
 the checkers that judge them and the triggers that fire on them read them,
 and docs/contracts.md lists them: all by the names below. It imports nothing,
-so every floor may import it (tests/test_layering.py).
+so every floor may import it (tests/harness/test_layering.py).
 """
 
 from __future__ import annotations

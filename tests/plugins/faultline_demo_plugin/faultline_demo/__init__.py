@@ -1,4 +1,4 @@
-"""A plug-in that adds a fault and a checker of its own (tests/test_plugin_extensions.py).
+"""A plug-in that adds a fault and a checker of its own (tests/systems/test_plugin_extensions.py).
 
 `freeze-followers`: SIGSTOP every node but the leader (the first node when
 none leads), SIGCONT them at the heal: the leader keeps its role but can

@@ -1,0 +1,407 @@
+"""Each bug switch (nodes/raft/BUGS.md) puts back a bug from the seeds; the
+simulation's checks must flag it with the switch on and stay clean with it off.
+This is the proof that the harness can catch the bug at all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nodes.raft import bugs
+from nodes.raft.core import Config, Core, Entry, QuorumState
+from nodes.raft.roles import FOLLOWER
+from nodes.raft.sim import NetworkConfig, Sim
+
+FIVE = ("n1", "n2", "n3", "n4", "n5")
+
+
+def switches(*names: str) -> dict:
+    return {"bugs": frozenset(names)}
+
+
+def commit(sim: Sim, payload: bytes, ticks: int = 100) -> int:
+    proposed = sim.propose(payload)
+    assert proposed is not None, sim.describe()
+    name, offset = proposed
+    committed = sim.run_until(lambda: sim.core(name).high_watermark > offset, ticks)
+    assert committed, f"offset {offset} not committed by {name} in {ticks} ticks: " + (
+        sim.describe())
+    return offset
+
+
+def test_unknown_switch_is_rejected_in_one_sentence():
+    with pytest.raises(bugs.UnknownBug, match=r"^unknown bug switch no-such-bug; known: "):
+        Core(Config("n1", ("n1",), "c", bugs=frozenset({"no-such-bug"})), None, [], seed=0)
+
+
+# ------------------------------------------------- no-pre-vote (KIP-996)
+
+
+def rejoin_after_partition(*bug_names: str) -> Sim:
+    sim = Sim(FIVE, seed=7, config=switches(*bug_names))
+    leader = sim.settle()
+    epoch = sim.core(leader).epoch
+    follower = next(n for n in FIVE if n != leader)
+    sim.isolate(follower)
+    sim.run(300)
+    sim.heal()
+    sim.run(100)
+    sim.check_leader_kept(leader, epoch)
+    return sim
+
+
+def test_no_pre_vote_rejoining_node_disrupts_the_leader():
+    assert rejoin_after_partition().violations == []
+    violations = rejoin_after_partition(bugs.NO_PRE_VOTE).violations
+    assert any("disrupted" in v for v in violations), violations
+    assert any("epoch raised" in v for v in violations), violations
+
+
+# --------------------------------------------- no-check-quorum (KIP-595)
+
+
+def isolated_leader(*bug_names: str) -> Sim:
+    sim = Sim(seed=14, config=switches(*bug_names))
+    leader = sim.settle()
+    sim.isolate(leader)
+    sim.run(100)
+    return sim
+
+
+def test_no_check_quorum_leaves_a_stranded_leader():
+    assert isolated_leader().violations == []
+    violations = isolated_leader(bugs.NO_CHECK_QUORUM).violations
+    assert any("cut off from the majority" in v for v in violations), violations
+
+
+# -------------------------------------------------- vote-before-persist (KIP-595)
+
+
+def vote_then_crash(seed: int, *bug_names: str) -> Sim:
+    """n1 and n2 cannot talk; both canvass n3. As soon as n3 grants a vote it
+    loses power and restarts; the rival's request may still be on the wire."""
+    sim = Sim(
+        seed=seed,
+        network=NetworkConfig(min_delay=1, max_delay=4),
+        config=switches(*bug_names),
+    )
+    sim.cut("n1", "n2")
+    assert sim.run_until(lambda: sim.core("n3").voted_for is not None, 300)
+    sim.crash("n3")
+    sim.restart("n3")
+    sim.run(100)
+    return sim
+
+
+def test_vote_before_persist_elects_two_leaders_in_one_epoch():
+    def two_leaders(seed: int) -> bool:
+        sim = vote_then_crash(seed, bugs.VOTE_BEFORE_PERSIST)
+        return any("two leaders" in v for v in sim.violations)
+
+    caught = [seed for seed in range(40) if two_leaders(seed)]
+    assert caught, "no seed shows the forgotten vote"
+    for seed in caught:
+        assert vote_then_crash(seed).violations == []
+
+
+# ------------------------------------------------ truncate-to-hw (KIP-101 / KIP-279)
+
+
+def diverged_follower(*bug_names: str) -> Sim:
+    """n1 led epoch 2 and wrote two entries nobody else got; n2 and n3 move on
+    to epoch 3 without it and commit their own entries at the same offsets."""
+    state = QuorumState(2, "n1", "n1", "sim-cluster")
+    common = [Entry(0, 1, b"a"), Entry(1, 1, b"b")]
+    n1_log = common + [Entry(2, 2, b"lost-1"), Entry(3, 2, b"lost-2")]
+    sim = Sim(
+        seed=5,
+        config=switches(*bug_names),
+        initial={
+            "n1": (state, n1_log),
+            "n2": (QuorumState(2, "n1", None, "sim-cluster"), common),
+            "n3": (QuorumState(2, "n1", None, "sim-cluster"), common),
+        },
+    )
+    sim.crash("n1")
+    leader = sim.settle()
+    for i in range(3):
+        commit(sim, b"new-%d" % i)
+    sim.restart("n1")
+    assert sim.run_until(lambda: sim.core("n1").role == FOLLOWER, 300), sim.describe()
+    commit(sim, b"after-rejoin")
+    sim.run(50)
+    assert sim.stable_leader() == leader
+    sim.check_logs_agree()
+    return sim
+
+
+def test_truncate_to_hw_keeps_a_divergent_suffix_and_commits_it():
+    assert diverged_follower().violations == []
+    violations = diverged_follower(bugs.TRUNCATE_TO_HW).violations
+    assert any("was committed as" in v for v in violations), violations
+
+
+# ------------------------------------------- commit-dirty (Redpanda recovery RFC)
+
+
+def power_cut_after_dirty_commit(*bug_names: str) -> tuple[Sim, bytes]:
+    sim = Sim(seed=12, config=switches(*bug_names))
+    sim.settle()
+    commit(sim, b"warm-up")
+    for name in sim.nodes:
+        sim.stall_flush(name)
+    proposed = sim.propose(b"volatile")
+    assert proposed is not None
+    sim.run(20)
+    for name in list(sim.nodes):
+        sim.crash(name)
+    for name in list(sim.nodes):
+        sim.stall_flush(name, False)
+        sim.restart(name)
+    sim.settle()
+    for i in range(3):
+        commit(sim, b"after-power-cut-%d" % i)
+    sim.check_logs_agree()
+    return sim
+
+
+def test_commit_dirty_loses_a_committed_entry_in_a_power_cut():
+    assert power_cut_after_dirty_commit().violations == []
+    violations = power_cut_after_dirty_commit(bugs.COMMIT_DIRTY).violations
+    assert any("holding it durably" in v for v in violations), violations
+    assert any("was committed as" in v for v in violations), violations
+
+
+# ------------------------------- pre-vote-while-following (KIP-996 Scenario A)
+
+
+def partial_connectivity(*bug_names: str) -> tuple[Sim, list[str]]:
+    """One follower cannot reach the leader but reaches the other follower,
+    which still fetches from the leader: KIP-996's Scenario A."""
+    sim = Sim(seed=21, config=switches(*bug_names))
+    leader = sim.settle()
+    commit(sim, b"everyone has it")
+    sim.run(20)
+    epoch = sim.core(leader).epoch
+    cut_off, middle = [n for n in sim.nodes if n != leader]
+    sim.cut(cut_off, leader)
+    sim.run(400)
+    sim.check_leader_kept(leader, epoch)
+    leaders = [n for _, n, e in sim.role_events() if e["role"] == "Leader"]
+    return sim, leaders
+
+
+def test_pre_vote_while_following_flip_flops_leadership():
+    sim, leaders = partial_connectivity()
+    assert sim.violations == [] and len(leaders) == 1
+    sim, leaders = partial_connectivity(bugs.PRE_VOTE_WHILE_FOLLOWING)
+    assert any("disrupted" in v for v in sim.violations), sim.violations
+    # The leadership moved away from a leader that kept its majority.
+    assert len(leaders) >= 2, leaders
+
+
+# ------------------------------- resigned-same-epoch (KIP-996, Resigned state)
+
+
+def resigned_leader(*bug_names: str) -> tuple[Sim, str]:
+    sim = Sim(seed=3, config=switches(*bug_names))
+    leader = sim.settle()
+    sim.isolate(leader)
+    sim.run(200)
+    return sim, leader
+
+
+def test_resigned_same_epoch_follows_itself():
+    sim, leader = resigned_leader()
+    roles = [e for _, _, e in sim.role_events(leader)]
+    assert not any(e["role"] == "Follower" and e["leader"] == leader for e in roles)
+    resigned = [e["epoch"] for e in roles if e["role"] == "Resigned"]
+    assert resigned and all(e["epoch"] > resigned[0] for e in roles[roles.index(
+        next(r for r in roles if r["role"] == "Resigned")) + 1:])
+    sim, leader = resigned_leader(bugs.RESIGNED_SAME_EPOCH)
+    roles = [e for _, _, e in sim.role_events(leader)]
+    assert any(e["role"] == "Follower" and e["leader"] == leader for e in roles), roles
+
+
+@pytest.mark.parametrize("bug", sorted(bugs.KNOWN))
+def test_every_switch_is_documented(bug):
+    text = (Path(__file__).parents[2] / "nodes" / "raft" / "BUGS.md").read_text()
+    assert f"`{bug}`" in text
+
+
+# ------------------------------------- two-voter-changes (KIP-853)
+
+
+def two_adds_across_a_partition(on: bool) -> tuple[Sim, object]:
+    """Leader n1 of {n1,n2,n3} cut off with observers n4 and n5 adds both."""
+    sim = Sim(("n1", "n2", "n3"), seed=31, observers=("n4", "n5"),
+              config=switches(bugs.TWO_VOTER_CHANGES) if on else None)
+    assert sim.run_until(lambda: sim.stable_leader() == "n1", 400), sim.describe()
+    commit(sim, b"before")
+    sim.run(5)
+    sim.partition(["n1", "n4", "n5"], ["n2", "n3"])
+    first = sim.change_voters("add", "n4", ack_when_committed=False)
+    second = sim.change_voters("add", "n5", ack_when_committed=False)
+    assert isinstance(first, tuple)
+    for i in range(30):
+        sim.propose(b"n1-side-%d" % i)
+        sim.run(10)
+    # n2 and n3 elect one of themselves and commit in their old voter set.
+    assert sim.run_until(lambda: sim.leader() in ("n2", "n3"), 400), sim.describe()
+    for i in range(5):
+        sim.propose(b"n23-side-%d" % i)
+        sim.run(10)
+    return sim, second
+
+
+def test_two_voter_changes_let_disjoint_majorities_commit_different_entries():
+    sim, second = two_adds_across_a_partition(on=True)
+    assert isinstance(second, tuple)  # the second change was accepted
+    assert any("was committed as" in v for v in sim.violations), sim.violations
+
+
+def test_one_voter_change_at_a_time_keeps_the_majorities_overlapping():
+    sim, second = two_adds_across_a_partition(on=False)
+    assert second == "voter_change_in_flight"
+    sim.check_logs_agree()
+    assert sim.violations == []
+
+
+# ------------------------------ ack-when-committed-autojoin (KIP-1186)
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_ack_when_committed_autojoin_makes_the_leader_resign(on):
+    # --standalone: one voter, one observer auto-joining (KIP-1186's example).
+    sim = Sim(("n1",), seed=5, observers=("n2",),
+              config=switches(bugs.ACK_WHEN_COMMITTED_AUTOJOIN) if on else None)
+    sim.nodes["n2"].config.auto_join = True
+    assert sim.settle() == "n1"
+    commit(sim, b"x")
+    assert sim.run_until(lambda: sim.core("n2").is_voter, 300), sim.describe()
+    sim.run(200)
+    resigned = [e for _, _, e in sim.role_events("n1") if e["role"] == "Resigned"]
+    assert bool(resigned) is on, resigned
+    assert sim.violations == []
+
+
+# ------------------------------------------ cluster-id-ignored (KIP-595)
+
+
+def reformatted_follower_rejoins(on: bool) -> tuple[Sim, str, list[dict]]:
+    """A follower re-formatted for another cluster comes back under its old
+    name; later its old disk is put back and the leader crashes."""
+    sim = Sim(seed=41, config=switches(bugs.CLUSTER_ID_IGNORED) if on else None)
+    leader = sim.settle()
+    for i in range(3):
+        commit(sim, b"before-%d" % i)
+    foreign, other = [n for n in sim.nodes if n != leader]
+    old_disk = sim.reformat(foreign, "another-cluster")
+    since = sim.now
+    sim.run(300)
+    # The other follower is cut off: only the foreign node could make a majority.
+    sim.cut(leader, other)
+    proposed = sim.propose(b"needs-a-second-copy")
+    assert proposed is not None
+    sim.run(100)
+    # Its roles while formatted for the other cluster.
+    roles = [e for t, _, e in sim.role_events(foreign) if t >= since]
+    sim.restore(foreign, old_disk)
+    sim.crash(leader)
+    sim.heal()
+    sim.run(400)
+    return sim, leader, roles
+
+
+def test_cluster_id_ignored_lets_a_foreign_node_make_a_commit_that_is_lost():
+    sim, leader, roles = reformatted_follower_rejoins(on=True)
+    # While foreign it followed our leader and copied our log.
+    assert any(e["role"] == FOLLOWER and e["leader"] == leader for e in roles), roles
+    assert any("was committed as" in v for v in sim.violations), (
+        sim.violations)
+
+
+def test_a_foreign_node_is_refused_and_commits_wait_for_our_own_majority():
+    sim, leader, roles = reformatted_follower_rejoins(on=False)
+    assert roles and all(e["role"] != FOLLOWER for e in roles), roles
+    assert sim.committed[-1].payload != b"needs-a-second-copy"
+    assert sim.violations == [], sim.violations
+
+
+# ----------------------- vote-after-state-loss (KIP-996 "Disk failure", KIP-595)
+
+
+def vote_then_lose_state(seed: int, *bug_names: str) -> Sim:
+    """n1 and n2 cannot talk; both canvass n3. As soon as n3 grants a vote its
+    quorum-state file is lost (the log survives) and it restarts; the rival's
+    request for the same epoch may still be on the wire."""
+    sim = Sim(
+        seed=seed,
+        network=NetworkConfig(min_delay=1, max_delay=4),
+        config=switches(*bug_names),
+    )
+    sim.cut("n1", "n2")
+    assert sim.run_until(lambda: sim.core("n3").voted_for is not None, 300)
+    sim.lose_quorum_state("n3")
+    sim.run(100)
+    return sim
+
+
+def votes_by_epoch(sim: Sim, name: str, since: int = 0) -> dict[int, set[str]]:
+    out: dict[int, set[str]] = {}
+    for _, node, event in sim.events[since:]:
+        if node == name and event["event"] == "vote":
+            out.setdefault(event["epoch"], set()).add(event["candidate"])
+    return out
+
+
+def test_vote_after_state_loss_votes_twice_in_one_epoch_and_elects_two_leaders():
+    def two_leaders(seed: int) -> bool:
+        sim = vote_then_lose_state(seed, bugs.VOTE_AFTER_STATE_LOSS)
+        return any("two leaders" in v for v in sim.violations)
+
+    caught = [seed for seed in range(40) if two_leaders(seed)]
+    assert caught, "no seed shows the second vote"
+    for seed in caught:
+        sim = vote_then_lose_state(seed, bugs.VOTE_AFTER_STATE_LOSS)
+        assert any(len(c) > 1 for c in votes_by_epoch(sim, "n3").values())
+        fixed = vote_then_lose_state(seed)
+        assert fixed.violations == []
+        assert all(len(c) == 1 for c in votes_by_epoch(fixed, "n3").values())
+
+
+def test_a_voter_that_lost_its_state_votes_again_only_once_caught_up():
+    sim = Sim(seed=3)
+    leader = sim.settle()
+    commit(sim, b"x")
+    follower = next(n for n in ("n1", "n2", "n3") if n != leader)
+    sim.lose_quorum_state(follower)
+    assert sim.core(follower).epoch == 0
+    # Back in touch with the leader it catches up, says so, and may vote again.
+    assert sim.run_until(lambda: any(
+        n == follower and e["event"] == "votes_again" for _, n, e in sim.events), 200)
+    assert sim.nodes[follower].disk.state.abstain is False
+    sim.crash(leader)
+    assert sim.run_until(lambda: sim.leader() not in (None, leader), 500), sim.describe()
+    assert sim.violations == []
+
+
+def test_an_abstaining_voter_keeps_abstaining_across_a_restart():
+    sim = Sim(seed=4)
+    leader = sim.settle()
+    others = [n for n in ("n1", "n2", "n3") if n != leader]
+    sim.crash(leader)
+    since = len(sim.events)
+    sim.lose_quorum_state(others[0])
+    assert sim.nodes[others[0]].disk.state.abstain is True
+    sim.crash(others[0])
+    sim.restart(others[0])
+    # No leader to catch up with, and the one voter left cannot be elected
+    # without it: no vote from it, so no leader.
+    sim.run(300)
+    assert votes_by_epoch(sim, others[0], since) == {}
+    assert sim.leader() is None
+    sim.restart(leader)
+    assert sim.run_until(lambda: sim.leader() is not None, 500), sim.describe()
+    assert sim.violations == []
