@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.run.config import RunConfig, fresh_schedule, validate
+from harness.run.config import ConfigError, RunConfig, fresh_schedule, validate
 from nemesis.schedule import SHARED_LANE, lanes, overlap_lane, schedule
 
 NODES = ["n1", "n2", "n3"]
@@ -82,3 +82,8 @@ def test_the_run_option_reaches_the_schedule():
     config.nemesis_overlap = False
     plain = fresh_schedule(config)
     assert all(len(in_force(plain, e.time)) <= 1 for e in plain)
+
+
+def test_overlap_with_the_hunt_is_refused_in_one_sentence():
+    with pytest.raises(ConfigError, match="--nemesis-overlap shapes the seeded schedule"):
+        validate(RunConfig(db="raft", nemesis=["hunt", "partition"], nemesis_overlap=True))

@@ -108,6 +108,9 @@ def validate(c: RunConfig) -> RunConfig:
                           f"{', '.join(NEMESES)} (comma-separated, or 'none')")
     if c.nemesis == [HUNT.name]:
         c.nemesis = [HUNT.name, *hunt_repertoire(system, c.nodes)]
+    if c.nemesis_overlap and HUNT.name in c.nemesis:
+        raise ConfigError("--nemesis-overlap shapes the seeded schedule; the hunt decides "
+                          "its own as it goes: name the faults instead of hunt")
     if c.nodes < 1:
         raise ConfigError(f"--nodes must be at least 1, not {c.nodes}")
     if c.nodes > MAX_NODES:
