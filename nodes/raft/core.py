@@ -950,7 +950,7 @@ class Core:
         check_quorum = self._cfg.check_quorum and bugs.NO_CHECK_QUORUM not in self._bugs
         if check_quorum and self._wall is not None:
             # BUG when switched on (wall-clock-lease): check quorum is the
-            # lease, on the wall clock: a clock set back extends it.
+            # lease, on the wall clock: clocks that disagree stretch it.
             if self._now - self._leader_since >= window and self._wall >= self._lease_until():
                 self._resign()
                 return
