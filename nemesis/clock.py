@@ -39,7 +39,7 @@ from typing import Any
 
 from checkers.faults import CLOCK
 from checkers.history import NOOP
-from nemesis.fault import ClusterControl, FaultContext
+from nemesis.fault import ClusterControl, FaultContext, planned_or_leader
 from nodes.abilities import PreloadClock
 
 LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
@@ -167,7 +167,7 @@ class ClockFault:
                ) -> dict[str, Any]:
         if "mode" not in params:
             params = {**plan(rng, cluster.names, self.variant), **params}
-        nodes = _targets(cluster, params)
+        nodes = planned_or_leader(cluster, params)
         mode, seconds = params["mode"], float(params["seconds"])
         missing = [n for n in nodes if n not in self.clocks]
         if missing:
@@ -218,17 +218,6 @@ class ClockFault:
         if not changed:
             return {"nodes": [], NOOP: "no clock was off"}
         return {"nodes": changed, "offsets": dict.fromkeys(changed, 0.0)}
-
-
-def _targets(cluster: ClusterControl, params: Mapping[str, Any]) -> list[str]:
-    """The planned nodes, or the leader now (recorded in the op value, so a
-    replay sets the same node off)."""
-    if params.get("nodes"):
-        return list(params["nodes"])
-    leader = cluster.leader()
-    if leader is None:
-        raise RuntimeError("no leader to set the clock of")
-    return [leader]
 
 
 def clock_fault(ctx: FaultContext) -> ClockFault:

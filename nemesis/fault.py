@@ -104,3 +104,14 @@ def split_spec(spec: str) -> tuple[str, str | None]:
     """`"partition:one-way"` -> (`"partition"`, `"one-way"`)."""
     name, _, variant = spec.partition(":")
     return name, (variant or None)
+
+
+def planned_or_leader(cluster: ClusterControl, params: Mapping[str, Any]) -> list[str]:
+    """The nodes a plan named, or (a `,leader` variant) the node leading now;
+    the fault records it in its op value, so a replay hits the same node."""
+    if params.get("nodes"):
+        return list(params["nodes"])
+    leader = cluster.leader()
+    if leader is None:
+        raise RuntimeError("no leader to target")
+    return [leader]

@@ -110,7 +110,7 @@ def test_a_leader_clock_fault_sets_the_node_leading_at_inject_and_records_it(
     assert files["n3"].read_text().strip() == "-10.000000"
     assert {files[n].read_text().strip() for n in NODES if n != "n3"} == {"+0.000000"}
     assert fault.heal(_Led("n1"))["nodes"] == ["n3"]
-    with pytest.raises(RuntimeError, match="no leader"):
+    with pytest.raises(RuntimeError, match="no leader to target"):
         fault.inject(_Led(None), random.Random(0), params)
 
 
