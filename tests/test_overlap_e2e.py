@@ -61,6 +61,7 @@ def test_two_families_in_force_at_once_and_replayed_so(tmp_path: Path, capsys) -
     first = executed(original)
     assert {"partition", "clock"} <= {e["f"] for e in first}
     assert overlaps(first) >= 1, first
+    assert not (original / "clocks").exists()       # the clock files go with the run
     capsys.readouterr()
 
     main(["replay", str(original), "--yes", "--results", str(tmp_path / "replays")])
@@ -68,3 +69,4 @@ def test_two_families_in_force_at_once_and_replayed_so(tmp_path: Path, capsys) -
     again = executed(replayed)
     assert injects(again) == injects(first)
     assert overlaps(again) >= 1, again
+    assert not (replayed / "clocks").exists()
