@@ -69,6 +69,7 @@ def switch_config(name: str, seed: int, time_limit: float) -> dict[str, Any]:
             "nemesis": list(plan["nemesis"]),
             "nemesis_interval": plan["nemesis_interval"],
             "nemesis_min_duration": plan.get("nemesis_min_duration", 0.0), "time_limit": time_limit,
+            "nemesis_overlap": plan.get("nemesis_overlap", False),
             "rate": plan.get("rate", DEFAULT_RATE), "seed": seed, "bugs": [],
             "workload_options": dict(plan.get("workload_options", {})),
             "node_options": dict(plan.get("node_options", {}))}
@@ -82,6 +83,7 @@ def all_faults_config(workload: str, seed: int, time_limit: float) -> dict[str, 
             "nemesis": [name for name in FAULTS
                         if name != HUNT.name and name not in COMPOSITIONS],
             "nemesis_interval": ALL_FAULTS_INTERVAL, "nemesis_min_duration": 0.0,
+            "nemesis_overlap": False,
             "time_limit": time_limit,
             "rate": DEFAULT_RATE, "seed": seed, "bugs": [], "workload_options": {}}
 
@@ -94,6 +96,8 @@ def cli_args(config: dict[str, Any]) -> list[str]:
             "--seed", str(config["seed"])]
     if config.get("nemesis_min_duration"):
         args += ["--nemesis-min-duration", str(config["nemesis_min_duration"])]
+    if config.get("nemesis_overlap"):
+        args += ["--nemesis-overlap"]
     for bug in config["bugs"]:
         args += ["--bug", bug]
     for key, value in sorted(config.get("workload_options", {}).items()):

@@ -191,7 +191,7 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           planner=_no_variant(HUNT.name)),
     _kind(CLOCK, _lazy("nemesis.clock", "clock_fault"),
           "set a node's wall clock off through libfaketime",
-          variants=lambda: ("skew=<S>", "bump=<S>", "strobe=<S>,period=<P>"),
+          variants=lambda: ("skew=<S>", "bump=<S>", "strobe=<S>,period=<P>", "skew=<S>,leader"),
           default="a skew of 1-30 s either way", planner=_planner("nemesis.clock", "plan"),
           host=CLOCK_FILES),
     _kind(CPU, _lazy("nemesis.pressure", "cpu_fault"), "limit a node to a fraction of a core",

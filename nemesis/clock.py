@@ -18,7 +18,9 @@ Variants (`clock:skew=5`, `clock:bump=-2`, `clock:strobe=1,period=0.2`):
     bump=S    the node's clock jumped by S seconds from where it is (they add up)
     strobe=S  the clock flapping between S seconds off and right, every
               `period` seconds (default 0.5), until the heal
-Without one: a skew, its size and sign drawn by the planner.
+Without one: a skew, its size and sign drawn by the planner. Each may end in
+`,leader`: the node leading at inject time rather than one drawn by the plan
+(a lease is the leader's; a follower's clock rarely matters).
 
 Only a system whose node processes read the clock through libc can take it:
 its adapter declares so (`nodes.abilities.PreloadClock`); a Go binary such as etcd
@@ -37,7 +39,7 @@ from typing import Any
 
 from checkers.faults import CLOCK
 from checkers.history import NOOP
-from nemesis.fault import ClusterControl, FaultContext
+from nemesis.fault import ClusterControl, FaultContext, planned_or_leader
 from nodes.abilities import PreloadClock
 
 LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
@@ -46,6 +48,7 @@ DEFAULT_PERIOD_S = 0.5
 MIN_PERIOD_S = 0.01
 # The default skew: this many seconds at most, either way.
 DEFAULT_MAX_SKEW_S = 30.0
+LEADER = "leader"
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ class ClockVariant:
     mode: str
     seconds: float | None        # None: drawn by the planner
     period_s: float = DEFAULT_PERIOD_S
+    leader: bool = False         # the node leading at inject time
 
 
 def parse_variant(variant: str | None) -> ClockVariant:
@@ -61,11 +65,13 @@ def parse_variant(variant: str | None) -> ClockVariant:
     if variant is None:
         return ClockVariant("skew", None)
     parts = [p.strip() for p in variant.split(",") if p.strip()]
+    leader = LEADER in parts
+    parts = [p for p in parts if p != LEADER]
     head, *rest = parts or [""]
     mode, eq, value = head.partition("=")
     if mode not in MODES:
         raise ValueError(f"clock variant must start with one of {', '.join(MODES)} "
-                         f"(e.g. skew=5), not {head!r}")
+                         f"(e.g. skew=5, maybe with ,leader), not {head!r}")
     seconds = _number(value, f"clock:{mode}") if eq else None
     if mode == "strobe" and seconds is None:
         seconds = 1.0
@@ -77,8 +83,9 @@ def parse_variant(variant: str | None) -> ClockVariant:
             if period < MIN_PERIOD_S:
                 raise ValueError(f"clock strobe period must be at least {MIN_PERIOD_S} s")
         else:
-            raise ValueError(f"unknown clock option {part!r} (strobe takes period=P)")
-    return ClockVariant(mode, seconds, period)
+            raise ValueError(f"unknown clock option {part!r} (strobe takes period=P; "
+                             "any mode takes leader)")
+    return ClockVariant(mode, seconds, period, leader)
 
 
 def _number(text: str, what: str) -> float:
@@ -92,13 +99,15 @@ def _number(text: str, what: str) -> float:
 
 
 def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
-    """Pure: which node, and by how much (drawn when the variant leaves it open)."""
+    """Pure: which node (or the leader, found at inject time), and by how much
+    (drawn when the variant leaves it open)."""
     v = parse_variant(variant)
     seconds = v.seconds
     if seconds is None:
         seconds = round(rng.uniform(1.0, DEFAULT_MAX_SKEW_S) * rng.choice((-1, 1)), 3)
-    params: dict[str, Any] = {"nodes": [rng.choice(sorted(nodes))], "mode": v.mode,
-                              "seconds": seconds}
+    whom: dict[str, Any] = {"targets": LEADER} if v.leader else {
+        "nodes": [rng.choice(sorted(nodes))]}
+    params: dict[str, Any] = {**whom, "mode": v.mode, "seconds": seconds}
     if v.mode == "strobe":
         params["period_s"] = v.period_s
     return params
@@ -158,7 +167,7 @@ class ClockFault:
                ) -> dict[str, Any]:
         if "mode" not in params:
             params = {**plan(rng, cluster.names, self.variant), **params}
-        nodes = list(params["nodes"])
+        nodes = planned_or_leader(cluster, params)
         mode, seconds = params["mode"], float(params["seconds"])
         missing = [n for n in nodes if n not in self.clocks]
         if missing:

@@ -154,3 +154,12 @@ class FaultKind:
         shown = f"[:{'|'.join(variants)}]" if variants else ""
         default = f" (without one: {self.default})" if self.default else ""
         return f"{self.name}{shown}: {self.help}{default}"
+def planned_or_leader(cluster: ClusterControl, params: Mapping[str, Any]) -> list[str]:
+    """The nodes a plan named, or (a `,leader` variant) the node leading now;
+    the fault records it in its op value, so a replay hits the same node."""
+    if params.get("nodes"):
+        return list(params["nodes"])
+    leader = cluster.leader()
+    if leader is None:
+        raise RuntimeError("no leader to target")
+    return [leader]

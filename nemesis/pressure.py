@@ -24,7 +24,7 @@ from typing import Any
 from checkers.faults import CPU, MEMORY, STRESS
 from checkers.history import NOOP
 from nemesis.cgroups import NodeCgroup
-from nemesis.fault import ClusterControl, FaultContext
+from nemesis.fault import ClusterControl, FaultContext, planned_or_leader
 from nemesis.host import NodeHost
 
 LEADER = "leader"
@@ -106,15 +106,6 @@ def plan_stress(rng: random.Random, nodes: Sequence[str], variant: str | None
     return plan(STRESS.name, rng, nodes, variant)
 
 
-def _targets(cluster: ClusterControl, params: Mapping[str, Any]) -> list[str]:
-    if params.get("nodes"):
-        return list(params["nodes"])
-    leader = cluster.leader()
-    if leader is None:
-        raise RuntimeError("no leader to target")
-    return [leader]
-
-
 class _PressureFault:
     fault = CPU
 
@@ -136,7 +127,7 @@ class CpuLimitFault(_PressureFault):
 
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
-        nodes = _targets(cluster, params)
+        nodes = planned_or_leader(cluster, params)
         for n in nodes:
             self._cgroup(n).set_cpu(self.pressure.amount)
             self.touched.add(n)
@@ -157,7 +148,7 @@ class MemoryPressureFault(_PressureFault):
 
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
-        nodes = _targets(cluster, params)
+        nodes = planned_or_leader(cluster, params)
         down = [n for n in nodes if not cluster.is_running(n)]
         if down:
             # Its group holds nothing to measure: a squeeze to that would
@@ -208,7 +199,7 @@ class StressFault(_PressureFault):
 
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
-        nodes = _targets(cluster, params)
+        nodes = planned_or_leader(cluster, params)
         pids = {}
         for n in nodes:
             self._cgroup(n)

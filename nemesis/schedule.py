@@ -9,6 +9,14 @@ before it could act. What each fault
 does (which nodes, which shape) is planned here when the node names are
 enough; what depends on the live cluster (the current leader) is left to
 inject time, with a per-event seed so that choice replays too.
+
+With `overlap` (Jepsen's combined packages: a partition while a node's clock
+is off or its links lose packets) each family that degrades a node or its
+links (checkers.faults DEGRADED: packet, bandwidth, disk, clock, cpu, memory,
+stress) gets a timeline of its own, and every other fault shares one; the
+timelines are drawn from sub-seeds and merged, so two families are often in
+force at once, each healed by its own op. Within one timeline it is still one
+fault at a time.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from checkers.faults import HUNT
+from checkers.faults import DEGRADED, FAULT_OPS, HUNT
 from nemesis.base import FAULTS, one_node, split_spec
 from nemesis.base import INSTANT_FAULTS as INSTANT
 
@@ -49,20 +57,57 @@ def plan_params(spec: str, rng: random.Random, nodes: Sequence[str]) -> dict[str
     return (kind.planner if kind is not None else one_node)(rng, nodes, variant)
 
 
+# The lane every fault that is not a degradation shares.
+SHARED_LANE = ""
+
+
+def overlap_lane(spec: str) -> str:
+    """Pure: the timeline a fault takes in an overlapping schedule: its own
+    family's if it degrades (DEGRADED), else the shared one."""
+    name = split_spec(spec)[0]
+    op = FAULT_OPS.get(name)
+    return name if op is not None and op.effect == DEGRADED else SHARED_LANE
+
+
+def lanes(faults: Sequence[str]) -> dict[str, list[str]]:
+    """Pure: the faults by overlap lane, in the order named."""
+    out: dict[str, list[str]] = {}
+    for spec in faults:
+        out.setdefault(overlap_lane(spec), []).append(spec)
+    return out
+
+
 def schedule(seed: int, faults: Sequence[str], mean_interval: float, time_limit: float,
-             nodes: Sequence[str], min_duration: float = 0.0) -> list[Event]:
+             nodes: Sequence[str], min_duration: float = 0.0, overlap: bool = False
+             ) -> list[Event]:
     """The timeline of fault and heal events for one run; same inputs, same timeline.
 
     Every injected fault is healed no later than `time_limit`. A fault lasts
     at least `min_duration` s (0: min(MIN_FAULT_S, mean_interval / 2)), so a
     bug that needs a fault held for a known time gets it from every fault,
     not from the ones the draw happens to make long; the draws stay the same.
+    `overlap`: one timeline per lane (`lanes`), merged in time order; with a
+    single lane the same timeline as without.
     """
     if mean_interval <= 0:
         raise ValueError("mean interval must be positive")
     if not faults or not nodes or time_limit <= 0:
         return []
+    by_lane = lanes(faults)
+    if not overlap or len(by_lane) == 1:
+        return _timeline(random.Random(seed), faults, mean_interval, time_limit, nodes,
+                         min_duration)
     rng = random.Random(seed)
+    merged = [e for _, specs in sorted(by_lane.items())
+              for e in _timeline(random.Random(rng.getrandbits(64)), specs, mean_interval,
+                                 time_limit, nodes, min_duration)]
+    # Stable: a lane's own order holds; at one instant heals go first.
+    return sorted(merged, key=lambda e: (e.time, e.action != "heal"))
+
+
+def _timeline(rng: random.Random, faults: Sequence[str], mean_interval: float,
+              time_limit: float, nodes: Sequence[str], min_duration: float) -> list[Event]:
+    """One fault at a time from `faults`, drawn from `rng`."""
     specs = list(faults)
     bag: list[str] = []
     min_duration = min_duration or min(MIN_FAULT_S, mean_interval / 2)

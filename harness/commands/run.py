@@ -41,6 +41,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="mean seconds between fault events")
     p.add_argument("--nemesis-min-duration", type=float, default=d.nemesis_min_duration,
                    help="shortest fault in seconds (0: min(1, interval / 2))")
+    p.add_argument("--nemesis-overlap", action="store_true", default=d.nemesis_overlap,
+                   help="let fault families overlap: each that degrades a node or its links "
+                        "(packet, bandwidth, disk, clock, cpu, memory, stress) on a timeline "
+                        "of its own beside the others (docs/faults.md)")
     p.add_argument("--recovery-time", type=float, default=d.recovery_time)
     p.add_argument("--op-timeout", type=float, default=d.op_timeout)
     p.add_argument("--node-choice", default=d.node_choice, help="random or sticky")
@@ -94,7 +98,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             nodes=args.nodes, concurrency=args.concurrency, rate=args.rate,
             time_limit=args.time_limit, seed=args.seed,
             nemesis_interval=args.nemesis_interval,
-            nemesis_min_duration=args.nemesis_min_duration, recovery_time=args.recovery_time,
+            nemesis_min_duration=args.nemesis_min_duration,
+            nemesis_overlap=args.nemesis_overlap, recovery_time=args.recovery_time,
             op_timeout=args.op_timeout, node_choice=args.node_choice, bugs=args.bugs,
             node_options=parse_options(args.node_option, "--node-option"),
             workload_options=parse_options(args.client_option, "--client-option"),

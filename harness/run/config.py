@@ -54,6 +54,9 @@ class RunConfig:
     seed_scheme: int = SCHEME
     nemesis_interval: float = 5.0     # mean seconds between fault events
     nemesis_min_duration: float = 0.0  # shortest fault, s (0: min(1, interval / 2))
+    # Degrading families (packet, clock, disk, ...) each on a timeline of their
+    # own, overlapping the others (nemesis.schedule.lanes).
+    nemesis_overlap: bool = False
     recovery_time: float = 5.0        # quiet time after the final heal, before final reads
     final_read_timeout: float = 10.0
     op_timeout: float = 1.0
@@ -105,6 +108,9 @@ def validate(c: RunConfig) -> RunConfig:
                           f"{', '.join(NEMESES)} (comma-separated, or 'none')")
     if c.nemesis == [HUNT.name]:
         c.nemesis = [HUNT.name, *hunt_repertoire(system, c.nodes)]
+    if c.nemesis_overlap and HUNT.name in c.nemesis:
+        raise ConfigError("--nemesis-overlap shapes the seeded schedule; the hunt decides "
+                          "its own as it goes: name the faults instead of hunt")
     if c.nodes < 1:
         raise ConfigError(f"--nodes must be at least 1, not {c.nodes}")
     if c.nodes > MAX_NODES:
@@ -232,7 +238,7 @@ def fresh_schedule(c: RunConfig) -> list[Any]:
                              c.time_limit, c.nemesis_min_duration, c.hunt_corpus)
     return schedule(Seeds(c.seed, c.seed_scheme).of("schedule"), c.nemesis,
                     c.nemesis_interval, c.time_limit, node_names(c.nodes),
-                    c.nemesis_min_duration)
+                    c.nemesis_min_duration, c.nemesis_overlap)
 
 
 def kinds_left_out(c: RunConfig, events: list[Any]) -> list[str]:

@@ -29,6 +29,13 @@ UNKNOWN_EPOCH_NEXT_START = "unknown-epoch-next-start"
 # acknowledged: PostgreSQL's "fsyncgate" family; the correct node fail-stops.
 IGNORE_WRITE_ERROR = "ignore-write-error"
 
+# A leader lease for reads measured on the wall clock: the leader answers
+# reads from its own state while a majority's fetches, stamped with their
+# senders' wall clocks, promise it the lead, and resigns when its own wall
+# clock says the promise ran out (instead of check quorum's ticks). The
+# correct build has no lease: every read is a log barrier.
+WALL_CLOCK_LEASE = "wall-clock-lease"
+
 KNOWN = frozenset({NO_PRE_VOTE, NO_CHECK_QUORUM, VOTE_BEFORE_PERSIST, TRUNCATE_TO_HW, COMMIT_DIRTY,
                    PRE_VOTE_WHILE_FOLLOWING, RESIGNED_SAME_EPOCH})
 KNOWN |= {LEADER_ACK_AS_QUORUM, TWO_VOTER_CHANGES, ACK_WHEN_COMMITTED_AUTOJOIN}
@@ -36,6 +43,7 @@ KNOWN |= {CLUSTER_ID_IGNORED}
 KNOWN |= {VOTE_AFTER_STATE_LOSS}
 KNOWN |= {UNKNOWN_EPOCH_NEXT_START}
 KNOWN |= {IGNORE_WRITE_ERROR}
+KNOWN |= {WALL_CLOCK_LEASE}
 
 # How a real run exposes each switch (BUGS.md's last column; bench/detection.py
 # and campaigns/calibration.toml are built from this): the nemesis, its mean
@@ -114,6 +122,16 @@ CALIBRATION: dict[str, dict] = {
     IGNORE_WRITE_ERROR: {"nemesis": ["disk:eio=0.1+ops=write+files=*.seg+nodes=all"],
                          "nemesis_interval": 3.0, "nemesis_min_duration": 3.0,
                          "caught_by": ["durability", "divergence"]},
+    # One node's wall clock 10 s ahead: as a follower, its fetches promise
+    # the leader 10.5 s (it cannot stay leader: its own lease looks expired at
+    # once), so a leader cut off while the skew is in force (or up to 10 s
+    # after its heal: a lease is the longest promise given) keeps leading and
+    # answering reads from its own state while the majority elects another
+    # leader and writes. The families overlap (`nemesis_overlap`) so the two
+    # meet in every run: 10/10, correct build 0/10 (docs/faults.md).
+    WALL_CLOCK_LEASE: {"nemesis": ["partition:isolate-leader", "clock:skew=10"],
+                       "nemesis_interval": 3.0, "nemesis_min_duration": 4.0,
+                       "nemesis_overlap": True, "caught_by": ["linearizability"]},
 }
 
 

@@ -58,6 +58,9 @@ class Config:
     # it has caught up, and again every join_retry_ticks until it is one.
     auto_join: bool = False
     join_retry_ticks: int = 10
+    # Seconds per tick: only the wall-clock-lease switch turns ticks into
+    # wall-clock seconds (its lease is an election timeout long).
+    tick_s: float = 0.05
 
 
 class NotLeader(Exception):
@@ -112,6 +115,9 @@ class _ReplicaProgress:
     """The leader's view of one voter in the current epoch."""
 
     last_fetch_tick: int
+    # wall-clock-lease switch: the follower's wall clock when it sent its
+    # latest fetch, plus the lease; it promises not to follow anyone else before.
+    lease_until: float = float("-inf")
     # The voter's log equals ours on [0, match_end) ...
     match_end: int = 0
     # ... and is durable there up to flushed_end: only this counts toward commit.
@@ -211,6 +217,9 @@ class Core:
         self._held_fetches: dict[str, _HeldFetch] = {}
         self._leader_since = 0
         self._next_announce_tick = 0
+        # The wall clock as the server last read it (wall-clock-lease switch
+        # only; None: never given, and the core keeps to its ticks).
+        self._wall: float | None = None
 
         # A restarted leader cannot resume: it might have lost unflushed
         # entries it already replicated, so it resigns the epoch it led.
@@ -299,6 +308,29 @@ class Core:
         return list(self._log)
 
     # ----------------------------------------------------------------- inputs
+
+    def observe_wall_clock(self, now_s: float) -> None:
+        """The server's wall clock reading (time.time()), given before a tick, a
+        peer message or a read. Only the wall-clock-lease switch looks at it:
+        the correct core counts ticks and never reads a clock."""
+        if bugs.WALL_CLOCK_LEASE in self._bugs:
+            self._wall = now_s
+
+    def lease_read_ok(self) -> bool:
+        """wall-clock-lease switch: may this leader answer a read from its own
+        state now, without a barrier? It leads, has committed an entry of its
+        epoch (so everything committed before is below its high watermark),
+        and its wall clock has not passed what a majority's fetches promised.
+        Always False in the correct build."""
+        if self._wall is None or self._role != LEADER or self._hw == 0:
+            return False
+        return self._log[self._hw - 1].epoch == self._epoch and self._wall < self._lease_until()
+
+    def _lease_until(self) -> float:
+        """The majority-th latest promise (our own counts as forever)."""
+        promises = sorted([float("inf")] * self._own_count()
+                          + [p.lease_until for p in self._voter_progress()], reverse=True)
+        return promises[self._majority - 1]
 
     def tick(self) -> None:
         self._now += 1
@@ -596,6 +628,11 @@ class Core:
         if progress is not None:
             progress.last_fetch_tick = self._now
             progress.acknowledged = True
+            if "wall" in msg and bugs.WALL_CLOCK_LEASE in self._bugs:
+                # BUG when switched on: a promise in the follower's clock,
+                # judged later on ours: right only while both clocks agree.
+                lease = float(msg["wall"]) + self._cfg.election_timeout_ticks * self._cfg.tick_s
+                progress.lease_until = max(progress.lease_until, lease)
         # A newer fetch from the same follower supersedes the one we hold.
         self._held_fetches.pop(follower, None)
         consistent, diverging_epoch, diverging_end = ec.fetch_is_consistent(
@@ -894,12 +931,14 @@ class Core:
         self._next_fetch_tick = self._now + self._cfg.fetch_interval_ticks
         self._fetch_in_flight = True
         self._fetch_sent_tick = self._now
+        stamp = {} if self._wall is None else {"wall": self._wall}
         self._send(
             m.FETCH,
             self._leader,
             fetch_offset=len(self._log),
             last_fetched_epoch=self.last_epoch,
             flushed_offset=self._flushed_end,
+            **stamp,
         )
 
     def _leader_tick(self) -> None:
@@ -909,7 +948,13 @@ class Core:
         # BUG when switched off (KIP-595 check quorum): a leader cut off from
         # the majority never resigns and keeps taking writes it cannot commit.
         check_quorum = self._cfg.check_quorum and bugs.NO_CHECK_QUORUM not in self._bugs
-        if check_quorum and self._now - self._leader_since >= window:
+        if check_quorum and self._wall is not None:
+            # BUG when switched on (wall-clock-lease): check quorum is the
+            # lease, on the wall clock: clocks that disagree stretch it.
+            if self._now - self._leader_since >= window and self._wall >= self._lease_until():
+                self._resign()
+                return
+        elif check_quorum and self._now - self._leader_since >= window:
             recent = self._own_count() + sum(
                 1 for p in self._voter_progress() if self._now - p.last_fetch_tick < window
             )

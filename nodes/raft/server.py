@@ -138,6 +138,8 @@ class RaftServer:
         self.applied_end = 0
         self.flags = _Flags()
         self.boot = time.monotonic_ns()
+        # The wall clock is read only for the wall-clock-lease switch.
+        self._wall_clock = bugs.WALL_CLOCK_LEASE in options.bugs
         self._fsync_pool = ThreadPoolExecutor(1, thread_name_prefix="fsync")
         self._need_flush = asyncio.Event()
         self._links: dict[str, PeerLink] = {}
@@ -166,6 +168,7 @@ class RaftServer:
             cluster_id=self.options.cluster_id,
             bugs=self.options.bugs,
             auto_join=self.options.auto_join,
+            tick_s=self.options.tick_ms / 1000,
         )
         entries = [Entry(r.offset, r.epoch, r.payload) for r in recovered.records]
         self.core = Core(config, state, entries, self.options.seed, state_lost=state_lost)
@@ -264,6 +267,7 @@ class RaftServer:
         while True:
             next_tick += interval
             await asyncio.sleep(max(0.0, next_tick - time.monotonic()))
+            self._observe_wall_clock()
             self.core.tick()
             self._expire_requests()
             self.process_ready()
@@ -463,6 +467,7 @@ class RaftServer:
     def _on_peer_message(self, msg: dict[str, Any]) -> None:
         if self.flags.stopping:
             return
+        self._observe_wall_clock()
         try:
             self.core.receive(msg)
         except (MalformedMessage, ValueError):
@@ -493,6 +498,9 @@ class RaftServer:
             level = consistency_of(request)
         except BadRequest as e:
             connection.reply(request_id, Outcome(False, str(e), "bad_request"))
+            return
+        if request.get("op") in READS and self._may_read_locally():
+            connection.reply(request_id, self.state_machine.query(request), definite=True)
             return
         command["rid"] = f"{self.node_id}-{self.boot}-{next(self.flags.ids)}"
         payload = msgpack.packb(command, use_bin_type=True)
@@ -534,6 +542,19 @@ class RaftServer:
         self.pending[offset] = Pending(self.core.epoch, request, connection,
                                        time.monotonic() + self.options.request_timeout_s)
         self.schedule_ready()
+
+    def _observe_wall_clock(self) -> None:
+        if self._wall_clock:
+            self.core.observe_wall_clock(time.time())
+
+    def _may_read_locally(self) -> bool:
+        """wall-clock-lease switch only: a read answered from this leader's
+        state machine, with no barrier, while its lease holds and it has
+        applied all it committed."""
+        if not self._wall_clock:
+            return False
+        self._observe_wall_clock()
+        return self.core.lease_read_ok() and self.applied_end >= self.core.high_watermark
 
     def _answer_acked(self, levels: dict[int, str], level: str) -> None:
         """Answer ok the requests the core reported acknowledgeable at `level`

@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import detection  # noqa: E402
 
 KEYS = ("workload", "nodes", "nemesis", "nemesis_interval", "nemesis_min_duration",
-        "time_limit", "rate", "seed",
+        "nemesis_overlap", "time_limit", "rate", "seed",
         "bugs", "workload_options", "node_options")
 
 

@@ -28,6 +28,8 @@ NODES = ["n1", "n2", "n3"]
     ("bump=-2.5", clock.ClockVariant("bump", -2.5)),
     ("strobe", clock.ClockVariant("strobe", 1.0)),
     ("strobe=3,period=0.2", clock.ClockVariant("strobe", 3.0, 0.2)),
+    ("skew=-10,leader", clock.ClockVariant("skew", -10.0, leader=True)),
+    ("strobe=2,leader,period=0.3", clock.ClockVariant("strobe", 2.0, 0.3, leader=True)),
 ])
 def test_clock_variants_parse(variant, expected) -> None:
     assert clock.parse_variant(variant) == expected
@@ -84,6 +86,32 @@ def test_skew_bump_and_heal_write_the_control_files(tmp_path: Path) -> None:
     healed = fault.heal(cluster)
     assert healed["nodes"] == ["n2"] and files["n2"].read_text().strip() == "+0.000000"
     assert "noop" in fault.heal(cluster)
+
+
+class _Led(_Names):
+    def __init__(self, leader: str | None) -> None:
+        self._leader = leader
+
+    def leader(self) -> str | None:
+        return self._leader
+
+
+def test_a_leader_clock_fault_sets_the_node_leading_at_inject_and_records_it(
+        tmp_path: Path) -> None:
+    files = {n: tmp_path / f"{n}.faketime" for n in NODES}
+    for f in files.values():
+        clock.write_offset(f, 0)
+    params = clock.plan(random.Random(1), NODES, "skew=-10,leader")
+    assert params == {"targets": "leader", "mode": "skew", "seconds": -10.0}
+    fault = clock.ClockFault("skew=-10,leader", files)
+    value = fault.inject(_Led("n3"), random.Random(0), params)
+    # The op value names the node, so a replay sets the same one off.
+    assert value["nodes"] == ["n3"] and value["offsets"] == {"n3": -10.0}
+    assert files["n3"].read_text().strip() == "-10.000000"
+    assert {files[n].read_text().strip() for n in NODES if n != "n3"} == {"+0.000000"}
+    assert fault.heal(_Led("n1"))["nodes"] == ["n3"]
+    with pytest.raises(RuntimeError, match="no leader to target"):
+        fault.inject(_Led(None), random.Random(0), params)
 
 
 def test_strobe_flaps_until_the_heal(tmp_path: Path) -> None:

@@ -405,3 +405,65 @@ def test_an_abstaining_voter_keeps_abstaining_across_a_restart():
     sim.restart(leader)
     assert sim.run_until(lambda: sim.leader() is not None, 500), sim.describe()
     assert sim.violations == []
+
+
+# --------------------------------- wall-clock-lease (lease reads, wall clock)
+
+
+def lease_overlaps(on: bool, leader_offset_s: float, seed: int = 3) -> list[tuple[int, str, str]]:
+    """Each node's wall clock is the simulation's tick time (+ an offset on
+    the first leader), given to its core before every step, as the server
+    does. The leader is cut off; for 300 ticks, every tick at which a node
+    may answer reads from its own lease while another node leads a later
+    epoch and has committed in it: (tick, lease holder, newer leader)."""
+    sim = Sim(seed=seed, config=switches(bugs.WALL_CLOCK_LEASE) if on else None)
+    offsets: dict[str, float] = {}
+
+    def step() -> None:
+        for name, node in sim.nodes.items():
+            if node.alive:
+                node.up.observe_wall_clock(sim.now * node.config.tick_s + offsets.get(name, 0.0))
+        sim.step()
+
+    for _ in range(500):
+        step()
+        if sim.stable_leader():
+            break
+    leader = sim.stable_leader()
+    assert leader, sim.describe()
+    for _ in range(40):
+        step()
+    assert sim.core(leader).lease_read_ok() is on
+    offsets[leader] = leader_offset_s
+    step()
+    sim.isolate(leader)
+    overlaps = []
+    for _ in range(300):
+        step()
+        holders = [n for n in sim.nodes if sim.core(n).lease_read_ok()]
+        for holder in holders:
+            for other in sim.nodes:
+                core = sim.core(other)
+                if (other != holder and core.role == "Leader"
+                        and core.epoch > sim.core(holder).epoch and core.high_watermark > 0
+                        and core.entry_at(core.high_watermark - 1).epoch == core.epoch):
+                    overlaps.append((sim.now, holder, other))
+    return overlaps
+
+
+def test_wall_clock_lease_set_back_lets_a_cut_off_leader_read_alone_beside_a_new_one():
+    overlaps = lease_overlaps(on=True, leader_offset_s=-10.0)
+    assert overlaps, "the cut-off leader's lease ended before another leader committed"
+    # It resigns only when its own clock passes the promise: 10 s = 200 ticks later.
+    assert overlaps[-1][0] - overlaps[0][0] > 100, overlaps[:3]
+
+
+def test_wall_clock_lease_with_clocks_that_agree_never_overlaps_a_newer_leader():
+    assert lease_overlaps(on=True, leader_offset_s=0.0) == []
+
+
+def test_the_correct_build_reads_no_clock_and_holds_no_lease():
+    assert lease_overlaps(on=False, leader_offset_s=-10.0) == []
+    core = Core(Config("n1", ("n1", "n2", "n3"), "c"), None, [], seed=0)
+    core.observe_wall_clock(1e9)
+    assert core._wall is None and not core.lease_read_ok()
