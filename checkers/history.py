@@ -343,8 +343,9 @@ def collector_paused() -> Iterator[None]:
     (unless the process keeps objects frozen, which are left as they are):
     left in the youngest, the collector's first pass after the block would
     walk every one of them, a read history's every element included (on a
-    100k-txn list-append history a third of reading and checking it in one
-    process, bench/elle.py). They are still collected, by full passes only."""
+    100k-txn list-append history a seventh to a fifth of reading and checking
+    it in one process, bench/elle.py --compare). They are still collected, by
+    full passes only."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
