@@ -23,9 +23,21 @@ machine's other load, and each figure is printed with the load average
     .venv/bin/python bench/elle.py                 # 10k and 100k txns
     .venv/bin/python bench/elle.py --txns 50000 --edn /path/to/huge-scc.edn
     .venv/bin/python bench/elle.py --edn-only --edn /path/to/huge-scc.edn
+    .venv/bin/python bench/elle.py --txns 100000 --compare main --rounds 3 \
+        --edn /path/to/huge-scc.edn                # side by side with main's code
+
+With --compare REF the same figures are also taken with the code of git
+revision REF (checked out in a temporary `git worktree`, imported first
+through PYTHONPATH), the two alternating round by round so the machine's
+load falls on both alike, and each figure is printed with the ratio
+REF / this tree (above 1: this tree is faster). Every size then also gets
+`faultline check-elle` on its msgpack history in a fresh process (what a
+user types: interpreter, imports, read and check), CPU of the child, the
+best of --cli-runs per round.
 
 Targets (issue 16): check alone >= 100k txn/s on 100k txns, <= 400 MiB peak;
-EDN read >= 5 MB/s; huge-scc end to end < 0.5 s.
+EDN read >= 5 MB/s; huge-scc end to end < 0.5 s. Issue 29: >= 100k txn/s end
+to end, read included (docs/benchmarks.md has where it stands).
 """
 
 from __future__ import annotations
@@ -61,7 +73,8 @@ def _reset_peak_rss() -> None:
         pass
 
 
-def measure(txns: int, max_writes: int, seed: int, stale: float, repeat: int = 1) -> dict:
+def measure(txns: int, max_writes: int, seed: int, stale: float, repeat: int = 1,
+            keep: str | None = None) -> dict:
     from checkers import elle
     from checkers.elle.simulate import serial_history
     from checkers.history import pack_op, read_history
@@ -71,7 +84,7 @@ def measure(txns: int, max_writes: int, seed: int, stale: float, repeat: int = 1
                          p_fail=0.02, p_info=0.02, p_stale=stale, rng=random.Random(seed))
     generated = time.monotonic() - t0
     with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "history.msgpack")
+        path = keep or os.path.join(d, "history.msgpack")
         with open(path, "wb") as f:
             f.writelines(pack_op(op) for op in ops)
         # scipy is imported on first use, by a graph of 100k edges or more;
@@ -89,18 +102,121 @@ def measure(txns: int, max_writes: int, seed: int, stale: float, repeat: int = 1
             checked = min(checked, time.monotonic() - t1)
             checked_cpu = min(checked_cpu, time.process_time() - c1)
         del ops
-        t2 = time.monotonic()
+        t2, c2 = time.monotonic(), time.process_time()
         elle.check(read_history(path).ops)
-        end_to_end = time.monotonic() - t2
+        end_to_end, end_to_end_cpu = time.monotonic() - t2, time.process_time() - c2
     return {"txns": txns, "generate_s": round(generated, 2),
             "check_s": round(checked, 2), "check_cpu_s": round(checked_cpu, 2),
-            "end_to_end_s": round(end_to_end, 2), "peak_rss_mib": round(peak / 1024),
+            "end_to_end_s": round(end_to_end, 2), "end_to_end_cpu_s": round(end_to_end_cpu, 2),
+            "peak_rss_mib": round(peak / 1024),
             "valid": verdict["valid"], "anomalies": len(verdict["anomalies"]),
             "graph_s": verdict["stats"]["graph_s"],
             "cycle_search_s": verdict["stats"]["cycle_search_s"],
             "edges": verdict["stats"]["edges"],
             "largest_component": verdict["stats"]["largest_component"],
             "anomaly_counts": verdict["stats"]["anomaly_counts"]}
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# `faultline` as its console script runs it, from whichever tree PYTHONPATH names
+CLI = ["-c", "import sys; from harness.cli import main; sys.exit(main())"]
+
+
+def _env(tree: str, cache: str) -> dict[str, str]:
+    """The environment that imports the code of `tree` first, with bytecode
+    cached in `cache` (as after any first run; the repository is not written)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = tree + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPYCACHEPREFIX"] = cache
+    return env
+
+
+def _cli_best(tree: str, cache: str, argv: list[str], runs: int) -> dict:
+    """`faultline ARGV` with `tree`'s code in fresh processes (see `_timed_runs`)."""
+    cmd = [sys.executable, *CLI, *argv]
+    env = _env(tree, cache)
+    subprocess.run(cmd, capture_output=True, cwd=tree, env=env)  # fills the bytecode cache
+    return _timed_runs(cmd, tree, env, runs)
+
+
+def _timed_runs(cmd: list[str], cwd: str, env: dict[str, str] | None, runs: int) -> dict:
+    """`cmd` run `runs` times: the best CPU of the child, the mean, the wall
+    time of the best, and the last run's exit status and verdict."""
+    results = []
+    for _ in range(runs):  # the machine is shared: the best says most
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t1 = time.monotonic()
+        done = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env)
+        wall = time.monotonic() - t1
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        results.append(((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+                        wall))
+    cpu, wall = min(results)
+    verdict = json.loads(done.stdout)
+    return {"cpu_s": cpu, "mean_cpu_s": sum(c for c, _ in results) / len(results),
+            "wall_s": wall, "exit": done.returncode, "txns": verdict["stats"].get("txns") or 0,
+            "anomaly_counts": verdict["stats"].get("anomaly_counts"), "load": _load()}
+
+
+def _child(tree: str, cache: str, args: argparse.Namespace, n: int, keep: str | None) -> dict:
+    argv = [sys.executable, os.path.abspath(__file__), "--child", "--txns", str(n),
+            "--max-writes", str(args.max_writes), "--seed", str(args.seed),
+            "--stale", str(args.stale), "--repeat", str(args.repeat)]
+    if keep:
+        argv += ["--keep", keep]
+    out = subprocess.run(argv, check=True, capture_output=True, text=True, cwd=tree,
+                         env=_env(tree, cache)).stdout
+    r = json.loads(out)
+    r["load"] = _load()
+    return r
+
+
+def _best(rounds: list[dict]) -> dict:
+    """Per figure, the best (least) of the rounds; the other fields from the first."""
+    best = dict(rounds[0])
+    for k in ("check_s", "check_cpu_s", "end_to_end_s", "end_to_end_cpu_s", "cli_cpu_s",
+              "peak_rss_mib"):
+        if k in best:
+            best[k] = min(r[k] for r in rounds)
+    best["loads"] = "/".join(r["load"].split()[1] for r in rounds)
+    return best
+
+
+def _print_size(name: str, r: dict, repeat: int) -> None:
+    n = r["txns"]
+    print(f"{n:>7} txns, {name}: check alone (best of {repeat}) {r['check_s']:.2f} s = "
+          f"{n / r['check_s']:,.0f} txn/s "
+          f"(CPU {r['check_cpu_s']:.2f} s = {n / r['check_cpu_s']:,.0f} txn/s; "
+          f"graph {r['graph_s']:.2f} s, cycle search {r['cycle_search_s']:.2f} s); "
+          f"in process msgpack read + check {r['end_to_end_s']:.2f} s = "
+          f"{n / r['end_to_end_s']:,.0f} txn/s (CPU {r['end_to_end_cpu_s']:.2f} s = "
+          f"{n / r['end_to_end_cpu_s']:,.0f} txn/s); peak RSS {r['peak_rss_mib']} MiB; "
+          f"valid={r['valid']}, anomalies={r['anomalies']}; load {r.get('loads', '?')}")
+    if "cli_cpu_s" in r:
+        print(f"{'':>7} faultline check-elle history.msgpack end to end (fresh process, "
+              f"bytecode cached): CPU {r['cli_cpu_s']:.2f} s = {n / r['cli_cpu_s']:,.0f} "
+              f"txn/s, exit {r['cli_exit']}")
+    print(f"{'':>7} edges: {r['edges']}")
+    if r["anomaly_counts"]:
+        print(f"{'':>7} largest cyclic component {r['largest_component']} txns; "
+              f"anomalies {r['anomaly_counts']}")
+
+
+def _print_ratios(ref: str, mine: dict, theirs: dict) -> None:
+    parts = []
+    for k, what in (("check_cpu_s", "check alone CPU"), ("end_to_end_cpu_s",
+                                                        "in-process read + check CPU"),
+                    ("cli_cpu_s", "check-elle end to end CPU")):
+        if k in mine and k in theirs:
+            parts.append(f"{what} x{theirs[k] / mine[k]:.2f}")
+    print(f"{'':>7} {ref} / this tree: {', '.join(parts)}")
+
+
+def _ref_tree(ref: str, where: str) -> str:
+    tree = os.path.join(where, "ref")
+    subprocess.run(["git", "-C", REPO, "worktree", "add", "--detach", tree, ref], check=True,
+                   capture_output=True)
+    return tree
 
 
 def main() -> None:
@@ -122,32 +238,70 @@ def main() -> None:
     p.add_argument("--cli-runs", type=int, default=10,
                    help="runs of the CLI on --edn per regime, the best reported "
                         "(default %(default)s)")
+    p.add_argument("--compare", metavar="REF",
+                   help="also measure the code of git revision REF, alternating with this "
+                        "tree's, and print the ratios")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="rounds of every measurement per tree, the best reported "
+                        "(default %(default)s)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--keep", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         print(json.dumps(measure(args.txns[0], args.max_writes, args.seed, args.stale,
-                                 args.repeat)))
+                                 args.repeat, args.keep)))
         return
-    if args.edn:
+    if args.edn and not args.compare:
         edn_figures(args.edn, args.cli_runs)
+    with tempfile.TemporaryDirectory() as work:
+        trees = [("this tree", REPO)]
+        if args.compare:
+            trees.append((args.compare, _ref_tree(args.compare, work)))
+        try:
+            _compare(args, trees, work)
+        finally:
+            if args.compare:
+                subprocess.run(["git", "-C", REPO, "worktree", "remove", "--force",
+                                trees[1][1]], capture_output=True)
+
+
+def _compare(args: argparse.Namespace, trees: list[tuple[str, str]], work: str) -> None:
+    cache = os.path.join(work, "pycache")
+    compare = len(trees) > 1
+    if args.edn and compare:
+        edn = {name: [] for name, _ in trees}
+        for _ in range(args.rounds):
+            for name, tree in trees:
+                edn[name].append(_cli_best(tree, cache, ["check-elle", args.edn],
+                                           args.cli_runs))
+        for name, _ in trees:
+            r = min(edn[name], key=lambda x: x["cpu_s"])
+            loads = "/".join(x["load"].split()[1] for x in edn[name])
+            print(f"{args.edn}, {name}: faultline check-elle end to end (fresh process, "
+                  f"bytecode cached, best of {args.cli_runs} x {args.rounds} rounds): CPU "
+                  f"{r['cpu_s']:.2f} s (mean of the best round's "
+                  f"{r['mean_cpu_s']:.2f} s; wall {r['wall_s']:.2f} s; target < 0.5 s), exit "
+                  f"{r['exit']}, {r['txns']} txns, anomalies {r['anomaly_counts']}; "
+                  f"load {loads}")
+        best = {name: min(x["cpu_s"] for x in edn[name]) for name in edn}
+        print(f"{'':>7} {trees[1][0]} / this tree: x{best[trees[1][0]] / best['this tree']:.2f}")
     for n in [] if args.edn_only else args.txns or [10_000, 100_000]:
-        out = subprocess.run([sys.executable, __file__, "--child", "--txns", str(n),
-                              "--max-writes", str(args.max_writes), "--seed", str(args.seed),
-                              "--stale", str(args.stale), "--repeat", str(args.repeat)],
-                             check=True, capture_output=True, text=True).stdout
-        r = json.loads(out)
-        n = r["txns"]
-        print(f"{n:>7} txns: check alone (best of {args.repeat}) {r['check_s']:.2f} s = "
-              f"{n / r['check_s']:,.0f} txn/s "
-              f"(CPU {r['check_cpu_s']:.2f} s = {n / r['check_cpu_s']:,.0f} txn/s; "
-              f"graph {r['graph_s']:.2f} s, cycle search {r['cycle_search_s']:.2f} s); "
-              f"end to end (msgpack read + check) {r['end_to_end_s']:.2f} s = "
-              f"{n / r['end_to_end_s']:,.0f} txn/s; peak RSS {r['peak_rss_mib']} MiB; "
-              f"valid={r['valid']}, anomalies={r['anomalies']}; {_load()}")
-        print(f"{'':>7} edges: {r['edges']}")
-        if r["anomaly_counts"]:
-            print(f"{'':>7} largest cyclic component {r['largest_component']} txns; "
-                  f"anomalies {r['anomaly_counts']}")
+        path = os.path.join(work, f"history-{n}.msgpack")
+        rounds: dict[str, list[dict]] = {name: [] for name, _ in trees}
+        for i in range(args.rounds):
+            for name, tree in trees:
+                r = _child(tree, cache, args, n, path if i == 0 and tree == REPO else None)
+                if compare:
+                    cli = _cli_best(tree, cache, ["check-elle", path],
+                                    max(1, args.cli_runs // 5))
+                    r["cli_cpu_s"], r["cli_exit"] = cli["cpu_s"], cli["exit"]
+                rounds[name].append(r)
+        best = {name: _best(rs) for name, rs in rounds.items()}
+        for name, _ in trees:
+            _print_size(name, best[name], args.repeat)
+        if compare:
+            _print_ratios(trees[1][0], best["this tree"], best[trees[1][0]])
+        os.unlink(path)
 
 
 def edn_figures(path: str, cli_runs: int = 10) -> None:
@@ -177,24 +331,12 @@ def edn_figures(path: str, cli_runs: int = 10) -> None:
         if os.environ.get("PYTHONDONTWRITEBYTECODE"):
             regimes.append(("as this shell runs it (PYTHONDONTWRITEBYTECODE set)", None))
         for what, env in regimes:
-            runs = []
-            for _ in range(cli_runs):  # the machine is shared: the best says most
-                before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                t1 = time.monotonic()
-                done = subprocess.run(cli, capture_output=True, text=True, cwd=repo, env=env)
-                wall = time.monotonic() - t1
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-                runs.append((cpu, wall))
-            cpu, wall = min(runs)
-            mean = sum(c for c, _ in runs) / len(runs)
-            verdict = json.loads(done.stdout)
-            txns = verdict["stats"].get("txns") or 0
+            r = _timed_runs(cli, repo, env, cli_runs)
             print(f"{'':>7} faultline check-elle end to end, {what} (fresh process, best of "
-                  f"{len(runs)}): CPU {cpu:.2f} s = {txns / cpu:,.0f} txn/s (mean "
-                  f"{mean:.2f} s; wall {wall:.2f} s; target < 0.5 s), exit "
-                  f"{done.returncode}, {txns} txns, anomalies "
-                  f"{verdict['stats'].get('anomaly_counts')}; {_load()}")
+                  f"{cli_runs}): CPU {r['cpu_s']:.2f} s = {r['txns'] / r['cpu_s']:,.0f} txn/s "
+                  f"(mean {r['mean_cpu_s']:.2f} s; wall {r['wall_s']:.2f} s; target < 0.5 s), "
+                  f"exit {r['exit']}, {r['txns']} txns, anomalies {r['anomaly_counts']}; "
+                  f"{r['load']}")
 
 
 if __name__ == "__main__":

@@ -337,13 +337,24 @@ def collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off for a block that makes millions of
     small acyclic objects (reading a history, checking one): its passes over
     them cost a quarter to two thirds of such a block's time (measured by
-    bench/elle.py), and they free nothing."""
+    bench/elle.py), and they free nothing.
+
+    At the end, what the block made and kept joins the oldest generation
+    (unless the process keeps objects frozen, which are left as they are):
+    left in the youngest, the collector's first pass after the block would
+    walk every one of them, a read history's every element included (on a
+    100k-txn list-append history a seventh to a fifth of reading and checking
+    it in one process, bench/elle.py --compare). They are still collected, by
+    full passes only."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()    # every tracked object to the permanent generation...
+                gc.unfreeze()  # ...and back, into the oldest: no pass walks them
             gc.enable()
 
 

@@ -157,3 +157,56 @@ def test_close_open_ops_says_why_they_were_closed():
     assert (closed.time, closed.key, closed.node, closed.error) == (
         99, "k", "n2", "nemesis-killed-client")
     assert close_open_ops(ops, 99)[0].error == "run-ended"
+
+
+def test_what_a_paused_block_keeps_joins_the_oldest_generation_and_is_still_collected():
+    """The collector's next young pass must not walk what the block made (a read
+    history: millions of objects), and a cycle made there is still freed by a
+    full pass."""
+    import gc
+    import weakref
+
+    from checkers.history import collector_paused
+
+    class Node:
+        pass
+
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+            kept = [[i] for i in range(1000)]
+            cycle = Node()
+            cycle.self = cycle  # type: ignore[attr-defined]
+            gone = weakref.ref(cycle)
+            del cycle
+        assert gc.isenabled()
+        assert gc.get_count()[0] < 100  # the block's objects are not young any more
+        assert gc.get_freeze_count() == 0
+        assert gc.is_tracked(kept[0]) and kept[999] == [999]
+        assert gone() is not None   # a young pass does not see the cycle...
+        gc.collect(0)
+        assert gone() is not None
+        gc.collect()                # ...a full one frees it
+        assert gone() is None
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_a_paused_block_leaves_objects_the_process_froze_frozen():
+    import gc
+
+    from checkers.history import collector_paused
+
+    was = gc.isenabled()
+    gc.enable()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with collector_paused():
+            [[i] for i in range(100)]
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()
