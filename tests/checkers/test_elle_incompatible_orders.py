@@ -6,7 +6,7 @@ only grows at its end. Elle reports them as `:incompatible-order`
 is not. The twins read compatible prefixes ([1] and [1 2]) and are valid.
 
 The key's order is what the array path and the read-by-read path of the
-edge builder both stand on (tests/test_elle_edge_paths.py), so each history
+edge builder both stand on (tests/checkers/test_elle_edge_paths.py), so each history
 here is also held to both paths giving the same edges."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Callable
 import pytest
 
 from checkers import elle
-from tests.test_elle_anomalies import History
-from tests.test_elle_edge_paths import both_ways
+from tests.checkers.test_elle_anomalies import History
+from tests.checkers.test_elle_edge_paths import both_ways
 
 
 def disagreeing_in_order(fixed: bool) -> History:
