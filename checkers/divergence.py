@@ -9,6 +9,9 @@ because a dump only shows the end state):
 - `lost-committed` / `committed-truncated`: an offset that was committed is gone,
   from one node that had committed it or from every node.
 - `unknown-epoch`: an entry written in an epoch no leader ever had.
+- `committed-without-quorum`: a leader's hw after which too many of its voters
+  cut their logs below it on a diverging epoch for the rest to be a majority
+  (`checkers.commit_quorum`; event lines only).
 - `unconverged`: after the heal and the system's recovery time (the run polls
   the nodes' replica progress until they agree, bounded: run.json
   `convergence`), a live node still behind (its progress short of another's,
@@ -24,6 +27,7 @@ from collections.abc import Callable, Iterable
 from itertools import combinations
 from typing import Any
 
+from checkers import commit_quorum
 from checkers.history import collector_paused
 from checkers.verdict import Verdict, verdict
 from nodes.raft.events import HW, ROLE, TRUNCATE
@@ -63,6 +67,7 @@ def judge(dumps: dict[str, dict], parts: list[Facts],
     lost, lagging = _lost_committed(dumps, f, committed, hw_claims, events or {})
     anomalies += _cap(lost)
     anomalies += _cap(_committed_truncations(events or {}))
+    anomalies += _cap(commit_quorum.check(events or {}))
     leader_epochs, epoch_source = known_leader_epochs(dumps, events)
     anomalies += _cap(_unknown_epochs(f, leader_epochs, epoch_source))
     unconverged = _unconverged(f, committed)
