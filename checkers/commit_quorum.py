@@ -110,7 +110,8 @@ def check(events: dict[str, list[dict]]) -> list[dict[str, Any]]:
                 "explanation": (f"{node} led epoch {claim['epoch']} and committed offset "
                                 f"{last} (hw {claim['hw']}), but {len(without)} of its voters "
                                 f"({', '.join(sorted(without))}) later cut their logs back "
-                                "below it on a diverging epoch: they never held it, and the "
-                                "rest are not a majority"),
+                                "below it on a diverging epoch: none of them held it durably "
+                                "when it was committed, or one lost it since, and without them "
+                                "the rest are not a majority"),
             })
     return anomalies
