@@ -128,7 +128,7 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
     heals: list[int] = []
     takes: list[dict[str, Any]] = []
     seq = 0
-    healed_at: dict[str, list[int]] = {}    # node -> completions of heals naming it
+    healed_at: dict[str, list[int]] = {}    # node -> completions of heals that started it
     unknown_open = False     # an unmodelled fault in force until the next unmodelled op
     for inv, done in pair_ops(op for op in history if op.process == NEMESIS):
         value = done.value if done is not None and done.value is not None else inv.value
