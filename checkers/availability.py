@@ -90,7 +90,11 @@ NS = 1_000_000_000
 
 @collector_paused()   # millions of small acyclic objects: its passes free nothing
 def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
-          thresholds: dict | None = None) -> Verdict:
+          thresholds: dict | None = None,
+          exits: list[dict[str, Any]] | None = None) -> Verdict:
+    """`exits`: the harness's records of node processes that exited with no
+    kill of its own (`checkers.rundir.load_exits`); such a node is out from
+    then on, as if a fault had killed it."""
     configured = (run.get("config") or {}).get("thresholds") or {}
     limits = {**DEFAULTS, **configured, **(thresholds or {})}
     end = max((op.time for op in history), default=0)
@@ -105,7 +109,8 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
     impairment = timeline(history, cluster_nodes(run, history, events), voters_of(run),
                           end, rejoin_ns=int(timers["rejoin_s"] * NS),
                           started=start_lines(events, run.get("start_monotonic_ns")),
-                          boot_wait_ns=int(BOOT_WAIT_FAILOVERS * timers["failover_s"] * NS))
+                          boot_wait_ns=int(BOOT_WAIT_FAILOVERS * timers["failover_s"] * NS),
+                          exited=exit_times(exits, run.get("start_monotonic_ns")))
     elections = ([e for e in leader_elections(events) if type(e["t"]) is int]
                  if events is not None and type(run.get("start_monotonic_ns")) is int else None)
     leaders = (None if elections is None else
@@ -252,6 +257,18 @@ def derived_limit_s(events: dict[str, list[dict]] | None, run: dict) -> float | 
     election, fetch = from_lines
     op_timeout = float((run.get("config") or {}).get("op_timeout") or 1.0)
     return round(op_timeout + (2 * election + fetch) / 1000 + DERIVED_GRACE_S, 3)
+
+
+def exit_times(exits: list[dict[str, Any]] | None, start_ns: Any) -> dict[str, list[int]]:
+    """node -> history times of its process's recorded exits."""
+    out: dict[str, list[int]] = {}
+    if type(start_ns) is not int:
+        return out
+    for record in exits or []:
+        at = record.get("monotonic_ns")
+        if isinstance(record.get("node"), str) and type(at) is int:
+            out.setdefault(record["node"], []).append(at - start_ns)
+    return out
 
 
 def start_lines(events: dict[str, list[dict]] | None, start_ns: Any

@@ -9,6 +9,9 @@ because a dump only shows the end state):
 - `lost-committed` / `committed-truncated`: an offset that was committed is gone,
   from one node that had committed it or from every node.
 - `unknown-epoch`: an entry written in an epoch no leader ever had.
+- `committed-without-quorum`: a leader's hw after which too many of its voters
+  cut their logs below it on a diverging epoch for the rest to be a majority
+  (`checkers.commit_quorum`; event lines only).
 - `unconverged`: after the heal and the system's recovery time (the run polls
   the nodes' replica progress until they agree, bounded: run.json
   `convergence`), a live node still behind (its progress short of another's,
@@ -24,9 +27,10 @@ from collections.abc import Callable, Iterable
 from itertools import combinations
 from typing import Any
 
+from checkers import commit_quorum
 from checkers.history import collector_paused
 from checkers.verdict import Verdict, verdict
-from nodes.raft.events import HW, ROLE, TRUNCATE
+from nodes.raft.events import DATA_LOSS, HW, ROLE, START, TRUNCATE, VOTERS, VOTES_AGAIN
 
 Entry = dict[str, Any]
 Log = dict[int, Entry]
@@ -63,12 +67,13 @@ def judge(dumps: dict[str, dict], parts: list[Facts],
     lost, lagging = _lost_committed(dumps, f, committed, hw_claims, events or {})
     anomalies += _cap(lost)
     anomalies += _cap(_committed_truncations(events or {}))
+    anomalies += _cap(commit_quorum.check(events or {}))
     leader_epochs, epoch_source = known_leader_epochs(dumps, events)
     anomalies += _cap(_unknown_epochs(f, leader_epochs, epoch_source))
     unconverged = _unconverged(f, committed)
     converge_anomalies, converge_stats = _convergence(
         convergence, unconverged, {n: _log_end(dumps[n], f.present[n]) for n in names},
-        committed)
+        committed, no_voting_quorum(events or {}))
     anomalies += _cap(converge_anomalies)
 
     stats = {
@@ -330,13 +335,51 @@ def _unconverged(f: _Merged, committed: dict[str, int]) -> list[dict[str, Any]]:
     return out[:20]
 
 
+def no_voting_quorum(events: dict[str, list[dict]]) -> dict[str, Any] | None:
+    """Why no leader could be elected at the end of the run, if none could:
+    a voter whose quorum state a fault destroyed neither votes nor canvasses
+    until it has caught up with a leader (KIP-996, "Disk failure": its
+    `data_loss` line, until its `votes_again` line). A leader needs a majority
+    of the voter set it has in force itself; if, for every node that may still
+    canvass, those voters leave no majority of its set, the cluster cannot
+    elect anyone, and cannot converge, however correct. None when some node
+    may still win, or when the nodes leave no such lines."""
+    voteless: dict[str, dict] = {}
+    views: dict[str, frozenset[str]] = {}
+    for node, evs in events.items():
+        for ev in evs:
+            kind = ev.get("event")
+            if kind == DATA_LOSS.name and ev.get("what") == "quorum-state-missing":
+                voteless[node] = ev
+            elif kind == VOTES_AGAIN.name:
+                voteless.pop(node, None)
+            elif kind == START.name or (kind == VOTERS.name and ev.get("state") != "committed"):
+                voters = ev.get("voters")
+                if isinstance(voters, list) and voters:
+                    views[node] = frozenset(str(v) for v in voters)
+    if not voteless:
+        return None
+    sets = {s for n, s in views.items() if n not in voteless}
+    if any(len(s - set(voteless)) > len(s) // 2 for s in sets):
+        return None
+    return {"voteless": {n: ev.get("t") for n, ev in sorted(voteless.items())},
+            "voter_sets": sorted(sorted(s) for s in sets)}
+
+
 def _convergence(record: dict | None, unconverged: list[dict[str, Any]],
                  log_end: dict[str, int], committed: dict[str, int],
+                 no_quorum: dict[str, Any] | None = None,
                  ) -> tuple[list[dict[str, Any]], str | dict[str, Any]]:
-    """The `unconverged` anomalies, given the run's wait for convergence."""
+    """The `unconverged` anomalies, given the run's wait for convergence;
+    none when no voter set left a majority that may vote (`no_voting_quorum`)."""
     if not isinstance(record, dict) or not isinstance(record.get("live"), list):
         return [], ("not judged: the run did not wait for its nodes to converge before "
                     "dumping (its system reports no replica progress, or the run predates it)")
+    if no_quorum is not None and record.get("converged") is not True:
+        return [], {"not_judged_because": "no voter set in force at the end had a majority "
+                    "that may vote: the voters named lost their quorum state to a fault and "
+                    "had not caught up with a leader since", **no_quorum,
+                    "converged": record.get("converged"), "waited_s": record.get("waited_s")}
     live = {n for n in record["live"] if n in log_end}
     waited = {"waited_s": record.get("waited_s"), "bound_s": record.get("bound_s")}
     anomalies: list[dict[str, Any]] = []

@@ -21,11 +21,13 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkers.faults import FAULT_OPS, LINKS, NODES, NODES_DURING_OP, NOTHING
+from checkers.faults import DISK, FAULT_OPS, KILL, LINKS, NODES, NODES_DURING_OP, NOTHING, REFORMAT
 from checkers.history import NEMESIS, Op, noop_reason, pair_ops
 
 # The f of every op that heals a known fault.
 HEALS = {op.heal_f for op in FAULT_OPS.values()}
+# The heals that start the processes of the nodes they name.
+STARTS_NODES = {KILL.heal_f, REFORMAT.heal_f, DISK.heal_f}
 
 
 @dataclass
@@ -110,18 +112,23 @@ def _cut(value: Any) -> list[tuple[str, str]] | None:
 def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
              run_end: int, rejoin_ns: int = 0,
              started: dict[str, list[int]] | None = None, boot_wait_ns: int = 0,
+             exited: dict[str, list[int]] | None = None,
              ) -> Impairment:
     """The cluster's state between consecutive nemesis ops. What comes back (a
     node started or resumed, a link no longer cut) counts as back only
     `rejoin_ns` later: a node must find its leader. A node whose `start`
     line (history times in `started`) follows its heal, within
     `boot_wait_ns`, is back only from that line on: its process was still
-    booting."""
+    booting. A node whose process exited with no kill of the harness (history
+    times in `exited`: a host fault's OOM kill, a crash) is out from that
+    moment until its next start line, or, where it prints none, the next heal
+    that starts it (`STARTS_NODES`)."""
     # Each change: (time, order, kind, payload); applied in time order.
     changes: list[tuple[int, int, str, Any]] = []
     heals: list[int] = []
     takes: list[dict[str, Any]] = []
     seq = 0
+    healed_at: dict[str, list[int]] = {}    # node -> completions of heals that started it
     unknown_open = False     # an unmodelled fault in force until the next unmodelled op
     for inv, done in pair_ops(op for op in history if op.process == NEMESIS):
         value = done.value if done is not None and done.value is not None else inv.value
@@ -136,6 +143,9 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
             # `heal` removes every cut.
             heals.append(finished)
             changes.append((finished, seq, "heal", (inv.f, _nodes(value))))
+            if inv.f in STARTS_NODES:
+                for n in _nodes(value) or ():
+                    healed_at.setdefault(n, []).append(finished)
             if error:
                 changes.append((inv.time, seq, "anything", (inv.f,)))
                 changes.append((finished, seq + 1, "anything-over", (inv.f,)))
@@ -170,6 +180,15 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
             if row.takes == NODES_DURING_OP:
                 seq += 1
                 changes.append((finished, seq, "back", (tag, named)))
+    for node, times in sorted((exited or {}).items()):
+        for t in sorted(times):
+            seq += 1
+            tag = f"exit#{seq}"
+            back = min([x for x in (started or {}).get(node, []) if x > t]
+                       or [x for x in healed_at.get(node, []) if x > t] or [run_end])
+            changes.append((t, seq, "out", (tag, [node])))
+            seq += 1
+            changes.append((back, seq, "back", (tag, [node])))
     changes.sort(key=lambda c: (c[0], c[1]))
 
     out: dict[str, dict[str, int]] = {}   # node -> what brings it back -> since which change

@@ -109,7 +109,9 @@ def _elections(r: Run, options: Options) -> Verdict:
 
 def _availability(r: Run, options: Options) -> Verdict:
     from checkers import availability
-    return availability.check(r.history.ops, r.events or None, r.run, options.get("thresholds"))
+    from checkers.rundir import load_exits
+    return availability.check(r.history.ops, r.events or None, r.run, options.get("thresholds"),
+                              exits=load_exits(r.path) if r.path is not None else None)
 
 
 def _no_run_dir() -> Verdict:

@@ -13,7 +13,7 @@ from typing import Any
 
 from checkers.datatypes import REGISTERS
 from checkers.registry import DURABILITY, LINEARIZABILITY
-from workloads.ops import REGISTER_OPS, OpSpec, UniqueValues
+from workloads.ops import ABSENT_KEY_OPS, REGISTER_OPS, OpSpec, UniqueValues, absent_key_probe
 from workloads.options import Option, resolve, table
 
 NAME = "kv"
@@ -26,7 +26,9 @@ def checker_options(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {LINEARIZABILITY.name: {"model": LIN_MODEL}}
 OPTIONS = table(
     Option("active_keys", "positive-int", 5, "keys written at once"),
-    Option("ops_per_key", "positive-int", 200, "ops on a key before a fresh one replaces it"))
+    Option("ops_per_key", "positive-int", 200, "ops on a key before a fresh one replaces it"),
+    Option("absent_key_ops", "fraction", ABSENT_KEY_OPS,
+           "share of ops that read or cas a key nobody writes"))
 
 
 def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
@@ -38,6 +40,9 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
     last_written: dict[str, int] = {}
     while True:
         key = rng.choice(sorted(active))
+        if rng.random() < opts["absent_key_ops"]:
+            yield absent_key_probe(rng, values, key)
+            continue
         active[key] += 1
         if active[key] >= ops_per_key:
             del active[key]

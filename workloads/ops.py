@@ -46,6 +46,25 @@ class UniqueValues:
 
 # Share of list-append and rw-register ops that are one read of one key.
 SINGLE_KEY_READS = 0.2
+# Share of register and kv ops aimed at a key nobody writes (`absent_key_probe`).
+ABSENT_KEY_OPS = 0.05
+
+
+def absent_key(key: Any) -> str:
+    """The key that stands beside `key` and that no write of the run names."""
+    return f"{key}-absent"
+
+
+def absent_key_probe(rng: random.Random, values: UniqueValues, key: Any,
+                     cas: bool = True) -> OpSpec:
+    """A read or a cas of the key beside `key` that nobody writes: every store
+    has keys that were never written, and its lookups there take a path of
+    their own (a missing entry, a default value). The read must find nothing;
+    the cas expects a value no op wrote, so it must fail, and while it does the
+    key stays absent for the next probe. `cas` false: reads only."""
+    if not cas or rng.random() < 0.5:
+        return OpSpec("read", None, absent_key(key))
+    return OpSpec("cas", [values.take(), values.take()], absent_key(key))
 
 
 def is_single_key_read(value: Any) -> bool:

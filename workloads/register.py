@@ -17,7 +17,7 @@ from typing import Any
 
 from checkers.datatypes import REGISTERS
 from checkers.registry import DURABILITY, LINEARIZABILITY
-from workloads.ops import REGISTER_OPS, OpSpec, UniqueValues
+from workloads.ops import ABSENT_KEY_OPS, REGISTER_OPS, OpSpec, UniqueValues, absent_key_probe
 from workloads.options import Option, resolve, table
 
 NAME = "register"
@@ -31,12 +31,16 @@ OPS_PER_KEY = 1000
 OPTIONS = table(
     Option("ops_per_key", "non-negative-int", OPS_PER_KEY,
            "ops per register before the next; 0: one register for the whole run"),
-    Option("cas", "bool", True, "false: reads and writes only, no cas"))
+    Option("cas", "bool", True, "false: reads and writes only, no cas"),
+    Option("absent_key_ops", "fraction", ABSENT_KEY_OPS,
+           "share of ops that read or cas a key nobody writes (with rotating keys only)"))
 
 
 def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
     options = resolve(OPTIONS, config)
     per_key, with_cas = options["ops_per_key"], options["cas"]
+    # One register for the whole run has no key to stand beside.
+    absent_ops = options["absent_key_ops"] if per_key else 0.0
     values = UniqueValues()
     recent: list[int] = []
     key_no = 0
@@ -44,8 +48,11 @@ def generate(rng: random.Random, config: dict[str, Any]) -> Iterator[OpSpec]:
     while True:
         if per_key and done == per_key:
             key_no, done, recent = key_no + 1, 0, []
-        done += 1
         key = f"r{key_no}" if per_key else None
+        if absent_ops and rng.random() < absent_ops:
+            yield absent_key_probe(rng, values, key, with_cas)
+            continue
+        done += 1
         r = rng.random()
         if r < 0.5:
             yield OpSpec("read", None, key)

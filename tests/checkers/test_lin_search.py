@@ -153,6 +153,19 @@ def test_read_of_never_written_key():
     assert {k["key"]: k["valid"] for k in v["stats"]["per_key"]} == {"a": False, "b": True}
 
 
+def test_cas_on_a_never_written_key():
+    """The register workload's absent-key probe: a cas that expects a value
+    nobody wrote, on a key nobody writes, must fail; one that succeeds is not
+    linearizable (a store whose lookup defaults to the expected value)."""
+    fails = H(*seq(0, "write", 1, key="r0"), *seq(1, "cas", [7, 8], typ="fail", key="r0-absent"),
+              *seq(1, "read", None, None, key="r0-absent"))
+    assert valid(fails, model="register-kv") is True
+    succeeds = H(*seq(0, "write", 1, key="r0"), *seq(1, "cas", [7, 8], key="r0-absent"))
+    v = check(succeeds, model="register-kv")
+    assert v["valid"] is False
+    assert [a["key"] for a in v["anomalies"]] == ["r0-absent"]
+
+
 def test_kv_model():
     ok = H(*seq(0, "append", "x ", key="k"), *seq(1, "append", "y ", key="k"),
            *seq(2, "get", None, "x y ", key="k"), *seq(0, "put", "z", key="k"),

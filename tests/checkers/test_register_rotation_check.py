@@ -34,7 +34,8 @@ def rotated_history(seed: int, stale_key: str | None) -> list[Op]:
     write to it had completed before the read began: not linearizable."""
     rng = random.Random(seed)
     specs = iter(islice(register.generate(random.Random(seed),
-                                          {"ops_per_key": OPS_PER_KEY}), N_OPS))
+                                          {"ops_per_key": OPS_PER_KEY,
+                                           "absent_key_ops": 0}), N_OPS))
     regs: dict[str, int | None] = {}
     history: list[Op] = []
     open_ops: dict[int, Op] = {}

@@ -81,7 +81,7 @@ def test_register_without_cas_reads_and_writes_only():
 
 
 def test_register_rotates_to_a_fresh_key_every_n_ops():
-    ops = take("register", 4, 2500, {"ops_per_key": 1000})
+    ops = take("register", 4, 2500, {"ops_per_key": 1000, "absent_key_ops": 0})
     keys = [op.key for op in ops]
     assert keys[:1000] == ["r0"] * 1000 and keys[1000:2000] == ["r1"] * 1000
     assert keys[2000:] == ["r2"] * 500
@@ -93,13 +93,14 @@ def test_register_rotates_to_a_fresh_key_every_n_ops():
         elif op.f == "cas":
             assert written[op.value[0]] == op.key
             written[op.value[1]] = op.key
-    assert {op.key for op in take("register", 4, 3000)} == {"r0", "r1", "r2"}  # the default
+    assert {op.key for op in take("register", 4, 3000, {"absent_key_ops": 0})} == {
+        "r0", "r1", "r2"}  # the default
     assert {op.key for op in take("register", 4, 3000, {"ops_per_key": 0})} == {None}
 
 
 def test_register_final_reads_cover_every_key():
     from workloads import register
-    ops = take("register", 4, 2500, {"ops_per_key": 1000})
+    ops = take("register", 4, 2500, {"ops_per_key": 1000, "absent_key_ops": 0})
     assert [(o.f, o.key) for o in register.final_reads(ops)] == [
         ("read", "r0"), ("read", "r1"), ("read", "r2")]
     assert [o.key for o in register.final_reads([])] == [None]
@@ -110,3 +111,30 @@ def test_register_rejects_a_bad_ops_per_key(bad):
     from harness.run.config import ConfigError, RunConfig, validate
     with pytest.raises(ConfigError, match="ops_per_key must be a non-negative integer"):
         validate(RunConfig(workload="register", workload_options={"ops_per_key": bad}))
+
+
+@pytest.mark.parametrize("name", ["register", "kv"])
+def test_some_ops_read_or_cas_a_key_nobody_writes(name):
+    """Every store has keys never written; a cas there must fail. The probes
+    name only values no op writes, so a correct store leaves the key absent."""
+    ops = take(name, 6, 4000)
+    probes = [op for op in ops if str(op.key).endswith("-absent")]
+    assert 0.02 < len(probes) / len(ops) < 0.1
+    assert {op.f for op in probes} == {"read", "cas"}
+    written = set(written_values(op for op in ops if op not in probes))
+    for op in probes:
+        if op.f == "cas":
+            assert op.value[0] not in written and op.value[1] not in written
+    # A probe's key is never the key of a write or of a cas that could succeed.
+    assert not {op.key for op in probes} & {op.key for op in ops if op not in probes}
+    assert {op.key for op in probes} <= {op.key for op in get(name).final_reads(ops)}
+
+
+def test_absent_key_probes_follow_the_options():
+    assert not [op for op in take("register", 6, 3000, {"absent_key_ops": 0})
+                if str(op.key).endswith("-absent")]
+    # One register for the whole run has no key beside it.
+    assert {op.key for op in take("register", 6, 3000, {"ops_per_key": 0})} == {None}
+    # Without cas, the probes only read.
+    assert {op.f for op in take("register", 6, 3000, {"cas": False})
+            if str(op.key).endswith("-absent")} == {"read"}
