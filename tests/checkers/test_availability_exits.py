@@ -5,9 +5,16 @@ and without the exit record."""
 
 from __future__ import annotations
 
-from test_availability_health import START, H, S, check, n1_resigns_and_n2_leads, run, types
-
 from checkers import availability, impairment
+from tests.checkers.test_availability_health import (
+    START,
+    H,
+    S,
+    check,
+    n1_resigns_and_n2_leads,
+    run,
+    types,
+)
 
 
 def start_line(t_s: float, node: str) -> dict:
