@@ -3,13 +3,18 @@
 or an iterable of them. The registries (checkers.registry, nemesis.base)
 load their group with `contributions`; faultline's own systems register
 there too (pyproject.toml), so an install whose metadata predates a group
-would silently lose them: that is refused, with the command that fixes it."""
+would silently lose them: that is refused, with the command that fixes it.
+Only installed packages' entry points load (checkers.plugin_trust, the rule
+the systems' follow): one declared from the current directory is refused."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from importlib.metadata import PackageNotFoundError, distribution, entry_points
+from importlib import metadata
+from importlib.metadata import EntryPoint, PackageNotFoundError, distribution
 from typing import TypeVar
+
+from checkers import plugin_trust
 
 T = TypeVar("T")
 
@@ -27,6 +32,13 @@ def _check_own_metadata(group: str) -> None:
         raise StaleInstall(f"faultline's installed metadata has no {group} entry points "
                            "(installed before they were added): run `make setup` "
                            "(or pip install -e .) again")
+
+
+def entry_points(group: str) -> list[EntryPoint]:
+    """The entry points of `group` that may load: the installed packages'
+    only; UntrustedPlugin (one sentence) if one is declared from the current
+    directory or its module would be imported from there."""
+    return plugin_trust.trusted_entry_points(group, list(metadata.entry_points(group=group)))
 
 
 def contributions(group: str, kind: type[T]) -> list[T]:

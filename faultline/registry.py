@@ -4,15 +4,12 @@
 from __future__ import annotations
 
 import importlib
-import importlib.machinery
-import importlib.util
-import sys
 from collections.abc import Sequence
 from functools import cache
-from importlib.metadata import EntryPoint, distributions, entry_points
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import Any
 
+from checkers import plugin_trust
 from faultline.system import System
 
 GROUP = "faultline.systems"
@@ -22,8 +19,8 @@ class UnknownSystem(ValueError):
     """One sentence naming the systems there are."""
 
 
-class UntrustedSystem(ValueError):
-    """One sentence: the system would be imported from a directory not trusted."""
+# The systems' refusal is every plug-in's (checkers.plugin_trust: one rule).
+UntrustedSystem = plugin_trust.UntrustedPlugin
 
 
 @cache
@@ -80,66 +77,6 @@ def get(name: str) -> System:
     raise _unknown(name)
 
 
-def _within(entry: str, untrusted: Sequence[Path]) -> bool:
-    """Whether a sys.path entry is the current directory ('' included) or lies
-    in one of the `untrusted` dirs. Only the cwd itself: an installed package
-    may well live below it (a venv in the project's checkout)."""
-    where = Path(entry or ".").resolve()
-    return where == Path.cwd().resolve() or any(where == d or d in where.parents
-                                                for d in untrusted)
-
-
-def _installed_entry_points(untrusted: Sequence[Path]) -> dict[str, Any]:
-    """The entry points of the distributions found with the cwd and every
-    `untrusted` dir off sys.path: a checkout's own egg-info beside the cwd
-    (an editable install's build leaves one there) is not what declares an
-    installed package's entry points; its dist-info in site-packages is."""
-    trusted = [e for e in sys.path if not _within(e, untrusted)]
-    return {ep.name: ep for dist in distributions(path=trusted)
-            for ep in dist.entry_points if ep.group == GROUP}
-
-
-def _installed_spec(top: str, untrusted: Sequence[Path]) -> object | None:
-    """How `top` is found with every sys.path entry within `untrusted` left out:
-    the installed packages (an editable install's finder included)."""
-    trusted = [e for e in sys.path if not _within(e, untrusted)]
-    for finder in sys.meta_path:
-        if finder is importlib.machinery.PathFinder:
-            found = importlib.machinery.PathFinder.find_spec(top, trusted)
-        else:
-            find = getattr(finder, "find_spec", None)
-            found = find(top, None) if find is not None else None
-        if found is not None:
-            return found
-    return None
-
-
-def _origin(spec: object) -> tuple[object, tuple[str, ...]]:
-    return (getattr(spec, "origin", None),
-            tuple(getattr(spec, "submodule_search_locations", None) or ()))
-
-
-def _module_source(module: str, untrusted: Sequence[Path], what: str) -> str:
-    """Where `module` would be imported from, found without running any of it.
-    Refused unless that is where it is found with the `untrusted` directories
-    off sys.path: a name found in one of them (a `msgpack.py` or a plugin
-    shipped in a run dir, the cwd) must not run."""
-    top = module.split(".")[0]
-    if top in sys.modules:   # imported already, from where this process trusts
-        return f"module {module} from {getattr(sys.modules[top], '__file__', None) or top}"
-    actual = importlib.util.find_spec(top)
-    installed = _installed_spec(top, untrusted)
-    if actual is None:
-        raise UnknownSystem(f"{what}: {top} is not importable here")
-    if installed is None or _origin(installed) != _origin(actual):
-        origin, locations = _origin(actual)
-        raise UntrustedSystem(
-            f"{what}: {top} would be imported from {origin or ', '.join(locations)}, "
-            f"not from the installed packages; install it (pip install) to load it from there")
-    origin, locations = _origin(actual)
-    return f"module {module} from {origin or ', '.join(locations)}"
-
-
 def installed_source(name: str, untrusted: Sequence[Path]) -> str:
     """Where system `name` would be loaded from, without importing it: a
     built-in, an installed distribution's entry point or an installed module.
@@ -148,22 +85,16 @@ def installed_source(name: str, untrusted: Sequence[Path]) -> str:
     from nowhere."""
     untrusted = [d.resolve() for d in untrusted]
     if ":" in name:
-        return _module_source(name.partition(":")[0], untrusted, f"system {name}")
-    eps = _installed_entry_points(untrusted)
+        module = name.partition(":")[0]
+        where = plugin_trust.module_source(module, untrusted, f"system {name}")
+        if where is None:
+            raise UnknownSystem(f"system {name}: {module.split('.')[0]} is not importable here")
+        return where
+    eps = plugin_trust.installed_entry_points(GROUP, untrusted)
     if name not in eps and name in _entry_points():
-        dist = _entry_points()[name].dist
-        base = Path(str(dist.locate_file(""))) if dist is not None else None
-        raise UntrustedSystem(f"system {name}: its entry point is declared by "
-                              f"{base or 'an unknown distribution'}, not an installed package")
+        raise plugin_trust.refuse_undeclared(_entry_points()[name], f"system {name}")
     if name in eps:
-        ep = eps[name]
-        dist = ep.dist
-        base = Path(str(dist.locate_file(""))) if dist is not None else None
-        if base is None or _within(str(base), untrusted):
-            raise UntrustedSystem(f"system {name}: its entry point is declared by "
-                                  f"{base or 'an unknown distribution'}, not an installed package")
-        where = _module_source(ep.module, untrusted, f"system {name}")
-        return f"entry point of {dist.name} {dist.version}: {where}"
+        return plugin_trust.entry_point_source(eps[name], untrusted, f"system {name}")
     from faultline.builtin import SYSTEMS
     if any(s.name == name for s in SYSTEMS):
         return "built in"

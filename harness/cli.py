@@ -9,6 +9,7 @@ import importlib
 import sys
 
 from checkers.history import HistoryError
+from checkers.plugin_trust import UntrustedPlugin
 from harness.run.errors import (
     EXIT_BAD_INPUT,
     EXIT_HARNESS_ERROR,
@@ -84,14 +85,18 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     args_in = sys.argv[1:] if argv is None else argv
     named = {_command_name(m) for m in COMMAND_MODULES}
-    parser = build_parser(args_in[0] if args_in and args_in[0] in named else None)
+    try:   # the command modules load the fault and checker plug-ins
+        parser = build_parser(args_in[0] if args_in and args_in[0] in named else None)
+    except UntrustedPlugin as e:
+        print(f"faultline: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help (0) or a usage error (254)
         return int(e.code or 0)
     try:
         return int(args.func(args) or 0)
-    except (UserError, HistoryError) as e:
+    except (UserError, HistoryError, UntrustedPlugin) as e:
         print(f"faultline: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
