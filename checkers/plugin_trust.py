@@ -61,17 +61,18 @@ def _origin(spec: object) -> tuple[object, tuple[str, ...]]:
             tuple(getattr(spec, "submodule_search_locations", None) or ()))
 
 
-def module_source(module: str, untrusted: Sequence[Path], what: str) -> str | None:
-    """Where `module` would be imported from, found without running any of it;
-    None when it is not importable. Refused unless that is where it is found
-    with the `untrusted` directories off sys.path: a name found in one of them
-    (a `msgpack.py` or a plugin shipped in a run dir, the cwd) must not run."""
+def module_source(module: str, untrusted: Sequence[Path], what: str) -> str:
+    """Where `module` would be imported from, found without running any of it
+    (ModuleNotFoundError when nowhere). Refused unless that is where it is
+    found with the `untrusted` directories off sys.path: a name found in one
+    of them (a `msgpack.py` or a plugin shipped in a run dir, the cwd) must
+    not run."""
     top = module.split(".")[0]
     if top in sys.modules:   # imported already, from where this process trusts
         return f"module {module} from {getattr(sys.modules[top], '__file__', None) or top}"
     actual = importlib.util.find_spec(top)
     if actual is None:
-        return None
+        raise ModuleNotFoundError(f"{what}: {top} is not importable here")
     installed = _installed_spec(top, untrusted)
     origin, locations = _origin(actual)
     if installed is None or _origin(installed) != (origin, locations):
@@ -102,7 +103,7 @@ def entry_point_source(ep: EntryPoint, untrusted: Sequence[Path], what: str) -> 
     where = module_source(ep.module, untrusted, what)
     dist = ep.dist
     assert dist is not None
-    return f"entry point of {dist.name} {dist.version}: {where or f'module {ep.module}'}"
+    return f"entry point of {dist.name} {dist.version}: {where}"
 
 
 def trusted_entry_points(group: str, found: Sequence[EntryPoint],

@@ -84,17 +84,17 @@ def installed_source(name: str, untrusted: Sequence[Path]) -> str:
     from within `untrusted` (a run dir someone sent), UnknownSystem when
     from nowhere."""
     untrusted = [d.resolve() for d in untrusted]
-    if ":" in name:
-        module = name.partition(":")[0]
-        where = plugin_trust.module_source(module, untrusted, f"system {name}")
-        if where is None:
-            raise UnknownSystem(f"system {name}: {module.split('.')[0]} is not importable here")
-        return where
-    eps = plugin_trust.installed_entry_points(GROUP, untrusted)
-    if name not in eps and name in _entry_points():
-        raise plugin_trust.refuse_undeclared(_entry_points()[name], f"system {name}")
-    if name in eps:
-        return plugin_trust.entry_point_source(eps[name], untrusted, f"system {name}")
+    try:
+        if ":" in name:
+            return plugin_trust.module_source(name.partition(":")[0], untrusted,
+                                              f"system {name}")
+        eps = plugin_trust.installed_entry_points(GROUP, untrusted)
+        if name not in eps and name in _entry_points():
+            raise plugin_trust.refuse_undeclared(_entry_points()[name], f"system {name}")
+        if name in eps:
+            return plugin_trust.entry_point_source(eps[name], untrusted, f"system {name}")
+    except ModuleNotFoundError as e:
+        raise UnknownSystem(str(e)) from None
     from faultline.builtin import SYSTEMS
     if any(s.name == name for s in SYSTEMS):
         return "built in"
