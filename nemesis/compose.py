@@ -27,6 +27,13 @@ adapter, `ClusterControl.leader()`).
   heal must truncate that tail; sometimes the new leader is taken out right
   after the heal, or every node's power is cut at one of the first acks
   after it, while the rejoining nodes truncate and catch up.
+- `lagging-voters`: one to a largest minority of followers slowed (their
+  links capped in rate or lossy: still in touch, still voting, but behind
+  in the same epoch), then the leader taken out (killed, paused, cut off,
+  or its outgoing traffic dropped) while they lag: the election runs with
+  voters whose logs are shorter than the leader's, and the nodes that win
+  must bring them up while writes go on; sometimes every node's power is
+  cut at one of the first acks after the election.
 
 Each step runs as the ordinary fault it is (`partition` with its cut, `kill`,
 `pause`, their heals), fired through the nemesis runner, so the history, the
@@ -46,13 +53,16 @@ from concurrent.futures import Future
 from typing import Any
 
 from checkers.faults import (
+    BANDWIDTH,
     CATCH_UP,
     CHURN,
     FLIP_FLOP,
     KILL,
     KILL_NEW_LEADER,
+    LAGGING_VOTERS,
     LEADER_ONE_WAY,
     MINORITY_OUT,
+    PACKET,
     PARTITION,
     PAUSE,
     POWER_CUT_AFTER_COMMIT,
@@ -411,6 +421,94 @@ def stale_quorum(ctl: Control, rng: random.Random) -> dict[str, Any]:
             "restarted": restart, "elected": elected, "then": then}
 
 
+# How long the followers lag before the leader goes, and how long the lag
+# is held after the election. The slowing is one a correct cluster serves
+# through (a narrow or lossy link, not a cut): 32-256 kbit/s is a few
+# hundred small entries a second, below a busy leader's rate; 20-40 % loss
+# makes TCP back off for hundreds of ms at a time.
+LAG_BEHIND_S = (1.5, 4.0)
+LAG_AFTER_S = (0.3, 2.0)
+LAG_RATES_KBIT = (32, 64, 128, 256)
+LAG_LOSS_PERCENT = (20, 30, 40)
+LEADER_OUT_BY = ("kill", "pause", "isolate", "outgoing")
+AFTER_LAG_ELECTION = ("nothing", "nothing", POWER_CUT_AFTER_COMMIT.name)
+
+
+def both_way_links(group: Sequence[str], names: Sequence[str]) -> list[list[str]]:
+    """Pure: every directed link between a node of `group` and any other node
+    (the group's links to each other included: each of its nodes is slow)."""
+    group = sorted(set(group))
+    return sorted([[a, b] for a in sorted(names) for b in sorted(names)
+                   if a != b and (a in group or b in group)])
+
+
+def slowing(rng: random.Random, lagging: Sequence[str], names: Sequence[str]
+            ) -> tuple[str, dict[str, Any]]:
+    """Pure: the fault (bandwidth or packet) and its params that slow
+    `lagging`'s links without cutting them."""
+    links = both_way_links(lagging, names)
+    if rng.random() < 0.5:
+        quality: dict[str, float] = {"rate_bit": float(rng.choice(LAG_RATES_KBIT) * 1000)}
+        spec = BANDWIDTH.name
+    else:
+        quality = {"loss": float(rng.choice(LAG_LOSS_PERCENT))}
+        spec = PACKET.name
+    return spec, {"quality": quality, "shape": "lagging", "nodes": sorted(lagging),
+                  "links": links}
+
+
+def _leader_out(ctl: Control, how: str, leader: str) -> str:
+    """Take `leader` out `how`; the spec to heal."""
+    if how in ("kill", "pause"):
+        spec = KILL.name if how == "kill" else PAUSE.name
+        ctl.act(spec, {"nodes": [leader]}, "leader out while followers lag")
+        return spec
+    if how == "isolate":
+        ctl.act(PARTITION.name, _isolate_params(leader, ctl.names),
+                "leader cut off while followers lag")
+    else:
+        ctl.act(PARTITION.name, {"shape": "leader-outgoing", "nodes": [leader],
+                                 "cut": outgoing_cut(leader, ctl.names)},
+                "the leader's outgoing traffic dropped while followers lag")
+    return PARTITION.name
+
+
+def lagging_voters(ctl: Control, rng: random.Random) -> dict[str, Any]:
+    leader = ctl.wait_leader()
+    names = ctl.names
+    followers = [n for n in names if n != leader]
+    top = largest_minority(len(names))
+    if leader is None or top == 0:
+        return {"target": "none"}
+    lagging = sorted(rng.sample(followers, rng.randint(1, top)))
+    slow, params = slowing(rng, lagging, names)
+    how = rng.choice(LEADER_OUT_BY)
+    then = rng.choice(AFTER_LAG_ELECTION)
+    done = ctl.act(slow, params, "followers slowed: behind, still voting")
+    if done.get("error"):
+        return {"target": "none", "error": done["error"]}
+    ctl.sleep(rng.uniform(*LAG_BEHIND_S))
+    leader = ctl.leader() or leader
+    result: dict[str, Any] = {"target": "leader", "lagging": lagging, "slowed_by": slow,
+                              "quality": params["quality"], "old": leader, "out_by": how,
+                              "then": then}
+    if leader in lagging:
+        ctl.heal(slow, "the leader moved to a slowed node: nothing to take out")
+        return {**result, "target": "follower"}
+    out = _leader_out(ctl, how, leader)
+    result["elected"] = ctl.wait_leader(other_than=[leader])
+    power_cut = f"{POWER_CUT_AFTER_COMMIT.name}:all"
+    if then == POWER_CUT_AFTER_COMMIT.name:
+        ctl.act(power_cut, {}, "power cut armed for the first acks after the election")
+    ctl.sleep(rng.uniform(*LAG_AFTER_S))
+    for spec in ((out, slow) if rng.random() < 0.5 else (slow, out)):
+        ctl.heal(spec)
+    if then == POWER_CUT_AFTER_COMMIT.name:
+        ctl.sleep(rng.uniform(*POWER_CUT_WAIT_S))
+        ctl.heal(power_cut, "power back")
+    return result
+
+
 COMPOSITIONS: dict[str, Composition] = {
     FLIP_FLOP.name: flip_flop,
     KILL_NEW_LEADER.name: kill_new_leader,
@@ -419,6 +517,22 @@ COMPOSITIONS: dict[str, Composition] = {
     CATCH_UP.name: catch_up,
     MINORITY_OUT.name: minority_out,
     STALE_QUORUM.name: stale_quorum,
+    LAGGING_VOTERS.name: lagging_voters,
+}
+
+# The least time each composition needs to play out as meant (its holds'
+# lower bounds, plus about a second per election it waits for): begun with
+# less of the run left, it is cut short and reaches nothing its own
+# (minority-out cut at 6 s outlasts no excuse).
+SHORTEST_S: dict[str, float] = {
+    FLIP_FLOP.name: 2.0,
+    KILL_NEW_LEADER.name: 3.0,
+    LEADER_ONE_WAY.name: 2.5,
+    CHURN.name: 5.0,
+    CATCH_UP.name: 5.0,
+    MINORITY_OUT.name: MINORITY_OUT_QUIET_S[0] + MINORITY_OUT_HOLD_S[0] + 1.0,
+    STALE_QUORUM.name: STALE_LAG_S[0] + STALE_HOLD_S[0] + 2.0,
+    LAGGING_VOTERS.name: LAG_BEHIND_S[0] + LAG_AFTER_S[0] + 1.0,
 }
 
 
@@ -504,7 +618,7 @@ class ComposedFault(DriverFault):
 
 def composed_fault(name: str) -> Callable[[FaultContext], ComposedFault]:
     op = {op.name: op for op in (FLIP_FLOP, KILL_NEW_LEADER, LEADER_ONE_WAY, CHURN, CATCH_UP,
-                                 MINORITY_OUT, STALE_QUORUM)}[name]
+                                 MINORITY_OUT, STALE_QUORUM, LAGGING_VOTERS)}[name]
 
     def factory(ctx: FaultContext) -> ComposedFault:
         if ctx.variant is not None:
