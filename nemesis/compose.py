@@ -32,8 +32,11 @@ adapter, `ClusterControl.leader()`).
   in the same epoch), then the leader taken out (killed, paused, cut off,
   or its outgoing traffic dropped) while they lag: the election runs with
   voters whose logs are shorter than the leader's, and the nodes that win
-  must bring them up while writes go on; sometimes every node's power is
-  cut at one of the first acks after the election.
+  must bring them up while writes go on. Then the old leader back (it
+  truncates what it took while cut off) and one of: nothing; the new leader
+  killed at once, so the lagging nodes and the old leader must elect among
+  themselves; or every node's power cut at one of the first acks after the
+  rejoin.
 
 Each step runs as the ordinary fault it is (`partition` with its cut, `kill`,
 `pause`, their heals), fired through the nemesis runner, so the history, the
@@ -431,7 +434,8 @@ LAG_AFTER_S = (0.3, 2.0)
 LAG_RATES_KBIT = (32, 64, 128, 256)
 LAG_LOSS_PERCENT = (20, 30, 40)
 LEADER_OUT_BY = ("kill", "pause", "isolate", "outgoing")
-AFTER_LAG_ELECTION = ("nothing", "nothing", POWER_CUT_AFTER_COMMIT.name)
+NEW_LEADER_OUT = "new-leader-out"
+AFTER_LAG_ELECTION = ("nothing", NEW_LEADER_OUT, POWER_CUT_AFTER_COMMIT.name)
 
 
 def both_way_links(group: Sequence[str], names: Sequence[str]) -> list[list[str]]:
@@ -496,13 +500,24 @@ def lagging_voters(ctl: Control, rng: random.Random) -> dict[str, Any]:
         ctl.heal(slow, "the leader moved to a slowed node: nothing to take out")
         return {**result, "target": "follower"}
     out = _leader_out(ctl, how, leader)
-    result["elected"] = ctl.wait_leader(other_than=[leader])
+    elected = result["elected"] = ctl.wait_leader(other_than=[leader])
+    # The old leader, cut off, took writes it could not commit: it truncates
+    # them as it rejoins, and the lagging nodes still catch up meanwhile.
+    ctl.sleep(rng.uniform(*LAG_AFTER_S))
     power_cut = f"{POWER_CUT_AFTER_COMMIT.name}:all"
     if then == POWER_CUT_AFTER_COMMIT.name:
-        ctl.act(power_cut, {}, "power cut armed for the first acks after the election")
-    ctl.sleep(rng.uniform(*LAG_AFTER_S))
-    for spec in ((out, slow) if rng.random() < 0.5 else (slow, out)):
-        ctl.heal(spec)
+        # Armed just before the old leader rejoins: every node's power is cut
+        # at one of the first acks after it, while logs truncate and refill.
+        ctl.act(power_cut, {}, "power cut armed for the first acks after the rejoin")
+    ctl.heal(out, "the old leader back")
+    if then == NEW_LEADER_OUT and elected is not None:
+        # The voters left are the lagging ones and the old leader, fresh from
+        # its truncation: only what a quorum truly holds may survive.
+        ctl.sleep(rng.uniform(0.02, 0.5))
+        ctl.act(KILL.name, {"nodes": [elected]}, "the new leader down while the others lag")
+        ctl.wait_leader(other_than=[elected])
+        ctl.heal(KILL.name)
+    ctl.heal(slow, "the lagging followers' links restored")
     if then == POWER_CUT_AFTER_COMMIT.name:
         ctl.sleep(rng.uniform(*POWER_CUT_WAIT_S))
         ctl.heal(power_cut, "power back")

@@ -529,8 +529,16 @@ def test_lagging_voters_slow_followers_then_take_the_leader_out_while_they_lag(
             assert fired[1][2]["nodes"] == ["n1"]
         assert result["elected"] not in (None, "n1")
         if result["then"] == "power-cut-after-commit":
+            # Armed before the old leader is back, released last.
             assert fired[2][:2] == ("inject", "power-cut-after-commit:all")
+            assert fired[3][:2] == ("heal", fired[1][1])
             assert fired[-1][:2] == ("heal", "power-cut-after-commit:all")
+        elif result["then"] == "new-leader-out":
+            # The old leader back, then its successor down while the others lag.
+            assert fired[2][:2] == ("heal", fired[1][1])
+            assert fired[3][:2] == ("inject", "kill")
+            assert fired[3][2]["nodes"] == [result["elected"]]
+            assert fired[-1][:2] == ("heal", result["slowed_by"])
         injected = [s for a, s, _, _ in fired if a == "inject"]
         healed = [s for a, s, _, _ in fired if a == "heal"]
         assert sorted(injected) == sorted(healed)
