@@ -293,8 +293,8 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           "the old leader's side takes writes it must truncate at the heal",
           planner=_no_variant(STALE_QUORUM.name)),
     _kind(LAGGING_VOTERS, _composed(LAGGING_VOTERS),
-          "slow one to a largest minority of followers (rate cap or loss: behind, still "
-          "voting), then take the leader out while they lag",
+          "slow one to a largest minority of followers (packets held 50-150 ms: behind, "
+          "still voting), then take the leader out while they lag",
           planner=_no_variant(LAGGING_VOTERS.name)),
     _kind(HUNT, _lazy("nemesis.hunter", "hunt_fault"),
           "the adaptive schedule: plays the other named faults (all the system can take "
