@@ -350,8 +350,11 @@ def minority_out(ctl: Control, rng: random.Random) -> dict[str, Any]:
 
 # How long the minority falls behind, and how long the swapped cut is held
 # after the new election (the old leader's side takes writes meanwhile).
-STALE_LAG_S = (2.0, 5.0)
-STALE_HOLD_S = (1.0, 3.0)
+# 1.5 s of writes leave it hundreds of entries behind, as many as 5 s did
+# for what the move is for (a shorter log in the same epoch); the time goes
+# to the run's next moves (a 30 s run made 3-4 of ~10 s each).
+STALE_LAG_S = (1.5, 3.5)
+STALE_HOLD_S = (0.8, 2.0)
 AFTER_STALE_HEAL = ("nothing", "kill-elected", "isolate-elected", POWER_CUT_AFTER_COMMIT.name)
 # How long the armed power cut may wait for its ack (it takes any after 20).
 POWER_CUT_WAIT_S = (1.5, 3.0)
@@ -432,8 +435,8 @@ def stale_quorum(ctl: Control, rng: random.Random) -> dict[str, Any]:
 # link, and a capped link's queue grows without bound under the write load,
 # so a leader whose quorum needs the slowed node may rightly step down
 # (seen: 20-40 % loss, a correct leader's check-quorum resigned it).
-LAG_BEHIND_S = (1.5, 4.0)
-LAG_AFTER_S = (0.3, 2.0)
+LAG_BEHIND_S = (1.0, 2.5)
+LAG_AFTER_S = (0.3, 1.2)
 LAG_DELAY_MS = (50.0, 100.0, 150.0)
 LEADER_OUT_BY = ("kill", "pause", "isolate", "outgoing")
 NEW_LEADER_OUT = "new-leader-out"
