@@ -57,7 +57,7 @@ SETTLE_S = (0.3, 1.2)
 # minority-out's and catch-up's, which hold on purpose).
 HOLD_SHARE = 4.0
 # The moves aimed at an election's moments are drawn this much more often
-# than a fault kind's share: there are five compositions among a dozen fault
+# than a fault kind's share: there are eight compositions among twenty fault
 # kinds, and the dangerous states are theirs (issue 27: a plain schedule
 # brings 2-4 elections a minute).
 AIMED_BOOST = 3.0
