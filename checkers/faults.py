@@ -94,6 +94,7 @@ CHURN = FaultOp("churn", DISARM, ARMED)
 CATCH_UP = FaultOp("catch-up", DISARM, ARMED)
 MINORITY_OUT = FaultOp("minority-out", DISARM, ARMED)
 STALE_QUORUM = FaultOp("stale-quorum", DISARM, ARMED)
+LAGGING_VOTERS = FaultOp("lagging-voters", DISARM, ARMED)
 HUNT = FaultOp("hunt", DISARM, ARMED)
 
 # Host faults (nemesis.clock, nemesis.pressure): the node keeps running, so
@@ -107,7 +108,7 @@ FAULT_OPS: dict[str, FaultOp] = {f.name: f for f in (
     KILL, PAUSE, PARTITION, TRUNCATE, LOSE_UNSYNCED, KILL_AFTER_VOTE, POWER_CUT_AFTER_COMMIT,
     POWER_CUT_AFTER_VOTE, FAST_FAILOVER, LOSE_STATE, MEMBERSHIP, REFORMAT, PACKET, BANDWIDTH,
     FLIP_FLOP, KILL_NEW_LEADER, LEADER_ONE_WAY, CHURN, CATCH_UP, MINORITY_OUT, STALE_QUORUM,
-    HUNT, CLOCK, CPU, MEMORY, STRESS, DISK)}
+    LAGGING_VOTERS, HUNT, CLOCK, CPU, MEMORY, STRESS, DISK)}
 
 
 def named(*effects: str) -> tuple[str, ...]:

@@ -37,6 +37,7 @@ from checkers.faults import (
     HUNT,
     KILL,
     KILL_NEW_LEADER,
+    LAGGING_VOTERS,
     LEADER_ONE_WAY,
     LOSE_UNSYNCED,
     MEMBERSHIP,
@@ -185,6 +186,10 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           "a minority falls behind, then must elect with the fewest up-to-date nodes while "
           "the old leader's side takes writes it must truncate at the heal",
           planner=_no_variant(STALE_QUORUM.name)),
+    _kind(LAGGING_VOTERS, _composed(LAGGING_VOTERS),
+          "slow one to a largest minority of followers (packets held 50-150 ms: behind, "
+          "still voting), then take the leader out while they lag",
+          planner=_no_variant(LAGGING_VOTERS.name)),
     _kind(HUNT, _lazy("nemesis.hunter", "hunt_fault"),
           "the adaptive schedule: plays the other named faults (all the system can take "
           "if none are named) and the compositions, steering toward states not reached yet",

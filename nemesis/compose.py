@@ -27,6 +27,16 @@ adapter, `ClusterControl.leader()`).
   heal must truncate that tail; sometimes the new leader is taken out right
   after the heal, or every node's power is cut at one of the first acks
   after it, while the rejoining nodes truncate and catch up.
+- `lagging-voters`: one to a largest minority of followers slowed (every
+  packet of their links held 50-150 ms: still in touch, still voting, but
+  behind in the same epoch), then the leader taken out (killed, paused, cut off,
+  or its outgoing traffic dropped) while they lag: the election runs with
+  voters whose logs are shorter than the leader's, and the nodes that win
+  must bring them up while writes go on. Then the old leader back (it
+  truncates what it took while cut off) and one of: nothing; the new leader
+  killed at once, so the lagging nodes and the old leader must elect among
+  themselves; or every node's power cut at one of the first acks after the
+  rejoin.
 
 Each step runs as the ordinary fault it is (`partition` with its cut, `kill`,
 `pause`, their heals), fired through the nemesis runner, so the history, the
@@ -51,8 +61,10 @@ from checkers.faults import (
     FLIP_FLOP,
     KILL,
     KILL_NEW_LEADER,
+    LAGGING_VOTERS,
     LEADER_ONE_WAY,
     MINORITY_OUT,
+    PACKET,
     PARTITION,
     PAUSE,
     POWER_CUT_AFTER_COMMIT,
@@ -338,8 +350,11 @@ def minority_out(ctl: Control, rng: random.Random) -> dict[str, Any]:
 
 # How long the minority falls behind, and how long the swapped cut is held
 # after the new election (the old leader's side takes writes meanwhile).
-STALE_LAG_S = (2.0, 5.0)
-STALE_HOLD_S = (1.0, 3.0)
+# 1.5 s of writes leave it hundreds of entries behind, as many as 5 s did
+# for what the move is for (a shorter log in the same epoch); the time goes
+# to the run's next moves (a 30 s run made 3-4 of ~10 s each).
+STALE_LAG_S = (1.5, 3.5)
+STALE_HOLD_S = (0.8, 2.0)
 AFTER_STALE_HEAL = ("nothing", "kill-elected", "isolate-elected", POWER_CUT_AFTER_COMMIT.name)
 # How long the armed power cut may wait for its ack (it takes any after 20).
 POWER_CUT_WAIT_S = (1.5, 3.0)
@@ -411,6 +426,105 @@ def stale_quorum(ctl: Control, rng: random.Random) -> dict[str, Any]:
             "restarted": restart, "elected": elected, "then": then}
 
 
+# How long the followers lag before the leader goes, and how long the lag
+# is held after the election. The slowing is one a correct cluster serves
+# through (availability expects it to: a slow link takes nothing away), so a
+# fixed delay well under any election or fetch timeout we run (raft 0.5 and
+# 0.75 s, etcd 1 s): the node stays in every quorum, a round trip or two
+# behind. Not loss or a rate cap: TCP backs off for seconds on a lossy
+# link, and a capped link's queue grows without bound under the write load,
+# so a leader whose quorum needs the slowed node may rightly step down
+# (seen: 20-40 % loss, a correct leader's check-quorum resigned it).
+LAG_BEHIND_S = (1.0, 2.5)
+LAG_AFTER_S = (0.3, 1.2)
+LAG_DELAY_MS = (50.0, 100.0, 150.0)
+LEADER_OUT_BY = ("kill", "pause", "isolate", "outgoing")
+NEW_LEADER_OUT = "new-leader-out"
+AFTER_LAG_ELECTION = ("nothing", NEW_LEADER_OUT, POWER_CUT_AFTER_COMMIT.name)
+
+
+def both_way_links(group: Sequence[str], names: Sequence[str]) -> list[list[str]]:
+    """Pure: every directed link between a node of `group` and any other node
+    (the group's links to each other included: each of its nodes is slow)."""
+    group = sorted(set(group))
+    return sorted([[a, b] for a in sorted(names) for b in sorted(names)
+                   if a != b and (a in group or b in group)])
+
+
+def slowing(rng: random.Random, lagging: Sequence[str], names: Sequence[str]
+            ) -> tuple[str, dict[str, Any]]:
+    """Pure: the fault and its params that slow `lagging`'s links (each
+    packet held a fixed delay, a quarter of it jitter at most) without cutting
+    them."""
+    delay = rng.choice(LAG_DELAY_MS)
+    quality = {"delay": delay, "jitter": round(rng.uniform(0.0, delay / 4), 1)}
+    return PACKET.name, {"quality": quality, "shape": "lagging", "nodes": sorted(lagging),
+                         "links": both_way_links(lagging, names)}
+
+
+def _leader_out(ctl: Control, how: str, leader: str) -> str:
+    """Take `leader` out `how`; the spec to heal."""
+    if how in ("kill", "pause"):
+        spec = KILL.name if how == "kill" else PAUSE.name
+        ctl.act(spec, {"nodes": [leader]}, "leader out while followers lag")
+        return spec
+    if how == "isolate":
+        ctl.act(PARTITION.name, _isolate_params(leader, ctl.names),
+                "leader cut off while followers lag")
+    else:
+        ctl.act(PARTITION.name, {"shape": "leader-outgoing", "nodes": [leader],
+                                 "cut": outgoing_cut(leader, ctl.names)},
+                "the leader's outgoing traffic dropped while followers lag")
+    return PARTITION.name
+
+
+def lagging_voters(ctl: Control, rng: random.Random) -> dict[str, Any]:
+    leader = ctl.wait_leader()
+    names = ctl.names
+    followers = [n for n in names if n != leader]
+    top = largest_minority(len(names))
+    if leader is None or top == 0:
+        return {"target": "none"}
+    lagging = sorted(rng.sample(followers, rng.randint(1, top)))
+    slow, params = slowing(rng, lagging, names)
+    how = rng.choice(LEADER_OUT_BY)
+    then = rng.choice(AFTER_LAG_ELECTION)
+    done = ctl.act(slow, params, "followers slowed: behind, still voting")
+    if done.get("error"):
+        return {"target": "none", "error": done["error"]}
+    ctl.sleep(rng.uniform(*LAG_BEHIND_S))
+    leader = ctl.leader() or leader
+    result: dict[str, Any] = {"target": "leader", "lagging": lagging, "slowed_by": slow,
+                              "quality": params["quality"], "old": leader, "out_by": how,
+                              "then": then}
+    if leader in lagging:
+        ctl.heal(slow, "the leader moved to a slowed node: nothing to take out")
+        return {**result, "target": "follower"}
+    out = _leader_out(ctl, how, leader)
+    elected = result["elected"] = ctl.wait_leader(other_than=[leader])
+    # The old leader, cut off, took writes it could not commit: it truncates
+    # them as it rejoins, and the lagging nodes still catch up meanwhile.
+    ctl.sleep(rng.uniform(*LAG_AFTER_S))
+    power_cut = f"{POWER_CUT_AFTER_COMMIT.name}:all"
+    if then == POWER_CUT_AFTER_COMMIT.name:
+        # Armed just before the old leader rejoins: every node's power is cut
+        # at one of the first acks after it, while logs truncate and refill.
+        ctl.act(power_cut, {}, "power cut armed for the first acks after the rejoin")
+    ctl.heal(out, "the old leader back")
+    if then == NEW_LEADER_OUT and elected is not None:
+        # The voters left are the lagging ones and the old leader, fresh from
+        # its truncation: only what a quorum truly holds may survive.
+        ctl.sleep(rng.uniform(0.02, 0.5))
+        ctl.act(KILL.name, {"nodes": [elected]}, "the new leader down while the others lag")
+        ctl.wait_leader(other_than=[elected])
+        ctl.heal(KILL.name)
+    ctl.heal(slow, "the lagging followers' links restored")
+    if then == POWER_CUT_AFTER_COMMIT.name:
+        ctl.sleep(rng.uniform(*POWER_CUT_WAIT_S))
+        ctl.heal(power_cut, "power back")
+    return result
+
+
 COMPOSITIONS: dict[str, Composition] = {
     FLIP_FLOP.name: flip_flop,
     KILL_NEW_LEADER.name: kill_new_leader,
@@ -419,6 +533,22 @@ COMPOSITIONS: dict[str, Composition] = {
     CATCH_UP.name: catch_up,
     MINORITY_OUT.name: minority_out,
     STALE_QUORUM.name: stale_quorum,
+    LAGGING_VOTERS.name: lagging_voters,
+}
+
+# The least time each composition needs to play out as meant (its holds'
+# lower bounds, plus about a second per election it waits for): begun with
+# less of the run left, it is cut short and reaches nothing its own
+# (minority-out cut at 6 s outlasts no excuse).
+SHORTEST_S: dict[str, float] = {
+    FLIP_FLOP.name: 2.0,
+    KILL_NEW_LEADER.name: 3.0,
+    LEADER_ONE_WAY.name: 2.5,
+    CHURN.name: 5.0,
+    CATCH_UP.name: 5.0,
+    MINORITY_OUT.name: MINORITY_OUT_QUIET_S[0] + MINORITY_OUT_HOLD_S[0] + 1.0,
+    STALE_QUORUM.name: STALE_LAG_S[0] + STALE_HOLD_S[0] + 2.0,
+    LAGGING_VOTERS.name: LAG_BEHIND_S[0] + LAG_AFTER_S[0] + 1.0,
 }
 
 
@@ -504,7 +634,7 @@ class ComposedFault(DriverFault):
 
 def composed_fault(name: str) -> Callable[[FaultContext], ComposedFault]:
     op = {op.name: op for op in (FLIP_FLOP, KILL_NEW_LEADER, LEADER_ONE_WAY, CHURN, CATCH_UP,
-                                 MINORITY_OUT, STALE_QUORUM)}[name]
+                                 MINORITY_OUT, STALE_QUORUM, LAGGING_VOTERS)}[name]
 
     def factory(ctx: FaultContext) -> ComposedFault:
         if ctx.variant is not None:

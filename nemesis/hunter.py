@@ -18,7 +18,14 @@ import time
 from typing import Any
 
 from checkers.faults import HUNT
-from nemesis.compose import COMPOSITIONS, Control, DriverFault, Stopped, run_composition
+from nemesis.compose import (
+    COMPOSITIONS,
+    SHORTEST_S,
+    Control,
+    DriverFault,
+    Stopped,
+    run_composition,
+)
 from nemesis.fault import FaultContext, split_spec
 from nemesis.hunt import (
     Outcome,
@@ -35,13 +42,22 @@ from nemesis.hunt import (
 )
 from nemesis.observe import EventTail
 
-# A move is not begun in the last moments of the hunt: it would be cut short.
+# A move is not begun in the last moments of the hunt: it would be cut short
+# (a composition needs its own SHORTEST_S).
 MIN_MOVE_S = 2.0
-# The quiet time after a move before its outcome is read: elections it
-# brought on end within it (the compositions already wait for theirs).
-SETTLE_S = (0.5, 2.0)
+# The quiet time after a move before its outcome is read: an election it
+# brought on ends within it (election timeouts we run: 0.5-1 s; the
+# compositions already wait for theirs). Short, so a 30 s run makes more
+# moves: the state one move leaves (a node catching up, a fresh leader) is
+# where the next one lands.
+SETTLE_S = (0.3, 1.2)
+# A primitive fault is held min_hold plus an exponential draw of mean
+# interval / HOLD_SHARE, at most interval / 2: most bugs show at the inject or
+# the heal, not in the middle of a long hold (the long holds are
+# minority-out's and catch-up's, which hold on purpose).
+HOLD_SHARE = 4.0
 # The moves aimed at an election's moments are drawn this much more often
-# than a fault kind's share: there are five compositions among a dozen fault
+# than a fault kind's share: there are eight compositions among twenty fault
 # kinds, and the dangerous states are theirs (issue 27: a plain schedule
 # brings 2-4 elections a minute).
 AIMED_BOOST = 3.0
@@ -80,12 +96,15 @@ class HuntFault(DriverFault):
         index = 0
         while time.monotonic() < end - MIN_MOVE_S and not ctl.stop.is_set():
             try:
-                decision = decide(seed, index, self.moves, self.outcomes, prior, reached)
+                remaining = round(end - time.monotonic(), 3)
+                decision = decide(seed, index, self.moves, self.outcomes, prior, reached,
+                                  remaining, SHORTEST_S, MIN_MOVE_S)
             except ValueError:
-                break   # every move failed here
+                break   # every move failed here, or none fits in what is left
             rng = random.Random(derive(seed, "move", index))
             before = self.snapshot(ctl)
             entry: dict[str, Any] = {"decision": index, "move": decision.move,
+                                     "remaining_s": remaining,
                                      "weights": decision.weights, "before": before}
             self.decisions.append(entry)
             ctl.note = {"hunt": index, "move": decision.move, "before": before}
@@ -130,7 +149,7 @@ class HuntFault(DriverFault):
         if value.get("error"):
             result["error"] = value["error"]
         if not instant:
-            ctl.sleep(min_hold + min(rng.expovariate(2.0 / interval), interval))
+            ctl.sleep(min_hold + min(rng.expovariate(HOLD_SHARE / interval), interval / 2))
             ctl.heal(spec)
         else:
             ctl.in_force.pop(spec, None)

@@ -18,13 +18,18 @@ from harness.run.config import RunConfig, fresh_schedule, kinds_left_out, valida
 from harness.run.replay import replay_events
 from nemesis.base import FAULTS, TRIGGER_FAULTS, FaultContext, make_fault
 from nemesis.compose import (
+    AFTER_LAG_ELECTION,
     AFTER_STALE_HEAL,
     COMPOSITIONS,
+    LEADER_OUT_BY,
+    SHORTEST_S,
     Control,
+    both_way_links,
     group_cut,
     largest_minority,
     outgoing_cut,
     run_composition,
+    slowing,
     stale_quorum_sides,
 )
 from nemesis.hunt import (
@@ -34,6 +39,7 @@ from nemesis.hunt import (
     aimed_prior,
     coverage,
     decide,
+    fitting,
     kind_of,
     moves_for,
     observation,
@@ -59,6 +65,29 @@ def test_same_seed_and_observations_give_the_same_decisions():
     a = [decide(7, i, MOVES, outcomes) for i in range(20)]
     b = [decide(7, i, MOVES, list(outcomes)) for i in range(20)]
     assert a == b
+
+
+def test_a_move_that_needs_more_than_the_time_left_weighs_nothing():
+    w = {"kill": 1.0, "minority-out": 5.0, "churn": 2.0}
+    shortest = {"minority-out": 13.0, "churn": 5.0}
+    assert fitting(w, 30.0, shortest, 2.0) == w
+    assert fitting(w, 6.0, shortest, 2.0) == {"kill": 1.0, "minority-out": 0.0, "churn": 2.0}
+    assert fitting(w, 3.0, shortest, 2.0) == {"kill": 1.0, "minority-out": 0.0, "churn": 0.0}
+    assert fitting(w, None, shortest, 2.0) == w      # no end in sight: nothing dropped
+    assert fitting(w, 1.0, shortest, 2.0) == dict.fromkeys(w, 0.0)
+
+
+def test_decide_draws_only_moves_that_fit_and_says_when_none_does():
+    shortest = {"churn": 5.0, "flip-flop": 2.0}
+    picked = {decide(s, 0, MOVES, [], remaining=4.0, shortest=shortest, default_s=2.0).move
+              for s in range(60)}
+    assert "churn" not in picked and picked == set(MOVES) - {"churn"}
+    # The same seed and time left, the same move; the weights say why.
+    d = decide(7, 3, MOVES, [], remaining=4.0, shortest=shortest, default_s=2.0)
+    assert d == decide(7, 3, MOVES, [], remaining=4.0, shortest=shortest, default_s=2.0)
+    assert d.weights["churn"] == 0.0
+    with pytest.raises(ValueError, match="fits"):
+        decide(1, 0, MOVES, [], remaining=1.0, shortest=shortest, default_s=2.0)
 
 
 def test_different_observations_steer_differently():
@@ -324,7 +353,7 @@ def test_leader_one_way_cuts_only_the_leaders_outgoing_links():
 def short_holds(monkeypatch):
     """The compositions that hold for many seconds, held for milliseconds."""
     for name in ("MINORITY_OUT_QUIET_S", "MINORITY_OUT_HOLD_S", "STALE_LAG_S", "STALE_HOLD_S",
-                 "POWER_CUT_WAIT_S"):
+                 "POWER_CUT_WAIT_S", "LAG_BEHIND_S", "LAG_AFTER_S"):
         monkeypatch.setattr(f"nemesis.compose.{name}", (0.01, 0.02))
 
 
@@ -446,6 +475,98 @@ def test_stale_quorum_lags_a_minority_then_makes_it_elect_with_the_fewest_curren
         assert not ctl.in_force
     assert restarted == {True, False}
     assert thens == set(AFTER_STALE_HEAL)
+
+
+def test_both_way_links_slow_every_link_of_the_group_and_no_other():
+    names = ["n1", "n2", "n3", "n4", "n5"]
+    links = both_way_links(["n4", "n2"], names)
+    assert ["n2", "n1"] in links and ["n1", "n2"] in links and ["n2", "n4"] in links
+    assert ["n1", "n3"] not in links and ["n3", "n5"] not in links
+    # 2 nodes x 4 peers x 2 directions, less the 2 links counted twice.
+    assert len(links) == 2 * 4 * 2 - 2
+
+
+def test_slowing_delays_the_links_well_under_an_election_timeout():
+    delays = set()
+    for seed in range(20):
+        spec, params = slowing(random.Random(seed), ["n2"], ["n1", "n2", "n3"])
+        q = params["quality"]
+        delays.add(q["delay"])
+        assert spec == "packet" and set(q) == {"delay", "jitter"}   # no loss, no rate cap
+        assert params["nodes"] == ["n2"]
+        assert params["links"] == both_way_links(["n2"], ["n1", "n2", "n3"])
+        # A round trip, jitter included, stays under raft's 0.5 s election timeout.
+        assert 2 * (q["delay"] + q["jitter"]) < 500 and 0 <= q["jitter"] <= q["delay"] / 4
+    assert len(delays) > 1
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_lagging_voters_slow_followers_then_take_the_leader_out_while_they_lag(
+        n, short_holds):
+    seen_then, seen_how, seen_k = set(), set(), set()
+    for seed in range(24):
+        cluster = QuorumCluster(n)
+        runner = QuorumRunner(cluster)
+        ctl = Control(cluster, runner.fire, threading.Event())
+        result = run_composition("lagging-voters", ctl, random.Random(seed))
+        lagging = result["lagging"]
+        seen_then.add(result["then"])
+        seen_how.add(result["out_by"])
+        seen_k.add(len(lagging))
+        assert result["old"] == "n1" and "n1" not in lagging
+        assert 1 <= len(lagging) <= largest_minority(n)
+        fired = runner.fired
+        # First the slowing of the lagging followers' links (not a cut) ...
+        assert fired[0][:2] == ("inject", result["slowed_by"])
+        assert fired[0][2]["links"] == both_way_links(lagging, cluster.names)
+        # ... then the old leader out while they lag, and a new one elected.
+        assert fired[1][0] == "inject" and fired[1][1] in ("kill", "pause", "partition")
+        if fired[1][1] == "partition":
+            assert all(a == "n1" for a, _ in fired[1][2]["cut"]) or all(
+                "n1" in pair for pair in fired[1][2]["cut"])
+        else:
+            assert fired[1][2]["nodes"] == ["n1"]
+        assert result["elected"] not in (None, "n1")
+        if result["then"] == "power-cut-after-commit":
+            # Armed before the old leader is back, released last.
+            assert fired[2][:2] == ("inject", "power-cut-after-commit:all")
+            assert fired[3][:2] == ("heal", fired[1][1])
+            assert fired[-1][:2] == ("heal", "power-cut-after-commit:all")
+        elif result["then"] == "new-leader-out":
+            # The old leader back, then its successor down while the others lag.
+            assert fired[2][:2] == ("heal", fired[1][1])
+            assert fired[3][:2] == ("inject", "kill")
+            assert fired[3][2]["nodes"] == [result["elected"]]
+            assert fired[-1][:2] == ("heal", result["slowed_by"])
+        injected = [s for a, s, _, _ in fired if a == "inject"]
+        healed = [s for a, s, _, _ in fired if a == "heal"]
+        assert sorted(injected) == sorted(healed)
+        assert not ctl.in_force
+    assert seen_then == set(AFTER_LAG_ELECTION)
+    assert seen_how == set(LEADER_OUT_BY)
+    assert seen_k == set(range(1, largest_minority(n) + 1))
+
+
+def test_lagging_voters_whose_slowing_fails_do_nothing_more(short_holds):
+    class NoShaping(QuorumRunner):
+        def fire(self, spec, params, action="inject", note=None):
+            future = super().fire(spec, params, action, note)
+            if spec == "packet" and action == "inject":
+                future = Future()
+                future.set_result(Op(0, 0, NEMESIS, "info", spec, {}, error="no tc here"))
+            return future
+    cluster = QuorumCluster(5)
+    runner = NoShaping(cluster)
+    ctl = Control(cluster, runner.fire, threading.Event())
+    result = run_composition("lagging-voters", ctl, random.Random(0))
+    assert result["target"] == "none" and "no tc here" in result["error"]
+    assert [a for a, *_ in runner.fired] == ["inject", "heal"]   # the failed one healed
+    assert cluster.current == "n1"
+
+
+def test_every_composition_says_how_long_it_needs_at_least():
+    assert set(SHORTEST_S) == set(COMPOSITIONS)
+    assert SHORTEST_S["minority-out"] > 10 > SHORTEST_S["flip-flop"] > 0
 
 
 @pytest.mark.parametrize("name", sorted(COMPOSITIONS))
