@@ -438,7 +438,7 @@ def stale_quorum(ctl: Control, rng: random.Random) -> dict[str, Any]:
 LAG_BEHIND_S = (1.0, 2.5)
 LAG_AFTER_S = (0.3, 1.2)
 LAG_DELAY_MS = (50.0, 100.0, 150.0)
-LEADER_OUT_BY = ("kill", "pause", "isolate", "outgoing")
+LEADER_OUT_BY = (KILL.name, PAUSE.name, "isolate", "outgoing")
 NEW_LEADER_OUT = "new-leader-out"
 AFTER_LAG_ELECTION = ("nothing", NEW_LEADER_OUT, POWER_CUT_AFTER_COMMIT.name)
 
@@ -464,10 +464,9 @@ def slowing(rng: random.Random, lagging: Sequence[str], names: Sequence[str]
 
 def _leader_out(ctl: Control, how: str, leader: str) -> str:
     """Take `leader` out `how`; the spec to heal."""
-    if how in ("kill", "pause"):
-        spec = KILL.name if how == "kill" else PAUSE.name
-        ctl.act(spec, {"nodes": [leader]}, "leader out while followers lag")
-        return spec
+    if how in (KILL.name, PAUSE.name):
+        ctl.act(how, {"nodes": [leader]}, "leader out while followers lag")
+        return how
     if how == "isolate":
         ctl.act(PARTITION.name, _isolate_params(leader, ctl.names),
                 "leader cut off while followers lag")
