@@ -369,19 +369,33 @@ def test_a_healthy_cluster_at_repeatable_read_loses_updates(tmp_path):
 
 @needs_a_cluster
 def test_with_snapshot_isolation_on_reads_across_nodes_are_stale(tmp_path):
-    """innodb_snapshot_isolation=ON: no lost update in 5/5 runs (the history
-    fits snapshot isolation), but a process that committed on one node reads
-    the key on another without its own write (wsrep_sync_wait=0): stale
-    reads in 5/5 (contrib/galera/README.md)."""
-    proc, run_dir, checkers = _run_installed(
-        tmp_path, "--nemesis", "none", "--time-limit", "20", "--seed", "1",
-        "--node-option", "innodb_snapshot_isolation=true")
+    """innodb_snapshot_isolation=ON: no lost update (the history fits
+    snapshot isolation), but with wsrep_sync_wait=0 a node serves reads
+    before it has applied what the cluster committed: a process that
+    committed on one node and whose next txn (each op goes to a node drawn at
+    random) reads the key on another node within that node's apply lag, or a
+    txn that begins there right after another's commit, misses the write
+    (G-single-item-process / -realtime). Whether a run shows one is chance:
+    the apply lag is a few ms, and the chances grow with the txns a run
+    gets. Measured: stale reads in 5/5 30 s runs on the shared machine
+    (3-10 cycles each, contrib/galera/README.md), but a CI trial's one 20 s
+    run of seed 1 on a loaded 2-core machine had none. So up to three 30 s
+    runs (seeds 1-3), stopping at the first that shows it. (No lost update
+    is asserted: 0 in 5 runs here, but Jepsen saw P4 occasionally with
+    snapshot isolation on, so its absence is not certain.)"""
+    for seed in ("1", "2", "3"):
+        (tmp_path / seed).mkdir()
+        proc, run_dir, checkers = _run_installed(
+            tmp_path / seed, "--nemesis", "none", "--time-limit", "30", "--seed", seed,
+            "--node-option", "innodb_snapshot_isolation=true")
+        assert all(v["innodb_snapshot_isolation"] == "ON" for v in _settings(run_dir).values())
+        models = checkers["elle"]["stats"]["models"]
+        stale = set(models["strong-session-snapshot-isolation"].get("ruled_out_by") or [])
+        if stale & {"G-single-item-process", "G-single-item-realtime"}:
+            break
     assert proc.returncode == 1, proc.stdout[-3000:]
-    models = checkers["elle"]["stats"]["models"]
     assert models["strong-session-snapshot-isolation"]["valid"] is False
-    stale = set(models["strong-session-snapshot-isolation"]["ruled_out_by"])
     assert stale & {"G-single-item-process", "G-single-item-realtime"}, stale
-    assert all(v["innodb_snapshot_isolation"] == "ON" for v in _settings(run_dir).values())
 
 
 @needs_a_cluster

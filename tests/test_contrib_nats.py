@@ -170,7 +170,7 @@ def test_faults_it_can_take_are_accepted(nemesis):
 def test_the_bench_counts_lost_acks_and_says_when_the_list_was_cut():
     sys.path.insert(0, str(PLUGIN))
     try:
-        from bench_lost_messages import lost_acks
+        from bench_lost_messages import final_reads, lost_acks
     finally:
         sys.path.remove(str(PLUGIN))
     lost = {"type": "lost-write"}
@@ -179,6 +179,8 @@ def test_the_bench_counts_lost_acks_and_says_when_the_list_was_cut():
     assert lost_acks({"stats": {"writes": {"ok": 500}, "anomalies_omitted": 3},
                       "anomalies": [lost]}) == (500, "at least 1")
     assert lost_acks({}) == (0, "0")
+    assert final_reads({"final_reads": {"asked": 5, "succeeded": 0}}) == "0/5"
+    assert final_reads({}) == "?/?"
 
 
 def needs_a_cluster(test):
@@ -295,3 +297,90 @@ def test_a_read_is_recorded_as_served_by_the_replica_its_consumer_is_on():
     nowhere = api.ConsumerInfo.from_response({"name": "c", "stream_name": "faultline",
                                               "config": {}, "created": "2026-11-26T00:00:00Z"})
     assert client.placed_on(nowhere, nodes) is None
+
+
+class _LeaderOnlyStream:
+    """What the stream leader answers to STREAM.INFO and STREAM.MSG.GET with
+    next_by_subj: the log's next message at or after a sequence (a table of
+    the stream's messages; the wire is nats-py's, tested on a real cluster by
+    the slow tests)."""
+
+    def __init__(self, messages, leader="n2", grow_after_info=()):
+        self.messages = dict(messages)          # seq -> (subject, payload)
+        self.leader = leader
+        self.grow_after_info = dict(grow_after_info)
+        self.gets = 0
+
+    async def stream_info(self, name):
+        from nats.js import api
+        last = max(self.messages, default=0)
+        info = api.StreamInfo.from_response({
+            "config": {"name": name}, "state": {"messages": len(self.messages),
+                                                "bytes": 0, "first_seq": 1, "last_seq": last,
+                                                "consumer_count": 0},
+            "cluster": {"leader": self.leader}})
+        self.messages.update(self.grow_after_info)   # appends landing while the read runs
+        return info
+
+    async def get_msg(self, stream, seq, subject, next):
+        import nats.js.errors
+        from nats.js import api
+        self.gets += 1
+        assert next is True
+        for s in sorted(self.messages):
+            if s >= seq and self.messages[s][0] == subject:
+                return api.RawStreamMsg(subject=subject, seq=s, data=self.messages[s][1])
+        raise nats.js.errors.NotFoundError(code=404, err_code=10037,
+                                           description="no message found")
+
+
+def _leader_read(stream, value, nodes=("n1", "n2", "n3")):
+    import asyncio
+    client = _plugin("client")
+    from faultline import Op
+    c = client.NatsClient("log", {n: ("10.0.0.1", 7000) for n in nodes}, {"reads": "leader"})
+    c._stream_tried = True
+    op = Op(index=0, time=0.0, process=0, type="invoke", f="read", value=value, node="n1")
+    try:
+        return asyncio.new_event_loop().run_until_complete(c._read_at_leader(stream, op, "n1"))
+    finally:
+        c.close()
+
+
+def test_a_leader_read_takes_the_logs_messages_up_to_the_leaders_last_sequence():
+    a, b = "faultline.log0", "faultline.log1"
+    stream = _LeaderOnlyStream({1: (a, b"10"), 2: (b, b"20"), 3: (a, b"11"), 4: (a, b"12")},
+                               grow_after_info={5: (a, b"13")})
+    done = _leader_read(stream, ["log0", 0, 50])
+    # Short (the log's end as the leader had it when asked), other logs' messages
+    # skipped, an append landing after the info not taken.
+    assert done.type == "ok" and done.value == ["log0", 0, [[0, 10], [2, 11], [3, 12]]]
+    assert done.node == "n2"                     # served by the stream's leader
+    done = _leader_read(_LeaderOnlyStream({1: (a, b"10"), 2: (a, b"11"), 3: (a, b"12")}),
+                        ["log0", 1, 1])
+    assert done.value == ["log0", 1, [[1, 11]]]  # full: count entries from the offset
+
+
+def test_a_leader_read_of_a_stream_the_cluster_does_not_know_is_empty():
+    import nats.js.errors
+
+    class NoStream(_LeaderOnlyStream):
+        async def stream_info(self, name):
+            raise nats.js.errors.NotFoundError(code=404, err_code=10059,
+                                               description="stream not found")
+
+    done = _leader_read(NoStream({}), ["log0", 0, 50])
+    assert done.type == "ok" and done.value == ["log0", 0, []] and done.node == "n1"
+
+
+def test_a_leader_read_names_no_stranger_as_its_node():
+    done = _leader_read(_LeaderOnlyStream({1: ("faultline.log0", b"1")}, leader="x9"),
+                        ["log0", 0, 50])
+    assert done.value == ["log0", 0, [[0, 1]]] and done.node == "n1"
+
+
+def test_reads_is_one_of_consumer_or_leader():
+    client = _plugin("client")
+    assert client.NatsClient.OPTIONS["reads"] == "one-of:consumer|leader"
+    with pytest.raises(ValueError, match="reads="):
+        client.NatsClient("log", {"n1": ("10.0.0.1", 7000)}, {"reads": "follower"})

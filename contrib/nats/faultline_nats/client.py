@@ -23,6 +23,14 @@ from faultline_nats.config import STREAM, SUBJECT_PREFIX, first_seq, offset, rep
 STREAM_NAME_IN_USE = 10058
 # Most messages one fetch asks for.
 FETCH_BATCH = 1000
+# JetStream's "no message found" (a get past the stream's end).
+NO_MESSAGE_FOUND = 10037
+# Where a read is served: an ephemeral consumer on whichever replica the
+# cluster places it ("consumer", what a JetStream user usually writes), or
+# message gets, which only the stream's Raft leader answers ("leader"): a
+# lagging replica cannot make a read short, so a message a leader read lacks
+# is not in the stream as the cluster now has it.
+READS = ("consumer", "leader")
 
 
 class Unsent(Exception):
@@ -57,7 +65,7 @@ def decode(payload: bytes) -> int:
 class NatsClient:
     # appends and range reads of named logs: the log workload.
     DATA = (LOGS,)
-    OPTIONS = CLIENT_OPTIONS
+    OPTIONS = {**CLIENT_OPTIONS, "reads": "one-of:" + "|".join(READS)}
 
     def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
                  options: dict[str, Any]) -> None:
@@ -65,6 +73,9 @@ class NatsClient:
         self.nodes = nodes
         self.timeout = float(options.get("op_timeout", 1.0))
         self.connect_timeout = float(options.get("connect_timeout", 0.5))
+        self.reads = str(options.get("reads", READS[0]))
+        if self.reads not in READS:
+            raise ValueError(f"reads= must be one of {', '.join(READS)}, not {self.reads!r}")
         self.loop = asyncio.new_event_loop()
         self._conns: dict[str, nats.NATS] = {}
         # Each worker tries to make the stream once, at its first op (before
@@ -110,6 +121,8 @@ class NatsClient:
             js = (await self._conn(node)).jetstream(timeout=self.timeout)
             if op.f == "append":
                 return await self._append(js, op, node)
+            if op.f == "read" and self.reads == "leader":
+                return await self._read_at_leader(js, op, node)
             if op.f == "read":
                 return await self._read(js, op, node)
         except Unsent as e:
@@ -181,6 +194,39 @@ class NatsClient:
                             for m in batch[:want - len(entries)]]
         finally:
             await sub.unsubscribe()
+        return ok(op, [log, from_offset, entries], served)
+
+    async def _read_at_leader(self, js: Any, op: Op, node: str) -> Op:
+        """The log's messages from the asked-for offset up to the stream's last
+        sequence as its leader reports it, each a message get of the log's next
+        message (STREAM.INFO and STREAM.MSG.GET are answered by the stream's
+        leader only). Recorded as served by the leader the info names."""
+        log, from_offset, count = op.value
+        await self._ensure_stream(js)
+        try:
+            stream = await js.stream_info(STREAM)
+        except nats.js.errors.NotFoundError:
+            return ok(op, [log, from_offset, []], node)
+        except nats.js.errors.APIError as e:
+            return fail(op, f"stream info: {e}", node)
+        last = stream.state.last_seq
+        leader = stream.cluster.leader if stream.cluster is not None else None
+        served = leader if leader in self.nodes else node
+        entries: list[list[int]] = []
+        seq, _ = read_window(from_offset, count, 0)
+        while len(entries) < count and seq <= last:
+            try:
+                msg = await js.get_msg(STREAM, seq=seq, subject=subject(log), next=True)
+            except nats.js.errors.NotFoundError as e:
+                if e.err_code == NO_MESSAGE_FOUND:
+                    break
+                return fail(op, f"get: {e}", served)
+            except nats.js.errors.APIError as e:
+                return fail(op, f"get: {e}", served)
+            if msg.seq is None or msg.seq > last:
+                break
+            entries.append([offset(msg.seq), decode(msg.data or b"")])
+            seq = msg.seq + 1
         return ok(op, [log, from_offset, entries], served)
 
     def close(self) -> None:
