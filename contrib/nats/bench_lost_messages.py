@@ -27,7 +27,6 @@ def one_run(seed: int, args: argparse.Namespace, results: Path) -> tuple[int, di
          "--time-limit", str(args.time_limit), "--nodes", str(args.nodes),
          "--nemesis-interval", str(args.nemesis_interval), "--results", str(results),
          "--recovery-time", str(args.recovery_time),
-         "--final-read-timeout", str(args.final_read_timeout),
          *(["--client-option", f"reads={args.reads}"] if args.reads else [])],
         capture_output=True, text=True)
     found = re.search(r"verdict: \w+\s+\((.+)\)", proc.stdout)
@@ -66,7 +65,6 @@ def main() -> int:
     p.add_argument("--nodes", type=int, default=3)
     p.add_argument("--nemesis-interval", type=float, default=5)
     p.add_argument("--recovery-time", type=float, default=5)
-    p.add_argument("--final-read-timeout", type=float, default=10)
     p.add_argument("--reads", default=None, help="the client's reads= option (leader, replica)")
     p.add_argument("--results", type=Path, default=None)
     args = p.parse_args()
