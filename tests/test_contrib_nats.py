@@ -300,8 +300,8 @@ def test_a_read_is_recorded_as_served_by_the_replica_its_consumer_is_on():
 
 
 class _LeaderOnlyStream:
-    """What the stream leader answers to STREAM.INFO and STREAM.MSG.GET with
-    next_by_subj: the log's next message at or after a sequence (a table of
+    """What the stream leader answers to STREAM.INFO and STREAM.MSG.GET: the
+    message at a sequence, or "no message found" (a table of
     the stream's messages; the wire is nats-py's, tested on a real cluster by
     the slow tests)."""
 
@@ -322,16 +322,15 @@ class _LeaderOnlyStream:
         self.messages.update(self.grow_after_info)   # appends landing while the read runs
         return info
 
-    async def get_msg(self, stream, seq, subject, next):
+    async def get_msg(self, stream, seq):
         import nats.js.errors
         from nats.js import api
         self.gets += 1
-        assert next is True
-        for s in sorted(self.messages):
-            if s >= seq and self.messages[s][0] == subject:
-                return api.RawStreamMsg(subject=subject, seq=s, data=self.messages[s][1])
-        raise nats.js.errors.NotFoundError(code=404, err_code=10037,
-                                           description="no message found")
+        if seq not in self.messages:
+            raise nats.js.errors.NotFoundError(code=404, err_code=10037,
+                                               description="no message found")
+        subject, data = self.messages[seq]
+        return api.RawStreamMsg(subject=subject, seq=seq, data=data)
 
 
 def _leader_read(stream, value, nodes=("n1", "n2", "n3")):
@@ -384,3 +383,28 @@ def test_reads_is_one_of_consumer_or_leader():
     assert client.NatsClient.OPTIONS["reads"] == "one-of:consumer|leader"
     with pytest.raises(ValueError, match="reads="):
         client.NatsClient("log", {"n1": ("10.0.0.1", 7000)}, {"reads": "follower"})
+
+
+def test_a_leader_read_crosses_get_windows_and_stops_at_count():
+    client = _plugin("client")
+    a, b = "faultline.log0", "faultline.log1"
+    n = 2 * client.GET_WINDOW + 5
+    messages = {s: (a if s % 3 else b, str(s).encode()) for s in range(1, n + 1)}
+    del messages[4]                              # no message there: skipped
+    mine = [[s - 1, s] for s in sorted(messages) if s % 3]
+    done = _leader_read(_LeaderOnlyStream(messages), ["log0", 0, 10_000])
+    assert done.value == ["log0", 0, mine]       # every window's, in order
+    done = _leader_read(_LeaderOnlyStream(messages), ["log0", 0, 90])
+    assert done.value == ["log0", 0, mine[:90]]
+
+
+def test_a_leader_read_that_a_get_fails_is_a_failed_read():
+    import nats.js.errors
+
+    class Unavailable(_LeaderOnlyStream):
+        async def get_msg(self, stream, seq):
+            raise nats.js.errors.ServiceUnavailableError(code=503, err_code=10008,
+                                                         description="unavailable")
+
+    done = _leader_read(Unavailable({1: ("faultline.log0", b"1")}), ["log0", 0, 50])
+    assert done.type == "fail" and "get" in done.error

@@ -23,8 +23,10 @@ from faultline_nats.config import STREAM, SUBJECT_PREFIX, first_seq, offset, rep
 STREAM_NAME_IN_USE = 10058
 # Most messages one fetch asks for.
 FETCH_BATCH = 1000
-# JetStream's "no message found" (a get past the stream's end).
+# JetStream's "no message found" (no message at that sequence).
 NO_MESSAGE_FOUND = 10037
+# Message gets a leader read keeps in flight at once.
+GET_WINDOW = 64
 # Where a read is served: an ephemeral consumer on whichever replica the
 # cluster places it ("consumer", what a JetStream user usually writes), or
 # message gets, which only the stream's Raft leader answers ("leader"): a
@@ -198,9 +200,10 @@ class NatsClient:
 
     async def _read_at_leader(self, js: Any, op: Op, node: str) -> Op:
         """The log's messages from the asked-for offset up to the stream's last
-        sequence as its leader reports it, each a message get of the log's next
-        message (STREAM.INFO and STREAM.MSG.GET are answered by the stream's
-        leader only). Recorded as served by the leader the info names."""
+        sequence as its leader reports it, by message gets of each sequence,
+        GET_WINDOW at a time (STREAM.INFO and STREAM.MSG.GET are answered by
+        the stream's leader only; 2.9 has no batched get). Recorded as served
+        by the leader the info names."""
         log, from_offset, count = op.value
         await self._ensure_stream(js)
         try:
@@ -212,22 +215,29 @@ class NatsClient:
         last = stream.state.last_seq
         leader = stream.cluster.leader if stream.cluster is not None else None
         served = leader if leader in self.nodes else node
+        wanted = subject(log)
         entries: list[list[int]] = []
         seq, _ = read_window(from_offset, count, 0)
-        while len(entries) < count and seq <= last:
-            try:
-                msg = await js.get_msg(STREAM, seq=seq, subject=subject(log), next=True)
-            except nats.js.errors.NotFoundError as e:
-                if e.err_code == NO_MESSAGE_FOUND:
-                    break
-                return fail(op, f"get: {e}", served)
-            except nats.js.errors.APIError as e:
-                return fail(op, f"get: {e}", served)
-            if msg.seq is None or msg.seq > last:
-                break
-            entries.append([offset(msg.seq), decode(msg.data or b"")])
-            seq = msg.seq + 1
+        try:
+            while len(entries) < count and seq <= last:
+                window = range(seq, min(last, seq + GET_WINDOW - 1) + 1)
+                got = await asyncio.gather(*(self._get(js, s) for s in window))
+                entries += [[offset(m.seq), decode(m.data or b"")] for m in got
+                            if m is not None and m.subject == wanted][:count - len(entries)]
+                seq = window.stop
+        except nats.js.errors.APIError as e:
+            return fail(op, f"get: {e}", served)
         return ok(op, [log, from_offset, entries], served)
+
+    @staticmethod
+    async def _get(js: Any, seq: int) -> api.RawStreamMsg | None:
+        """One message by its stream sequence; None if the stream has none there."""
+        try:
+            return await js.get_msg(STREAM, seq=seq)
+        except nats.js.errors.NotFoundError as e:
+            if e.err_code == NO_MESSAGE_FOUND:
+                return None
+            raise
 
     def close(self) -> None:
         for node in list(self._conns):
