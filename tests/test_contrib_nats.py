@@ -294,8 +294,9 @@ def test_the_campaign_is_the_finding_and_its_control_over_five_seeds():
     from harness.campaign.spec import parse_campaign
     pytest.importorskip("nats")
     doc = tomllib.loads((PLUGIN / "campaign.toml").read_text())
-    assert [m["db"] for m in doc["matrix"]] == [["nats"]]
-    doc["matrix"][0]["db"] = ["faultline_nats:NATS"]
+    assert [m["db"] for m in doc["matrix"]] == [["nats"], ["nats"]]
+    for m in doc["matrix"]:
+        m["db"] = ["faultline_nats:NATS"]
     sys.path.insert(0, str(PLUGIN))
     try:
         runs = parse_campaign(doc).runs
@@ -303,10 +304,19 @@ def test_the_campaign_is_the_finding_and_its_control_over_five_seeds():
         sys.path.remove(str(PLUGIN))
     by_nemesis = {}
     for run in runs:
-        by_nemesis.setdefault(tuple(run.config.nemesis), []).append(run.config.seed)
-    assert by_nemesis == {("lose-unsynced:all",): [1, 2, 3, 4, 5],
-                          ("kill:majority",): [1, 2, 3, 4, 5]}
-    assert all(run.config.workload_options == {"logs": 1} for run in runs)
+        key = (tuple(run.config.nemesis), run.config.nodes)
+        by_nemesis.setdefault(key, []).append(run.config.seed)
+    assert by_nemesis == {
+        (("lose-unsynced:all",), 3): [1, 2, 3, 4, 5], (("kill:majority",), 3): [1, 2, 3, 4, 5],
+        (("lose-unsynced:one", "partition"), 5): [1, 2, 3, 4, 5],
+        (("kill:one", "partition"), 5): [1, 2, 3, 4, 5],
+        (("lose-unsynced:one", "pause"), 5): [1, 2, 3, 4, 5],
+        (("kill:one", "pause"), 5): [1, 2, 3, 4, 5]}
+    for run in runs:
+        five = run.config.nodes == 5
+        assert run.config.workload_options == ({"logs": 1, "reads": "leader"} if five
+                                               else {"logs": 1})
+        assert run.config.recovery_time == (25.0 if five else 5.0)
 
 
 def test_a_read_is_recorded_as_served_by_the_replica_its_consumer_is_on():
