@@ -369,8 +369,8 @@ def test_a_healthy_cluster_at_repeatable_read_loses_updates(tmp_path):
 
 @needs_a_cluster
 def test_with_snapshot_isolation_on_reads_across_nodes_are_stale(tmp_path):
-    """innodb_snapshot_isolation=ON: no lost update (the history fits
-    snapshot isolation), but with wsrep_sync_wait=0 a node serves reads
+    """innodb_snapshot_isolation=ON: no lost update in 5/5 measured runs (each
+    history fits snapshot isolation), but with wsrep_sync_wait=0 a node serves reads
     before it has applied what the cluster committed: a process that
     committed on one node and whose next txn (each op goes to a node drawn at
     random) reads the key on another node within that node's apply lag, or a
