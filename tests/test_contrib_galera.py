@@ -295,17 +295,23 @@ def test_the_campaign_is_each_finding_and_its_control_over_five_seeds():
         sys.path.remove(str(PLUGIN))
     seen = {}
     for run in runs:
-        key = (tuple(run.config.nemesis), tuple(sorted(run.config.node_options.items())))
+        key = (run.config.workload, tuple(run.config.nemesis),
+               tuple(sorted(run.config.node_options.items())), run.config.consistency_model,
+               tuple(sorted(run.config.workload_options.items())))
         seen.setdefault(key, []).append(run.config.seed)
+    rr = ("repeatable-read", (("isolation", "repeatable-read"),))
+    flush1 = (("innodb_flush_log_at_trx_commit", 1),)
     assert seen == {
-        ((), ()): [1, 2, 3, 4, 5],
-        ((), (("innodb_snapshot_isolation", True),)): [1, 2, 3, 4, 5],
-        (("lose-unsynced:all",), ()): [1, 2, 3, 4, 5],
-        (("lose-unsynced:all",), (("innodb_flush_log_at_trx_commit", 1),)): [1, 2, 3, 4, 5],
+        ("list-append", (), (), *rr): [1, 2, 3, 4, 5],
+        ("list-append", (), (("innodb_snapshot_isolation", True),), *rr): [1, 2, 3, 4, 5],
+        ("list-append", ("lose-unsynced:all",), (), *rr): [1, 2, 3, 4, 5],
+        ("list-append", ("lose-unsynced:all",), flush1, *rr): [1, 2, 3, 4, 5],
+        ("list-append", ("kill",), flush1, *rr): [1, 2, 3, 4, 5],
+        ("list-append", ("partition",), flush1, *rr): [1, 2, 3, 4, 5],
+        ("list-append", ("pause",), flush1, *rr): [1, 2, 3, 4, 5],
+        ("rw-register", (), (), *rr): [1, 2, 3],
+        ("list-append", (), (), "read-committed", (("isolation", "read-committed"),)): [1, 2, 3],
     }
-    assert all(run.config.consistency_model == "repeatable-read"
-               and run.config.workload_options == {"isolation": "repeatable-read"}
-               for run in runs)
 
 
 def needs_a_cluster(test):
