@@ -30,8 +30,9 @@ GET_WINDOW = 64
 # Where a read is served: an ephemeral consumer on whichever replica the
 # cluster places it ("consumer", what a JetStream user usually writes), or
 # message gets, which only the stream's Raft leader answers ("leader"): a
-# lagging replica cannot make a read short, so a message a leader read lacks
-# is not in the stream as the cluster now has it.
+# replica that is behind serves none of them. A leader's store can still be
+# short of what was acknowledged (a deposed leader cut off, one just elected:
+# contrib/nats/README.md), so a loss is what the final reads lack.
 READS = ("consumer", "leader")
 
 
