@@ -65,7 +65,7 @@ def main() -> int:
     p.add_argument("--nodes", type=int, default=3)
     p.add_argument("--nemesis-interval", type=float, default=5)
     p.add_argument("--recovery-time", type=float, default=5)
-    p.add_argument("--reads", default=None, help="the client's reads= option (leader, replica)")
+    p.add_argument("--reads", default=None, help="the client's reads= option (consumer, leader)")
     p.add_argument("--results", type=Path, default=None)
     args = p.parse_args()
     results = args.results or Path(tempfile.mkdtemp(prefix="nats-bench-"))
