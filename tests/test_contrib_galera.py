@@ -275,6 +275,10 @@ def test_the_bench_counts_lost_updates_stale_reads_and_lost_appends():
         (3, 1, 2, 40, "2")
     assert s["not"] == ["repeatable-read"]
     assert summarize({})["lost"] == "0"
+    # rw-register histories are judged by the checker of that name
+    registers = summarize({"checkers": {"rw-register": {"stats": {
+        "anomaly_counts": {"lost-update": 3, "G-single-item-process": 1}}}}})
+    assert (registers["lost_update"], registers["stale"]) == (3, 1)
 
 
 def test_the_campaign_is_each_finding_and_its_control_over_five_seeds():
