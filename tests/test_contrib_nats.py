@@ -232,19 +232,23 @@ def test_a_healthy_cluster_keeps_every_acknowledged_message(tmp_path):
 @needs_a_cluster
 def test_five_nodes_with_reads_at_the_stream_leader_keep_every_message(tmp_path):
     """A 5-node cluster (an R5 stream) read through message gets, which only
-    the stream's leader answers: with no fault every read is served by the
-    stream leader, none is short of what its process saw (the consumer reads'
-    read-went-backwards cannot happen here), and the final reads hold every
-    acknowledged message."""
+    the stream's leader answers: with no fault the reads are recorded at the
+    stream leader, and the final reads all succeed and hold every
+    acknowledged message. (No read went backwards in the 3 such runs made on
+    2026-11-27, but a leader that steps down on a starved CPU could serve one,
+    as deposed leaders did under partitions: contrib/nats/README.md. That is
+    not a lost message, and is allowed here.)"""
     from collections import Counter
 
     from checkers.rundir import load_run
     proc, run_dir, checkers = _run_installed(tmp_path, "--nemesis", "none", "--nodes", "5",
                                              "--client-option", "reads=leader",
                                              "--time-limit", "8", "--recovery-time", "1")
-    assert proc.returncode == 0, proc.stdout[-3000:]
     durability = checkers["durability"]
-    assert durability["anomalies"] == [] and durability["stats"]["writes"]["ok"] > 0
+    kinds = {a["type"] for a in durability["anomalies"]}
+    assert kinds <= {"read-went-backwards"}, proc.stdout[-3000:]
+    assert proc.returncode == (1 if kinds else 0), proc.stdout[-3000:]
+    assert durability["stats"]["writes"]["ok"] > 0
     doc = json.loads((run_dir / "run.json").read_text())
     assert doc["config"]["nodes"] == 5 and doc["final_reads"]["succeeded"] == 5
     reads = [op for op in load_run(run_dir).history.ops
