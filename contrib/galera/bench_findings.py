@@ -33,13 +33,23 @@ STALE_KINDS = ("G-single-item-process", "G-single-item-realtime",
                "G-single-process", "G-single-realtime")
 
 
+# The checker that runs Elle on each workload's transactions.
+ELLE_CHECKERS = ("elle", "rw-register")
+
+
+def elle_verdict(verdicts: dict) -> dict:
+    """Elle's verdict, whichever workload's checker gave it (pure)."""
+    checkers = verdicts.get("checkers") or {}
+    return next((checkers[name] for name in ELLE_CHECKERS if checkers.get(name)), {})
+
+
 def summarize(verdicts: dict) -> dict:
     """What one run's verdicts show (pure): Elle's anomaly counts (Elle
     stops counting a kind at its list's cap), the lost-update cycles, the
     stale-read ones, G2-item (two or more rw edges: what snapshot isolation
     allows and repeatable read does not), acknowledged and lost appends."""
     checkers = verdicts.get("checkers") or {}
-    elle = (checkers.get("elle") or {}).get("stats") or {}
+    elle = elle_verdict(verdicts).get("stats") or {}
     counts = elle.get("anomaly_counts") or {}
     durability = checkers.get("durability") or {}
     stats = durability.get("stats") or {}
@@ -114,7 +124,7 @@ def main() -> int:
             verdicts = json.loads((run_dir / "verdicts.json").read_text())
             config = json.loads((run_dir / "run.json").read_text())["config"]
             s = summarize(verdicts)
-            elle = (verdicts.get("checkers") or {}).get("elle") or {}
+            elle = elle_verdict(verdicts)
             node_of = nodes_by_completion(run_dir)
             where = spread(elle.get("anomalies") or [], node_of)
             g2 = spread(elle.get("anomalies") or [], node_of, ("G2-item",))
@@ -134,7 +144,7 @@ def main() -> int:
             print(f"seed {seed}: exit {code}, no verdict: {verdicts['error']}", flush=True)
             continue
         s = summarize(verdicts)
-        elle = (verdicts.get("checkers") or {}).get("elle") or {}
+        elle = elle_verdict(verdicts)
         where = spread(elle.get("anomalies") or [], nodes_by_completion(run_dir))
         invalid += code == 1
         print(f"seed {seed}: exit {code}, lost-update cycles {s['lost_update']} "

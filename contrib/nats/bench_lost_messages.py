@@ -24,13 +24,19 @@ def one_run(seed: int, args: argparse.Namespace, results: Path) -> tuple[int, di
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "run", "--system", "nats", "--workload", "log",
          "--client-option", "logs=1", "--nemesis", args.nemesis, "--seed", str(seed),
-         "--time-limit", str(args.time_limit), "--results", str(results)],
+         "--time-limit", str(args.time_limit), "--nodes", str(args.nodes),
+         "--nemesis-interval", str(args.nemesis_interval), "--results", str(results),
+         "--recovery-time", str(args.recovery_time),
+         *(["--client-option", f"reads={args.reads}"] if args.reads else [])],
         capture_output=True, text=True)
     found = re.search(r"verdict: \w+\s+\((.+)\)", proc.stdout)
     if not found:
         raise SystemExit(f"seed {seed}: no verdict (exit {proc.returncode}):\n"
                          f"{proc.stderr[-2000:]}")
-    return proc.returncode, json.loads((Path(found.group(1)) / "verdicts.json").read_text())
+    run_dir = Path(found.group(1))
+    final = json.loads((run_dir / "run.json").read_text()).get("final_reads") or {}
+    verdicts = json.loads((run_dir / "verdicts.json").read_text())
+    return proc.returncode, {**verdicts, "final_reads": final, "run_dir": run_dir.name}
 
 
 def lost_acks(durability: dict) -> tuple[int, str]:
@@ -42,12 +48,24 @@ def lost_acks(durability: dict) -> tuple[int, str]:
     return acked, (f"at least {lost}" if stats.get("anomalies_omitted") else str(lost))
 
 
+def final_reads(verdicts: dict) -> str:
+    """How many of the final reads succeeded (pure): with none, every loss
+    claimed rests on a read made during the faults, which a lagging or
+    deposed replica may have served."""
+    final = verdicts.get("final_reads") or {}
+    return f"{final.get('succeeded', '?')}/{final.get('asked', '?')}"
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--first-seed", type=int, default=1)
     p.add_argument("--nemesis", default="lose-unsynced:all")
     p.add_argument("--time-limit", type=float, default=30)
+    p.add_argument("--nodes", type=int, default=3)
+    p.add_argument("--nemesis-interval", type=float, default=5)
+    p.add_argument("--recovery-time", type=float, default=5)
+    p.add_argument("--reads", default=None, help="the client's reads= option (consumer, leader)")
     p.add_argument("--results", type=Path, default=None)
     args = p.parse_args()
     results = args.results or Path(tempfile.mkdtemp(prefix="nats-bench-"))
@@ -59,8 +77,10 @@ def main() -> int:
         kinds = Counter(a.get("type", "?") for a in durability.get("anomalies") or [])
         invalid += code == 1
         print(f"seed {seed}: exit {code}, {lost}/{acked} acknowledged appends lost, "
-              f"anomalies {dict(kinds)}", flush=True)
-    print(f"log x {args.nemesis}: invalid in {invalid}/{args.runs} runs (results in {results})")
+              f"anomalies {dict(kinds)}, final reads "
+              f"{final_reads(verdicts)} ({verdicts.get('run_dir')})", flush=True)
+    print(f"log x {args.nemesis}, {args.nodes} nodes: invalid in {invalid}/{args.runs} runs "
+          f"(results in {results})")
     return 0
 
 

@@ -275,6 +275,10 @@ def test_the_bench_counts_lost_updates_stale_reads_and_lost_appends():
         (3, 1, 2, 40, "2")
     assert s["not"] == ["repeatable-read"]
     assert summarize({})["lost"] == "0"
+    # rw-register histories are judged by the checker of that name
+    registers = summarize({"checkers": {"rw-register": {"stats": {
+        "anomaly_counts": {"lost-update": 3, "G-single-item-process": 1}}}}})
+    assert (registers["lost_update"], registers["stale"]) == (3, 1)
 
 
 def test_the_campaign_is_each_finding_and_its_control_over_five_seeds():
@@ -295,17 +299,23 @@ def test_the_campaign_is_each_finding_and_its_control_over_five_seeds():
         sys.path.remove(str(PLUGIN))
     seen = {}
     for run in runs:
-        key = (tuple(run.config.nemesis), tuple(sorted(run.config.node_options.items())))
+        key = (run.config.workload, tuple(run.config.nemesis),
+               tuple(sorted(run.config.node_options.items())), run.config.consistency_model,
+               tuple(sorted(run.config.workload_options.items())))
         seen.setdefault(key, []).append(run.config.seed)
+    rr = ("repeatable-read", (("isolation", "repeatable-read"),))
+    flush1 = (("innodb_flush_log_at_trx_commit", 1),)
     assert seen == {
-        ((), ()): [1, 2, 3, 4, 5],
-        ((), (("innodb_snapshot_isolation", True),)): [1, 2, 3, 4, 5],
-        (("lose-unsynced:all",), ()): [1, 2, 3, 4, 5],
-        (("lose-unsynced:all",), (("innodb_flush_log_at_trx_commit", 1),)): [1, 2, 3, 4, 5],
+        ("list-append", (), (), *rr): [1, 2, 3, 4, 5],
+        ("list-append", (), (("innodb_snapshot_isolation", True),), *rr): [1, 2, 3, 4, 5],
+        ("list-append", ("lose-unsynced:all",), (), *rr): [1, 2, 3, 4, 5],
+        ("list-append", ("lose-unsynced:all",), flush1, *rr): [1, 2, 3, 4, 5],
+        ("list-append", ("kill",), flush1, *rr): [1, 2, 3, 4, 5],
+        ("list-append", ("partition",), flush1, *rr): [1, 2, 3, 4, 5],
+        ("list-append", ("pause",), flush1, *rr): [1, 2, 3, 4, 5],
+        ("rw-register", (), (), *rr): [1, 2, 3],
+        ("list-append", (), (), "read-committed", (("isolation", "read-committed"),)): [1, 2, 3],
     }
-    assert all(run.config.consistency_model == "repeatable-read"
-               and run.config.workload_options == {"isolation": "repeatable-read"}
-               for run in runs)
 
 
 def needs_a_cluster(test):
@@ -369,19 +379,35 @@ def test_a_healthy_cluster_at_repeatable_read_loses_updates(tmp_path):
 
 @needs_a_cluster
 def test_with_snapshot_isolation_on_reads_across_nodes_are_stale(tmp_path):
-    """innodb_snapshot_isolation=ON: no lost update in 5/5 runs (the history
-    fits snapshot isolation), but a process that committed on one node reads
-    the key on another without its own write (wsrep_sync_wait=0): stale
-    reads in 5/5 (contrib/galera/README.md)."""
-    proc, run_dir, checkers = _run_installed(
-        tmp_path, "--nemesis", "none", "--time-limit", "20", "--seed", "1",
-        "--node-option", "innodb_snapshot_isolation=true")
+    """innodb_snapshot_isolation=ON: no lost update in 5/5 measured runs (each
+    history fits snapshot isolation), but with wsrep_sync_wait=0 a node serves reads
+    before it has applied what the cluster committed: a process that
+    committed on one node and whose next txn (each op goes to a node drawn at
+    random) reads the key on another node within that node's apply lag, or a
+    txn that begins there right after another's commit, misses the write
+    (G-single-item-process / -realtime). Whether a run shows one is chance:
+    the apply lag is a few ms, and the chances grow with the txns a run
+    gets. Measured: stale reads in 5/5 30 s runs on the shared machine
+    (3-10 cycles each, contrib/galera/README.md), but a CI trial's one 20 s
+    run of seed 1 on a loaded 2-core machine had none; on 2026-11-27 (load
+    average ~30) seed 1's 30 s run had 9 stale-read cycles in 5,979 txns.
+    So up to three 30 s runs (seeds 1-3), stopping at the first that shows
+    it. (No lost update
+    is asserted: 0 in 5 runs here, but Jepsen saw P4 occasionally with
+    snapshot isolation on, so its absence is not certain.)"""
+    for seed in ("1", "2", "3"):
+        (tmp_path / seed).mkdir()
+        proc, run_dir, checkers = _run_installed(
+            tmp_path / seed, "--nemesis", "none", "--time-limit", "30", "--seed", seed,
+            "--node-option", "innodb_snapshot_isolation=true")
+        assert all(v["innodb_snapshot_isolation"] == "ON" for v in _settings(run_dir).values())
+        models = checkers["elle"]["stats"]["models"]
+        stale = set(models["strong-session-snapshot-isolation"].get("ruled_out_by") or [])
+        if stale & {"G-single-item-process", "G-single-item-realtime"}:
+            break
     assert proc.returncode == 1, proc.stdout[-3000:]
-    models = checkers["elle"]["stats"]["models"]
     assert models["strong-session-snapshot-isolation"]["valid"] is False
-    stale = set(models["strong-session-snapshot-isolation"]["ruled_out_by"])
     assert stale & {"G-single-item-process", "G-single-item-realtime"}, stale
-    assert all(v["innodb_snapshot_isolation"] == "ON" for v in _settings(run_dir).values())
 
 
 @needs_a_cluster

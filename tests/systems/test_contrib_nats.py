@@ -170,7 +170,7 @@ def test_faults_it_can_take_are_accepted(nemesis):
 def test_the_bench_counts_lost_acks_and_says_when_the_list_was_cut():
     sys.path.insert(0, str(PLUGIN))
     try:
-        from bench_lost_messages import lost_acks
+        from bench_lost_messages import final_reads, lost_acks
     finally:
         sys.path.remove(str(PLUGIN))
     lost = {"type": "lost-write"}
@@ -179,6 +179,8 @@ def test_the_bench_counts_lost_acks_and_says_when_the_list_was_cut():
     assert lost_acks({"stats": {"writes": {"ok": 500}, "anomalies_omitted": 3},
                       "anomalies": [lost]}) == (500, "at least 1")
     assert lost_acks({}) == (0, "0")
+    assert final_reads({"final_reads": {"asked": 5, "succeeded": 0}}) == "0/5"
+    assert final_reads({}) == "?/?"
 
 
 def needs_a_cluster(test):
@@ -228,6 +230,37 @@ def test_a_healthy_cluster_keeps_every_acknowledged_message(tmp_path):
 
 
 @needs_a_cluster
+def test_five_nodes_with_reads_at_the_stream_leader_keep_every_message(tmp_path):
+    """A 5-node cluster (an R5 stream) read through message gets, which only
+    the stream's leader answers: with no fault the reads are recorded at the
+    stream leader, and the final reads all succeed and hold every
+    acknowledged message. (No read went backwards in the 3 such runs made on
+    2026-11-27, but a leader that steps down on a starved CPU could serve one,
+    as deposed leaders did under partitions: contrib/nats/README.md. That is
+    not a lost message, and is allowed here.)"""
+    from collections import Counter
+
+    from checkers.rundir import load_run
+    proc, run_dir, checkers = _run_installed(tmp_path, "--nemesis", "none", "--nodes", "5",
+                                             "--client-option", "reads=leader",
+                                             "--time-limit", "8", "--recovery-time", "1")
+    durability = checkers["durability"]
+    kinds = {a["type"] for a in durability["anomalies"]}
+    assert kinds <= {"read-went-backwards"}, proc.stdout[-3000:]
+    assert proc.returncode == (1 if kinds else 0), proc.stdout[-3000:]
+    assert durability["stats"]["writes"]["ok"] > 0
+    doc = json.loads((run_dir / "run.json").read_text())
+    assert doc["config"]["nodes"] == 5 and doc["final_reads"]["succeeded"] == 5
+    reads = [op for op in load_run(run_dir).history.ops
+             if op.f == "read" and op.type == "ok" and op.value[2]]
+    # A read that found messages is recorded at the leader its stream info
+    # named, wherever it was sent (each op goes to a node drawn at random):
+    # with no fault one node leads, barring a rare step-down on a starved CPU.
+    by_node = Counter(op.node for op in reads)
+    assert reads and by_node.most_common(1)[0][1] >= 0.8 * len(reads), by_node
+
+
+@needs_a_cluster
 def test_a_power_cut_of_every_node_loses_acknowledged_messages(tmp_path):
     """The finding: JetStream acknowledges before it fsyncs. Within its first
     sync (a timer) none of the stream is on disk, so a power cut of all three
@@ -265,8 +298,9 @@ def test_the_campaign_is_the_finding_and_its_control_over_five_seeds():
     from harness.campaign.spec import parse_campaign
     pytest.importorskip("nats")
     doc = tomllib.loads((PLUGIN / "campaign.toml").read_text())
-    assert [m["db"] for m in doc["matrix"]] == [["nats"]]
-    doc["matrix"][0]["db"] = ["faultline_nats:NATS"]
+    assert [m["db"] for m in doc["matrix"]] == [["nats"], ["nats"]]
+    for m in doc["matrix"]:
+        m["db"] = ["faultline_nats:NATS"]
     sys.path.insert(0, str(PLUGIN))
     try:
         runs = parse_campaign(doc).runs
@@ -274,10 +308,19 @@ def test_the_campaign_is_the_finding_and_its_control_over_five_seeds():
         sys.path.remove(str(PLUGIN))
     by_nemesis = {}
     for run in runs:
-        by_nemesis.setdefault(tuple(run.config.nemesis), []).append(run.config.seed)
-    assert by_nemesis == {("lose-unsynced:all",): [1, 2, 3, 4, 5],
-                          ("kill:majority",): [1, 2, 3, 4, 5]}
-    assert all(run.config.workload_options == {"logs": 1} for run in runs)
+        key = (tuple(run.config.nemesis), run.config.nodes)
+        by_nemesis.setdefault(key, []).append(run.config.seed)
+    assert by_nemesis == {
+        (("lose-unsynced:all",), 3): [1, 2, 3, 4, 5], (("kill:majority",), 3): [1, 2, 3, 4, 5],
+        (("lose-unsynced:one", "partition"), 5): [1, 2, 3, 4, 5],
+        (("kill:one", "partition"), 5): [1, 2, 3, 4, 5],
+        (("lose-unsynced:one", "pause"), 5): [1, 2, 3, 4, 5],
+        (("kill:one", "pause"), 5): [1, 2, 3, 4, 5]}
+    for run in runs:
+        five = run.config.nodes == 5
+        assert run.config.workload_options == ({"logs": 1, "reads": "leader"} if five
+                                               else {"logs": 1})
+        assert run.config.recovery_time == (25.0 if five else 5.0)
 
 
 def test_a_read_is_recorded_as_served_by_the_replica_its_consumer_is_on():
@@ -295,3 +338,114 @@ def test_a_read_is_recorded_as_served_by_the_replica_its_consumer_is_on():
     nowhere = api.ConsumerInfo.from_response({"name": "c", "stream_name": "faultline",
                                               "config": {}, "created": "2026-11-26T00:00:00Z"})
     assert client.placed_on(nowhere, nodes) is None
+
+
+class _LeaderOnlyStream:
+    """What the stream leader answers to STREAM.INFO and STREAM.MSG.GET: the
+    message at a sequence, or "no message found" (a table of
+    the stream's messages; the wire is nats-py's, tested on a real cluster by
+    the slow tests)."""
+
+    def __init__(self, messages, leader="n2", grow_after_info=()):
+        self.messages = dict(messages)          # seq -> (subject, payload)
+        self.leader = leader
+        self.grow_after_info = dict(grow_after_info)
+        self.gets = 0
+
+    async def stream_info(self, name):
+        from nats.js import api
+        last = max(self.messages, default=0)
+        info = api.StreamInfo.from_response({
+            "config": {"name": name}, "state": {"messages": len(self.messages),
+                                                "bytes": 0, "first_seq": 1, "last_seq": last,
+                                                "consumer_count": 0},
+            "cluster": {"leader": self.leader}})
+        self.messages.update(self.grow_after_info)   # appends landing while the read runs
+        return info
+
+    async def get_msg(self, stream, seq):
+        import nats.js.errors
+        from nats.js import api
+        self.gets += 1
+        if seq not in self.messages:
+            raise nats.js.errors.NotFoundError(code=404, err_code=10037,
+                                               description="no message found")
+        subject, data = self.messages[seq]
+        return api.RawStreamMsg(subject=subject, seq=seq, data=data)
+
+
+def _leader_read(stream, value, nodes=("n1", "n2", "n3")):
+    import asyncio
+    client = _plugin("client")
+    from faultline import Op
+    c = client.NatsClient("log", {n: ("10.0.0.1", 7000) for n in nodes}, {"reads": "leader"})
+    c._stream_tried = True
+    op = Op(index=0, time=0.0, process=0, type="invoke", f="read", value=value, node="n1")
+    try:
+        return asyncio.new_event_loop().run_until_complete(c._read_at_leader(stream, op, "n1"))
+    finally:
+        c.close()
+
+
+def test_a_leader_read_takes_the_logs_messages_up_to_the_leaders_last_sequence():
+    a, b = "faultline.log0", "faultline.log1"
+    stream = _LeaderOnlyStream({1: (a, b"10"), 2: (b, b"20"), 3: (a, b"11"), 4: (a, b"12")},
+                               grow_after_info={5: (a, b"13")})
+    done = _leader_read(stream, ["log0", 0, 50])
+    # Short (the log's end as the leader had it when asked), other logs' messages
+    # skipped, an append landing after the info not taken.
+    assert done.type == "ok" and done.value == ["log0", 0, [[0, 10], [2, 11], [3, 12]]]
+    assert done.node == "n2"                     # served by the stream's leader
+    done = _leader_read(_LeaderOnlyStream({1: (a, b"10"), 2: (a, b"11"), 3: (a, b"12")}),
+                        ["log0", 1, 1])
+    assert done.value == ["log0", 1, [[1, 11]]]  # full: count entries from the offset
+
+
+def test_a_leader_read_of_a_stream_the_cluster_does_not_know_is_empty():
+    import nats.js.errors
+
+    class NoStream(_LeaderOnlyStream):
+        async def stream_info(self, name):
+            raise nats.js.errors.NotFoundError(code=404, err_code=10059,
+                                               description="stream not found")
+
+    done = _leader_read(NoStream({}), ["log0", 0, 50])
+    assert done.type == "ok" and done.value == ["log0", 0, []] and done.node == "n1"
+
+
+def test_a_leader_read_names_no_stranger_as_its_node():
+    done = _leader_read(_LeaderOnlyStream({1: ("faultline.log0", b"1")}, leader="x9"),
+                        ["log0", 0, 50])
+    assert done.value == ["log0", 0, [[0, 1]]] and done.node == "n1"
+
+
+def test_reads_is_one_of_consumer_or_leader():
+    client = _plugin("client")
+    assert client.NatsClient.OPTIONS["reads"] == "one-of:consumer|leader"
+    with pytest.raises(ValueError, match="reads="):
+        client.NatsClient("log", {"n1": ("10.0.0.1", 7000)}, {"reads": "follower"})
+
+
+def test_a_leader_read_crosses_get_windows_and_stops_at_count():
+    client = _plugin("client")
+    a, b = "faultline.log0", "faultline.log1"
+    n = 2 * client.GET_WINDOW + 5
+    messages = {s: (a if s % 3 else b, str(s).encode()) for s in range(1, n + 1)}
+    del messages[4]                              # no message there: skipped
+    mine = [[s - 1, s] for s in sorted(messages) if s % 3]
+    done = _leader_read(_LeaderOnlyStream(messages), ["log0", 0, 10_000])
+    assert done.value == ["log0", 0, mine]       # every window's, in order
+    done = _leader_read(_LeaderOnlyStream(messages), ["log0", 0, 90])
+    assert done.value == ["log0", 0, mine[:90]]
+
+
+def test_a_leader_read_that_a_get_fails_is_a_failed_read():
+    import nats.js.errors
+
+    class Unavailable(_LeaderOnlyStream):
+        async def get_msg(self, stream, seq):
+            raise nats.js.errors.ServiceUnavailableError(code=503, err_code=10008,
+                                                         description="unavailable")
+
+    done = _leader_read(Unavailable({1: ("faultline.log0", b"1")}), ["log0", 0, 50])
+    assert done.type == "fail" and "get" in done.error

@@ -23,6 +23,17 @@ from faultline_nats.config import STREAM, SUBJECT_PREFIX, first_seq, offset, rep
 STREAM_NAME_IN_USE = 10058
 # Most messages one fetch asks for.
 FETCH_BATCH = 1000
+# JetStream's "no message found" (no message at that sequence).
+NO_MESSAGE_FOUND = 10037
+# Message gets a leader read keeps in flight at once.
+GET_WINDOW = 64
+# Where a read is served: an ephemeral consumer on whichever replica the
+# cluster places it ("consumer", what a JetStream user usually writes), or
+# message gets, which only the stream's Raft leader answers ("leader"): a
+# replica that is behind serves none of them. A leader's store can still be
+# short of what was acknowledged (a deposed leader cut off, one just elected:
+# contrib/nats/README.md), so a loss is what the final reads lack.
+READS = ("consumer", "leader")
 
 
 class Unsent(Exception):
@@ -57,7 +68,7 @@ def decode(payload: bytes) -> int:
 class NatsClient:
     # appends and range reads of named logs: the log workload.
     DATA = (LOGS,)
-    OPTIONS = CLIENT_OPTIONS
+    OPTIONS = {**CLIENT_OPTIONS, "reads": "one-of:" + "|".join(READS)}
 
     def __init__(self, workload: str, nodes: dict[str, tuple[str, int]],
                  options: dict[str, Any]) -> None:
@@ -65,6 +76,9 @@ class NatsClient:
         self.nodes = nodes
         self.timeout = float(options.get("op_timeout", 1.0))
         self.connect_timeout = float(options.get("connect_timeout", 0.5))
+        self.reads = str(options.get("reads", READS[0]))
+        if self.reads not in READS:
+            raise ValueError(f"reads= must be one of {', '.join(READS)}, not {self.reads!r}")
         self.loop = asyncio.new_event_loop()
         self._conns: dict[str, nats.NATS] = {}
         # Each worker tries to make the stream once, at its first op (before
@@ -110,6 +124,8 @@ class NatsClient:
             js = (await self._conn(node)).jetstream(timeout=self.timeout)
             if op.f == "append":
                 return await self._append(js, op, node)
+            if op.f == "read" and self.reads == "leader":
+                return await self._read_at_leader(js, op, node)
             if op.f == "read":
                 return await self._read(js, op, node)
         except Unsent as e:
@@ -182,6 +198,47 @@ class NatsClient:
         finally:
             await sub.unsubscribe()
         return ok(op, [log, from_offset, entries], served)
+
+    async def _read_at_leader(self, js: Any, op: Op, node: str) -> Op:
+        """The log's messages from the asked-for offset up to the stream's last
+        sequence as its leader reports it, by message gets of each sequence,
+        GET_WINDOW at a time (STREAM.INFO and STREAM.MSG.GET are answered by
+        the stream's leader only; 2.9 has no batched get). Recorded as served
+        by the leader the info names."""
+        log, from_offset, count = op.value
+        await self._ensure_stream(js)
+        try:
+            stream = await js.stream_info(STREAM)
+        except nats.js.errors.NotFoundError:
+            return ok(op, [log, from_offset, []], node)
+        except nats.js.errors.APIError as e:
+            return fail(op, f"stream info: {e}", node)
+        last = stream.state.last_seq
+        leader = stream.cluster.leader if stream.cluster is not None else None
+        served = leader if leader in self.nodes else node
+        wanted = subject(log)
+        entries: list[list[int]] = []
+        seq, _ = read_window(from_offset, count, 0)
+        try:
+            while len(entries) < count and seq <= last:
+                window = range(seq, min(last, seq + GET_WINDOW - 1) + 1)
+                got = await asyncio.gather(*(self._get(js, s) for s in window))
+                entries += [[offset(m.seq), decode(m.data or b"")] for m in got
+                            if m is not None and m.subject == wanted][:count - len(entries)]
+                seq = window.stop
+        except nats.js.errors.APIError as e:
+            return fail(op, f"get: {e}", served)
+        return ok(op, [log, from_offset, entries], served)
+
+    @staticmethod
+    async def _get(js: Any, seq: int) -> api.RawStreamMsg | None:
+        """One message by its stream sequence; None if the stream has none there."""
+        try:
+            return await js.get_msg(STREAM, seq=seq)
+        except nats.js.errors.NotFoundError as e:
+            if e.err_code == NO_MESSAGE_FOUND:
+                return None
+            raise
 
     def close(self) -> None:
         for node in list(self._conns):
