@@ -6,6 +6,7 @@ clock fault is refused before anything starts)."""
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -120,11 +121,13 @@ def test_strobe_flaps_until_the_heal(tmp_path: Path) -> None:
     fault = clock.ClockFault("strobe=3,period=0.01", {"n1": f})
     fault.inject(_Names(), random.Random(0),
                  {"nodes": ["n1"], "mode": "strobe", "seconds": 3, "period_s": 0.01})
+    # Until both offsets were seen, or 20 s (CI, loaded: 2,000 reads in a
+    # row took less than the strobe thread waited to be scheduled).
     seen = set()
-    for _ in range(2000):
+    deadline = time.monotonic() + 20
+    while len(seen) < 2 and time.monotonic() < deadline:
         seen.add(f.read_text().strip())
-        if len(seen) == 2:
-            break
+        time.sleep(0.001)
     assert seen == {"+3.000000", "+0.000000"}
     fault._stop_strobe()
     clock.write_offset(f, 0)
