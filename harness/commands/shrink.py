@@ -54,7 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    f"RUN_DIR/{SHRUNK_DIR}; required for a history file)")
     p.add_argument("--schedule", action="store_true",
                    help="shrink the run's fault schedule instead, on real processes: drop "
-                        "fault episodes (delta debugging) and cut the workload's time, each "
+                        "fault episodes (delta debugging), shorten each kept one, cut the "
+                        "workload's time and move faults later within it, each "
                         "candidate replayed --replays times and kept when it fails at least "
                         "as often as the original reproduced (its reproduction.json, else "
                         "every time); resumable: the same command goes on where it stopped")
@@ -128,7 +129,7 @@ def shrink_schedule(args: argparse.Namespace, say: Any) -> int:
                               args.parallel, args.budget, say)
     result = shrinker.run()
     print("\n".join(result_lines(result, args.replays)))
-    if result.get("run_dir") is not None:
+    if result.get("run_dir") is not None and not result.get("stopped"):
         return EXIT_INVALID
     return EXIT_UNKNOWN
 
