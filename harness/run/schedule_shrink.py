@@ -197,11 +197,12 @@ class ScheduleShrink:
     and the time cut, each candidate replayed."""
 
     def __init__(self, run_dir: Path, results: Path, replays: int, parallel: int,
-                 budget: int, say: Say) -> None:
+                 budget: int, say: Say, live_triggers: bool = False) -> None:
         from harness.run.replay import old_verdict, replay_config
         self.run_dir, self.results, self.say = run_dir, results, say
         self.replays, self.parallel, self.budget = replays, parallel, budget
-        self.config = replay_config(load_json(run_dir / RUN_JSON))
+        self.live_triggers = live_triggers
+        self.config = replay_config(load_json(run_dir / RUN_JSON), live_triggers)
         self.events = list(self.config.schedule or [])
         self.eps = episodes(self.events)
         self.original = old_verdict(run_dir)
@@ -214,11 +215,13 @@ class ScheduleShrink:
     def _load(self) -> dict[str, Any]:
         try:
             state = load_json(self.state_path)
-            if state.get("episodes") == self.eps and state.get("replays") == self.replays:
+            if state.get("episodes") == self.eps and state.get("replays") == self.replays \
+                    and state.get("live_triggers", False) == self.live_triggers:
                 return state
         except Exception:  # no state yet, or another shape: start afresh
             pass
-        return {"episodes": self.eps, "replays": self.replays, "tried": {}}
+        return {"episodes": self.eps, "replays": self.replays,
+                "live_triggers": self.live_triggers, "tried": {}}
 
     def _save(self) -> None:
         self.state["updated"] = datetime.now(UTC).isoformat(timespec="seconds")
