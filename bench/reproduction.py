@@ -14,7 +14,10 @@ run: 5 nodes, no --nemesis, seed 1; register, or the workload given as
 NAME:WORKLOAD) run from a scratch copy with the patch applied. For each target:
 
 1. `faultline run` once; a run that is not invalid is listed and left there.
-2. `faultline replay RUN --count N --parallel K --yes`: the reproduction rate.
+2. `faultline replay RUN --count N --parallel K --yes`: the reproduction rate;
+   for a plan with a trigger fault (power-cut-after-commit, ...), also with
+   `--live-triggers`, the triggers armed again instead of their recorded
+   firing replayed at its recorded instant (the schedule phase uses it too).
 3. `faultline shrink RUN`: ops before and after and whether the shrunk
    history is still invalid with the same anomaly, or the reason it refuses.
 4. (`--phase schedule`) `faultline shrink RUN --schedule --replays R
@@ -48,6 +51,7 @@ from detection import cli_args, switch_config  # noqa: E402
 from run_outcomes import copy_first_env  # noqa: E402
 from scratch import scratch_copy, unplanted_bugs  # noqa: E402
 
+from nemesis.base import TRIGGER_FAULTS, split_spec  # noqa: E402
 from nodes.raft.bugs import CALIBRATION  # noqa: E402
 
 TARGET_SHARE = 0.10      # the issue's bar: a shrunk history keeps at most 10% of its ops
@@ -73,6 +77,15 @@ def targets(switches: list[str], unplanted: list[str], time_limit: float,
     return out
 
 
+def live(target: Row) -> bool:
+    """Pure: the target's plan arms a trigger fault (which fires on node events)."""
+    args = target["args"]
+    if "--nemesis" not in args:
+        return False
+    specs = args[args.index("--nemesis") + 1].split(",")
+    return any(split_spec(spec)[0] in TRIGGER_FAULTS for spec in specs)
+
+
 def share(before: int, after: int) -> float:
     return after / before if before else 1.0
 
@@ -89,6 +102,9 @@ def row_cells(r: Row) -> list[str]:
     rep = r.get("replay")
     replay = (f"{rep['reproduced']}/{rep['count']} ({rep['label']}); same verdict "
               f"{rep['same_verdict']}/{rep['count']}") if rep else "not run"
+    if (rl := r.get("replay_live")):
+        replay += (f"; live triggers {rl['reproduced']}/{rl['count']}, same verdict "
+                   f"{rl['same_verdict']}/{rl['count']}")
     h = r.get("history")
     if not h:
         history = "not run"
@@ -182,9 +198,11 @@ def do_run(target: Row, out: Path, tree: Path, log: Path) -> Row:
                               if isinstance(v, dict) and v.get("valid") is False)}
 
 
-def do_replay(run_dir: Path, tree: Path, log: Path, a: argparse.Namespace) -> Row | None:
+def do_replay(run_dir: Path, tree: Path, log: Path, a: argparse.Namespace,
+              live_triggers: bool = False) -> Row | None:
     faultline(tree, ["replay", str(run_dir), "--count", str(a.count), "--parallel",
-                     str(a.parallel), "--yes", "--results", str(a.out / "replays")], log)
+                     str(a.parallel), "--yes", "--results", str(a.out / "replays")]
+              + (["--live-triggers"] if live_triggers else []), log)
     doc = read_json(run_dir / "reproduction.json")
     if not doc:
         return None
@@ -214,11 +232,13 @@ def do_history(run_dir: Path, tree: Path, log: Path) -> Row:
             "kinds": sorted(k for k in kinds if k), "wanted": wanted}
 
 
-def do_schedule(run_dir: Path, tree: Path, log: Path, a: argparse.Namespace) -> Row:
+def do_schedule(run_dir: Path, tree: Path, log: Path, a: argparse.Namespace,
+                live_triggers: bool) -> Row:
     faultline(tree, ["shrink", str(run_dir), "--schedule", "--replays",
                      str(a.schedule_replays), "--parallel", str(a.parallel), "--budget",
                      str(a.schedule_budget), "--yes", "--results",
-                     str(a.out / "schedule-replays")], log)
+                     str(a.out / "schedule-replays")]
+              + (["--live-triggers"] if live_triggers else []), log)
     state = read_json(run_dir / "schedule-shrink.json") or {}
     result = dict(state.get("result") or {"why": "no result stored"})
     result["replays_spent"] = sum(t.get("count", 0) for t in (state.get("tried") or {}).values())
@@ -269,7 +289,8 @@ def main() -> int:
             log.parent.mkdir(parents=True, exist_ok=True)
             run = row.get("run")
             if phase == "runs":
-                if row.get("replay") is not None and row.get("history") is not None:
+                if row.get("replay") is not None and row.get("history") is not None and \
+                        (not live(t) or row.get("replay_live") is not None):
                     continue
                 tree = tree_for(t, a.out, phase)
                 if run is None:
@@ -281,20 +302,30 @@ def main() -> int:
                 if run["exit"] != 1 or not run["dir"]:
                     continue
                 if row.get("replay") is None:
-                    row["replay"] = do_replay(Path(run["dir"]), tree, log, a)
+                    # A batch an interrupted bench left finished stands (not --live-triggers).
+                    done = read_json(Path(run["dir"]) / "reproduction.json")
+                    row["replay"] = ({k: done[k] for k in ("reproduced", "count",
+                                                            "same_verdict", "label")}
+                                     if done and done.get("count") == a.count
+                                     and not done.get("live_triggers")
+                                     else do_replay(Path(run["dir"]), tree, log, a))
                     save()
                     say(f"{t['name']}: replay {row['replay']}")
                 if row.get("history") is None:
                     row["history"] = do_history(Path(run["dir"]), tree, log)
                     save()
                     say(f"{t['name']}: history shrink {row['history']}")
+                if live(t) and row.get("replay_live") is None:
+                    row["replay_live"] = do_replay(Path(run["dir"]), tree, log, a, True)
+                    save()
+                    say(f"{t['name']}: replay with live triggers {row['replay_live']}")
             else:
                 if not run or run["exit"] != 1 or not run["dir"] or \
                         ((s := row.get("schedule")) and not s.get("stopped")):
                     continue
                 tree = tree_for(t, a.out, phase)
                 say(f"{t['name']}: schedule shrink")
-                row["schedule"] = do_schedule(Path(run["dir"]), tree, log, a)
+                row["schedule"] = do_schedule(Path(run["dir"]), tree, log, a, live(t))
                 save()
                 say(f"{t['name']}: schedule shrink {row['schedule']}")
     state["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
