@@ -280,54 +280,61 @@ def main() -> int:
         print(f"[{datetime.now(UTC):%H:%M:%S}] {s}  (load {os.getloadavg()[0]:.1f})",
               flush=True)
 
-    phases = ["runs", "schedule"] if a.phase == "all" else [a.phase]
-    for phase in phases:
-        for t in plan:
-            row = state["rows"].setdefault(t["name"], {"name": t["name"], "kind": t["kind"],
-                                                       "args": t["args"]})
-            log = a.out / "logs" / f"{t['name'].replace(':', '-')}.log"
-            log.parent.mkdir(parents=True, exist_ok=True)
-            run = row.get("run")
-            if phase == "runs":
-                if row.get("replay") is not None and row.get("history") is not None and \
-                        (not live(t) or row.get("replay_live") is not None):
-                    continue
-                tree = tree_for(t, a.out, phase)
-                if run is None:
-                    say(f"{t['name']}: faultline run {' '.join(t['args'])}")
-                    row["run"] = run = do_run(t, a.out, tree, log)
-                    save()
-                    say(f"{t['name']}: exit {run['exit']} invalid {run['invalid']} "
-                        f"{run['seconds']} s {run['dir']}")
-                if run["exit"] != 1 or not run["dir"]:
-                    continue
-                if row.get("replay") is None:
-                    # A batch an interrupted bench left finished stands (not --live-triggers).
-                    done = read_json(Path(run["dir"]) / "reproduction.json")
-                    row["replay"] = ({k: done[k] for k in ("reproduced", "count",
-                                                            "same_verdict", "label")}
-                                     if done and done.get("count") == a.count
-                                     and not done.get("live_triggers")
-                                     else do_replay(Path(run["dir"]), tree, log, a))
-                    save()
-                    say(f"{t['name']}: replay {row['replay']}")
-                if row.get("history") is None:
-                    row["history"] = do_history(Path(run["dir"]), tree, log)
-                    save()
-                    say(f"{t['name']}: history shrink {row['history']}")
-                if live(t) and row.get("replay_live") is None:
-                    row["replay_live"] = do_replay(Path(run["dir"]), tree, log, a, True)
-                    save()
-                    say(f"{t['name']}: replay with live triggers {row['replay_live']}")
-            else:
-                if not run or run["exit"] != 1 or not run["dir"] or \
-                        ((s := row.get("schedule")) and not s.get("stopped")):
-                    continue
-                tree = tree_for(t, a.out, phase)
-                say(f"{t['name']}: schedule shrink")
-                row["schedule"] = do_schedule(Path(run["dir"]), tree, log, a, live(t))
+    # --phase all goes target by target (each finished before the next starts),
+    # so a bench stopped by a deadline leaves whole rows.
+    steps = [(phase, t) for t in plan for phase in ("runs", "schedule")] if a.phase == "all" \
+        else [(a.phase, t) for t in plan]
+    for phase, t in steps:
+        row = state["rows"].setdefault(t["name"], {"name": t["name"], "kind": t["kind"],
+                                                   "args": t["args"]})
+        log = a.out / "logs" / f"{t['name'].replace(':', '-')}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        run = row.get("run")
+        if phase == "runs":
+            if row.get("replay") is not None and row.get("history") is not None and \
+                    (not live(t) or row.get("replay_live") is not None):
+                continue
+            tree = tree_for(t, a.out, phase)
+            if run is None:
+                say(f"{t['name']}: faultline run {' '.join(t['args'])}")
+                row["run"] = run = do_run(t, a.out, tree, log)
                 save()
-                say(f"{t['name']}: schedule shrink {row['schedule']}")
+                say(f"{t['name']}: exit {run['exit']} invalid {run['invalid']} "
+                    f"{run['seconds']} s {run['dir']}")
+            if run["exit"] != 1 or not run["dir"]:
+                continue
+            if row.get("replay") is None:
+                # A batch an interrupted bench left finished stands (not --live-triggers).
+                done = read_json(Path(run["dir"]) / "reproduction.json")
+                row["replay"] = ({k: done[k] for k in ("reproduced", "count",
+                                                        "same_verdict", "label")}
+                                 if done and done.get("count") == a.count
+                                 and not done.get("live_triggers")
+                                 else do_replay(Path(run["dir"]), tree, log, a))
+                save()
+                say(f"{t['name']}: replay {row['replay']}")
+            if row.get("history") is None:
+                row["history"] = do_history(Path(run["dir"]), tree, log)
+                save()
+                say(f"{t['name']}: history shrink {row['history']}")
+            if live(t) and row.get("replay_live") is None:
+                done = read_json(Path(run["dir"]) / "reproduction.json")
+                row["replay_live"] = ({k: done[k] for k in ("reproduced", "count",
+                                                             "same_verdict", "label")}
+                                      if done and done.get("count") == a.count
+                                      and done.get("live_triggers")
+                                      else do_replay(Path(run["dir"]), tree, log, a, True))
+                save()
+                say(f"{t['name']}: replay with live triggers {row['replay_live']}")
+        else:
+            if not run or run["exit"] != 1 or not run["dir"] or \
+                    ((s := row.get("schedule")) and not s.get("stopped")):
+                continue
+            tree = tree_for(t, a.out, phase)
+            say(f"{t['name']}: schedule shrink")
+            row["schedule"] = do_schedule(Path(run["dir"]), tree, log, a, live(t))
+            save()
+            say(f"{t['name']}: schedule shrink {row['schedule']}")
     state["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
     save()
     print("\n".join(table([state["rows"][t["name"]] for t in plan
