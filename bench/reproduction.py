@@ -63,17 +63,21 @@ Row = dict[str, Any]
 
 def targets(switches: list[str], unplanted: list[str], time_limit: float,
             unplanted_time_limit: float) -> list[Row]:
-    """Pure: every target's name, kind and `faultline run` arguments."""
-    out = []
-    for name in switches:
-        out.append({"name": name, "kind": "switch",
-                    "args": cli_args(switch_config(name, SEED, time_limit) | {"bugs": [name]})})
+    """Pure: every target's name, kind and `faultline run` arguments, a switch
+    and an unplanted bug in turn (a bench stopped early covers both kinds)."""
+    mine = [{"name": name, "kind": "switch",
+             "args": cli_args(switch_config(name, SEED, time_limit) | {"bugs": [name]})}
+            for name in switches]
+    theirs = []
     for spec in unplanted:
         bug, _, workload = spec.partition(":")
-        out.append({"name": spec, "kind": "unplanted", "bug": bug,
-                    "args": ["--workload", workload or "register", "--nodes",
-                             str(UNPLANTED_NODES), "--time-limit",
-                             f"{unplanted_time_limit:g}", "--seed", str(SEED)]})
+        theirs.append({"name": spec, "kind": "unplanted", "bug": bug,
+                       "args": ["--workload", workload or "register", "--nodes",
+                                str(UNPLANTED_NODES), "--time-limit",
+                                f"{unplanted_time_limit:g}", "--seed", str(SEED)]})
+    out = []
+    for i in range(max(len(mine), len(theirs))):
+        out += mine[i:i + 1] + theirs[i:i + 1]
     return out
 
 
