@@ -128,7 +128,8 @@ def row_cells(r: Row) -> list[str]:
         changes = [f"shortened to {f:g}" for f in (s.get("shortened") or {}).values()]
         changes += [f"moved {d:g} s later" for d in (s.get("moved_later_s") or {}).values()]
         schedule = (f"{s['faults_before']} -> {s['faults_after']} faults"
-                    + "".join(f", {c}" for c in changes) + f", {s['time_limit']:g} s; failed {s['reproduced']}/{s['count']} "
+                    + "".join(f", {c}" for c in changes)
+                    + f", {s['time_limit']:g} s; failed {s['reproduced']}/{s['count']} "
                     f"(full schedule {s['needed_rate']:.0%}); {s['replays_spent']} replays"
                     + ("; budget ran out (best so far)" if s.get("stopped") else ""))
     return [r["name"], failure, replay, history, schedule]
