@@ -197,3 +197,23 @@ def test_a_budget_stop_reports_the_best_schedule_so_far(run_dir, tmp_path,
     lines = result_lines(stopped, 2)
     assert lines[0].startswith("schedule shrink so far") and lines[-1].startswith(
         "not finished")
+
+
+def test_the_hunts_window_does_not_swallow_its_moves() -> None:
+    hunted = [{"time": 0.0, "action": "inject", "fault": "hunt", "params": {}, "seed": 1},
+              {"time": 2.0, "action": "inject", "fault": "kill", "params": {}, "seed": 2},
+              {"time": 3.0, "action": "heal", "fault": "kill", "params": {}, "seed": 0},
+              {"time": 5.0, "action": "inject", "fault": "partition", "params": {}, "seed": 3},
+              {"time": 7.0, "action": "heal", "fault": "partition", "params": {}, "seed": 0},
+              {"time": 20.0, "action": "heal", "fault": "hunt", "params": {}, "seed": 0}]
+    assert episodes(hunted) == [[0, 5], [1, 2], [3, 4]]
+    assert episodes(hunted, frozenset()) == [[0, 1, 2, 3, 4, 5]]   # any other fault does
+
+
+def test_a_failure_that_needs_no_fault_shrinks_to_none(run_dir, tmp_path,
+                                                       monkeypatch) -> None:
+    calls: list = []
+    monkeypatch.setattr(schedule_shrink, "run_replays", fake_replays(calls, set()))
+    result = ScheduleShrink(run_dir, tmp_path, 2, 1, 1000, lambda s: None).run()
+    assert result["kept"] == [] and result["faults_after"] == 0
+    assert result["time_limit"] == 3.0 and len(calls) == 3    # whole, none, none in 3 s

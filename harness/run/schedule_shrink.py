@@ -32,9 +32,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from checkers.faults import HUNT
 from checkers.rundir import RUN_JSON, load_json
 from checkers.shrink import ddmin
 from harness.run.reproduction import run_replays, shows_failure
+from nemesis.base import split_spec
 
 STATE_JSON = "schedule-shrink.json"
 # Seconds of workload kept after the last kept fault event when the time is
@@ -52,25 +54,30 @@ class BudgetSpent(Exception):
     """The replay budget ran out; the state file holds what was learnt."""
 
 
-def episodes(events: list[dict[str, Any]]) -> list[list[int]]:
+def episodes(events: list[dict[str, Any]],
+             windows: frozenset[str] = frozenset({HUNT.name})) -> list[list[int]]:
     """Pure: the schedule's events grouped: an inject opens an episode that
     takes every event up to the heal of its fault (an inject never healed:
-    to the end); a heal with no open inject is an episode of its own."""
+    to the end); a heal with no open inject is an episode of its own. A fault
+    of `windows` (the hunt: its moves are faults of their own) takes only its
+    own heal; what happens inside it is grouped on its own."""
     out: list[list[int]] = []
-    i = 0
-    while i < len(events):
-        e = events[i]
+    taken: set[int] = set()
+    for i, e in enumerate(events):
+        if i in taken:
+            continue
         group = [i]
+        taken.add(i)
         if e["action"] == "inject":
-            j = i + 1
-            while j < len(events):
-                group.append(j)
+            window = split_spec(e["fault"])[0] in windows
+            for j in range(i + 1, len(events)):
                 if events[j]["action"] == "heal" and events[j]["fault"] == e["fault"]:
+                    group.append(j)
+                    taken.add(j)
                     break
-                j += 1
-            i = j + 1
-        else:
-            i += 1
+                if not window and j not in taken:
+                    group.append(j)
+                    taken.add(j)
         out.append(group)
     return out
 
@@ -281,6 +288,12 @@ class ScheduleShrink:
                                           "(more --replays?)")
             self.needed = whole.reproduced / whole.count
             self.best = whole
+            # Delta debugging never tries nothing: a failure that needs no fault says so.
+            if self.keeps(Plan((), limit)):
+                none = cut_time([], limit)
+                if none < limit:
+                    self.keeps(Plan((), none))
+                return self._finish(self.best, None)
             kept, _ = ddmin(list(everything), lambda k: self.keeps(Plan(tuple(k), limit)),
                             10**9, self.say, "fault episodes")
             plan = Plan(tuple(kept), limit)
