@@ -2,7 +2,9 @@
 
 The executed schedule (as `faultline replay` re-executes it) is cut into
 episodes: an inject with every event up to its heal (a trigger's own
-sub-faults, e.g. the lose-unsynced a power cut makes, stay inside it). Delta
+sub-faults, e.g. the lose-unsynced a power cut makes, stay inside it; the
+hunt's moves do not: each is an episode). The empty schedule is tried first
+(delta debugging never tries it: a bug that needs no fault says so); delta
 debugging drops episodes; then each kept episode is halved in length while
 the failure still shows (its heal, and the events inside it, closer to its
 inject; never under MIN_FAULT_S); then the workload's time is cut to just
