@@ -113,7 +113,8 @@ def row_cells(r: Row) -> list[str]:
     if not h:
         history = "not run"
     elif h.get("refused"):
-        history = f"refused: {h['refused']}"
+        # "cannot shrink RUN_DIR by C: why" -> the why (the run dir is the row's)
+        history = f"refused: {h['refused'].split(': ', 1)[-1]}"
     else:
         kept = "verdict kept" if h.get("verdict_kept") else "VERDICT LOST"
         mark = "" if share(h["before"], h["after"]) <= TARGET_SHARE else " (over 10%)"
