@@ -52,6 +52,7 @@ class Browser:
 
     def __init__(self, results: Path) -> None:
         self.results = results.resolve()
+        self.nights = trend.NightCache()
 
     def get(self, target: str) -> tuple[int, str, bytes]:
         url = urlsplit(target)
@@ -85,7 +86,7 @@ class Browser:
             return self._missing("no such campaign")
         c = found[0]
         same_name = sorted((x for x in campaigns if x.name == c.name), key=lambda x: x.created)
-        nights = [n for x in same_name if (n := trend.read_night(self.results, x.id))]
+        nights = [n for x in same_name if (n := self.nights.night(self.results, x.id))]
         # Only this campaign's runs are read, not every run of the results dir.
         ids = [e["run_id"] for e in c.entries if isinstance(e.get("run_id"), str)
                and RUN_ID.fullmatch(e["run_id"]) and (self.results / e["run_id"]).is_dir()]

@@ -6,6 +6,7 @@ and the p99 latency of successful client ops."""
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,18 +87,84 @@ def _partitions(results: Path, table: str, campaign: str) -> list[Path]:
     return sorted(root.glob("date=*")) if root.is_dir() else []
 
 
-def read_night(results: Path, campaign: str) -> Night | None:
+# The verdict rows' columns a night's figures use (run_verdicts).
+VERDICT_COLUMNS = ["run", "db", "bugs", "valid"]
+HISTORY_COLUMNS = ["index", "time", "process", "type"]
+# A file as last read: a partition is replaced by a swap (dataset._replace_dir)
+# and a history re-linked, so a changed file has another inode, mtime or size.
+Stamp = tuple[str, int, int, int]
+
+
+def _stamp(f: Path) -> Stamp:
+    st = f.stat()
+    return (str(f), st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _files(results: Path, table: str, campaign: str) -> list[Path]:
+    return [f for p in _partitions(results, table, campaign) for f in sorted(p.glob("*.parquet"))]
+
+
+def read_night(results: Path, campaign: str, cache: NightCache | None = None) -> Night | None:
     """One campaign's night from the dataset, or None if it was never published
-    (a campaign is published when its Spark check ends)."""
+    (a campaign is published when its Spark check ends). With `cache`, a history
+    file already read (the same inode, mtime and size) is not read again."""
     parts = _partitions(results, VERDICTS, campaign)
     if not parts:
         return None
     date = parts[-1].name.split("=", 1)[1]
-    rows = pd.concat([pq.read_table(f).to_pandas() for p in parts
-                      for f in sorted(p.glob("*.parquet"))] or [pd.DataFrame()])
+    frames = [pq.read_table(f, columns=_present(f, VERDICT_COLUMNS)).to_pandas()
+              for f in _files(results, VERDICTS, campaign)]
+    rows = pd.concat(frames) if frames else pd.DataFrame(columns=VERDICT_COLUMNS)
     latencies: list[int] = []
-    for p in _partitions(results, HISTORIES, campaign):
-        for f in sorted(p.glob("*.parquet")):
-            ops = pq.read_table(f, columns=["index", "time", "process", "type"]).to_pandas()
-            latencies += ok_latencies_ns(ops)
+    for f in _files(results, HISTORIES, campaign):
+        latencies += cache.latencies(f) if cache is not None else _latencies(f)
     return night_figures(campaign, date, rows, latencies)
+
+
+def _present(f: Path, columns: list[str]) -> list[str]:
+    names = set(pq.read_schema(f).names)
+    return [c for c in columns if c in names]
+
+
+def _latencies(f: Path) -> list[int]:
+    return ok_latencies_ns(pq.read_table(f, columns=HISTORY_COLUMNS).to_pandas())
+
+
+class NightCache:
+    """The browser's memory of what it read: each campaign's night figures,
+    kept while none of its dataset files changed, and each history file's ok
+    latencies, kept while that file is unchanged (a history is linked into
+    every night that names its run). Views run on the server's threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._nights: dict[str, tuple[tuple[Stamp, ...], Night | None]] = {}
+        self._latencies: dict[Stamp, list[int]] = {}
+        self.files_read = 0     # history files parsed, for the tests
+
+    def night(self, results: Path, campaign: str) -> Night | None:
+        try:
+            stamps = tuple(_stamp(f) for t in (VERDICTS, HISTORIES)
+                           for f in _files(results, t, campaign))
+        except OSError:    # a partition swapped under us: read it afresh
+            stamps = None
+        with self._lock:
+            known = self._nights.get(campaign)
+        if stamps is not None and known is not None and known[0] == stamps:
+            return known[1]
+        night = read_night(results, campaign, self)
+        if stamps is not None:
+            with self._lock:
+                self._nights[campaign] = (stamps, night)
+        return night
+
+    def latencies(self, f: Path) -> list[int]:
+        stamp = _stamp(f)
+        with self._lock:
+            known = self._latencies.get(stamp)
+        if known is None:
+            known = _latencies(f)
+            with self._lock:
+                self._latencies[stamp] = known
+                self.files_read += 1
+        return known

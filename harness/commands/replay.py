@@ -39,6 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"RUN_DIR/{REPRODUCTION_JSON}, which gate reads")
     p.add_argument("--parallel", type=int, default=1, metavar="K",
                    help="with --count: replays at once (default 1)")
+    p.add_argument("--live-triggers", action="store_true",
+                   help="replay with the trigger faults (power-cut-after-commit, "
+                        "kill-after-vote, ...) armed again, firing at their own moment, "
+                        "instead of what they fired re-executed at its recorded time")
     p.add_argument("--yes", action="store_true",
                    help="replay without asking: the run dir's system and options are trusted "
                         "(without it, replay asks on a terminal and refuses without one)")
@@ -60,7 +64,8 @@ def main(args: argparse.Namespace) -> int:
     if args.count is not None:
         return replay_count(args)
     try:
-        outcome = replay(args.run_dir, results_dir(args.results))
+        outcome = replay(args.run_dir, results_dir(args.results),
+                         live_triggers=args.live_triggers)
     except ReplayError as e:
         raise UserError(f"cannot replay {args.run_dir}: {e}") from None
     except (UserError, KeyboardInterrupt):
@@ -78,7 +83,7 @@ def replay_count(args: argparse.Namespace) -> int:
     say = lambda s: print(f"replay: {s}", file=sys.stderr, flush=True)  # noqa: E731
     try:
         doc = replay_many(args.run_dir, results_dir(args.results), args.count, args.parallel,
-                          say)
+                          say, args.live_triggers)
     except ReplayError as e:
         raise UserError(f"cannot replay {args.run_dir}: {e}") from None
     print("\n".join(report_lines(doc)))

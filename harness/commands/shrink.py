@@ -54,7 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    f"RUN_DIR/{SHRUNK_DIR}; required for a history file)")
     p.add_argument("--schedule", action="store_true",
                    help="shrink the run's fault schedule instead, on real processes: drop "
-                        "fault episodes (delta debugging) and cut the workload's time, each "
+                        "fault episodes (delta debugging), shorten each kept one, cut the "
+                        "workload's time and move faults later within it, each "
                         "candidate replayed --replays times and kept when it fails at least "
                         "as often as the original reproduced (its reproduction.json, else "
                         "every time); resumable: the same command goes on where it stopped")
@@ -66,6 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="--schedule: replays this invocation may run (default %(default)s)")
     p.add_argument("--results", type=Path, help="--schedule: where the replays go (default "
                    "$FAULTLINE_RESULTS or ./results)")
+    p.add_argument("--live-triggers", action="store_true",
+                   help="--schedule: replay with the trigger faults armed again, firing "
+                        "at their own moment (see faultline replay)")
     p.add_argument("--yes", action="store_true",
                    help="--schedule: replay without asking (see faultline replay)")
     p.add_argument("--max-checks", type=int, default=DEFAULT_MAX_CHECKS, metavar="N",
@@ -124,11 +128,15 @@ def shrink_schedule(args: argparse.Namespace, say: Any) -> int:
     if not (args.target / RUN_JSON).is_file():
         raise UserError(f"{args.target} is not a run dir (it has no {RUN_JSON})")
     confirm(args.target, args.yes)
-    shrinker = ScheduleShrink(args.target, results_dir(args.results), args.replays,
-                              args.parallel, args.budget, say)
+    from harness.run.replay import ReplayError
+    try:
+        shrinker = ScheduleShrink(args.target, results_dir(args.results), args.replays,
+                                  args.parallel, args.budget, say, args.live_triggers)
+    except ReplayError as e:
+        raise UserError(f"cannot replay {args.target}: {e}") from None
     result = shrinker.run()
     print("\n".join(result_lines(result, args.replays)))
-    if result.get("run_dir") is not None:
+    if result.get("run_dir") is not None and not result.get("stopped"):
         return EXIT_INVALID
     return EXIT_UNKNOWN
 

@@ -72,6 +72,10 @@ class RunConfig:
     # needs more than the default 60 s.
     lin_options: dict[str, Any] = field(default_factory=dict)
     schedule: list[dict[str, Any]] | None = None   # replay: the events to execute as they were
+    # Replay with the trigger faults armed again, watching for their moment,
+    # instead of silent with what they fired replayed at its recorded time
+    # (harness.run.replay.replay_events drops those firings then).
+    live_triggers: bool = False
     # The hunt: states (coverage signatures) earlier runs of a campaign reached,
     # so this one steers past them (harness.campaign.corpus).
     hunt_corpus: list[list[Any]] = field(default_factory=list)

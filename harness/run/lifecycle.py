@@ -412,9 +412,11 @@ class Run:
         self.doc["planned_schedule"] = [e.to_map() for e in events]
         nemesis = CompositeNemesis.from_specs(
             sorted({e.fault for e in events} | set(cfg.nemesis)),
-            # In a replay, triggers stay silent: what they fired is in the schedule.
+            # In a replay, triggers stay silent: what they fired is in the
+            # schedule (unless it was dropped for them to fire live again).
             FaultContext(self.db, None, {"mounts": self.mounts,
-                                         "replay": cfg.schedule is not None,
+                                         "replay": cfg.schedule is not None
+                                         and not cfg.live_triggers,
                                          "host": self.host,
                                          "clocks": self.host.clocks if self.host else {}}))
         nemesis.setup(cluster)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.rundir import load_json
-from harness.run.config import RunConfig
+from harness.run.config import RunConfig, hunting
 from nemesis.base import split_spec
 
 # Keys of an inject's recorded value that pin down what it did to which nodes;
@@ -38,8 +38,10 @@ def executed_action(e: dict[str, Any]) -> str:
     return "inject" if e["f"] == split_spec(fault)[0] else "heal"
 
 
-def replay_events(run: dict[str, Any]) -> list[dict[str, Any]]:
-    """Pure: the schedule (RunConfig.schedule form) that re-executes a run's executed list."""
+def replay_events(run: dict[str, Any], live_triggers: bool = False) -> list[dict[str, Any]]:
+    """Pure: the schedule (RunConfig.schedule form) that re-executes a run's
+    executed list; with `live_triggers`, without what trigger faults fired
+    (they fire again, at their own moment, in the replay)."""
     executed = run.get("schedule")
     if not isinstance(executed, list):
         raise ReplayError("its run.json has no executed schedule (the run stopped before "
@@ -50,6 +52,8 @@ def replay_events(run: dict[str, Any]) -> list[dict[str, Any]]:
     offset_ns = int(run.get("schedule_offset_ns") or 0)
     events, j = [], 0
     for e in executed:
+        if live_triggers and e.get("fired"):
+            continue
         action, fault = executed_action(e), e.get("fault") or e["f"]
         plan = planned[j] if j < len(planned) else None
         if plan is not None and (plan["fault"], plan["action"]) == (fault, action):
@@ -67,12 +71,17 @@ def replay_events(run: dict[str, Any]) -> list[dict[str, Any]]:
     return events
 
 
-def replay_config(run: dict[str, Any]) -> RunConfig:
+def replay_config(run: dict[str, Any], live_triggers: bool = False) -> RunConfig:
     config = run.get("config")
     if not isinstance(config, dict):
         raise ReplayError("its run.json has no config")
     replayed = RunConfig.from_json(config)
-    replayed.schedule = replay_events(run)
+    if live_triggers and hunting(replayed):
+        # The hunt's moves are fired faults too: dropped, the hunt would choose anew.
+        raise ReplayError("--live-triggers re-arms the trigger faults of a fixed schedule; "
+                          "this run's faults were chosen by the hunt, which would choose anew")
+    replayed.schedule = replay_events(run, live_triggers)
+    replayed.live_triggers = live_triggers
     return replayed
 
 
@@ -118,13 +127,14 @@ class ReplayOutcome:
             self.old.get("valid") == self.new.get("valid")
 
 
-def replay(run_dir: Path, results: Path, stream: Any = None) -> ReplayOutcome:
+def replay(run_dir: Path, results: Path, stream: Any = None,
+           live_triggers: bool = False) -> ReplayOutcome:
     from harness.run.lifecycle import run_test
     try:
         run = load_json(run_dir / "run.json")
     except Exception as e:
         raise ReplayError(f"{run_dir} has no readable run.json ({e})") from None
-    config = replay_config(run)
+    config = replay_config(run, live_triggers)
     outcome = run_test(config, results, stream,
                        {"replay_of": {"run_id": run.get("run_id", run_dir.name),
                                       "run_dir": str(run_dir.resolve())}})

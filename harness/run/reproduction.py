@@ -131,17 +131,18 @@ def _verdicts(run_dir: str | None) -> dict[str, Any] | None:
 
 
 def replay_many(run_dir: Path, results: Path, count: int, parallel: int,
-                say: Say) -> dict[str, Any]:
+                say: Say, live_triggers: bool = False) -> dict[str, Any]:
     """Replay `run_dir` `count` times, `parallel` at once, each in a worker
     process; store and return the rate document."""
     import json
 
     from harness.run.replay import old_verdict, replay_config
     run = load_json(run_dir / RUN_JSON)
-    replays = run_replays(run_dir, replay_config(run).to_json(), results, count, parallel,
-                          say)
+    replays = run_replays(run_dir, replay_config(run, live_triggers).to_json(), results,
+                          count, parallel, say)
     doc = rate_document(str(run_dir.resolve()), old_verdict(run_dir), replays,
                         datetime.now(UTC).isoformat(timespec="seconds"))
+    doc["live_triggers"] = live_triggers
     (run_dir / REPRODUCTION_JSON).write_text(json.dumps(doc, indent=2) + "\n")
     return doc
 

@@ -155,3 +155,22 @@ def test_serve_refuses_a_bad_port(argv, capsys):
     from harness.cli import main
     assert main(argv) == 254
     assert "--port" in capsys.readouterr().err
+
+
+def test_the_trend_reads_each_history_file_once_until_it_changes(tmp_path):
+    import os
+
+    from harness.results.dataset import DATASET_DIR, HISTORIES
+    from tests.browser_results import two_nights
+    two_nights(tmp_path)
+    cid = "20261125T010000.000000Z-bbbbbb"
+    cache = trend.NightCache()
+    first = cache.night(tmp_path, cid)
+    assert first == trend.read_night(tmp_path, cid)          # the same figures as uncached
+    assert first is not None and first.runs == 20 and cache.files_read == 20
+    assert cache.night(tmp_path, cid) == first and cache.files_read == 20   # nothing re-read
+    histories = sorted((tmp_path / DATASET_DIR / HISTORIES).glob(f"campaign={cid}/*/*.parquet"))
+    st = histories[0].stat()
+    os.utime(histories[0], ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert cache.night(tmp_path, cid) == first and cache.files_read == 21   # that one again
+    assert cache.night(tmp_path, "no-such-campaign") is None

@@ -71,6 +71,27 @@ def test_a_heal_a_trigger_fired_mid_fault_is_replayed_where_it_ran():
         ("inject", 0.292), ("heal", 1.482), ("inject", 4.5), ("heal", 5.0)]
 
 
+def test_live_triggers_drop_what_a_trigger_fired_and_keep_its_arming():
+    # power-cut-after-commit armed at 1 s, fired a lose-unsynced at 1.3 s, healed at 2 s
+    planned = [Event(1.0, "inject", "power-cut-after-commit:all", {}, 7).to_map(),
+               Event(2.0, "heal", "power-cut-after-commit:all").to_map()]
+    run = {**RUN, "planned_schedule": planned, "schedule": [
+        executed(1.0, "power-cut-after-commit", "power-cut-after-commit:all", {"armed": True}),
+        executed(1.3, "lose-unsynced", "lose-unsynced", {"nodes": ["n1"]}) | {"fired": True},
+        executed(2.0, "start", "power-cut-after-commit:all", {"nodes": ["n1"]}),
+        executed(2.5, "start", "lose-unsynced", {"nodes": []})]}
+    recorded = [(e["action"], e["fault"]) for e in replay_events(run)]
+    assert ("inject", "lose-unsynced") in recorded                 # re-executed at 1.3 s
+    live = replay_config(run, live_triggers=True)
+    assert [(e["action"], e["fault"], e["time"]) for e in live.schedule] == [
+        ("inject", "power-cut-after-commit:all", 1.0), ("heal", "power-cut-after-commit:all",
+                                                        2.0)]
+    assert live.live_triggers and not replay_config(run).live_triggers
+    hunted = {**run, "config": {**run["config"], "nemesis": ["hunt"]}}
+    with pytest.raises(ReplayError, match="hunt"):
+        replay_config(hunted, live_triggers=True)
+
+
 def test_replay_of_a_replay_uses_its_config_schedule():
     first = replay_events(RUN)
     again = {**RUN, "planned_schedule": None, "config": {**RUN["config"], "schedule": first}}

@@ -14,10 +14,18 @@ from harness.run import schedule_shrink
 from harness.run.reproduction import shows_failure
 from harness.run.schedule_shrink import (
     STATE_JSON,
+    TAIL_S,
+    Plan,
     ScheduleShrink,
     candidate_schedule,
     cut_time,
     episodes,
+    later,
+    plan_schedule,
+    result_lines,
+    shorter,
+    signature,
+    span,
 )
 
 EVENTS = [
@@ -124,3 +132,88 @@ def test_a_replay_showing_more_than_the_original_still_shows_it() -> None:
     assert not shows_failure(INVALID, VALID) and not shows_failure(VALID, VALID)
 
 
+
+
+def test_a_plan_scales_and_moves_an_episodes_events_in_time_order() -> None:
+    eps = episodes(EVENTS)
+    plan = Plan((1, 3), 30.0).with_factor(1, 0.5).with_delay(3, 2.0)
+    got = plan_schedule(EVENTS, eps, plan)
+    assert [(e["time"], e["fault"]) for e in got] == [
+        (3.0, "power-cut"), (3.25, "lose-unsynced"), (3.5, "power-cut"),
+        (8.0, "partition"), (9.0, "partition")]
+    assert signature(plan) == "1,3@30;1x0.5;3+2"
+    assert signature(Plan((3, 1), 30.0)) == "1,3@30"          # the old state files' keys
+    assert EVENTS[2]["time"] == 3.0                            # the original is untouched
+
+
+def test_shorter_halves_a_healed_episode_down_to_the_minimum() -> None:
+    eps = episodes(EVENTS)
+    plan = Plan((0, 1, 4), 30.0)
+    half = shorter(EVENTS, eps, plan, 0)
+    assert half is not None and half.factor(0) == 0.5         # kill held 1 s -> 0.5 s
+    assert shorter(EVENTS, eps, half, 0) is None               # 0.25 s is under MIN_FAULT_S
+    assert shorter(EVENTS, eps, plan, 4) is None               # never healed: no length
+
+
+def test_later_moves_into_half_the_room_and_never_past_the_next_episode() -> None:
+    eps = episodes(EVENTS)
+    plan = Plan((0, 3), 30.0)
+    moved = later(EVENTS, eps, plan, 0)                        # kill 1-2 s, partition at 6 s
+    assert moved is not None and moved.delay(0) == 2.0
+    assert span(EVENTS, eps[0], moved, 0) == (3.0, 4.0)
+    last = later(EVENTS, eps, plan, 3)                         # room up to 30 - TAIL_S
+    assert last is not None and last.delay(3) == round((30.0 - TAIL_S - 7.0) / 2, 3)
+    tight = Plan((0, 3), 10.0)                                 # partition ends at 7 = 10 - 3
+    assert later(EVENTS, eps, tight, 3) is None
+
+
+def test_the_kept_episode_is_shortened_while_the_failure_shows(run_dir, tmp_path,
+                                                               monkeypatch) -> None:
+    calls: list = []
+
+    def replays(run_dir_, config, results, count, parallel, say, extra=None):
+        calls.append(config["schedule"])
+        kill = [e["time"] for e in config["schedule"] if e["fault"] == "kill"]
+        # fails when a kill is held at least 0.5 s (held 1 s in the original)
+        shows = len(kill) >= 2 and kill[1] - kill[0] >= 0.5
+        return [{"run_dir": f"/r/{len(calls)}-{i}", "error": None,
+                 "verdicts": INVALID if shows else VALID} for i in range(count)]
+    monkeypatch.setattr(schedule_shrink, "run_replays", replays)
+    result = ScheduleShrink(run_dir, tmp_path, 2, 1, 1000, lambda s: None).run()
+    assert result["kept"] == [0] and result["shortened"] == {"0": 0.5}
+    assert [e["time"] for e in result["schedule"]] == [1.0, 1.5]
+    assert result["time_limit"] == 5.0                         # ceil(1.5 + TAIL_S)
+    assert result["moved_later_s"] == {}                       # no room left in 5 s
+    assert not result["stopped"]
+
+
+def test_a_budget_stop_reports_the_best_schedule_so_far(run_dir, tmp_path,
+                                                        monkeypatch) -> None:
+    monkeypatch.setattr(schedule_shrink, "run_replays", fake_replays([], {"partition"}))
+    stopped = ScheduleShrink(run_dir, tmp_path, 2, 1, 8, lambda s: None).run()
+    assert stopped["stopped"] and stopped["run_dir"] is not None
+    assert "partition" in {e["fault"] for e in stopped["schedule"]}
+    assert stopped["faults_after"] < stopped["faults_before"]
+    lines = result_lines(stopped, 2)
+    assert lines[0].startswith("schedule shrink so far") and lines[-1].startswith(
+        "not finished")
+
+
+def test_the_hunts_window_does_not_swallow_its_moves() -> None:
+    hunted = [{"time": 0.0, "action": "inject", "fault": "hunt", "params": {}, "seed": 1},
+              {"time": 2.0, "action": "inject", "fault": "kill", "params": {}, "seed": 2},
+              {"time": 3.0, "action": "heal", "fault": "kill", "params": {}, "seed": 0},
+              {"time": 5.0, "action": "inject", "fault": "partition", "params": {}, "seed": 3},
+              {"time": 7.0, "action": "heal", "fault": "partition", "params": {}, "seed": 0},
+              {"time": 20.0, "action": "heal", "fault": "hunt", "params": {}, "seed": 0}]
+    assert episodes(hunted) == [[0, 5], [1, 2], [3, 4]]
+    assert episodes(hunted, frozenset()) == [[0, 1, 2, 3, 4, 5]]   # any other fault does
+
+
+def test_a_failure_that_needs_no_fault_shrinks_to_none(run_dir, tmp_path,
+                                                       monkeypatch) -> None:
+    calls: list = []
+    monkeypatch.setattr(schedule_shrink, "run_replays", fake_replays(calls, set()))
+    result = ScheduleShrink(run_dir, tmp_path, 2, 1, 1000, lambda s: None).run()
+    assert result["kept"] == [] and result["faults_after"] == 0
+    assert result["time_limit"] == 3.0 and len(calls) == 3    # whole, none, none in 3 s
