@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 import nemesis.base  # noqa: E402, F401 (first: bench/nemesis.py would shadow the package)
 
 sys.path.append(str(ROOT / "bench"))
