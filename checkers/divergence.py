@@ -1,4 +1,4 @@
-"""Divergence: do the replicas' logs agree where Raft says they must?
+"""Divergence: do the replicas' logs agree where the protocol says they must?
 
 Three rules over the end-of-run log dumps (and the node event lines, when given,
 because a dump only shows the end state):
@@ -292,7 +292,7 @@ def _mismatches(f: _Merged, committed: dict[str, int]) -> list[dict[str, Any]]:
         for o, side_a, side_b in differ:
             # Committed on both sides and different: log matching is broken.
             # Committed on one side only is a follower that has not fetched
-            # since the leader moved on; raft truncates such a tail on the
+            # since the leader moved on; the protocol truncates such a tail on the
             # next fetch, so it is `unconverged` (see _unconverged), not unsafe.
             if o < committed[a] and o < committed[b]:
                 why_by_offset[o] = "committed"

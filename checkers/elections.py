@@ -1,4 +1,4 @@
-"""Elections: Raft's election safety, from the nodes' event lines.
+"""Elections: election safety (one leader per epoch), from the nodes' event lines.
 
 - `multiple-leaders`: more than one leader named for one epoch, whether by the
   leaders themselves (role Leader) or by followers (the `leader` they report).

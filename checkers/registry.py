@@ -213,7 +213,7 @@ CLUSTER_CHECKERS: tuple[Checker, ...] = (ELECTIONS, DIVERGENCE, AVAILABILITY, NO
                                          NODE_LOGS_CHECKER, NODE_EXITS_CHECKER)
 
 # The entry-point group through which a system or a plug-in adds checkers
-# (the raft store's own among them, pyproject.toml): each entry point names a
+# (the bundled systems' own among them, pyproject.toml): each entry point names a
 # `Contributed` (or an iterable of them).
 GROUP = "faultline.checkers"
 
