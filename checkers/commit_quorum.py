@@ -27,7 +27,7 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from typing import Any
 
-from nodes.raft.events import HW, ROLE, START, TRUNCATE, VOTERS
+from nodes.events import HW, ROLE, START, TRUNCATE, VOTERS
 
 DIVERGING = "diverging-epoch"
 LEADER = "Leader"

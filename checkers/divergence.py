@@ -30,7 +30,8 @@ from typing import Any
 from checkers import commit_quorum
 from checkers.history import collector_paused
 from checkers.verdict import Verdict, verdict
-from nodes.raft.events import DATA_LOSS, HW, ROLE, START, TRUNCATE, VOTERS, VOTES_AGAIN
+from nodes.events import HW, ROLE, START, TRUNCATE, VOTERS
+from nodes.raft.events import DATA_LOSS, VOTES_AGAIN
 
 Entry = dict[str, Any]
 Log = dict[int, Entry]

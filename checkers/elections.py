@@ -16,7 +16,8 @@ from collections import defaultdict
 from typing import Any
 
 from checkers.verdict import Verdict, verdict
-from nodes.raft.events import DATA_LOSS, ROLE, START
+from nodes.events import ROLE, START
+from nodes.raft.events import DATA_LOSS
 
 
 def check(events: dict[str, list[dict]]) -> Verdict:

@@ -26,7 +26,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("checkers/models.py", "kv"): "a linearizability model, not the workload",
     ("checkers/models.py", "etcd"): "a register model's flavour: etcd's cas semantics",
     ("checkers/divergence.py", "divergence"): "the anomaly type the checker reports",
-    ("nodes/raft/events.py", "truncate"): "the raft node's `truncate` event line, defined there",
+    ("nodes/events.py", "truncate"): "the `truncate` event line, defined there",
     ("nodes/raft/requests.py", "log"): "the client protocol's `log` field",
     ("nodes/raft/storage.py", "log"): "the node's log directory",
     ("nemesis/cgroups.py", "cpu"): "the kernel's cpu cgroup controller",

@@ -25,18 +25,12 @@ ALLOWED: dict[str, tuple[int, str]] = {
                               "not registered yet"),
     "checkers/elections.py": (6, "epoch-regression reads raft's data_loss/start lines; to split "
                                  "from the generic one-leader-per-epoch rule"),
-    "checkers/availability.py": (1, "leader elections from raft's role lines (being edited on "
-                                    "another branch)"),
-    "checkers/coverage.py": (1, "leader lane from raft's role lines"),
     "checkers/divergence.py": (4, "hw/truncate lines excuse a cut tail; data_loss/votes_again "
                                   "lines say when no voter set can vote: to move with the "
                                   "log-dump rules into nodes/raft/checkers"),
-    "checkers/commit_quorum.py": (1, "committed-without-quorum reads raft's hw/truncate/voters "
-                                     "lines (divergence's part, to move with it)"),
     "checkers/impairment.py": (2, "reformat's heal starts a node: the fault rows are still in "
                                   "checkers/faults.py (above)"),
     "checkers/anomaly_text.py": (1, "the sentences of the raft checkers' anomaly kinds"),
-    "nemesis/observe.py": (1, "the hunt's observation folds raft's role/hw lines"),
     "nemesis/compose.py": (12, "stale-quorum and lagging-voters may end on "
                                "power-cut-after-commit (a raft trigger); timers quoted for raft"),
     "nemesis/clock.py": (1, "measured on the raft node"),
