@@ -421,7 +421,7 @@ SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {
     "committed-truncated": _committed_truncated,
     "unknown-epoch": _unknown_epoch,
     "truncated-list": _truncated_list,
-    # elections
+    # elections; a node's epoch going back (a system's own checker)
     "multiple-leaders": _multiple_leaders,
     "epoch-regression": _epoch_regression,
     # durability

@@ -23,8 +23,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "checkers/faults.py": (9, "the fault rows (name, heal op, effect) of the raft store's faults: "
                               "checkers read histories without loading plug-ins, so rows are "
                               "not registered yet"),
-    "checkers/elections.py": (6, "epoch-regression reads raft's data_loss/start lines; to split "
-                                 "from the generic one-leader-per-epoch rule"),
     "checkers/divergence.py": (4, "hw/truncate lines excuse a cut tail; data_loss/votes_again "
                                   "lines say when no voter set can vote: to move with the "
                                   "log-dump rules into nodes/raft/checkers"),

@@ -18,5 +18,16 @@ def _invariants(r: Run, options: Options) -> Verdict:
 INVARIANTS = Checker("invariants", "run", _invariants, needs=lambda o: frozenset({EVENTS}),
                      needs_node_files=True)
 
-# Every run gets it: a system without event lines has it skipped with the reason.
-CHECKERS = (Contributed(INVARIANTS, every_run=True),)
+
+def _durable_epochs(r: Run, options: Options) -> Verdict:
+    from nodes.raft.checkers import epochs
+    if not r.events:
+        return verdict("unknown", stats={"reason": "no node event logs in the run"})
+    return epochs.check(r.events)
+
+
+DURABLE_EPOCHS = Checker("durable-epochs", "run", _durable_epochs,
+                         needs=lambda o: frozenset({EVENTS}), needs_node_files=True)
+
+# Every run gets them: a system without event lines has them skipped with the reason.
+CHECKERS = (Contributed(INVARIANTS, every_run=True), Contributed(DURABLE_EPOCHS, every_run=True))
