@@ -37,3 +37,16 @@ TRUNCATE = EventKind("truncate", ("from", "to", "reason", "bytes"),
 VOTERS = EventKind("voters", ("state", "voters", "offset", "epoch"),
                    "the voter set in force changed (`state`: appended, truncated, "
                    "committed)")
+
+
+@dataclass(frozen=True)
+class VoteLoss:
+    """How a system's lines say a voter lost the state its votes rest on, so
+    that it neither votes nor canvasses, and when it may vote again (KIP-996,
+    "Disk failure"). A system whose voters do so declares it in its own
+    vocabulary and brings it with its checkers (checkers.checker.Contributed);
+    divergence then knows when no voter set can elect anyone."""
+
+    lost: EventKind       # the line that says it lost that state ...
+    what: str             # ... when its `what` field is this
+    regained: EventKind   # the line that says it may vote again

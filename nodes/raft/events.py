@@ -12,7 +12,7 @@ It imports only that vocabulary, so every floor may import it
 
 from __future__ import annotations
 
-from nodes.events import HW, ROLE, START, TRUNCATE, VOTERS, EventKind
+from nodes.events import HW, ROLE, START, TRUNCATE, VOTERS, EventKind, VoteLoss
 
 DATA_LOSS = EventKind("data_loss", ("what",),
                       "it found part of its state gone (`quorum-state-missing`), so an "
@@ -32,6 +32,9 @@ CLUSTER_ID_MISMATCH = EventKind("cluster_id_mismatch", ("configured", "stored"),
 ACK = EventKind("ack", ("epoch", "first", "last", "writes", "age_ms", "flushed", "level"),
                 "as leader, it acknowledged writes `first`..`last` to their clients "
                 "(`level` leader: before they committed)")
+
+# Its voters abstain from a lost quorum state until they caught up with a leader.
+VOTE_LOSS = VoteLoss(DATA_LOSS, "quorum-state-missing", VOTES_AGAIN)
 
 EVENT_KINDS: tuple[EventKind, ...] = (START, ROLE, HW, TRUNCATE, DATA_LOSS, VOTES_AGAIN,
                                       PRE_VOTE, VOTE, VOTER_CHANGE, VOTERS, FORMATTED,

@@ -23,9 +23,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "checkers/faults.py": (9, "the fault rows (name, heal op, effect) of the raft store's faults: "
                               "checkers read histories without loading plug-ins, so rows are "
                               "not registered yet"),
-    "checkers/divergence.py": (4, "hw/truncate lines excuse a cut tail; data_loss/votes_again "
-                                  "lines say when no voter set can vote: to move with the "
-                                  "log-dump rules into nodes/raft/checkers"),
     "checkers/anomaly_text.py": (1, "the sentences of the raft checkers' anomaly kinds"),
     "nemesis/compose.py": (12, "stale-quorum and lagging-voters may end on "
                                "power-cut-after-commit (a raft trigger); timers quoted for raft"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from checkers.checker import EVENTS, Checker, Contributed, Options
 from checkers.rundir import Run
 from checkers.verdict import Verdict, verdict
+from nodes.raft.events import VOTE_LOSS
 
 
 def _invariants(r: Run, options: Options) -> Verdict:
@@ -30,4 +31,6 @@ DURABLE_EPOCHS = Checker("durable-epochs", "run", _durable_epochs,
                          needs=lambda o: frozenset({EVENTS}), needs_node_files=True)
 
 # Every run gets them: a system without event lines has them skipped with the reason.
-CHECKERS = (Contributed(INVARIANTS, every_run=True), Contributed(DURABLE_EPOCHS, every_run=True))
+# Its voters' lost quorum state comes with the checker that reads those lines.
+CHECKERS = (Contributed(INVARIANTS, every_run=True),
+            Contributed(DURABLE_EPOCHS, every_run=True, vote_loss=(VOTE_LOSS,)))
