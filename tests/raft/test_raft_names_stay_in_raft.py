@@ -27,7 +27,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
                                "nodes.raft.fault_rows): a composition's ending a system "
                                "contributes has no extension point yet; timers quoted for raft"),
     "nemesis/clock.py": (1, "measured on the raft node"),
-    "harness/docs/contracts.py": (3, "docs/contracts.md's event table is raft's vocabulary"),
     "harness/run/clients.py": (1, "measured on raft's register client"),
 }
 
