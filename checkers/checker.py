@@ -63,3 +63,5 @@ class Contributed:
     # The lines of its system's vocabulary by which a voter says it may not
     # vote (divergence's convergence excuse, nodes.events.VoteLoss).
     vote_loss: tuple[VoteLoss, ...] = ()
+    # Its anomaly kinds in one sentence each (checkers.anomaly_text), by type.
+    sentences: Mapping[str, Callable[[dict[str, Any]], str]] = field(default_factory=dict)

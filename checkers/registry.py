@@ -220,6 +220,8 @@ GROUP = "faultline.checkers"
 # What the systems' vocabularies say about voters that may not vote (their
 # contributions', for divergence).
 VOTE_LOSS: tuple[VoteLoss, ...] = ()
+# The anomaly sentences the contributions bring (checkers.anomaly_text reads them).
+SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {}
 
 
 def _register_checker(contributed: Contributed) -> None:
@@ -233,6 +235,7 @@ def _register_checker(contributed: Contributed) -> None:
     if contributed.every_run:
         CLUSTER_CHECKERS = (*CLUSTER_CHECKERS, contributed.checker)
     VOTE_LOSS = (*VOTE_LOSS, *contributed.vote_loss)
+    SENTENCES.update(contributed.sentences)
 
 
 def _load_entry_points() -> None:

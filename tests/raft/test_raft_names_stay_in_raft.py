@@ -20,8 +20,6 @@ CORE = ("checkers", "nemesis", "harness")
 
 # file -> (lines naming raft-only things, why they still do)
 ALLOWED: dict[str, tuple[int, str]] = {
-    "checkers/anomaly_text.py": (1, "the sentences of the raft checkers' anomaly kinds: a "
-                                    "checker contribution carries no sentences yet"),
     "nemesis/compose.py": (12, "stale-quorum and lagging-voters may end on "
                                "power-cut-after-commit (a raft trigger, its row imported from "
                                "nodes.raft.fault_rows): a composition's ending a system "

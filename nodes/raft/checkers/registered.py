@@ -6,6 +6,7 @@ from __future__ import annotations
 from checkers.checker import EVENTS, Checker, Contributed, Options
 from checkers.rundir import Run
 from checkers.verdict import Verdict, verdict
+from nodes.raft.checkers.sentences import SENTENCES
 from nodes.raft.events import VOTE_LOSS
 
 
@@ -32,5 +33,5 @@ DURABLE_EPOCHS = Checker("durable-epochs", "run", _durable_epochs,
 
 # Every run gets them: a system without event lines has them skipped with the reason.
 # Its voters' lost quorum state comes with the checker that reads those lines.
-CHECKERS = (Contributed(INVARIANTS, every_run=True),
+CHECKERS = (Contributed(INVARIANTS, every_run=True, sentences=SENTENCES),
             Contributed(DURABLE_EPOCHS, every_run=True, vote_loss=(VOTE_LOSS,)))
