@@ -1,6 +1,6 @@
 """What each acknowledgement promised (consistency levels per write).
 
-The Redpanda raft recovery RFC defines three: `quorum` (acknowledged once a
+Redpanda's recovery RFC defines three: `quorum` (acknowledged once a
 majority has the write on disk), `leader` (once the leader appended it) and
 `none`. A write acknowledged at `leader` or `none` may be lost without any
 bug: the leader can crash or lose its disk before replicating it. So for the

@@ -82,7 +82,8 @@ def sentence(anomaly: Any) -> str:
         return f"An anomaly: {value_text(anomaly)}."
     if isinstance(anomaly.get("explanation"), str) and anomaly["explanation"].strip():
         return anomaly["explanation"]
-    reader = SENTENCES.get(anomaly.get("type"))  # type: ignore[arg-type]
+    kind: Any = anomaly.get("type")
+    reader = SENTENCES.get(kind) or _contributed().get(kind)
     if reader is not None:
         try:
             text = reader(anomaly)
@@ -91,6 +92,13 @@ def sentence(anomaly: Any) -> str:
         if text and len(text) <= MAX_CHARS:
             return text
     return generic(anomaly)
+
+
+def _contributed() -> dict[str, Callable[[dict[str, Any]], str]]:
+    """The sentences systems and plug-ins bring with their checkers (the bundled
+    store's own kinds among them), loaded with the checker registry."""
+    from checkers.registry import SENTENCES as CONTRIBUTED
+    return CONTRIBUTED
 
 
 def sentences(anomalies: list[Any], first: int = FIRST) -> list[str]:
@@ -188,10 +196,6 @@ def _multiple_leaders(a: dict[str, Any]) -> str:
             f"{a['epoch']}.")
 
 
-def _epoch_regression(a: dict[str, Any]) -> str:
-    restarted = " across a restart" if a.get("restarted_between") else ""
-    return (f"{_node(a)}'s epoch went back from {a['from_epoch']} to "
-            f"{a['to_epoch']}{restarted}, with no data loss reported.")
 
 
 def _lost_write(a: dict[str, Any]) -> str:
@@ -245,53 +249,22 @@ def _read_went_backwards(a: dict[str, Any]) -> str:
             f"seen offset {a['seen_offset']}, then read only up to {a['read_up_to']}.")
 
 
-def _double_vote(a: dict[str, Any]) -> str:
-    return (f"{_node(a)} voted twice in epoch {a['epoch']}, for "
-            f"{' and '.join(map(str, a['candidates']))}.")
 
 
-def _vote_forgotten(a: dict[str, Any]) -> str:
-    vote = a.get("vote") or {}
-    return (f"{_node(a)} forgot its vote for {vote.get('candidate')} in epoch "
-            f"{vote.get('epoch')} across a restart.")
 
 
-def _other_cluster(what: str) -> Callable[[dict[str, Any]], str]:
-    def read(a: dict[str, Any]) -> str:
-        return (f"{_node(a)} (cluster {a['cluster_id']}) {what} {a['other']}, which "
-                f"belongs to cluster {_v(a['other_cluster_ids'])}, in epoch {a['epoch']}.")
-    return read
 
 
-def _vote_after_state_loss(a: dict[str, Any]) -> str:
-    return (f"{_node(a)} voted or stood for election in epoch {a['epoch']} after "
-            "restarting without its quorum state, before following a leader again.")
 
 
-def _stranded_leader(a: dict[str, Any]) -> str:
-    lo, hi = a["still_leader_s"]
-    return (f"{_node(a)} stayed leader of epoch {a['epoch']} from {lo} s to {hi} s while "
-            f"cut off from a majority (limit {a['limit_s']} s).")
 
 
-def _epoch_raised_while_cut_off(a: dict[str, Any]) -> str:
-    lo, hi = a["cut_off_s"]
-    return (f"{_node(a)} became a candidate (epoch {a['epoch']}) at {a['time_s']} s "
-            f"while cut off from a majority ({lo} s to {hi} s).")
 
 
-def _follows_itself(a: dict[str, Any]) -> str:
-    return f"{_node(a)} followed itself as leader in epoch {a['epoch']}."
 
 
-def _resigned_stayed(a: dict[str, Any]) -> str:
-    return (f"{_node(a)} resigned as leader of epoch {a['epoch']} but its next role was "
-            "in that same epoch.")
 
 
-def _pre_vote_from_fetching(a: dict[str, Any]) -> str:
-    return (f"{_node(a)} granted a pre-vote to {a['candidate']} at {a['time_s']} s while "
-            f"still fetching from the live leader {a['leader']} of epoch {a['epoch']}.")
 
 
 def _leader_changes_after_heal(a: dict[str, Any]) -> str:
@@ -305,25 +278,11 @@ def _quiet_leader_changes(a: dict[str, Any]) -> str:
             f"{a['limit']}).")
 
 
-def _two_voter_changes(a: dict[str, Any]) -> str:
-    return (f"{_node(a)} started a voter change ({a['change']} {a['voter']} at offset "
-            f"{a['offset']}) while another was in flight (offset "
-            f"{a['in_flight']['offset']}).")
 
 
-def _resigned_adding_voter(a: dict[str, Any]) -> str:
-    return (f"{_node(a)} resigned as leader at {a['resigned_s']} s while adding voter "
-            f"{a['voter']} (offset {a['offset']}, started at {a['added_s']} s).")
 
 
-def _voter_change_incomplete(a: dict[str, Any]) -> str:
-    return (f"{_node(a)}'s voter change ({a['change']} {a['voter']} at offset "
-            f"{a['offset']}) did not finish within {a['bound_s']} s.")
 
-
-def _voter_changes_out_of_order(a: dict[str, Any]) -> str:
-    return (f"{_node(a)} applied the voter set at offset {a['offset']} while the one at "
-            f"offset {a['in_force']} was already in force.")
 
 
 
@@ -423,7 +382,6 @@ SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {
     "truncated-list": _truncated_list,
     # elections
     "multiple-leaders": _multiple_leaders,
-    "epoch-regression": _epoch_regression,
     # durability
     "lost-write": _lost_write,
     "phantom-read": _read_of("phantom-read"),
@@ -434,22 +392,6 @@ SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {
     "offset-conflict": _offset_conflict,
     "read-out-of-order": _read_out_of_order,
     "read-went-backwards": _read_went_backwards,
-    # invariants
-    "double-vote": _double_vote,
-    "vote-forgotten": _vote_forgotten,
-    "follows-other-cluster": _other_cluster("followed leader"),
-    "votes-for-other-cluster": _other_cluster("voted for"),
-    "vote-after-state-loss": _vote_after_state_loss,
-    "stranded-leader": _stranded_leader,
-    "epoch-raised-while-cut-off": _epoch_raised_while_cut_off,
-    "follows-itself": _follows_itself,
-    "resigned-leader-stayed-in-epoch": _resigned_stayed,
-    "pre-vote-from-fetching-follower": _pre_vote_from_fetching,
-    # membership
-    "two-voter-changes-in-flight": _two_voter_changes,
-    "leader-resigned-adding-voter": _resigned_adding_voter,
-    "voter-change-incomplete": _voter_change_incomplete,
-    "voter-changes-out-of-order": _voter_changes_out_of_order,
     # node-state, node-logs
     "divergent-state": _divergent_state,
     "divergent-list": _divergent_list,

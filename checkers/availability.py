@@ -60,7 +60,7 @@ from checkers.faults import CUT, DEGRADED, DOWN, OTHER_CLUSTER, VOTERS, healed_b
 from checkers.history import NEMESIS, Op, client_ops, collector_paused, noop_reason, pair_ops
 from checkers.impairment import Impairment, timeline
 from checkers.verdict import Verdict, verdict
-from nodes.raft.events import ROLE, START
+from nodes.events import ROLE, START
 
 DEFAULTS = {"gap_s": 2.0, "settle_s": 5.0}
 DERIVED_GRACE_S = 2.0

@@ -11,6 +11,7 @@ from typing import Any
 
 from checkers.rundir import Run
 from checkers.verdict import Verdict
+from nodes.events import VoteLoss
 
 Options = Mapping[str, Any]
 # What a checker may need from the nodes besides the history (run.json
@@ -59,3 +60,8 @@ class Contributed:
 
     checker: Checker
     every_run: bool = False
+    # The lines of its system's vocabulary by which a voter says it may not
+    # vote (divergence's convergence excuse, nodes.events.VoteLoss).
+    vote_loss: tuple[VoteLoss, ...] = ()
+    # Its anomaly kinds in one sentence each (checkers.anomaly_text), by type.
+    sentences: Mapping[str, Callable[[dict[str, Any]], str]] = field(default_factory=dict)

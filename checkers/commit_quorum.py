@@ -3,7 +3,7 @@
 A leader's high watermark H (its `hw` line in the epoch it leads) says a
 quorum of its voters held offsets [0, H) durably at that moment. A node that
 held an offset durably once it was committed never drops it afterwards: no
-later leader lacks a committed entry (Raft's leader completeness), so no
+later leader lacks a committed entry (leader completeness), so no
 later diverging-epoch truncation cuts it, and a crash keeps what was flushed.
 So a node that, any time after the claim, cuts its log back to an end at or
 below H - 1 because its entries there diverge from a leader's did not hold
@@ -27,7 +27,7 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from typing import Any
 
-from nodes.raft.events import HW, ROLE, START, TRUNCATE, VOTERS
+from nodes.events import HW, ROLE, START, TRUNCATE, VOTERS
 
 DIVERGING = "diverging-epoch"
 LEADER = "Leader"

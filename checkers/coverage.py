@@ -33,7 +33,7 @@ from checkers.history import NEMESIS, Op, noop_reason, pair_ops
 from checkers.impairment import HEALS, Impairment, Segment
 from checkers.impairment import _cut as op_cut
 from checkers.impairment import _nodes as op_nodes
-from nodes.raft.events import ROLE
+from nodes.events import ROLE
 
 NS = 1_000_000_000
 

@@ -1,4 +1,4 @@
-"""Divergence: do the replicas' logs agree where Raft says they must?
+"""Divergence: do the replicas' logs agree where the protocol says they must?
 
 Three rules over the end-of-run log dumps (and the node event lines, when given,
 because a dump only shows the end state):
@@ -30,7 +30,7 @@ from typing import Any
 from checkers import commit_quorum
 from checkers.history import collector_paused
 from checkers.verdict import Verdict, verdict
-from nodes.raft.events import DATA_LOSS, HW, ROLE, START, TRUNCATE, VOTERS, VOTES_AGAIN
+from nodes.events import HW, ROLE, START, TRUNCATE, VOTERS, VoteLoss
 
 Entry = dict[str, Any]
 Log = dict[int, Entry]
@@ -42,18 +42,21 @@ MAX_ANOMALIES_PER_RULE = 100
 
 @collector_paused()   # millions of small acyclic objects: its passes free nothing
 def check(dumps: dict[str, dict], events: dict[str, list[dict]] | None = None,
-          facts_of: FactsOf | None = None, convergence: dict | None = None) -> Verdict:
+          facts_of: FactsOf | None = None, convergence: dict | None = None,
+          vote_loss: tuple[VoteLoss, ...] = ()) -> Verdict:
     """`facts_of` may read the logs range by range elsewhere (`checkers.spark`);
     by default they are read here, as one range. `convergence`: run.json's
-    record of the wait for the nodes to converge, if the run made one."""
+    record of the wait for the nodes to converge, if the run made one.
+    `vote_loss`: the lines by which the systems' voters say they may not vote
+    (their own vocabularies', brought with their checkers)."""
     logs = {name: entries_by_offset(dump) for name, dump in sorted(dumps.items())}
     return judge(dumps, facts_of(logs) if facts_of else [range_facts(logs)], events,
-                 convergence)
+                 convergence, vote_loss)
 
 
 def judge(dumps: dict[str, dict], parts: list[Facts],
           events: dict[str, list[dict]] | None = None,
-          convergence: dict | None = None) -> Verdict:
+          convergence: dict | None = None, vote_loss: tuple[VoteLoss, ...] = ()) -> Verdict:
     """The verdict from the `range_facts` of consecutive offset ranges, in
     offset order, covering every entry once. Of the dumps only the headers
     (watermarks, log start and end, epoch checkpoints) are read here."""
@@ -73,7 +76,7 @@ def judge(dumps: dict[str, dict], parts: list[Facts],
     unconverged = _unconverged(f, committed)
     converge_anomalies, converge_stats = _convergence(
         convergence, unconverged, {n: _log_end(dumps[n], f.present[n]) for n in names},
-        committed, no_voting_quorum(events or {}))
+        committed, no_voting_quorum(events or {}, vote_loss))
     anomalies += _cap(converge_anomalies)
 
     stats = {
@@ -292,7 +295,7 @@ def _mismatches(f: _Merged, committed: dict[str, int]) -> list[dict[str, Any]]:
         for o, side_a, side_b in differ:
             # Committed on both sides and different: log matching is broken.
             # Committed on one side only is a follower that has not fetched
-            # since the leader moved on; raft truncates such a tail on the
+            # since the leader moved on; the protocol truncates such a tail on the
             # next fetch, so it is `unconverged` (see _unconverged), not unsafe.
             if o < committed[a] and o < committed[b]:
                 why_by_offset[o] = "committed"
@@ -335,11 +338,12 @@ def _unconverged(f: _Merged, committed: dict[str, int]) -> list[dict[str, Any]]:
     return out[:20]
 
 
-def no_voting_quorum(events: dict[str, list[dict]]) -> dict[str, Any] | None:
+def no_voting_quorum(events: dict[str, list[dict]], vote_loss: tuple[VoteLoss, ...] = ()
+                     ) -> dict[str, Any] | None:
     """Why no leader could be elected at the end of the run, if none could:
     a voter whose quorum state a fault destroyed neither votes nor canvasses
-    until it has caught up with a leader (KIP-996, "Disk failure": its
-    `data_loss` line, until its `votes_again` line). A leader needs a majority
+    until it has caught up with a leader (KIP-996, "Disk failure": the lines
+    of `vote_loss`, its system's vocabulary, say when). A leader needs a majority
     of the voter set it has in force itself; if, for every node that may still
     canvass, those voters leave no majority of its set, the cluster cannot
     elect anyone, and cannot converge, however correct. None when some node
@@ -349,9 +353,9 @@ def no_voting_quorum(events: dict[str, list[dict]]) -> dict[str, Any] | None:
     for node, evs in events.items():
         for ev in evs:
             kind = ev.get("event")
-            if kind == DATA_LOSS.name and ev.get("what") == "quorum-state-missing":
+            if any(kind == v.lost.name and ev.get("what") == v.what for v in vote_loss):
                 voteless[node] = ev
-            elif kind == VOTES_AGAIN.name:
+            elif any(kind == v.regained.name for v in vote_loss):
                 voteless.pop(node, None)
             elif kind == START.name or (kind == VOTERS.name and ev.get("state") != "committed"):
                 voters = ev.get("voters")

@@ -1,13 +1,10 @@
-"""Elections: Raft's election safety, from the nodes' event lines.
+"""Elections: election safety (one leader per epoch), from the nodes' event lines.
 
 - `multiple-leaders`: more than one leader named for one epoch, whether by the
   leaders themselves (role Leader) or by followers (the `leader` they report).
-- `epoch-regression`: a node's epoch went down without the node reporting a
-  `data_loss` in between or in the same incarnation. A restart (`start`) alone
-  does not excuse it: the epoch lives in the quorum-state file, which must
-  survive restarts. A node re-formatted for another cluster (a `start` line
-  with another `cluster_id`) is another node of another quorum: its epochs
-  are compared with its own in that cluster only.
+
+A node's epoch going down is judged by a system's own checker: only the
+system knows which of its lines say a node lost its state.
 """
 
 from __future__ import annotations
@@ -16,11 +13,11 @@ from collections import defaultdict
 from typing import Any
 
 from checkers.verdict import Verdict, verdict
-from nodes.raft.events import DATA_LOSS, ROLE, START
+from nodes.events import ROLE
 
 
 def check(events: dict[str, list[dict]]) -> Verdict:
-    anomalies = _multiple_leaders(events) + _epoch_regressions(events)
+    anomalies = _multiple_leaders(events)
     elections = leader_elections(events)
     stats = {
         "nodes": sorted(events),
@@ -28,8 +25,6 @@ def check(events: dict[str, list[dict]]) -> Verdict:
         "leaders_by_epoch": {str(e["epoch"]): e["node"] for e in elections},
         "max_epoch": {node: max(_epochs(evs), default=None) for node, evs in
                       sorted(events.items())},
-        "data_loss_events": sum(1 for evs in events.values() for ev in evs
-                                if ev.get("event") == DATA_LOSS.name),
     }
     if anomalies:
         return verdict(False, anomalies, stats)
@@ -80,51 +75,3 @@ def _multiple_leaders(events: dict[str, list[dict]]) -> list[dict[str, Any]]:
             anomalies.append({"type": "multiple-leaders", "epoch": epoch,
                               "leaders": leaders, "claims": shown})
     return anomalies
-
-
-def _epoch_regressions(events: dict[str, list[dict]]) -> list[dict[str, Any]]:
-    anomalies = []
-    for node, evs in sorted(events.items()):
-        incarnation = 0
-        lossy_incarnations = set()
-        for ev in evs:
-            if ev.get("event") == START.name:
-                incarnation += 1
-            elif ev.get("event") == DATA_LOSS.name:
-                lossy_incarnations.add(incarnation)
-        # A node may report its lost quorum state just before or just after
-        # its start line: either way that incarnation is excused.
-        incarnation = 0
-        last_in: dict[Any, dict] = {}     # cluster id -> its last line with an epoch
-        cluster = None
-        last: dict | None = None
-        last_incarnation = 0
-        loss_since_last = False
-        for ev in evs:
-            kind = ev.get("event")
-            if kind == START.name:
-                incarnation += 1
-                if ev.get("cluster_id") != cluster:
-                    if last is not None:
-                        last_in[cluster] = last
-                    cluster = ev.get("cluster_id")
-                    last = last_in.get(cluster)
-            if kind == DATA_LOSS.name:
-                loss_since_last = True
-                continue
-            if type(ev.get("epoch")) is not int:
-                continue
-            if last is not None and ev["epoch"] < last["epoch"]:
-                excused = loss_since_last or incarnation in lossy_incarnations
-                if not excused:
-                    anomalies.append({
-                        "type": "epoch-regression", "node": node,
-                        "from_epoch": last["epoch"], "to_epoch": ev["epoch"],
-                        "before": last, "after": ev,
-                        "restarted_between": incarnation != last_incarnation,
-                    })
-            last = ev
-            last_incarnation = incarnation
-            loss_since_last = False
-    return anomalies
-

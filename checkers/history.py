@@ -29,7 +29,7 @@ NEMESIS = "nemesis"
 # a partition shape cutting no link, a kill of nodes already down. The history
 # and the executed schedule record it; nothing may count it as a fault.
 NOOP = "noop"
-# What an acknowledgement promised (the Redpanda raft recovery RFC's
+# What an acknowledgement promised (Redpanda's recovery RFC's
 # consistency levels): "quorum" - on a majority's disks; "leader" - appended
 # by the leader only; "none" - sent. Only a quorum ack may never be lost; an
 # ok completion without a level is a quorum ack.

@@ -21,13 +21,24 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkers.faults import DISK, FAULT_OPS, KILL, LINKS, NODES, NODES_DURING_OP, NOTHING, REFORMAT
+from checkers.faults import (
+    DISK,
+    FAULT_OPS,
+    KILL,
+    LINKS,
+    NODES,
+    NODES_DURING_OP,
+    NOTHING,
+    OTHER_CLUSTER,
+)
 from checkers.history import NEMESIS, Op, noop_reason, pair_ops
 
 # The f of every op that heals a known fault.
 HEALS = {op.heal_f for op in FAULT_OPS.values()}
-# The heals that start the processes of the nodes they name.
-STARTS_NODES = {KILL.heal_f, REFORMAT.heal_f, DISK.heal_f}
+# The heals that start the processes of the nodes they name: a kill's, a
+# faulty disk's, and whatever puts a node back into its own cluster.
+STARTS_NODES = {KILL.heal_f, DISK.heal_f} | {
+    op.heal_f for op in FAULT_OPS.values() if op.effect == OTHER_CLUSTER}
 
 
 @dataclass

@@ -16,7 +16,8 @@ from typing import Any
 OK, REFUSED, ERROR, INFO = "ok", "refused", "error", "info"
 OUTCOMES = (OK, REFUSED, ERROR, INFO)
 # Errors a system gives when the op reached the data and its condition was
-# false: the spellings of the raft node, etcd's client and Jepsen histories.
+# false: the spellings of the bundled store's node, etcd's client and Jepsen
+# histories.
 REFUSAL_ERRORS = frozenset({"cas_mismatch", "cas-mismatch", "mismatch", "type_mismatch"})
 # A cas that failed with no error at all: Jepsen's way of saying the compare was false.
 SILENT_REFUSALS = frozenset({"cas"})

@@ -37,6 +37,7 @@ from checkers.plugins import contributions
 from checkers.rundir import Run, load_dumps, load_events, load_json, load_run
 from checkers.verdict import Validity, Verdict, combine, merge, verdict
 from checkers.verdict_store import history_digest, write_verdicts
+from nodes.events import VoteLoss
 
 # checker name -> its options, in the order the checkers judge.
 Plan = dict[str, dict[str, Any]]
@@ -99,7 +100,7 @@ def _divergence(r: Run, options: Options) -> Verdict:
     if not r.dumps:
         return verdict("unknown", stats={"reason": "no node log dumps in the run"})
     return divergence.check(r.dumps, r.events or None, convergence=r.run.get("convergence"),
-                            **options)
+                            vote_loss=VOTE_LOSS, **options)
 
 
 def _elections(r: Run, options: Options) -> Verdict:
@@ -213,21 +214,28 @@ CLUSTER_CHECKERS: tuple[Checker, ...] = (ELECTIONS, DIVERGENCE, AVAILABILITY, NO
                                          NODE_LOGS_CHECKER, NODE_EXITS_CHECKER)
 
 # The entry-point group through which a system or a plug-in adds checkers
-# (the raft store's own among them, pyproject.toml): each entry point names a
+# (the bundled systems' own among them, pyproject.toml): each entry point names a
 # `Contributed` (or an iterable of them).
 GROUP = "faultline.checkers"
+# What the systems' vocabularies say about voters that may not vote (their
+# contributions', for divergence).
+VOTE_LOSS: tuple[VoteLoss, ...] = ()
+# The anomaly sentences the contributions bring (checkers.anomaly_text reads them).
+SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {}
 
 
 def _register_checker(contributed: Contributed) -> None:
     """Add a checker (a `checkers.checker.Contributed`); its name must be new.
     Only while the registry loads: the tables derived from it are read then."""
-    global CLUSTER_CHECKERS
+    global CLUSTER_CHECKERS, VOTE_LOSS
     name = contributed.checker.name
     if name in CHECKS:
         raise ValueError(f"checker {name!r} is registered twice")
     CHECKS[name] = contributed.checker
     if contributed.every_run:
         CLUSTER_CHECKERS = (*CLUSTER_CHECKERS, contributed.checker)
+    VOTE_LOSS = (*VOTE_LOSS, *contributed.vote_loss)
+    SENTENCES.update(contributed.sentences)
 
 
 def _load_entry_points() -> None:

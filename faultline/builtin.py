@@ -8,6 +8,7 @@ from nodes.etcd.db import EtcdDB
 from nodes.raft import bugs
 from nodes.raft import db as raft_db
 from nodes.raft.db import RaftDB
+from nodes.raft.events import EVENT_KINDS as RAFT_EVENT_KINDS
 from workloads.clients.etcd import EtcdClient
 from workloads.clients.raft import RaftClient
 
@@ -27,6 +28,7 @@ RAFT = System(
     check_bugs=_check_raft_bugs,
     description="faultline's KRaft-style store (nodes/raft), with bug switches",
     timers=raft_db.timers,
+    events=RAFT_EVENT_KINDS,
 )
 
 ETCD = System(

@@ -24,6 +24,7 @@ from typing import Any, Protocol, cast
 from checkers.datatypes import LISTS, LOGS, REGISTER_TXNS, REGISTERS
 from checkers.history import Op
 from nodes.db import DB, GENERIC_TIMERS, NodeSpec, NodeState, Timers
+from nodes.events import EventKind
 from nodes.log_patterns import (
     GO_BENIGN_LINES,
     GO_FAILURE_LINES,
@@ -83,6 +84,8 @@ class System:
     timers: the system's failover and recovery bounds from a run's node
         options (`nodes.db.Timers`); availability and convergence judge by
         them. Default: generic, slow bounds.
+    events: the kinds of event line its nodes write (its vocabulary, built on
+        nodes.events), which docs/contracts.md lists; none by default.
     """
 
     name: str
@@ -93,6 +96,7 @@ class System:
     check_bugs: Callable[[list[str]], None] | None = None
     description: str = ""
     timers: Callable[[Mapping[str, Any]], Timers] = lambda options: GENERIC_TIMERS
+    events: tuple[EventKind, ...] = ()
 
     @property
     def workloads(self) -> list[str]:

@@ -214,7 +214,7 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
 
 
 # The entry-point group through which a system or a plug-in adds faults (the
-# raft store's own among them, pyproject.toml): each entry point names a
+# bundled systems' own among them, pyproject.toml): each entry point names a
 # FaultKind or an iterable of them.
 GROUP = "faultline.faults"
 

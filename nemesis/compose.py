@@ -67,13 +67,13 @@ from checkers.faults import (
     PACKET,
     PARTITION,
     PAUSE,
-    POWER_CUT_AFTER_COMMIT,
     STALE_QUORUM,
     FaultOp,
 )
 from nemesis.fault import ClusterControl, FaultContext
 from nemesis.observe import EventTail, event_tail, latest_leader
 from nemesis.partition import both_ways, isolate
+from nodes.raft.fault_rows import POWER_CUT_AFTER_COMMIT
 
 # How long a step waits for an election (the adapter's leader to change):
 # far longer than any election timeout we run (0.5-1 s raft, 1 s etcd).

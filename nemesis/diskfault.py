@@ -305,7 +305,7 @@ def disk_fault(ctx: FaultContext) -> Any:
     parsed = parse_variant(ctx.variant)
     if parsed.files == STATE and not isinstance(ctx.db, StateFiles):
         raise ValueError("files=state needs a system that names its nodes' state files "
-                         "(raft: quorum-state); this one names none")
+                         "(e.g. an epoch and vote file); this one names none")
     if parsed.mode == TRUNCATE_MODE:
         return DiskTruncate(ctx.db)
     if parsed.at_rest:

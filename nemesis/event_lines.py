@@ -1,7 +1,7 @@
 """Tailing the nodes' JSON event lines (`{"event": ...}` on a node's stdout)
 as they are written: what a trigger fault watches and the adaptive schedule
 observes. Generic: any system whose nodes leave `events` may be watched; what
-a line means is the system's (its own vocabulary, e.g. nodes.raft.events)."""
+a line means is the system's (its own vocabulary, declared in its package)."""
 
 from __future__ import annotations
 

@@ -124,7 +124,7 @@ class FaultKind:
     instant: injecting it also heals it (the schedule plans no heal).
     needs_lazyfs: the nodes' data dirs must be LazyFS mounts (made before they start).
     fires_on_events: armed by the schedule, fired by node event lines (the
-        system's own triggers, e.g. nodes.raft.faults.triggers).
+        system's own triggers, declared in its package).
     planner: what an inject will do (its params), from the event's rng, the
         node names and the variant; pure, so the schedule shows and replays it.
     host: what the harness must prepare around the nodes before they start

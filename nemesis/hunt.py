@@ -29,8 +29,8 @@ from typing import Any
 UNTRIED_WEIGHT = 2.0
 # A kind none of whose moves was tried yet (nor, in a campaign, reached by an
 # earlier run) outweighs the tried kinds again by this much: in a 60 s run of
-# some ten moves among twenty kinds, the rare kinds (membership, lose-state,
-# reformat) would otherwise wait behind the compositions' repeats, and a bug
+# some ten moves among twenty kinds, the rare kinds (membership, a system's
+# state-loss faults) would otherwise wait behind the compositions' repeats, and a bug
 # that needs one is never met (docs/hunt-nemesis.md: two switches missed in
 # every run because their kind was never drawn).
 UNREACHED_KIND_BOOST = 8.0

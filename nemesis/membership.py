@@ -29,12 +29,13 @@ leader lost for nothing (`availability`'s `leader-change-while-healthy`).
 The node stays up as an observer while removed, so re-adding it is the
 operator's path: AddRaftVoter of a caught-up observer, answered at commit.
 The change goes through the DB adapter's `change_voters(cluster, change,
-node)`, which the raft adapter sends to the leader's client port; a system
+node)`, which an adapter sends to its system's leader; a system
 without it cannot run this fault. A system whose removed members leave
 (`members_leave_when_removed`: etcd, whose member API its own robustness
 tests drive the same way) has the node stopped after its removal, and
 started after it is added back (the adapter empties its data dir: it joins
-as a new member). `auto-join` needs the raft node option.
+as a new member). `auto-join` needs a system whose
+adapter offers the `auto_join` node option.
 """
 
 from __future__ import annotations
@@ -222,7 +223,7 @@ def _change(cluster: ClusterControl, change: str, node: str) -> dict[str, Any]:
 
 
 # The node option a db adapter must offer for `auto-join` (the node asks to
-# rejoin by itself; raft's KIP-1186 switch).
+# rejoin by itself; KIP-1186's switch).
 AUTO_JOIN_OPTION = "auto_join"
 
 

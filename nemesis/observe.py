@@ -15,7 +15,7 @@ from typing import Any
 
 from nemesis.fault import ClusterControl
 from nodes.db import DB
-from nodes.raft.events import HW, ROLE, START, TRUNCATE
+from nodes.events import HW, ROLE, START, TRUNCATE
 
 LEADER_ROLE = "Leader"
 

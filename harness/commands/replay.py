@@ -40,8 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--parallel", type=int, default=1, metavar="K",
                    help="with --count: replays at once (default 1)")
     p.add_argument("--live-triggers", action="store_true",
-                   help="replay with the trigger faults (those fired by a node's event "
-                        "lines) armed again, firing at their own moment, "
+                   help="replay with the trigger faults (those a system fires on its own event "
+                        "lines, e.g. a power cut after a commit) armed again, firing at their "
+                        "own moment, "
                         "instead of what they fired re-executed at its recorded time")
     p.add_argument("--yes", action="store_true",
                    help="replay without asking: the run dir's system and options are trusted "

@@ -49,7 +49,7 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--op-timeout", type=float, default=d.op_timeout)
     p.add_argument("--node-choice", default=d.node_choice, help="random or sticky")
     p.add_argument("--bug", action="append", default=[], dest="bugs",
-                   help="raft bug switch to turn on (repeatable)")
+                   help="the system's bug switch to turn on (repeatable; docs/bug-switches.md)")
     p.add_argument("--node-option", action="append", default=[], metavar="K=V",
                    help="node option, e.g. tick_ms=20 (repeatable; V parsed as JSON if it can be)")
     p.add_argument("--client-option", action="append", default=[], metavar="K=V",

@@ -1,5 +1,5 @@
-"""docs/contracts.md's tables, made from the code's own: the raft node's event
-kinds (nodes.raft.events), the workloads' op values and options
+"""docs/contracts.md's tables, made from the code's own: the event kinds the
+built-in systems declare (`System.events`), the workloads' op values and options
 (workloads.registry), the options every client may read and the built-in
 clients' own, the faults' rows (checkers.faults, nemesis.base.FAULTS) and the
 adapter abilities (nodes.abilities). The prose around them is written by hand;
@@ -25,7 +25,6 @@ from checkers.faults import FAULT_OPS
 from faultline.builtin import SYSTEMS
 from nemesis.base import FAULTS
 from nodes.abilities import ABILITIES
-from nodes.raft.events import EVENT_KINDS
 from workloads.clients.outcome import CLIENT_OPTIONS
 from workloads.registry import WORKLOADS
 
@@ -52,8 +51,9 @@ def _prose(doc: str | None) -> str:
 
 
 def event_kinds() -> str:
+    kinds = {k.name: k for system in SYSTEMS for k in system.events}
     return _table(("event", "fields", "when"),
-                  [(f"`{k.name}`", _code(k.fields), k.meaning) for k in EVENT_KINDS])
+                  [(f"`{k.name}`", _code(k.fields), k.meaning) for k in kinds.values()])
 
 
 def workload_values() -> str:

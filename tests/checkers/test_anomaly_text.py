@@ -13,11 +13,15 @@ from pathlib import Path
 import pytest
 
 from checkers.anomaly_text import FIRST, MAX_CHARS, SENTENCES, generic, sentence, sentences
+from checkers.registry import SENTENCES as CONTRIBUTED
 from harness.campaign.report import summarize, summary_text
 from harness.cli import main
 from tests.harness.test_gate_cli import run_dir
 
 REPO = Path(__file__).resolve().parents[2]
+# The core's sentences and those the systems bring with their checkers (the
+# raft store's: nodes/raft/checkers/sentences.py).
+ALL_SENTENCES = {**SENTENCES, **CONTRIBUTED}
 
 # A durability verdict as a buggy run writes it: long values and op refs, the
 # shape that was shown as `{"type": "lost-write", "value": 1234, "key": ...` cut
@@ -127,14 +131,20 @@ def test_every_kind_a_checker_reports_reads_as_a_sentence():
     kinds = reported_kinds()
     assert {"lost-write", "double-vote", "nonlinearizable", "G1a"} <= set(kinds)
     missing = sorted(k for k, explained in kinds.items()
-                     if not explained and k not in SENTENCES)
+                     if not explained and k not in ALL_SENTENCES)
     assert missing == []
 
 
-@pytest.mark.parametrize("kind", sorted(SENTENCES))
+@pytest.mark.parametrize("kind", sorted(ALL_SENTENCES))
 def test_every_registered_kind_survives_a_bare_anomaly(kind):
     """A foreign or old anomaly of a known kind with none of its fields still
     reads as a sentence, not a traceback."""
     text = sentence({"type": kind})
     assert text.endswith(".") and not looks_like_json(text)
     assert generic({"type": kind}).startswith(("A ", "An "))
+
+
+def test_a_system_brings_the_sentences_of_its_own_kinds():
+    assert "double-vote" not in SENTENCES and "double-vote" in CONTRIBUTED
+    text = sentence({"type": "double-vote", "node": "n1", "epoch": 3, "candidates": ["n2", "n3"]})
+    assert text == "Node n1 voted twice in epoch 3, for n2 and n3."

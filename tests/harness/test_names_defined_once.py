@@ -11,6 +11,7 @@ are another thing spelled the same, each with why."""
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import sys
 from collections import defaultdict
@@ -26,7 +27,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("checkers/models.py", "kv"): "a linearizability model, not the workload",
     ("checkers/models.py", "etcd"): "a register model's flavour: etcd's cas semantics",
     ("checkers/divergence.py", "divergence"): "the anomaly type the checker reports",
-    ("nodes/raft/events.py", "truncate"): "the raft node's `truncate` event line, defined there",
+    ("nodes/events.py", "truncate"): "the `truncate` event line, defined there",
     ("nodes/raft/requests.py", "log"): "the client protocol's `log` field",
     ("nodes/raft/storage.py", "log"): "the node's log directory",
     ("nemesis/cgroups.py", "cpu"): "the kernel's cpu cgroup controller",
@@ -74,8 +75,14 @@ def definitions() -> dict[str, set[str]]:
         candidates[system.name].add(_path(inspect.getsourcefile(system.db)))
     for name, module in WORKLOADS.items():
         candidates[name].add(_path(module.__file__))
+    # A fault's row is the core's (checkers.faults) or a system's, added through
+    # the fault-rows entry points (the raft store's: nodes.raft.fault_rows).
+    from checkers.plugins import entry_points
+    row_modules = [checkers.faults.__file__] + [
+        importlib.import_module(ep.module).__file__
+        for ep in entry_points(checkers.faults.ROWS_GROUP)]
     for name in FAULTS:
-        candidates[name].add(_path(checkers.faults.__file__))
+        candidates[name].update(_path(m) for m in row_modules)
     for name, checker in CHECKS.items():
         # The registry's own, or where a system or plug-in defines the ones it adds.
         candidates[name].add(_path(inspect.getsourcefile(checker.fn)))

@@ -21,7 +21,7 @@ pytestmark = [
 
 # etcd writes neither our node event lines nor a log dump (see
 # nodes/etcd/db.py), so the checkers that read them are skipped, with a reason.
-NEEDS_NODE_FILES = {"divergence", "elections", "durability", "invariants"}
+NEEDS_NODE_FILES = {"divergence", "elections", "durability", "invariants", "durable-epochs"}
 
 
 def run(tmp_path, *args):

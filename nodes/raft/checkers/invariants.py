@@ -68,7 +68,7 @@ import itertools
 from collections import defaultdict
 from typing import Any
 
-from checkers.faults import CUT, DOWN, KILL, LOSE_STATE, RESTART, healed_by, named
+from checkers.faults import CUT, DOWN, KILL, RESTART, healed_by, named
 from checkers.history import NEMESIS, Op, pair_ops
 from checkers.verdict import Verdict, verdict
 from nodes.raft.checkers.membership import (
@@ -78,6 +78,7 @@ from nodes.raft.checkers.membership import (
     resigned_adding_voter,
 )
 from nodes.raft.events import DATA_LOSS, PRE_VOTE, ROLE, START, VOTE, VOTERS
+from nodes.raft.fault_rows import LOSE_STATE
 
 NS = 1_000_000_000
 MS = 1_000_000

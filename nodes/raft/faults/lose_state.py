@@ -7,9 +7,9 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from checkers.faults import LOSE_STATE
 from nemesis.fault import ClusterControl
 from nodes.abilities import StateFiles
+from nodes.raft.fault_rows import LOSE_STATE
 
 
 class LoseStateFault:

@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from checkers.faults import REFORMAT
 from checkers.history import NOOP
 from nemesis.fault import ClusterControl, FaultContext
 from nodes.abilities import Reformat
+from nodes.raft.fault_rows import REFORMAT
 
 HEAL_F = REFORMAT.heal_f
 # Inside the data dir, so the move is a rename on the same file system (the

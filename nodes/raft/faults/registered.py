@@ -8,20 +8,20 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from checkers.faults import (
+from checkers.faults import FaultOp
+from nemesis.fault import Fault, FaultContext, FaultFactory, FaultKind
+from nodes.raft.fault_rows import (
     FAST_FAILOVER,
     KILL_AFTER_VOTE,
     LOSE_STATE,
     POWER_CUT_AFTER_COMMIT,
     POWER_CUT_AFTER_VOTE,
     REFORMAT,
-    FaultOp,
 )
-from nemesis.fault import Fault, FaultContext, FaultFactory, FaultKind
 
 
 def _kind(op: FaultOp, factory: FaultFactory, help: str, **metadata: Any) -> FaultKind:
-    """Its name and heal op are its row of checkers.faults."""
+    """Its name and heal op are its row (nodes.raft.fault_rows)."""
     return FaultKind(op.name, factory, help, op.heal_f, **metadata)
 
 

@@ -50,21 +50,19 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from checkers.faults import (
-    FAST_FAILOVER,
-    KILL,
-    KILL_AFTER_VOTE,
-    LOSE_UNSYNCED,
-    PARTITION,
-    POWER_CUT_AFTER_COMMIT,
-    POWER_CUT_AFTER_VOTE,
-)
+from checkers.faults import KILL, LOSE_UNSYNCED, PARTITION
 from nemesis.event_lines import Watcher, node_log_paths
 from nemesis.fault import ClusterControl, FaultContext
 from nemesis.lazyfs import kill_powered_off
 from nemesis.partition import isolate
 from nodes.abilities import LogGrowth, NodeStatus
 from nodes.raft.events import ACK, ROLE, START, VOTE
+from nodes.raft.fault_rows import (
+    FAST_FAILOVER,
+    KILL_AFTER_VOTE,
+    POWER_CUT_AFTER_COMMIT,
+    POWER_CUT_AFTER_VOTE,
+)
 
 DEFAULT_FSYNC_DELAY_MS = 50
 # power-cut-after-commit waits for the ack of a write younger than this share

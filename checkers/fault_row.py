@@ -1,0 +1,44 @@
+"""The shape of a fault row (name, heal op, effect, what it takes) and the
+words it is made of: a vocabulary, importing nothing, so a system's own rows
+(in its own vocabulary) are written in it without importing the checkers,
+and the checkers' table (checkers.faults) is built of the core's rows and
+theirs (the `faultline.fault_rows` entry points)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# What a fault does while in force.
+DOWN = "down"        # its nodes are stopped until its heal
+CUT = "cut"          # links between nodes are cut until its heal (op value: `cut` pairs)
+VOTERS = "voters"    # voters are removed until its heal
+OTHER_CLUSTER = "other-cluster"  # its node is formatted for another cluster until its heal
+RESTART = "restart"  # kills its nodes and starts them again; counted down while its op runs
+# Its nodes run on a faulty disk, slowed or with a wrong clock, or its links
+# lose, delay, duplicate or slow packets (op value: `links`), until its heal.
+DEGRADED = "degraded"
+ARMED = "armed"      # a trigger: what it sets off is recorded as another fault's op
+
+# What a fault takes away from the cluster, as availability and convergence
+# judge it: a correct cluster may stop serving, or change leader, only when
+# a fault took away the leader or a quorum of voters (checkers.impairment).
+NODES = "nodes"                # its op value's nodes, from its inject until its heal names them
+NODES_DURING_OP = "nodes-during-op"  # its nodes, while its own op runs (killed, restarted)
+LINKS = "links"                # its op value's `cut` pairs (from, to), until its heal
+NOTHING = "nothing"            # itself nothing: what it sets off is recorded as its own op
+# A fault without a row (a plug-in's) may take anything: the whole cluster,
+# while its op runs and until a heal whose f no known fault uses.
+ANYTHING = "anything"
+
+
+@dataclass(frozen=True)
+class FaultOp:
+    name: str
+    heal_f: str
+    effect: str
+    takes: str = ANYTHING
+
+    @property
+    def lasting(self) -> bool:
+        """In force from its inject until its heal op, not just while its own op runs."""
+        return self.effect in (DOWN, CUT, VOTERS, OTHER_CLUSTER, DEGRADED)
