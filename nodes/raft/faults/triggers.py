@@ -236,17 +236,19 @@ class PowerCut(TriggerFault):
         # is the fsync delay. lose-unsynced freezes and kills again (no-ops)
         # and rolls back; a replay, with no watcher, freezes and kills at
         # that inject.
-        if self.KILLS_AT_ONCE:
-            kill_powered_off(self.cluster, params["nodes"], self.mounts)
-        else:
-            for name in params["nodes"]:
-                self.mounts[name].freeze()
+        # Frozen first and timed then: the power is off from here on, and
+        # kill_powered_off's wait for the SIGKILLs (RELEASE_AFTER_S) is not
+        # part of the window (its own freeze is a no-op on a frozen mount).
+        for name in params["nodes"]:
+            self.mounts[name].freeze()
         after = params["after"]
         if type(after.get("t")) is int:
             after["frozen_after_ms"] = round((time.monotonic_ns() - after["t"]) / 1e6, 3)
             left = self.window_left_ms(after)
             if left is not None:
                 after["dirty_left_ms"] = round(left, 3)
+        if self.KILLS_AT_ONCE:
+            kill_powered_off(self.cluster, params["nodes"], self.mounts)
 
     def window_left_ms(self, after: dict[str, Any]) -> float | None:
         """How much of the bug's window was left when the power went off (not
