@@ -45,10 +45,11 @@ def test_a_restart_forgets_what_was_pending():
 def test_the_core_event_lines_of_the_switch_are_flagged_and_the_correct_ones_not():
     # The two-voter-changes simulation from tests/raft/test_raft_bugs.py, judged
     # from its event lines as a real run's would be.
+    from nodes.raft.bugs import TWO_VOTER_CHANGES
     from tests.raft.test_raft_bugs import two_adds_across_a_partition
 
     def lines(on: bool) -> dict[str, list[dict]]:
-        sim, _ = two_adds_across_a_partition(on)
+        sim, _ = two_adds_across_a_partition(*([TWO_VOTER_CHANGES] if on else []))
         by_node: dict[str, list[dict]] = {}
         for _, node, event in sim.events:
             by_node.setdefault(node, []).append(event)

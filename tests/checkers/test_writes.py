@@ -81,3 +81,24 @@ def test_durability_and_node_state_judge_by_the_same_writes(data: str) -> None:
         states = {"n1": {"position": 1, "digest": "d", "keys": []}}
         n = node_state.check(states, ops, data)
         assert n["stats"]["acknowledged_writes"] == acked
+
+
+def test_node_state_judges_register_txns_by_the_same_writes() -> None:
+    """The one user of register-txn writes (durability has no rules for them):
+    a quorum-acked txn's `w` must be on the nodes, a leader-acked one may be
+    lost, and a value no txn wrote is flagged."""
+    ops = history(("txn", [["w", "x", 7], ["r", "y", None]], None, "ok", None),
+                  ("txn", [["w", "y", 8]], None, "ok", "leader"))
+    assert writes(ops, REGISTER_TXNS) == [("x", 7, "ok"), ("y", 8, "info")]
+
+    def judged(keys: list[list[Any]]) -> tuple[Any, list[str]]:
+        states = {n: {"position": 1, "keys": keys} for n in ("n1", "n2")}
+        v = node_state.check(states, ops, REGISTER_TXNS)
+        assert v["stats"]["acknowledged_writes"] == 1
+        return v["valid"], sorted({a["type"] for a in v["anomalies"]})
+
+    assert judged([["x", 7], ["y", 8]]) == (True, [])
+    assert judged([["x", 7]]) == (True, [])                # only the leader-acked write gone
+    assert judged([["y", 8]]) == (False, ["stale-value"])  # the quorum-acked one gone
+    assert judged([["x", 6]]) == (False, ["unwritten-value"])
+    assert durability.check(ops, None, REGISTER_TXNS)["valid"] == "unknown"

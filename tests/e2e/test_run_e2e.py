@@ -113,7 +113,7 @@ def test_truncate_to_hw_bug_run_finishes_and_is_judged(tmp_path):
     processes. Whether a partition lands at the moment the bug needs depends
     on timing (on load), so the claim that the checker catches it is carried
     by the deterministic simulation (test_raft_bugs.py::
-    test_truncate_to_hw_keeps_a_divergent_suffix_and_commits_it) and by the
+    test_the_switch_is_flagged_in_the_same_scenario[truncate-to-hw]) and by the
     divergence unit tests; here the run must finish, record the switch, and
     be judged, its exit status agreeing with the verdict."""
     code, run_dir = run(tmp_path, "--workload", "register", "--nemesis", "partition",

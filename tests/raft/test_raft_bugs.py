@@ -4,6 +4,8 @@ This is the proof that the harness can catch the bug at all."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -35,10 +37,12 @@ def test_unknown_switch_is_rejected_in_one_sentence():
         Core(Config("n1", ("n1",), "c", bugs=frozenset({"no-such-bug"})), None, [], seed=0)
 
 
-# ------------------------------------------------- no-pre-vote (KIP-996)
+# The scenarios: each takes the bug switches to build with (none: the correct
+# build) and plays the same schedule either way.
 
 
 def rejoin_after_partition(*bug_names: str) -> Sim:
+    """no-pre-vote (KIP-996): a follower cut off for 300 ticks comes back."""
     sim = Sim(FIVE, seed=7, config=switches(*bug_names))
     leader = sim.settle()
     epoch = sim.core(leader).epoch
@@ -51,36 +55,26 @@ def rejoin_after_partition(*bug_names: str) -> Sim:
     return sim
 
 
-def test_no_pre_vote_rejoining_node_disrupts_the_leader():
-    assert rejoin_after_partition().violations == []
-    violations = rejoin_after_partition(bugs.NO_PRE_VOTE).violations
-    assert any("disrupted" in v for v in violations), violations
-    assert any("epoch raised" in v for v in violations), violations
-
-
-# --------------------------------------------- no-check-quorum (KIP-595)
-
-
-def isolated_leader(*bug_names: str) -> Sim:
-    sim = Sim(seed=14, config=switches(*bug_names))
+def cut_off_leader(seed: int, ticks: int, *bug_names: str) -> tuple[Sim, str]:
+    """no-check-quorum (KIP-595), resigned-same-epoch (KIP-996): the leader is
+    cut off from every other node for `ticks` ticks; the sim and that leader."""
+    sim = Sim(seed=seed, config=switches(*bug_names))
     leader = sim.settle()
     sim.isolate(leader)
-    sim.run(100)
-    return sim
+    sim.run(ticks)
+    return sim, leader
 
 
-def test_no_check_quorum_leaves_a_stranded_leader():
-    assert isolated_leader().violations == []
-    violations = isolated_leader(bugs.NO_CHECK_QUORUM).violations
-    assert any("cut off from the majority" in v for v in violations), violations
+# What n3 loses right after it grants a vote: its power (a restart from its
+# disk), or its quorum-state file alone (the log survives).
+LOSES_POWER, LOSES_QUORUM_STATE = "power", "quorum-state"
 
 
-# -------------------------------------------------- vote-before-persist (KIP-595)
-
-
-def vote_then_crash(seed: int, *bug_names: str) -> Sim:
-    """n1 and n2 cannot talk; both canvass n3. As soon as n3 grants a vote it
-    loses power and restarts; the rival's request may still be on the wire."""
+def vote_then_lose(loses: str, seed: int, *bug_names: str) -> Sim:
+    """vote-before-persist (KIP-595), vote-after-state-loss (KIP-996 "Disk
+    failure"): n1 and n2 cannot talk; both canvass n3. As soon as n3 grants a
+    vote it loses `loses`; the rival's request for the same epoch may still be
+    on the wire."""
     sim = Sim(
         seed=seed,
         network=NetworkConfig(min_delay=1, max_delay=4),
@@ -88,29 +82,19 @@ def vote_then_crash(seed: int, *bug_names: str) -> Sim:
     )
     sim.cut("n1", "n2")
     assert sim.run_until(lambda: sim.core("n3").voted_for is not None, 300)
-    sim.crash("n3")
-    sim.restart("n3")
+    if loses == LOSES_POWER:
+        sim.crash("n3")
+        sim.restart("n3")
+    else:
+        sim.lose_quorum_state("n3")
     sim.run(100)
     return sim
 
 
-def test_vote_before_persist_elects_two_leaders_in_one_epoch():
-    def two_leaders(seed: int) -> bool:
-        sim = vote_then_crash(seed, bugs.VOTE_BEFORE_PERSIST)
-        return any("two leaders" in v for v in sim.violations)
-
-    caught = [seed for seed in range(40) if two_leaders(seed)]
-    assert caught, "no seed shows the forgotten vote"
-    for seed in caught:
-        assert vote_then_crash(seed).violations == []
-
-
-# ------------------------------------------------ truncate-to-hw (KIP-101 / KIP-279)
-
-
 def diverged_follower(*bug_names: str) -> Sim:
-    """n1 led epoch 2 and wrote two entries nobody else got; n2 and n3 move on
-    to epoch 3 without it and commit their own entries at the same offsets."""
+    """truncate-to-hw (KIP-101 / KIP-279): n1 led epoch 2 and wrote two entries
+    nobody else got; n2 and n3 move on to epoch 3 without it and commit their
+    own entries at the same offsets."""
     state = QuorumState(2, "n1", "n1", "sim-cluster")
     common = [Entry(0, 1, b"a"), Entry(1, 1, b"b")]
     n1_log = common + [Entry(2, 2, b"lost-1"), Entry(3, 2, b"lost-2")]
@@ -136,16 +120,9 @@ def diverged_follower(*bug_names: str) -> Sim:
     return sim
 
 
-def test_truncate_to_hw_keeps_a_divergent_suffix_and_commits_it():
-    assert diverged_follower().violations == []
-    violations = diverged_follower(bugs.TRUNCATE_TO_HW).violations
-    assert any("was committed as" in v for v in violations), violations
-
-
-# ------------------------------------------- commit-dirty (Redpanda recovery RFC)
-
-
-def power_cut_after_dirty_commit(*bug_names: str) -> tuple[Sim, bytes]:
+def power_cut_after_dirty_commit(*bug_names: str) -> Sim:
+    """commit-dirty (Redpanda recovery RFC): every node loses power while an
+    entry is written but not flushed anywhere."""
     sim = Sim(seed=12, config=switches(*bug_names))
     sim.settle()
     commit(sim, b"warm-up")
@@ -166,19 +143,10 @@ def power_cut_after_dirty_commit(*bug_names: str) -> tuple[Sim, bytes]:
     return sim
 
 
-def test_commit_dirty_loses_a_committed_entry_in_a_power_cut():
-    assert power_cut_after_dirty_commit().violations == []
-    violations = power_cut_after_dirty_commit(bugs.COMMIT_DIRTY).violations
-    assert any("holding it durably" in v for v in violations), violations
-    assert any("was committed as" in v for v in violations), violations
-
-
-# ------------------------------- pre-vote-while-following (KIP-996 Scenario A)
-
-
-def partial_connectivity(*bug_names: str) -> tuple[Sim, list[str]]:
-    """One follower cannot reach the leader but reaches the other follower,
-    which still fetches from the leader: KIP-996's Scenario A."""
+def partial_connectivity(*bug_names: str) -> Sim:
+    """pre-vote-while-following (KIP-996 Scenario A): one follower cannot reach
+    the leader but reaches the other follower, which still fetches from the
+    leader."""
     sim = Sim(seed=21, config=switches(*bug_names))
     leader = sim.settle()
     commit(sim, b"everyone has it")
@@ -188,55 +156,18 @@ def partial_connectivity(*bug_names: str) -> tuple[Sim, list[str]]:
     sim.cut(cut_off, leader)
     sim.run(400)
     sim.check_leader_kept(leader, epoch)
-    leaders = [n for _, n, e in sim.role_events() if e["role"] == "Leader"]
-    return sim, leaders
+    return sim
 
 
-def test_pre_vote_while_following_flip_flops_leadership():
-    sim, leaders = partial_connectivity()
-    assert sim.violations == [] and len(leaders) == 1
-    sim, leaders = partial_connectivity(bugs.PRE_VOTE_WHILE_FOLLOWING)
-    assert any("disrupted" in v for v in sim.violations), sim.violations
-    # The leadership moved away from a leader that kept its majority.
-    assert len(leaders) >= 2, leaders
+def leaders_elected(sim: Sim) -> list[str]:
+    return [n for _, n, e in sim.role_events() if e["role"] == "Leader"]
 
 
-# ------------------------------- resigned-same-epoch (KIP-996, Resigned state)
-
-
-def resigned_leader(*bug_names: str) -> tuple[Sim, str]:
-    sim = Sim(seed=3, config=switches(*bug_names))
-    leader = sim.settle()
-    sim.isolate(leader)
-    sim.run(200)
-    return sim, leader
-
-
-def test_resigned_same_epoch_follows_itself():
-    sim, leader = resigned_leader()
-    roles = [e for _, _, e in sim.role_events(leader)]
-    assert not any(e["role"] == "Follower" and e["leader"] == leader for e in roles)
-    resigned = [e["epoch"] for e in roles if e["role"] == "Resigned"]
-    assert resigned and all(e["epoch"] > resigned[0] for e in roles[roles.index(
-        next(r for r in roles if r["role"] == "Resigned")) + 1:])
-    sim, leader = resigned_leader(bugs.RESIGNED_SAME_EPOCH)
-    roles = [e for _, _, e in sim.role_events(leader)]
-    assert any(e["role"] == "Follower" and e["leader"] == leader for e in roles), roles
-
-
-@pytest.mark.parametrize("bug", sorted(bugs.KNOWN))
-def test_every_switch_is_documented(bug):
-    text = (Path(__file__).parents[2] / "nodes" / "raft" / "BUGS.md").read_text()
-    assert f"`{bug}`" in text
-
-
-# ------------------------------------- two-voter-changes (KIP-853)
-
-
-def two_adds_across_a_partition(on: bool) -> tuple[Sim, object]:
-    """Leader n1 of {n1,n2,n3} cut off with observers n4 and n5 adds both."""
+def two_adds_across_a_partition(*bug_names: str) -> tuple[Sim, object]:
+    """two-voter-changes (KIP-853): leader n1 of {n1,n2,n3}, cut off with
+    observers n4 and n5, adds both; the sim and the second change's answer."""
     sim = Sim(("n1", "n2", "n3"), seed=31, observers=("n4", "n5"),
-              config=switches(bugs.TWO_VOTER_CHANGES) if on else None)
+              config=switches(*bug_names))
     assert sim.run_until(lambda: sim.stable_leader() == "n1", 400), sim.describe()
     commit(sim, b"before")
     sim.run(5)
@@ -252,20 +183,149 @@ def two_adds_across_a_partition(on: bool) -> tuple[Sim, object]:
     for i in range(5):
         sim.propose(b"n23-side-%d" % i)
         sim.run(10)
+    sim.check_logs_agree()
     return sim, second
 
 
-def test_two_voter_changes_let_disjoint_majorities_commit_different_entries():
-    sim, second = two_adds_across_a_partition(on=True)
-    assert isinstance(second, tuple)  # the second change was accepted
-    assert any("was committed as" in v for v in sim.violations), sim.violations
+def reformatted_follower_rejoins(*bug_names: str) -> tuple[Sim, str, list[dict]]:
+    """cluster-id-ignored (KIP-595): a follower re-formatted for another cluster
+    comes back under its old name; later its old disk is put back and the
+    leader crashes. The sim, the leader, and the follower's roles while it was
+    formatted for the other cluster."""
+    sim = Sim(seed=41, config=switches(*bug_names))
+    leader = sim.settle()
+    for i in range(3):
+        commit(sim, b"before-%d" % i)
+    foreign, other = [n for n in sim.nodes if n != leader]
+    old_disk = sim.reformat(foreign, "another-cluster")
+    since = sim.now
+    sim.run(300)
+    # The other follower is cut off: only the foreign node could make a majority.
+    sim.cut(leader, other)
+    proposed = sim.propose(b"needs-a-second-copy")
+    assert proposed is not None
+    sim.run(100)
+    roles = [e for t, _, e in sim.role_events(foreign) if t >= since]
+    sim.restore(foreign, old_disk)
+    sim.crash(leader)
+    sim.heal()
+    sim.run(400)
+    return sim, leader, roles
 
 
-def test_one_voter_change_at_a_time_keeps_the_majorities_overlapping():
-    sim, second = two_adds_across_a_partition(on=False)
-    assert second == "voter_change_in_flight"
-    sim.check_logs_agree()
-    assert sim.violations == []
+def votes_by_epoch(sim: Sim, name: str, since: int = 0) -> dict[int, set[str]]:
+    out: dict[int, set[str]] = {}
+    for _, node, event in sim.events[since:]:
+        if node == name and event["event"] == "vote":
+            out.setdefault(event["epoch"], set()).add(event["candidate"])
+    return out
+
+
+# ------------------------------------------- the twins: clean off, flagged on
+
+
+@dataclass(frozen=True)
+class Twins:
+    bug: str
+    scenario: Callable[..., Sim]     # built with the switches it is given
+    says: tuple[str, ...]            # each in some violation with the switch on
+
+
+TWINS = [
+    Twins(bugs.NO_PRE_VOTE, rejoin_after_partition, ("disrupted", "epoch raised")),
+    Twins(bugs.NO_CHECK_QUORUM, lambda *b: cut_off_leader(14, 100, *b)[0],
+          ("cut off from the majority",)),
+    Twins(bugs.TRUNCATE_TO_HW, diverged_follower, ("was committed as",)),
+    Twins(bugs.COMMIT_DIRTY, power_cut_after_dirty_commit,
+          ("holding it durably", "was committed as")),
+    Twins(bugs.PRE_VOTE_WHILE_FOLLOWING, partial_connectivity, ("disrupted",)),
+    Twins(bugs.TWO_VOTER_CHANGES, lambda *b: two_adds_across_a_partition(*b)[0],
+          ("was committed as",)),
+    Twins(bugs.CLUSTER_ID_IGNORED, lambda *b: reformatted_follower_rejoins(*b)[0],
+          ("was committed as",)),
+]
+
+
+@pytest.mark.parametrize("twins", TWINS, ids=[t.bug for t in TWINS])
+def test_the_correct_build_plays_the_scenario_clean(twins: Twins) -> None:
+    assert twins.scenario().violations == []
+
+
+@pytest.mark.parametrize("twins", TWINS, ids=[t.bug for t in TWINS])
+def test_the_switch_is_flagged_in_the_same_scenario(twins: Twins) -> None:
+    violations = twins.scenario(twins.bug).violations
+    for says in twins.says:
+        assert any(says in v for v in violations), (says, violations)
+
+
+@pytest.mark.parametrize("bug, loses", [(bugs.VOTE_BEFORE_PERSIST, LOSES_POWER),
+                                        (bugs.VOTE_AFTER_STATE_LOSS, LOSES_QUORUM_STATE)],
+                         ids=[bugs.VOTE_BEFORE_PERSIST, bugs.VOTE_AFTER_STATE_LOSS])
+def test_a_forgotten_vote_votes_twice_in_one_epoch_and_elects_two_leaders(bug, loses):
+    """The vote and the loss race the rival's request: of 40 seeds, those whose
+    schedule shows it with the switch on (4 and 5 when written) must be clean
+    without it."""
+    built = {seed: vote_then_lose(loses, seed, bug) for seed in range(40)}
+    shown = {seed: sim for seed, sim in built.items()
+             if any("two leaders" in v for v in sim.violations)}
+    assert shown, "no seed shows the forgotten vote"
+    for seed, sim in shown.items():
+        assert any(len(c) > 1 for c in votes_by_epoch(sim, "n3").values())
+        fixed = vote_then_lose(loses, seed)
+        assert fixed.violations == []
+        assert all(len(c) == 1 for c in votes_by_epoch(fixed, "n3").values())
+
+
+# ---------------------------- what a switch does besides the violations above
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_pre_vote_while_following_moves_leadership_from_a_leader_with_a_majority(on):
+    leaders = leaders_elected(partial_connectivity(
+        *([bugs.PRE_VOTE_WHILE_FOLLOWING] if on else [])))
+    if on:
+        assert len(leaders) >= 2, leaders
+    else:
+        assert len(leaders) == 1, leaders
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_two_voter_changes_accepts_a_second_change_while_one_is_in_flight(on):
+    _, second = two_adds_across_a_partition(*([bugs.TWO_VOTER_CHANGES] if on else []))
+    if on:
+        assert isinstance(second, tuple)  # the second change was accepted
+    else:
+        assert second == "voter_change_in_flight"
+
+
+def test_cluster_id_ignored_lets_a_foreign_node_follow_our_leader():
+    sim, leader, roles = reformatted_follower_rejoins(bugs.CLUSTER_ID_IGNORED)
+    # While foreign it followed our leader and copied our log.
+    assert any(e["role"] == FOLLOWER and e["leader"] == leader for e in roles), roles
+
+
+def test_a_foreign_node_is_refused_and_commits_wait_for_our_own_majority():
+    sim, leader, roles = reformatted_follower_rejoins()
+    assert roles and all(e["role"] != FOLLOWER for e in roles), roles
+    assert sim.committed[-1].payload != b"needs-a-second-copy"
+
+
+def test_resigned_same_epoch_follows_itself():
+    sim, leader = cut_off_leader(3, 200)
+    roles = [e for _, _, e in sim.role_events(leader)]
+    assert not any(e["role"] == "Follower" and e["leader"] == leader for e in roles)
+    resigned = [e["epoch"] for e in roles if e["role"] == "Resigned"]
+    assert resigned and all(e["epoch"] > resigned[0] for e in roles[roles.index(
+        next(r for r in roles if r["role"] == "Resigned")) + 1:])
+    sim, leader = cut_off_leader(3, 200, bugs.RESIGNED_SAME_EPOCH)
+    roles = [e for _, _, e in sim.role_events(leader)]
+    assert any(e["role"] == "Follower" and e["leader"] == leader for e in roles), roles
+
+
+@pytest.mark.parametrize("bug", sorted(bugs.KNOWN))
+def test_every_switch_is_documented(bug):
+    text = (Path(__file__).parents[2] / "nodes" / "raft" / "BUGS.md").read_text()
+    assert f"`{bug}`" in text
 
 
 # ------------------------------ ack-when-committed-autojoin (KIP-1186)
@@ -286,89 +346,7 @@ def test_ack_when_committed_autojoin_makes_the_leader_resign(on):
     assert sim.violations == []
 
 
-# ------------------------------------------ cluster-id-ignored (KIP-595)
-
-
-def reformatted_follower_rejoins(on: bool) -> tuple[Sim, str, list[dict]]:
-    """A follower re-formatted for another cluster comes back under its old
-    name; later its old disk is put back and the leader crashes."""
-    sim = Sim(seed=41, config=switches(bugs.CLUSTER_ID_IGNORED) if on else None)
-    leader = sim.settle()
-    for i in range(3):
-        commit(sim, b"before-%d" % i)
-    foreign, other = [n for n in sim.nodes if n != leader]
-    old_disk = sim.reformat(foreign, "another-cluster")
-    since = sim.now
-    sim.run(300)
-    # The other follower is cut off: only the foreign node could make a majority.
-    sim.cut(leader, other)
-    proposed = sim.propose(b"needs-a-second-copy")
-    assert proposed is not None
-    sim.run(100)
-    # Its roles while formatted for the other cluster.
-    roles = [e for t, _, e in sim.role_events(foreign) if t >= since]
-    sim.restore(foreign, old_disk)
-    sim.crash(leader)
-    sim.heal()
-    sim.run(400)
-    return sim, leader, roles
-
-
-def test_cluster_id_ignored_lets_a_foreign_node_make_a_commit_that_is_lost():
-    sim, leader, roles = reformatted_follower_rejoins(on=True)
-    # While foreign it followed our leader and copied our log.
-    assert any(e["role"] == FOLLOWER and e["leader"] == leader for e in roles), roles
-    assert any("was committed as" in v for v in sim.violations), (
-        sim.violations)
-
-
-def test_a_foreign_node_is_refused_and_commits_wait_for_our_own_majority():
-    sim, leader, roles = reformatted_follower_rejoins(on=False)
-    assert roles and all(e["role"] != FOLLOWER for e in roles), roles
-    assert sim.committed[-1].payload != b"needs-a-second-copy"
-    assert sim.violations == [], sim.violations
-
-
-# ----------------------- vote-after-state-loss (KIP-996 "Disk failure", KIP-595)
-
-
-def vote_then_lose_state(seed: int, *bug_names: str) -> Sim:
-    """n1 and n2 cannot talk; both canvass n3. As soon as n3 grants a vote its
-    quorum-state file is lost (the log survives) and it restarts; the rival's
-    request for the same epoch may still be on the wire."""
-    sim = Sim(
-        seed=seed,
-        network=NetworkConfig(min_delay=1, max_delay=4),
-        config=switches(*bug_names),
-    )
-    sim.cut("n1", "n2")
-    assert sim.run_until(lambda: sim.core("n3").voted_for is not None, 300)
-    sim.lose_quorum_state("n3")
-    sim.run(100)
-    return sim
-
-
-def votes_by_epoch(sim: Sim, name: str, since: int = 0) -> dict[int, set[str]]:
-    out: dict[int, set[str]] = {}
-    for _, node, event in sim.events[since:]:
-        if node == name and event["event"] == "vote":
-            out.setdefault(event["epoch"], set()).add(event["candidate"])
-    return out
-
-
-def test_vote_after_state_loss_votes_twice_in_one_epoch_and_elects_two_leaders():
-    def two_leaders(seed: int) -> bool:
-        sim = vote_then_lose_state(seed, bugs.VOTE_AFTER_STATE_LOSS)
-        return any("two leaders" in v for v in sim.violations)
-
-    caught = [seed for seed in range(40) if two_leaders(seed)]
-    assert caught, "no seed shows the second vote"
-    for seed in caught:
-        sim = vote_then_lose_state(seed, bugs.VOTE_AFTER_STATE_LOSS)
-        assert any(len(c) > 1 for c in votes_by_epoch(sim, "n3").values())
-        fixed = vote_then_lose_state(seed)
-        assert fixed.violations == []
-        assert all(len(c) == 1 for c in votes_by_epoch(fixed, "n3").values())
+# ------------------ a voter that lost its quorum state (KIP-996 "Disk failure")
 
 
 def test_a_voter_that_lost_its_state_votes_again_only_once_caught_up():
