@@ -43,6 +43,16 @@ if ! .venv/bin/python -c 'import harness, pyspark, pytest, xdist' >/dev/null 2>&
     .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
     touch .venv/.installed
 fi
+# The contrib system plugins, as a user installs theirs, so the plugin contract
+# test (tests/systems/test_plugin_contract.py) holds each of them; their client
+# libraries are among faultline's test extras above.
+for plugin in contrib/*/pyproject.toml; do
+    dir=$(dirname "$plugin")
+    pkg=faultline_$(basename "$dir")
+    if ! .venv/bin/python -c "import $pkg" >/dev/null 2>&1; then
+        .venv/bin/pip install -q --disable-pip-version-check --no-deps -e "$dir"
+    fi
+done
 # Bytecode for our own packages, as pip writes it for an installed package (an
 # editable install leaves it to the first import, which a shell with
 # PYTHONDONTWRITEBYTECODE set never writes): otherwise every command compiles

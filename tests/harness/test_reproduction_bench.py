@@ -13,13 +13,16 @@ sys.path.append(str(ROOT / "bench"))
 
 import reproduction  # noqa: E402
 
+from nodes.raft.bugs import CALIBRATION  # noqa: E402
+
 
 def test_targets_alternate_switches_and_unplanted_bugs_with_their_plans():
     got = reproduction.targets(["commit-dirty", "truncate-to-hw"],
                                ["cas-absent-key", "txn-reads-first:list-append"], 15, 20)
     assert [t["name"] for t in got] == ["commit-dirty", "cas-absent-key", "truncate-to-hw",
                                         "txn-reads-first:list-append"]
-    assert "--bug" in got[0]["args"] and "power-cut-after-commit:all" in got[0]["args"]
+    designed = ",".join(CALIBRATION["commit-dirty"]["nemesis"])
+    assert "--bug" in got[0]["args"] and designed in got[0]["args"]
     assert got[3]["bug"] == "txn-reads-first" and "list-append" in got[3]["args"]
     assert "--nemesis" not in got[1]["args"]          # the hunt's default run
     assert reproduction.live(got[0]) and not reproduction.live(got[1])
