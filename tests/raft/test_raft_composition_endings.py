@@ -6,8 +6,10 @@ nemesis/compose.py named that fault itself.
 
 data/composition_steps_697f300.json holds, for seeds 0-11 on 3 and 5 fake
 nodes, the steps each fired and its result, recorded from main at 697f300
-(before the ending moved behind the ability) with `steps` below, the ending
-then being compose.py's own; 13 of the 48 end on the power cut."""
+(before the ending moved behind the ability) on the same fakes and in the
+same form as `steps` below, its Control then taking no ending (compose.py
+named raft's) and its holds shortened rather than skipped (a hold's draw is
+the same either way); 13 of the 48 end on the power cut."""
 
 from __future__ import annotations
 
