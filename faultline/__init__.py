@@ -43,6 +43,7 @@ from nodes.abilities import (
     MembersLeaveWhenRemoved,
     NodeLogPatterns,
     NodeStatus,
+    PowerCutOnAck,
     PreloadClock,
     Reformat,
     ReplicaProgress,
@@ -55,6 +56,6 @@ __all__ = ["ABILITIES", "ARTIFACTS", "CLIENT_OPTIONS", "DB", "GO_BENIGN_LINES", 
            "LISTS", "LOGS", "PYTHON_BENIGN_LINES", "PYTHON_FAILURE_LINES", "REGISTERS",
            "REGISTER_TXNS", "AppliedState", "ChangeVoters", "Client", "Leadership", "LogGrowth",
            "MembersLeaveWhenRemoved", "NodeLogPatterns", "NodeSpec", "NodeState", "NodeStatus",
-           "Op", "PreloadClock", "Reformat", "ReplicaProgress", "StateFiles", "System",
-           "Timers", "clients_for", "fail", "info", "ok", "python_module_argv", "workload_data",
-           "write_durably"]
+           "Op", "PowerCutOnAck", "PreloadClock", "Reformat", "ReplicaProgress", "StateFiles",
+           "System", "Timers", "clients_for", "fail", "info", "ok", "python_module_argv",
+           "workload_data", "write_durably"]

@@ -7,7 +7,7 @@ every clock call, so an offset takes effect at once (measured cost:
 docs/faults.md). The monotonic clock is left alone
 (`FAKETIME_DONT_FAKE_MONOTONIC=1`), and so are timed waits on it
 (`FAKETIME_FORCE_MONOTONIC_FIX=0`: with the library's default, every hand-off
-to a Python thread pool took ~0.4 s, and the raft node timed out nearly every
+to a Python thread pool took ~0.4 s, and a Python node timed out nearly every
 request). Faking the monotonic clock too is not offered: measured with
 0.9.10, it rebases the monotonic clock onto the wall clock (a node's event
 line times would no longer match the history's) and a Python

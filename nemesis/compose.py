@@ -25,8 +25,11 @@ adapter, `ClusterControl.leader()`).
   mostly restart as the cut swaps, so the lagging ones campaign first); the
   old leader's side meanwhile takes writes it can never commit, and at the
   heal must truncate that tail; sometimes the new leader is taken out right
-  after the heal, or every node's power is cut at one of the first acks
-  after it, while the rejoining nodes truncate and catch up.
+  after the heal, or every node's power is cut just after it, while the
+  rejoining nodes truncate and catch up (the power cut: the system's own
+  fault that cuts at one of the first acks, where its adapter offers one,
+  `nodes.abilities.PowerCutOnAck`; else `lose-unsynced:all` a moment after
+  the heal).
 - `lagging-voters`: one to a largest minority of followers slowed (every
   packet of their links held 50-150 ms: still in touch, still voting, but
   behind in the same epoch), then the leader taken out (killed, paused, cut off,
@@ -35,8 +38,8 @@ adapter, `ClusterControl.leader()`).
   must bring them up while writes go on. Then the old leader back (it
   truncates what it took while cut off) and one of: nothing; the new leader
   killed at once, so the lagging nodes and the old leader must elect among
-  themselves; or every node's power cut at one of the first acks after the
-  rejoin.
+  themselves; or every node's power cut just after the rejoin (as in
+  `stale-quorum`).
 
 Each step runs as the ordinary fault it is (`partition` with its cut, `kill`,
 `pause`, their heals), fired through the nemesis runner, so the history, the
@@ -53,6 +56,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from checkers.faults import (
@@ -63,6 +67,7 @@ from checkers.faults import (
     KILL_NEW_LEADER,
     LAGGING_VOTERS,
     LEADER_ONE_WAY,
+    LOSE_UNSYNCED,
     MINORITY_OUT,
     PACKET,
     PARTITION,
@@ -70,13 +75,15 @@ from checkers.faults import (
     STALE_QUORUM,
     FaultOp,
 )
-from nemesis.fault import ClusterControl, FaultContext
+from nemesis.disk import ALL, plan_lose_unsynced
+from nemesis.fault import ClusterControl, FaultContext, split_spec
 from nemesis.observe import EventTail, event_tail, latest_leader
 from nemesis.partition import both_ways, isolate
-from nodes.raft.fault_rows import POWER_CUT_AFTER_COMMIT
+from nodes.abilities import PowerCutOnAck
 
 # How long a step waits for an election (the adapter's leader to change):
-# far longer than any election timeout we run (0.5-1 s raft, 1 s etcd).
+# far longer than the election timeouts the systems we test run with (a
+# second or two at most: each system's `Timers`).
 ELECTION_WAIT_S = 6.0
 # Event lines, where a system leaves them, say who won within milliseconds;
 # the adapter is asked less often then (asking a paused node costs its
@@ -96,17 +103,45 @@ class Stopped(Exception):
     """The composition was told to stop (its heal, or the run's end)."""
 
 
+# The generic ending's cut, and how long after the heal it comes: within
+# the first round trips of the rejoin, while logs truncate and refill.
+GENERIC_POWER_CUT = f"{LOSE_UNSYNCED.name}:{ALL}"
+GENERIC_CUT_AFTER_S = (0.02, 0.5)
+
+
+@dataclass(frozen=True)
+class PowerCutEnding:
+    """How a composition cuts every node's power as its cut-off nodes rejoin:
+    `armed`, the system's own fault (`PowerCutOnAck`), armed before the heal
+    so it cuts at one of the first acks after it; None, the generic cut
+    (`lose-unsynced:all`) a moment after the heal."""
+
+    armed: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The fault that cuts, as the composition's result names it."""
+        return split_spec(self.armed or GENERIC_POWER_CUT)[0]
+
+
+def power_cut_ending(db: object) -> PowerCutEnding:
+    """Pure: the power cut `db`'s system offers the compositions, or the generic one."""
+    return PowerCutEnding(db.power_cut_on_ack if isinstance(db, PowerCutOnAck) else None)
+
+
 class Control:
     """What a composition does through: fire a fault and wait until it ran,
     heal, ask who leads, wait. Remembers what is in force, so whatever
     stops it can heal what it left."""
 
     def __init__(self, cluster: ClusterControl, fire: FireFn, stop: threading.Event,
-                 events: EventTail | None = None) -> None:
+                 events: EventTail | None = None,
+                 power_cut: PowerCutEnding = PowerCutEnding()) -> None:
         self.cluster = cluster
         self._fire = fire
         self.stop = stop
         self.events = events
+        self.power_cut = power_cut
         self.in_force: dict[str, None] = {}
         self.note: dict[str, Any] | None = None   # attached to the next fired op
         self.leaders_seen: list[str] = []          # each leader as polls first saw it
@@ -133,6 +168,12 @@ class Control:
             del self.in_force[spec]
             future = self._fire(spec, {}, "heal", {"step": step})
         return self._wait(future)
+
+    def act_instant(self, spec: str, params: Mapping[str, Any], step: str) -> dict[str, Any]:
+        """`act` for a fault whose inject heals it too (nothing left in force)."""
+        done = self.act(spec, params, step)
+        self.in_force.pop(spec, None)
+        return done
 
     def heal_all_now(self) -> None:
         """Fire a heal of everything still in force, without waiting (the
@@ -317,11 +358,11 @@ def group_cut(group: Sequence[str], names: Sequence[str]) -> list[list[str]]:
     return sorted([list(p) for p in both_ways(sorted(group), rest)])
 
 
-# Held past op timeout + failover + a loaded machine's grace (raft: 6.75 s
-# in all), so an outage the minority's absence causes outlasts what
-# availability excuses; and begun after a quiet spell, since the excuse of
-# the move before runs on for a failover + op timeout after its heal (a
-# first try held 9-14 s was judged on 7.9 and 8.3 s of it).
+# Held past op timeout + failover + a loaded machine's grace (6.75 s in all
+# with the default system's timers), so an outage the minority's absence
+# causes outlasts what availability excuses; and begun after a quiet spell,
+# since the excuse of the move before runs on for a failover + op timeout
+# after its heal (a first try held 9-14 s was judged on 7.9 and 8.3 s of it).
 MINORITY_OUT_QUIET_S = (2.0, 3.0)
 MINORITY_OUT_HOLD_S = (10.0, 15.0)
 MINORITY_OUT_BY = (KILL.name, PAUSE.name, PARTITION.name)
@@ -355,8 +396,12 @@ def minority_out(ctl: Control, rng: random.Random) -> dict[str, Any]:
 # to the run's next moves (a 30 s run made 3-4 of ~10 s each).
 STALE_LAG_S = (1.5, 3.5)
 STALE_HOLD_S = (0.8, 2.0)
-AFTER_STALE_HEAL = ("nothing", "kill-elected", "isolate-elected", POWER_CUT_AFTER_COMMIT.name)
-# How long the armed power cut may wait for its ack (it takes any after 20).
+# The power-cut ending (PowerCutEnding), by a label that stays the same
+# whichever cut a system gets, so a seed draws the same endings on every system.
+POWER_CUT = "power-cut"
+AFTER_STALE_HEAL = ("nothing", "kill-elected", "isolate-elected", POWER_CUT)
+# How long an armed power cut may wait for its ack (a system's trigger may
+# wait for a young write's: a second or more on a loaded machine).
 POWER_CUT_WAIT_S = (1.5, 3.0)
 STALE_RESTART_SHARE = 2 / 3
 
@@ -404,17 +449,15 @@ def stale_quorum(ctl: Control, rng: random.Random) -> dict[str, Any]:
     elected = ctl.wait_leader(other_than=old_side)
     ctl.sleep(rng.uniform(*STALE_HOLD_S))
     then = rng.choice(AFTER_STALE_HEAL)
-    power_cut = f"{POWER_CUT_AFTER_COMMIT.name}:all"
-    if then == POWER_CUT_AFTER_COMMIT.name:
-        # Armed just before the heal, it cuts every node's power at one of
-        # the first acks after it: while the rejoining nodes truncate and
-        # refill their logs, what a leader counts as durable must be.
-        # Where LazyFS is not mounted it answers with its error: nothing done.
-        ctl.act(power_cut, {}, "power cut armed for the first acks after the heal")
+    if then == POWER_CUT:
+        # While the rejoining nodes truncate and refill their logs, what a
+        # leader counts as durable must be. Where LazyFS is not mounted the
+        # cut answers with its error: nothing done.
+        arm_power_cut(ctl, "power cut armed for the first acks after the heal")
     ctl.heal(PARTITION.name, "heal: the old side truncates what it took")
-    if then == POWER_CUT_AFTER_COMMIT.name:
-        ctl.sleep(rng.uniform(*POWER_CUT_WAIT_S))
-        ctl.heal(power_cut, "power back")
+    if then == POWER_CUT:
+        cut_power(ctl, rng, "every node's power cut as the old side rejoins")
+        power_back(ctl, rng)
     elif then != "nothing" and elected is not None:
         ctl.sleep(rng.uniform(0.02, 0.5))
         spec = KILL.name if then == "kill-elected" else PARTITION.name
@@ -423,15 +466,41 @@ def stale_quorum(ctl: Control, rng: random.Random) -> dict[str, Any]:
         ctl.wait_leader(other_than=[elected])
         ctl.heal(spec)
     return {"target": "leader", "old": leader, "lagging": lagging, "joining": joining,
-            "restarted": restart, "elected": elected, "then": then}
+            "restarted": restart, "elected": elected, "then": ending_name(ctl, then)}
+
+
+def ending_name(ctl: Control, then: str) -> str:
+    """What a result calls the ending drawn: the power cut by its fault's name."""
+    return ctl.power_cut.name if then == POWER_CUT else then
+
+
+def arm_power_cut(ctl: Control, step: str) -> None:
+    """Just before a heal: arm the system's own cut, if it has one."""
+    if ctl.power_cut.armed is not None:
+        ctl.act(ctl.power_cut.armed, {}, step)
+
+
+def cut_power(ctl: Control, rng: random.Random, step: str) -> None:
+    """Just after a heal: without an armed cut, every node's power cut now."""
+    if ctl.power_cut.armed is None:
+        ctl.sleep(rng.uniform(*GENERIC_CUT_AFTER_S))
+        params = plan_lose_unsynced(rng, ctl.names, split_spec(GENERIC_POWER_CUT)[1])
+        ctl.act_instant(GENERIC_POWER_CUT, params, step)
+
+
+def power_back(ctl: Control, rng: random.Random) -> None:
+    """At the ending's end: the armed cut given time to fire, then healed."""
+    if ctl.power_cut.armed is not None:
+        ctl.sleep(rng.uniform(*POWER_CUT_WAIT_S))
+        ctl.heal(ctl.power_cut.armed, "power back")
 
 
 # How long the followers lag before the leader goes, and how long the lag
 # is held after the election. The slowing is one a correct cluster serves
 # through (availability expects it to: a slow link takes nothing away), so a
-# fixed delay well under any election or fetch timeout we run (raft 0.5 and
-# 0.75 s, etcd 1 s): the node stays in every quorum, a round trip or two
-# behind. Not loss or a rate cap: TCP backs off for seconds on a lossy
+# fixed delay well under any election or fetch timeout we run (0.5 s and up
+# for the bundled systems): the node stays in every quorum, a round trip or
+# two behind. Not loss or a rate cap: TCP backs off for seconds on a lossy
 # link, and a capped link's queue grows without bound under the write load,
 # so a leader whose quorum needs the slowed node may rightly step down
 # (seen: 20-40 % loss, a correct leader's check-quorum resigned it).
@@ -440,7 +509,7 @@ LAG_AFTER_S = (0.3, 1.2)
 LAG_DELAY_MS = (50.0, 100.0, 150.0)
 LEADER_OUT_BY = (KILL.name, PAUSE.name, "isolate", "outgoing")
 NEW_LEADER_OUT = "new-leader-out"
-AFTER_LAG_ELECTION = ("nothing", NEW_LEADER_OUT, POWER_CUT_AFTER_COMMIT.name)
+AFTER_LAG_ELECTION = ("nothing", NEW_LEADER_OUT, POWER_CUT)
 
 
 def both_way_links(group: Sequence[str], names: Sequence[str]) -> list[list[str]]:
@@ -495,7 +564,7 @@ def lagging_voters(ctl: Control, rng: random.Random) -> dict[str, Any]:
     leader = ctl.leader() or leader
     result: dict[str, Any] = {"target": "leader", "lagging": lagging, "slowed_by": slow,
                               "quality": params["quality"], "old": leader, "out_by": how,
-                              "then": then}
+                              "then": ending_name(ctl, then)}
     if leader in lagging:
         ctl.heal(slow, "the leader moved to a slowed node: nothing to take out")
         return {**result, "target": "follower"}
@@ -504,13 +573,14 @@ def lagging_voters(ctl: Control, rng: random.Random) -> dict[str, Any]:
     # The old leader, cut off, took writes it could not commit: it truncates
     # them as it rejoins, and the lagging nodes still catch up meanwhile.
     ctl.sleep(rng.uniform(*LAG_AFTER_S))
-    power_cut = f"{POWER_CUT_AFTER_COMMIT.name}:all"
-    if then == POWER_CUT_AFTER_COMMIT.name:
-        # Armed just before the old leader rejoins: every node's power is cut
-        # at one of the first acks after it, while logs truncate and refill.
-        ctl.act(power_cut, {}, "power cut armed for the first acks after the rejoin")
+    if then == POWER_CUT:
+        # Every node's power cut as the old leader rejoins, while logs
+        # truncate and refill.
+        arm_power_cut(ctl, "power cut armed for the first acks after the rejoin")
     ctl.heal(out, "the old leader back")
-    if then == NEW_LEADER_OUT and elected is not None:
+    if then == POWER_CUT:
+        cut_power(ctl, rng, "every node's power cut as the old leader rejoins")
+    elif then == NEW_LEADER_OUT and elected is not None:
         # The voters left are the lagging ones and the old leader, fresh from
         # its truncation: only what a quorum truly holds may survive.
         ctl.sleep(rng.uniform(0.02, 0.5))
@@ -518,9 +588,8 @@ def lagging_voters(ctl: Control, rng: random.Random) -> dict[str, Any]:
         ctl.wait_leader(other_than=[elected])
         ctl.heal(KILL.name)
     ctl.heal(slow, "the lagging followers' links restored")
-    if then == POWER_CUT_AFTER_COMMIT.name:
-        ctl.sleep(rng.uniform(*POWER_CUT_WAIT_S))
-        ctl.heal(power_cut, "power back")
+    if then == POWER_CUT:
+        power_back(ctl, rng)
     return result
 
 
@@ -574,6 +643,7 @@ class DriverFault:
         self.name, self.heal_f = self.op.name, self.op.heal_f
         self.replay = bool(ctx.extras.get("replay"))
         self.db = ctx.db
+        self.power_cut = power_cut_ending(ctx.db)
         self.fire: FireFn | None = None
         self.result: dict[str, Any] = {}
         self._stop = threading.Event()
@@ -586,7 +656,8 @@ class DriverFault:
             return {"armed": False}
         self._stop_thread()
         self._stop = threading.Event()
-        self._control = Control(cluster, self.fire, self._stop, event_tail(cluster, self.db))
+        self._control = Control(cluster, self.fire, self._stop, event_tail(cluster, self.db),
+                                self.power_cut)
         seed = rng.getrandbits(64)
         self.result = {}
         self._thread = threading.Thread(target=self._drive, name=self.name, daemon=True,

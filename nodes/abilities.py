@@ -147,6 +147,20 @@ class PreloadClock(Protocol):
     clock_note: str
 
 
+@runtime_checkable
+class PowerCutOnAck(Protocol):
+    """An adapter whose system has a fault of its own that, armed, cuts every
+    node's power right after its leader acknowledges a write (a trigger on
+    its nodes' event lines, registered through `faultline.faults`): the
+    ending of the compositions `stale-quorum` and `lagging-voters`, armed
+    just before their heal so it cuts at one of the first acks while logs
+    truncate and refill, and healed after. Without it they cut every node's
+    power plainly (`lose-unsynced:all`) a moment after the heal."""
+
+    power_cut_on_ack: str
+    """The fault spec to arm (`name:variant`); its heal restarts what it cut."""
+
+
 ABILITIES: tuple[type, ...] = (Leadership, ReplicaProgress, AppliedState, NodeLogPatterns,
                                StateFiles, NodeStatus, LogGrowth, Reformat, ChangeVoters,
-                               MembersLeaveWhenRemoved, PreloadClock)
+                               MembersLeaveWhenRemoved, PreloadClock, PowerCutOnAck)

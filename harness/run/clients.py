@@ -41,7 +41,7 @@ class Worker:
 
 
 # What one client costs: a worker process (~17 MiB of its own once its client
-# library is loaded, measured on raft's register client; 20 with a margin) and
+# library is loaded, measured on a Python register client; 20 with a margin) and
 # the two pipe ends the harness holds for it. Clients may take at most half
 # of the memory free at start (nodes and checkers need the rest), and leave
 # file descriptors and processes for the harness, nodes and nemesis.

@@ -25,6 +25,7 @@ from nodes.raft import storage
 from nodes.raft.client import NodeClient, NotSent
 from nodes.raft.core import Config
 from nodes.raft.dump import write_dump
+from nodes.raft.fault_rows import POWER_CUT_AFTER_COMMIT
 from nodes.raft.requests import NO_ACK
 
 STATUS_TIMEOUT_S = 1.0
@@ -74,6 +75,9 @@ class RaftDB:
     # Its timers (ticks, request expiry, asyncio) use the monotonic clock only.
     clock_preload = True
     clock_note = "a Python process: wall and monotonic clocks read through libc"
+    # The compositions' power-cut ending (nodes.abilities.PowerCutOnAck): its
+    # own trigger, on the leader's ack lines, every node at once.
+    power_cut_on_ack = f"{POWER_CUT_AFTER_COMMIT.name}:all"
     # --node-option keys it reads, with their kind (checked before a run starts).
     OPTIONS = {"cluster_id": "string", "tick_ms": "positive-int",
                "request_timeout_ms": "positive-int", "seed": "int", "bugs": "string-list",

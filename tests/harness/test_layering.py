@@ -24,7 +24,7 @@ VOCABULARIES = {
     "nodes.events",        # the event lines the generic checkers read, any system's
     "nodes.raft.events",   # the raft node's event lines: the node, its checkers, the triggers
     "checkers.fault_row",  # a fault row's shape and words: the core's rows and a system's
-    "nodes.raft.fault_rows",  # the raft store's rows: its faults, checkers, the compositions
+    "nodes.raft.fault_rows",  # the raft store's rows: its faults, checkers, its adapter
 }
 # A system's own checkers and faults are plug-ins that happen to ship with
 # faultline: like contrib/'s, they build on the generic floors (checkers,

@@ -21,13 +21,17 @@ from nemesis.compose import (
     AFTER_LAG_ELECTION,
     AFTER_STALE_HEAL,
     COMPOSITIONS,
+    GENERIC_POWER_CUT,
     LEADER_OUT_BY,
+    POWER_CUT,
     SHORTEST_S,
     Control,
+    PowerCutEnding,
     both_way_links,
     group_cut,
     largest_minority,
     outgoing_cut,
+    power_cut_ending,
     run_composition,
     slowing,
     stale_quorum_sides,
@@ -353,8 +357,23 @@ def test_leader_one_way_cuts_only_the_leaders_outgoing_links():
 def short_holds(monkeypatch):
     """The compositions that hold for many seconds, held for milliseconds."""
     for name in ("MINORITY_OUT_QUIET_S", "MINORITY_OUT_HOLD_S", "STALE_LAG_S", "STALE_HOLD_S",
-                 "POWER_CUT_WAIT_S", "LAG_BEHIND_S", "LAG_AFTER_S"):
+                 "POWER_CUT_WAIT_S", "LAG_BEHIND_S", "LAG_AFTER_S", "GENERIC_CUT_AFTER_S"):
         monkeypatch.setattr(f"nemesis.compose.{name}", (0.01, 0.02))
+
+
+# A system's own power cut (nodes.abilities.PowerCutOnAck), as a plug-in's
+# would be: armed before a composition's heal, healed after it.
+ARMED = PowerCutEnding("cut-on-ack:all")
+
+
+def endings_drawn(after: tuple[str, ...]) -> set[str]:
+    """What results call the endings of `after`, under both kinds of power cut."""
+    return {*after} - {POWER_CUT} | {ARMED.name, PowerCutEnding().name}
+
+
+def ending_for(seed: int) -> PowerCutEnding:
+    """Odd seeds play on a system with a power cut of its own, even ones on one without."""
+    return ARMED if seed % 2 else PowerCutEnding()
 
 
 class QuorumCluster(FakeCluster):
@@ -438,7 +457,7 @@ def test_stale_quorum_lags_a_minority_then_makes_it_elect_with_the_fewest_curren
     for seed in range(16):
         cluster = QuorumCluster(n)
         runner = QuorumRunner(cluster)
-        ctl = Control(cluster, runner.fire, threading.Event())
+        ctl = Control(cluster, runner.fire, threading.Event(), power_cut=ending_for(seed))
         result = run_composition("stale-quorum", ctl, random.Random(seed))
         restarted.add(result["restarted"])
         thens.add(result["then"])
@@ -453,11 +472,11 @@ def test_stale_quorum_lags_a_minority_then_makes_it_elect_with_the_fewest_curren
             assert (fired[1][:2], fired[1][2]["nodes"]) == (("inject", "kill"), joining)
             assert fired[3][:2] == ("heal", "kill")
             fired = [fired[0], fired[2], *fired[4:]]
-        if result["then"] == "power-cut-after-commit":
+        if result["then"] == ARMED.name:
             # Armed before the heal, so it cuts at one of the first acks after it.
             arm, power_back = fired.pop(2), fired.pop(3)
-            assert arm[:2] == ("inject", "power-cut-after-commit:all")
-            assert power_back[:2] == ("heal", "power-cut-after-commit:all")
+            assert arm[:2] == ("inject", ARMED.armed)
+            assert power_back[:2] == ("heal", ARMED.armed)
         first, second, heal = fired[:3]
         assert first[:2] == ("inject", "partition")
         assert first[2]["cut"] == group_cut(lagging, cluster.names)
@@ -467,14 +486,19 @@ def test_stale_quorum_lags_a_minority_then_makes_it_elect_with_the_fewest_curren
         assert heal[:2] == ("heal", "partition")
         assert result["elected"] in lagging + joining
         rest = fired[3:]
-        if result["then"] in ("nothing", "power-cut-after-commit"):
+        if result["then"] == PowerCutEnding().name:
+            # Without one of its own, every node's power cut after the heal
+            # (the inject restarts them: nothing to heal).
+            assert [(a, s) for a, s, _, _ in rest] == [("inject", GENERIC_POWER_CUT)]
+            assert rest[0][2]["nodes"] == cluster.names
+        elif result["then"] in ("nothing", ARMED.name):
             assert rest == []
         else:
             assert rest[0][0] == "inject" and rest[0][2]["nodes"] == [result["elected"]]
             assert rest[-1][0] == "heal"
         assert not ctl.in_force
     assert restarted == {True, False}
-    assert thens == set(AFTER_STALE_HEAL)
+    assert thens == endings_drawn(AFTER_STALE_HEAL)
 
 
 def test_both_way_links_slow_every_link_of_the_group_and_no_other():
@@ -507,7 +531,7 @@ def test_lagging_voters_slow_followers_then_take_the_leader_out_while_they_lag(
     for seed in range(24):
         cluster = QuorumCluster(n)
         runner = QuorumRunner(cluster)
-        ctl = Control(cluster, runner.fire, threading.Event())
+        ctl = Control(cluster, runner.fire, threading.Event(), power_cut=ending_for(seed))
         result = run_composition("lagging-voters", ctl, random.Random(seed))
         lagging = result["lagging"]
         seen_then.add(result["then"])
@@ -527,22 +551,27 @@ def test_lagging_voters_slow_followers_then_take_the_leader_out_while_they_lag(
         else:
             assert fired[1][2]["nodes"] == ["n1"]
         assert result["elected"] not in (None, "n1")
-        if result["then"] == "power-cut-after-commit":
+        if result["then"] == ARMED.name:
             # Armed before the old leader is back, released last.
-            assert fired[2][:2] == ("inject", "power-cut-after-commit:all")
+            assert fired[2][:2] == ("inject", ARMED.armed)
             assert fired[3][:2] == ("heal", fired[1][1])
-            assert fired[-1][:2] == ("heal", "power-cut-after-commit:all")
+            assert fired[-1][:2] == ("heal", ARMED.armed)
+        elif result["then"] == PowerCutEnding().name:
+            # Without one: the old leader back, then every node's power cut.
+            assert fired[2][:2] == ("heal", fired[1][1])
+            assert fired[3][:2] == ("inject", GENERIC_POWER_CUT)
+            assert fired[-1][:2] == ("heal", result["slowed_by"])
         elif result["then"] == "new-leader-out":
             # The old leader back, then its successor down while the others lag.
             assert fired[2][:2] == ("heal", fired[1][1])
             assert fired[3][:2] == ("inject", "kill")
             assert fired[3][2]["nodes"] == [result["elected"]]
             assert fired[-1][:2] == ("heal", result["slowed_by"])
-        injected = [s for a, s, _, _ in fired if a == "inject"]
+        injected = [s for a, s, _, _ in fired if a == "inject" and s != GENERIC_POWER_CUT]
         healed = [s for a, s, _, _ in fired if a == "heal"]
         assert sorted(injected) == sorted(healed)
         assert not ctl.in_force
-    assert seen_then == set(AFTER_LAG_ELECTION)
+    assert seen_then == endings_drawn(AFTER_LAG_ELECTION)
     assert seen_how == set(LEADER_OUT_BY)
     assert seen_k == set(range(1, largest_minority(n) + 1))
 
@@ -562,6 +591,22 @@ def test_lagging_voters_whose_slowing_fails_do_nothing_more(short_holds):
     assert result["target"] == "none" and "no tc here" in result["error"]
     assert [a for a, *_ in runner.fired] == ["inject", "heal"]   # the failed one healed
     assert cluster.current == "n1"
+
+
+def test_a_composition_ends_on_the_power_cut_its_adapter_offers():
+    class Offers:
+        artifacts: frozenset[str] = frozenset()
+        power_cut_on_ack = ARMED.armed
+
+    class Bare:
+        artifacts: frozenset[str] = frozenset()
+
+    assert power_cut_ending(Offers()) == ARMED
+    assert power_cut_ending(Bare()) == power_cut_ending(None) == PowerCutEnding()
+    assert PowerCutEnding().name == "lose-unsynced" and ARMED.name == "cut-on-ack"
+    for name in ("stale-quorum", "lagging-voters", "hunt"):
+        assert make_fault(name, FaultContext(db=Offers())).power_cut == ARMED
+        assert make_fault(name, FaultContext(db=Bare())).power_cut == PowerCutEnding()
 
 
 def test_every_composition_says_how_long_it_needs_at_least():

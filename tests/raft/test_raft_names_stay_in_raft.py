@@ -18,15 +18,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 CORE = ("checkers", "nemesis", "harness")
 
-# file -> (lines naming raft-only things, why they still do)
-ALLOWED: dict[str, tuple[int, str]] = {
-    "nemesis/compose.py": (12, "stale-quorum and lagging-voters may end on "
-                               "power-cut-after-commit (a raft trigger, its row imported from "
-                               "nodes.raft.fault_rows): a composition's ending a system "
-                               "contributes has no extension point yet; timers quoted for raft"),
-    "nemesis/clock.py": (1, "measured on the raft node"),
-    "harness/run/clients.py": (1, "measured on raft's register client"),
-}
+# file -> (lines naming raft-only things, why they still do); none left: the
+# compositions' power-cut ending comes from the adapter (nodes.abilities.PowerCutOnAck).
+ALLOWED: dict[str, tuple[int, str]] = {}
 
 
 def raft_only_names() -> list[str]:

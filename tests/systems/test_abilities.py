@@ -18,6 +18,7 @@ from nodes.abilities import (
     MembersLeaveWhenRemoved,
     NodeLogPatterns,
     NodeStatus,
+    PowerCutOnAck,
     PreloadClock,
     Reformat,
     ReplicaProgress,
@@ -69,7 +70,7 @@ def test_the_public_api_exports_each_ability_defined_once():
         assert ability.__name__ in faultline.__all__
     assert {Leadership, ReplicaProgress, AppliedState, NodeLogPatterns, StateFiles, NodeStatus,
             LogGrowth, Reformat, ChangeVoters, MembersLeaveWhenRemoved,
-            PreloadClock} == set(ABILITIES)
+            PreloadClock, PowerCutOnAck} == set(ABILITIES)
 
 
 class NoAbilities:
