@@ -51,6 +51,20 @@ def timed(argv: list[str], cwd: Path) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def import_ms(repo: Path) -> float:
+    """`python -X importtime -m harness --help`: the imports' total time, the
+    sum of the top-level modules' cumulative times."""
+    err = subprocess.run([str(repo / ".venv/bin/python"), "-X", "importtime", "-m", "harness",
+                          "--help"], cwd=repo, capture_output=True, text=True).stderr
+    total = 0
+    for line in err.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            _, cumulative, name = line.split("|")
+            if cumulative.strip().isdigit() and not name.startswith("  "):
+                total += int(cumulative)
+    return total / 1000
+
+
 def imported(repo: Path, argv: list[str]) -> str:
     code = PROBE.format(argv=argv)
     out = subprocess.run([str(repo / ".venv/bin/python"), "-c", code], cwd=repo,
@@ -78,6 +92,13 @@ def main() -> int:
             cpu = statistics.median(c for _, c in runs[repo])
             print(f"{name:52} {repo.name:10} wall {wall * 1000:5.0f} ms  "
                   f"cpu {cpu * 1000:5.0f} ms  {imported(repo, probe)}", flush=True)
+    times: dict[Path, list[float]] = {r: [] for r in repos}
+    for _ in range(args.runs):
+        for repo in repos:
+            times[repo].append(import_ms(repo))
+    for repo in repos:
+        print(f"{'python -X importtime -m harness --help':52} {repo.name:10} "
+              f"imports {statistics.median(times[repo]):5.0f} ms", flush=True)
     return 0
 
 

@@ -163,6 +163,8 @@ def plan_in(kinds: Mapping[str, FaultKind], spec: str, rng: random.Random,
     name, variant = split_spec(spec)
     kind = kinds.get(name)
     return (kind.planner if kind is not None else one_node)(rng, nodes, variant)
+
+
 def planned_or_leader(cluster: ClusterControl, params: Mapping[str, Any]) -> list[str]:
     """The nodes a plan named, or (a `,leader` variant) the node leading now;
     the fault records it in its op value, so a replay hits the same node."""
