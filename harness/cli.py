@@ -1,12 +1,13 @@
 """`faultline`: the command line. Each subcommand lives in its own module under
-`harness.commands` and registers itself from the list below."""
+`harness.commands` and registers itself through the loaders below."""
 
 from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import sys
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 from checkers.history import HistoryError
 from checkers.plugin_trust import UntrustedPlugin
@@ -19,25 +20,113 @@ from harness.run.errors import (
     UserError,
 )
 
-# One module per subcommand; each has `register(subparsers)` which sets
-# `func(args) -> int` as the parser default.
-COMMAND_MODULES: list[str] = [
-    "harness.commands.check_elle",
-    "harness.commands.ls",
-    "harness.commands.history",
-    "harness.commands.check",
-    "harness.commands.run",
-    "harness.commands.check_lin",
-    "harness.commands.clean",
-    "harness.commands.campaign",
-    "harness.commands.gate",
-    "harness.commands.replay",
-    "harness.commands.shrink",
-    "harness.commands.report",
-    "harness.commands.systems",
-    "harness.commands.spark",
-    "harness.commands.serve",
-]
+# A subcommand module's `register(subparsers)`: adds the command and sets
+# `func(args) -> int` as its parser default.
+Register: TypeAlias = "Callable[[argparse._SubParsersAction[Any]], None]"
+Loader: TypeAlias = Callable[[], Register]
+
+# The subcommands in the order `faultline --help` lists them, by name (the
+# loader's, dashed: check_elle -> check-elle).
+COMMANDS: dict[str, Loader] = {}
+
+
+def command(load: Loader) -> Loader:
+    """Declare a subcommand by the function that imports its module's
+    `register`: a module loads only when its command (or every command's
+    help) is asked for, so `faultline check-elle` does not import what
+    `faultline run` needs."""
+    COMMANDS[load.__name__.replace("_", "-")] = load
+    return load
+
+
+@command
+def check_elle() -> Register:
+    from harness.commands.check_elle import register
+    return register
+
+
+@command
+def ls() -> Register:
+    from harness.commands.ls import register
+    return register
+
+
+@command
+def history() -> Register:
+    from harness.commands.history import register
+    return register
+
+
+@command
+def check() -> Register:
+    from harness.commands.check import register
+    return register
+
+
+@command
+def run() -> Register:
+    from harness.commands.run import register
+    return register
+
+
+@command
+def check_lin() -> Register:
+    from harness.commands.check_lin import register
+    return register
+
+
+@command
+def clean() -> Register:
+    from harness.commands.clean import register
+    return register
+
+
+@command
+def campaign() -> Register:
+    from harness.commands.campaign import register
+    return register
+
+
+@command
+def gate() -> Register:
+    from harness.commands.gate import register
+    return register
+
+
+@command
+def replay() -> Register:
+    from harness.commands.replay import register
+    return register
+
+
+@command
+def shrink() -> Register:
+    from harness.commands.shrink import register
+    return register
+
+
+@command
+def report() -> Register:
+    from harness.commands.report import register
+    return register
+
+
+@command
+def systems() -> Register:
+    from harness.commands.systems import register
+    return register
+
+
+@command
+def spark() -> Register:
+    from harness.commands.spark import register
+    return register
+
+
+@command
+def serve() -> Register:
+    from harness.commands.serve import register
+    return register
 
 
 __all__ = ["build_parser", "main"]
@@ -52,11 +141,6 @@ class Parser(argparse.ArgumentParser):
         sys.exit(EXIT_BAD_INPUT)
 
 
-def _command_name(module: str) -> str:
-    """The subcommand a module registers: harness.commands.check_elle -> check-elle."""
-    return module.rsplit(".", 1)[1].replace("_", "-")
-
-
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every subcommand, or with `command` only of that one (so
     `faultline check-elle` does not import what `faultline run` needs)."""
@@ -66,9 +150,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         epilog=EXIT_STATUS_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
-    for name in COMMAND_MODULES:
-        if command is None or _command_name(name) == command:
-            importlib.import_module(name).register(sub)
+    for name, load in COMMANDS.items():
+        if command is None or name == command:
+            load()(sub)
     return parser
 
 
@@ -84,9 +168,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     args_in = sys.argv[1:] if argv is None else argv
-    named = {_command_name(m) for m in COMMAND_MODULES}
     try:   # the command modules load the fault and checker plug-ins
-        parser = build_parser(args_in[0] if args_in and args_in[0] in named else None)
+        parser = build_parser(args_in[0] if args_in and args_in[0] in COMMANDS else None)
     except UntrustedPlugin as e:
         print(f"faultline: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

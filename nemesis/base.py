@@ -16,7 +16,6 @@ A fault object (the interface nemesis.disk also implements):
 from __future__ import annotations
 
 import functools
-import importlib
 import queue
 import random
 import threading
@@ -53,6 +52,19 @@ from checkers.faults import (
 )
 from checkers.history import NEMESIS, NOOP, Op, noop_reason
 from checkers.plugins import contributions
+from nemesis import (
+    clock,
+    compose,
+    disk,
+    diskfault,
+    hunter,
+    membership,
+    netquality,
+    netshape,
+    partition,
+    pressure,
+    process,
+)
 from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabulary)
     CGROUP,
     CLOCK_FILES,
@@ -72,40 +84,23 @@ from nemesis.label import fault_label
 
 
 def _disk_truncate(ctx: FaultContext) -> Fault:
-    from nemesis.disk import TruncateFault
-    return TruncateFault(ctx.db)
+    return disk.TruncateFault(ctx.db)
 
 
 def _disk_lose_unsynced(ctx: FaultContext) -> Fault:
-    from nemesis.disk import LoseUnsyncedFault
     if "mounts" not in ctx.extras:
         raise ValueError(f"{LOSE_UNSYNCED.name} needs the nodes' data dirs on LazyFS mounts")
-    return LoseUnsyncedFault(ctx.extras["mounts"])
-
-
-def _lazy(module: str, attr: str) -> FaultFactory:
-    def factory(ctx: FaultContext) -> Fault:
-        return getattr(importlib.import_module(module), attr)(ctx)
-    return factory
-
-
-def _names(module: str, attr: str, *extra: str) -> Callable[[], tuple[str, ...]]:
-    def names() -> tuple[str, ...]:
-        return (*getattr(importlib.import_module(module), attr), *extra)
-    return names
-
-
-def _planner(module: str, attr: str) -> Planner:
-    def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
-        return getattr(importlib.import_module(module), attr)(rng, nodes, variant)
-    return plan
+    return disk.LoseUnsyncedFault(ctx.extras["mounts"])
 
 
 def _composed(op: FaultOp) -> FaultFactory:
-    def factory(ctx: FaultContext) -> Fault:
-        from nemesis.compose import composed_fault
-        return composed_fault(op.name)(ctx)
-    return factory
+    return compose.composed_fault(op.name)
+
+
+def _hunt(ctx: FaultContext) -> Fault:
+    """The hunt plays the registry's faults: it is handed the table it sits in
+    (importing this module from nemesis.hunter would close a circle)."""
+    return hunter.hunt_fault(ctx, FAULTS)
 
 
 def _no_variant(name: str) -> Planner:
@@ -125,45 +120,46 @@ def _kind(op: FaultOp, factory: FaultFactory, help: str, **metadata: Any) -> Fau
     return FaultKind(op.name, factory, help, op.heal_f, **metadata)
 
 
-# The one table of faults. Modules load only when their fault is asked for, so
-# a run without disk faults never imports FUSE code.
+# The one table of faults, every entry a plain reference to its module's
+# factory, variants and planner. The fault modules are cheap to import (the
+# heavy ones, pyroute2 and the LazyFS process, load where a run uses them).
 FAULTS: dict[str, FaultKind] = {k.name: k for k in (
-    _kind(KILL, _lazy("nemesis.process", "kill_fault"), "SIGKILL nodes",
-          variants=_names("nemesis.process", "ALL_TARGETS"), default=RANDOM_TARGETS,
-          planner=_planner("nemesis.process", "plan")),
-    _kind(PAUSE, _lazy("nemesis.process", "pause_fault"), "SIGSTOP nodes",
-          variants=_names("nemesis.process", "ALL_TARGETS"), default=RANDOM_TARGETS,
-          planner=_planner("nemesis.process", "plan")),
-    _kind(PARTITION, _lazy("nemesis.partition", "partition_fault"), "cut links on the bridge",
-          variants=_names("nemesis.partition", "SHAPES"),
+    _kind(KILL, process.kill_fault, "SIGKILL nodes",
+          variants=lambda: process.ALL_TARGETS, default=RANDOM_TARGETS,
+          planner=process.plan),
+    _kind(PAUSE, process.pause_fault, "SIGSTOP nodes",
+          variants=lambda: process.ALL_TARGETS, default=RANDOM_TARGETS,
+          planner=process.plan),
+    _kind(PARTITION, partition.partition_fault, "cut links on the bridge",
+          variants=lambda: partition.SHAPES,
           default="a shape that cuts a link on this many nodes",
-          planner=_planner("nemesis.partition", "plan")),
-    _kind(PACKET, _lazy("nemesis.netshape", "packet_fault"),
+          planner=partition.plan),
+    _kind(PACKET, netshape.packet_fault,
           "lose, duplicate, delay, reorder or corrupt packets on links "
           "(settings combine; links=<partition shape>|link|link-one-way|all; delay, jitter, "
           "reorder and corrupt need iptables and the netfilterqueue package here)",
           variants=lambda: ("loss=<P>", "duplicate=<P>", "delay=<D>[,jitter=<J>]",
                             "reorder=<P>", "corrupt=<P>"),
           default="loss=10 on one node's links (P: percent; D, J: ms)",
-          planner=_planner("nemesis.netquality", "plan_packet")),
-    _kind(BANDWIDTH, _lazy("nemesis.netshape", "bandwidth_fault"),
+          planner=netquality.plan_packet),
+    _kind(BANDWIDTH, netshape.bandwidth_fault,
           "cap each link's rate (HTB; links= as packet)", variants=lambda: ("rate=<R>",),
           default="rate=1mbit on one node's links",
-          planner=_planner("nemesis.netquality", "plan_bandwidth")),
+          planner=netquality.plan_bandwidth),
     _kind(TRUNCATE, _disk_truncate, "truncate a node's data files",
-          variants=_names("nemesis.disk", "MODES"), default="tail"),
-    _kind(DISK, _lazy("nemesis.diskfault", "disk_fault"),
+          variants=lambda: disk.MODES, default="tail"),
+    _kind(DISK, diskfault.disk_fault,
           "a node's disk fails (EIO), fills (ENOSPC), slows or flips bits (docs/faults.md)",
-          variants=_names("nemesis.diskfault", "VARIANTS"), default="eio, p=0.1, one node",
-          needs_lazyfs=True, planner=_planner("nemesis.diskfault", "plan")),
+          variants=lambda: diskfault.VARIANTS, default="eio, p=0.1, one node",
+          needs_lazyfs=True, planner=diskfault.plan),
     _kind(LOSE_UNSYNCED, _disk_lose_unsynced, "drop writes a node never fsynced",
-          variants=_names("nemesis.process", "TARGETS", "all"), default="one node",
+          variants=lambda: (*process.TARGETS, "all"), default="one node",
           instant=True, needs_lazyfs=True,
-          planner=_planner("nemesis.disk", "plan_lose_unsynced")),
-    _kind(MEMBERSHIP, _lazy("nemesis.membership", "membership_fault"),
+          planner=disk.plan_lose_unsynced),
+    _kind(MEMBERSHIP, membership.membership_fault,
           "remove voters (KIP-853), added back at the heal",
-          variants=_names("nemesis.membership", "VARIANTS"), default="remove",
-          planner=_planner("nemesis.membership", "plan")),
+          variants=lambda: membership.VARIANTS, default="remove",
+          planner=membership.plan),
     _kind(FLIP_FLOP, _composed(FLIP_FLOP),
           "cut the leader off while clients write to it, heal it just after the others "
           "elect; 1-3 rounds", planner=_no_variant(FLIP_FLOP.name)),
@@ -190,26 +186,26 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           "slow one to a largest minority of followers (packets held 50-150 ms: behind, "
           "still voting), then take the leader out while they lag",
           planner=_no_variant(LAGGING_VOTERS.name)),
-    _kind(HUNT, _lazy("nemesis.hunter", "hunt_fault"),
+    _kind(HUNT, _hunt,
           "the adaptive schedule: plays the other named faults (all the system can take "
           "if none are named) and the compositions, steering toward states not reached yet",
           planner=_no_variant(HUNT.name)),
-    _kind(CLOCK, _lazy("nemesis.clock", "clock_fault"),
+    _kind(CLOCK, clock.clock_fault,
           "set a node's wall clock off through libfaketime",
           variants=lambda: ("skew=<S>", "bump=<S>", "strobe=<S>,period=<P>", "skew=<S>,leader"),
-          default="a skew of 1-30 s either way", planner=_planner("nemesis.clock", "plan"),
+          default="a skew of 1-30 s either way", planner=clock.plan,
           host=CLOCK_FILES),
-    _kind(CPU, _lazy("nemesis.pressure", "cpu_fault"), "limit a node to a fraction of a core",
-          variants=_names("nemesis.pressure", "CPU_VARIANTS"), default="limit=0.1, one node",
-          planner=_planner("nemesis.pressure", "plan_cpu"), host=CGROUP),
-    _kind(MEMORY, _lazy("nemesis.pressure", "memory_fault"),
+    _kind(CPU, pressure.cpu_fault, "limit a node to a fraction of a core",
+          variants=lambda: pressure.CPU_VARIANTS, default="limit=0.1, one node",
+          planner=pressure.plan_cpu, host=CGROUP),
+    _kind(MEMORY, pressure.memory_fault,
           "squeeze a node's memory to a share of what it uses",
-          variants=_names("nemesis.pressure", "MEMORY_VARIANTS"),
-          default="pressure=1.0, one node", planner=_planner("nemesis.pressure", "plan_memory"),
+          variants=lambda: pressure.MEMORY_VARIANTS,
+          default="pressure=1.0, one node", planner=pressure.plan_memory,
           host=CGROUP),
-    _kind(STRESS, _lazy("nemesis.pressure", "stress_fault"), "run stress-ng in a node's cgroup",
-          variants=_names("nemesis.pressure", "STRESS_VARIANTS"), default="cpu=1, one node",
-          planner=_planner("nemesis.pressure", "plan_stress"), host=CGROUP),
+    _kind(STRESS, pressure.stress_fault, "run stress-ng in a node's cgroup",
+          variants=lambda: pressure.STRESS_VARIANTS, default="cpu=1, one node",
+          planner=pressure.plan_stress, host=CGROUP),
 )}
 
 

@@ -46,7 +46,7 @@ from nemesis.disk_rules import (
     SLOW,
     DiskRule,
 )
-from nemesis.fault import ClusterControl, FaultContext
+from nemesis.fault import ClusterControl, Fault, FaultContext
 from nemesis.process import TARGETS, choose_targets
 from nodes.abilities import StateFiles
 
@@ -299,7 +299,7 @@ class DiskTruncate(TruncateFault):
         return {**value, "mode": TRUNCATE_MODE, TRUNCATE_MODE: value["mode"]}
 
 
-def disk_fault(ctx: FaultContext) -> Any:
+def disk_fault(ctx: FaultContext) -> Fault:
     """The registry's factory: the variant's fault, or ValueError saying why
     this run cannot take it (refused before the run starts)."""
     parsed = parse_variant(ctx.variant)

@@ -154,6 +154,17 @@ class FaultKind:
         shown = f"[:{'|'.join(variants)}]" if variants else ""
         default = f" (without one: {self.default})" if self.default else ""
         return f"{self.name}{shown}: {self.help}{default}"
+
+
+def plan_in(kinds: Mapping[str, FaultKind], spec: str, rng: random.Random,
+            nodes: Sequence[str]) -> dict[str, Any]:
+    """Pure: what fault `spec` will do, decided from the rng and the node names
+    by its kind's planner in `kinds` (a fault they do not know: one node)."""
+    name, variant = split_spec(spec)
+    kind = kinds.get(name)
+    return (kind.planner if kind is not None else one_node)(rng, nodes, variant)
+
+
 def planned_or_leader(cluster: ClusterControl, params: Mapping[str, Any]) -> list[str]:
     """The nodes a plan named, or (a `,leader` variant) the node leading now;
     the fault records it in its op value, so a replay hits the same node."""

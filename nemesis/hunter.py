@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from checkers.faults import HUNT
@@ -26,7 +27,7 @@ from nemesis.compose import (
     Stopped,
     run_composition,
 )
-from nemesis.fault import FaultContext, split_spec
+from nemesis.fault import FaultContext, FaultKind, plan_in, split_spec
 from nemesis.hunt import (
     Outcome,
     aimed_prior,
@@ -66,10 +67,11 @@ AIMED_BOOST = 3.0
 class HuntFault(DriverFault):
     op = HUNT
 
-    def __init__(self, ctx: FaultContext) -> None:
+    def __init__(self, ctx: FaultContext, kinds: Mapping[str, FaultKind]) -> None:
         if ctx.variant is not None:
             raise ValueError(f"{HUNT.name} takes no variant")
         super().__init__(ctx)
+        self.kinds = kinds
         self.decisions: list[dict[str, Any]] = []
         self.outcomes: list[Outcome] = []
         self.moves: list[str] = []
@@ -80,11 +82,10 @@ class HuntFault(DriverFault):
                 "coverage": [list(s) for s in coverage(self.outcomes)], **error}
 
     def drive(self, ctl: Control, seed: int, params: dict[str, Any]) -> dict[str, Any]:
-        from nemesis.base import FAULTS, INSTANT_FAULTS
         repertoire = [s for s in params.get("repertoire") or [] if split_spec(s)[0] != HUNT.name]
         self.moves = [m for m in moves_for(repertoire, {
-            s: FAULTS[s].variants() for s in repertoire if s in FAULTS})
-            if plannable(m, ctl.names)]
+            s: self.kinds[s].variants() for s in repertoire if s in self.kinds})
+            if plannable(self.kinds, m, ctl.names)]
         if not self.moves:
             return {}
         interval = float(params.get("interval") or 5.0)
@@ -114,7 +115,7 @@ class HuntFault(DriverFault):
                     result = run_composition(decision.move, ctl, rng)
                 else:
                     result = self.primitive(ctl, rng, decision.move, before.get("leader"),
-                                            split_spec(decision.move)[0] in INSTANT_FAULTS,
+                                            self._instant(decision.move),
                                             min_hold, interval)
                 ctl.sleep(rng.uniform(*SETTLE_S))
             except Stopped:
@@ -131,6 +132,10 @@ class HuntFault(DriverFault):
             index += 1
         return self.summary()
 
+    def _instant(self, spec: str) -> bool:
+        kind = self.kinds.get(split_spec(spec)[0])
+        return kind is not None and kind.instant
+
     def snapshot(self, ctl: Control) -> dict[str, Any]:
         events: EventTail | None = ctl.events
         snap: dict[str, Any] = {"t": round(time.monotonic(), 3), "leader": ctl.leader()}
@@ -141,8 +146,7 @@ class HuntFault(DriverFault):
     def primitive(self, ctl: Control, rng: random.Random, spec: str, leader: str | None,
                   instant: bool, min_hold: float, interval: float) -> dict[str, Any]:
         """One fault of the repertoire, planned as the schedule plans it, held, healed."""
-        from nemesis.schedule import plan_params
-        params = plan_params(spec, rng, ctl.names)
+        params = plan_in(self.kinds, spec, rng, ctl.names)
         value = ctl.act(spec, params, "inject")
         nodes = value.get("nodes") if isinstance(value.get("nodes"), list) else None
         result: dict[str, Any] = {"target": target_role(nodes, leader), "nodes": nodes}
@@ -156,15 +160,16 @@ class HuntFault(DriverFault):
         return result
 
 
-def plannable(move: str, names: list[str]) -> bool:
+def plannable(kinds: Mapping[str, FaultKind], move: str, names: list[str]) -> bool:
     """A move whose plan works on these nodes (no majorities ring on 3)."""
-    from nemesis.schedule import plan_params
     try:
-        plan_params(move, random.Random(0), names)
+        plan_in(kinds, move, random.Random(0), names)
     except (ValueError, KeyError):
         return False
     return True
 
 
-def hunt_fault(ctx: FaultContext) -> HuntFault:
-    return HuntFault(ctx)
+def hunt_fault(ctx: FaultContext, kinds: Mapping[str, FaultKind]) -> HuntFault:
+    """The hunt over the faults of `kinds` (the registry's, passed in by
+    nemesis.base: the registry holds the hunt, so the hunt cannot import it)."""
+    return HuntFault(ctx, kinds)

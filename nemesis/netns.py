@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import psutil
-from pyroute2 import IPRoute, netns
 
 from nemesis.address_plan import (  # noqa: F401 (re-exported: the plan's names)
     FIRST_NODE_HOST,
@@ -37,6 +36,9 @@ CLONE_NEWNET = 0x40000000
 BRIDGE = "br0"
 
 _libc = ctypes.CDLL(None, use_errno=True)
+# pyroute2 (311 modules, a quarter of `faultline --help`'s CPU time) is imported where a topology is
+# built, not here: every fault module sits on this one (the fault registry
+# imports them all), and `faultline --help` needs none of it.
 
 
 def _setns_fd(fd: int) -> None:
@@ -179,6 +181,7 @@ class Topology:
     def _create_netns(self, name: str) -> None:
         if self.resources is not None:
             self._records[name] = self.resources.add("netns", name=name)
+        from pyroute2 import netns
         netns.create(name)
 
     def build(self) -> None:
@@ -195,6 +198,7 @@ class Topology:
             raise
 
     def _build_hub(self) -> None:
+        from pyroute2 import IPRoute
         with in_netns(self.hub), IPRoute() as ipr:
             ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
             ipr.link("add", ifname=BRIDGE, kind="bridge")
@@ -212,6 +216,7 @@ class Topology:
                          master=bridge, state="up")
 
     def _configure_node(self, name: str) -> None:
+        from pyroute2 import IPRoute
         with in_netns(self.netns[name]), IPRoute() as ipr:
             ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
             eth = ipr.link_lookup(ifname="eth0")[0]

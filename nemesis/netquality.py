@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from nemesis.fault import Planner
 from nemesis.partition import SHAPES, plan_shape, shapes_for
 
 PACKET_DEFAULTS = {"loss": 10.0, "duplicate": 10.0, "delay": 100.0, "jitter": 0.0,
@@ -156,7 +157,7 @@ def plan_links(rng: random.Random, nodes: Sequence[str], shape: str,
     return planned
 
 
-def plan(parse: Any) -> Any:
+def plan(parse: Callable[[str | None], tuple[dict[str, float], str]]) -> Planner:
     """A FaultKind planner for one family, from its parser: the settings and
     the links, recorded in the schedule."""
     def planner(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:

@@ -27,8 +27,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from checkers.faults import DEGRADED, FAULT_OPS, HUNT
-from nemesis.base import FAULTS, one_node, split_spec
+from nemesis.base import FAULTS, split_spec
 from nemesis.base import INSTANT_FAULTS as INSTANT
+from nemesis.fault import plan_in
 
 # The shortest a fault lasts (or its mean gap / 2, if shorter): a 50 ms kill
 # at the very end of a run shows nothing.
@@ -51,10 +52,8 @@ class Event:
 
 def plan_params(spec: str, rng: random.Random, nodes: Sequence[str]) -> dict[str, Any]:
     """Pure: what a fault will do, decided from the rng and the node names by
-    its kind's planner (a fault the table does not know: one node)."""
-    name, variant = split_spec(spec)
-    kind = FAULTS.get(name)
-    return (kind.planner if kind is not None else one_node)(rng, nodes, variant)
+    its kind's planner in the registry (a fault it does not know: one node)."""
+    return plan_in(FAULTS, spec, rng, nodes)
 
 
 # The lane every fault that is not a degradation shares.

@@ -12,9 +12,9 @@ from checkers.linearizability import check
 from checkers.models import MODELS, ModelError, get_model
 from checkers.nothing_to_judge import nothing_to_judge
 from checkers.verdict import Verdict, exit_code, verdict
-from harness.commands.run import parse_options
 from harness.run.bounds import CHECK_BUDGETS
 from harness.run.errors import UserError
+from harness.run.key_values import parse_options
 
 SINGLE_DEFAULT = "cas-register"
 KEYED_DEFAULT = "register-kv"

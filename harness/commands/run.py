@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from faultline import registry as systems
-from harness.run.bounds import NonFinite, json_option
 from harness.run.config import ConfigError, RunConfig, parse_nemesis, validate
 from harness.run.errors import EXIT_STATUS_HELP as EXIT_HELP
 from harness.run.errors import UserError
+from harness.run.key_values import parse_options
 from nemesis.base import FAULTS
 from workloads.options import describe
 from workloads.registry import WORKLOADS
@@ -74,21 +74,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                        epilog=EXIT_HELP)
     add_run_arguments(p)
     p.set_defaults(func=main)
-
-
-def parse_options(pairs: list[str], what: str) -> dict:
-    out = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise UserError(f"{what} {pair!r} must look like KEY=VALUE")
-        try:
-            out[key] = json_option(raw)
-        except NonFinite as e:
-            raise UserError(f"{what} {key}: {e} is not a finite number") from None
-        except ValueError:
-            out[key] = raw
-    return out
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
