@@ -1,0 +1,162 @@
+"""The whole-file history reader (`checkers.history.read_whole`): on every
+history it reads, the same ops as the streaming reader; on every one it
+cannot vouch for, it declines (None), and `read_history` then says what the
+streaming reader says, error or warning."""
+
+import random
+
+import msgpack
+import pytest
+
+from checkers.elle.simulate import serial_history
+from checkers.history import (
+    MAX_CONTAINER_LEN,
+    HistoryError,
+    Op,
+    iter_history,
+    pack_op,
+    read_history,
+    read_whole,
+)
+
+
+def write(path, ops):
+    path.write_bytes(b"".join(pack_op(op) for op in ops))
+    return path
+
+
+def write_maps(path, maps):
+    path.write_bytes(b"".join(msgpack.packb(m, use_bin_type=True) for m in maps))
+    return path
+
+
+def streamed(path):
+    warnings = []
+    return list(iter_history(path, warn=warnings.append)), warnings
+
+
+def op_map(i, **fields):
+    m = {"index": i, "time": i * 10, "process": 0, "type": "ok", "f": "txn", "value": None}
+    m.update(fields)
+    return m
+
+
+def list_append(n, stale, seed=1):
+    return serial_history(n, keys=4, concurrency=5, max_writes_per_key=30, p_fail=0.05,
+                          p_info=0.05, p_stale=stale, rng=random.Random(seed))
+
+
+@pytest.mark.parametrize("stale", [0.0, 0.2])
+def test_a_list_append_history_reads_as_the_streaming_reader_reads_it(tmp_path, stale):
+    path = write(tmp_path / "h.msgpack", list_append(600, stale))
+    ops = read_whole(path)
+    assert ops is not None
+    assert (ops, []) == streamed(path)
+    assert read_history(path).ops == ops and read_history(path).warnings == []
+
+
+def test_reads_that_are_prefixes_share_their_keys_elements(tmp_path):
+    big = 10_000  # not one of the ints Python keeps made
+    value = [["r", "x", [big, big + 1, big + 2]], ["r", "y", [big]]]
+    ops = [Op(0, 0, 0, "invoke", "txn", [["r", "x", None]]),
+           Op(1, 1, 0, "ok", "txn", [["r", "x", [big, big + 1]]]),
+           Op(2, 2, 1, "invoke", "txn", [["r", "x", None], ["r", "y", None]]),
+           Op(3, 3, 1, "ok", "txn", value)]
+    got = read_whole(write(tmp_path / "h.msgpack", ops))
+    assert got == ops
+    short, long = got[1].value[0][2], got[3].value[0][2]
+    assert short is not long and short[0] is long[0]   # a slice: distinct lists, shared ints
+
+
+def test_a_read_that_is_no_prefix_is_decoded_as_it_is(tmp_path):
+    ops = [Op(0, 0, 0, "ok", "txn", [["r", 5, [1, 2, 3]]]),
+           Op(1, 1, 0, "ok", "txn", [["r", 5, [1, 9]]]),      # diverges
+           Op(2, 2, 0, "ok", "txn", [["r", 5, []]]),
+           Op(3, 3, 0, "ok", "txn", [["r", 5, None]]),        # a Jepsen read of nil
+           Op(4, 4, 0, "ok", "txn", [["r", 6, [[1, 2], "a"]]]),  # elements not shared
+           Op(5, 5, 0, "ok", "txn", [["r", 6, [[1, 2]]]])]
+    got = read_whole(write(tmp_path / "h.msgpack", ops))
+    assert got == ops
+    assert got[5].value[0][2][0] is not got[4].value[0][2][0]
+
+
+def test_every_field_and_any_other_value_reads_as_the_streaming_reader_reads_it(tmp_path):
+    maps = [op_map(0, type="invoke", process="nemesis", f="partition",
+                   value={"cut": [["n1", "n2"]], 3: b"\x00", "x": 1.5}),
+            op_map(1, type="info", process="nemesis", f="partition", value={"noop": "none"},
+                   error="timeout"),
+            op_map(2, type="invoke", f="write", key=["k", 1], value=3, node="n1"),
+            op_map(3, type="ok", f="write", key=["k", 1], value=3, node="n1", level="leader"),
+            op_map(4, type="invoke", f="txn", value=[["w", "x", 1], ["r", "y", None]]),
+            op_map(5, type="ok", f="txn", value=[["w", "x", 1], ["r", "y", 2]]),
+            op_map(6, type="ok", f="txn", value=[["append", "x", 1, 2]]),   # not [f, k, v]
+            op_map(7, type="ok", f="txn", value=[["append", "x", True]]),
+            op_map(8, type="ok", f="txn", value=[["append", "x", "s"], ["r", 1.0, []]]),
+            op_map(9, type="invoke", f="txn", value=[["r", "x", [1]]]),
+            op_map(10, type="ok", f="txn")]
+    path = write_maps(tmp_path / "h.msgpack", maps)
+    got = read_whole(path)
+    assert got is not None and (got, []) == streamed(path)
+    assert got[6].value == [["append", "x", 1, 2]] and got[7].value == [["append", "x", True]]
+
+
+def decline_and_same(path):
+    """The whole-file reader declines and read_history says what the
+    streaming reader says."""
+    assert read_whole(path) is None
+    try:
+        expected = streamed(path)
+    except HistoryError as e:
+        with pytest.raises(HistoryError) as got:
+            read_history(path)
+        assert str(got.value) == str(e)
+        return str(e)
+    h = read_history(path)
+    assert (h.ops, h.warnings) == expected
+    return expected
+
+
+def test_a_torn_tail_is_left_to_the_streaming_reader_which_warns(tmp_path):
+    path = write(tmp_path / "h.msgpack", list_append(50, 0.0))
+    path.write_bytes(path.read_bytes() + pack_op(Op(10_000, 0, 0, "ok", "txn", []))[:-3])
+    ops, warnings = decline_and_same(path)
+    assert "torn tail" in warnings[0] and len(ops) == 100
+
+
+@pytest.mark.parametrize("maps, error", [
+    ([op_map(0), op_map(2)], "expected 1"),
+    ([op_map(0, index=True)], "'index'"),
+    ([op_map(0, time=1.5)], "'time'"),
+    ([op_map(0, process="p")], "'process'"),
+    ([op_map(0, type="done")], "'type'"),
+    ([op_map(0, level="disk")], "'level'"),
+    ([op_map(0, node=3)], "'node'"),
+    ([op_map(0, value=[["append", "x", float("inf")]])], "not finite"),
+    ([op_map(0, value={"x": float("nan")})], "not finite"),
+    ([op_map(0, f="txn", value=[["r", "x", [1] * (MAX_CONTAINER_LEN + 1)]])], "corrupt"),
+])
+def test_what_the_streaming_reader_refuses_is_declined_and_refused_alike(tmp_path, maps,
+                                                                         error):
+    assert error in decline_and_same(write_maps(tmp_path / "h.msgpack", maps))
+
+
+def test_a_field_the_op_does_not_have_is_declined_and_ignored_alike(tmp_path):
+    ops, warnings = decline_and_same(write_maps(tmp_path / "h.msgpack",
+                                                [op_map(0, extra=[1, 2])]))
+    assert len(ops) == 1 and warnings == []
+
+
+def test_corrupt_bytes_are_declined_and_refused_alike(tmp_path):
+    packed = [pack_op(op) for op in list_append(20, 0.0)]
+    middle = sum(map(len, packed[:20]))   # where op 20 begins: its map header
+    data = bytearray(b"".join(packed))
+    data[middle] = 0xC1   # never valid msgpack
+    path = tmp_path / "h.msgpack"
+    path.write_bytes(bytes(data))
+    assert "corrupt" in decline_and_same(path)
+
+
+def test_an_empty_history_is_no_ops(tmp_path):
+    path = tmp_path / "h.msgpack"
+    path.write_bytes(b"")
+    assert read_whole(path) == [] and read_history(path).ops == []
