@@ -18,10 +18,9 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO
+from typing import Any, BinaryIO
 
 import msgpack
-import msgspec
 
 OP_TYPES = frozenset({"invoke", "ok", "fail", "info"})
 COMPLETION_TYPES = frozenset({"ok", "fail", "info"})
@@ -384,9 +383,8 @@ def collector_paused() -> Iterator[None]:
 MAX_FILE_BYTES = 512 * 1024 * 1024
 # Ops near MAX_OP_BYTES are left to the streaming reader, which says exactly
 # whether they are over: here an op's value and key may take a quarter of it
-# each, its strings a 32nd each in chars (up to 4 bytes each in UTF-8).
+# each (its strings `history_shapes.MAX_CHARS` each).
 _MAX_FIELD_BYTES = MAX_OP_BYTES // 4
-_MAX_CHARS = MAX_OP_BYTES // 32
 _INDEX_KEY = b"\xa5index"  # how `pack_op` writes an op's first key
 _LEVELS = frozenset((None, *LEVELS))
 
@@ -399,54 +397,6 @@ class _Decline(Exception):
     """This reader cannot vouch for the result: the streaming one reads it."""
 
 
-_Str = Annotated[str, msgspec.Meta(max_length=_MAX_CHARS)]
-
-
-class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
-    """An op's fields as `Op.from_map` reads them; its value and key left
-    as bytes. Unknown fields are refused (`Op.from_map` ignores them, but
-    the streaming reader's limits apply to them too)."""
-
-    index: int
-    time: int
-    process: int | _Str
-    type: _Str
-    f: _Str
-    value: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
-    key: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
-    node: _Str | None = None
-    error: _Str | None = None
-    level: _Str | None = None
-
-
-# A micro-op [f, k, v], tagged by f; one with more or fewer elements is not
-# one of these (forbid_unknown_fields: else extra elements would be dropped).
-class _Append(msgspec.Struct, array_like=True, tag="append", forbid_unknown_fields=True):
-    k: int | str
-    v: int | str
-
-
-class _Read(msgspec.Struct, array_like=True, tag="r", forbid_unknown_fields=True):
-    """A read, its value left as bytes: a list for an ok txn, nil else."""
-
-    k: int | str
-    v: msgspec.Raw
-
-
-class _Unread(msgspec.Struct, array_like=True, tag="r", forbid_unknown_fields=True):
-    """A read not yet done (an invoke's, or a txn's that did not complete)."""
-
-    k: int | str
-    v: None
-
-
-_ENVELOPES = msgspec.msgpack.Decoder(list[_Envelope])
-# a list-append txn's micro-ops (completed, and not); any other shape is
-# decoded by msgpack
-_MOPS = msgspec.msgpack.Decoder(list[_Append | _Read])
-_MOPS_UNREAD = msgspec.msgpack.Decoder(list[_Append | _Unread])
-
-
 def read_whole(path: str | os.PathLike[str]) -> list[Op] | None:
     """The ops of a msgpack history, as `iter_history` yields them, or None:
     this reader declines and the caller streams the file."""
@@ -454,20 +404,24 @@ def read_whole(path: str | os.PathLike[str]) -> list[Op] | None:
         if os.fstat(f.fileno()).st_size > MAX_FILE_BYTES:
             return None
         data = f.read()
+    # imported here: an EDN history's check (Elle's huge-scc: 0.5 s in all)
+    # need not pay for msgspec's import
+    from checkers import history_shapes as shapes
     try:
-        return _ops(data)
+        return _ops(data, shapes)
     except _Decline:
         return None
 
 
-def _ops(data: bytes) -> list[Op]:
+def _ops(data: bytes, shapes: Any) -> list[Op]:
     if not data:
         return []
-    envelopes = _envelopes(data)
+    envelopes = _envelopes(data, shapes.ENVELOPES)
     ops: list[Op] = []
     append = ops.append
     oks: list[tuple[Op, list]] = []   # ok txns and their micro-ops, reads left as bytes
     op_types, levels, limit = OP_TYPES, _LEVELS, _MAX_FIELD_BYTES
+    done, undone, is_append = shapes.MOPS, shapes.MOPS_UNREAD, shapes.Append
     for i, e in enumerate(envelopes):
         process, typ, f, raw, key = e.process, e.type, e.f, e.value, e.key
         if (e.index != i or typ not in op_types or e.level not in levels
@@ -482,23 +436,23 @@ def _ops(data: bytes) -> list[Op]:
             continue
         if f == "txn":
             try:
-                mops = (_MOPS if typ == "ok" else _MOPS_UNREAD).decode(raw)
+                mops = (done if typ == "ok" else undone).decode(raw)
             except Exception:  # not a list-append txn's: decoded as the streaming reader does
                 mops = None
             if mops is not None and len(mops) <= MAX_CONTAINER_LEN:
                 if typ == "ok":
                     oks.append((op, mops))
                 else:
-                    op.value = [["append", m.k, m.v] if m.__class__ is _Append
+                    op.value = [["append", m.k, m.v] if m.__class__ is is_append
                                 else ["r", m.k, None] for m in mops]
                 continue
         op.value = _unpack(raw)
     del envelopes
-    _ok_values(oks)
+    _ok_values(oks, shapes.Append)
     return ops
 
 
-def _envelopes(data: bytes) -> list[Any]:
+def _envelopes(data: bytes, decoder: Any) -> list[Any]:
     """Every op's fields, decoded as one array whose length is the last op's
     index + 1: found from the file's end, and proven by the decode (an array
     of the wrong length leaves bytes over or runs out)."""
@@ -515,7 +469,7 @@ def _envelopes(data: bytes) -> list[Any]:
     if last.__class__ is not int or not 0 <= last < 0xFFFFFFFF:
         raise _Decline
     try:
-        return _ENVELOPES.decode(
+        return decoder.decode(
             b"\xdd" + (last + 1).to_bytes(4, "big") + data)
     except Exception:  # msgspec's errors, and UnicodeDecodeError
         raise _Decline from None
@@ -552,13 +506,13 @@ def _array_body(raw: bytes) -> tuple[int, int] | None:
 _SHAREABLE = (int, str)  # immutable: a read may share them with another
 
 
-def _ok_values(oks: list[tuple[Op, list]]) -> None:
+def _ok_values(oks: list[tuple[Op, list]], is_append: Any) -> None:
     """Each ok txn's micro-ops as [f, k, v] lists, its reads built from their
     key's longest read where their bytes are a prefix of it."""
     longest: dict[Any, Any] = {}
     for _, mops in oks:
         for m in mops:
-            if m.__class__ is _Read and len(m.v) > len(longest.get(m.k, b"")):
+            if m.__class__ is not is_append and len(m.v) > len(longest.get(m.k, b"")):
                 longest[m.k] = m.v
     refs: dict[Any, tuple[bytes, int, list]] = {}
     for k, raw in longest.items():
@@ -568,11 +522,11 @@ def _ok_values(oks: list[tuple[Op, list]]) -> None:
         if (body is not None and decoded.__class__ is list
                 and all(e.__class__ in _SHAREABLE for e in decoded)):
             refs[k] = (whole, body[1], decoded)
-    no_ref = (b"", 0, [])
+    no_ref: tuple[bytes, int, list] = (b"", 0, [])
     for op, mops in oks:
         value = []
         for m in mops:
-            if m.__class__ is _Append:
+            if m.__class__ is is_append:
                 value.append(["append", m.k, m.v])
                 continue
             k = m.k

@@ -160,3 +160,22 @@ def test_an_empty_history_is_no_ops(tmp_path):
     path = tmp_path / "h.msgpack"
     path.write_bytes(b"")
     assert read_whole(path) == [] and read_history(path).ops == []
+
+
+def test_an_op_the_whole_reader_takes_is_far_below_the_op_size_limit():
+    """Five string fields at 4 bytes a char, a value and a key at their
+    bound: under MAX_OP_BYTES, so the streaming reader would take it too."""
+    from checkers import history, history_shapes
+    assert 5 * 4 * history_shapes.MAX_CHARS + 2 * history._MAX_FIELD_BYTES + 1024 \
+        < history.MAX_OP_BYTES
+
+
+def test_reading_a_history_imports_msgspec_only_for_msgpack(tmp_path):
+    """An EDN history's check (Elle's huge-scc) need not pay for msgspec."""
+    import subprocess
+    import sys
+    code = ("import sys; import checkers.history, checkers.formats; "
+            "print('msgspec' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False"
