@@ -532,12 +532,13 @@ def _ok_values(oks: list[tuple[Op, list]], is_append: Any) -> None:
             k = m.k
             whole, start, decoded = refs.get(k, no_ref)
             raw = memoryview(m.v)
-            b = raw[0]
-            if 0x90 <= b <= 0x9F:
+            b = raw[0]   # the array's header: its length, where its elements begin
+            if b == 0xDC:
+                n, at = raw[1] << 8 | raw[2], 3
+            elif 0x90 <= b <= 0x9F:
                 n, at = b & 0x0F, 1
-            elif b == 0xDC or b == 0xDD:
-                at = 3 if b == 0xDC else 5
-                n = int.from_bytes(raw[1:at], "big")
+            elif b == 0xDD:
+                n, at = int.from_bytes(raw[1:5], "big"), 5
             else:
                 n, at = -1, 0
             if 0 <= n <= len(decoded) and whole.startswith(raw[at:], start):
