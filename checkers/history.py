@@ -389,6 +389,7 @@ _MAX_FIELD_BYTES = MAX_OP_BYTES // 4
 _INDEX_KEY = b"\xa5index"  # how `pack_op` writes an op's first key
 _TXN_F = b"\xa1f\xa3txn"    # and a txn's "f"
 _SNIFF_BYTES = 1 << 20     # what is looked at to tell a txn history
+_HEADER = 5                # msgpack's array 32 header
 _LEVELS = frozenset((None, *LEVELS))
 
 _UNPACK = dict(raw=False, strict_map_key=False, use_list=True, max_str_len=MAX_OP_BYTES,
@@ -404,25 +405,40 @@ def read_whole(path: str | os.PathLike[str]) -> list[Op] | None:
     """The ops of a msgpack history, as `iter_history` yields them, or None:
     this reader declines and the caller streams the file."""
     with open_regular(path) as f:
-        if os.fstat(f.fileno()).st_size > MAX_FILE_BYTES:
+        size = os.fstat(f.fileno()).st_size
+        if not 0 < size <= MAX_FILE_BYTES:
             return None
-        head = f.read(_SNIFF_BYTES)
+        # One buffer, the file after room for the array header that makes
+        # its ops one msgpack array: no copy of it is ever made (msgspec's
+        # raw fields point into it).
+        buf = bytearray(_HEADER + size)
+        view = memoryview(buf)
+        fd = f.fileno()
+        got = os.readv(fd, [view[_HEADER:_HEADER + min(size, _SNIFF_BYTES)]])
+        head = bytes(view[_HEADER:_HEADER + got])
         # Mostly txns, or the reads shared do not pay for decoding each other
         # op's fields apart (a history of a quarter txns: a third slower)
         if 2 * head.count(_TXN_F) < head.count(_INDEX_KEY):
             return None
-        data = head + f.read()
+        while got < size:
+            n = os.readv(fd, [view[_HEADER + got:]])
+            if not n:
+                break
+            got += n
+        view.release()
+        if got < size or os.read(fd, 1):
+            return None  # the file changed size while read
     # imported here: an EDN history's check (Elle's huge-scc: 0.5 s in all)
     # need not pay for msgspec's import
     from checkers import history_shapes as shapes
     try:
-        return _ops(data, shapes)
+        return _ops(buf, shapes)
     except _Decline:
         return None
 
 
-def _ops(data: bytes, shapes: Any) -> list[Op]:
-    envelopes = _envelopes(data, shapes.ENVELOPES)
+def _ops(buf: bytearray, shapes: Any) -> list[Op]:
+    envelopes = _envelopes(buf, shapes.ENVELOPES)
     ops: list[Op] = []
     append = ops.append
     oks: list[tuple[Op, list]] = []   # ok txns and their micro-ops, reads left as bytes
@@ -458,25 +474,26 @@ def _ops(data: bytes, shapes: Any) -> list[Op]:
     return ops
 
 
-def _envelopes(data: bytes, decoder: Any) -> list[Any]:
+def _envelopes(buf: bytearray, decoder: Any) -> list[Any]:
     """Every op's fields, decoded as one array whose length is the last op's
     index + 1: found from the file's end, and proven by the decode (an array
     of the wrong length leaves bytes over or runs out)."""
-    at = data.rfind(_INDEX_KEY)
+    at = buf.rfind(_INDEX_KEY, _HEADER)
     if at < 0:
         raise _Decline
+    at += len(_INDEX_KEY)
     try:
-        last = msgpack.unpackb(data[at + len(_INDEX_KEY):at + len(_INDEX_KEY) + 9],
-                               max_ext_len=0)
+        last = msgpack.unpackb(buf[at:at + 9], max_ext_len=0)
     except msgpack.ExtraData as e:
         last = e.unpacked
     except Exception:
         raise _Decline from None
     if last.__class__ is not int or not 0 <= last < 0xFFFFFFFF:
         raise _Decline
+    buf[0] = 0xDD  # array 32
+    buf[1:_HEADER] = (last + 1).to_bytes(4, "big")
     try:
-        return decoder.decode(
-            b"\xdd" + (last + 1).to_bytes(4, "big") + data)
+        return decoder.decode(buf)
     except Exception:  # msgspec's errors, and UnicodeDecodeError
         raise _Decline from None
 
