@@ -388,6 +388,7 @@ MAX_FILE_BYTES = 512 * 1024 * 1024
 _MAX_FIELD_BYTES = MAX_OP_BYTES // 4
 _INDEX_KEY = b"\xa5index"  # how `pack_op` writes an op's first key
 _TXN_F = b"\xa1f\xa3txn"    # and a txn's "f"
+_READ_F = re.compile(b"\xa1r")  # and a read's "r"
 _SNIFF_BYTES = 1 << 20     # what is looked at to tell a txn history
 _HEADER = 5                # msgpack's array 32 header
 _LEVELS = frozenset((None, *LEVELS))
@@ -443,7 +444,7 @@ def _ops(buf: bytearray, shapes: Any) -> list[Op]:
     append = ops.append
     oks: list[tuple[Op, list]] = []   # ok txns and their micro-ops, reads left as bytes
     op_types, levels, limit = OP_TYPES, _LEVELS, _MAX_FIELD_BYTES
-    done, undone, is_append = shapes.MOPS, shapes.MOPS_UNREAD, shapes.Append
+    done, flat, has_read = shapes.MOPS, shapes.SCALAR_MOPS, _READ_F.search
     for i, e in enumerate(envelopes):
         process, typ, f, raw, key = e.process, e.type, e.f, e.value, e.key
         if (e.index != i or typ not in op_types or e.level not in levels
@@ -456,18 +457,25 @@ def _ops(buf: bytearray, shapes: Any) -> list[Op]:
         append(op)
         if not raw:
             continue
-        if f == "txn":
-            try:
-                mops = (done if typ == "ok" else undone).decode(raw)
-            except Exception:  # not a list-append txn's: decoded as the streaming reader does
-                mops = None
-            if mops is not None and len(mops) <= MAX_CONTAINER_LEN:
-                if typ == "ok":
+        # (a value of at most MAX_CONTAINER_LEN bytes holds no container
+        # over that limit: no need to count its items)
+        if f == "txn" and len(raw) <= MAX_CONTAINER_LEN:
+            # Micro-ops of scalars alone (an invoke's, an ok txn's that read
+            # nothing: no "r" string in it) decode straight into their lists.
+            if typ != "ok" or not has_read(raw):
+                try:
+                    op.value = flat.decode(raw)
+                    continue
+                except Exception:  # noqa: S110 - not of scalars alone: decoded below
+                    pass
+            if typ == "ok":
+                try:
+                    mops = done.decode(raw)
+                except Exception:  # not a list-append txn's: decoded as msgpack decodes it
+                    mops = None
+                if mops is not None:
                     oks.append((op, mops))
-                else:
-                    op.value = [["append", m.k, m.v] if m.__class__ is is_append
-                                else ["r", m.k, None] for m in mops]
-                continue
+                    continue
         op.value = _unpack(raw)
     del envelopes
     _ok_values(oks, shapes.Append)

@@ -52,14 +52,9 @@ class Read(msgspec.Struct, array_like=True, tag="r", forbid_unknown_fields=True)
     v: msgspec.Raw
 
 
-class Unread(msgspec.Struct, array_like=True, tag="r", forbid_unknown_fields=True):
-    """A read not done (an invoke's, or a txn's that did not complete)."""
-
-    k: int | str
-    v: None
-
-
 ENVELOPES = msgspec.msgpack.Decoder(list[Envelope])
-# a list-append txn's micro-ops, completed and not
+# an ok list-append txn's micro-ops
 MOPS = msgspec.msgpack.Decoder(list[Append | Read])
-MOPS_UNREAD = msgspec.msgpack.Decoder(list[Append | Unread])
+# micro-ops of scalars alone (an invoke's, one that read nothing): as msgpack
+# decodes them, lists, since msgpack decodes ints, strings and nil alike
+SCALAR_MOPS = msgspec.msgpack.Decoder(list[list[int | str | None]])

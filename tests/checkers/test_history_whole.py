@@ -134,6 +134,8 @@ def test_a_torn_tail_is_left_to_the_streaming_reader_which_warns(tmp_path):
     ([op_map(0, value=[["append", "x", float("inf")]])], "not finite"),
     ([op_map(0, value={"x": float("nan")})], "not finite"),
     ([op_map(0, f="txn", value=[["r", "x", [1] * (MAX_CONTAINER_LEN + 1)]])], "corrupt"),
+    ([op_map(0, type="invoke", value=[["append", "x", 1], [1] * (MAX_CONTAINER_LEN + 1)])],
+     "corrupt"),
 ])
 def test_what_the_streaming_reader_refuses_is_declined_and_refused_alike(tmp_path, maps,
                                                                          error):
