@@ -445,6 +445,7 @@ def _ops(buf: bytearray, shapes: Any) -> list[Op]:
     oks: list[tuple[Op, list]] = []   # ok txns and their micro-ops, reads left as bytes
     op_types, levels, limit = OP_TYPES, _LEVELS, _MAX_FIELD_BYTES
     done, flat, has_read = shapes.MOPS, shapes.SCALAR_MOPS, _READ_F.search
+    scalar_reads = False  # reads seen to hold scalars (rw-register): flat first
     for i, e in enumerate(envelopes):
         process, typ, f, raw, key = e.process, e.type, e.f, e.value, e.key
         if (e.index != i or typ not in op_types or e.level not in levels
@@ -461,8 +462,8 @@ def _ops(buf: bytearray, shapes: Any) -> list[Op]:
         # over that limit: no need to count its items)
         if f == "txn" and len(raw) <= MAX_CONTAINER_LEN:
             # Micro-ops of scalars alone (an invoke's, an ok txn's that read
-            # nothing: no "r" string in it) decode straight into their lists.
-            if typ != "ok" or not has_read(raw):
+            # nothing, or read registers) decode straight into their lists.
+            if typ != "ok" or scalar_reads or not has_read(raw):
                 try:
                     op.value = flat.decode(raw)
                     continue
@@ -471,11 +472,18 @@ def _ops(buf: bytearray, shapes: Any) -> list[Op]:
             if typ == "ok":
                 try:
                     mops = done.decode(raw)
-                except Exception:  # not a list-append txn's: decoded as msgpack decodes it
+                except Exception:  # not a list-append txn's
                     mops = None
                 if mops is not None:
                     oks.append((op, mops))
                     continue
+                if not scalar_reads:
+                    try:  # an rw-register txn's: so are the next ones, likely
+                        op.value = flat.decode(raw)
+                        scalar_reads = True
+                        continue
+                    except Exception:  # noqa: S110 - decoded as msgpack decodes it
+                        pass
         op.value = _unpack(raw)
     del envelopes
     _ok_values(oks, shapes.Append)

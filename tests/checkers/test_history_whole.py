@@ -55,6 +55,22 @@ def test_a_list_append_history_reads_as_the_streaming_reader_reads_it(tmp_path, 
     assert read_history(path).ops == ops and read_history(path).warnings == []
 
 
+def test_an_rw_register_history_reads_as_the_streaming_reader_reads_it(tmp_path):
+    rng = random.Random(3)
+    ops = []
+    for t in range(300):
+        mops = [[rng.choice("wr"), rng.randrange(5), None] for _ in range(rng.randint(1, 4))]
+        invoke = [[f, k, rng.randrange(100) if f == "w" else None] for f, k, _ in mops]
+        done = [[f, k, v if f == "w" else rng.choice([None, rng.randrange(100)])]
+                for f, k, v in invoke]
+        ops += [Op(2 * t, 2 * t, t % 5, "invoke", "txn", invoke),
+                Op(2 * t + 1, 2 * t + 1, t % 5, rng.choice(["ok", "ok", "fail", "info"]), "txn",
+                   done)]
+    path = write(tmp_path / "h.msgpack", ops)
+    got = read_whole(path)
+    assert got == ops and (got, []) == streamed(path)
+
+
 def test_reads_that_are_prefixes_share_their_keys_elements(tmp_path):
     big = 10_000  # not one of the ints Python keeps made
     value = [["r", "x", [big, big + 1, big + 2]], ["r", "y", [big]]]
