@@ -589,10 +589,10 @@ def _ok_values(oks: list[tuple[Op, list]], is_append: Any) -> None:
 
 def read_history(path: str | os.PathLike[str]) -> History:
     """Every op of a msgpack history, and the warnings of reading it (a torn
-    tail). A history the harness wrote is read whole (`read_whole`:
-    the same ops, ~3x less memory and time for a list-append one); any other
-    file, or one that reader declines, is streamed by `iter_history`, which
-    reports what is wrong with it."""
+    tail). A history mostly of txns is read whole (`read_whole`: the same
+    ops; a list-append one's reads share their elements, so in half the
+    memory); any other file, or one that reader declines, is streamed by
+    `iter_history`, which reports what is wrong with it."""
     warnings: list[str] = []
     with collector_paused():
         ops = read_whole(path)
