@@ -145,7 +145,7 @@ class Op:
             raise ValueError(f"field 'time' must be an int, not {time!r:.40}")
         if not (type(process) is int or process == NEMESIS):
             raise ValueError(f"field 'process' must be an int or 'nemesis', not {process!r:.40}")
-        if typ not in OP_TYPES:
+        if type(typ) is not str or typ not in OP_TYPES:  # (a map is unhashable)
             raise ValueError(f"field 'type' must be one of invoke/ok/fail/info, not {typ!r:.40}")
         if type(f) is not str:
             raise ValueError(f"field 'f' must be a string, not {f!r:.40}")
