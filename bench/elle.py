@@ -32,8 +32,9 @@ through PYTHONPATH), the two alternating round by round so the machine's
 load falls on both alike, and each figure is printed with the ratio
 REF / this tree (above 1: this tree is faster). Every size then also gets
 `faultline check-elle` on its msgpack history in a fresh process (what a
-user types: interpreter, imports, read and check), CPU of the child, the
-best of --cli-runs per round.
+user types: interpreter, imports, read and check), CPU and peak resident
+memory of the child (its own rusage, by wait4), the best of --cli-runs / 5
+per round, and its verdict (to show both trees judge alike).
 
 Targets (issue 16): check alone >= 100k txn/s on 100k txns, <= 400 MiB peak;
 EDN read >= 5 MB/s; huge-scc end to end < 0.5 s. Issue 29: >= 100k txn/s end
@@ -46,7 +47,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -141,21 +141,29 @@ def _cli_best(tree: str, cache: str, argv: list[str], runs: int) -> dict:
 
 def _timed_runs(cmd: list[str], cwd: str, env: dict[str, str] | None, runs: int) -> dict:
     """`cmd` run `runs` times: the best CPU of the child, the mean, the wall
-    time of the best, and the last run's exit status and verdict."""
+    time of the best, the child's peak resident memory (the least of the
+    runs), and the last run's exit status and verdict. Each child is reaped
+    with wait4, so its own rusage is read, not the sum of all children's."""
     results = []
+    peaks = []
     for _ in range(runs):  # the machine is shared: the best says most
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t1 = time.monotonic()
-        done = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env)
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 text=True, cwd=cwd, env=env)
+        out = child.stdout.read()  # type: ignore[union-attr]
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        child.stdout.close()  # type: ignore[union-attr]
         wall = time.monotonic() - t1
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        results.append(((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-                        wall))
+        results.append((usage.ru_utime + usage.ru_stime, wall))
+        peaks.append(usage.ru_maxrss)  # KiB on Linux
     cpu, wall = min(results)
-    verdict = json.loads(done.stdout)
+    verdict = json.loads(out)
     return {"cpu_s": cpu, "mean_cpu_s": sum(c for c, _ in results) / len(results),
-            "wall_s": wall, "exit": done.returncode, "txns": verdict["stats"].get("txns") or 0,
-            "anomaly_counts": verdict["stats"].get("anomaly_counts"), "load": _load()}
+            "wall_s": wall, "exit": child.returncode, "txns": verdict["stats"].get("txns") or 0,
+            "anomaly_counts": verdict["stats"].get("anomaly_counts"),
+            "peak_rss_mib": round(min(peaks) / 1024), "valid": verdict["valid"],
+            "load": _load()}
 
 
 def _child(tree: str, cache: str, args: argparse.Namespace, n: int, keep: str | None) -> dict:
@@ -175,7 +183,7 @@ def _best(rounds: list[dict]) -> dict:
     """Per figure, the best (least) of the rounds; the other fields from the first."""
     best = dict(rounds[0])
     for k in ("check_s", "check_cpu_s", "end_to_end_s", "end_to_end_cpu_s", "cli_cpu_s",
-              "peak_rss_mib"):
+              "peak_rss_mib", "cli_peak_rss_mib"):
         if k in best:
             best[k] = min(r[k] for r in rounds)
     best["loads"] = "/".join(r["load"].split()[1] for r in rounds)
@@ -195,7 +203,8 @@ def _print_size(name: str, r: dict, repeat: int) -> None:
     if "cli_cpu_s" in r:
         print(f"{'':>7} faultline check-elle history.msgpack end to end (fresh process, "
               f"bytecode cached): CPU {r['cli_cpu_s']:.2f} s = {n / r['cli_cpu_s']:,.0f} "
-              f"txn/s, exit {r['cli_exit']}")
+              f"txn/s, exit {r['cli_exit']}, valid={r['cli_valid']}, anomalies "
+              f"{r['cli_anomaly_counts']}; peak RSS {r['cli_peak_rss_mib']} MiB")
     print(f"{'':>7} edges: {r['edges']}")
     if r["anomaly_counts"]:
         print(f"{'':>7} largest cyclic component {r['largest_component']} txns; "
@@ -282,7 +291,7 @@ def _compare(args: argparse.Namespace, trees: list[tuple[str, str]], work: str) 
                   f"{r['cpu_s']:.2f} s (mean of the best round's "
                   f"{r['mean_cpu_s']:.2f} s; wall {r['wall_s']:.2f} s; target < 0.5 s), exit "
                   f"{r['exit']}, {r['txns']} txns, anomalies {r['anomaly_counts']}; "
-                  f"load {loads}")
+                  f"peak RSS {r['peak_rss_mib']} MiB; load {loads}")
         best = {name: min(x["cpu_s"] for x in edn[name]) for name in edn}
         print(f"{'':>7} {trees[1][0]} / this tree: x{best[trees[1][0]] / best['this tree']:.2f}")
     for n in [] if args.edn_only else args.txns or [10_000, 100_000]:
@@ -295,6 +304,8 @@ def _compare(args: argparse.Namespace, trees: list[tuple[str, str]], work: str) 
                     cli = _cli_best(tree, cache, ["check-elle", path],
                                     max(1, args.cli_runs // 5))
                     r["cli_cpu_s"], r["cli_exit"] = cli["cpu_s"], cli["exit"]
+                    r["cli_peak_rss_mib"], r["cli_valid"] = cli["peak_rss_mib"], cli["valid"]
+                    r["cli_anomaly_counts"] = cli["anomaly_counts"]
                 rounds[name].append(r)
         best = {name: _best(rs) for name, rs in rounds.items()}
         for name, _ in trees:

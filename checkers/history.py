@@ -145,7 +145,7 @@ class Op:
             raise ValueError(f"field 'time' must be an int, not {time!r:.40}")
         if not (type(process) is int or process == NEMESIS):
             raise ValueError(f"field 'process' must be an int or 'nemesis', not {process!r:.40}")
-        if typ not in OP_TYPES:
+        if type(typ) is not str or typ not in OP_TYPES:  # (a map is unhashable)
             raise ValueError(f"field 'type' must be one of invoke/ok/fail/info, not {typ!r:.40}")
         if type(f) is not str:
             raise ValueError(f"field 'f' must be a string, not {f!r:.40}")
@@ -358,10 +358,246 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+# --- the whole-file reader --------------------------------------------------
+# `read_history` reads a history the harness wrote whole: the same ops as
+# `iter_history` yields, or None where it cannot vouch for that, and then
+# the file is streamed (with that reader's errors and warnings).
+#
+# Why: a list-append history's reads repeat their key's earlier elements (a
+# 100k-txn history holds ~15M of them in 74 MB), and decoding each into an
+# int object is most of reading it. Here each read's bytes are compared with
+# its key's longest read's: msgpack is self-delimiting and deterministic to
+# decode, so a read whose element bytes are a prefix of the longest's holds
+# the same elements, and is built as a slice of the longest's decoded list
+# (its ints, immutable, shared, not made again). Any other read is decoded.
+#
+# Everything is decoded by msgpack with the streaming reader's options, but
+# what msgspec decodes into a typed shape (an op's fields; a list-append
+# txn's micro-ops), which takes only what msgpack decodes the same way.
+# Anything else declines: a torn tail, corrupt bytes, an op near a limit, a
+# field of another type or an unknown one, a non-finite float, a file over
+# MAX_FILE_BYTES; and a history whose first MiB is not mostly txns (few
+# reads to share: streamed faster, and in less memory).
+
+# The file is held whole while its ops are built (its bytes, not its decoded
+# objects: ~5x less): past this the streaming reader reads it in chunks.
+MAX_FILE_BYTES = 512 * 1024 * 1024
+# Ops near MAX_OP_BYTES are left to the streaming reader, which says exactly
+# whether they are over: here an op's value and key may take a quarter of it
+# each (its strings `history_shapes.MAX_CHARS` each).
+_MAX_FIELD_BYTES = MAX_OP_BYTES // 4
+_INDEX_KEY = b"\xa5index"  # how `pack_op` writes an op's first key
+_TXN_F = b"\xa1f\xa3txn"    # and a txn's "f"
+_READ_F = re.compile(b"\xa1r")  # and a read's "r"
+_SNIFF_BYTES = 1 << 20     # what is looked at to tell a txn history
+_HEADER = 5                # msgpack's array 32 header
+_LEVELS = frozenset((None, *LEVELS))
+
+_UNPACK = dict(raw=False, strict_map_key=False, use_list=True, max_str_len=MAX_OP_BYTES,
+               max_bin_len=MAX_OP_BYTES, max_array_len=MAX_CONTAINER_LEN,
+               max_map_len=MAX_CONTAINER_LEN, max_ext_len=0)
+
+
+class _Decline(Exception):
+    """This reader cannot vouch for the result: the streaming one reads it."""
+
+
+def read_whole(path: str | os.PathLike[str]) -> list[Op] | None:
+    """The ops of a msgpack history, as `iter_history` yields them, or None:
+    this reader declines and the caller streams the file."""
+    with open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        if not 0 < size <= MAX_FILE_BYTES:
+            return None
+        # One buffer, the file after room for the array header that makes
+        # its ops one msgpack array: no copy of it is ever made (msgspec's
+        # raw fields point into it).
+        buf = bytearray(_HEADER + size)
+        view = memoryview(buf)
+        fd = f.fileno()
+        got = os.readv(fd, [view[_HEADER:_HEADER + min(size, _SNIFF_BYTES)]])
+        head = bytes(view[_HEADER:_HEADER + got])
+        # Mostly txns, or the reads shared do not pay for decoding each other
+        # op's fields apart (a history of a quarter txns: a third slower)
+        if 2 * head.count(_TXN_F) < head.count(_INDEX_KEY):
+            return None
+        while got < size:
+            n = os.readv(fd, [view[_HEADER + got:]])
+            if not n:
+                break
+            got += n
+        view.release()
+        if got < size or os.read(fd, 1):
+            return None  # the file changed size while read
+    # imported here: an EDN history's check (Elle's huge-scc: 0.5 s in all)
+    # need not pay for msgspec's import
+    from checkers import history_shapes as shapes
+    try:
+        return _ops(buf, shapes)
+    except _Decline:
+        return None
+
+
+def _ops(buf: bytearray, shapes: Any) -> list[Op]:
+    envelopes = _envelopes(buf, shapes.ENVELOPES)
+    ops: list[Op] = []
+    append = ops.append
+    oks: list[tuple[Op, list]] = []   # ok txns and their micro-ops, reads left as bytes
+    op_types, levels, limit = OP_TYPES, _LEVELS, _MAX_FIELD_BYTES
+    done, flat, has_read = shapes.MOPS, shapes.SCALAR_MOPS, _READ_F.search
+    scalar_reads = False  # reads seen to hold scalars (rw-register): flat first
+    for i, e in enumerate(envelopes):
+        process, typ, f, raw, key = e.process, e.type, e.f, e.value, e.key
+        if (e.index != i or typ not in op_types or e.level not in levels
+                or (process.__class__ is str and process != NEMESIS)):
+            raise _Decline
+        if len(raw) > limit:
+            raise _Decline
+        op = Op(i, e.time, process, typ, f, None, _unpack(key) if key else None, e.node,
+                e.error, e.level)
+        append(op)
+        if not raw:
+            continue
+        # (a value of at most MAX_CONTAINER_LEN bytes holds no container
+        # over that limit: no need to count its items)
+        if f == "txn" and len(raw) <= MAX_CONTAINER_LEN:
+            # Micro-ops of scalars alone (an invoke's, an ok txn's that read
+            # nothing, or read registers) decode straight into their lists.
+            if typ != "ok" or scalar_reads or not has_read(raw):
+                try:
+                    op.value = flat.decode(raw)
+                    continue
+                except Exception:  # noqa: S110 - not of scalars alone: decoded below
+                    pass
+            if typ == "ok":
+                try:
+                    mops = done.decode(raw)
+                except Exception:  # not a list-append txn's
+                    mops = None
+                if mops is not None:
+                    oks.append((op, mops))
+                    continue
+                if not scalar_reads:
+                    try:  # an rw-register txn's: so are the next ones, likely
+                        op.value = flat.decode(raw)
+                        scalar_reads = True
+                        continue
+                    except Exception:  # noqa: S110 - decoded as msgpack decodes it
+                        pass
+        op.value = _unpack(raw)
+    del envelopes
+    _ok_values(oks, shapes.Append)
+    return ops
+
+
+def _envelopes(buf: bytearray, decoder: Any) -> list[Any]:
+    """Every op's fields, decoded as one array whose length is the last op's
+    index + 1: found from the file's end, and proven by the decode (an array
+    of the wrong length leaves bytes over or runs out)."""
+    at = buf.rfind(_INDEX_KEY, _HEADER)
+    if at < 0:
+        raise _Decline
+    at += len(_INDEX_KEY)
+    try:
+        last = msgpack.unpackb(buf[at:at + 9], max_ext_len=0)
+    except msgpack.ExtraData as e:
+        last = e.unpacked
+    except Exception:
+        raise _Decline from None
+    if last.__class__ is not int or not 0 <= last < 0xFFFFFFFF:
+        raise _Decline
+    buf[0] = 0xDD  # array 32
+    buf[1:_HEADER] = (last + 1).to_bytes(4, "big")
+    try:
+        return decoder.decode(buf)
+    except Exception:  # msgspec's errors, and UnicodeDecodeError
+        raise _Decline from None
+
+
+def _unpack(raw: Any) -> Any:
+    if len(raw) > _MAX_FIELD_BYTES:
+        raise _Decline
+    try:
+        value = msgpack.unpackb(raw, **_UNPACK)
+    except Exception:
+        raise _Decline from None
+    # Only what msgpack decodes here can hold a float (msgspec's typed fields
+    # take none); the streaming reader refuses an op with an inf or a nan.
+    if (value.__class__ not in _SHAREABLE and any(p.search(raw) for p in _NON_FINITE_FLOATS)
+            and non_finite_in(value) is not None):
+        raise _Decline
+    return value
+
+
+def _array_body(raw: bytes) -> tuple[int, int] | None:
+    """A msgpack array's length and where its elements begin, or None if
+    `raw` is not an array."""
+    b = raw[0]
+    if 0x90 <= b <= 0x9F:
+        return b & 0x0F, 1
+    if b == 0xDC:
+        return int.from_bytes(raw[1:3], "big"), 3
+    if b == 0xDD:
+        return int.from_bytes(raw[1:5], "big"), 5
+    return None
+
+
+_SHAREABLE = (int, str)  # immutable: a read may share them with another
+
+
+def _ok_values(oks: list[tuple[Op, list]], is_append: Any) -> None:
+    """Each ok txn's micro-ops as [f, k, v] lists, its reads built from their
+    key's longest read where their bytes are a prefix of it."""
+    longest: dict[Any, Any] = {}
+    for _, mops in oks:
+        for m in mops:
+            if m.__class__ is not is_append and len(m.v) > len(longest.get(m.k, b"")):
+                longest[m.k] = m.v
+    refs: dict[Any, tuple[bytes, int, list]] = {}
+    for k, raw in longest.items():
+        whole = bytes(raw)
+        body = _array_body(whole)
+        decoded = _unpack(whole)
+        if (body is not None and decoded.__class__ is list
+                and all(e.__class__ in _SHAREABLE for e in decoded)):
+            refs[k] = (whole, body[1], decoded)
+    no_ref: tuple[bytes, int, list] = (b"", 0, [])
+    for op, mops in oks:
+        value = []
+        for m in mops:
+            if m.__class__ is is_append:
+                value.append(["append", m.k, m.v])
+                continue
+            k = m.k
+            whole, start, decoded = refs.get(k, no_ref)
+            raw = memoryview(m.v)
+            b = raw[0]   # the array's header: its length, where its elements begin
+            if b == 0xDC:
+                n, at = raw[1] << 8 | raw[2], 3
+            elif 0x90 <= b <= 0x9F:
+                n, at = b & 0x0F, 1
+            elif b == 0xDD:
+                n, at = int.from_bytes(raw[1:5], "big"), 5
+            else:
+                n, at = -1, 0
+            if 0 <= n <= len(decoded) and whole.startswith(raw[at:], start):
+                value.append(["r", k, decoded[:n]])
+            else:
+                value.append(["r", k, _unpack(raw)])
+        op.value = value
+
+
 def read_history(path: str | os.PathLike[str]) -> History:
+    """Every op of a msgpack history, and the warnings of reading it (a torn
+    tail). A history mostly of txns is read whole (`read_whole`: the same
+    ops; a list-append one's reads share their elements, so in half the
+    memory); any other file, or one that reader declines, is streamed by
+    `iter_history`, which reports what is wrong with it."""
     warnings: list[str] = []
     with collector_paused():
-        ops = list(iter_history(path, warn=warnings.append))
+        ops = read_whole(path)
+        if ops is None:
+            ops = list(iter_history(path, warn=warnings.append))
     return History(ops, warnings)
 
 

@@ -210,3 +210,13 @@ def test_a_paused_block_leaves_objects_the_process_froze_frozen():
     finally:
         gc.unfreeze()
         (gc.enable if was else gc.disable)()
+
+
+def test_an_op_type_that_is_a_map_is_a_clear_error(tmp_path):
+    """Found by fuzzing the whole reader against the streaming one: an
+    unhashable type field escaped as a TypeError."""
+    path = tmp_path / "h.msgpack"
+    path.write_bytes(msgpack.packb({"index": 0, "time": 0, "process": 0, "type": {"a": 1},
+                                    "f": "txn", "value": None}))
+    with pytest.raises(HistoryError, match="'type'"):
+        read_history(path)

@@ -1,0 +1,60 @@
+"""The typed shapes `checkers.history.read_whole` decodes a msgpack history
+into with msgspec: an op's fields, its value and key left as bytes; a
+list-append txn's micro-ops, a read's value left as bytes. Each takes only
+what msgpack (the streaming reader) decodes the same way; anything else
+fails to decode, and that reader declines.
+
+Apart from `checkers.history` so that reading an EDN history never imports
+msgspec; without `from __future__ import annotations`, so msgspec sees the
+annotations as types.
+"""
+
+from typing import Annotated
+
+import msgspec
+
+# A string field's length past which the whole reader declines: 5 such
+# fields at 4 bytes a char in UTF-8 stay far below MAX_OP_BYTES (16 MiB)
+# beside a value and a key of a quarter of it each (tests/checkers/
+# test_history_whole.py holds the sum).
+MAX_CHARS = 256 * 1024
+_Str = Annotated[str, msgspec.Meta(max_length=MAX_CHARS)]
+
+
+class Envelope(msgspec.Struct, forbid_unknown_fields=True):
+    """An op's fields as `Op.from_map` reads them; its value and key left
+    as bytes. Unknown fields are refused (`Op.from_map` ignores them, but
+    the streaming reader's limits apply to them too)."""
+
+    index: int
+    time: int
+    process: int | _Str
+    type: _Str
+    f: _Str
+    value: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    key: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    node: _Str | None = None
+    error: _Str | None = None
+    level: _Str | None = None
+
+
+# A micro-op [f, k, v], tagged by f; one with more or fewer elements is not
+# one of these (forbid_unknown_fields: else extra elements would be dropped).
+class Append(msgspec.Struct, array_like=True, tag="append", forbid_unknown_fields=True):
+    k: int | str
+    v: int | str
+
+
+class Read(msgspec.Struct, array_like=True, tag="r", forbid_unknown_fields=True):
+    """A read, its value left as bytes: a list for an ok txn (or nil)."""
+
+    k: int | str
+    v: msgspec.Raw
+
+
+ENVELOPES = msgspec.msgpack.Decoder(list[Envelope])
+# an ok list-append txn's micro-ops
+MOPS = msgspec.msgpack.Decoder(list[Append | Read])
+# micro-ops of scalars alone (an invoke's, one that read nothing): as msgpack
+# decodes them, lists, since msgpack decodes ints, strings and nil alike
+SCALAR_MOPS = msgspec.msgpack.Decoder(list[list[int | str | None]])
