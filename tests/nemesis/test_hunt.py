@@ -33,6 +33,7 @@ from nemesis.compose import (
     stale_quorum_sides,
 )
 from nemesis.hunt import (
+    FAILURES_TO_DROP,
     UNREACHED_KIND_BOOST,
     UNTRIED_WEIGHT,
     Outcome,
@@ -208,12 +209,37 @@ def test_a_kinds_variants_share_its_weight_and_a_failed_move_is_dropped():
     prior = aimed_prior(moves, ["flip-flop"], 3.0)
     assert prior == {"kill": 0.3333, "kill:one": 0.3333, "kill:leader": 1.0,
                      "reformat": 1.0, "flip-flop": 3.0}
-    failed = [Outcome("reformat", ("reformat",), True, failed=True)]
+    failed = [Outcome("reformat", ("reformat",), True, failed=True)] * FAILURES_TO_DROP
     assert weights(moves, failed, prior)["reformat"] == 0.0
     assert all(decide(1, i, moves, failed, prior).move != "reformat" for i in range(100))
-    everything_failed = [Outcome(m, (m,), True, failed=True) for m in moves]
+    everything_failed = [Outcome(m, (m,), True, failed=True) for m in moves] * FAILURES_TO_DROP
     with pytest.raises(ValueError):
         decide(1, 0, moves, everything_failed)
+
+
+def test_a_move_that_errored_once_keeps_its_turn_and_its_kinds_boost():
+    # lose-state found no leader to aim at (a majority had just been down):
+    # it tried nothing, so it weighs what it did before it was drawn.
+    moves = ["kill", "kill:majority", "lose-state", "reformat"]
+    prior = shares(moves)
+    errored = [Outcome("kill:majority", ("kill:majority",), True),
+               Outcome("lose-state", ("lose-state", "none"), True, failed=True)]
+    before = weights(moves, errored[:1], prior)
+    after = weights(moves, errored, prior)
+    assert after["lose-state"] == before["lose-state"] == after["reformat"]
+    assert after["lose-state"] == round(prior["lose-state"] * UNTRIED_WEIGHT
+                                        * UNREACHED_KIND_BOOST, 4)
+    picks = [decide(5, i, moves, errored, prior).move for i in range(200)]
+    assert picks.count("lose-state") > picks.count("kill:majority")
+    # The same error again: a move that cannot act here, dropped.
+    assert weights(moves, [*errored, errored[1]], prior)["lose-state"] == 0.0
+
+
+def test_a_failed_try_is_no_try_of_its_kind():
+    moves = ["membership", "membership:remove-two", "kill"]
+    failed = [Outcome("membership", ("membership", "none"), True, failed=True)]
+    w = weights(moves, failed)
+    assert w["membership:remove-two"] == w["kill"] == UNTRIED_WEIGHT * UNREACHED_KIND_BOOST
 
 
 # --- observations ----------------------------------------------------------------
