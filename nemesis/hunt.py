@@ -36,13 +36,15 @@ UNTRIED_WEIGHT = 2.0
 UNREACHED_KIND_BOOST = 8.0
 # A move that keeps finding nothing new still gets drawn now and then.
 FLOOR_WEIGHT = 0.05
-# A move that errored this many times is never drawn again. Not at the first:
-# an error may say only what the cluster was at that moment (a fault aimed at
-# a leader and a follower finds no leader right after a majority was down),
-# and a move dropped then never had its turn: in 3 seeds of 60 s the one
-# draw of lose-state came 1 s after kill:majority's heal, errored, and the
-# switch that needs it went uncaught (docs/hunt-nemesis.md, 2026-11-27).
-FAILURES_TO_DROP = 2
+# A move that errored is drawn again at the next decision (the draw stands:
+# an error may say only what the cluster was at that moment, as a fault aimed
+# at a leader and a follower that finds no leader right after a majority was
+# down), and after this many errors is never drawn again. In 3 seeds of 60 s
+# the one draw of lose-state came 1 s after kill:majority's heal, errored,
+# was dropped, and the switch that needs it went uncaught; kept as an untried
+# move instead, it was not drawn again in the 5 decisions left
+# (docs/hunt-nemesis.md, 2026-11-27). Three tries span 1-4 s of settles.
+FAILURES_TO_DROP = 3
 # Logs this many entries apart (high watermarks) count as apart.
 LAG_ENTRIES = 50
 
@@ -152,12 +154,15 @@ def decide(seed: int, index: int, moves: Sequence[str], outcomes: Sequence[Outco
            ) -> Decision:
     """Pure: the move of decision `index`, drawn by `weights` (the moves
     that fit in the `remaining` seconds only) with an rng that depends on
-    nothing but the seed and the index."""
+    nothing but the seed and the index; the move of the last decision again
+    if it errored and may still be drawn (FAILURES_TO_DROP)."""
     if not moves:
         raise ValueError("no moves to choose from")
     w = fitting(weights(moves, outcomes, prior, reached), remaining, shortest or {}, default_s)
     if not any(w.values()):
         raise ValueError("every move failed or none fits in the time left")
+    if outcomes and outcomes[-1].failed and w.get(outcomes[-1].move):
+        return Decision(index, outcomes[-1].move, w)    # its draw stands (FAILURES_TO_DROP)
     rng = random.Random(derive(seed, "decide", index))
     return Decision(index, rng.choices(list(moves), [w[m] for m in moves])[0], w)
 
