@@ -3,6 +3,7 @@ processes, no cluster; nemesis.hunt.decide over a toy clock.
 
     .venv/bin/python bench/hunt_draws.py [--system raft] [--nodes 3]
         [--time-limit 60] [--runs 300] [--show lose-state,membership:remove-two]
+        [--campaign 3]
 
 For seeds 1..runs, plays the hunt's decisions as nemesis.hunter does (the
 system's default repertoire and its moves, the aimed prior, the time left),
@@ -15,6 +16,9 @@ for each move or kind asked, the share of runs that drew it and the chance
 that at least one of three runs did (1 - (1 - p)^3). The model is calibrated
 on the switches runs of docs/hunt-nemesis.md (9-15 moves per 60 s run, 3
 nodes); it says what the chooser gives, not what a run catches.
+`--campaign N`: the runs in campaigns of N, each run told the kinds the
+earlier ones reached (as a campaign's corpus tells it, `reached_kinds`);
+prints the share of campaigns that drew each move or kind at least once.
 """
 
 from __future__ import annotations
@@ -40,14 +44,16 @@ OVERHEAD_S = 1.0          # inject and heal of a primitive, on a loaded machine
 COMPOSITION_WAITS_S = (1.0, 4.0)
 
 
-def play(seed: int, moves: list[str], prior: dict[str, float], time_limit: float) -> list[str]:
-    """The moves one run's hunt draws, in order, under the modelled clock."""
+def play(seed: int, moves: list[str], prior: dict[str, float], time_limit: float,
+         reached: frozenset[str] = frozenset()) -> list[str]:
+    """The moves one run's hunt draws, in order, under the modelled clock;
+    `reached`: the kinds a campaign's earlier runs reached."""
     world = random.Random(seed * 7919)
     t, end = HUNT_START_S, time_limit
     outcomes: list[Outcome] = []
     while t < end - MIN_MOVE_S:
         try:
-            move = decide(seed, len(outcomes), moves, outcomes, prior, (), round(end - t, 3),
+            move = decide(seed, len(outcomes), moves, outcomes, prior, reached, round(end - t, 3),
                           SHORTEST_S, MIN_MOVE_S).move
         except ValueError:
             break
@@ -60,12 +66,19 @@ def play(seed: int, moves: list[str], prior: dict[str, float], time_limit: float
     return [o.move for o in outcomes]
 
 
+def drew(name: str, played: list[str]) -> bool:
+    """`name` (a move, or a kind) among the moves `played`."""
+    return name in played or name in {kind_of(m) for m in played}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--system", default="raft")
     p.add_argument("--nodes", type=int, default=3)
     p.add_argument("--time-limit", type=float, default=60.0)
     p.add_argument("--runs", type=int, default=300)
+    p.add_argument("--campaign", type=int, default=1,
+                   help="runs per campaign (each told the kinds the earlier ones reached)")
     p.add_argument("--show", type=lambda s: s.split(","),
                    default=["lose-state", "membership", "membership:remove-two", "disk",
                             "disk:eio", "reformat", "fast-failover"])
@@ -75,17 +88,28 @@ def main() -> None:
                                                if s in FAULTS})
              if plannable(m, node_names(a.nodes))]
     prior = aimed_prior(moves, COMPOSITIONS, AIMED_BOOST)
-    runs = [play(seed, moves, prior, a.time_limit) for seed in range(1, a.runs + 1)]
+    runs: list[list[str]] = []
+    for first in range(1, a.runs + 1, a.campaign):
+        played: list[str] = []
+        for seed in range(first, min(first + a.campaign, a.runs + 1)):
+            run = play(seed, moves, prior, a.time_limit,
+                       frozenset(kind_of(m) for m in played))
+            runs.append(run)
+            played += run
     print(f"{a.system}, {a.nodes} nodes, {a.time_limit:g} s: {len(moves)} moves of "
           f"{len({kind_of(m) for m in moves})} kinds; per run "
           f"{sum(map(len, runs)) / len(runs):.1f} moves, "
           f"{sum(sum(m in COMPOSITIONS for m in r) for r in runs) / len(runs):.1f} compositions, "
           f"{sum(len({kind_of(m) for m in r}) for r in runs) / len(runs):.1f} kinds")
+    groups = [sum(runs[i:i + a.campaign], []) for i in range(0, len(runs), a.campaign)]
     for name in a.show:
-        share = sum(name in r or name in {kind_of(m) for m in r} for r in runs) / len(runs)
-        print(f"  {name}: drawn in {share:.2f} of runs; in at least 1 of 3: "
-              f"{1 - (1 - share) ** 3:.2f}")
-
+        share = sum(drew(name, r) for r in runs) / len(runs)
+        line = (f"  {name}: drawn in {share:.2f} of runs; in at least 1 of 3: "
+                f"{1 - (1 - share) ** 3:.2f}")
+        if a.campaign > 1:
+            line += (f"; in {sum(drew(name, g) for g in groups) / len(groups):.2f} "
+                     f"of campaigns of {a.campaign}")
+        print(line)
 
 if __name__ == "__main__":
     main()
