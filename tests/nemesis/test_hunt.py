@@ -37,6 +37,7 @@ from nemesis.compose import (
     stale_quorum_sides,
 )
 from nemesis.hunt import (
+    FAILURES_TO_DROP,
     UNREACHED_KIND_BOOST,
     UNTRIED_WEIGHT,
     Outcome,
@@ -212,12 +213,51 @@ def test_a_kinds_variants_share_its_weight_and_a_failed_move_is_dropped():
     prior = aimed_prior(moves, ["flip-flop"], 3.0)
     assert prior == {"kill": 0.3333, "kill:one": 0.3333, "kill:leader": 1.0,
                      "reformat": 1.0, "flip-flop": 3.0}
-    failed = [Outcome("reformat", ("reformat",), True, failed=True)]
+    failed = [Outcome("reformat", ("reformat",), True, failed=True)] * FAILURES_TO_DROP
+    assert weights(moves, failed[:1], prior)["reformat"] > 0.0
     assert weights(moves, failed, prior)["reformat"] == 0.0
     assert all(decide(1, i, moves, failed, prior).move != "reformat" for i in range(100))
-    everything_failed = [Outcome(m, (m,), True, failed=True) for m in moves]
+    everything_failed = [Outcome(m, (m,), True, failed=True) for m in moves] * FAILURES_TO_DROP
     with pytest.raises(ValueError):
         decide(1, 0, moves, everything_failed)
+
+
+def test_a_move_that_errored_once_keeps_its_turn_and_its_kinds_boost():
+    # lose-state found no leader to aim at (a majority had just been down):
+    # it tried nothing, so it weighs what it did before it was drawn.
+    moves = ["kill", "kill:majority", "lose-state", "reformat"]
+    prior = shares(moves)
+    errored = [Outcome("kill:majority", ("kill:majority",), True),
+               Outcome("lose-state", ("lose-state", "none"), True, failed=True)]
+    before = weights(moves, errored[:1], prior)
+    after = weights(moves, errored, prior)
+    assert after["lose-state"] == before["lose-state"] == after["reformat"]
+    assert after["lose-state"] == round(prior["lose-state"] * UNTRIED_WEIGHT
+                                        * UNREACHED_KIND_BOOST, 4)
+    # Its draw stands: the next decision plays it again, whatever the seed...
+    assert {decide(s, 2, moves, errored, prior).move for s in range(50)} == {"lose-state"}
+    # ...and once it acted, the draws are the rng's again.
+    acted = [*errored, Outcome("lose-state", ("lose-state", "follower"), True)]
+    assert len({decide(s, 3, moves, acted, prior).move for s in range(50)}) > 1
+    # The same error FAILURES_TO_DROP times: a move that cannot act here, dropped.
+    again = [*errored, *[errored[1]] * (FAILURES_TO_DROP - 1)]
+    assert weights(moves, again, prior)["lose-state"] == 0.0
+    assert all(decide(s, len(again), moves, again, prior).move != "lose-state"
+               for s in range(50))
+
+
+def test_an_errored_move_that_no_longer_fits_is_not_retried():
+    moves = ["kill", "churn"]
+    errored = [Outcome("churn", ("churn", "none"), True, failed=True)]
+    d = decide(1, 1, moves, errored, remaining=3.0, shortest={"churn": 5.0}, default_s=2.0)
+    assert d.move == "kill" and d.weights["churn"] == 0.0
+
+
+def test_a_failed_try_is_no_try_of_its_kind():
+    moves = ["membership", "membership:remove-two", "kill"]
+    failed = [Outcome("membership", ("membership", "none"), True, failed=True)]
+    w = weights(moves, failed)
+    assert w["membership:remove-two"] == w["kill"] == UNTRIED_WEIGHT * UNREACHED_KIND_BOOST
 
 
 # --- observations ----------------------------------------------------------------

@@ -1,0 +1,115 @@
+"""How often the hunt's chooser alone draws each move or kind in a run: no
+processes, no cluster; nemesis.hunt.decide over a toy clock.
+
+    .venv/bin/python bench/hunt_draws.py [--system raft] [--nodes 3]
+        [--time-limit 60] [--runs 300] [--show lose-state,membership:remove-two]
+        [--campaign 3]
+
+For seeds 1..runs, plays the hunt's decisions as nemesis.hunter does (the
+system's default repertoire and its moves, the aimed prior, the time left),
+with each move taking a modelled time instead of running: a composition its
+SHORTEST_S plus 1-4 s (its waits for elections), a primitive 1 s plus the
+hunter's hold draw (mean interval/4, at most interval/2), its settle and 1 s
+of inject and heal. Each move reaches one of three states at random (what it
+found is what steers later draws). Prints moves and compositions per run and,
+for each move or kind asked, the share of runs that drew it and the chance
+that at least one of three runs did (1 - (1 - p)^3). The model is calibrated
+on the switches runs of docs/hunt-nemesis.md (9-15 moves per 60 s run, 3
+nodes); it says what the chooser gives, not what a run catches.
+`--campaign N`: the runs in campaigns of N, each run told the kinds the
+earlier ones reached (as a campaign's corpus tells it, `reached_kinds`);
+prints the share of campaigns that drew each move or kind at least once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from faultline import registry  # noqa: E402
+from harness.run.config import hunt_repertoire, node_names  # noqa: E402
+from nemesis.base import FAULTS  # noqa: E402
+from nemesis.compose import COMPOSITIONS, SHORTEST_S  # noqa: E402
+from nemesis.hunt import Outcome, aimed_prior, decide, kind_of, moves_for, record  # noqa: E402
+from nemesis.hunter import AIMED_BOOST, HOLD_SHARE, MIN_MOVE_S, SETTLE_S, plannable  # noqa: E402
+from nemesis.schedule import HUNT_START_S  # noqa: E402
+
+INTERVAL_S = 5.0          # the default --nemesis-interval
+OVERHEAD_S = 1.0          # inject and heal of a primitive, on a loaded machine
+COMPOSITION_WAITS_S = (1.0, 4.0)
+
+
+def play(seed: int, moves: list[str], prior: dict[str, float], time_limit: float,
+         reached: frozenset[str] = frozenset()) -> list[str]:
+    """The moves one run's hunt draws, in order, under the modelled clock;
+    `reached`: the kinds a campaign's earlier runs reached."""
+    world = random.Random(seed * 7919)
+    t, end = HUNT_START_S, time_limit
+    outcomes: list[Outcome] = []
+    while t < end - MIN_MOVE_S:
+        try:
+            move = decide(seed, len(outcomes), moves, outcomes, prior, reached, round(end - t, 3),
+                          SHORTEST_S, MIN_MOVE_S).move
+        except ValueError:
+            break
+        if move in COMPOSITIONS:
+            t += SHORTEST_S[move] + world.uniform(*COMPOSITION_WAITS_S)
+        else:
+            t += (1.0 + min(world.expovariate(HOLD_SHARE / INTERVAL_S), INTERVAL_S / 2)
+                  + world.uniform(*SETTLE_S) + OVERHEAD_S)
+        outcomes.append(record(outcomes, move, (move, world.randrange(3))))
+    return [o.move for o in outcomes]
+
+
+def drew(name: str, played: list[str]) -> bool:
+    """`name` (a move, or a kind) among the moves `played`."""
+    return name in played or name in {kind_of(m) for m in played}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--system", default="raft")
+    p.add_argument("--nodes", type=int, default=3)
+    p.add_argument("--time-limit", type=float, default=60.0)
+    p.add_argument("--runs", type=int, default=300)
+    p.add_argument("--campaign", type=int, default=1,
+                   help="runs per campaign (each told the kinds the earlier ones reached)")
+    p.add_argument("--show", type=lambda s: s.split(","),
+                   default=["lose-state", "membership", "membership:remove-two", "disk",
+                            "disk:eio", "reformat", "fast-failover"])
+    a = p.parse_args()
+    repertoire = hunt_repertoire(registry.get(a.system), a.nodes)
+    moves = [m for m in moves_for(repertoire, {s: FAULTS[s].variants() for s in repertoire
+                                               if s in FAULTS})
+             if plannable(m, node_names(a.nodes))]
+    prior = aimed_prior(moves, COMPOSITIONS, AIMED_BOOST)
+    runs: list[list[str]] = []
+    for first in range(1, a.runs + 1, a.campaign):
+        played: list[str] = []
+        for seed in range(first, min(first + a.campaign, a.runs + 1)):
+            run = play(seed, moves, prior, a.time_limit,
+                       frozenset(kind_of(m) for m in played))
+            runs.append(run)
+            played += run
+    print(f"{a.system}, {a.nodes} nodes, {a.time_limit:g} s: {len(moves)} moves of "
+          f"{len({kind_of(m) for m in moves})} kinds; per run "
+          f"{sum(map(len, runs)) / len(runs):.1f} moves, "
+          f"{sum(sum(m in COMPOSITIONS for m in r) for r in runs) / len(runs):.1f} compositions, "
+          f"{sum(len({kind_of(m) for m in r}) for r in runs) / len(runs):.1f} kinds")
+    groups = [sum(runs[i:i + a.campaign], []) for i in range(0, len(runs), a.campaign)]
+    for name in a.show:
+        share = sum(drew(name, r) for r in runs) / len(runs)
+        line = (f"  {name}: drawn in {share:.2f} of runs; in at least 1 of 3: "
+                f"{1 - (1 - share) ** 3:.2f}")
+        if a.campaign > 1:
+            line += (f"; in {sum(drew(name, g) for g in groups) / len(groups):.2f} "
+                     f"of campaigns of {a.campaign}")
+        print(line)
+
+if __name__ == "__main__":
+    main()
