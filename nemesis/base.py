@@ -462,6 +462,10 @@ class NemesisRunner:
         if isinstance(event, _Fired):
             # A heal a trigger fired mid-fault is not the run's final one: replay keeps it.
             self.executed[-1]["fired"] = True
+            # What it was fired with: no plan holds a fired step's params, and
+            # its recorded value need not name them (a step of the trigger's
+            # own fault, e.g. fast-failover's growth, would replay as an arming).
+            self.executed[-1]["params"] = dict(event.params)
             if event.note is not None:
                 self.executed[-1]["note"] = event.note
         return done

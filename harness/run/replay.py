@@ -56,10 +56,14 @@ def replay_events(run: dict[str, Any], live_triggers: bool = False) -> list[dict
             continue
         action, fault = executed_action(e), e.get("fault") or e["f"]
         plan = planned[j] if j < len(planned) else None
-        if plan is not None and (plan["fault"], plan["action"]) == (fault, action):
+        if e.get("fired"):
+            # Never the plan's: a fired inject of the trigger's own spec (a
+            # step of its firing) would take the next arming's place and params.
+            params, seed = dict(e.get("params") or {}), 0
+        elif plan is not None and (plan["fault"], plan["action"]) == (fault, action):
             j += 1
             params, seed = dict(plan.get("params") or {}), int(plan.get("seed", 0))
-        elif action == "heal" and not legacy and not e.get("fired"):
+        elif action == "heal" and not legacy:
             continue  # a heal-everything at the end: the replay's runner does it again
         else:
             params, seed = {}, 0

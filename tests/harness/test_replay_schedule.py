@@ -71,6 +71,27 @@ def test_a_heal_a_trigger_fired_mid_fault_is_replayed_where_it_ran():
         ("inject", 0.292), ("heal", 1.482), ("inject", 4.5), ("heal", 5.0)]
 
 
+def test_a_fired_step_replays_with_the_params_it_was_fired_with():
+    # fast-failover armed at 1 s; at 2 s its firing grew n2's log (a step of
+    # its own spec), killed n2; a second arming at 8 s keeps its plan's seed.
+    planned = [Event(1.0, "inject", "fast-failover", {}, 7).to_map(),
+               Event(7.0, "heal", "fast-failover").to_map(),
+               Event(8.0, "inject", "fast-failover", {}, 9).to_map()]
+    grow = {"step": "grow", "node": "n2", "over": "n1", "freeze": ["n3"]}
+    run = {**RUN, "planned_schedule": planned, "schedule": [
+        executed(1.0, "fast-failover", "fast-failover", {"armed": True}),
+        executed(2.0, "fast-failover", "fast-failover", {"step": "grow", "appended": 3})
+        | {"fired": True, "params": grow},
+        executed(2.1, "kill", "kill", {"nodes": ["n2"]})
+        | {"fired": True, "params": {"nodes": ["n2"], "trigger": "fast-failover"}},
+        executed(7.0, "start", "fast-failover", {"nodes": []}),
+        executed(8.0, "fast-failover", "fast-failover", {"armed": True})]}
+    assert [(e["time"], e["action"], e["params"], e["seed"]) for e in replay_events(run)] == [
+        (1.0, "inject", {}, 7), (2.0, "inject", grow, 0),
+        (2.1, "inject", {"nodes": ["n2"], "trigger": "fast-failover"}, 0),
+        (7.0, "heal", {}, 0), (8.0, "inject", {}, 9)]
+
+
 def test_live_triggers_drop_what_a_trigger_fired_and_keep_its_arming():
     # power-cut-after-commit armed at 1 s, fired a lose-unsynced at 1.3 s, healed at 2 s
     planned = [Event(1.0, "inject", "power-cut-after-commit:all", {}, 7).to_map(),

@@ -357,14 +357,59 @@ def test_a_fired_fault_is_an_ordinary_recorded_fault_that_replay_reexecutes(
     assert ops[5].value["nodes"] == ["n3"] and ops[4].value["trigger"] == "kill-after-vote"
     assert [k[0] for k in cluster.killed_at] == [["n1"], ["n3"]]
     assert cluster.down == set()
-    # The executed list (run.json "schedule") replays both kills as plain kills.
+    # The executed list (run.json "schedule") replays both kills as plain kills,
+    # with the params they were fired with and the nodes they resolved to.
     run = {"schedule": runner.executed, "planned_schedule": [e.to_map() for e in events],
            "schedule_offset_ns": int(t0 * 1e9) - recorder.start_ns}
     replayed = replay_events(run)
     kills = [e for e in replayed if e["fault"] == "kill"]
-    assert [(k["action"], k["params"], k["seed"]) for k in kills] == [
-        ("inject", {"nodes": ["n1"]}, 0), ("inject", {"nodes": ["n3"]}, 0)]
+    assert [(k["action"], k["params"]["nodes"], k["seed"]) for k in kills] == [
+        ("inject", ["n1"], 0), ("inject", ["n3"], 0)]
+    assert kills[0]["params"]["targets"] == "leader"
+    assert kills[1]["params"]["after"]["event"] == "vote"
     assert kills[0]["time"] < 0.1 < kills[1]["time"] < 1.0
+
+
+class FiresAStepOfItsOwn:
+    """A trigger whose firing runs a step of its own spec (as fast-failover's
+    growth), which the runner records as a plain inject of that spec."""
+    name, heal_f = "fires-own-step", "unarm"
+    fire: Any = None
+
+    def __init__(self) -> None:
+        self.steps: list[dict[str, Any]] = []
+
+    def inject(self, cluster: Any, rng: random.Random, params: Any) -> dict[str, Any]:
+        if params.get("step") == "grow":
+            self.steps.append(dict(params))
+            return {"step": "grow", "grown": 3}
+        self.fire(self.name, {"step": "grow", "node": "n2", "over": "n1"})
+        return {"armed": True}
+
+    def heal(self, cluster: Any) -> dict[str, Any]:
+        return {}
+
+
+def test_a_step_a_trigger_fired_replays_as_itself_not_as_the_next_arming(
+        tmp_path: Path) -> None:
+    """Fired steps are recorded with their params: a replay redoes the
+    growth step (it was replayed as a silent arming, params lost, before),
+    and the plan's next arming keeps its own place, params and seed."""
+    events = [Event(0.0, "inject", "fires-own-step", {}, seed=4),
+              Event(0.3, "heal", "fires-own-step"),
+              Event(0.4, "inject", "fires-own-step", {"round": 2}, seed=9),
+              Event(0.6, "heal", "fires-own-step")]
+    fault = FiresAStepOfItsOwn()
+    _, runner, _ = run_one_fault(tmp_path, fault, events)
+    assert len(fault.steps) == 2
+    fired = [e for e in runner.executed if e.get("fired")]
+    assert [e["params"] for e in fired] == [{"step": "grow", "node": "n2", "over": "n1"}] * 2
+    run = {"schedule": runner.executed, "planned_schedule": [e.to_map() for e in events],
+           "schedule_offset_ns": 0}
+    replayed = [(e["action"], e["params"], e["seed"]) for e in replay_events(run)]
+    grow = {"step": "grow", "node": "n2", "over": "n1"}
+    assert replayed == [("inject", {}, 4), ("inject", grow, 0), ("heal", {}, 0),
+                        ("inject", {"round": 2}, 9), ("inject", grow, 0), ("heal", {}, 0)]
 
 
 _missing = check_installed()
@@ -537,7 +582,8 @@ def test_fast_failover_cuts_the_leader_then_its_successor_right_after_the_vote(
         assert fired == [("fast-failover:40ms", "inject"), ("kill", "inject"),
                          ("lose-unsynced", "inject"), ("partition", "heal")]
         grow, kill, power_cut = (c[1] for c in steps.calls[1:4])
-        assert grow == {"step": "grow", "node": "n2", "over": "n1", "trigger": "fast-failover"}
+        assert grow == {"step": "grow", "node": "n2", "over": "n1", "freeze": ["n3"],
+                        "trigger": "fast-failover"}
         assert kill["nodes"] == ["n2"] and power_cut["nodes"] == ["n3"]
         assert power_cut["after"]["dirty_left_ms"] == pytest.approx(
             40 - power_cut["after"]["frozen_after_ms"], abs=1e-3)
@@ -556,6 +602,35 @@ def test_fast_failover_cuts_the_leader_then_its_successor_right_after_the_vote(
         cluster.line("n3", {"event": "vote", "epoch": 6, "candidate": "n1"})
         time.sleep(0.05)
         assert len(steps.calls) == 6       # once per arming
+    finally:
+        trigger.teardown(cluster)
+
+
+def test_fast_failover_replayed_redoes_the_growth_and_freezes_the_voter_first(
+        tmp_path: Path) -> None:
+    """In a replay the trigger is silent (no watcher, no cut of its own), and
+    its recorded growth step, run at the vote line's time, freezes C's mount
+    (live, the watcher did at that line) and grows B's log to A's length."""
+    cluster = StepCluster(tmp_path)
+    mounts = {n: FakeMount() for n in cluster.names}
+    db = FakeStatusDB({"n1": "Resigned", "n2": "Leader", "n3": "Follower"},
+                      {"n1": 14, "n2": 11, "n3": 10})
+    trigger = make_fault("fast-failover:40ms", FaultContext(
+        db, extras={"mounts": mounts, "replay": True}))
+    steps = Steps()
+    trigger.fire = steps
+    trigger.setup(cluster)
+    try:
+        assert trigger.inject(cluster, random.Random(1), {})["armed"] is False
+        cluster.line("n3", {"event": "vote", "epoch": 4, "candidate": "n2"})
+        time.sleep(0.05)
+        assert steps.calls == [] and not any(m.frozen_at for m in mounts.values())
+        value = trigger.inject(cluster, random.Random(0), {
+            "step": "grow", "node": "n2", "over": "n1", "freeze": ["n3"],
+            "trigger": "fast-failover"})
+        assert [n for n, m in mounts.items() if m.frozen_at] == ["n3"]
+        assert mounts["n3"].frozen_at[0] < time.monotonic_ns()
+        assert db.grown == [("n2", 14)] and value["appended"] == 3
     finally:
         trigger.teardown(cluster)
 

@@ -343,8 +343,12 @@ class FastFailover(PowerCut):
     B truncates its whole epoch; `unknown-epoch-next-start` keeps it.
 
     Every step is recorded as the ordinary fault it is (partition, kill,
-    lose-unsynced, heal, start), the growth as this fault's own op. A replay
-    re-runs the cuts, kills and restarts at their times but not the growth.
+    lose-unsynced, heal, start), the growth as this fault's own op, each with
+    the params it was fired with. A replay (triggers silent) re-runs every
+    step at its recorded time with those params: the growth too, and since
+    no watcher froze C's mount at its vote line, the growth step, which ran
+    right after that line, freezes it first (`freeze`), so C again keeps
+    nothing of B's epoch.
     """
 
     name, heal_f = FAST_FAILOVER.name, FAST_FAILOVER.heal_f
@@ -412,7 +416,7 @@ class FastFailover(PowerCut):
             self.at_once(power_cut)
             self.stage, self.vote = "leader", {"epoch": event.get("epoch"), "winner": winner}
             return [(self.spec, {"step": self.GROW, "node": winner, "over": self.isolated,
-                                 "trigger": self.name}, "inject"),
+                                 "freeze": [node], "trigger": self.name}, "inject"),
                     (KILL.name, {"nodes": [winner], "trigger": self.name}, "inject"),
                     (LOSE_UNSYNCED.name, power_cut, "inject"),
                     (PARTITION.name, {}, "heal")]
@@ -440,6 +444,10 @@ class FastFailover(PowerCut):
         """Grow the new leader's log to the old one's end, read once the old
         one has resigned (then nothing more reaches its log)."""
         node, over = params["node"], params["over"]
+        if self.replay:
+            # Live, the watcher froze these at the vote line, before this step.
+            for name in params.get("freeze") or []:
+                self.mounts[name].freeze()
         deadline = time.monotonic() + GROW_WAIT_S
         with cluster.in_hub():
             old = self._wait_for(cluster, over, lambda s: s.get("role") != "Leader", deadline)
