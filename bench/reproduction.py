@@ -305,6 +305,9 @@ def main() -> int:
     p.add_argument("--phase", choices=("runs", "schedule", "all"), default="all")
     p.add_argument("--table", action="store_true", help="print the table from DIR/state.json")
     a = p.parse_args()
+    # Absolute: every command runs from its target's tree, an unplanted bug's
+    # scratch copy included, where a relative path would land.
+    a.out = a.out.resolve()
     a.out.mkdir(parents=True, exist_ok=True)
     state_path = a.out / "state.json"
     state = read_json(state_path) or {"started": datetime.now(UTC).isoformat(
