@@ -171,11 +171,15 @@ def table(rows: list[Row]) -> list[str]:
 # --- the edge: processes and files -------------------------------------------
 
 def faultline(tree: Path, args: list[str], log: Path) -> int:
-    """`python -m harness ARGS` from `tree` (its code first on the path); output to `log`."""
+    """`python -m harness ARGS` with `tree`'s code first on the path; output to `log`.
+    A scratch copy is not the working directory: plug-ins are never loaded
+    from the working directory (checkers.plugin_trust), and a replay's worker
+    loads the raft package's rows before anything else imports it."""
     with open(log, "ab") as f:
         f.write(f"\n$ faultline {' '.join(args)}\n".encode())
         f.flush()
-        return subprocess.run([sys.executable, "-m", "harness", *args], cwd=tree,
+        return subprocess.run([sys.executable, "-m", "harness", *args],
+                              cwd=tree if tree == ROOT else tree.parent,
                               env=copy_first_env(tree), stdout=f, stderr=subprocess.STDOUT,
                               stdin=subprocess.DEVNULL, check=False).returncode
 
