@@ -242,6 +242,7 @@ def _with(attr: str) -> frozenset[str]:
 
 LAZYFS_FAULTS = _with("needs_lazyfs")
 TRIGGER_FAULTS = _with("fires_on_events")
+REPLAYS_LIVE_FAULTS = _with("replays_live")
 INSTANT_FAULTS = _with("instant")
 HEAL_F = {name: kind.heal_f for name, kind in FAULTS.items()}
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from checkers.rundir import load_json
 from harness.run.config import RunConfig, hunting
-from nemesis.base import split_spec
+from nemesis.base import REPLAYS_LIVE_FAULTS, split_spec
 
 # Keys of an inject's recorded value that pin down what it did to which nodes;
 # every fault accepts them back as params (nemesis.process.resolve_nodes,
@@ -41,7 +41,8 @@ def executed_action(e: dict[str, Any]) -> str:
 def replay_events(run: dict[str, Any], live_triggers: bool = False) -> list[dict[str, Any]]:
     """Pure: the schedule (RunConfig.schedule form) that re-executes a run's
     executed list; with `live_triggers`, without what trigger faults fired
-    (they fire again, at their own moment, in the replay)."""
+    (they fire again, at their own moment, in the replay); without what a
+    trigger that `replays_live` fired, always (its fired steps name it)."""
     executed = run.get("schedule")
     if not isinstance(executed, list):
         raise ReplayError("its run.json has no executed schedule (the run stopped before "
@@ -52,7 +53,8 @@ def replay_events(run: dict[str, Any], live_triggers: bool = False) -> list[dict
     offset_ns = int(run.get("schedule_offset_ns") or 0)
     events, j = [], 0
     for e in executed:
-        if live_triggers and e.get("fired"):
+        if e.get("fired") and (live_triggers or (e.get("params") or {}).get("trigger")
+                               in REPLAYS_LIVE_FAULTS):
             continue
         action, fault = executed_action(e), e.get("fault") or e["f"]
         plan = planned[j] if j < len(planned) else None

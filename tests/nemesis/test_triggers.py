@@ -19,7 +19,13 @@ import pytest
 from checkers.history import read_history, validate
 from harness.run.recorder import Recorder
 from harness.run.replay import replay_events
-from nemesis.base import CompositeNemesis, FaultContext, NemesisRunner, make_fault
+from nemesis.base import (
+    REPLAYS_LIVE_FAULTS,
+    CompositeNemesis,
+    FaultContext,
+    NemesisRunner,
+    make_fault,
+)
 from nemesis.event_lines import LogTail
 from nemesis.lazyfs import LazyFS, check_installed
 from nemesis.schedule import Event, plan_params
@@ -582,8 +588,7 @@ def test_fast_failover_cuts_the_leader_then_its_successor_right_after_the_vote(
         assert fired == [("fast-failover:40ms", "inject"), ("kill", "inject"),
                          ("lose-unsynced", "inject"), ("partition", "heal")]
         grow, kill, power_cut = (c[1] for c in steps.calls[1:4])
-        assert grow == {"step": "grow", "node": "n2", "over": "n1", "freeze": ["n3"],
-                        "trigger": "fast-failover"}
+        assert grow == {"step": "grow", "node": "n2", "over": "n1", "trigger": "fast-failover"}
         assert kill["nodes"] == ["n2"] and power_cut["nodes"] == ["n3"]
         assert power_cut["after"]["dirty_left_ms"] == pytest.approx(
             40 - power_cut["after"]["frozen_after_ms"], abs=1e-3)
@@ -606,33 +611,32 @@ def test_fast_failover_cuts_the_leader_then_its_successor_right_after_the_vote(
         trigger.teardown(cluster)
 
 
-def test_fast_failover_replayed_redoes_the_growth_and_freezes_the_voter_first(
+def test_in_a_replay_fast_failover_arms_again_while_other_triggers_stay_silent(
         tmp_path: Path) -> None:
-    """In a replay the trigger is silent (no watcher, no cut of its own), and
-    its recorded growth step, run at the vote line's time, freezes C's mount
-    (live, the watcher did at that line) and grows B's log to A's length."""
+    """fast-failover `replays_live`: a replay's context names it, and it arms
+    and cuts the leader off as in the original run (its recorded steps are
+    not in the replayed schedule); kill-after-vote stays silent."""
+    extras = {"replay": True, "replays_live": REPLAYS_LIVE_FAULTS}
+    assert "fast-failover" in REPLAYS_LIVE_FAULTS and "kill-after-vote" not in REPLAYS_LIVE_FAULTS
     cluster = StepCluster(tmp_path)
-    mounts = {n: FakeMount() for n in cluster.names}
-    db = FakeStatusDB({"n1": "Resigned", "n2": "Leader", "n3": "Follower"},
-                      {"n1": 14, "n2": 11, "n3": 10})
-    trigger = make_fault("fast-failover:40ms", FaultContext(
-        db, extras={"mounts": mounts, "replay": True}))
+    db = FakeStatusDB({}, {})
+    trigger = make_fault("fast-failover", FaultContext(
+        db, extras={"mounts": {n: FakeMount() for n in cluster.names}} | extras))
     steps = Steps()
     trigger.fire = steps
     trigger.setup(cluster)
     try:
-        assert trigger.inject(cluster, random.Random(1), {})["armed"] is False
-        cluster.line("n3", {"event": "vote", "epoch": 4, "candidate": "n2"})
-        time.sleep(0.05)
-        assert steps.calls == [] and not any(m.frozen_at for m in mounts.values())
-        value = trigger.inject(cluster, random.Random(0), {
-            "step": "grow", "node": "n2", "over": "n1", "freeze": ["n3"],
-            "trigger": "fast-failover"})
-        assert [n for n, m in mounts.items() if m.frozen_at] == ["n3"]
-        assert mounts["n3"].frozen_at[0] < time.monotonic_ns()
-        assert db.grown == [("n2", 14)] and value["appended"] == 3
+        assert trigger.inject(cluster, random.Random(1), {})["armed"] is True
+        assert [(c[0], c[2]) for c in steps.calls] == [("partition", "inject")]
+        trigger.heal(cluster)       # no election came: the cut is healed, named
+        assert steps.calls[-1][:3] == ("partition", {"trigger": "fast-failover"}, "heal")
     finally:
         trigger.teardown(cluster)
+    silent = KillAfterVote(FaultContext(extras=extras))
+    silent.fire = Fired()
+    silent.setup(cluster)
+    assert silent.inject(cluster, random.Random(0), {})["armed"] is False
+    silent.teardown(cluster)
 
 
 def test_fast_failover_heal_undoes_the_cut_when_no_election_came(tmp_path: Path) -> None:
