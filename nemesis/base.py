@@ -465,7 +465,7 @@ class NemesisRunner:
             self.executed[-1]["fired"] = True
             # What it was fired with: no plan holds a fired step's params, and
             # its recorded value need not name them (a step of the trigger's
-            # own fault, e.g. fast-failover's growth, would replay as an arming).
+            # own fault would replay as an arming).
             self.executed[-1]["params"] = dict(event.params)
             if event.note is not None:
                 self.executed[-1]["note"] = event.note
