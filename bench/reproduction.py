@@ -41,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -208,7 +209,7 @@ def with_seed(args: list[str], seed: int) -> list[str]:
 
 
 def do_runs(target: Row, out: Path, tree: Path, log: Path, seeds: int,
-            say: Any) -> Row:
+            say: Callable[[str], None]) -> Row:
     """`faultline run` with seeds 1..`seeds` until one is invalid; the last
     run's outcome, with every seed tried and its exit status."""
     tried: list[int] = []
