@@ -5,7 +5,7 @@ shrinks, and how few faults its schedule keeps.
     sudo .venv/bin/python bench/reproduction.py [--out DIR] [--switch NAME ...]
         [--unplanted NAME ...] [--time-limit 15] [--unplanted-time-limit 20]
         [--count 5] [--parallel 2] [--schedule-replays 2] [--schedule-budget 12]
-        [--phase runs|schedule|all] [--table]
+        [--seeds N] [--phase runs|schedule|all] [--table]
 
 Targets: every bug switch of nodes.raft.bugs.CALIBRATION under its designed
 plan (bench/detection.switch_config: register, 3 nodes unless the row says
@@ -13,7 +13,9 @@ otherwise, seed 1), and every bug of bench/unplanted (bench/hunt.py's default
 run: 5 nodes, no --nemesis, seed 1; register, or the workload given as
 NAME:WORKLOAD) run from a scratch copy with the patch applied. For each target:
 
-1. `faultline run` once; a run that is not invalid is listed and left there.
+1. `faultline run` with seed 1, then 2, ... up to `--seeds N` (default 1)
+   until one is invalid; the seeds tried are stored and shown (a miss is
+   never hidden); a target none of whose seeds failed is listed and left there.
 2. `faultline replay RUN --count N --parallel K --yes`: the reproduction rate;
    for a plan with a trigger fault (power-cut-after-commit, ...), also with
    `--live-triggers`, the triggers armed again instead of their recorded
@@ -39,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -100,9 +103,14 @@ def row_cells(r: Row) -> list[str]:
     run = r.get("run") or {}
     if not run:
         return [r["name"], "not run yet", "", "", ""]
+    tried = run.get("seeds_tried") or [SEED]
+    seeds = (f"seed {tried[-1]}" if len(tried) == 1 else
+             f"seed {tried[-1]} ({len(tried)} tried: exits "
+             f"{', '.join(str(e) for e in run.get('exits') or [])})")
     if run.get("exit") != 1:
-        return [r["name"], f"not invalid (exit {run.get('exit')})", "-", "-", "-"]
-    failure = ", ".join(run.get("invalid") or [])
+        return [r["name"], f"not invalid (exit {run.get('exit')}; "
+                f"{seeds.replace('seed ', 'last seed ', 1)})", "-", "-", "-"]
+    failure = ", ".join(run.get("invalid") or []) + f"; {seeds}"
     rep = r.get("replay")
     replay = (f"{rep['reproduced']}/{rep['count']} ({rep['label']}); same verdict "
               f"{rep['same_verdict']}/{rep['count']}") if rep else "not run"
@@ -164,11 +172,15 @@ def table(rows: list[Row]) -> list[str]:
 # --- the edge: processes and files -------------------------------------------
 
 def faultline(tree: Path, args: list[str], log: Path) -> int:
-    """`python -m harness ARGS` from `tree` (its code first on the path); output to `log`."""
+    """`python -m harness ARGS` with `tree`'s code first on the path; output to `log`.
+    A scratch copy is not the working directory: plug-ins are never loaded
+    from the working directory (checkers.plugin_trust), and a replay's worker
+    loads the raft package's rows before anything else imports it."""
     with open(log, "ab") as f:
         f.write(f"\n$ faultline {' '.join(args)}\n".encode())
         f.flush()
-        return subprocess.run([sys.executable, "-m", "harness", *args], cwd=tree,
+        return subprocess.run([sys.executable, "-m", "harness", *args],
+                              cwd=tree if tree == ROOT else tree.parent,
                               env=copy_first_env(tree), stdout=f, stderr=subprocess.STDOUT,
                               stdin=subprocess.DEVNULL, check=False).returncode
 
@@ -187,6 +199,33 @@ def read_json(path: Path) -> Any:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+
+
+def with_seed(args: list[str], seed: int) -> list[str]:
+    """Pure: the `faultline run` arguments with `--seed` set to `seed`."""
+    out = list(args)
+    out[out.index("--seed") + 1] = str(seed)
+    return out
+
+
+def do_runs(target: Row, out: Path, tree: Path, log: Path, seeds: int,
+            say: Callable[[str], None]) -> Row:
+    """`faultline run` with seeds 1..`seeds` until one is invalid; the last
+    run's outcome, with every seed tried and its exit status."""
+    tried: list[int] = []
+    exits: list[int] = []
+    run: Row = {}
+    for seed in range(SEED, SEED + seeds):
+        args = with_seed(target["args"], seed)
+        say(f"{target['name']}: faultline run {' '.join(args)}")
+        run = do_run({**target, "args": args}, out, tree, log)
+        tried.append(seed)
+        exits.append(run["exit"])
+        say(f"{target['name']}: seed {seed}: exit {run['exit']} invalid {run['invalid']} "
+            f"{run['seconds']} s {run['dir']}")
+        if run["exit"] == 1:
+            break
+    return run | {"seeds_tried": tried, "exits": exits}
 
 
 def do_run(target: Row, out: Path, tree: Path, log: Path) -> Row:
@@ -266,9 +305,14 @@ def main() -> int:
     p.add_argument("--parallel", type=int, default=2)
     p.add_argument("--schedule-replays", type=int, default=2)
     p.add_argument("--schedule-budget", type=int, default=12)
+    p.add_argument("--seeds", type=int, default=1,
+                   help="seeds 1..N tried in turn until a run is invalid")
     p.add_argument("--phase", choices=("runs", "schedule", "all"), default="all")
     p.add_argument("--table", action="store_true", help="print the table from DIR/state.json")
     a = p.parse_args()
+    # Absolute: every command runs from its target's tree, an unplanted bug's
+    # scratch copy included, where a relative path would land.
+    a.out = a.out.resolve()
     a.out.mkdir(parents=True, exist_ok=True)
     state_path = a.out / "state.json"
     state = read_json(state_path) or {"started": datetime.now(UTC).isoformat(
@@ -304,11 +348,8 @@ def main() -> int:
                 continue
             tree = tree_for(t, a.out, phase)
             if run is None:
-                say(f"{t['name']}: faultline run {' '.join(t['args'])}")
-                row["run"] = run = do_run(t, a.out, tree, log)
+                row["run"] = run = do_runs(t, a.out, tree, log, a.seeds, say)
                 save()
-                say(f"{t['name']}: exit {run['exit']} invalid {run['invalid']} "
-                    f"{run['seconds']} s {run['dir']}")
             if run["exit"] != 1 or not run["dir"]:
                 continue
             if row.get("replay") is None:

@@ -238,6 +238,7 @@ def _with(attr: str) -> frozenset[str]:
 
 LAZYFS_FAULTS = _with("needs_lazyfs")
 TRIGGER_FAULTS = _with("fires_on_events")
+REPLAYS_LIVE_FAULTS = _with("replays_live")
 INSTANT_FAULTS = _with("instant")
 HEAL_F = {name: kind.heal_f for name, kind in FAULTS.items()}
 
@@ -458,6 +459,10 @@ class NemesisRunner:
         if isinstance(event, _Fired):
             # A heal a trigger fired mid-fault is not the run's final one: replay keeps it.
             self.executed[-1]["fired"] = True
+            # What it was fired with: no plan holds a fired step's params, and
+            # its recorded value need not name them (a step of the trigger's
+            # own fault would replay as an arming).
+            self.executed[-1]["params"] = dict(event.params)
             if event.note is not None:
                 self.executed[-1]["note"] = event.note
         return done

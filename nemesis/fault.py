@@ -125,6 +125,12 @@ class FaultKind:
     needs_lazyfs: the nodes' data dirs must be LazyFS mounts (made before they start).
     fires_on_events: armed by the schedule, fired by node event lines (the
         system's own triggers, declared in its package).
+    replays_live: its firing is several steps, each waiting for a node event
+        (a vote line, then a Leader line), which no replay at the recorded
+        times can redo (in another run the election comes a few hundred ms
+        sooner or later): a replay arms it again, its recorded firings (each
+        naming it in its params' `trigger`) dropped, as `--live-triggers`
+        does for every trigger.
     planner: what an inject will do (its params), from the event's rng, the
         node names and the variant; pure, so the schedule shows and replays it.
     host: what the harness must prepare around the nodes before they start
@@ -142,6 +148,7 @@ class FaultKind:
     instant: bool = False
     needs_lazyfs: bool = False
     fires_on_events: bool = False
+    replays_live: bool = False
     planner: Planner = one_node
     host: str = ""
 

@@ -52,6 +52,7 @@ from harness.run.run_json import write_final_run_json, write_run_json
 from harness.run.seeds import Seeds
 from harness.run.state import COMPLETE, ERROR, INTERRUPTED, RUNNING, harness_fields
 from nemesis.base import (
+    REPLAYS_LIVE_FAULTS,
     CompositeNemesis,
     FaultContext,
     NemesisRunner,
@@ -413,10 +414,12 @@ class Run:
         nemesis = CompositeNemesis.from_specs(
             sorted({e.fault for e in events} | set(cfg.nemesis)),
             # In a replay, triggers stay silent: what they fired is in the
-            # schedule (unless it was dropped for them to fire live again).
+            # schedule (unless it was dropped for them to fire live again:
+            # with --live-triggers, or always for those `replays_live`).
             FaultContext(self.db, None, {"mounts": self.mounts,
                                          "replay": cfg.schedule is not None
                                          and not cfg.live_triggers,
+                                         "replays_live": REPLAYS_LIVE_FAULTS,
                                          "host": self.host,
                                          "clocks": self.host.clocks if self.host else {}}))
         nemesis.setup(cluster)

@@ -19,7 +19,7 @@ from typing import Any
 
 from checkers.rundir import load_json
 from harness.run.config import RunConfig, hunting
-from nemesis.base import split_spec
+from nemesis.base import REPLAYS_LIVE_FAULTS, split_spec
 
 # Keys of an inject's recorded value that pin down what it did to which nodes;
 # every fault accepts them back as params (nemesis.process.resolve_nodes,
@@ -41,7 +41,8 @@ def executed_action(e: dict[str, Any]) -> str:
 def replay_events(run: dict[str, Any], live_triggers: bool = False) -> list[dict[str, Any]]:
     """Pure: the schedule (RunConfig.schedule form) that re-executes a run's
     executed list; with `live_triggers`, without what trigger faults fired
-    (they fire again, at their own moment, in the replay)."""
+    (they fire again, at their own moment, in the replay); without what a
+    trigger that `replays_live` fired, always (its fired steps name it)."""
     executed = run.get("schedule")
     if not isinstance(executed, list):
         raise ReplayError("its run.json has no executed schedule (the run stopped before "
@@ -52,14 +53,19 @@ def replay_events(run: dict[str, Any], live_triggers: bool = False) -> list[dict
     offset_ns = int(run.get("schedule_offset_ns") or 0)
     events, j = [], 0
     for e in executed:
-        if live_triggers and e.get("fired"):
+        if e.get("fired") and (live_triggers or (e.get("params") or {}).get("trigger")
+                               in REPLAYS_LIVE_FAULTS):
             continue
         action, fault = executed_action(e), e.get("fault") or e["f"]
         plan = planned[j] if j < len(planned) else None
-        if plan is not None and (plan["fault"], plan["action"]) == (fault, action):
+        if e.get("fired"):
+            # Never the plan's: a fired inject of the trigger's own spec (a
+            # step of its firing) would take the next arming's place and params.
+            params, seed = dict(e.get("params") or {}), 0
+        elif plan is not None and (plan["fault"], plan["action"]) == (fault, action):
             j += 1
             params, seed = dict(plan.get("params") or {}), int(plan.get("seed", 0))
-        elif action == "heal" and not legacy and not e.get("fired"):
+        elif action == "heal" and not legacy:
             continue  # a heal-everything at the end: the replay's runner does it again
         else:
             params, seed = {}, 0

@@ -10,7 +10,7 @@ import pytest
 
 from harness.cli import main
 from harness.run.replay import executed_action
-from nemesis.base import TRIGGER_FAULTS
+from nemesis.base import REPLAYS_LIVE_FAULTS, TRIGGER_FAULTS
 from nemesis.compose import COMPOSITIONS
 
 pytestmark = [
@@ -26,10 +26,12 @@ def timeline(run_dir):
     out = []
     for e in doc["schedule"]:
         value = e["value"] if isinstance(e["value"], dict) else {}
-        # A trigger's entries (its arming, and the record of what it did when
-        # it fired) compare by name only: a replay injects them silent
-        # (`armed: false`), so it does not re-do a firing's own steps, only
-        # the entries recorded after it (a start); docs/hunt-nemesis.md.
+        if e.get("fired") and (e.get("params") or {}).get("trigger") in REPLAYS_LIVE_FAULTS:
+            # fast-failover's own steps: a replay arms it again and it plays
+            # them out at the replay's own moments, not the recorded times.
+            continue
+        # A trigger's arming compares by name only: a replay injects a
+        # silent one `armed: false`.
         what = (value.get("nodes"), value.get("cut")) if executed_action(e) == "inject" \
             and "decisions" not in value and "armed" not in value \
             and e["fault"] not in TRIGGER_FAULTS else None

@@ -71,6 +71,45 @@ def test_a_heal_a_trigger_fired_mid_fault_is_replayed_where_it_ran():
         ("inject", 0.292), ("heal", 1.482), ("inject", 4.5), ("heal", 5.0)]
 
 
+def test_a_fired_step_replays_with_the_params_it_was_fired_with():
+    # power-cut-after-commit armed at 1 s fired a lose-unsynced at 1.3 s; the
+    # replay runs it with the params it was fired with (its `after` too).
+    planned = [Event(1.0, "inject", "power-cut-after-commit:all", {}, 7).to_map(),
+               Event(2.0, "heal", "power-cut-after-commit:all").to_map()]
+    fired = {"nodes": ["n1"], "trigger": "power-cut-after-commit", "after": {"event": "ack"}}
+    run = {**RUN, "planned_schedule": planned, "schedule": [
+        executed(1.0, "power-cut-after-commit", "power-cut-after-commit:all", {"armed": True}),
+        executed(1.3, "lose-unsynced", "lose-unsynced", {"nodes": ["n1"], "lost": {}})
+        | {"fired": True, "params": fired},
+        executed(2.0, "start", "power-cut-after-commit:all", {"nodes": ["n1"]})]}
+    assert [(e["time"], e["action"], e["params"], e["seed"]) for e in replay_events(run)] == [
+        (1.0, "inject", {}, 7), (1.3, "inject", fired, 0), (2.0, "heal", {}, 0)]
+
+
+def test_what_fast_failover_fired_is_left_out_and_its_armings_keep_their_seeds():
+    # It `replays_live`: armed again in the replay, it plays its steps out at
+    # the replay's own moments; its growth step (an inject of its own spec)
+    # must not take the next arming's place either.
+    planned = [Event(1.0, "inject", "fast-failover", {}, 7).to_map(),
+               Event(7.0, "heal", "fast-failover").to_map(),
+               Event(8.0, "inject", "fast-failover", {}, 9).to_map()]
+    mine = {"trigger": "fast-failover"}
+    run = {**RUN, "planned_schedule": planned, "schedule": [
+        executed(1.0, "fast-failover", "fast-failover", {"armed": True}),
+        executed(1.1, "partition", "partition", {"cut": CUT}) | {"fired": True,
+                                                                  "params": {"cut": CUT} | mine},
+        executed(2.0, "fast-failover", "fast-failover", {"step": "grow"})
+        | {"fired": True, "params": {"step": "grow", "node": "n2", "over": "n1"} | mine},
+        executed(2.1, "kill", "kill", {"nodes": ["n2"]})
+        | {"fired": True, "params": {"nodes": ["n2"]} | mine},
+        executed(2.5, "heal", "partition", {"healed": CUT}) | {"fired": True, "params": mine},
+        executed(7.0, "start", "fast-failover", {"nodes": []}),
+        executed(8.0, "fast-failover", "fast-failover", {"armed": True})]}
+    assert [(e["time"], e["action"], e["fault"], e["seed"]) for e in replay_events(run)] == [
+        (1.0, "inject", "fast-failover", 7), (7.0, "heal", "fast-failover", 0),
+        (8.0, "inject", "fast-failover", 9)]
+
+
 def test_live_triggers_drop_what_a_trigger_fired_and_keep_its_arming():
     # power-cut-after-commit armed at 1 s, fired a lose-unsynced at 1.3 s, healed at 2 s
     planned = [Event(1.0, "inject", "power-cut-after-commit:all", {}, 7).to_map(),

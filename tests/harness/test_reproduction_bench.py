@@ -46,7 +46,7 @@ def test_the_table_counts_what_met_the_issues_bars_and_what_did_not():
             row("c", history={"refused": "judged by divergence"}, schedule=weaker),
             row("d", exit_code=0)]
     lines = reproduction.table(rows)
-    assert "| d | not invalid (exit 0) | - | - | - |" in lines
+    assert "| d | not invalid (exit 0; last seed 1) | - | - | - |" in lines
     assert any("1000 -> 3 ops (0.3%), verdict kept" in ln for ln in lines)
     assert any("100 -> 20 ops (20.0%) (over 10%)" in ln for ln in lines)
     assert any("refused: judged by divergence" in ln for ln in lines)
@@ -54,3 +54,17 @@ def test_the_table_counts_what_met_the_issues_bars_and_what_did_not():
     assert any(ln.startswith("- history shrunk to at most 10% of its ops with the verdict "
                              "kept: 1 of 2 shrinkable; 1 refused") for ln in lines)
     assert lines[-1].endswith(": 1 of 3 tried")
+
+
+def test_the_seeds_tried_are_shown_misses_included():
+    args = reproduction.targets([], ["cas-absent-key"], 15, 30)[0]["args"]
+    assert reproduction.with_seed(args, 3)[args.index("--seed") + 1] == "3"
+    assert args[args.index("--seed") + 1] == "1"                    # not changed in place
+    found = row("e")
+    found["run"] |= {"seeds_tried": [1, 2], "exits": [0, 1]}
+    missed = row("f", exit_code=0)
+    missed["run"] |= {"seeds_tried": [1, 2], "exits": [2, 0]}
+    lines = reproduction.table([found, missed])
+    assert lines[2].startswith("| e | linearizability; seed 2 (2 tried: exits 0, 1) |")
+    assert lines[3] == "| f | not invalid (exit 0; last seed 2 (2 tried: exits 2, 0)) | - | - | - |"
+    assert "- failing runs: 1 of 2 targets; a replay rate for 1 of them" in lines

@@ -19,7 +19,13 @@ import pytest
 from checkers.history import read_history, validate
 from harness.run.recorder import Recorder
 from harness.run.replay import replay_events
-from nemesis.base import CompositeNemesis, FaultContext, NemesisRunner, make_fault
+from nemesis.base import (
+    REPLAYS_LIVE_FAULTS,
+    CompositeNemesis,
+    FaultContext,
+    NemesisRunner,
+    make_fault,
+)
 from nemesis.event_lines import LogTail
 from nemesis.lazyfs import LazyFS, check_installed
 from nemesis.schedule import Event, plan_params
@@ -357,14 +363,59 @@ def test_a_fired_fault_is_an_ordinary_recorded_fault_that_replay_reexecutes(
     assert ops[5].value["nodes"] == ["n3"] and ops[4].value["trigger"] == "kill-after-vote"
     assert [k[0] for k in cluster.killed_at] == [["n1"], ["n3"]]
     assert cluster.down == set()
-    # The executed list (run.json "schedule") replays both kills as plain kills.
+    # The executed list (run.json "schedule") replays both kills as plain kills,
+    # with the params they were fired with and the nodes they resolved to.
     run = {"schedule": runner.executed, "planned_schedule": [e.to_map() for e in events],
            "schedule_offset_ns": int(t0 * 1e9) - recorder.start_ns}
     replayed = replay_events(run)
     kills = [e for e in replayed if e["fault"] == "kill"]
-    assert [(k["action"], k["params"], k["seed"]) for k in kills] == [
-        ("inject", {"nodes": ["n1"]}, 0), ("inject", {"nodes": ["n3"]}, 0)]
+    assert [(k["action"], k["params"]["nodes"], k["seed"]) for k in kills] == [
+        ("inject", ["n1"], 0), ("inject", ["n3"], 0)]
+    assert kills[0]["params"]["targets"] == "leader"
+    assert kills[1]["params"]["after"]["event"] == "vote"
     assert kills[0]["time"] < 0.1 < kills[1]["time"] < 1.0
+
+
+class FiresAStepOfItsOwn:
+    """A trigger whose firing runs a step of its own spec (as fast-failover's
+    growth), which the runner records as a plain inject of that spec."""
+    name, heal_f = "fires-own-step", "unarm"
+    fire: Any = None
+
+    def __init__(self) -> None:
+        self.steps: list[dict[str, Any]] = []
+
+    def inject(self, cluster: Any, rng: random.Random, params: Any) -> dict[str, Any]:
+        if params.get("step") == "grow":
+            self.steps.append(dict(params))
+            return {"step": "grow", "grown": 3}
+        self.fire(self.name, {"step": "grow", "node": "n2", "over": "n1"})
+        return {"armed": True}
+
+    def heal(self, cluster: Any) -> dict[str, Any]:
+        return {}
+
+
+def test_a_step_a_trigger_fired_replays_as_itself_not_as_the_next_arming(
+        tmp_path: Path) -> None:
+    """Fired steps are recorded with their params: a replay redoes the
+    growth step (it was replayed as a silent arming, params lost, before),
+    and the plan's next arming keeps its own place, params and seed."""
+    events = [Event(0.0, "inject", "fires-own-step", {}, seed=4),
+              Event(0.3, "heal", "fires-own-step"),
+              Event(0.4, "inject", "fires-own-step", {"round": 2}, seed=9),
+              Event(0.6, "heal", "fires-own-step")]
+    fault = FiresAStepOfItsOwn()
+    _, runner, _ = run_one_fault(tmp_path, fault, events)
+    assert len(fault.steps) == 2
+    fired = [e for e in runner.executed if e.get("fired")]
+    assert [e["params"] for e in fired] == [{"step": "grow", "node": "n2", "over": "n1"}] * 2
+    run = {"schedule": runner.executed, "planned_schedule": [e.to_map() for e in events],
+           "schedule_offset_ns": 0}
+    replayed = [(e["action"], e["params"], e["seed"]) for e in replay_events(run)]
+    grow = {"step": "grow", "node": "n2", "over": "n1"}
+    assert replayed == [("inject", {}, 4), ("inject", grow, 0), ("heal", {}, 0),
+                        ("inject", {"round": 2}, 9), ("inject", grow, 0), ("heal", {}, 0)]
 
 
 _missing = check_installed()
@@ -558,6 +609,34 @@ def test_fast_failover_cuts_the_leader_then_its_successor_right_after_the_vote(
         assert len(steps.calls) == 6       # once per arming
     finally:
         trigger.teardown(cluster)
+
+
+def test_in_a_replay_fast_failover_arms_again_while_other_triggers_stay_silent(
+        tmp_path: Path) -> None:
+    """fast-failover `replays_live`: a replay's context names it, and it arms
+    and cuts the leader off as in the original run (its recorded steps are
+    not in the replayed schedule); kill-after-vote stays silent."""
+    extras = {"replay": True, "replays_live": REPLAYS_LIVE_FAULTS}
+    assert "fast-failover" in REPLAYS_LIVE_FAULTS and "kill-after-vote" not in REPLAYS_LIVE_FAULTS
+    cluster = StepCluster(tmp_path)
+    db = FakeStatusDB({}, {})
+    trigger = make_fault("fast-failover", FaultContext(
+        db, extras={"mounts": {n: FakeMount() for n in cluster.names}} | extras))
+    steps = Steps()
+    trigger.fire = steps
+    trigger.setup(cluster)
+    try:
+        assert trigger.inject(cluster, random.Random(1), {})["armed"] is True
+        assert [(c[0], c[2]) for c in steps.calls] == [("partition", "inject")]
+        trigger.heal(cluster)       # no election came: the cut is healed, named
+        assert steps.calls[-1][:3] == ("partition", {"trigger": "fast-failover"}, "heal")
+    finally:
+        trigger.teardown(cluster)
+    silent = KillAfterVote(FaultContext(extras=extras))
+    silent.fire = Fired()
+    silent.setup(cluster)
+    assert silent.inject(cluster, random.Random(0), {})["armed"] is False
+    silent.teardown(cluster)
 
 
 def test_fast_failover_heal_undoes_the_cut_when_no_election_came(tmp_path: Path) -> None:

@@ -100,7 +100,7 @@ FAULTS: tuple[FaultKind, ...] = (
     _kind(FAST_FAILOVER, _fast_failover,
           "cut the leader off, then its successor right after its election (KIP-279)",
           variants=lambda: ("<D>ms",), default="50ms", needs_lazyfs=True,
-          fires_on_events=True, planner=_armed_power_cut_vote),
+          fires_on_events=True, replays_live=True, planner=_armed_power_cut_vote),
     _kind(LOSE_STATE, _lose_state,
           "take the leader down and a follower's vote records with it",
           planner=_armed_lose_state),
