@@ -40,7 +40,7 @@ FLOOR_WEIGHT = 0.05
 # an error may say only what the cluster was at that moment, as a fault aimed
 # at a leader and a follower that finds no leader right after a majority was
 # down), and after this many errors is never drawn again. In 3 seeds of 60 s
-# the one draw of lose-state came 1 s after kill:majority's heal, errored,
+# the one draw of a system's own fault came 1 s after kill:majority's heal, errored,
 # was dropped, and the switch that needs it went uncaught; kept as an untried
 # move instead, it was not drawn again in the 5 decisions left
 # (docs/hunt-nemesis.md, 2026-11-27). Three tries span 1-4 s of settles.
