@@ -54,6 +54,7 @@ from nodes.raft.requests import (
 from nodes.raft.roles import LEADER
 from nodes.raft.state_machine import Outcome, StateMachine
 from nodes.raft.storage import LogRecord, SegmentedLog
+from nodes.raft.ticker import next_tick_due
 
 HW_CHECKPOINT_INTERVAL_S = 0.5
 VOTER_CHANGES = ("add_voter", "remove_voter")  # operator requests (KIP-853)
@@ -263,14 +264,15 @@ class RaftServer:
 
     async def _tick_loop(self) -> None:
         interval = self.options.tick_ms / 1000
-        next_tick = time.monotonic()
+        due = time.monotonic() + interval
         while True:
-            next_tick += interval
-            await asyncio.sleep(max(0.0, next_tick - time.monotonic()))
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
             self._observe_wall_clock()
             self.core.tick()
             self._expire_requests()
             self.process_ready()
+            # After a stall, no burst of the missed ticks (nodes/raft/ticker.py).
+            due = next_tick_due(due, time.monotonic(), interval)
 
     def _disk_failed(self, error: OSError) -> NoReturn:
         """Fail-stop on a storage error: the core already believes the write or
