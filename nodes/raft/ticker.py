@@ -7,7 +7,7 @@ sockets. Replaying the missed ticks back to back on waking would count that
 time as silence: a leader's check-quorum window and a follower's fetch
 timeout pass in a burst of ticks, before the waiting fetches are read, and a
 leader whose followers all fetched resigns (a whole cluster stalled for 2 s
-and resumed: the leader lost its epoch in 2 of 3 trials). So a tick that
+and resumed: the leader lost its epoch in 6 of 8 trials). So a tick that
 comes late by a whole interval or more drops the ones it missed, as Go's
 `time.Ticker` does for a slow receiver (etcd's raft ticks from one).
 """
@@ -16,8 +16,9 @@ from __future__ import annotations
 
 
 def next_tick_due(due: float, now: float, interval: float) -> float:
-    """The monotonic time the tick after the one `due` at `due` is due, that
-    tick having run at `now`: one interval on along the schedule while it
-    keeps up, else one interval from now (the missed ticks are dropped)."""
+    """When the next tick is due, the tick that was due at `due` having run
+    at `now` (monotonic seconds): one interval on along the schedule while
+    the node keeps up, else one interval from now (the missed ticks are
+    dropped)."""
     following = due + interval
     return following if following > now else now + interval
