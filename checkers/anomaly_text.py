@@ -196,8 +196,6 @@ def _multiple_leaders(a: dict[str, Any]) -> str:
             f"{a['epoch']}.")
 
 
-
-
 def _lost_write(a: dict[str, Any]) -> str:
     where = f" in log {_v(a['log'])}" if a.get("log") is not None else _key(a)
     return (f"Lost write{where}: {_v(a.get('value'))} was acknowledged "
@@ -249,24 +247,6 @@ def _read_went_backwards(a: dict[str, Any]) -> str:
             f"seen offset {a['seen_offset']}, then read only up to {a['read_up_to']}.")
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def _leader_changes_after_heal(a: dict[str, Any]) -> str:
     heal = a["heal"]
     return (f"{a['count']} leader changes after the heal {heal['f']} at {heal['time_s']} s "
@@ -276,14 +256,6 @@ def _leader_changes_after_heal(a: dict[str, Any]) -> str:
 def _quiet_leader_changes(a: dict[str, Any]) -> str:
     return (f"{a['count']} leader changes while no fault was active (limit "
             f"{a['limit']}).")
-
-
-
-
-
-
-
-
 
 
 # availability, convergence

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from checkers.verdict import Verdict, verdict
+from checkers.verdict import Verdict, judged_on_events
 from nodes.events import ROLE
 
 
@@ -26,12 +26,7 @@ def check(events: dict[str, list[dict]]) -> Verdict:
         "max_epoch": {node: max(_epochs(evs), default=None) for node, evs in
                       sorted(events.items())},
     }
-    if anomalies:
-        return verdict(False, anomalies, stats)
-    if not any(events.values()):
-        stats["reason"] = "no node event lines"
-        return verdict("unknown", [], stats)
-    return verdict(True, [], stats)
+    return judged_on_events(anomalies, stats, events)
 
 
 def leader_elections(events: dict[str, list[dict]]) -> list[dict]:

@@ -20,6 +20,17 @@ def verdict(valid: Validity, anomalies: list[dict[str, Any]] | None = None,
     return {"valid": valid, "anomalies": anomalies or [], "stats": stats or {}}
 
 
+def judged_on_events(anomalies: list[dict[str, Any]], stats: dict[str, Any],
+                     events: dict[str, list[dict]]) -> Verdict:
+    """A verdict from the nodes' event lines: invalid on any anomaly, unknown
+    when no node left a line to judge (the reason in its stats), else valid."""
+    if anomalies:
+        return verdict(False, anomalies, stats)
+    if not any(events.values()):
+        return verdict("unknown", [], {**stats, "reason": "no node event lines"})
+    return verdict(True, [], stats)
+
+
 def combine(validities: list[Validity]) -> Validity:
     """Invalid if any is invalid, else unknown if any is unknown, else valid."""
     if any(v is False for v in validities):

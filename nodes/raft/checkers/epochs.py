@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers.verdict import Verdict, verdict
+from checkers.verdict import Verdict, judged_on_events
 from nodes.raft.events import DATA_LOSS, START
 
 
@@ -28,12 +28,7 @@ def check(events: dict[str, list[dict]]) -> Verdict:
         "data_loss_events": sum(1 for evs in events.values() for ev in evs
                                 if ev.get("event") == DATA_LOSS.name),
     }
-    if anomalies:
-        return verdict(False, anomalies, stats)
-    if not any(events.values()):
-        stats["reason"] = "no node event lines"
-        return verdict("unknown", [], stats)
-    return verdict(True, [], stats)
+    return judged_on_events(anomalies, stats, events)
 
 
 def _epoch_regressions(events: dict[str, list[dict]]) -> list[dict[str, Any]]:
