@@ -7,7 +7,7 @@ malformed transaction is reported (and left out), never a crash.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -190,16 +190,20 @@ def _rereads(mops: Sequence[Sequence[Any]]) -> bool:
     return False
 
 
-def transactions(history: Iterable[Op], registers: bool = False
+def transactions(history: Iterable[Op], registers: bool = False,
+                 prefix_keys: Collection[Any] = frozenset()
                  ) -> tuple[list[Txn], list[dict[str, Any]]]:
     """The txns of a history in invoke order, and a `malformed-txn` anomaly for
     each one that could not be parsed. An invoke without a completion is info.
-    `registers`: rw-register micro-ops instead of list-append ones."""
+    `registers`: rw-register micro-ops instead of list-append ones.
+    `prefix_keys`: keys every read of which in `history` is known to be a
+    prefix of one list of ints and strings (`History.prefix_keys`, of these
+    very ops): their reads are not compared again."""
     if registers:
         return _transactions(_txn_pairs(history), _parse_register_mops)
     pairs = _txn_pairs(history)
     txns, problems = _transactions(pairs, _parse_mops)
-    if not _reads_plain(txns):
+    if not _reads_plain(txns, prefix_keys):
         # Some read holds an element that needs converting (or refusing):
         # parse again, looking at every read's elements.
         txns, problems = _transactions(pairs, _parse_mops_strictly)
@@ -281,16 +285,20 @@ def _parse_mops_strictly(value: Any, reads_known: bool) -> _Parsed:
     return _converted_mops(value, reads_known)
 
 
-def _reads_plain(txns: list[Txn]) -> bool:
+def _reads_plain(txns: list[Txn], prefix_keys: Collection[Any] = frozenset()) -> bool:
     """Whether every element every read holds is hashable as it is (the parse
     took the reads without looking at their elements). Each key's longest
     read is hashed, and a read that is a prefix of it holds nothing else:
     one comparison per read (which also marks the txns whose reads all are
     prefixes, `Txn.reads_prefix`), hashing only the reads that are not.
+    Reads of `prefix_keys` are known to be prefixes of one list of ints and
+    strings, so of each other (the shorter of the longer): not compared.
     False if some element is not."""
     longest: dict[Any, list] = {}
     for t in txns:
         for _, k, r in t.read_mops:
+            if k in prefix_keys:
+                continue
             best = longest.get(k)
             if best is None or len(r) > len(best):
                 longest[k] = r
@@ -300,6 +308,8 @@ def _reads_plain(txns: list[Txn]) -> bool:
         for t in txns:
             prefix = True
             for _, k, r in t.read_mops:
+                if k in prefix_keys:
+                    continue
                 full = longest[k]
                 if r is not full and full[:len(r)] != r:
                     prefix = False
