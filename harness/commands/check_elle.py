@@ -17,6 +17,7 @@ from checkers.elle.consistency import MODEL_NAMES
 from checkers.formats import read_any
 from checkers.history import NEMESIS, History, Op
 from checkers.verdict import Verdict, exit_code
+from harness.process_end import keep_until_exit
 from harness.run.bounds import CHECK_BUDGETS, CYCLE_SEARCH
 from harness.run.errors import UserError
 
@@ -133,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
     from checkers import elle
 
     history = _load(args.file, args.format)
+    keep_until_exit(history)   # freed by the process's end, at no cost
     ops = history.ops
     _refuse_non_txns(ops)
     if _is_rw_register(args.workload):
