@@ -10,7 +10,7 @@ from typing import Any, TypeAlias
 
 from checkers.history import HistoryError
 from checkers.plugin_trust import UntrustedPlugin
-from harness.process_end import leave_unfreed
+from harness.commands.process_end import leave_unfreed
 from harness.run.errors import (
     EXIT_BAD_INPUT,
     EXIT_HARNESS_ERROR,

@@ -17,7 +17,7 @@ from checkers.elle.consistency import MODEL_NAMES
 from checkers.formats import read_any
 from checkers.history import NEMESIS, History, Op
 from checkers.verdict import Verdict, exit_code
-from harness.process_end import keep_until_exit
+from harness.commands.process_end import keep_until_exit
 from harness.run.bounds import CHECK_BUDGETS, CYCLE_SEARCH
 from harness.run.errors import UserError
 

@@ -1,15 +1,15 @@
-"""`harness.process_end`: what a command hands over is not freed when the
+"""`harness.commands.process_end`: what a command hands over is not freed when the
 process ends after it (the operating system takes the memory back), and only
 the last command's is held in a process that runs many."""
 
 import subprocess
 import sys
 
-from harness import process_end
+from harness.commands import process_end
 
 SCRIPT = """
 import sys
-from harness.process_end import keep_until_exit, leave_unfreed
+from harness.commands.process_end import keep_until_exit, leave_unfreed
 
 class Noisy:
     def __del__(self):
