@@ -295,17 +295,24 @@ def _reads_plain(txns: list[Txn], prefix_keys: Collection[Any] = frozenset()) ->
     strings, so of each other (the shorter of the longer): not compared.
     False if some element is not."""
     longest: dict[Any, list] = {}
+    rest = []  # the txns with a read of a key not in prefix_keys
     for t in txns:
+        vouched = True
         for _, k, r in t.read_mops:
             if k in prefix_keys:
                 continue
+            vouched = False
             best = longest.get(k)
             if best is None or len(r) > len(best):
                 longest[k] = r
+        if vouched:
+            t.reads_prefix = True
+        else:
+            rest.append(t)
     try:
         for r in longest.values():
             hash(tuple(r))
-        for t in txns:
+        for t in rest:
             prefix = True
             for _, k, r in t.read_mops:
                 if k in prefix_keys:
