@@ -100,7 +100,7 @@ def _check(history: list[Op], model: str, cycle_search_budget_s: float,
     anomalies += internal_anomalies(txns)
     anomalies += infer_orders(txns, versions)
     anomalies += dirty_anomalies(txns, versions)
-    anomalies += read_write_anomalies(txns, APPEND)
+    anomalies += read_write_anomalies(txns, APPEND, versions.longest)
     edges = dependency_edges(txns, versions)
     return judge_graph(txns, edges, anomalies, bool(malformed), model, cycle_search_budget_s,
                        started, cycle_search)

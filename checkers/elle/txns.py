@@ -43,6 +43,9 @@ class Txn:
     # an ok txn that reads a key it read or appended before: only such a txn
     # can contradict itself (an internal anomaly)
     rereads: bool = False
+    # some key is touched by two of its micro-ops: only such a txn can read a
+    # key and then write it (lost update, future read); True where not known
+    repeats_key: bool = True
     # every read is a prefix of its key's longest read among the txns
     # `transactions` returned with it, so none can contradict the key's order
     # (False: not known, so checked)
@@ -70,8 +73,10 @@ def _elements(v: list | tuple) -> list:
 
 
 _SCALARS = (int, str)
-# a txn's micro-ops, its appends, its reads and whether it rereads, as in Txn
-_Parsed = tuple[Sequence[Sequence[Any]], Sequence[Sequence[Any]], Sequence[Sequence[Any]], bool]
+# a txn's micro-ops, its appends, its reads, whether it rereads and whether
+# it repeats a key, as in Txn
+_Parsed = tuple[Sequence[Sequence[Any]], Sequence[Sequence[Any]], Sequence[Sequence[Any]], bool,
+                bool]
 _NONE: tuple = ()
 
 
@@ -96,7 +101,7 @@ def _parse_register_mops(value: Any, reads_known: bool) -> _Parsed:
                          if known else None))
         else:
             raise MalformedTxn(f"micro-op kind {f!r:.40} is neither w nor r")
-    return mops, _NONE, [m for m in mops if m[0] == READ] if reads_known else _NONE, False
+    return mops, _NONE, [m for m in mops if m[0] == READ] if reads_known else _NONE, False, True
 
 
 def _parse_mops(value: Any, reads_known: bool) -> _Parsed:
@@ -138,9 +143,9 @@ def _plain_mops(value: Any, reads_known: bool) -> _Parsed | None:
         else:
             return None
     # Only a txn touching some key twice can reread one.
-    rereads = (bool(reads) and len(value) > 1 and len({m[1] for m in value}) < len(value)
-               and _rereads(value))
-    return value, appends or _NONE, reads or _NONE, rereads
+    # (a txn that reads nothing is left out of every pass that asks)
+    repeats = bool(reads) and len(value) > 1 and len({m[1] for m in value}) < len(value)
+    return value, appends or _NONE, reads or _NONE, repeats and _rereads(value), repeats
 
 
 def _converted_mops(value: Any, reads_known: bool) -> _Parsed:
@@ -178,7 +183,8 @@ def _converted_mops(value: Any, reads_known: bool) -> _Parsed:
         else:
             raise MalformedTxn(f"micro-op kind {f!r:.40} is neither append nor r")
     # most txns only append or only read: no empty list for the other
-    return mops, appends or _NONE, reads or _NONE, _rereads(mops) if reads_known else False
+    return (mops, appends or _NONE, reads or _NONE, _rereads(mops) if reads_known else False,
+            True)
 
 
 def _rereads(mops: Sequence[Sequence[Any]]) -> bool:
@@ -258,16 +264,16 @@ def _transactions(pairs: list[tuple[Op, Op | None]], parse: Callable[..., _Parse
         status = comp.type if comp is not None else INFO
         try:
             if status == OK:
-                mops, appends, reads, rereads = parse(comp.value, reads_known=True)
+                mops, appends, reads, rereads, repeats = parse(comp.value, reads_known=True)
             else:
-                mops, appends, reads, rereads = parse(inv.value, reads_known=False)
+                mops, appends, reads, rereads, repeats = parse(inv.value, reads_known=False)
         except MalformedTxn as e:
             problems.append({"type": "malformed-txn", "op": inv.index,
                              "explanation": f"The txn invoked at op {inv.index} was left "
                                             f"out: {e}."})
             continue
         txns.append(Txn(len(txns), status, inv.process, inv, comp, mops, appends, reads,
-                        rereads))
+                        rereads, repeats))
     return txns, problems
 
 
