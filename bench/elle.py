@@ -103,7 +103,12 @@ def measure(txns: int, max_writes: int, seed: int, stale: float, repeat: int = 1
             checked_cpu = min(checked_cpu, time.process_time() - c1)
         del ops
         t2, c2 = time.monotonic(), time.process_time()
-        elle.check(read_history(path).ops)
+        history = read_history(path)
+        # as check-elle does: what the reader vouches for (a tree from
+        # before History.prefix_keys, in --compare, checks without)
+        keys = getattr(history, "prefix_keys", None)
+        elle.check(history.ops, **({"prefix_keys": keys} if keys is not None else {}))
+        del history
         end_to_end, end_to_end_cpu = time.monotonic() - t2, time.process_time() - c2
     return {"txns": txns, "generate_s": round(generated, 2),
             "check_s": round(checked, 2), "check_cpu_s": round(checked_cpu, 2),

@@ -169,6 +169,13 @@ class Op:
 class History:
     ops: list[Op]
     warnings: list[str] = field(default_factory=list)
+    # Keys every ok txn read of which, as `read_whole` built these ops, is a
+    # prefix of one list of ints and strings (None: nothing known). Two
+    # prefixes of one list are prefixes of each other by length, so the
+    # list-append checker need not compare those reads element by element
+    # again (`checkers.elle.check`'s `prefix_keys`). True of these very ops
+    # only, as read.
+    prefix_keys: frozenset | None = None
 
 
 def _unpacker() -> msgpack.Unpacker:
@@ -402,9 +409,10 @@ class _Decline(Exception):
     """This reader cannot vouch for the result: the streaming one reads it."""
 
 
-def read_whole(path: str | os.PathLike[str]) -> list[Op] | None:
-    """The ops of a msgpack history, as `iter_history` yields them, or None:
-    this reader declines and the caller streams the file."""
+def read_whole(path: str | os.PathLike[str]) -> History | None:
+    """The ops of a msgpack history, as `iter_history` yields them, with
+    `History.prefix_keys`, or None: this reader declines and the caller
+    streams the file."""
     with open_regular(path) as f:
         size = os.fstat(f.fileno()).st_size
         if not 0 < size <= MAX_FILE_BYTES:
@@ -438,7 +446,7 @@ def read_whole(path: str | os.PathLike[str]) -> list[Op] | None:
         return None
 
 
-def _ops(buf: bytearray, shapes: Any) -> list[Op]:
+def _ops(buf: bytearray, shapes: Any) -> History:
     envelopes = _envelopes(buf, shapes.ENVELOPES)
     ops: list[Op] = []
     append = ops.append
@@ -446,6 +454,7 @@ def _ops(buf: bytearray, shapes: Any) -> list[Op]:
     op_types, levels, limit = OP_TYPES, _LEVELS, _MAX_FIELD_BYTES
     done, flat, has_read = shapes.MOPS, shapes.SCALAR_MOPS, _READ_F.search
     scalar_reads = False  # reads seen to hold scalars (rw-register): flat first
+    unvouched = False
     for i, e in enumerate(envelopes):
         process, typ, f, raw, key = e.process, e.type, e.f, e.value, e.key
         if (e.index != i or typ not in op_types or e.level not in levels
@@ -485,9 +494,12 @@ def _ops(buf: bytearray, shapes: Any) -> list[Op]:
                     except Exception:  # noqa: S110 - decoded as msgpack decodes it
                         pass
         op.value = _unpack(raw)
+        # a completion whose reads `_ok_values` did not build (one may be
+        # paired with a txn invoke whatever its f): no read is vouched for
+        unvouched |= typ == "ok"
     del envelopes
-    _ok_values(oks, shapes.Append)
-    return ops
+    prefix_keys = _ok_values(oks, shapes.Append)
+    return History(ops, prefix_keys=None if unvouched else prefix_keys)
 
 
 def _envelopes(buf: bytearray, decoder: Any) -> list[Any]:
@@ -545,9 +557,10 @@ def _array_body(raw: bytes) -> tuple[int, int] | None:
 _SHAREABLE = (int, str)  # immutable: a read may share them with another
 
 
-def _ok_values(oks: list[tuple[Op, list]], is_append: Any) -> None:
+def _ok_values(oks: list[tuple[Op, list]], is_append: Any) -> frozenset:
     """Each ok txn's micro-ops as [f, k, v] lists, its reads built from their
-    key's longest read where their bytes are a prefix of it."""
+    key's longest read where their bytes are a prefix of it; and the keys
+    every read of which was (see `History.prefix_keys`)."""
     longest: dict[Any, Any] = {}
     for _, mops in oks:
         for m in mops:
@@ -562,6 +575,7 @@ def _ok_values(oks: list[tuple[Op, list]], is_append: Any) -> None:
                 and all(e.__class__ in _SHAREABLE for e in decoded)):
             refs[k] = (whole, body[1], decoded)
     no_ref: tuple[bytes, int, list] = (b"", 0, [])
+    not_prefix: set[Any] = set()
     for op, mops in oks:
         value = []
         for m in mops:
@@ -584,7 +598,9 @@ def _ok_values(oks: list[tuple[Op, list]], is_append: Any) -> None:
                 value.append(["r", k, decoded[:n]])
             else:
                 value.append(["r", k, _unpack(raw)])
+                not_prefix.add(k)
         op.value = value
+    return frozenset(refs.keys() - not_prefix)
 
 
 def read_history(path: str | os.PathLike[str]) -> History:
@@ -595,9 +611,10 @@ def read_history(path: str | os.PathLike[str]) -> History:
     `iter_history`, which reports what is wrong with it."""
     warnings: list[str] = []
     with collector_paused():
-        ops = read_whole(path)
-        if ops is None:
-            ops = list(iter_history(path, warn=warnings.append))
+        whole = read_whole(path)
+        if whole is not None:
+            return whole
+        ops = list(iter_history(path, warn=warnings.append))
     return History(ops, warnings)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Collection
 from typing import Any
 
 from checkers.acks import as_promised
@@ -55,19 +56,23 @@ MAX_PER_TYPE = 20
 def check(history: list[Op], run: dict | None = None, *, model: str = "strict-serializable",
           cycle_search_budget_s: float = 30.0,
           memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB,
-          cycle_search: CycleSearch = find_cycles) -> Verdict:
+          cycle_search: CycleSearch = find_cycles,
+          prefix_keys: Collection[Any] | None = None) -> Verdict:
     """Judge a list-append history against `model` (one of
     `checkers.elle.consistency.MODELS`). Anomalies carry a `type` and an
     `explanation`; `stats["models"]` says which models the history rules out.
     A history whose check would take more than `memory_limit_mb` (estimated
     from its size, `checkers.elle.budget`) is unknown, and nothing is built.
-    `cycle_search` may search the components elsewhere (`checkers.spark`)."""
+    `cycle_search` may search the components elsewhere (`checkers.spark`).
+    `prefix_keys`: the `History.prefix_keys` of the reader that read
+    `history` (these very ops), whose reads need no comparing again."""
     model = canonical(model)
     refused = memory_refusal(history, model, memory_limit_mb)
     if refused is not None:
         return refused
     with collector_paused():
-        return _check(as_promised(history), model, cycle_search_budget_s, cycle_search)
+        return _check(as_promised(history), model, cycle_search_budget_s, cycle_search,
+                      prefix_keys or frozenset())
 
 
 def memory_refusal(history: list[Op], model: str, memory_limit_mb: int | None
@@ -83,9 +88,9 @@ def memory_refusal(history: list[Op], model: str, memory_limit_mb: int | None
 
 
 def _check(history: list[Op], model: str, cycle_search_budget_s: float,
-           cycle_search: CycleSearch) -> Verdict:
+           cycle_search: CycleSearch, prefix_keys: Collection[Any]) -> Verdict:
     started = time.monotonic()
-    txns, malformed = transactions(history)
+    txns, malformed = transactions(history, prefix_keys=prefix_keys)
     empty = nothing_to_judge_in(history, txns)
     if empty is not None:
         return verdict("unknown", list(malformed), {
@@ -95,7 +100,7 @@ def _check(history: list[Op], model: str, cycle_search_budget_s: float,
     anomalies += internal_anomalies(txns)
     anomalies += infer_orders(txns, versions)
     anomalies += dirty_anomalies(txns, versions)
-    anomalies += read_write_anomalies(txns, APPEND)
+    anomalies += read_write_anomalies(txns, APPEND, versions.longest)
     edges = dependency_edges(txns, versions)
     return judge_graph(txns, edges, anomalies, bool(malformed), model, cycle_search_budget_s,
                        started, cycle_search)

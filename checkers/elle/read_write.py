@@ -14,21 +14,29 @@ order needed):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from checkers.elle.explain import describe, txn_ref
 from checkers.elle.txns import OK, READ, Txn
 
 
-def read_write_anomalies(txns: list[Txn], write: str) -> list[dict[str, Any]]:
+def read_write_anomalies(txns: list[Txn], write: str,
+                         longest: Mapping[Any, tuple[list, Any]] | None = None
+                         ) -> list[dict[str, Any]]:
     """`lost-update` per (key, version read) two or more ok txns read before
     they wrote that key, and `future-read` per read holding a value its txn
-    writes to that key later. `write`: the micro-op that writes (append, w)."""
-    by_version: dict[tuple[Any, Any], list[int]] = {}
+    writes to that key later. `write`: the micro-op that writes (append, w).
+    `longest` (list-append): each key's longest read, as in `Versions`."""
+    # (key, version) -> the txns that read it first and then wrote the key,
+    # and the version as read
+    by_version: dict[tuple[Any, ...], list[int]] = {}
+    shown: dict[tuple[Any, ...], Any] = {}
     future: list[dict[str, Any]] = []
     lists = write != "w"
     for t in txns:
-        if t.status != OK or not t.read_mops or (lists and not t.append_mops):
+        if (t.status != OK or not t.read_mops or (lists and not t.append_mops)
+                or not t.repeats_key):
             continue
         reads: dict[Any, list] = {}    # key -> the values read of it so far
         wrote: set[Any] = set()
@@ -48,22 +56,46 @@ def read_write_anomalies(txns: list[Txn], write: str) -> list[dict[str, Any]]:
             if k not in wrote:
                 wrote.add(k)
                 first = seen[0]
-                by_version.setdefault((k, tuple(first) if type(first) is list else first),
-                                      []).append(t.id)
+                version = _version(t, k, first, longest)
+                ids = by_version.get(version)
+                if ids is None:
+                    by_version[version] = [t.id]
+                    shown[version] = list(first) if type(first) is list else first
+                else:
+                    ids.append(t.id)
             for r in seen:
                 if r is not None and (v in r if lists else v == r):
                     future.append(_future(t, k, r, v))
                     break
-    return _lost(txns, by_version) + future
+    return _lost(txns, by_version, shown) + future
 
 
-def _lost(txns: list[Txn], by_version: dict[tuple[Any, Any], list[int]]
-          ) -> list[dict[str, Any]]:
+def _version(t: Txn, k: Any, read: Any, longest: Mapping[Any, tuple[list, Any]] | None
+             ) -> tuple[Any, ...]:
+    """What names the version `read` saw of key k, alike for equal reads: a
+    list read that is a prefix of the key's longest read (as every read of a
+    txn whose reads are all prefixes is) by its length alone, equal prefixes
+    being equal (sparing a tuple of its elements, a hundred and more on a
+    long history); any other list read, or any without `longest`, by its
+    elements."""
+    if type(read) is not list:
+        return (k, read)
+    if longest is not None:
+        if t.reads_prefix:
+            return (k, len(read), True)
+        full = longest[k][0]
+        if len(read) <= len(full) and full[:len(read)] == read:
+            return (k, len(read), True)
+    return (k, tuple(read))
+
+
+def _lost(txns: list[Txn], by_version: dict[tuple[Any, ...], list[int]],
+          shown_as: dict[tuple[Any, ...], Any]) -> list[dict[str, Any]]:
     out = []
-    for (k, version), ids in by_version.items():
+    for version, ids in by_version.items():
         if len(ids) < 2:
             continue
-        shown = list(version) if isinstance(version, tuple) else version
+        k, shown = version[0], shown_as[version]
         out.append({
             "type": "lost-update", "key": k, "value": shown,
             "txns": [txn_ref(txns[i]) for i in ids],

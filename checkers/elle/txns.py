@@ -7,7 +7,7 @@ malformed transaction is reported (and left out), never a crash.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -43,6 +43,9 @@ class Txn:
     # an ok txn that reads a key it read or appended before: only such a txn
     # can contradict itself (an internal anomaly)
     rereads: bool = False
+    # some key is touched by two of its micro-ops: only such a txn can read a
+    # key and then write it (lost update, future read); True where not known
+    repeats_key: bool = True
     # every read is a prefix of its key's longest read among the txns
     # `transactions` returned with it, so none can contradict the key's order
     # (False: not known, so checked)
@@ -70,8 +73,10 @@ def _elements(v: list | tuple) -> list:
 
 
 _SCALARS = (int, str)
-# a txn's micro-ops, its appends, its reads and whether it rereads, as in Txn
-_Parsed = tuple[Sequence[Sequence[Any]], Sequence[Sequence[Any]], Sequence[Sequence[Any]], bool]
+# a txn's micro-ops, its appends, its reads, whether it rereads and whether
+# it repeats a key, as in Txn
+_Parsed = tuple[Sequence[Sequence[Any]], Sequence[Sequence[Any]], Sequence[Sequence[Any]], bool,
+                bool]
 _NONE: tuple = ()
 
 
@@ -96,7 +101,7 @@ def _parse_register_mops(value: Any, reads_known: bool) -> _Parsed:
                          if known else None))
         else:
             raise MalformedTxn(f"micro-op kind {f!r:.40} is neither w nor r")
-    return mops, _NONE, [m for m in mops if m[0] == READ] if reads_known else _NONE, False
+    return mops, _NONE, [m for m in mops if m[0] == READ] if reads_known else _NONE, False, True
 
 
 def _parse_mops(value: Any, reads_known: bool) -> _Parsed:
@@ -138,9 +143,9 @@ def _plain_mops(value: Any, reads_known: bool) -> _Parsed | None:
         else:
             return None
     # Only a txn touching some key twice can reread one.
-    rereads = (bool(reads) and len(value) > 1 and len({m[1] for m in value}) < len(value)
-               and _rereads(value))
-    return value, appends or _NONE, reads or _NONE, rereads
+    # (a txn that reads nothing is left out of every pass that asks)
+    repeats = bool(reads) and len(value) > 1 and len({m[1] for m in value}) < len(value)
+    return value, appends or _NONE, reads or _NONE, repeats and _rereads(value), repeats
 
 
 def _converted_mops(value: Any, reads_known: bool) -> _Parsed:
@@ -178,7 +183,8 @@ def _converted_mops(value: Any, reads_known: bool) -> _Parsed:
         else:
             raise MalformedTxn(f"micro-op kind {f!r:.40} is neither append nor r")
     # most txns only append or only read: no empty list for the other
-    return mops, appends or _NONE, reads or _NONE, _rereads(mops) if reads_known else False
+    return (mops, appends or _NONE, reads or _NONE, _rereads(mops) if reads_known else False,
+            True)
 
 
 def _rereads(mops: Sequence[Sequence[Any]]) -> bool:
@@ -190,16 +196,20 @@ def _rereads(mops: Sequence[Sequence[Any]]) -> bool:
     return False
 
 
-def transactions(history: Iterable[Op], registers: bool = False
+def transactions(history: Iterable[Op], registers: bool = False,
+                 prefix_keys: Collection[Any] = frozenset()
                  ) -> tuple[list[Txn], list[dict[str, Any]]]:
     """The txns of a history in invoke order, and a `malformed-txn` anomaly for
     each one that could not be parsed. An invoke without a completion is info.
-    `registers`: rw-register micro-ops instead of list-append ones."""
+    `registers`: rw-register micro-ops instead of list-append ones.
+    `prefix_keys`: keys every read of which in `history` is known to be a
+    prefix of one list of ints and strings (`History.prefix_keys`, of these
+    very ops): their reads are not compared again."""
     if registers:
         return _transactions(_txn_pairs(history), _parse_register_mops)
     pairs = _txn_pairs(history)
     txns, problems = _transactions(pairs, _parse_mops)
-    if not _reads_plain(txns):
+    if not _reads_plain(txns, prefix_keys):
         # Some read holds an element that needs converting (or refusing):
         # parse again, looking at every read's elements.
         txns, problems = _transactions(pairs, _parse_mops_strictly)
@@ -254,16 +264,16 @@ def _transactions(pairs: list[tuple[Op, Op | None]], parse: Callable[..., _Parse
         status = comp.type if comp is not None else INFO
         try:
             if status == OK:
-                mops, appends, reads, rereads = parse(comp.value, reads_known=True)
+                mops, appends, reads, rereads, repeats = parse(comp.value, reads_known=True)
             else:
-                mops, appends, reads, rereads = parse(inv.value, reads_known=False)
+                mops, appends, reads, rereads, repeats = parse(inv.value, reads_known=False)
         except MalformedTxn as e:
             problems.append({"type": "malformed-txn", "op": inv.index,
                              "explanation": f"The txn invoked at op {inv.index} was left "
                                             f"out: {e}."})
             continue
         txns.append(Txn(len(txns), status, inv.process, inv, comp, mops, appends, reads,
-                        rereads))
+                        rereads, repeats))
     return txns, problems
 
 
@@ -281,25 +291,38 @@ def _parse_mops_strictly(value: Any, reads_known: bool) -> _Parsed:
     return _converted_mops(value, reads_known)
 
 
-def _reads_plain(txns: list[Txn]) -> bool:
+def _reads_plain(txns: list[Txn], prefix_keys: Collection[Any] = frozenset()) -> bool:
     """Whether every element every read holds is hashable as it is (the parse
     took the reads without looking at their elements). Each key's longest
     read is hashed, and a read that is a prefix of it holds nothing else:
     one comparison per read (which also marks the txns whose reads all are
     prefixes, `Txn.reads_prefix`), hashing only the reads that are not.
+    Reads of `prefix_keys` are known to be prefixes of one list of ints and
+    strings, so of each other (the shorter of the longer): not compared.
     False if some element is not."""
     longest: dict[Any, list] = {}
+    rest = []  # the txns with a read of a key not in prefix_keys
     for t in txns:
+        vouched = True
         for _, k, r in t.read_mops:
+            if k in prefix_keys:
+                continue
+            vouched = False
             best = longest.get(k)
             if best is None or len(r) > len(best):
                 longest[k] = r
+        if vouched:
+            t.reads_prefix = True
+        else:
+            rest.append(t)
     try:
         for r in longest.values():
             hash(tuple(r))
-        for t in txns:
+        for t in rest:
             prefix = True
             for _, k, r in t.read_mops:
+                if k in prefix_keys:
+                    continue
                 full = longest[k]
                 if r is not full and full[:len(r)] != r:
                     prefix = False

@@ -15,8 +15,9 @@ from typing import Any
 from checkers.elle.budget import DEFAULT_MEMORY_LIMIT_MB
 from checkers.elle.consistency import MODEL_NAMES
 from checkers.formats import read_any
-from checkers.history import NEMESIS, Op
+from checkers.history import NEMESIS, History, Op
 from checkers.verdict import Verdict, exit_code
+from harness.commands.process_end import keep_until_exit
 from harness.run.bounds import CHECK_BUDGETS, CYCLE_SEARCH
 from harness.run.errors import UserError
 
@@ -92,11 +93,11 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _load(path: str, fmt: str | None) -> list[Op]:
+def _load(path: str, fmt: str | None) -> History:
     history = read_any(path, fmt)
     for w in history.warnings:
         print(f"faultline: warning: {w}", file=sys.stderr)
-    return history.ops
+    return history
 
 
 def _refuse_unfit(verdict: Verdict, workload: object) -> None:
@@ -132,7 +133,9 @@ def run(args: argparse.Namespace) -> int:
     gc.disable()
     from checkers import elle
 
-    ops = _load(args.file, args.format)
+    history = _load(args.file, args.format)
+    keep_until_exit(history)   # freed by the process's end, at no cost
+    ops = history.ops
     _refuse_non_txns(ops)
     if _is_rw_register(args.workload):
         from checkers.elle import rw_register
@@ -143,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
                                     linearizable_keys=args.linearizable_keys)
     else:
         verdict = elle.check(ops, None, model=args.model, cycle_search_budget_s=args.budget,
-                             memory_limit_mb=args.memory_limit)
+                             memory_limit_mb=args.memory_limit,
+                             prefix_keys=history.prefix_keys)
     _refuse_unfit(verdict, args.workload)
     for w in verdict["stats"].get("warnings", ()):
         print(f"faultline: warning: {w}", file=sys.stderr)

@@ -129,6 +129,27 @@ def test_lost_update_twins(run, make) -> None:
     assert good["valid"] is True and good["anomalies"] == []
 
 
+@pytest.mark.parametrize("same_version", [True, False])
+def test_a_lost_update_is_found_whether_or_not_the_txns_reads_agree_elsewhere(
+        same_version: bool) -> None:
+    """The version two txns read is named by its length where their reads
+    are prefixes of the key's longest read: txn 1 also reads y as no other
+    txn does (so not all its reads are prefixes), txn 2's all are; both read
+    x as [1] (twin: txn 2 read [1, 2]) and appended to x. And two reads of
+    x that are no prefix, both [7]: a lost update named by its elements."""
+    h = History()
+    h.txn(0, [["append", "x", 1], ["append", "y", 8]])
+    h.txn(4, [["r", "y", [8]]])
+    h.concurrent((1, [["r", "y", [9]], ["r", "x", [1]], ["append", "x", 2]]),
+                 (2, [["r", "x", [1] if same_version else [1, 2]], ["append", "x", 3]]))
+    h.txn(3, [["r", "x", [1, 2, 3]]])
+    h.concurrent((5, [["r", "x", [7]], ["append", "x", 10]]),
+                 (6, [["r", "x", [7]], ["append", "x", 11]]))
+    lost = [a for a in check(h.ops)["anomalies"] if a["type"] == "lost-update"]
+    pairs = sorted((a["value"], sorted(t["process"] for t in a["txns"])) for a in lost)
+    assert pairs == ([([1], [1, 2]), ([7], [5, 6])] if same_version else [([7], [5, 6])])
+
+
 def test_one_txn_reading_then_writing_twice_is_no_lost_update() -> None:
     h = RegisterHistory()
     h.txn(1, [["r", "x", None], ["w", "x", 1], ["w", "x", 2]])

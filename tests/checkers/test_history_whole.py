@@ -16,8 +16,14 @@ from checkers.history import (
     iter_history,
     pack_op,
     read_history,
-    read_whole,
 )
+from checkers.history import read_whole as read_whole_history
+
+
+def read_whole(path):
+    """The ops the whole reader read, or None where it declines."""
+    history = read_whole_history(path)
+    return None if history is None else history.ops
 
 
 def write(path, ops):
@@ -240,3 +246,57 @@ def test_mutated_histories_read_as_the_streaming_reader_reads_them(tmp_path):
         assert got == outcome(lambda: streamed(path))
         taken += read_whole(path) is not None
     assert taken > 0   # some mutations leave a history the whole reader takes
+
+
+def test_the_keys_whose_reads_are_all_prefixes_of_one_list_are_named(tmp_path):
+    ops = [Op(0, 0, 0, "ok", "txn", [["r", "x", [1, 2, 3]], ["r", "y", [1, 2]]]),
+           Op(1, 1, 0, "ok", "txn", [["r", "x", [1, 2]], ["r", "y", [1, 9]]]),  # y diverges
+           Op(2, 2, 0, "ok", "txn", [["r", "z", [[1], 2]], ["append", "w", 1]]),  # z: lists
+           Op(3, 3, 0, "ok", "txn", [["r", "x", []], ["r", "v", None]])]         # v: nil
+    history = read_whole_history(write(tmp_path / "h.msgpack", ops))
+    assert history is not None and history.ops == ops
+    assert history.prefix_keys == {"x"}
+
+
+def test_no_key_is_named_when_some_completion_was_decoded_apart(tmp_path):
+    """An ok op whose value the reader did not build read by read (here one
+    of another f, which `transactions` pairs with a txn invoke all the
+    same): nothing is vouched for."""
+    ops = [Op(0, 0, 0, "invoke", "txn", [["r", "x", None]]),
+           Op(1, 1, 0, "ok", "txn", [["r", "x", [1, 2, 3]]]),
+           Op(2, 2, 1, "invoke", "txn", [["r", "x", None]]),
+           Op(3, 3, 1, "ok", "read", [["r", "x", [7]]])]
+    history = read_whole_history(write(tmp_path / "h.msgpack", ops))
+    assert history is not None and history.ops == ops
+    assert history.prefix_keys is None
+    ops[3] = Op(3, 3, 1, "ok", "txn", [["r", "x", [1]]])
+    assert read_whole_history(write(tmp_path / "h.msgpack", ops)).prefix_keys == {"x"}
+
+
+@pytest.mark.parametrize("stale, diverge", [(0.0, False), (0.2, False), (0.0, True)])
+def test_the_checker_judges_alike_with_and_without_the_readers_prefix_keys(tmp_path, stale,
+                                                                         diverge):
+    """What the reader vouches for spares the checker's comparisons, never
+    changes its verdict: on a history with stale reads (cycles), one with a
+    read that no other is a prefix of (its key is not vouched for), and a
+    valid one."""
+    from checkers import elle
+
+    ops = list_append(600, stale)
+    read_keys = {m[1] for op in ops if op.type == "ok" for m in op.value if m[0] == "r"}
+    if diverge:
+        op, m = next((op, m) for op in ops if op.type == "ok" for m in op.value
+                     if m[0] == "r" and len(m[2]) > 2)
+        m[2] = [*m[2][:-1], 10**6]   # an element nobody appended, where another was read
+        read_keys.discard(m[1])
+    history = read_history(write(tmp_path / "h.msgpack", ops))
+    assert history.prefix_keys is not None
+    # (a stale read is an older prefix: every key is vouched for)
+    assert history.prefix_keys == read_keys
+    without = elle.check(history.ops)
+    with_keys = elle.check(history.ops, prefix_keys=history.prefix_keys)
+    for v in (without, with_keys):
+        for k in ("graph_s", "cycle_search_s"):
+            v["stats"].pop(k)
+    assert with_keys == without
+    assert without["valid"] is (not stale and not diverge)
