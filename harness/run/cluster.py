@@ -332,12 +332,16 @@ class Cluster:
                     for p in tree:
                         _signal(p, signal.SIGKILL)
                     self._orphans.update(p.pid for p in tree)
-            if on_signalled is not None:
-                on_signalled()
-            for name in targets:
-                self._reap(name)
-                self.paused.discard(name)
-            self._reap_orphans()
+            try:
+                if on_signalled is not None:
+                    on_signalled()
+            finally:
+                # Reaped even if it failed: a process it left held ends at
+                # its call's own bound, and none stays unrecorded.
+                for name in targets:
+                    self._reap(name)
+                    self.paused.discard(name)
+                self._reap_orphans()
         return killed
 
     def _reap_orphans(self) -> None:
