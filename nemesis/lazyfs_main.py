@@ -99,11 +99,16 @@ class UndoLog:
         self._files: dict[InodeKey, UnsyncedFile] = {}
         # Bumped by every roll_back: an fsync that began before it is void.
         self.generation = 0
-        # Bumped by `release`: the fsyncs the power cut holds fail now (their
-        # processes have been sent SIGKILL and die as the call returns).
-        self.releases = 0
+        # Set by `release`, until the roll-back: the fsyncs the power cut holds
+        # fail now, and any later one at once (every process on the mount has
+        # been sent SIGKILL; one still issuing an fsync is dying, and a held
+        # call would keep it, unkillable, for FROZEN_FSYNC_WAIT_S).
+        self.released = False
         # The power is off (`freeze`): nothing becomes durable until roll_back.
         self.frozen = False
+        # Held fsyncs that ran out FROZEN_FSYNC_WAIT_S: a power cut whose
+        # processes were not killed (or a release that never came).
+        self.held_timed_out = 0
         # fsyncs in flight per file, oldest call first.
         self._in_flight: dict[InodeKey, list[SyncInFlight]] = {}
 
@@ -175,6 +180,7 @@ class UndoLog:
         """Put every file back as its last fsync left it; report what was undone."""
         self.generation += 1
         self.frozen = False
+        self.released = False
         for pending in list(self._in_flight.values()):
             for sync in list(pending):
                 self.abandon_sync(sync)
@@ -201,6 +207,9 @@ class UndoLog:
         return {
             "unsynced_files": len(self._files),
             "saved_bytes": sum(r.saved_bytes() for r in self._files.values()),
+            "frozen": self.frozen,
+            "released": self.released,
+            "held_fsyncs_timed_out": self.held_timed_out,
         }
 
 
@@ -332,11 +341,13 @@ class LazyFSOperations(Operations):
         first. So it waits (the caller holds the mutex) until the roll-back,
         bounded so a harness that died cannot wedge the mount, then fails. An
         EIO at once would show a still-running node a disk error no power cut
-        gives, and a node that stops on storage errors would exit by itself."""
-        generation, releases = self.undo.generation, self.undo.releases
-        self.undo.thawed.wait_for(
-            lambda: self.undo.generation != generation or self.undo.releases != releases,
-            timeout=FROZEN_FSYNC_WAIT_S)
+        gives, and a node that stops on storage errors would exit by itself.
+        After `release` it fails at once: whoever calls is already dying."""
+        generation = self.undo.generation
+        if not self.undo.thawed.wait_for(
+                lambda: self.undo.generation != generation or self.undo.released,
+                timeout=FROZEN_FSYNC_WAIT_S):
+            self.undo.held_timed_out += 1
         raise FuseOSError(errno.EIO)
 
     def flush(self, path: str, fh: int) -> None:
@@ -476,7 +487,7 @@ class ControlServer:
             return {"ok": True, "files": files}
         if request == "release":
             with undo.mutex:
-                undo.releases += 1
+                undo.released = undo.frozen
                 undo.thawed.notify_all()
             return {"ok": True}
         if request == "freeze":

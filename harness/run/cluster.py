@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -305,16 +305,22 @@ class Cluster:
         if np.record is not None and self.resources is not None:
             self.resources.release(np.record)
 
-    def kill(self, names: Sequence[str]) -> list[str]:
-        """SIGKILL each named node's process group; returns the nodes that were running."""
+    def kill(self, names: Sequence[str],
+             on_signalled: Callable[[], None] | None = None) -> list[str]:
+        """SIGKILL each named node's process group; returns the nodes that were running.
+
+        `on_signalled` runs once every SIGKILL is sent and before any process
+        is waited for: from then on none of them runs another instruction of
+        its own, while one stuck in a call (a FUSE request its frozen mount
+        holds) cannot exit until that call is answered, which is what
+        `on_signalled` may do (`nemesis.lazyfs.kill_powered_off`)."""
         killed = []
         with self._lock:
             # Exits before this kill are the nodes' own, not ours.
             self.note_exits()
-            for name in names:
-                np = self._procs.get(name)
-                if np is None:
-                    continue
+            targets = [name for name in names if name in self._procs]
+            for name in targets:
+                np = self._procs[name]
                 if np.popen.poll() is None:
                     killed.append(name)
                     tree = _descendants(np.proc)
@@ -326,9 +332,16 @@ class Cluster:
                     for p in tree:
                         _signal(p, signal.SIGKILL)
                     self._orphans.update(p.pid for p in tree)
-                self._reap(name)
-                self.paused.discard(name)
-            self._reap_orphans()
+            try:
+                if on_signalled is not None:
+                    on_signalled()
+            finally:
+                # Reaped even if it failed: a process it left held ends at
+                # its call's own bound, and none stays unrecorded.
+                for name in targets:
+                    self._reap(name)
+                    self.paused.discard(name)
+                self._reap_orphans()
         return killed
 
     def _reap_orphans(self) -> None:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -136,15 +136,20 @@ class ProcessCluster:
             started.append(name)
         return started
 
-    def kill(self, names: list[str]) -> list[str]:
-        killed = []
+    def kill(self, names: list[str], on_signalled: Callable[[], None] | None = None
+             ) -> list[str]:
+        killed, signalled = [], []
         for name in names:
             process = self.processes.pop(name, None)
             if process is not None:
                 if process.poll() is None:
                     killed.append(name)
                 os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+                signalled.append(process)
+        if on_signalled is not None:
+            on_signalled()
+        for process in signalled:
+            process.wait()
         return killed
 
 

@@ -11,6 +11,7 @@ import random
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from nemesis.base import (
     make_fault,
 )
 from nemesis.event_lines import LogTail
-from nemesis.lazyfs import LazyFS, check_installed
+from nemesis.lazyfs import LazyFS, check_installed, kill_powered_off
 from nemesis.schedule import Event, plan_params
 from nodes.raft.faults import triggers
 from nodes.raft.faults.triggers import (
@@ -66,9 +67,12 @@ class FakeCluster:
             f.write(json.dumps(line) + "\n")
         return line
 
-    def kill(self, names: list[str]) -> list[str]:
+    def kill(self, names: list[str], on_signalled: Callable[[], None] | None = None
+             ) -> list[str]:
         self.killed_at.append((list(names), time.monotonic_ns()))
         self.down |= set(names)
+        if on_signalled is not None:
+            on_signalled()
         return list(names)
 
     def start(self, names: list[str], fresh: bool = False) -> list[str]:
@@ -511,6 +515,76 @@ def test_a_held_fsync_is_released_failed_while_the_power_stays_off(tmp_path: Pat
         assert path.read_bytes() == b""                  # and nothing became durable
     finally:
         fs.stop()
+
+
+@pytest.mark.skipif(_missing is not None, reason=_missing or "")
+def test_after_release_an_fsync_fails_at_once_until_the_roll_back(tmp_path: Path) -> None:
+    """A process SIGKILLed while its mount is frozen may still issue an fsync
+    on its way out; held, it would keep the process unkillable for the
+    mount's 60 s bound. Released, the mount fails it at once, and only until
+    the roll-back: then fsyncs are real again."""
+    fs = LazyFS(tmp_path / "backing", tmp_path / "mnt", tmp_path / "ctl.sock")
+    fs.start()
+    try:
+        path = tmp_path / "mnt" / "f"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        os.write(fd, b"lost")
+        fs.freeze()
+        fs.release()
+        syncing, errors = fsync_in_thread(fd)
+        syncing.join(timeout=30)
+        assert not syncing.is_alive() and errors == [5]
+        status = fs.status()
+        assert status["frozen"] and status["released"]
+        assert status["held_fsyncs_timed_out"] == 0
+        fs.lose_unsynced()
+        assert not fs.status()["released"]
+        os.pwrite(fd, b"kept", 0)
+        os.fsync(fd)
+        os.close(fd)
+        fs.freeze()      # a new cut is held again: the last one's release is over
+        fd = os.open(path, os.O_RDWR)
+        syncing, errors = fsync_in_thread(fd)
+        syncing.join(timeout=0.5)
+        assert syncing.is_alive() and errors == []
+        fs.release()
+        syncing.join(timeout=30)
+        assert errors == [5]
+        os.close(fd)
+        fs.lose_unsynced()
+        assert path.read_bytes() == b"kept"
+    finally:
+        fs.stop()
+
+
+def test_a_power_cut_releases_the_mounts_only_once_the_kill_signalled() -> None:
+    """The order `kill_powered_off` keeps: freeze every mount, SIGKILL, then
+    release (inside the kill, before its reaps), never on a timer."""
+    order: list[str] = []
+
+    class Mount:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def freeze(self) -> None:
+            order.append(f"freeze {self.name}")
+
+        def release(self) -> None:
+            order.append(f"release {self.name}")
+
+    class Killing:
+        def kill(self, names: list[str], on_signalled: Callable[[], None] | None = None
+                 ) -> list[str]:
+            order.append("signal " + ",".join(names))
+            assert on_signalled is not None
+            on_signalled()
+            order.append("reap")
+            return names
+
+    mounts = {n: Mount(n) for n in ("n1", "n2")}
+    assert kill_powered_off(Killing(), ["n1", "n2"], mounts) == ["n1", "n2"]
+    assert order == ["freeze n1", "freeze n2", "signal n1,n2", "release n1", "release n2",
+                     "reap"]
 
 
 class FakeStatusDB:

@@ -15,6 +15,11 @@ derived from the timers the nodes report in their `start` lines.
 - `vote-forgotten` (KIP-595, quorum state durable before the grant): a node
   that granted a vote in epoch e and restarts without reporting `data_loss`
   comes back in a later epoch, or in e with that same vote.
+- `vote-for-less-up-to-date-log` (KIP-595, the election restriction): a
+  voter that, following the candidate it elected, cuts its log back to at or
+  past where that leader's log ended when it won, held a longer log and
+  should not have granted the vote (`nodes/raft/checkers/vote_restriction.py`;
+  judged where the end-of-run dumps place the epoch's start).
 - `vote-after-state-loss` (KIP-996 "Disk failure"; KIP-595 one vote per
   epoch): a node that restarts without its quorum-state file (`data_loss`)
   does not know which votes it gave, so it grants none and does not stand
@@ -66,6 +71,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from checkers.faults import CUT, DOWN, KILL, RESTART, healed_by, named
@@ -77,6 +83,7 @@ from nodes.raft.checkers.membership import (
     changes_out_of_order,
     resigned_adding_voter,
 )
+from nodes.raft.checkers.vote_restriction import epoch_starts, votes_for_less_up_to_date_logs
 from nodes.raft.events import DATA_LOSS, PRE_VOTE, ROLE, START, VOTE, VOTERS
 from nodes.raft.fault_rows import LOSE_STATE
 
@@ -92,11 +99,15 @@ HEALS = healed_by(DOWN, CUT)
 MAX_LISTED = 50
 
 
-def check(history: list[Op], events: dict[str, list[dict]], run: dict) -> Verdict:
+def check(history: list[Op], events: dict[str, list[dict]], run: dict,
+          dumps: Mapping[str, Mapping[str, Any]] | None = None) -> Verdict:
     start_ns = run.get("start_monotonic_ns")
     timers = node_timers(events)
-    stats: dict[str, Any] = {"timers_ms": timers, "votes": _count(events, VOTE.name)}
+    starts = epoch_starts(dumps or {})
+    stats: dict[str, Any] = {"timers_ms": timers, "votes": _count(events, VOTE.name),
+                             "epoch_starts_known": len(starts)}
     anomalies = double_votes(events) + forgotten_votes(events) + resigned_leaders(events)
+    anomalies += votes_for_less_up_to_date_logs(events, starts)
     anomalies += votes_after_state_loss(events)
     anomalies += changes_in_flight(events) + changes_out_of_order(events)
     anomalies += other_cluster_links(events)

@@ -14,7 +14,7 @@ def _invariants(r: Run, options: Options) -> Verdict:
     from nodes.raft.checkers import invariants
     if not r.events:
         return verdict("unknown", stats={"reason": "no node event logs in the run"})
-    return invariants.check(r.history.ops, r.events, r.run)
+    return invariants.check(r.history.ops, r.events, r.run, r.dumps)
 
 
 INVARIANTS = Checker("invariants", "run", _invariants, needs=lambda o: frozenset({EVENTS}),

@@ -26,6 +26,12 @@ def _vote_forgotten(a: dict[str, Any]) -> str:
             f"{vote.get('epoch')} across a restart.")
 
 
+def _vote_for_less_up_to_date_log(a: dict[str, Any]) -> str:
+    return (f"{_node(a)} voted for {a['candidate']} in epoch {a['epoch']}, whose log ended "
+            f"at {a['candidate_log_end']}, while its own reached {a['voter_log_end']} "
+            "(it later cut those entries back to follow it).")
+
+
 def _other_cluster(what: str) -> Callable[[dict[str, Any]], str]:
     def read(a: dict[str, Any]) -> str:
         return (f"{_node(a)} (cluster {a['cluster_id']}) {what} {a['other']}, which "
@@ -97,6 +103,7 @@ SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {
     # invariants
     "double-vote": _double_vote,
     "vote-forgotten": _vote_forgotten,
+    "vote-for-less-up-to-date-log": _vote_for_less_up_to_date_log,
     "follows-other-cluster": _other_cluster("followed leader"),
     "votes-for-other-cluster": _other_cluster("voted for"),
     "vote-after-state-loss": _vote_after_state_loss,

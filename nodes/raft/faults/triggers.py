@@ -240,8 +240,8 @@ class PowerCut(TriggerFault):
         # and rolls back; a replay, with no watcher, freezes and kills at
         # that inject.
         # Frozen first and timed then: the power is off from here on, and
-        # kill_powered_off's wait for the SIGKILLs (RELEASE_AFTER_S) is not
-        # part of the window (its own freeze is a no-op on a frozen mount).
+        # kill_powered_off's SIGKILLs are not part of the window (its own
+        # freeze is a no-op on a frozen mount).
         for name in params["nodes"]:
             self.mounts[name].freeze()
         after = params["after"]
