@@ -105,7 +105,7 @@ class HuntFault(DriverFault):
             rng = random.Random(derive(seed, "move", index))
             before = self.snapshot(ctl)
             entry: dict[str, Any] = {"decision": index, "move": decision.move,
-                                     "remaining_s": remaining,
+                                     "how": decision.how, "remaining_s": remaining,
                                      "weights": decision.weights, "before": before}
             self.decisions.append(entry)
             ctl.note = {"hunt": index, "move": decision.move, "before": before}
@@ -114,9 +114,12 @@ class HuntFault(DriverFault):
                 if decision.move in COMPOSITIONS:
                     result = run_composition(decision.move, ctl, rng)
                 else:
+                    # A turn's later variants are held the shortest hold: their
+                    # inject and heal are the moments (HOLD_SHARE), and the
+                    # time goes to the next kind.
                     result = self.primitive(ctl, rng, decision.move, before.get("leader"),
-                                            self._instant(decision.move),
-                                            min_hold, interval)
+                                            self._instant(decision.move), min_hold,
+                                            0.0 if decision.how == "round" else interval)
                 ctl.sleep(rng.uniform(*SETTLE_S))
             except Stopped:
                 entry["stopped"] = True
@@ -153,7 +156,8 @@ class HuntFault(DriverFault):
         if value.get("error"):
             result["error"] = value["error"]
         if not instant:
-            ctl.sleep(min_hold + min(rng.expovariate(HOLD_SHARE / interval), interval / 2))
+            extra = min(rng.expovariate(HOLD_SHARE / interval), interval / 2) if interval else 0.0
+            ctl.sleep(min_hold + extra)
             ctl.heal(spec)
         else:
             ctl.in_force.pop(spec, None)

@@ -97,10 +97,12 @@ def test_decide_draws_only_moves_that_fit_and_says_when_none_does():
 
 def test_different_observations_steer_differently():
     # Two runs that saw different outcomes of the same moves weigh them differently...
-    fruitful = [Outcome("kill", ("kill", "follower", i, False, None, None, None), True)
-                for i in range(3)]
-    barren = [Outcome("kill", ("kill", "follower", 0, False, None, None, None), i == 0)
-              for i in range(3)]
+    # (every kind tried: its first turn, drawn in an order of its own, is past)
+    others = [Outcome(m, (m,), True) for m in MOVES if m != "kill"]
+    fruitful = others + [Outcome("kill", ("kill", "follower", i, False, None, None, None), True)
+                         for i in range(3)]
+    barren = others + [Outcome("kill", ("kill", "follower", 0, False, None, None, None), i == 0)
+                       for i in range(3)]
     w_fruitful, w_barren = weights(MOVES, fruitful), weights(MOVES, barren)
     assert w_fruitful["kill"] > w_barren["kill"]
     # ...and so draw differently, with the same seed.
@@ -139,11 +141,12 @@ def test_a_kind_never_tried_outweighs_untried_variants_of_tried_kinds():
 
 def _kinds_in_first(seed: int, moves: list[str], steps: int) -> int:
     """Kinds tried in the first `steps` decisions when no move finds anything
-    new after its first try (each kind's one state is all there is)."""
+    new after its first try (each kind's one state is all there is), one
+    variant a turn (the kind rule alone)."""
     outcomes: list[Outcome] = []
     prior = aimed_prior(moves, ["flip-flop", "churn", "catch-up"], 3.0)
     for i in range(steps):
-        move = decide(seed, i, moves, outcomes, prior).move
+        move = decide(seed, i, moves, outcomes, prior, round_variants=1).move
         outcomes.append(record(outcomes, move, (kind_of(move),)))
     return len({kind_of(o.move) for o in outcomes})
 
