@@ -18,7 +18,7 @@ every choice and a replay needs none of this: it plays the recorded faults).
 A kind is drawn as a whole and its turn plays up to ROUND_VARIANTS of its
 variants not tried yet, one after the other; which kinds come first in a run
 and which variant a turn starts with move by fixed steps from one seed to the
-next (KIND_STEP, VARIANT_STEP), so a few consecutive seeds reach more of
+next (`kind_step`, VARIANT_STEP), so a few consecutive seeds reach more of
 them together than as many independent draws.
 """
 
@@ -58,18 +58,18 @@ LAG_ENTRIES = 50
 # (membership:remove-two in 0.08 of 60 s runs, disk:eio in 0.04;
 # docs/hunt-nemesis.md), so a bug that needs one was met in no three runs.
 # More per turn costs other kinds their turn in a short run: on the model of
-# bench/hunt_draws.py (raft, 3 nodes, 60 s, 600 seeds, at least 1 of seeds
-# 1-3, 4-6, ...), 2 per turn reach remove-two in 0.47 (0.26 with 1, 0.53
-# with 3), disk:eio 0.21 (0.12, 0.28), membership 0.89 (0.91, 0.81),
-# 5.1 compositions a run (5.7, 4.8).
+# bench/hunt_draws.py (raft, 3 nodes, 60 s, host faults in, 600 seeds, at
+# least 1 of seeds 1-3, 4-6, ...), 2 per turn reach remove-two in 0.38
+# (0.23 with 1, 0.48 with 3), disk:eio 0.26 (0.13, 0.30), lose-state 0.78
+# (0.85, 0.70), 4.7 compositions a run (5.2, 4.3).
 ROUND_VARIANTS = 2
-# Consecutive seeds' draws spread over [0, 1) (seed * step, mod 1; Roberts'
-# R2 sequence, whose two steps stay apart in two dimensions, so where a kind
-# comes in a run says nothing of which of its variants it starts with): a
-# few runs together reach more kinds and variants than as many independent
+# Consecutive seeds' draws spread over [0, 1) (seed * step, mod 1; the
+# kinds' each their own, `kind_step`, away from the variants' so where a kind
+# comes in a run says nothing of which variant its turn starts with): a few
+# runs together reach more kinds and variants than as many independent
 # draws, which leave some late in every run.
-KIND_STEP = 0.7548776662466927      # 1 / g, g the plastic number
-VARIANT_STEP = 0.5698402909980532   # 1 / g ** 2
+VARIANT_STEP = (5 ** 0.5 - 1) / 2   # the golden ratio's: three seeds start a
+                                    # five-variant kind at 0, 3 and 1 (+ offset)
 
 Signature = tuple[Any, ...]
 
@@ -238,13 +238,25 @@ def kind_weights(moves: Sequence[str], w: Mapping[str, float]) -> dict[str, floa
 
 def spread_key(seed: int, kind: str, weight: float) -> float:
     """Pure: `kind`'s key for its first turn, u ** (1 / weight) with u =
-    seed * KIND_STEP plus the kind's own offset: the untried kinds come in
+    seed * `kind_step` plus the kind's own offset: the untried kinds come in
     the order of their keys, a weighted draw without replacement (Efraimidis
     and Spirakis), so each is drawn as often as by weight over many seeds;
-    but u moves by KIND_STEP from one seed to the next, so consecutive seeds
-    put a kind early in one run if late in another."""
-    u = (seed * KIND_STEP + derive(0, "first-turn", kind) / 2.0 ** 64) % 1.0
+    but u moves by `kind_step` from one seed to the next, so consecutive
+    seeds put a kind early in one run if late in another."""
+    u = (seed * kind_step(kind) + derive(0, "first-turn", kind) / 2.0 ** 64) % 1.0
     return max(u, 1e-12) ** (1.0 / weight)
+
+
+def kind_step(kind: str) -> float:
+    """Pure: how far `kind`'s u moves from one seed to the next: a step of
+    its own in [0.28, 0.36] or [0.64, 0.72] (three consecutive seeds spread
+    over the circle, no gap over 0.44; away from VARIANT_STEP and its mirror),
+    so the kinds' u's are not locked together (one step for all would keep
+    their order from seed to seed, and the draw would no longer follow the
+    weights)."""
+    h = derive(0, "kind-step", kind) / 2.0 ** 64
+    step = 0.28 + 0.16 * h
+    return step if step <= 0.36 else step + 0.28
 
 
 def pick(items: Sequence[str], item_weights: Sequence[float], u: float) -> str:
