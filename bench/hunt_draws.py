@@ -116,6 +116,15 @@ def main() -> None:
           f"{sum(sum(m in COMPOSITIONS for m in r) for r in runs) / len(runs):.1f} compositions, "
           f"{sum(len({kind_of(m) for m in r}) for r in runs) / len(runs):.1f} kinds")
     groups = [sum(runs[i:i + a.campaign], []) for i in range(0, len(runs), a.campaign)]
+    triples = [runs[i:i + 3] for i in range(0, len(runs) - 2, 3)]
+    reach = {m: sum(any(m in r for r in t) for t in triples) / len(triples) for m in moves}
+    low = sorted(reach, key=reach.get)[:3]
+    per_run = {m: sum(m in r for r in runs) / len(runs) for m in moves}
+    print(f"  every move: drawn in {sum(per_run.values()) / len(per_run):.2f} of runs on "
+          f"average (least {min(per_run.values()):.2f}); in at least 1 of 3 consecutive "
+          f"seeds {sum(reach.values()) / len(reach):.2f} on average, least "
+          f"{', '.join(f'{m} {reach[m]:.2f}' for m in low)}; "
+          f"{sum(v < 0.5 for v in reach.values())} of {len(reach)} moves under 0.5")
     for name in a.show:
         share = sum(drew(name, r) for r in runs) / len(runs)
         triples = [runs[i:i + 3] for i in range(0, len(runs) - 2, 3)]

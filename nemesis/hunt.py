@@ -174,6 +174,12 @@ def fitting(w: Mapping[str, float], remaining: float | None,
     return {m: v if shortest.get(m, default_s) <= remaining else 0.0 for m, v in w.items()}
 
 
+def steps(ordinal: int, step: float) -> float:
+    """Pure: ordinal * step, mod 1 (the ordinal taken mod 2**32 first: a float
+    keeps 53 bits, and a 64-bit seed times a step has no fraction left)."""
+    return ((ordinal % 2 ** 32) * step) % 1.0
+
+
 def variant_order(seed: int, kind: str, moves: Sequence[str]) -> list[str]:
     """Pure: the moves of `kind`, in the order its turns play them: as listed,
     rotated to start at the fraction (seed * VARIANT_STEP + the kind's own
@@ -182,7 +188,7 @@ def variant_order(seed: int, kind: str, moves: Sequence[str]) -> list[str]:
     if not members:
         return []
     offset = derive(0, "variants", kind) / 2.0 ** 64
-    start = int((seed * VARIANT_STEP + offset) % 1.0 * len(members))
+    start = int((steps(seed, VARIANT_STEP) + offset) % 1.0 * len(members))
     return members[start:] + members[:start]
 
 
@@ -243,7 +249,7 @@ def spread_key(seed: int, kind: str, weight: float) -> float:
     and Spirakis), so each is drawn as often as by weight over many seeds;
     but u moves by `kind_step` from one seed to the next, so consecutive
     seeds put a kind early in one run if late in another."""
-    u = (seed * kind_step(kind) + derive(0, "first-turn", kind) / 2.0 ** 64) % 1.0
+    u = (steps(seed, kind_step(kind)) + derive(0, "first-turn", kind) / 2.0 ** 64) % 1.0
     return max(u, 1e-12) ** (1.0 / weight)
 
 
@@ -274,14 +280,17 @@ def decide(seed: int, index: int, moves: Sequence[str], outcomes: Sequence[Outco
            prior: Mapping[str, float] | None = None,
            reached: Iterable[str] = (), remaining: float | None = None,
            shortest: Mapping[str, float] | None = None, default_s: float = 0.0,
-           round_variants: int = ROUND_VARIANTS) -> Decision:
+           round_variants: int = ROUND_VARIANTS, ordinal: int | None = None) -> Decision:
     """Pure: the move of decision `index`. In order: the move of the last
     decision again if it errored and may still be drawn (FAILURES_TO_DROP);
     the next untried variant of the last move's kind while that kind's turn
     has played fewer than `round_variants`; else a kind drawn by its moves'
     `weights` (those that fit in the `remaining` seconds only) with an rng
     that depends on nothing but the seed and the index, and of it the first
-    untried variant (`next_untried`), or, all tried, a draw by their weights."""
+    untried variant (`next_untried`), or, all tried, a draw by their weights.
+    The kinds' first turns and the variants' order step with `ordinal` (the
+    run's --seed; default `seed`), the draws' rng with `seed`."""
+    spread = seed if ordinal is None else ordinal
     if not moves:
         raise ValueError("no moves to choose from")
     w = fitting(weights(moves, outcomes, prior, reached), remaining, shortest or {}, default_s)
@@ -290,7 +299,7 @@ def decide(seed: int, index: int, moves: Sequence[str], outcomes: Sequence[Outco
     if outcomes and outcomes[-1].failed and w.get(outcomes[-1].move):
         return Decision(index, outcomes[-1].move, w, "retry")  # its draw stands
     if outcomes and 0 < round_length(outcomes) < round_variants:
-        more = next_untried(seed, kind_of(outcomes[-1].move), moves, outcomes, w)
+        more = next_untried(spread, kind_of(outcomes[-1].move), moves, outcomes, w)
         if more is not None:
             return Decision(index, more, w, "round")
     rng = random.Random(derive(seed, "decide", index))
@@ -300,11 +309,11 @@ def decide(seed: int, index: int, moves: Sequence[str], outcomes: Sequence[Outco
     firsts = [k for k in kinds if k in fresh]
     u = rng.random() * sum(kw[k] for k in kinds)
     if u < sum(kw[k] for k in firsts):
-        kind = max(firsts, key=lambda k: spread_key(seed, k, kw[k]))
+        kind = max(firsts, key=lambda k: spread_key(spread, k, kw[k]))
     else:
         kind = pick([k for k in kinds if k not in fresh],
                     [kw[k] for k in kinds if k not in fresh], rng.random())
-    move = next_untried(seed, kind, moves, outcomes, w)
+    move = next_untried(spread, kind, moves, outcomes, w)
     if move is None:
         members = [m for m in moves if kind_of(m) == kind and w[m] > 0.0]
         move = rng.choices(members, [w[m] for m in members])[0]

@@ -91,6 +91,7 @@ class HuntFault(DriverFault):
         interval = float(params.get("interval") or 5.0)
         min_hold = float(params.get("min_duration") or 0.0) or min(1.0, interval / 2)
         known = [tuple(k) for k in params.get("known") or []]
+        ordinal = params.get("ordinal")    # the run's --seed (None: a schedule before it)
         prior = aimed_prior(self.moves, COMPOSITIONS, AIMED_BOOST)
         reached = reached_kinds(known)
         end = time.monotonic() + float(params.get("until") or 0.0)
@@ -99,7 +100,7 @@ class HuntFault(DriverFault):
             try:
                 remaining = round(end - time.monotonic(), 3)
                 decision = decide(seed, index, self.moves, self.outcomes, prior, reached,
-                                  remaining, SHORTEST_S, MIN_MOVE_S)
+                                  remaining, SHORTEST_S, MIN_MOVE_S, ordinal=ordinal)
             except ValueError:
                 break   # every move failed here, or none fits in what is left
             rng = random.Random(derive(seed, "move", index))

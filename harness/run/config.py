@@ -243,7 +243,7 @@ def fresh_schedule(c: RunConfig) -> list[Any]:
     if hunting(c):
         return hunt_schedule(Seeds(c.seed, c.seed_scheme).of("schedule"),
                              [s for s in c.nemesis if s != HUNT.name], c.nemesis_interval,
-                             c.time_limit, c.nemesis_min_duration, c.hunt_corpus)
+                             c.time_limit, c.nemesis_min_duration, c.hunt_corpus, c.seed)
     return schedule(Seeds(c.seed, c.seed_scheme).of("schedule"), c.nemesis,
                     c.nemesis_interval, c.time_limit, node_names(c.nodes),
                     c.nemesis_min_duration, c.nemesis_overlap)

@@ -44,6 +44,7 @@ from nemesis.hunt import (
     aimed_prior,
     coverage,
     decide,
+    derive,
     fitting,
     kind_of,
     kind_weights,
@@ -923,3 +924,22 @@ def test_spread_keys_are_seeded_and_weighted():
     assert spread_key(3, "kill", 4.0) > spread_key(3, "kill", 1.0)   # u < 1: heavier, nearer 1
     assert 0.0 < spread_key(3, "kill", 1.0) < 1.0
     assert pick(["a", "b"], [1.0, 3.0], 0.2) == "a" and pick(["a", "b"], [1.0, 3.0], 0.3) == "b"
+
+
+def test_the_spread_steps_with_the_runs_own_seed_number_not_its_hash():
+    # The hunt's rng seed is a 64-bit hash of the run's --seed: stepped by
+    # it, consecutive runs would not be consecutive (and a float times a
+    # 64-bit number keeps no fraction: every kind's u was 0, every run drew
+    # the kinds in the repertoire's order). The run's seed rides in the
+    # hunt's params as `ordinal`.
+    moves = ["flip-flop", "churn", "kill", "reformat", "membership", "membership:remove-two"]
+    hashed = [derive(s, "schedule") for s in range(1, 7)]
+    assert len({spread_key(h, "kill", 2.0) for h in hashed}) == 6
+    firsts = {decide(h, 0, moves, [], ordinal=s).move for s, h in enumerate(hashed, 1)}
+    assert len(firsts) > 2
+    # The first turn follows the ordinal, whatever the rng's seed.
+    assert decide(hashed[0], 0, moves, [], ordinal=4).move == decide(
+        hashed[1], 0, moves, [], ordinal=4).move
+    config = validate(RunConfig(db="raft", workload="register", seed=17, time_limit=30))
+    arm = fresh_schedule(config)[0]
+    assert arm.params["ordinal"] == 17 and arm.fault == "hunt"
