@@ -3,22 +3,28 @@ processes, no cluster; nemesis.hunt.decide over a toy clock.
 
     .venv/bin/python bench/hunt_draws.py [--system raft] [--nodes 3]
         [--time-limit 60] [--runs 300] [--show lose-state,membership:remove-two]
-        [--campaign 3]
+        [--campaign 3] [--round 2]
 
 For seeds 1..runs, plays the hunt's decisions as nemesis.hunter does (the
-system's default repertoire and its moves, the aimed prior, the time left),
-with each move taking a modelled time instead of running: a composition its
-SHORTEST_S plus 1-4 s (its waits for elections), a primitive 1 s plus the
-hunter's hold draw (mean interval/4, at most interval/2), its settle and 1 s
-of inject and heal. Each move reaches one of three states at random (what it
-found is what steers later draws). Prints moves and compositions per run and,
-for each move or kind asked, the share of runs that drew it and the chance
-that at least one of three runs did (1 - (1 - p)^3). The model is calibrated
-on the switches runs of docs/hunt-nemesis.md (9-15 moves per 60 s run, 3
-nodes); it says what the chooser gives, not what a run catches.
+system's default repertoire here, host faults included where this host can
+prepare them, its moves, the aimed prior, the time left, the run's seed as
+the spread's ordinal), with each move taking a modelled time instead of
+running: a composition its SHORTEST_S plus 1-4 s (its waits for elections),
+a primitive 1 s plus the hunter's hold draw (mean interval/4, at most
+interval/2; none for a turn's later variants), its settle and 1 s of inject
+and heal. Each move reaches one of three states at random (what it found is
+what steers later draws). Prints moves, compositions and kinds per run; for
+every move, the share of runs that drew it and the share of consecutive
+seed triples (1-3, 4-6, ...) of which at least one did, on average and the
+least; and for each move or kind asked, the same two (and what three
+independent runs would give, 1 - (1 - p)^3). The model is calibrated on the
+switches runs of docs/hunt-nemesis.md (9-15 moves per 60 s run, 3 nodes); it
+says what the chooser gives, not what a run catches.
 `--campaign N`: the runs in campaigns of N, each run told the kinds the
 earlier ones reached (as a campaign's corpus tells it, `reached_kinds`);
 prints the share of campaigns that drew each move or kind at least once.
+`--round K`: K variants a kind's turn (nemesis.hunt.ROUND_VARIANTS; 1: one
+move a draw).
 """
 
 from __future__ import annotations
