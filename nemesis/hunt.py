@@ -233,6 +233,13 @@ def untried_kinds(moves: Sequence[str], outcomes: Sequence[Outcome],
     return {kind_of(m) for m in moves} - done
 
 
+def within(planned: Mapping[str, Any], hit: Iterable[str]) -> bool:
+    """Pure: a plan whose nodes are all among those `hit` (a plan that names
+    none is within)."""
+    nodes = planned.get("nodes")
+    return not isinstance(nodes, list) or set(nodes) <= set(hit)
+
+
 def kind_weights(moves: Sequence[str], w: Mapping[str, float]) -> dict[str, float]:
     """Pure: each kind's weight, the sum of its moves' (so a kind is drawn as
     often as when its moves were drawn one by one)."""

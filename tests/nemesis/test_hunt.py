@@ -62,6 +62,7 @@ from nemesis.hunt import (
     untried_kinds,
     variant_order,
     weights,
+    within,
 )
 from nemesis.observe import EventState, fold, latest_leader
 from nemesis.schedule import hunt_schedule
@@ -943,3 +944,28 @@ def test_the_spread_steps_with_the_runs_own_seed_number_not_its_hash():
     config = validate(RunConfig(db="raft", workload="register", seed=17, time_limit=30))
     arm = fresh_schedule(config)[0]
     assert arm.params["ordinal"] == 17 and arm.fault == "hunt"
+
+
+def test_a_turns_later_variant_lands_on_the_nodes_the_turn_already_hit():
+    # Two variants of truncate on two of three nodes took a majority's
+    # quorum-state (the correct build never elected again): the turn's
+    # second variant is planned again until it lands where the first did.
+    from types import SimpleNamespace
+
+    from nemesis.hunter import HuntFault
+    assert within({"nodes": ["n2"]}, {"n2", "n3"}) and not within({"nodes": ["n1"]}, {"n2"})
+    assert within({"targets": "leader"}, {"n2"})        # resolved at inject: not planned here
+    hunt = SimpleNamespace(kinds=FAULTS)
+    for seed in range(12):
+        ctl, runner = _control(FakeCluster())
+        HuntFault.primitive(hunt, ctl, random.Random(seed), "truncate:length", None,
+                            FAULTS["truncate"].instant, 0.0, 0.0, {"n3"})
+        assert runner.fired[0][2]["nodes"] == ["n3"]
+    # Without a turn to stay in, the plan is the move's own draw.
+    drawn = set()
+    for seed in range(12):
+        ctl, runner = _control(FakeCluster())
+        HuntFault.primitive(hunt, ctl, random.Random(seed), "truncate:length", None,
+                            FAULTS["truncate"].instant, 0.0, 0.0)
+        drawn |= set(runner.fired[0][2]["nodes"])
+    assert drawn == {"n1", "n2", "n3"}
