@@ -125,11 +125,11 @@ class HuntFault(DriverFault):
                 if decision.move in COMPOSITIONS:
                     result = run_composition(decision.move, ctl, rng)
                 else:
-                    # A turn's later variants are held the shortest hold: their
-                    # inject and heal are the moments (HOLD_SHARE), and the
-                    # time goes to the next kind.
                     if decision.how == "draw":
                         turn_nodes = set()
+                    # A turn's later variants are held the shortest hold (their
+                    # inject and heal are the moments, HOLD_SHARE; the time goes
+                    # to the next kind) and stay on the turn's nodes (STAY_TRIES).
                     result = self.primitive(ctl, rng, decision.move, before.get("leader"),
                                             self._instant(decision.move), min_hold,
                                             0.0 if decision.how == "round" else interval,
