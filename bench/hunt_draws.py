@@ -3,22 +3,28 @@ processes, no cluster; nemesis.hunt.decide over a toy clock.
 
     .venv/bin/python bench/hunt_draws.py [--system raft] [--nodes 3]
         [--time-limit 60] [--runs 300] [--show lose-state,membership:remove-two]
-        [--campaign 3]
+        [--campaign 3] [--round 2]
 
 For seeds 1..runs, plays the hunt's decisions as nemesis.hunter does (the
-system's default repertoire and its moves, the aimed prior, the time left),
-with each move taking a modelled time instead of running: a composition its
-SHORTEST_S plus 1-4 s (its waits for elections), a primitive 1 s plus the
-hunter's hold draw (mean interval/4, at most interval/2), its settle and 1 s
-of inject and heal. Each move reaches one of three states at random (what it
-found is what steers later draws). Prints moves and compositions per run and,
-for each move or kind asked, the share of runs that drew it and the chance
-that at least one of three runs did (1 - (1 - p)^3). The model is calibrated
-on the switches runs of docs/hunt-nemesis.md (9-15 moves per 60 s run, 3
-nodes); it says what the chooser gives, not what a run catches.
+system's default repertoire here, host faults included where this host can
+prepare them, its moves, the aimed prior, the time left, the run's seed as
+the spread's ordinal), with each move taking a modelled time instead of
+running: a composition its SHORTEST_S plus 1-4 s (its waits for elections),
+a primitive 1 s plus the hunter's hold draw (mean interval/4, at most
+interval/2; none for a turn's later variants), its settle and 1 s of inject
+and heal. Each move reaches one of three states at random (what it found is
+what steers later draws). Prints moves, compositions and kinds per run; for
+every move, the share of runs that drew it and the share of consecutive
+seed triples (1-3, 4-6, ...) of which at least one did, on average and the
+least; and for each move or kind asked, the same two (and what three
+independent runs would give, 1 - (1 - p)^3). The model is calibrated on the
+switches runs of docs/hunt-nemesis.md (9-15 moves per 60 s run, 3 nodes); it
+says what the chooser gives, not what a run catches.
 `--campaign N`: the runs in campaigns of N, each run told the kinds the
 earlier ones reached (as a campaign's corpus tells it, `reached_kinds`);
 prints the share of campaigns that drew each move or kind at least once.
+`--round K`: K variants a kind's turn (nemesis.hunt.ROUND_VARIANTS; 1: one
+move a draw).
 """
 
 from __future__ import annotations
@@ -35,7 +41,15 @@ from faultline import registry  # noqa: E402
 from harness.run.config import hunt_repertoire, node_names  # noqa: E402
 from nemesis.base import FAULTS  # noqa: E402
 from nemesis.compose import COMPOSITIONS, SHORTEST_S  # noqa: E402
-from nemesis.hunt import Outcome, aimed_prior, decide, kind_of, moves_for, record  # noqa: E402
+from nemesis.hunt import (  # noqa: E402
+    ROUND_VARIANTS,
+    Outcome,
+    aimed_prior,
+    decide,
+    kind_of,
+    moves_for,
+    record,
+)
 from nemesis.hunter import AIMED_BOOST, HOLD_SHARE, MIN_MOVE_S, SETTLE_S, plannable  # noqa: E402
 from nemesis.schedule import HUNT_START_S  # noqa: E402
 
@@ -45,7 +59,8 @@ COMPOSITION_WAITS_S = (1.0, 4.0)
 
 
 def play(seed: int, moves: list[str], prior: dict[str, float], time_limit: float,
-         reached: frozenset[str] = frozenset()) -> list[str]:
+         reached: frozenset[str] = frozenset(), round_variants: int = ROUND_VARIANTS
+         ) -> list[str]:
     """The moves one run's hunt draws, in order, under the modelled clock;
     `reached`: the kinds a campaign's earlier runs reached."""
     world = random.Random(seed * 7919)
@@ -53,15 +68,18 @@ def play(seed: int, moves: list[str], prior: dict[str, float], time_limit: float
     outcomes: list[Outcome] = []
     while t < end - MIN_MOVE_S:
         try:
-            move = decide(seed, len(outcomes), moves, outcomes, prior, reached, round(end - t, 3),
-                          SHORTEST_S, MIN_MOVE_S).move
+            d = decide(seed, len(outcomes), moves, outcomes, prior, reached, round(end - t, 3),
+                       SHORTEST_S, MIN_MOVE_S, round_variants)
         except ValueError:
             break
+        move = d.move
         if move in COMPOSITIONS:
             t += SHORTEST_S[move] + world.uniform(*COMPOSITION_WAITS_S)
         else:
-            t += (1.0 + min(world.expovariate(HOLD_SHARE / INTERVAL_S), INTERVAL_S / 2)
-                  + world.uniform(*SETTLE_S) + OVERHEAD_S)
+            # a turn's later variants are held the shortest hold (nemesis.hunter)
+            hold = 0.0 if d.how == "round" else min(world.expovariate(HOLD_SHARE / INTERVAL_S),
+                                                     INTERVAL_S / 2)
+            t += 1.0 + hold + world.uniform(*SETTLE_S) + OVERHEAD_S
         outcomes.append(record(outcomes, move, (move, world.randrange(3))))
     return [o.move for o in outcomes]
 
@@ -82,18 +100,20 @@ def main() -> None:
     p.add_argument("--show", type=lambda s: s.split(","),
                    default=["lose-state", "membership", "membership:remove-two", "disk",
                             "disk:eio", "reformat", "fast-failover"])
+    p.add_argument("--round", type=int, default=ROUND_VARIANTS,
+                   help="variants a kind's turn plays (1: each draw one move, as before)")
     a = p.parse_args()
     repertoire = hunt_repertoire(registry.get(a.system), a.nodes)
     moves = [m for m in moves_for(repertoire, {s: FAULTS[s].variants() for s in repertoire
                                                if s in FAULTS})
-             if plannable(m, node_names(a.nodes))]
+             if plannable(FAULTS, m, node_names(a.nodes))]
     prior = aimed_prior(moves, COMPOSITIONS, AIMED_BOOST)
     runs: list[list[str]] = []
     for first in range(1, a.runs + 1, a.campaign):
         played: list[str] = []
         for seed in range(first, min(first + a.campaign, a.runs + 1)):
             run = play(seed, moves, prior, a.time_limit,
-                       frozenset(kind_of(m) for m in played))
+                       frozenset(kind_of(m) for m in played), a.round)
             runs.append(run)
             played += run
     print(f"{a.system}, {a.nodes} nodes, {a.time_limit:g} s: {len(moves)} moves of "
@@ -102,10 +122,22 @@ def main() -> None:
           f"{sum(sum(m in COMPOSITIONS for m in r) for r in runs) / len(runs):.1f} compositions, "
           f"{sum(len({kind_of(m) for m in r}) for r in runs) / len(runs):.1f} kinds")
     groups = [sum(runs[i:i + a.campaign], []) for i in range(0, len(runs), a.campaign)]
+    triples = [runs[i:i + 3] for i in range(0, len(runs) - 2, 3)]
+    reach = {m: sum(any(m in r for r in t) for t in triples) / len(triples) for m in moves}
+    low = sorted(reach, key=reach.get)[:3]
+    per_run = {m: sum(m in r for r in runs) / len(runs) for m in moves}
+    print(f"  every move: drawn in {sum(per_run.values()) / len(per_run):.2f} of runs on "
+          f"average (least {min(per_run.values()):.2f}); in at least 1 of 3 consecutive "
+          f"seeds {sum(reach.values()) / len(reach):.2f} on average, least "
+          f"{', '.join(f'{m} {reach[m]:.2f}' for m in low)}; "
+          f"{sum(v < 0.5 for v in reach.values())} of {len(reach)} moves under 0.5")
     for name in a.show:
         share = sum(drew(name, r) for r in runs) / len(runs)
-        line = (f"  {name}: drawn in {share:.2f} of runs; in at least 1 of 3: "
-                f"{1 - (1 - share) ** 3:.2f}")
+        triples = [runs[i:i + 3] for i in range(0, len(runs) - 2, 3)]
+        line = (f"  {name}: drawn in {share:.2f} of runs; in at least 1 of 3 seeds "
+                f"(consecutive seeds 1-3, 4-6, ...): "
+                f"{sum(any(drew(name, r) for r in t) for t in triples) / len(triples):.2f} "
+                f"(independent runs would give {1 - (1 - share) ** 3:.2f})")
         if a.campaign > 1:
             line += (f"; in {sum(drew(name, g) for g in groups) / len(groups):.2f} "
                      f"of campaigns of {a.campaign}")

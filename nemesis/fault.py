@@ -138,9 +138,9 @@ class FaultKind:
     planner: what an inject will do (its params), from the event's rng, the
         node names and the variant; pure, so the schedule shows and replays it.
     host: what the harness must prepare around the nodes before they start
-        (nemesis.host: "clock" control files, a "cgroup" per node); such a
-        fault is left out of the hunt unless named, as it changes how every
-        node runs.
+        (nemesis.host: "clock" control files, a "cgroup" per node); the
+        default hunt takes such a fault only where this host can prepare it
+        (harness.run.config.hunt_choice), as it changes how every node runs.
     """
 
     name: str

@@ -15,6 +15,11 @@ spirit of Mallory's feedback on states reached, without its learning: each
 choice is a draw from weights that are a function of the seed, the decision
 number and the outcomes observed so far, so the recorded outcomes explain
 every choice and a replay needs none of this: it plays the recorded faults).
+A kind is drawn as a whole and its turn plays up to ROUND_VARIANTS of its
+variants not tried yet, one after the other; which kinds come first in a run
+and which variant a turn starts with move by fixed steps from one seed to the
+next (`kind_step`, VARIANT_STEP), so a few consecutive seeds reach more of
+them together than as many independent draws.
 """
 
 from __future__ import annotations
@@ -47,6 +52,24 @@ FLOOR_WEIGHT = 0.05
 FAILURES_TO_DROP = 3
 # Logs this many entries apart (high watermarks) count as apart.
 LAG_ENTRIES = 50
+# A kind is drawn as a whole (its weight the sum of its moves'), and its turn
+# plays up to this many of its variants not yet tried, one after the other:
+# drawn one by one, a variant among some fifty moves came in ~1/50 draws
+# (membership:remove-two in 0.08 of 60 s runs, disk:eio in 0.04;
+# docs/hunt-nemesis.md), so a bug that needs one was met in no three runs.
+# More per turn costs other kinds their turn in a short run: on the model of
+# bench/hunt_draws.py (raft, 3 nodes, 60 s, host faults in, 600 seeds, at
+# least 1 of seeds 1-3, 4-6, ...), 2 per turn reach remove-two in 0.38
+# (0.23 with 1, 0.48 with 3), disk:eio 0.26 (0.13, 0.30), lose-state 0.78
+# (0.85, 0.70), 4.7 compositions a run (5.2, 4.3).
+ROUND_VARIANTS = 2
+# Consecutive seeds' draws spread over [0, 1) (seed * step, mod 1; the
+# kinds' each their own, `kind_step`, away from the variants' so where a kind
+# comes in a run says nothing of which variant its turn starts with): a few
+# runs together reach more kinds and variants than as many independent
+# draws, which leave some late in every run.
+VARIANT_STEP = (5 ** 0.5 - 1) / 2   # the golden ratio's: three seeds start a
+                                    # five-variant kind at 0, 3 and 1 (+ offset)
 
 Signature = tuple[Any, ...]
 
@@ -64,6 +87,10 @@ class Decision:
     index: int
     move: str
     weights: dict[str, float]
+    # How the move was chosen: "draw" (its kind drawn, then its first untried
+    # variant in turn, else a draw among the kind's moves), "round" (the next
+    # untried variant of the kind whose turn this is), "retry" (it errored).
+    how: str = "draw"
 
 
 def derive(seed: int, *parts: Any) -> int:
@@ -147,24 +174,157 @@ def fitting(w: Mapping[str, float], remaining: float | None,
     return {m: v if shortest.get(m, default_s) <= remaining else 0.0 for m, v in w.items()}
 
 
+def steps(ordinal: int, step: float) -> float:
+    """Pure: ordinal * step, mod 1 (the ordinal taken mod 2**32 first: a float
+    keeps 53 bits, and a 64-bit seed times a step has no fraction left)."""
+    return ((ordinal % 2 ** 32) * step) % 1.0
+
+
+def variant_order(seed: int, kind: str, moves: Sequence[str]) -> list[str]:
+    """Pure: the moves of `kind`, in the order its turns play them: as listed,
+    rotated to start at the fraction (seed * VARIANT_STEP + the kind's own
+    offset) of the list, so consecutive seeds start it at different places."""
+    members = [m for m in moves if kind_of(m) == kind]
+    if not members:
+        return []
+    offset = derive(0, "variants", kind) / 2.0 ** 64
+    start = int((steps(seed, VARIANT_STEP) + offset) % 1.0 * len(members))
+    return members[start:] + members[:start]
+
+
+def tries_of(outcomes: Sequence[Outcome]) -> dict[str, int]:
+    """Pure: how often each move acted (an error is no try)."""
+    out: dict[str, int] = {}
+    for o in outcomes:
+        if not o.failed:
+            out[o.move] = out.get(o.move, 0) + 1
+    return out
+
+
+def round_length(outcomes: Sequence[Outcome]) -> int:
+    """Pure: how many moves of the last move's kind ended the run so far
+    without one of another kind between (the turn in progress; errors count
+    not: a retry is the same variant)."""
+    if not outcomes:
+        return 0
+    kind = kind_of(outcomes[-1].move)
+    n = 0
+    for o in reversed(outcomes):
+        if kind_of(o.move) != kind:
+            break
+        n += not o.failed
+    return n
+
+
+def next_untried(seed: int, kind: str, moves: Sequence[str], outcomes: Sequence[Outcome],
+                 w: Mapping[str, float]) -> str | None:
+    """Pure: the first variant of `kind`, in `variant_order`, that has not
+    acted yet and may be drawn now (weight > 0: it fits, it is not dropped)."""
+    tried = tries_of(outcomes)
+    return next((m for m in variant_order(seed, kind, moves)
+                 if not tried.get(m) and w.get(m, 0.0) > 0.0), None)
+
+
+def untried_kinds(moves: Sequence[str], outcomes: Sequence[Outcome],
+                  reached: Iterable[str] = ()) -> set[str]:
+    """Pure: the kinds none of whose moves acted yet (nor, in a campaign, in
+    `reached`)."""
+    done = {kind_of(o.move) for o in outcomes if not o.failed} | set(reached)
+    return {kind_of(m) for m in moves} - done
+
+
+def within(planned: Mapping[str, Any], hit: Iterable[str]) -> bool:
+    """Pure: a plan whose nodes are all among those `hit` (a plan that names
+    none is within)."""
+    nodes = planned.get("nodes")
+    return not isinstance(nodes, list) or set(nodes) <= set(hit)
+
+
+def kind_weights(moves: Sequence[str], w: Mapping[str, float]) -> dict[str, float]:
+    """Pure: each kind's weight, the sum of its moves' (so a kind is drawn as
+    often as when its moves were drawn one by one)."""
+    out: dict[str, float] = {}
+    for m in moves:
+        out[kind_of(m)] = out.get(kind_of(m), 0.0) + w[m]
+    return out
+
+
+def spread_key(seed: int, kind: str, weight: float) -> float:
+    """Pure: `kind`'s key for its first turn, u ** (1 / weight) with u =
+    seed * `kind_step` plus the kind's own offset: the untried kinds come in
+    the order of their keys, a weighted draw without replacement (Efraimidis
+    and Spirakis), so each is drawn as often as by weight over many seeds;
+    but u moves by `kind_step` from one seed to the next, so consecutive
+    seeds put a kind early in one run if late in another."""
+    u = (steps(seed, kind_step(kind)) + derive(0, "first-turn", kind) / 2.0 ** 64) % 1.0
+    return max(u, 1e-12) ** (1.0 / weight)
+
+
+def kind_step(kind: str) -> float:
+    """Pure: how far `kind`'s u moves from one seed to the next: a step of
+    its own in [0.28, 0.36] or [0.64, 0.72] (three consecutive seeds spread
+    over the circle, no gap over 0.44; away from VARIANT_STEP and its mirror),
+    so the kinds' u's are not locked together (one step for all would keep
+    their order from seed to seed, and the draw would no longer follow the
+    weights)."""
+    h = derive(0, "kind-step", kind) / 2.0 ** 64
+    step = 0.28 + 0.16 * h
+    return step if step <= 0.36 else step + 0.28
+
+
+def pick(items: Sequence[str], item_weights: Sequence[float], u: float) -> str:
+    """Pure: the item whose share of the total weight holds `u` (in [0, 1))."""
+    total = sum(item_weights)
+    acc = 0.0
+    for item, wt in zip(items, item_weights, strict=True):
+        acc += wt
+        if u * total < acc:
+            return item
+    return items[-1]
+
+
 def decide(seed: int, index: int, moves: Sequence[str], outcomes: Sequence[Outcome],
            prior: Mapping[str, float] | None = None,
            reached: Iterable[str] = (), remaining: float | None = None,
-           shortest: Mapping[str, float] | None = None, default_s: float = 0.0
-           ) -> Decision:
-    """Pure: the move of decision `index`, drawn by `weights` (the moves
-    that fit in the `remaining` seconds only) with an rng that depends on
-    nothing but the seed and the index; the move of the last decision again
-    if it errored and may still be drawn (FAILURES_TO_DROP)."""
+           shortest: Mapping[str, float] | None = None, default_s: float = 0.0,
+           round_variants: int = ROUND_VARIANTS, ordinal: int | None = None) -> Decision:
+    """Pure: the move of decision `index`. In order: the move of the last
+    decision again if it errored and may still be drawn (FAILURES_TO_DROP);
+    the next untried variant of the last move's kind while that kind's turn
+    has played fewer than `round_variants`; else a kind drawn by its moves'
+    `weights` (those that fit in the `remaining` seconds only) with an rng
+    that depends on nothing but the seed and the index, and of it the first
+    untried variant (`next_untried`), or, all tried, a draw by their weights.
+    The kinds' first turns and the variants' order step with `ordinal` (the
+    run's --seed; default `seed`), the draws' rng with `seed`."""
+    spread = seed if ordinal is None else ordinal
     if not moves:
         raise ValueError("no moves to choose from")
     w = fitting(weights(moves, outcomes, prior, reached), remaining, shortest or {}, default_s)
     if not any(w.values()):
         raise ValueError("every move failed or none fits in the time left")
     if outcomes and outcomes[-1].failed and w.get(outcomes[-1].move):
-        return Decision(index, outcomes[-1].move, w)    # its draw stands (FAILURES_TO_DROP)
+        return Decision(index, outcomes[-1].move, w, "retry")  # its draw stands
+    if outcomes and 0 < round_length(outcomes) < round_variants:
+        more = next_untried(spread, kind_of(outcomes[-1].move), moves, outcomes, w)
+        if more is not None:
+            return Decision(index, more, w, "round")
     rng = random.Random(derive(seed, "decide", index))
-    return Decision(index, rng.choices(list(moves), [w[m] for m in moves])[0], w)
+    kw = kind_weights(moves, w)
+    fresh = untried_kinds(moves, outcomes, reached)
+    kinds = [k for k in kw if kw[k] > 0.0]
+    firsts = [k for k in kinds if k in fresh]
+    u = rng.random() * sum(kw[k] for k in kinds)
+    if u < sum(kw[k] for k in firsts):
+        kind = max(firsts, key=lambda k: spread_key(spread, k, kw[k]))
+    else:
+        kind = pick([k for k in kinds if k not in fresh],
+                    [kw[k] for k in kinds if k not in fresh], rng.random())
+    move = next_untried(spread, kind, moves, outcomes, w)
+    if move is None:
+        members = [m for m in moves if kind_of(m) == kind and w[m] > 0.0]
+        move = rng.choices(members, [w[m] for m in members])[0]
+    return Decision(index, move, w)
 
 
 def aimed_prior(moves: Sequence[str], aimed: Iterable[str], boost: float) -> dict[str, float]:

@@ -12,7 +12,7 @@ from typing import Any
 from checkers.faults import HUNT
 from checkers.history import non_finite_in
 from faultline import registry as systems
-from faultline.catalog import PRELOAD_CLOCK, unmet_needs
+from faultline.catalog import EVENTS, PRELOAD_CLOCK, unmet_needs
 from harness.run.bounds import CHECK_BUDGETS, RUN_FIELDS, THRESHOLD
 from harness.run.clients import WORKER_MIB, max_concurrency
 from harness.run.errors import UserError
@@ -79,6 +79,9 @@ class RunConfig:
     # The hunt: states (coverage signatures) earlier runs of a campaign reached,
     # so this one steers past them (harness.campaign.corpus).
     hunt_corpus: list[list[Any]] = field(default_factory=list)
+    # The default hunt: the faults left out of its repertoire and why (this
+    # host cannot prepare them, the system cannot take them), as resolved.
+    hunt_left_out: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,7 +114,8 @@ def validate(c: RunConfig) -> RunConfig:
         raise ConfigError(f"unknown nemesis {', '.join(map(repr, bad))}: choose from "
                           f"{', '.join(NEMESES)} (comma-separated, or 'none')")
     if c.nemesis == [HUNT.name]:
-        c.nemesis = [HUNT.name, *hunt_repertoire(system, c.nodes)]
+        repertoire, c.hunt_left_out = hunt_choice(system, c.nodes)
+        c.nemesis = [HUNT.name, *repertoire]
     if c.nemesis_overlap and HUNT.name in c.nemesis:
         raise ConfigError("--nemesis-overlap shapes the seeded schedule; the hunt decides "
                           "its own as it goes: name the faults instead of hunt")
@@ -239,7 +243,7 @@ def fresh_schedule(c: RunConfig) -> list[Any]:
     if hunting(c):
         return hunt_schedule(Seeds(c.seed, c.seed_scheme).of("schedule"),
                              [s for s in c.nemesis if s != HUNT.name], c.nemesis_interval,
-                             c.time_limit, c.nemesis_min_duration, c.hunt_corpus)
+                             c.time_limit, c.nemesis_min_duration, c.hunt_corpus, c.seed)
     return schedule(Seeds(c.seed, c.seed_scheme).of("schedule"), c.nemesis,
                     c.nemesis_interval, c.time_limit, node_names(c.nodes),
                     c.nemesis_min_duration, c.nemesis_overlap)
@@ -255,27 +259,64 @@ def kinds_left_out(c: RunConfig, events: list[Any]) -> list[str]:
 
 
 def hunt_repertoire(system: Any, nodes: int) -> list[str]:
-    """Every registered fault `system` can take on `nodes` nodes: those whose
-    node lines it leaves, that its adapter can do, and (LazyFS faults) when
-    LazyFS is installed here; host faults (clock, cgroup) only when named.
+    """Every registered fault `system` can take on `nodes` nodes here
+    (`hunt_choice`)."""
+    return hunt_choice(system, nodes)[0]
+
+
+def hunt_choice(system: Any, nodes: int) -> tuple[list[str], dict[str, str]]:
+    """The default hunt's repertoire: every registered fault `system` can take
+    on `nodes` nodes (those whose node lines it leaves, that its adapter can
+    do), and that this host can prepare (LazyFS faults when LazyFS is
+    installed; host faults, clock and cgroup pressure, when libfaketime is
+    installed or a cgroup per node can be made: the harness prepares them
+    as when named); and the others, each with why it was left out.
     Resolved once, into the run's config, so a replay or a re-check reads the
     list that ran."""
     from nemesis.base import LAZYFS_FAULTS, FaultContext, make_fault
+    from nemesis.host import check_host
     from nemesis.lazyfs import check_installed
-    lazyfs = check_installed() is None
+    lazyfs = check_installed()
     db = system.db()
-    out = []
+    out: list[str] = []
+    left: dict[str, str] = {}
     for name in FAULTS:
-        if name == HUNT.name or unmet_needs(name, system) or FAULTS[name].host or (
-                name in LAZYFS_FAULTS and not lazyfs):
+        if name == HUNT.name:
+            continue
+        unmet = unmet_needs(name, system)
+        host = FAULTS[name].host
+        if unmet:
+            left[name] = "; ".join(_UNMET.get(n, n).format(system.name) for n in sorted(unmet))
+            continue
+        problem = (lazyfs if name in LAZYFS_FAULTS else None) or (
+            check_host({host}) if host else None)
+        if problem:
+            left[name] = problem
             continue
         try:
             check_variant(name, nodes)
             make_fault(name, FaultContext(db, None, {"mounts": {}, "replay": False}))
-        except (ValueError, ConfigError):
+        except (ValueError, ConfigError) as e:
+            left[name] = str(e)
             continue
         out.append(name)
-    return out
+    return out, left
+
+
+# Why a fault whose need the system lacks is left out of the default hunt.
+_UNMET = {PRELOAD_CLOCK: "system {} takes no preloaded clock",
+          EVENTS: "system {} leaves no event lines"}
+
+
+def hunt_line(c: RunConfig) -> str | None:
+    """Pure: the line a run prints of what its default hunt plays and what it
+    left out, and why (None when the run does not hunt)."""
+    if not hunting(c):
+        return None
+    played = [s for s in c.nemesis if s != HUNT.name]
+    left = "; ".join(f"{name} ({why})" for name, why in c.hunt_left_out.items())
+    return (f"faultline: hunt over {len(played)} faults: {', '.join(played)}"
+            + (f"; left out: {left}" if left else ""))
 
 
 def _check_faults_fit_system(specs: list[str], system: Any) -> None:

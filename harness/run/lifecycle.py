@@ -33,6 +33,7 @@ from harness.run.cluster import Cluster, check_privileges
 from harness.run.config import (
     RunConfig,
     fresh_schedule,
+    hunt_line,
     kinds_left_out,
     node_names,
     validate,
@@ -286,6 +287,9 @@ class Run:
             print(f"faultline: warning: {self.config.nodes} nodes on {cpus} CPU(s): starting "
                   "them takes a while and they compete with the clients for CPU (the "
                   "time limit counts from the workload's start)", file=self.stream, flush=True)
+        line = hunt_line(self.config) if self.config.schedule is None else None
+        if line:
+            print(line, file=self.stream, flush=True)
         if self.config.schedule is None:
             left_out = kinds_left_out(self.config, fresh_schedule(self.config))
             if left_out:

@@ -13,7 +13,7 @@ import pytest
 
 from checkers.faults import CLOCK, CPU, FAULT_OPS, MEMORY, STRESS
 from faultline import builtin, catalog
-from harness.run.config import ConfigError, RunConfig, hunt_repertoire, validate
+from harness.run.config import ConfigError, RunConfig, hunt_choice, hunt_line, validate
 from nemesis import cgroups, clock, pressure
 from nemesis.base import FAULTS, FaultContext, host_needs, make_fault
 from nemesis.schedule import schedule
@@ -245,10 +245,45 @@ def test_host_needs_and_the_catalog() -> None:
     assert needs["clock"] == {"preload-clock"} and needs["cpu"] == {"cgroup"}
 
 
-def test_the_hunt_plays_host_faults_only_when_named() -> None:
-    repertoire = hunt_repertoire(builtin.RAFT, 3)
-    assert not {"clock", "cpu", "memory", "stress"} & set(repertoire)
-    assert "kill" in repertoire
+HOST_FAULTS = {"clock", "cpu", "memory", "stress"}
+
+
+def test_the_default_hunt_plays_host_faults_this_host_can_prepare(monkeypatch) -> None:
+    monkeypatch.setattr("nemesis.host.check_host", lambda needs: None)
+    monkeypatch.setattr("nemesis.pressure.check_stress_installed", lambda: None)
+    repertoire, left = hunt_choice(builtin.RAFT, 3)
+    assert HOST_FAULTS <= set(repertoire) and "kill" in repertoire
+    assert not HOST_FAULTS & set(left)
+    config = validate(RunConfig(db="raft", workload="register"))
+    assert HOST_FAULTS <= set(config.nemesis)
+    line = hunt_line(config)
+    assert line is not None and "clock" in line and "stress" in line
+
+
+def test_the_default_hunt_leaves_out_what_this_host_cannot_prepare_and_says_why(
+        monkeypatch) -> None:
+    def no_cgroups(needs: set[str]) -> str | None:
+        return "resource faults need a cgroup per node: no cgroup" if "cgroup" in needs else None
+    monkeypatch.setattr("nemesis.host.check_host", no_cgroups)
+    repertoire, left = hunt_choice(builtin.RAFT, 3)
+    assert not {"cpu", "memory", "stress"} & set(repertoire)
+    assert left["cpu"] == left["memory"] == "resource faults need a cgroup per node: no cgroup"
+    config = validate(RunConfig(db="raft", workload="register"))
+    assert config.hunt_left_out["cpu"].startswith("resource faults need a cgroup")
+    assert "left out: " in (hunt_line(config) or "") and "cpu (resource faults" in hunt_line(config)
+    # Named faults are the user's: nothing left out is claimed, and a named
+    # host fault still needs its host (preflight says so).
+    named = validate(RunConfig(db="raft", workload="register", nemesis=["hunt", "kill"]))
+    assert named.hunt_left_out == {} and hunt_line(named) == "faultline: hunt over 1 faults: kill"
+    assert hunt_line(validate(RunConfig(db="raft", workload="register",
+                                        nemesis=["kill"]))) is None
+
+
+def test_a_system_that_takes_no_preloaded_clock_has_it_left_out_with_the_reason() -> None:
+    repertoire, left = hunt_choice(builtin.ETCD, 3)
+    assert "clock" not in repertoire
+    assert left["clock"] == "system etcd takes no preloaded clock"
+    assert left["fast-failover"] == "system etcd leaves no event lines"
 
 
 def test_a_schedule_of_host_faults_heals_each_with_its_own_op() -> None:

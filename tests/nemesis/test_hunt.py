@@ -44,16 +44,25 @@ from nemesis.hunt import (
     aimed_prior,
     coverage,
     decide,
+    derive,
     fitting,
     kind_of,
+    kind_weights,
     moves_for,
     observation,
+    pick,
     reached_kinds,
     record,
+    round_length,
     shares,
     signature,
+    spread_key,
     target_role,
+    tries_of,
+    untried_kinds,
+    variant_order,
     weights,
+    within,
 )
 from nemesis.observe import EventState, fold, latest_leader
 from nemesis.schedule import hunt_schedule
@@ -97,10 +106,12 @@ def test_decide_draws_only_moves_that_fit_and_says_when_none_does():
 
 def test_different_observations_steer_differently():
     # Two runs that saw different outcomes of the same moves weigh them differently...
-    fruitful = [Outcome("kill", ("kill", "follower", i, False, None, None, None), True)
-                for i in range(3)]
-    barren = [Outcome("kill", ("kill", "follower", 0, False, None, None, None), i == 0)
-              for i in range(3)]
+    # (every kind tried: its first turn, drawn in an order of its own, is past)
+    others = [Outcome(m, (m,), True) for m in MOVES if m != "kill"]
+    fruitful = others + [Outcome("kill", ("kill", "follower", i, False, None, None, None), True)
+                         for i in range(3)]
+    barren = others + [Outcome("kill", ("kill", "follower", 0, False, None, None, None), i == 0)
+                       for i in range(3)]
     w_fruitful, w_barren = weights(MOVES, fruitful), weights(MOVES, barren)
     assert w_fruitful["kill"] > w_barren["kill"]
     # ...and so draw differently, with the same seed.
@@ -139,11 +150,12 @@ def test_a_kind_never_tried_outweighs_untried_variants_of_tried_kinds():
 
 def _kinds_in_first(seed: int, moves: list[str], steps: int) -> int:
     """Kinds tried in the first `steps` decisions when no move finds anything
-    new after its first try (each kind's one state is all there is)."""
+    new after its first try (each kind's one state is all there is), one
+    variant a turn (the kind rule alone)."""
     outcomes: list[Outcome] = []
     prior = aimed_prior(moves, ["flip-flop", "churn", "catch-up"], 3.0)
     for i in range(steps):
-        move = decide(seed, i, moves, outcomes, prior).move
+        move = decide(seed, i, moves, outcomes, prior, round_variants=1).move
         outcomes.append(record(outcomes, move, (kind_of(move),)))
     return len({kind_of(o.move) for o in outcomes})
 
@@ -754,7 +766,7 @@ def test_moves_aimed_at_the_leader_are_drawn_more_often():
     prior = aimed_prior(MOVES, COMPOSITIONS, 3.0)
     assert prior == {"kill": 0.5, "kill:leader": 1.5, "partition": 1.0, "flip-flop": 3.0,
                      "churn": 3.0}
-    picks = [decide(9, i, MOVES, [], prior).move for i in range(300)]
+    picks = [decide(s, 0, MOVES, [], prior).move for s in range(300)]
     assert picks.count("flip-flop") > picks.count("partition")
 
 
@@ -817,3 +829,143 @@ def test_the_final_heal_answers_a_drivers_late_heal_of_what_it_healed():
     runner._serve(runner._urgent.get_nowait(), 0.0)
     assert future.result().error is None and "noop" in future.result().value
     assert recorded == [] and runner.executed == []
+
+
+# --- a kind's turn, and consecutive seeds spread -------------------------------------
+
+KINDED = ["kill", "kill:one", "kill:leader", "membership", "membership:remove",
+          "membership:remove-two", "membership:auto-join", "reformat", "churn"]
+
+
+def test_a_kinds_variants_come_in_an_order_each_seed_rotates():
+    orders = [variant_order(s, "membership", KINDED) for s in range(1, 4)]
+    members = ["membership", "membership:remove", "membership:remove-two",
+               "membership:auto-join"]
+    for order in orders:
+        assert sorted(order) == sorted(members)
+        start = members.index(order[0])
+        assert order == members[start:] + members[:start]     # a rotation of the list
+    # Consecutive seeds start at different places (VARIANT_STEP apart).
+    assert len({o[0] for o in orders}) == 3
+    assert variant_order(1, "reformat", KINDED) == ["reformat"]
+    assert variant_order(1, "absent", KINDED) == []
+
+
+def test_a_turn_plays_untried_variants_of_its_kind_then_draws_a_kind_again():
+    first = decide(5, 0, KINDED, [])
+    assert first.how == "draw"
+    kind = kind_of(first.move)
+    outcomes = [record([], first.move, (first.move,))]
+    second = decide(5, 1, KINDED, outcomes)
+    if len(variant_order(5, kind, KINDED)) > 1:
+        # The next untried variant of the same kind, in the seed's order.
+        order = variant_order(5, kind, KINDED)
+        assert second.how == "round" and second.move == order[(order.index(first.move) + 1)
+                                                               % len(order)]
+        outcomes.append(record(outcomes, second.move, (second.move,)))
+        # ROUND_VARIANTS played: the turn is over, a kind is drawn.
+        assert decide(5, 2, KINDED, outcomes).how == "draw"
+    # One variant a turn when asked.
+    assert decide(5, 1, KINDED, outcomes[:1], round_variants=1).how == "draw"
+
+
+def test_a_turn_goes_on_only_with_variants_that_may_be_drawn():
+    moves = ["membership", "membership:remove-two", "kill"]
+    done = [Outcome("membership", ("membership",), True)]
+    # remove-two does not fit in the time left: no round; a kind is drawn.
+    d = decide(1, 1, moves, done, remaining=3.0, shortest={"membership:remove-two": 9.0},
+               default_s=2.0)
+    assert d.how == "draw" and d.move != "membership:remove-two"
+    # An errored variant is retried before the turn goes on.
+    errored = [*done, Outcome("membership:remove-two", ("x",), True, failed=True)]
+    assert decide(1, 2, moves, errored).how == "retry"
+    assert round_length(errored) == 1 and round_length([]) == 0
+    assert tries_of(errored) == {"membership": 1}
+
+
+def test_a_kind_weighs_the_sum_of_its_moves_and_untried_kinds_are_known():
+    w = {"kill": 1.0, "kill:leader": 3.0, "churn": 2.0}
+    assert kind_weights(list(w), w) == {"kill": 4.0, "churn": 2.0}
+    outcomes = [Outcome("kill:leader", ("k",), True), Outcome("churn", ("c",), True, failed=True)]
+    assert untried_kinds(list(w), outcomes) == {"churn"}
+    assert untried_kinds(list(w), outcomes, reached=["churn"]) == set()
+
+
+def test_first_turns_are_a_weighted_draw_over_many_seeds():
+    # Over many seeds a kind comes first about as often as its weight says
+    # (Efraimidis-Spirakis keys), the heavier kinds more often.
+    moves = ["flip-flop", "kill", "reformat"]
+    prior = {"flip-flop": 3.0, "kill": 1.0, "reformat": 1.0}
+    firsts = [decide(s, 0, moves, [], prior).move for s in range(1, 1001)]
+    share = {m: firsts.count(m) / len(firsts) for m in moves}
+    assert share["flip-flop"] == pytest.approx(0.6, abs=0.08)
+    assert share["kill"] == pytest.approx(0.2, abs=0.08)
+
+
+def test_consecutive_seeds_reach_more_kinds_together_than_independent_ones():
+    # Twelve kinds, four turns a run (nothing new after a kind's first try):
+    # the kinds three consecutive seeds reach together, against three seeds
+    # far apart (their keys independent in effect).
+    kinds = [f"k{i}" for i in range(12)]
+
+    def reached(seed: int) -> set[str]:
+        outcomes: list[Outcome] = []
+        for i in range(4):
+            move = decide(seed, i, kinds, outcomes).move
+            outcomes.append(record(outcomes, move, (move,)))
+        return {o.move for o in outcomes}
+
+    together = sum(len(reached(s) | reached(s + 1) | reached(s + 2)) for s in range(1, 91, 3))
+    apart = sum(len(reached(s) | reached(s + 1000) | reached(s + 7919)) for s in range(1, 31))
+    assert together > apart
+
+
+def test_spread_keys_are_seeded_and_weighted():
+    assert spread_key(3, "kill", 2.0) == spread_key(3, "kill", 2.0)
+    assert spread_key(3, "kill", 4.0) > spread_key(3, "kill", 1.0)   # u < 1: heavier, nearer 1
+    assert 0.0 < spread_key(3, "kill", 1.0) < 1.0
+    assert pick(["a", "b"], [1.0, 3.0], 0.2) == "a" and pick(["a", "b"], [1.0, 3.0], 0.3) == "b"
+
+
+def test_the_spread_steps_with_the_runs_own_seed_number_not_its_hash():
+    # The hunt's rng seed is a 64-bit hash of the run's --seed: stepped by
+    # it, consecutive runs would not be consecutive (and a float times a
+    # 64-bit number keeps no fraction: every kind's u was 0, every run drew
+    # the kinds in the repertoire's order). The run's seed rides in the
+    # hunt's params as `ordinal`.
+    moves = ["flip-flop", "churn", "kill", "reformat", "membership", "membership:remove-two"]
+    hashed = [derive(s, "schedule") for s in range(1, 7)]
+    assert len({spread_key(h, "kill", 2.0) for h in hashed}) == 6
+    firsts = {decide(h, 0, moves, [], ordinal=s).move for s, h in enumerate(hashed, 1)}
+    assert len(firsts) > 2
+    # The first turn follows the ordinal, whatever the rng's seed.
+    assert decide(hashed[0], 0, moves, [], ordinal=4).move == decide(
+        hashed[1], 0, moves, [], ordinal=4).move
+    config = validate(RunConfig(db="raft", workload="register", seed=17, time_limit=30))
+    arm = fresh_schedule(config)[0]
+    assert arm.params["ordinal"] == 17 and arm.fault == "hunt"
+
+
+def test_a_turns_later_variant_lands_on_the_nodes_the_turn_already_hit():
+    # Two variants of truncate on two of three nodes took a majority's
+    # quorum-state (the correct build never elected again): the turn's
+    # second variant is planned again until it lands where the first did.
+    from types import SimpleNamespace
+
+    from nemesis.hunter import HuntFault
+    assert within({"nodes": ["n2"]}, {"n2", "n3"}) and not within({"nodes": ["n1"]}, {"n2"})
+    assert within({"targets": "leader"}, {"n2"})        # resolved at inject: not planned here
+    hunt = SimpleNamespace(kinds=FAULTS)
+    for seed in range(12):
+        ctl, runner = _control(FakeCluster())
+        HuntFault.primitive(hunt, ctl, random.Random(seed), "truncate:length", None,
+                            FAULTS["truncate"].instant, 0.0, 0.0, {"n3"})
+        assert runner.fired[0][2]["nodes"] == ["n3"]
+    # Without a turn to stay in, the plan is the move's own draw.
+    drawn = set()
+    for seed in range(12):
+        ctl, runner = _control(FakeCluster())
+        HuntFault.primitive(hunt, ctl, random.Random(seed), "truncate:length", None,
+                            FAULTS["truncate"].instant, 0.0, 0.0)
+        drawn |= set(runner.fired[0][2]["nodes"])
+    assert drawn == {"n1", "n2", "n3"}
