@@ -63,3 +63,41 @@ def test_a_bug_that_miscounts_copies_is_flagged(bug, at_least, tmp_path):
                          timeout=600, check=True)
     flagged = [f for f in json.loads(out.stdout.splitlines()[-1]) if f["types"]]
     assert len(flagged) >= at_least, flagged
+
+
+class _Recorder:
+    """A peer link and an emitter that note, in one list, what left first."""
+
+    def __init__(self) -> None:
+        self.order: list[str] = []
+
+    def send(self, msg: dict) -> None:
+        self.order.append(f"message {msg['kind']}")
+
+    def emit(self, event: dict) -> None:
+        self.order.append(f"line {event['event']}")
+
+
+def test_the_server_writes_a_line_before_the_messages_that_follow_from_it(tmp_path):
+    # A follower's fetch reporting its flushed end must not reach the leader
+    # (whose hw line then counts it) before the follower's `flushed` line is out.
+    import contextlib
+    import io
+
+    from nodes.raft.core import Ready
+    from nodes.raft.server import NodeOptions, RaftServer
+    peers = ("n1", "n2", "n3")
+    server = RaftServer(NodeOptions(node_id="n1", cluster_id="c", listen=("127.0.0.1", 0),
+                                    peers={p: ("127.0.0.1", 1) for p in peers},
+                                    data_dir=tmp_path))
+    with contextlib.redirect_stdout(io.StringIO()):
+        server.recover()
+    recorder = _Recorder()
+    server._links["n2"] = recorder
+    server.emit = recorder.emit
+    try:
+        server._handle(Ready(messages=[{"kind": "fetch", "to": "n2", "flushed_offset": 3}],
+                             events=[{"event": "flushed", "end": 3}]))
+    finally:
+        server.log.close()
+    assert recorder.order == ["line flushed", "message fetch"]
