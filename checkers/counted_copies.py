@@ -9,11 +9,18 @@ what it held durably: `start` (what it recovered, `log_end`), `flushed` (its
 durable end advanced to `end`), `truncate` (its log cut back to `to`). Two
 rules hold the justification against them:
 
-- `counted-not-durable`: at the moment of the claim, that voter's own lines
-  put its durable end below H: it had not said it flushed that far, or it cut
+- `counted-not-durable`: at the moment of the claim, a voter's own lines put
+  its durable end below H while it was counted at or above H (a copy the
+  commit rests on), or, for a voter that follows that leader in that epoch
+  (its last `role` line names them), below any end the leader counted for
+  it (every count is the leader's belief of what that copy holds, and the
+  next commit rests on it): it had not said it flushed that far, or it cut
   its log back since it last did. A node writes its `flushed` line before
-  any message reporting that end leaves (docs/contracts.md), so a correct
-  count never runs ahead of the voter's lines.
+  any message reporting that end leaves (docs/contracts.md), and a leader
+  counts only the prefix it validated against its own log, which it never
+  makes its follower cut; a voter that moved on to a later leader may have
+  cut what was not committed, never what was. So a correct count never runs
+  ahead of the voter's lines.
 - `counted-then-diverged`: after the claim, that voter cut its log back below
   H on a diverging epoch: the copy counted was not the leader's. A copy of
   a committed entry is never cut that way (leader completeness), so even a
@@ -56,11 +63,17 @@ class DurableLine:
     ends: list[int] = field(default_factory=list)       # the end from then on
     losses: list[int] = field(default_factory=list)     # restarts that recovered less
     cuts: list[tuple[int, int, int | None]] = field(default_factory=list)  # (t, to, from)
+    follows: list[tuple[int, Any, Any]] = field(default_factory=list)  # (t, epoch, leader)
 
     def end_at(self, t: int) -> int | None:
         """Its durable end at `t` (lines at `t` included); None before its first line."""
         i = bisect_right(self.times, t)
         return self.ends[i - 1] if i else None
+
+    def follows_at(self, t: int, leader: str, epoch: Any) -> bool:
+        """Whether its last role line at or before `t` names `leader` in `epoch`."""
+        i = bisect_right([f[0] for f in self.follows], t)
+        return bool(i) and self.follows[i - 1][1:] == (epoch, leader)
 
     def lost_between(self, start: int, end: int) -> bool:
         i = bisect_left(self.losses, start)
@@ -98,6 +111,8 @@ def durable_lines(events: list[dict]) -> DurableLine:
                 line.losses.append(t)
             end = ev["log_end"]
             note(t, end)
+        elif kind == ROLE.name:
+            line.follows.append((t, ev.get("epoch"), ev.get("leader")))
         elif kind == FLUSHED.name and _int(ev.get("end")):
             end = ev["end"]
             note(t, end)
@@ -145,12 +160,21 @@ def check(events: dict[str, list[dict]]) -> tuple[list[dict[str, Any]], dict[str
         leader, hw, t = claim["node"], claim["hw"], claim["t"]
         for voter, end in sorted(claim["counted"].items()):
             line = lines.get(voter)
-            if end < hw or line is None:
+            if line is None:
                 continue
             since = claim["since"] if claim["since"] is not None else t
-            for rule, finding in ((NOT_DURABLE, _not_durable(line, t, hw, since)
-                                   if judge_durable else None),
-                                  (THEN_DIVERGED, _then_diverged(line, t, hw))):
+            # A voter that follows this leader holds every count it made of it:
+            # only this leader's answers could make it cut, and they never cut
+            # a prefix it validated. One that moved on may have cut what was
+            # not committed, never what was.
+            if line.follows_at(t, leader, claim["epoch"]):
+                bound = end
+            else:
+                bound = hw if end >= hw else None
+            for rule, finding in ((NOT_DURABLE, _not_durable(line, t, bound, since)
+                                   if judge_durable and bound is not None else None),
+                                  (THEN_DIVERGED, _then_diverged(line, t, hw)
+                                   if end >= hw else None)):
                 key = (leader, claim["epoch"], voter, rule)
                 if finding is None or key in seen:
                     continue
@@ -162,9 +186,9 @@ def check(events: dict[str, list[dict]]) -> tuple[list[dict[str, Any]], dict[str
     return anomalies, stats
 
 
-def _not_durable(line: DurableLine, t: int, hw: int, since: int) -> dict | None:
+def _not_durable(line: DurableLine, t: int, bound: int, since: int) -> dict | None:
     durable = line.end_at(t)
-    if durable is None or durable >= hw or line.lost_between(since, t):
+    if durable is None or durable >= bound or line.lost_between(since, t):
         return None
     return {"durable_end": durable}
 
@@ -180,8 +204,10 @@ def _anomaly(rule: str, claim: dict, voter: str, end: int, finding: dict) -> dic
             f"{voter}'s durable end as {end}")
     if rule == NOT_DURABLE:
         why = (f", but {voter}'s own lines put its durable end at "
-               f"{finding['durable_end']} then: offsets {finding['durable_end']}..{hw - 1} "
-               "were not on its disk")
+               f"{finding['durable_end']} then: offsets {finding['durable_end']}..{end - 1} "
+               "were not on its disk" + ("" if end >= hw else
+                                         f" ({voter} follows {leader}: a count below this "
+                                         "commit, but the next rests on it)"))
     else:
         cut = finding["cut"]
         why = (f", but {voter} later cut its log back to {cut['to']} on a diverging epoch: "

@@ -73,11 +73,38 @@ def test_a_truncation_lowers_the_durable_end():
     assert types(run(not_yet)) == ["counted-not-durable"]
 
 
-def test_a_voter_counted_below_the_hw_is_no_copy():
-    # n3 counted at 4 is not claimed to hold offset 9: nothing to check.
+def follower(t: int, node: str, epoch: int, of: str) -> dict:
+    return {"t": t, "node": node, "event": "role", "role": "Follower", "epoch": epoch,
+            "leader": of}
+
+
+def test_a_voter_counted_below_the_hw_is_judged_only_while_it_follows_that_leader():
+    # n3 counted at 4, its lines at 4: borne out.
     assert types(run([flushed(80, "n2", 10)], {"n1": 10, "n2": 10, "n3": 4})) == []
+    # n3 counted at 6 but its lines say 4, while it follows n1 in epoch 2:
+    # the leader's belief of that copy is wrong (the next commit rests on it).
+    events = run([flushed(80, "n2", 10)], {"n1": 10, "n2": 10, "n3": 6})
+    events["n3"].insert(1, follower(60, "n3", 2, "n1"))
+    [a] = counted_copies.check(events)[0]
+    assert (a["type"], a["voter"], a["counted_end"], a["durable_end"]) == \
+        ("counted-not-durable", "n3", 6, 4)
+    # The same count once n3 follows a later leader: it may have cut what was
+    # not committed since, so only a count at or above the hw is judged.
+    events["n3"][1] = follower(60, "n3", 3, "n2")
+    assert types(events) == []
+    # A count at or above the hw is judged whoever the voter follows.
     assert types(run([flushed(80, "n2", 10)], {"n1": 10, "n2": 10, "n3": 10})) == \
         ["counted-not-durable"]
+
+
+def test_a_voter_that_moved_on_may_have_cut_what_was_not_committed():
+    # n2, counted at 12 for hw 10, follows n3 in epoch 3 and cut back to 11:
+    # offsets 10 and 11 were never committed. Below 10 it may not cut.
+    moved = [follower(20, "n2", 3, "n3"), flushed(40, "n2", 12), cut(60, "n2", 12, 11)]
+    counted = {"n1": 10, "n2": 12, "n3": 4}
+    assert types(run(moved, counted)) == []
+    moved[-1] = cut(60, "n2", 12, 9)
+    assert types(run(moved, counted)) == ["counted-not-durable"]
 
 
 def test_a_diverging_cut_below_a_counted_commit_fails():
