@@ -51,6 +51,19 @@ NOT_DURABLE = "counted-not-durable"
 THEN_DIVERGED = "counted-then-diverged"
 
 
+class _Last:
+    """Sorts after anything: `(t, _LAST)` bisects past every tuple at `t`."""
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+    def __gt__(self, other: object) -> bool:
+        return True
+
+
+_LAST = _Last()
+
+
 def _int(value: Any) -> bool:
     return type(value) is int
 
@@ -72,7 +85,7 @@ class DurableLine:
 
     def follows_at(self, t: int, leader: str, epoch: Any) -> bool:
         """Whether its last role line at or before `t` names `leader` in `epoch`."""
-        i = bisect_right([f[0] for f in self.follows], t)
+        i = bisect_right(self.follows, (t, _LAST))
         return bool(i) and self.follows[i - 1][1:] == (epoch, leader)
 
     def lost_between(self, start: int, end: int) -> bool:
@@ -82,7 +95,7 @@ class DurableLine:
     def first_cut_below(self, t: int, below: int) -> tuple[int, int, int | None] | None:
         """The first diverging cut after `t` to an end below `below`, unless a
         restart that lost durable data comes first."""
-        i = bisect_right([c[0] for c in self.cuts], t)
+        i = bisect_right(self.cuts, (t, _LAST))
         loss = bisect_right(self.losses, t)
         next_loss = self.losses[loss] if loss < len(self.losses) else None
         for cut in self.cuts[i:]:
