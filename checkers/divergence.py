@@ -12,6 +12,10 @@ because a dump only shows the end state):
 - `committed-without-quorum`: a leader's hw after which too many of its voters
   cut their logs below it on a diverging epoch for the rest to be a majority
   (`checkers.commit_quorum`; event lines only).
+- `counted-not-durable` / `counted-then-diverged`: a copy a leader's `hw` line
+  says it counted that the voter's own lines deny: not yet flushed that far,
+  or later cut below it on a diverging epoch (`checkers.counted_copies`;
+  event lines only).
 - `unconverged`: after the heal and the system's recovery time (the run polls
   the nodes' replica progress until they agree, bounded: run.json
   `convergence`), a live node still behind (its progress short of another's,
@@ -27,7 +31,7 @@ from collections.abc import Callable, Iterable
 from itertools import combinations
 from typing import Any
 
-from checkers import commit_quorum
+from checkers import commit_quorum, counted_copies
 from checkers.history import collector_paused
 from checkers.verdict import Verdict, verdict
 from nodes.events import HW, ROLE, START, TRUNCATE, VOTERS, VoteLoss
@@ -71,6 +75,8 @@ def judge(dumps: dict[str, dict], parts: list[Facts],
     anomalies += _cap(lost)
     anomalies += _cap(_committed_truncations(events or {}))
     anomalies += _cap(commit_quorum.check(events or {}))
+    counted, counted_stats = counted_copies.check(events or {})
+    anomalies += _cap(counted)
     leader_epochs, epoch_source = known_leader_epochs(dumps, events)
     anomalies += _cap(_unknown_epochs(f, leader_epochs, epoch_source))
     unconverged = _unconverged(f, committed)
@@ -90,6 +96,7 @@ def judge(dumps: dict[str, dict], parts: list[Facts],
         "leader_epochs": sorted(leader_epochs),
         "leader_epochs_from": epoch_source,
         "lagging_after_recovery": lagging,
+        "counted_copies": counted_stats,
     }
     if anomalies:
         return verdict(False, anomalies, stats)

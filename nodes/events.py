@@ -1,6 +1,7 @@
 """The event lines any system's nodes may write for the generic checkers to
-read: a start, a role change, a high watermark, a log truncation, a voter set
-in force. A system whose nodes write them (the bundled store's do) gets the
+read: a start, a role change, a high watermark (with the copies a leader
+counted for it), a durable log end, a log truncation, a voter set in force.
+A system whose nodes write them (the bundled store's do) gets the
 elections, divergence, commit-quorum and availability judgements from them;
 a system's own kinds (and what its triggers fire on) live in its own
 vocabulary, which builds on this one (nodes.raft.events).
@@ -29,8 +30,13 @@ START = EventKind("start", ("epoch", "log_end", "voted_for", "cluster_id", "vote
 ROLE = EventKind("role", ("role", "epoch", "leader"),
                  "its role changed (Unattached, Prospective, Candidate, Leader, Follower, "
                  "Resigned); `leader` null when it knows none")
-HW = EventKind("hw", ("hw", "epoch"),
-               "its high watermark advanced (exclusive: offsets below it are committed)")
+HW = EventKind("hw", ("hw", "epoch", "counted"),
+               "its high watermark advanced (exclusive: offsets below it are committed); "
+               "a leader names in `counted` the durable log end it counted for each voter "
+               "(`{voter: end}`, itself included): the commit's own justification")
+FLUSHED = EventKind("flushed", ("end",),
+                    "its durable log end advanced: offsets below `end` are on its disk "
+                    "(fsynced); written before any message that reports it leaves")
 TRUNCATE = EventKind("truncate", ("from", "to", "reason", "bytes"),
                      "its log was cut back to `to` (`reason`: `diverging-epoch`, "
                      "`recovery`, ...)")

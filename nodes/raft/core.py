@@ -17,7 +17,17 @@ from nodes.raft import acks, bugs
 from nodes.raft import epoch_cache as ec
 from nodes.raft import messages as m
 from nodes.raft import voters as vs
-from nodes.raft.events import HW, PRE_VOTE, ROLE, TRUNCATE, VOTE, VOTER_CHANGE, VOTERS, VOTES_AGAIN
+from nodes.raft.events import (
+    FLUSHED,
+    HW,
+    PRE_VOTE,
+    ROLE,
+    TRUNCATE,
+    VOTE,
+    VOTER_CHANGE,
+    VOTERS,
+    VOTES_AGAIN,
+)
 from nodes.raft.messages import Entry, QuorumState
 from nodes.raft.requests import LEADER_ACK, QUORUM
 from nodes.raft.roles import (
@@ -391,6 +401,7 @@ class Core:
             end = min(end, self._pending_truncate)
         if end > self._flushed_end:
             self._flushed_end = end
+            self._events.append({"event": FLUSHED.name, "end": end})
             self._maybe_advance_hw()
             if self._role == FOLLOWER:
                 # The leader commits on flushed offsets, and it only learns ours
@@ -994,13 +1005,27 @@ class Core:
         candidate = durable[self._majority - 1]
         # Raft: only an entry of our own epoch is committed by counting replicas.
         if candidate > self._hw and self._log[candidate - 1].epoch == self._epoch:
-            self._raise_hw(candidate)
+            self._raise_hw(candidate, self._counted_ends())
 
-    def _raise_hw(self, hw: int) -> None:
+    def _counted_ends(self) -> dict[str, int]:
+        """Each voter's end as the high watermark counted it, this node's own
+        included: the line names them so a checker can hold each against that
+        voter's own lines (checkers.counted_copies)."""
+        dirty = bugs.COMMIT_DIRTY in self._bugs
+        counted = {v: p.match_end if dirty else p.flushed_end
+                   for v, p in self._replicas.items() if v in self.voters}
+        if self._own_count():
+            counted[self.node_id] = len(self._log) if dirty else self._flushed_end
+        return dict(sorted(counted.items()))
+
+    def _raise_hw(self, hw: int, counted: dict[str, int] | None = None) -> None:
         if hw > self._hw:
             self._hw = hw
             self._hw_changed = True
-            self._events.append({"event": HW.name, "hw": hw, "epoch": self._epoch})
+            line = {"event": HW.name, "hw": hw, "epoch": self._epoch}
+            if counted is not None:
+                line["counted"] = counted
+            self._events.append(line)
             self._after_hw_raised()
 
     def _append(self, entries: list[Entry]) -> None:

@@ -4,7 +4,7 @@ One JSON object per line, `{"t": <CLOCK_MONOTONIC ns>, "node": "n1", "event":
 KIND, ...fields}`. The node writes them (nodes.raft.core, nodes.raft.server),
 the checkers that judge them and the triggers that fire on them read them,
 and docs/contracts.md lists them: all by the names below. The kinds the
-generic checkers read (start, role, hw, truncate, voters) are the generic
+generic checkers read (start, role, hw, flushed, truncate, voters) are the generic
 vocabulary's (nodes.events), re-exported here; the rest are the store's own.
 It imports only that vocabulary, so every floor may import it
 (tests/harness/test_layering.py).
@@ -12,7 +12,7 @@ It imports only that vocabulary, so every floor may import it
 
 from __future__ import annotations
 
-from nodes.events import HW, ROLE, START, TRUNCATE, VOTERS, EventKind, VoteLoss
+from nodes.events import FLUSHED, HW, ROLE, START, TRUNCATE, VOTERS, EventKind, VoteLoss
 
 DATA_LOSS = EventKind("data_loss", ("what",),
                       "it found part of its state gone (`quorum-state-missing`), so an "
@@ -36,6 +36,6 @@ ACK = EventKind("ack", ("epoch", "first", "last", "writes", "age_ms", "flushed",
 # Its voters abstain from a lost quorum state until they caught up with a leader.
 VOTE_LOSS = VoteLoss(DATA_LOSS, "quorum-state-missing", VOTES_AGAIN)
 
-EVENT_KINDS: tuple[EventKind, ...] = (START, ROLE, HW, TRUNCATE, DATA_LOSS, VOTES_AGAIN,
+EVENT_KINDS: tuple[EventKind, ...] = (START, ROLE, HW, FLUSHED, TRUNCATE, DATA_LOSS, VOTES_AGAIN,
                                       PRE_VOTE, VOTE, VOTER_CHANGE, VOTERS, FORMATTED,
                                       CLUSTER_ID_MISMATCH, ACK)

@@ -350,6 +350,11 @@ class RaftServer:
         self._answer_acked(levels, LEADER_ACK)
         if ready.epoch_cache is not None:
             storage.write_epoch_checkpoint(self.data_dir, ready.epoch_cache)
+        # A line is written before any message that follows from it leaves, so
+        # a peer's line about that message is later in time: a follower's
+        # `flushed` precedes the leader's `hw` that counts it (checkers.counted_copies).
+        for event in ready.events:
+            self.emit(event)
         for msg in ready.messages:
             link = self._links.get(msg["to"]) if msg.get("to") is not None else None
             if link is not None:
@@ -358,8 +363,6 @@ class RaftServer:
                  if (age := self._apply(entry, levels.get(entry.offset) == QUORUM)) is not None]
         if ready.high_watermark is not None:
             self.flags.hw_dirty = True
-        for event in ready.events:
-            self.emit(event)
         if acked:
             # The moment writes are acknowledged, for faults aimed at it
             # (nodes.raft.faults.triggers): the replies are on their sockets already. No

@@ -22,7 +22,7 @@ import msgpack
 
 from nodes.raft import voters as vs
 from nodes.raft.core import Config, Core, Entry, NotLeader, QuorumState, VoterChangeRefused
-from nodes.raft.events import ROLE
+from nodes.raft.events import ROLE, START
 from nodes.raft.roles import FOLLOWER, LEADER
 
 
@@ -443,6 +443,10 @@ class Sim:
             node.config, node.disk.state, list(node.disk.durable), seed=self.rng.randrange(2**32),
             state_lost=node.state_lost,
         )
+        # As the server does: what it recovered, for checkers that follow a
+        # node's durable end through its lines (checkers.counted_copies).
+        self._record(node, {"event": START.name, "epoch": node.core.epoch,
+                            "log_end": node.core.log_end})
         self._apply_ready(node)
 
     def _send(self, msg: dict) -> None:

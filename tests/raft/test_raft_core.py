@@ -698,7 +698,11 @@ def test_hw_event_line_names_the_new_high_watermark_and_epoch():
     core.flushed(1)  # the leader's own LeaderChange record, now durable
     core.receive(msg("fetch", "n2", "n1", 1, fetch_offset=1, last_fetched_epoch=1,
                      flushed_offset=1))
-    assert core.ready().events == [{"event": "hw", "hw": 1, "epoch": 1}]
+    # The leader names each voter's durable end it counted, its own included,
+    # after the line that says its own end became durable.
+    assert core.ready().events == [{"event": "flushed", "end": 1},
+                                   {"event": "hw", "hw": 1, "epoch": 1,
+                                    "counted": {"n1": 1, "n2": 1, "n3": 0}}]
     # A follower's line carries the HW it learned from the leader.
     follower = follower_of("n2", epoch=2)
     follower.ready()
