@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from nodes.events import FLUSHED, HW, ROLE, START, TRUNCATE
 
@@ -64,7 +64,7 @@ class _Last:
 _LAST = _Last()
 
 
-def _int(value: Any) -> bool:
+def _int(value: Any) -> TypeGuard[int]:
     return type(value) is int
 
 
@@ -119,23 +119,24 @@ def durable_lines(events: list[dict]) -> DurableLine:
         t, kind = ev.get("t"), ev.get("event")
         if not _int(t):
             continue
-        if kind == START.name and _int(ev.get("log_end")):
-            if end is not None and ev["log_end"] < end:
+        log_end, flushed, to = ev.get("log_end"), ev.get("end"), ev.get("to")
+        if kind == START.name and _int(log_end):
+            if end is not None and log_end < end:
                 line.losses.append(t)
-            end = ev["log_end"]
+            end = log_end
             note(t, end)
         elif kind == ROLE.name:
             line.follows.append((t, ev.get("epoch"), ev.get("leader")))
-        elif kind == FLUSHED.name and _int(ev.get("end")):
-            end = ev["end"]
+        elif kind == FLUSHED.name and _int(flushed):
+            end = flushed
             note(t, end)
-        elif kind == TRUNCATE.name and _int(ev.get("to")):
+        elif kind == TRUNCATE.name and _int(to):
             if ev.get("reason") == DIVERGING:
-                line.cuts.append((t, ev["to"], ev.get("from")))
-            elif end is not None and ev["to"] < end:
+                line.cuts.append((t, to, ev.get("from")))
+            elif end is not None and to < end:
                 line.losses.append(t)   # a recovery that found durable data gone
-            if end is not None and ev["to"] < end:
-                end = ev["to"]
+            if end is not None and to < end:
+                end = to
                 note(t, end)
     return line
 
