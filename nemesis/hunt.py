@@ -58,10 +58,10 @@ LAG_ENTRIES = 50
 # (membership:remove-two in 0.08 of 60 s runs, disk:eio in 0.04;
 # docs/hunt-nemesis.md), so a bug that needs one was met in no three runs.
 # More per turn costs other kinds their turn in a short run: on the model of
-# bench/hunt_draws.py (raft, 3 nodes, 60 s, host faults in, 600 seeds, at
-# least 1 of seeds 1-3, 4-6, ...), 2 per turn reach remove-two in 0.38
-# (0.23 with 1, 0.48 with 3), disk:eio 0.26 (0.13, 0.30), lose-state 0.78
-# (0.85, 0.70), 4.7 compositions a run (5.2, 4.3).
+# bench/hunt_draws.py (the bundled store, 3 nodes, 60 s, host faults in, 600
+# seeds, at least 1 of seeds 1-3, 4-6, ...), 2 per turn reach remove-two in
+# 0.38 (0.23 with 1, 0.48 with 3), disk:eio 0.26 (0.13, 0.30), a system's
+# state-loss fault 0.78 (0.85, 0.70), 4.7 compositions a run (5.2, 4.3).
 ROUND_VARIANTS = 2
 # Consecutive seeds' draws spread over [0, 1) (seed * step, mod 1; the
 # kinds' each their own, `kind_step`, away from the variants' so where a kind

@@ -60,7 +60,7 @@ SETTLE_S = (0.3, 1.2)
 HOLD_SHARE = 4.0
 # A turn's later variant is planned again up to this many times (from its
 # move's rng) to land on the nodes the turn already hit: two variants of a
-# kind that leaves lasting damage (truncate's cut quorum-state files) on two
+# kind that leaves lasting damage (truncate's cut vote-state files) on two
 # of three nodes took a majority's state, and the correct build never
 # elected again (2026-11-27, 3 nodes, seed 1: availability's
 # unexplained-unavailable). A variant that needs more nodes (pause:majority
