@@ -35,7 +35,8 @@ PAUSE = FaultOp("pause", "resume", DOWN, NODES)
 PARTITION = FaultOp("partition", "heal", CUT, LINKS)
 # A truncate leaves its nodes down until `start`; the checkers have counted it
 # as down only while its op runs, as lose-unsynced, since they were written.
-TRUNCATE = FaultOp("truncate", "start", RESTART, NODES)   # down until its `start`
+# It may cut the file a voter's votes rest on, which then keeps it out longer.
+TRUNCATE = FaultOp("truncate", "start", RESTART, NODES, loses_state=True)
 LOSE_UNSYNCED = FaultOp("lose-unsynced", "start", RESTART, NODES_DURING_OP)
 # A removed voter is out of the quorum until the heal adds it back; removing
 # the leader takes the leader.
