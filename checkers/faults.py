@@ -43,8 +43,9 @@ LOSE_UNSYNCED = FaultOp("lose-unsynced", "start", RESTART, NODES_DURING_OP)
 MEMBERSHIP = FaultOp("membership", "restore-voters", VOTERS, NODES)
 # A faulty disk under its nodes (nemesis.diskfault): a node may crash on it,
 # be too slow to lead, or be stopped while its files are corrupted; the heal
-# starts the ones that are down.
-DISK = FaultOp("disk", "restore-disk", DEGRADED, NODES)
+# starts the ones that are down. Its truncate and bitflip may take the file
+# a voter's votes rest on.
+DISK = FaultOp("disk", "restore-disk", DEGRADED, NODES, loses_state=True)
 
 # Network quality (nemesis.netshape): a lossy, slow or narrow link is still a
 # link, so they take nothing away: availability expects a correct cluster to

@@ -53,6 +53,7 @@ def check(h: H, events: dict, vote_loss: tuple[VoteLoss, ...] = VOTE_LOSS) -> di
 def test_truncate_and_lose_state_are_declared_to_take_voting_state_and_kill_not():
     assert FAULT_OPS["truncate"].loses_state
     assert FAULT_OPS["lose-state"].loses_state   # the raft store's row
+    assert FAULT_OPS["disk"].loses_state         # disk:truncate, disk:bitflip
     assert not FAULT_OPS["kill"].loses_state
     assert not FAULT_OPS["lose-unsynced"].loses_state
 
@@ -61,6 +62,9 @@ def test_a_majoritys_voting_state_lost_then_no_leader_passes():
     faults, events = truncated(["n3", "n4", "n5"])
     v = check(outage(16, 40, faults), events)
     assert types(v) == []
+    # The same stall after three kills, which take no state: flagged.
+    kills = [(t, "kill" if f == "truncate" else f, v) for t, f, v in faults]
+    assert types(check(outage(16, 40, kills), events)) == ["unavailable-while-healthy"]
 
 
 def test_a_minoritys_voting_state_lost_and_the_healthy_majority_stops_is_flagged():
