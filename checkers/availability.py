@@ -125,7 +125,12 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
 
     stats: dict[str, Any] = {"thresholds": limits, "faults": len(faults), "heals": len(heals),
                              "timers": timers, "max_unexplained_unavailable_s": derived,
-                             "max_unhealthy_unavailable_s": unhealthy_limit}
+                             "max_unhealthy_unavailable_s": unhealthy_limit,
+                             # Nodes out past their restart: a fault took their voting state.
+                             "voting_state_lost": [
+                                 {"node": o["node"], "f": o["f"], "from_s": _s(o["start"]),
+                                  "until_s": _s(o["end"])}
+                                 for o in impairment.state_out][:MAX_LISTED]}
     excuses = _union(excused_spans(impairment, leaders, timers, op_timeout)
                      + own_nodes_out(history, impairment))
     stats.update(_gap_stats(gaps))

@@ -62,6 +62,7 @@ def test_a_majoritys_voting_state_lost_then_no_leader_passes():
     faults, events = truncated(["n3", "n4", "n5"])
     v = check(outage(16, 40, faults), events)
     assert types(v) == []
+    assert [o["node"] for o in v["stats"]["voting_state_lost"]] == ["n3", "n4", "n5"]
     # The same stall after three kills, which take no state: flagged.
     kills = [(t, "kill" if f == "truncate" else f, v) for t, f, v in faults]
     assert types(check(outage(16, 40, kills), events)) == ["unavailable-while-healthy"]
