@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -198,7 +199,8 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
                 seq += 1
                 changes.append((finished, seq, "back", (tag, named)))
             for node in named if row.loses_state and state_lines is not None else ():
-                until = state_out_until(state_lines, node, inv.time, finished, run_end)
+                until = state_out_until(state_lines, node, inv.time, finished, run_end,
+                                        (started or {}).get(node, []))
                 if until is not None:
                     seq += 1
                     changes.append((inv.time, seq, "out", (f"state#{seq}", [node])))
@@ -308,19 +310,22 @@ class StateLines:
 
 
 def state_out_until(lines: StateLines, node: str, hit: int, op_end: int,
-                    run_end: int) -> int | None:
+                    run_end: int, started: Sequence[int] = ()) -> int | None:
     """Until when a fault at `hit` (its op done at `op_end`) that may take
     `node`'s voting state keeps it out of the quorum: its first line showing
     it back after it lost the state (after the op, where its system says
     nothing of a loss), or the run's end. None when the node said nothing of a
-    loss before it was back: it kept its state."""
+    loss when it started again (its first start line after the op, in
+    `started`) or before it was back: it kept its state."""
     back = lines.back.get(node, [])
     if lines.lost is None:
         since = op_end
     else:
         first_back = next((t for t in back if t > op_end), None)
+        restart = next((t for t in started if t >= op_end), None)
         lost = next((t for t in lines.lost.get(node, []) if t >= hit), None)
-        if lost is None or (first_back is not None and first_back < lost):
+        if (lost is None or (first_back is not None and first_back < lost)
+                or (restart is not None and lost > restart)):
             return None
         since = lost
     return next((t for t in back if t > since), run_end)

@@ -125,3 +125,22 @@ def test_timeline_keeps_a_node_out_from_the_fault_until_its_line():
     # Without events (a system leaving no lines) it is back as any restarted node.
     tl = impairment.timeline(h.ops, ["n1", "n2", "n3", "n4", "n5"], None, 40 * S)
     assert "n3" not in tl.at(19 * S).out and tl.state_out == []
+
+
+def test_a_loss_is_the_restart_it_was_said_at_not_an_earlier_faults():
+    # n3 truncated at 10 s (restarted at 11 s, state kept: no line), again at
+    # 30 s (restarted at 31 s with its state gone): out from 30 s, not 10 s.
+    h = H()
+    for t in (10, 30):
+        h.nemesis(t, "truncate", {"nodes": ["n3"]})
+        h.nemesis(t + 1, "start", {"nodes": ["n3"]})
+    events = led_by_n1()
+    events["n3"] += [line(11.2, "n3", "start", epoch=1),
+                     line(31.2, "n3", LOST.name, what="votes-missing"),
+                     line(31.2, "n3", "start", epoch=1)]
+    lines = availability.state_lines(events, START, VOTE_LOSS)
+    started = availability.start_lines(events, START)
+    tl = impairment.timeline(h.ops, ["n1", "n2", "n3", "n4", "n5"], None, 40 * S,
+                             state_lines=lines, started=started)
+    assert [(o["start"], o["end"]) for o in tl.state_out] == [(30 * S, 40 * S)]
+    assert "n3" not in tl.at(20 * S).out and "n3" in tl.at(35 * S).out
