@@ -58,9 +58,9 @@ from typing import Any
 from checkers.elections import leader_elections
 from checkers.faults import CUT, DEGRADED, DOWN, OTHER_CLUSTER, VOTERS, healed_by
 from checkers.history import NEMESIS, Op, client_ops, collector_paused, noop_reason, pair_ops
-from checkers.impairment import Impairment, timeline
+from checkers.impairment import Impairment, StateLines, timeline
 from checkers.verdict import Verdict, verdict
-from nodes.events import ROLE, START
+from nodes.events import ROLE, START, VoteLoss
 
 DEFAULTS = {"gap_s": 2.0, "settle_s": 5.0}
 DERIVED_GRACE_S = 2.0
@@ -91,15 +91,17 @@ NS = 1_000_000_000
 @collector_paused()   # millions of small acyclic objects: its passes free nothing
 def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
           thresholds: dict | None = None,
-          exits: list[dict[str, Any]] | None = None) -> Verdict:
+          exits: list[dict[str, Any]] | None = None,
+          vote_loss: tuple[VoteLoss, ...] = ()) -> Verdict:
     """`exits`: the harness's records of node processes that exited with no
     kill of its own (`checkers.rundir.load_exits`); such a node is out from
-    then on, as if a fault had killed it."""
+    then on, as if a fault had killed it. `vote_loss`: the lines by which the
+    systems' voters say they lost, and regained, the state their votes rest
+    on (`state_lines`)."""
     configured = (run.get("config") or {}).get("thresholds") or {}
     limits = {**DEFAULTS, **configured, **(thresholds or {})}
     end = max((op.time for op in history), default=0)
     faults, heals = fault_windows(history, end)
-    gaps = unavailable_windows(history, int(limits["gap_s"] * NS), faults)
     timers = run_timers(run, events)
     op_timeout = float((run.get("config") or {}).get("op_timeout") or 1.0)
     unhealthy_limit = round(op_timeout + timers["failover_s"] + DERIVED_GRACE_S, 3)
@@ -110,7 +112,12 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
                           end, rejoin_ns=int(timers["rejoin_s"] * NS),
                           started=start_lines(events, run.get("start_monotonic_ns")),
                           boot_wait_ns=int(BOOT_WAIT_FAILOVERS * timers["failover_s"] * NS),
-                          exited=exit_times(exits, run.get("start_monotonic_ns")))
+                          exited=exit_times(exits, run.get("start_monotonic_ns")),
+                          state_lines=state_lines(events, run.get("start_monotonic_ns"),
+                                                  vote_loss))
+    # A node a fault left without its voting state keeps that fault in force.
+    faults = [_state_held(f, impairment) for f in faults]
+    gaps = unavailable_windows(history, int(limits["gap_s"] * NS), faults)
     elections = ([e for e in leader_elections(events) if type(e["t"]) is int]
                  if events is not None and type(run.get("start_monotonic_ns")) is int else None)
     leaders = (None if elections is None else
@@ -118,7 +125,12 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
 
     stats: dict[str, Any] = {"thresholds": limits, "faults": len(faults), "heals": len(heals),
                              "timers": timers, "max_unexplained_unavailable_s": derived,
-                             "max_unhealthy_unavailable_s": unhealthy_limit}
+                             "max_unhealthy_unavailable_s": unhealthy_limit,
+                             # Nodes out past their restart: a fault took their voting state.
+                             "voting_state_lost": [
+                                 {"node": o["node"], "f": o["f"], "from_s": _s(o["start"]),
+                                  "until_s": _s(o["end"])}
+                                 for o in impairment.state_out][:MAX_LISTED]}
     excuses = _union(excused_spans(impairment, leaders, timers, op_timeout)
                      + own_nodes_out(history, impairment))
     stats.update(_gap_stats(gaps))
@@ -196,6 +208,14 @@ def fault_windows(history: list[Op], run_end: int) -> tuple[list[dict], list[dic
     for fault in open_faults:
         fault["end"] = run_end
     return faults, heals
+
+
+def _state_held(fault: dict, imp: Impairment) -> dict:
+    """The fault, in force until the last node it left without its voting
+    state showed it back."""
+    ends = [o["end"] for o in imp.state_out if o["f"] == fault["f"]
+            and o["start"] == fault["start"]]
+    return dict(fault, end=max([fault["end"], *ends]))
 
 
 def _fault_ref(fault: dict) -> dict:
@@ -279,6 +299,32 @@ def start_lines(events: dict[str, list[dict]] | None, start_ns: Any
     return {node: sorted(ev["t"] - start_ns for ev in evs
                          if ev.get("event") == START.name and type(ev.get("t")) is int)
             for node, evs in events.items()}
+
+
+def state_lines(events: dict[str, list[dict]] | None, start_ns: Any,
+                vote_loss: tuple[VoteLoss, ...]) -> StateLines | None:
+    """What each node's lines say of its voting state (`StateLines`); None
+    without events. Back: its system's line saying it votes again, or a
+    Leader line; where its system declares no such lines, a Follower line
+    naming a leader counts too (it found the quorum again)."""
+    if events is None or type(start_ns) is not int:
+        return None
+    back: dict[str, list[int]] = {}
+    lost: dict[str, list[int]] = {}
+    for node, evs in events.items():
+        for ev in evs:
+            kind, t = ev.get("event"), ev.get("t")
+            if type(t) is not int:
+                continue
+            if any(kind == v.lost.name and ev.get("what") == v.what for v in vote_loss):
+                lost.setdefault(node, []).append(t - start_ns)
+            elif (any(kind == v.regained.name for v in vote_loss)
+                  or (kind == ROLE.name and (ev.get("role") == "Leader" or (
+                      not vote_loss and ev.get("role") == "Follower"
+                      and ev.get("leader") is not None)))):
+                back.setdefault(node, []).append(t - start_ns)
+    return StateLines({n: sorted(ts) for n, ts in back.items()},
+                      {n: sorted(ts) for n, ts in lost.items()} if vote_loss else None)
 
 
 def cluster_nodes(run: dict, history: list[Op],

@@ -35,15 +35,17 @@ PAUSE = FaultOp("pause", "resume", DOWN, NODES)
 PARTITION = FaultOp("partition", "heal", CUT, LINKS)
 # A truncate leaves its nodes down until `start`; the checkers have counted it
 # as down only while its op runs, as lose-unsynced, since they were written.
-TRUNCATE = FaultOp("truncate", "start", RESTART, NODES)   # down until its `start`
+# It may cut the file a voter's votes rest on, which then keeps it out longer.
+TRUNCATE = FaultOp("truncate", "start", RESTART, NODES, loses_state=True)
 LOSE_UNSYNCED = FaultOp("lose-unsynced", "start", RESTART, NODES_DURING_OP)
 # A removed voter is out of the quorum until the heal adds it back; removing
 # the leader takes the leader.
 MEMBERSHIP = FaultOp("membership", "restore-voters", VOTERS, NODES)
 # A faulty disk under its nodes (nemesis.diskfault): a node may crash on it,
 # be too slow to lead, or be stopped while its files are corrupted; the heal
-# starts the ones that are down.
-DISK = FaultOp("disk", "restore-disk", DEGRADED, NODES)
+# starts the ones that are down. Its truncate and bitflip may take the file
+# a voter's votes rest on.
+DISK = FaultOp("disk", "restore-disk", DEGRADED, NODES, loses_state=True)
 
 # Network quality (nemesis.netshape): a lossy, slow or narrow link is still a
 # link, so they take nothing away: availability expects a correct cluster to

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +62,8 @@ class Impairment:
     segments: list[Segment]
     heals: list[int] = field(default_factory=list)        # completions of heals that acted
     takes: list[dict[str, Any]] = field(default_factory=list)  # each fault: f, nodes, start
+    # Each node a fault left without its voting state: node, f, start, end.
+    state_out: list[dict[str, Any]] = field(default_factory=list)
     _start_cache: list[int] = field(default_factory=list, repr=False)
 
     @property
@@ -124,6 +127,7 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
              run_end: int, rejoin_ns: int = 0,
              started: dict[str, list[int]] | None = None, boot_wait_ns: int = 0,
              exited: dict[str, list[int]] | None = None,
+             state_lines: StateLines | None = None,
              ) -> Impairment:
     """The cluster's state between consecutive nemesis ops. What comes back (a
     node started or resumed, a link no longer cut) counts as back only
@@ -133,11 +137,14 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
     booting. A node whose process exited with no kill of the harness (history
     times in `exited`: a host fault's OOM kill, a crash) is out from that
     moment until its next start line, or, where it prints none, the next heal
-    that starts it (`STARTS_NODES`)."""
+    that starts it (`STARTS_NODES`). A node named by a fault that may take
+    its voting state (`FaultOp.loses_state`) is out, past its restart, until
+    its lines show it back (`state_lines`, `state_out_until`)."""
     # Each change: (time, order, kind, payload); applied in time order.
     changes: list[tuple[int, int, str, Any]] = []
     heals: list[int] = []
     takes: list[dict[str, Any]] = []
+    state_out: list[dict[str, Any]] = []
     seq = 0
     healed_at: dict[str, list[int]] = {}    # node -> completions of heals that started it
     unknown_open = False     # an unmodelled fault in force until the next unmodelled op
@@ -191,6 +198,15 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
             if row.takes == NODES_DURING_OP:
                 seq += 1
                 changes.append((finished, seq, "back", (tag, named)))
+            for node in named if row.loses_state and state_lines is not None else ():
+                until = state_out_until(state_lines, node, inv.time, finished, run_end,
+                                        (started or {}).get(node, []))
+                if until is not None:
+                    seq += 1
+                    changes.append((inv.time, seq, "out", (f"state#{seq}", [node])))
+                    changes.append((until, seq, "regained", (f"state#{seq}", node)))
+                    state_out.append({"f": inv.f, "node": node, "start": inv.time,
+                                      "end": until})
     for node, times in sorted((exited or {}).items()):
         for t in sorted(times):
             seq += 1
@@ -252,6 +268,11 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
                     del out[n][tag]
                     if not out[n]:
                         del out[n]
+        elif kind == "regained":
+            tag, node = payload
+            out.get(node, {}).pop(tag, None)
+            if node in out and not out[node]:
+                del out[node]
         elif kind == "cut":
             # A partition replaces the whole cut: the links it no longer cuts
             # come back like healed ones.
@@ -271,4 +292,40 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
     close(max(run_end, start))
     segments = [s for s in segments if s.end > s.start] or [
         Segment(0, max(run_end, 1), frozenset(), frozenset(), False)]
-    return Impairment(sorted(nodes), sorted(voters or nodes), segments, heals, takes)
+    return Impairment(sorted(nodes), sorted(voters or nodes), segments, heals, takes,
+                      state_out)
+
+
+@dataclass(frozen=True)
+class StateLines:
+    """What a node's own lines say about its voting state, in history time:
+    `back`, when it showed it votes again (a line of its system's saying so,
+    or one saying it leads; with no such line declared, following a known
+    leader or leading); `lost`, when it said it found that state gone, or None
+    where its system declares no such line (every fault that may take the
+    state then counts as having taken it)."""
+
+    back: dict[str, list[int]]
+    lost: dict[str, list[int]] | None
+
+
+def state_out_until(lines: StateLines, node: str, hit: int, op_end: int,
+                    run_end: int, started: Sequence[int] = ()) -> int | None:
+    """Until when a fault at `hit` (its op done at `op_end`) that may take
+    `node`'s voting state keeps it out of the quorum: its first line showing
+    it back after it lost the state (after the op, where its system says
+    nothing of a loss), or the run's end. None when the node said nothing of a
+    loss when it started again (its first start line after the op, in
+    `started`) or before it was back: it kept its state."""
+    back = lines.back.get(node, [])
+    if lines.lost is None:
+        since = op_end
+    else:
+        first_back = next((t for t in back if t > op_end), None)
+        restart = next((t for t in started if t >= op_end), None)
+        lost = next((t for t in lines.lost.get(node, []) if t >= hit), None)
+        if (lost is None or (first_back is not None and first_back < lost)
+                or (restart is not None and lost > restart)):
+            return None
+        since = lost
+    return next((t for t in back if t > since), run_end)

@@ -112,7 +112,8 @@ def _availability(r: Run, options: Options) -> Verdict:
     from checkers import availability
     from checkers.rundir import load_exits
     return availability.check(r.history.ops, r.events or None, r.run, options.get("thresholds"),
-                              exits=load_exits(r.path) if r.path is not None else None)
+                              exits=load_exits(r.path) if r.path is not None else None,
+                              vote_loss=VOTE_LOSS)
 
 
 def _no_run_dir() -> Verdict:
@@ -218,7 +219,7 @@ CLUSTER_CHECKERS: tuple[Checker, ...] = (ELECTIONS, DIVERGENCE, AVAILABILITY, NO
 # `Contributed` (or an iterable of them).
 GROUP = "faultline.checkers"
 # What the systems' vocabularies say about voters that may not vote (their
-# contributions', for divergence).
+# contributions', for divergence and availability).
 VOTE_LOSS: tuple[VoteLoss, ...] = ()
 # The anomaly sentences the contributions bring (checkers.anomaly_text reads them).
 SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {}

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from checkers.faults import FAULT_OPS
+from checkers.faults import FAULT_OPS, FaultOp
 from faultline.builtin import SYSTEMS
 from nemesis.base import FAULTS
 from nodes.abilities import ABILITIES
@@ -83,9 +83,14 @@ def fault_rows() -> str:
         needs = [what for what, needed in (("LazyFS", kind.needs_lazyfs),
                                            ("event lines", kind.fires_on_events)) if needed]
         rows.append((f"`{name}`", f"`{kind.heal_f}`", op.effect if op else "(plug-in)",
-                     op.takes if op else "(plug-in)", ", ".join(needs) or "-",
+                     _takes(op) if op else "(plug-in)", ", ".join(needs) or "-",
                      _code(kind.variants())))
     return _table(("fault", "healed by", "in force", "takes", "needs", "variants"), rows)
+
+
+def _takes(op: FaultOp) -> str:
+    # A fault that may take a node's voting state keeps it out past its restart.
+    return f"{op.takes}, voting state" if op.loses_state else op.takes
 
 
 def _members(protocol: type) -> list[str]:

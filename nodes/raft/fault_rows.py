@@ -18,7 +18,8 @@ POWER_CUT_AFTER_VOTE = FaultOp("power-cut-after-vote", "start", ARMED, NOTHING)
 FAST_FAILOVER = FaultOp("fast-failover", "start", ARMED, NOTHING)
 # The leader stays down until `start`; the follower whose vote records it
 # takes restarts at once (counted down with it: the op value names both).
-LOSE_STATE = FaultOp("lose-state", "start", DOWN, NODES)
+# Its nodes' quorum-state goes (its point): they abstain until caught up.
+LOSE_STATE = FaultOp("lose-state", "start", DOWN, NODES, loses_state=True)
 # The heal puts the node's own data back and starts it in its own cluster.
 REFORMAT = FaultOp("reformat", "restore-data", OTHER_CLUSTER, NODES)
 
