@@ -198,8 +198,11 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
             if row.takes == NODES_DURING_OP:
                 seq += 1
                 changes.append((finished, seq, "back", (tag, named)))
-            for node in named if row.loses_state and state_lines is not None else ():
-                until = state_out_until(state_lines, node, inv.time, finished, run_end,
+            lines_of_state = state_lines if row.loses_state else None
+            for node in named:
+                if lines_of_state is None:
+                    break
+                until = state_out_until(lines_of_state, node, inv.time, finished, run_end,
                                         (started or {}).get(node, []))
                 if until is not None:
                     seq += 1
