@@ -38,7 +38,7 @@ class FaultOp:
     effect: str
     takes: str = ANYTHING
     # Its nodes may come back without the durable state their votes rest on
-    # (a cut or lost quorum-state file): a correct voter then abstains until
+    # (a cut or lost file of its votes): a correct voter then abstains until
     # it caught up with a leader (KIP-996, "Disk failure"), so it stays out of
     # the quorum after its restart until its own lines show it back
     # (checkers.impairment.timeline).
