@@ -60,7 +60,7 @@ from checkers.faults import CUT, DEGRADED, DOWN, OTHER_CLUSTER, VOTERS, healed_b
 from checkers.history import NEMESIS, Op, client_ops, collector_paused, noop_reason, pair_ops
 from checkers.impairment import Impairment, StateLines, timeline
 from checkers.verdict import Verdict, verdict
-from nodes.events import ROLE, START, VoteLoss
+from nodes.events import FOLLOWER_ROLE, LEADER_ROLE, ROLE, START, VoteLoss
 
 DEFAULTS = {"gap_s": 2.0, "settle_s": 5.0}
 DERIVED_GRACE_S = 2.0
@@ -319,8 +319,8 @@ def state_lines(events: dict[str, list[dict]] | None, start_ns: Any,
             if any(kind == v.lost.name and ev.get("what") == v.what for v in vote_loss):
                 lost.setdefault(node, []).append(t - start_ns)
             elif (any(kind == v.regained.name for v in vote_loss)
-                  or (kind == ROLE.name and (ev.get("role") == "Leader" or (
-                      not vote_loss and ev.get("role") == "Follower"
+                  or (kind == ROLE.name and (ev.get("role") == LEADER_ROLE or (
+                      not vote_loss and ev.get("role") == FOLLOWER_ROLE
                       and ev.get("leader") is not None)))):
                 back.setdefault(node, []).append(t - start_ns)
     return StateLines({n: sorted(ts) for n, ts in back.items()},
@@ -369,7 +369,7 @@ def leader_track(elections: list[dict], events: dict[str, list[dict]],
             if nxt is not None and t - start_ns > nxt:
                 break
             if ev.get("event") == START.name or (ev.get("event") == ROLE.name
-                                              and ev.get("role") != "Leader"):
+                                              and ev.get("role") != LEADER_ROLE):
                 left = t - start_ns
                 # In its own epoch it stepped down, or its process restarted:
                 # its own doing, not a rival's higher epoch.

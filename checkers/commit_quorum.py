@@ -27,10 +27,9 @@ from bisect import bisect_right
 from collections.abc import Iterable
 from typing import Any
 
-from nodes.events import HW, ROLE, START, TRUNCATE, VOTERS
+from nodes.events import HW, LEADER_ROLE, ROLE, START, TRUNCATE, VOTERS
 
 DIVERGING = "diverging-epoch"
-LEADER = "Leader"
 
 
 def _voter_set(value: Any) -> frozenset[str] | None:
@@ -53,7 +52,7 @@ def leader_claims(node: str, events: Iterable[dict]) -> list[dict[str, Any]]:
             start_set = _voter_set(ev.get("voters"))
             sets = [start_set] if start_set else []
         elif kind == ROLE.name:
-            leading_epoch = ev.get("epoch") if ev.get("role") == LEADER else None
+            leading_epoch = ev.get("epoch") if ev.get("role") == LEADER_ROLE else None
         elif kind == VOTERS.name and ev.get("state") != "committed":
             changed = _voter_set(ev.get("voters"))
             if changed:

@@ -43,10 +43,9 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from nodes.events import FLUSHED, HW, ROLE, START, TRUNCATE
+from nodes.events import FLUSHED, HW, LEADER_ROLE, ROLE, START, TRUNCATE
 
 DIVERGING = "diverging-epoch"
-LEADER = "Leader"
 NOT_DURABLE = "counted-not-durable"
 THEN_DIVERGED = "counted-then-diverged"
 
@@ -151,7 +150,7 @@ def claims(node: str, events: list[dict]) -> list[dict[str, Any]]:
         if kind == START.name:
             since = None
         elif kind == ROLE.name:
-            since = ev.get("t") if ev.get("role") == LEADER else None
+            since = ev.get("t") if ev.get("role") == LEADER_ROLE else None
         elif kind == HW.name and isinstance(ev.get("counted"), dict) and _int(ev.get("hw")) \
                 and _int(ev.get("t")):
             counted = {v: e for v, e in ev["counted"].items() if isinstance(v, str) and _int(e)}

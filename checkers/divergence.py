@@ -34,7 +34,7 @@ from typing import Any
 from checkers import commit_quorum, counted_copies
 from checkers.history import collector_paused
 from checkers.verdict import Verdict, verdict
-from nodes.events import HW, ROLE, START, TRUNCATE, VOTERS, VoteLoss
+from nodes.events import HW, LEADER_ROLE, ROLE, START, TRUNCATE, VOTERS, VoteLoss
 
 Entry = dict[str, Any]
 Log = dict[int, Entry]
@@ -543,7 +543,7 @@ def known_leader_epochs(dumps: dict[str, dict],
                         events: dict[str, list[dict]] | None) -> tuple[set[int], str]:
     """Epochs some node led, from role events; from the checkpoints if there are none."""
     from_events = {ev["epoch"] for evs in (events or {}).values() for ev in evs
-                   if ev.get("event") == ROLE.name and ev.get("role") == "Leader"
+                   if ev.get("event") == ROLE.name and ev.get("role") == LEADER_ROLE
                    and type(ev.get("epoch")) is int}
     if from_events:
         return from_events, "role-events"

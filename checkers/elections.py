@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from checkers.verdict import Verdict, judged_on_events
-from nodes.events import ROLE
+from nodes.events import LEADER_ROLE, ROLE
 
 
 def check(events: dict[str, list[dict]]) -> Verdict:
@@ -43,7 +43,7 @@ def leader_elections(events: dict[str, list[dict]]) -> list[dict]:
 
 
 def _is_leader_event(ev: dict) -> bool:
-    return (ev.get("event") == ROLE.name and ev.get("role") == "Leader"
+    return (ev.get("event") == ROLE.name and ev.get("role") == LEADER_ROLE
             and type(ev.get("epoch")) is int)
 
 
@@ -57,7 +57,7 @@ def _multiple_leaders(events: dict[str, list[dict]]) -> list[dict[str, Any]]:
         for ev in evs:
             if ev.get("event") != ROLE.name or type(ev.get("epoch")) is not int:
                 continue
-            named = node if ev.get("role") == "Leader" else ev.get("leader")
+            named = node if ev.get("role") == LEADER_ROLE else ev.get("leader")
             if isinstance(named, str):
                 claims[ev["epoch"]].append({"by": node, "role": ev.get("role"),
                                             "leader": named, "t": ev.get("t")})

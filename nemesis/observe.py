@@ -15,9 +15,7 @@ from typing import Any
 
 from nemesis.fault import ClusterControl
 from nodes.db import DB
-from nodes.events import HW, ROLE, START, TRUNCATE
-
-LEADER_ROLE = "Leader"
+from nodes.events import HW, LEADER_ROLE, ROLE, START, TRUNCATE
 
 
 @dataclass

@@ -27,6 +27,9 @@ START = EventKind("start", ("epoch", "log_end", "voted_for", "cluster_id", "vote
                             "election_timeout_ms", "fetch_timeout_ms",
                             "recovered_truncated_bytes"),
                   "the node started, with what it recovered from its disk")
+# The `role` line's values the generic checkers and the hunt read.
+LEADER_ROLE = "Leader"
+FOLLOWER_ROLE = "Follower"
 ROLE = EventKind("role", ("role", "epoch", "leader"),
                  "its role changed (Unattached, Prospective, Candidate, Leader, Follower, "
                  "Resigned); `leader` null when it knows none")
