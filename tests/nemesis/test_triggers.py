@@ -11,7 +11,7 @@ import random
 import statistics
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -425,27 +425,34 @@ def test_a_step_a_trigger_fired_replays_as_itself_not_as_the_next_arming(
 _missing = check_installed()
 
 
-@pytest.mark.skipif(_missing is not None, reason=_missing or "")
-def test_slow_fsync_knob_delays_each_fsync(tmp_path: Path) -> None:
+@pytest.fixture
+def fs(tmp_path: Path) -> Iterator[LazyFS]:
+    """A real LazyFS mount at `tmp_path/mnt`, unmounted after the test."""
+    if _missing is not None:
+        pytest.skip(_missing)
     fs = LazyFS(tmp_path / "backing", tmp_path / "mnt", tmp_path / "ctl.sock")
     fs.start()
     try:
-        def timed_fsync() -> float:
-            fd = os.open(tmp_path / "mnt" / "f", os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, b"x" * 100)
-                t = time.monotonic()
-                os.fsync(fd)
-                return time.monotonic() - t
-            finally:
-                os.close(fd)
-
-        fs.set_fsync_delay(150)
-        slow = [timed_fsync() for _ in range(3)]
-        fs.set_fsync_delay(0)
-        fast = timed_fsync()
+        yield fs
     finally:
         fs.stop()
+
+
+def test_slow_fsync_knob_delays_each_fsync(tmp_path: Path, fs: LazyFS) -> None:
+    def timed_fsync() -> float:
+        fd = os.open(tmp_path / "mnt" / "f", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, b"x" * 100)
+            t = time.monotonic()
+            os.fsync(fd)
+            return time.monotonic() - t
+        finally:
+            os.close(fd)
+
+    fs.set_fsync_delay(150)
+    slow = [timed_fsync() for _ in range(3)]
+    fs.set_fsync_delay(0)
+    fast = timed_fsync()
     assert min(slow) >= 0.150, slow
     assert fast < min(slow)
 
@@ -465,96 +472,80 @@ def fsync_in_thread(fd: int) -> tuple[threading.Thread, list[int]]:
     return syncing, errors
 
 
-@pytest.mark.skipif(_missing is not None, reason=_missing or "")
 def test_after_a_freeze_even_a_delayed_fsync_in_flight_makes_nothing_durable(
-        tmp_path: Path) -> None:
-    fs = LazyFS(tmp_path / "backing", tmp_path / "mnt", tmp_path / "ctl.sock")
-    fs.start()
-    try:
-        fs.set_fsync_delay(300)
-        path = tmp_path / "mnt" / "f"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        tmp_path: Path, fs: LazyFS) -> None:
+    fs.set_fsync_delay(300)
+    path = tmp_path / "mnt" / "f"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 
-        os.write(fd, b"acknowledged but not yet durable")
-        syncing, errors = fsync_in_thread(fd)
-        time.sleep(0.05)
-        fs.freeze()            # the power cut lands inside the fsync
-        syncing.join(timeout=1.0)
-        # With the power off the fsync never returns (no error a running node
-        # could act on); the roll-back ends it, failed.
-        assert syncing.is_alive() and errors == []
-        fs.lose_unsynced()
-        syncing.join(timeout=30)
-        os.close(fd)
-        assert path.read_bytes() == b""
-        assert errors == [5]   # EIO: the fsync did not happen
-    finally:
-        fs.stop()
+    os.write(fd, b"acknowledged but not yet durable")
+    syncing, errors = fsync_in_thread(fd)
+    time.sleep(0.05)
+    fs.freeze()            # the power cut lands inside the fsync
+    syncing.join(timeout=1.0)
+    # With the power off the fsync never returns (no error a running node
+    # could act on); the roll-back ends it, failed.
+    assert syncing.is_alive() and errors == []
+    fs.lose_unsynced()
+    syncing.join(timeout=30)
+    os.close(fd)
+    assert path.read_bytes() == b""
+    assert errors == [5]   # EIO: the fsync did not happen
 
 
-@pytest.mark.skipif(_missing is not None, reason=_missing or "")
-def test_a_held_fsync_is_released_failed_while_the_power_stays_off(tmp_path: Path) -> None:
+def test_a_held_fsync_is_released_failed_while_the_power_stays_off(
+        tmp_path: Path, fs: LazyFS) -> None:
     """What `kill_powered_off` does between the SIGKILL and the roll-back: the
     fsync the freeze holds fails at `release`, the mount stays frozen."""
-    fs = LazyFS(tmp_path / "backing", tmp_path / "mnt", tmp_path / "ctl.sock")
-    fs.start()
-    try:
-        path = tmp_path / "mnt" / "f"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    path = tmp_path / "mnt" / "f"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 
-        os.write(fd, b"not durable")
-        fs.freeze()
-        syncing, errors = fsync_in_thread(fd)
-        syncing.join(timeout=0.5)
-        assert syncing.is_alive() and errors == []       # held: no answer at all
-        fs.release()
-        syncing.join(timeout=30)
-        assert not syncing.is_alive() and errors == [5]  # failed, as its process dies
-        os.close(fd)
-        fs.lose_unsynced()
-        assert path.read_bytes() == b""                  # and nothing became durable
-    finally:
-        fs.stop()
+    os.write(fd, b"not durable")
+    fs.freeze()
+    syncing, errors = fsync_in_thread(fd)
+    syncing.join(timeout=0.5)
+    assert syncing.is_alive() and errors == []       # held: no answer at all
+    fs.release()
+    syncing.join(timeout=30)
+    assert not syncing.is_alive() and errors == [5]  # failed, as its process dies
+    os.close(fd)
+    fs.lose_unsynced()
+    assert path.read_bytes() == b""                  # and nothing became durable
 
 
-@pytest.mark.skipif(_missing is not None, reason=_missing or "")
-def test_after_release_an_fsync_fails_at_once_until_the_roll_back(tmp_path: Path) -> None:
+def test_after_release_an_fsync_fails_at_once_until_the_roll_back(
+        tmp_path: Path, fs: LazyFS) -> None:
     """A process SIGKILLed while its mount is frozen may still issue an fsync
     on its way out; held, it would keep the process unkillable for the
     mount's 60 s bound. Released, the mount fails it at once, and only until
     the roll-back: then fsyncs are real again."""
-    fs = LazyFS(tmp_path / "backing", tmp_path / "mnt", tmp_path / "ctl.sock")
-    fs.start()
-    try:
-        path = tmp_path / "mnt" / "f"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        os.write(fd, b"lost")
-        fs.freeze()
-        fs.release()
-        syncing, errors = fsync_in_thread(fd)
-        syncing.join(timeout=30)
-        assert not syncing.is_alive() and errors == [5]
-        status = fs.status()
-        assert status["frozen"] and status["released"]
-        assert status["held_fsyncs_timed_out"] == 0
-        fs.lose_unsynced()
-        assert not fs.status()["released"]
-        os.pwrite(fd, b"kept", 0)
-        os.fsync(fd)
-        os.close(fd)
-        fs.freeze()      # a new cut is held again: the last one's release is over
-        fd = os.open(path, os.O_RDWR)
-        syncing, errors = fsync_in_thread(fd)
-        syncing.join(timeout=0.5)
-        assert syncing.is_alive() and errors == []
-        fs.release()
-        syncing.join(timeout=30)
-        assert errors == [5]
-        os.close(fd)
-        fs.lose_unsynced()
-        assert path.read_bytes() == b"kept"
-    finally:
-        fs.stop()
+    path = tmp_path / "mnt" / "f"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    os.write(fd, b"lost")
+    fs.freeze()
+    fs.release()
+    syncing, errors = fsync_in_thread(fd)
+    syncing.join(timeout=30)
+    assert not syncing.is_alive() and errors == [5]
+    status = fs.status()
+    assert status["frozen"] and status["released"]
+    assert status["held_fsyncs_timed_out"] == 0
+    fs.lose_unsynced()
+    assert not fs.status()["released"]
+    os.pwrite(fd, b"kept", 0)
+    os.fsync(fd)
+    os.close(fd)
+    fs.freeze()      # a new cut is held again: the last one's release is over
+    fd = os.open(path, os.O_RDWR)
+    syncing, errors = fsync_in_thread(fd)
+    syncing.join(timeout=0.5)
+    assert syncing.is_alive() and errors == []
+    fs.release()
+    syncing.join(timeout=30)
+    assert errors == [5]
+    os.close(fd)
+    fs.lose_unsynced()
+    assert path.read_bytes() == b"kept"
 
 
 def test_a_power_cut_releases_the_mounts_only_once_the_kill_signalled() -> None:
