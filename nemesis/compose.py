@@ -76,7 +76,7 @@ from checkers.faults import (
     FaultOp,
 )
 from nemesis.disk import ALL, plan_lose_unsynced
-from nemesis.fault import ClusterControl, FaultContext, split_spec
+from nemesis.fault import ClusterControl, FaultContext, FireFn, split_spec
 from nemesis.observe import EventTail, event_tail, latest_leader
 from nemesis.partition import both_ways, isolate
 from nodes.abilities import PowerCutOnAck
@@ -96,7 +96,6 @@ ADAPTER_POLL_WITH_EVENTS_S = 0.5
 STEP_WAIT_S = 30.0
 JOIN_S = 10.0
 
-FireFn = Callable[..., Future]
 
 
 class Stopped(Exception):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -80,12 +81,17 @@ class TearsDown(Protocol):
     def teardown(self, cluster: ClusterControl) -> None: ...
 
 
+# (fault spec, params[, "inject" or "heal"[, note]]) -> the future of its op:
+# the runner's queue for faults a trigger or a composition sets off.
+FireFn = Callable[..., Future]
+
+
 @runtime_checkable
 class Fires(Protocol):
     """A fault that sets off other faults (triggers, compositions): the runner
     gives it `fire(spec, params, action)`, which runs one as its own op."""
 
-    fire: Callable[..., Any] | None
+    fire: FireFn | None
 
 
 @dataclass

@@ -12,6 +12,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -105,17 +106,24 @@ def test_log_tail_returns_complete_json_lines_only(tmp_path: Path) -> None:
 
 
 class Fired:
+    """The runner's queue: records what was fired; each firing's future stays
+    pending (its fault not run) until the test runs it."""
+
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict, int]] = []
         self.provoked: list[tuple[str, dict]] = []
+        self.futures: list[Future] = []
         self.event = threading.Event()
 
-    def __call__(self, spec: str, params: dict) -> None:
+    def __call__(self, spec: str, params: dict, action: str = "inject") -> Future:
+        future: Future = Future()
+        self.futures.append(future)
         if "after" not in params:
             self.provoked.append((spec, params))
-            return
+            return future
         self.calls.append((spec, params, time.monotonic_ns()))
         self.event.set()
+        return future
 
 
 def armed_kill_after_vote(cluster: FakeCluster) -> tuple[KillAfterVote, Fired]:
@@ -165,6 +173,8 @@ def test_a_trigger_fires_only_while_armed_and_once_per_arming(tmp_path: Path) ->
         assert [c[1]["nodes"] for c in fired.calls] == [["n1"]]
         # Arming brought on an election: the leader is killed first.
         assert fired.provoked == [("kill", {"targets": "leader", "trigger": "kill-after-vote"})]
+        for future in fired.futures:   # the runner ran the kill
+            future.set_result(None)
         cluster.down.add("n1")
         assert trigger.heal(cluster) == {"nodes": ["n1"]}
         cluster.line("n1", {"event": "vote", "epoch": 3, "candidate": "n2"})
@@ -234,6 +244,36 @@ def test_power_cut_fires_on_a_young_write_ack_and_powers_off_a_majority_with_it_
     finally:
         trigger.teardown(cluster)
     assert all(m.delays == [40, 0] for m in mounts.values())
+
+
+def test_a_heal_leaves_down_the_nodes_whose_power_cut_has_not_run_yet(tmp_path: Path) -> None:
+    """A composed move's heal can come between a power cut's firing and the
+    roll-back it queued: the nodes it starts would run on frozen disks and
+    stop at their first fsync. So it leaves them to the queued fault, and
+    starts the rest; once that fault ran, a heal starts what is still down."""
+    cluster = FakeCluster(tmp_path, ("n1", "n2", "n3"))
+    mounts = {n: FakeMount() for n in cluster.names}
+    trigger = PowerCutAfterCommit(FaultContext(variant="all", extras={"mounts": mounts}))
+    fired = Fired()
+    trigger.fire = fired
+    trigger.setup(cluster)
+    try:
+        trigger.inject(cluster, random.Random(3), {})
+        cluster.line("n1", {"event": "role", "role": "Leader", "epoch": 1, "leader": "n1"})
+        cluster.line("n1", {"event": "ack", "epoch": 1, "first": 5, "last": 5, "writes": 1,
+                            "age_ms": 3.0, "flushed": 3})
+        assert fired.event.wait(2.0)
+        assert cluster.down == {"n1", "n2", "n3"}
+        cluster.down.add("n4")   # down for another fault's reason: started
+        cluster.nodes.append(Node("n4", tmp_path / "n1"))
+        assert trigger.heal(cluster) == {"nodes": ["n4"]}
+        assert cluster.down == {"n1", "n2", "n3"}
+        for future in fired.futures:
+            future.set_result(None)
+        assert trigger.heal(cluster) == {"nodes": ["n1", "n2", "n3"]}
+        assert cluster.down == set()
+    finally:
+        trigger.teardown(cluster)
 
 
 def test_power_cut_after_vote_powers_off_only_the_voter_within_10_ms_of_its_vote(
