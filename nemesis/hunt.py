@@ -70,14 +70,14 @@ ROTATION_STEP = 0.34
 
 # A fault that takes the leader or a quorum away is held at least this share
 # of the system's own failover bound (run.json `timers`, from the adapter:
-# noticing the loss plus three election rounds, raft 3.75 s, etcd 6.1 s; three
-# quarters is about the notice and two rounds), so the election it starts
-# happens inside it: held 1-3.5 s, a state loss's leader came back 1.86 s
-# after it went, before any vote was cast, and a bridge held 1.23 s ended
-# before its election (2026-11-27, docs/hunt.md). Not the whole bound: on the
-# chooser's model (bench/hunt_draws.py, 3 nodes, 60 s) holding the whole
-# 3.75 s leaves three consecutive seeds reaching every kind in 0.67 of
-# triples, three quarters of it in 0.90. Bounded, so a system with slow
+# noticing the loss plus three election rounds, 3.75 s for the bundled store,
+# 6.1 s for etcd; three quarters is about the notice and two rounds), so the
+# election it starts happens inside it: held 1-3.5 s, a state loss's leader
+# came back 1.86 s after it went, before any vote was cast, and a bridge held
+# 1.23 s ended before its election (2026-11-27, docs/hunt.md). Not the whole
+# bound: on the chooser's model (bench/hunt_draws.py, 3 nodes, 60 s) holding
+# the whole 3.75 s leaves three consecutive seeds reaching every kind in 0.67
+# of triples, three quarters of it in 0.90. Bounded, so a system with slow
 # timers still plays some moves a minute; a system that declares no timers
 # gets the default.
 ELECTION_HOLD_SHARE = 0.75
@@ -309,7 +309,7 @@ def rotation(kinds: Iterable[str], ordinal: int) -> list[str]:
     cycle and its two neighbours (ordinals one apart) start a third of it
     apart, so three consecutive seeds cover every kind between them, where
     draws by weight left the rare kinds late in every run (2026-11-27: a
-    triple of seeds reached `reformat` in 0.69 of triples, 10 of 27 kinds a
+    triple of seeds reached one of them in 0.69 of triples, 10 of 27 kinds a
     run)."""
     cycle = sorted(set(kinds), key=lambda k: (derive(0, "rotation", k), k))
     if not cycle:

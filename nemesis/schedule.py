@@ -147,7 +147,8 @@ def hunt_schedule(seed: int, repertoire: Sequence[str], mean_interval: float,
     (`--seed`), from which the hunt's spread over consecutive seeds steps
     (nemesis.hunt.rotation; `seed` is a hash of it). `failover_s`: the
     system's declared failover bound (its timers; None: it declares none),
-    which the hunt holds a fault that takes the leader or a quorum.
+    from which the hunt sets how long it holds a fault that takes the leader
+    or a quorum (nemesis.hunt.election_hold).
     Pure, as `schedule`."""
     if time_limit <= HUNT_START_S or not repertoire:
         return []

@@ -252,8 +252,9 @@ def fresh_schedule(c: RunConfig) -> list[Any]:
 
 def declared_failover_s(c: RunConfig) -> float | None:
     """The failover bound the system declares for `c`'s node options (run.json
-    `timers`, as availability judges by), None where it declares none: the
-    hunt holds a fault that takes the leader or a quorum this long."""
+    `timers`, as availability judges by), None where it declares none: from
+    it the hunt sets how long it holds a fault that takes the leader or a
+    quorum (nemesis.hunt.election_hold)."""
     from nodes.db import GENERIC_TIMERS
     system = systems.get(c.db)
     timers = system.timers({**system.node_defaults, **c.node_options})
