@@ -3,7 +3,7 @@
     sudo .venv/bin/python bench/hunt_nemesis.py elections [--system raft]
         [--workload register] [--nodes 3] [--time-limit 20] [--seeds 1,2,3]
     sudo .venv/bin/python bench/hunt_nemesis.py switches [--time-limit 30] [--seeds 1]
-        [--only NAME,...]
+        [--only NAME,...] [--parallel 2]
 
 `elections`: for each seed, one run under the old default (`--nemesis
 partition,kill`) and one under the new (no `--nemesis`; `--new-only`: that
@@ -14,7 +14,9 @@ K/N valid and the mean elections per run for each.
 `switches`: each bug switch of nodes/raft/bugs.py CALIBRATION with its node
 count, node options, client options and rate, but no `--nemesis` (the
 default hunt instead of its designed fault); prints K/N caught per switch.
-Runs one at a time; each run's dir is printed.
+`--parallel N` runs N of its runs at a time (each in its own results
+subdirectory, `<switch>-s<seed>`; the runs are independent), else one at a
+time; each run's dir is printed.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import json
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +40,8 @@ OLD_DEFAULT = "partition,kill"
 
 def run(args: list[str], results: Path) -> dict[str, Any]:
     """One `faultline run`; what its run dir says."""
-    before = set(results.iterdir()) if results.exists() else set()
+    results.mkdir(parents=True, exist_ok=True)
+    before = set(results.iterdir())
     started = time.monotonic()
     code = subprocess.run([str(ROOT / ".venv/bin/faultline"), "run", "--results", str(results),
                            *args], cwd=ROOT, stdout=subprocess.DEVNULL,
@@ -88,24 +92,43 @@ def elections(a: argparse.Namespace) -> None:
               f", elections per run {counts} (mean {mean})")
 
 
+def switch_args(name: str, time_limit: float) -> list[str]:
+    """Pure: the run of one switch with its CALIBRATION row but no `--nemesis`."""
+    row = CALIBRATION[name]
+    args = ["--system", "raft", "--workload", "register", "--nodes",
+            str(row.get("nodes", 3)), "--time-limit", str(time_limit), "--bug", name,
+            "--rate", str(row.get("rate", 200.0))]
+    for key, value in (row.get("node_options") or {}).items():
+        args += ["--node-option", f"{key}={json.dumps(value)}"]
+    for key, value in (row.get("workload_options") or {}).items():
+        args += ["--client-option", f"{key}={json.dumps(value)}"]
+    return args
+
+
 def switches(a: argparse.Namespace) -> None:
     names = a.only or sorted(CALIBRATION)
+    planned = [(name, seed) for name in names for seed in a.seeds]
+
+    def one(item: tuple[str, int]) -> dict[str, Any]:
+        name, seed = item
+        # Its own results dir: `run` finds its run dir as the one that appeared.
+        out = run([*switch_args(name, a.time_limit), "--seed", str(seed)],
+                  a.results / f"{name}-s{seed}")
+        print(f"  {name} seed {seed}: exit {out['exit']} invalid {out.get('invalid')} "
+              f"moves {out.get('moves', '-')} {out['dir']}", flush=True)
+        return out
+
+    with ThreadPoolExecutor(max_workers=a.parallel) as pool:
+        outs = dict(zip(planned, pool.map(one, planned), strict=True))
     for name in names:
         row = CALIBRATION[name]
-        args = ["--system", "raft", "--workload", "register", "--nodes",
-                str(row.get("nodes", 3)), "--time-limit", str(a.time_limit), "--bug", name,
-                "--rate", str(row.get("rate", 200.0))]
-        for key, value in (row.get("node_options") or {}).items():
-            args += ["--node-option", f"{key}={json.dumps(value)}"]
-        for key, value in (row.get("workload_options") or {}).items():
-            args += ["--client-option", f"{key}={json.dumps(value)}"]
-        outs = [run([*args, "--seed", str(seed)], a.results) for seed in a.seeds]
-        caught = sum(o["exit"] == 1 for o in outs)
-        print(f"{name}: caught {caught}/{len(outs)} by "
-              f"{sorted({c for o in outs for c in o.get('invalid') or []})} "
-              f"(designed fault {','.join(row['nemesis'])}; exits {[o['exit'] for o in outs]}; "
-              f"elections {[o.get('elections') for o in outs]}) "
-              f"{[o['dir'] for o in outs]}", flush=True)
+        mine = [outs[(name, seed)] for seed in a.seeds]
+        caught = sum(o["exit"] == 1 for o in mine)
+        print(f"{name}: caught {caught}/{len(mine)} by "
+              f"{sorted({c for o in mine for c in o.get('invalid') or []})} "
+              f"(designed fault {','.join(row['nemesis'])}; exits {[o['exit'] for o in mine]}; "
+              f"elections {[o.get('elections') for o in mine]}) "
+              f"{[o['dir'] for o in mine]}", flush=True)
 
 
 def main() -> None:
@@ -117,10 +140,14 @@ def main() -> None:
     p.add_argument("--time-limit", type=float, default=20.0)
     p.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 3])
     p.add_argument("--only", type=lambda s: s.split(","), default=None)
+    p.add_argument("--parallel", type=int, default=1,
+                   help="switches: runs at a time (each in its own results subdirectory)")
     p.add_argument("--new-only", action="store_true",
                    help="elections: the new default only (false positives of the correct build)")
     p.add_argument("--results", type=Path, default=Path("/tmp/faultline-hunt-nemesis"))
     a = p.parse_args()
+    if a.parallel < 1:
+        p.error("--parallel must be >= 1")
     a.results.mkdir(parents=True, exist_ok=True)
     (elections if a.mode == "elections" else switches)(a)
 

@@ -8,6 +8,7 @@ flips bits, through the LazyFS mount its data dir sits on.
     disk:bitflip+at=rest  the nodes are stopped, `bits` random bits of their data files
                           flipped (Jepsen's file corruption); the heal starts them
     disk:truncate         today's `truncate` (tail mode), recorded as a `disk` op
+    disk:eio+nodes=all    every node's disk fails at once (a shared storage failure)
 
 Options follow the mode after `+` (a comma separates faults in --nemesis):
 `p=` probability, `ops=` what fails (read, write, fsync, meta, joined by `-`),
@@ -56,7 +57,14 @@ STATE = "state"   # files=state: the adapter's state files (nemesis.disk.StateFi
 DEFAULT_MODE = EIO
 DEFAULT_BITS = 8
 ALL = "all"
-VARIANTS = (*MODES, TRUNCATE_MODE, f"{BITFLIP}+at={REST}")
+# `eio+nodes=all`: every node's disk fails at once, as a shared storage
+# failure (a SAN path, a storage array) fails them; the variants the hunt
+# draws (nemesis.hunt.moves_for). One faulty disk leaves a quorum whose
+# disks took every write, so a node that counts a refused write as written
+# (PostgreSQL's fsyncgate) loses nothing the others do not hold; with every
+# disk failing, the entries the nodes wrote while it lasted may be on none
+# (docs/hunt.md, "A whole cluster's disk").
+VARIANTS = (*MODES, TRUNCATE_MODE, f"{BITFLIP}+at={REST}", f"{EIO}+nodes={ALL}")
 KEYS = ("p", "ops", "files", "nodes", "fsync", "bits", "at")
 
 

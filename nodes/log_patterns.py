@@ -31,7 +31,14 @@ GO_FAILURE_LINES = (
     r"^fatal error: ",
     r"^WARNING: DATA RACE",
 )
-GO_BENIGN_LINES: tuple[str, ...] = ()
+# The operating system's answer to a disk made to fail, as Go spells its
+# errno strings (`write /data/member/wal/0.wal: input/output error`): a Go
+# node that stops on it (etcd's `C |` line, a panic) fail-stops as a correct
+# node must, as a Python node's OSError line above.
+# Only where the error ends the line: a line that goes on says more than it.
+GO_BENIGN_LINES: tuple[str, ...] = (
+    r": (?:input/output error|no space left on device)\)?\s*$",
+)
 
 GENERIC_FAILURE_LINES = PYTHON_FAILURE_LINES + GO_FAILURE_LINES
 GENERIC_BENIGN_LINES = PYTHON_BENIGN_LINES + GO_BENIGN_LINES

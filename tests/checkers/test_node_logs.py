@@ -69,6 +69,22 @@ def test_what_faults_cause_and_ordinary_output_do_not_count(text: str) -> None:
     ('{"level":"warn","msg":"lost TCP streaming connection with remote peer"}', False),
     ("2026-11-26 18:00:00.000000 W | rafthttp: lost the TCP streaming connection", False),
     ("2026-11-26 18:00:00.000000 E | rafthttp: failed to dial 2a3b: connection refused", False),
+    # A disk made to fail: etcd stops on it (fail-stop, as a correct node
+    # must; seen under disk:eio+nodes=all), the operating system's error
+    # ending the line; the same line with another cause, or saying more
+    # after the error, still counts.
+    ("2026-11-27 09:44:12.337249 C | etcdserver: failed to save state and entries error: "
+     "write /tmp/n1/member/wal.tmp/0000000000000000-0000000000000000.wal: input/output error",
+     False),
+    ("2026-11-27 09:44:14.895693 C | mvcc/backend: cannot commit tx (write "
+     "/tmp/n1/member/snap/db: input/output error)", False),
+    ("2026-11-27 09:44:14.895693 C | mvcc/backend: cannot commit tx (write "
+     "/tmp/n1/member/snap/db: no space left on device)", False),
+    ("panic: write /tmp/n1/member/wal/0.wal: input/output error", False),
+    ("2026-11-27 09:44:14.895693 C | mvcc/backend: cannot commit tx (checksum mismatch)", True),
+    ("2026-11-27 09:44:12.337249 C | etcdserver: input/output error: applied index went "
+     "backwards", True),
+    ("panic: runtime error: invalid memory address or nil pointer dereference", True),
 ])
 def test_go_and_etcd_lines(text: str, caught: bool) -> None:
     assert node_logs.check_logs(lines("n1", text), *ETCD)["valid"] is (not caught)

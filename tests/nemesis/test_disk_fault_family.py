@@ -214,3 +214,23 @@ def test_a_disk_fault_is_a_lane_span_and_an_excuse_until_its_heal() -> None:
     impairment = timeline(ops, ["n1", "n2", "n3"], None, 20_000)
     assert impairment.at(5_000).out == frozenset({"n1", "n3"})
     assert impairment.at(15_000).out == frozenset()
+
+
+def test_the_hunt_draws_a_whole_cluster_disk_failure_and_a_single_disk_one():
+    """Every node's disk failing at once (a shared storage failure) is a move
+    of the default hunt on any node count; the plain `disk:eio` still hits one
+    node (its twin): the hunt has both shapes."""
+    from nemesis.hunt import moves_for
+    from nemesis.hunter import plannable
+
+    moves = moves_for(["disk"], {"disk": FAULTS["disk"].variants()})
+    assert "disk:eio+nodes=all" in moves and "disk:eio" in moves
+    for nodes in (NODES[:3], NODES):
+        assert plannable(FAULTS, "disk:eio+nodes=all", nodes)
+        for seed in range(20):
+            assert plan(random.Random(seed), nodes, "eio+nodes=all")["nodes"] == nodes
+            assert len(plan(random.Random(seed), nodes, "eio")["nodes"]) == 1
+    whole = parse_variant("eio+nodes=all")
+    assert (whole.mode, whole.p, whole.nodes) == (EIO, 0.1, "all")
+    assert whole.rule(0).hit_ops == parse_variant("eio").rule(0).hit_ops
+    check_variant("disk:eio+nodes=all", 3)
