@@ -14,6 +14,23 @@ from checkers.verdict import Verdict
 from nodes.events import VoteLoss
 
 Options = Mapping[str, Any]
+# A plan's option naming the workload whose ops a checker judges, in a run
+# that composes a companion workload with its main one (workloads.companion):
+# the run step gives the checker those ops alone (and the nemesis's) and
+# names the workload in its verdict; the checker itself never sees it.
+OPS_OF = "ops_of"
+# Between a companion workload's name and its own key: its keys' namespace,
+# which no main workload's key enters (register `r0`, txn keys are ints).
+COMPANION_SEPARATOR = ":"
+
+
+def companion_key(workload: str, key: Any) -> str:
+    """The key a companion `workload`'s own `key` has in the store and the history."""
+    return f"{workload}{COMPANION_SEPARATOR}{'' if key is None else key}"
+
+
+def is_companion_key(workload: str, key: Any) -> bool:
+    return isinstance(key, str) and key.startswith(f"{workload}{COMPANION_SEPARATOR}")
 # What a checker may need from the nodes besides the history (run.json
 # `artifacts`, from the system's DB adapter).
 LOG_DUMP, EVENTS = "log_dump", "events"

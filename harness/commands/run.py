@@ -45,6 +45,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="let fault families overlap: each that degrades a node or its links "
                         "(packet, bandwidth, disk, clock, cpu, memory, stress) on a timeline "
                         "of its own beside the others (docs/faults.md)")
+    p.add_argument("--companion-ops", type=float, default=d.companion_ops,
+                   help="share of ops a companion workload of another data type the system "
+                        "serves issues, on keys of its own, judged by its own checkers "
+                        "(docs/workloads.md; 0: none)")
     p.add_argument("--recovery-time", type=float, default=d.recovery_time)
     p.add_argument("--op-timeout", type=float, default=d.op_timeout)
     p.add_argument("--node-choice", default=d.node_choice, help="random or sticky")
@@ -85,6 +89,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             nemesis_interval=args.nemesis_interval,
             nemesis_min_duration=args.nemesis_min_duration,
             nemesis_overlap=args.nemesis_overlap, recovery_time=args.recovery_time,
+            companion_ops=args.companion_ops,
             op_timeout=args.op_timeout, node_choice=args.node_choice, bugs=args.bugs,
             node_options=parse_options(args.node_option, "--node-option"),
             workload_options=parse_options(args.client_option, "--client-option"),
