@@ -146,12 +146,13 @@ def _node_state(r: Run, options: Options) -> Verdict:
 
 
 def without_companion(state: dict[str, Any], companion: str) -> dict[str, Any]:
-    """Pure: a node's applied state without the keys of the run's companion workload."""
+    """Pure: a node's applied state (`keys` as [key, value] pairs) without
+    the keys of the run's companion workload."""
     keys = state.get("keys")
-    if not isinstance(keys, dict):
+    if not isinstance(keys, list):
         return state
-    return {**state, "keys": {k: v for k, v in keys.items()
-                              if not is_companion_key(companion, k)}}
+    return {**state, "keys": [p for p in keys if not (isinstance(p, list | tuple) and p
+                                                      and is_companion_key(companion, p[0]))]}
 
 
 def _node_logs(r: Run, options: Options) -> Verdict:
