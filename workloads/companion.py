@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Iterator
 from dataclasses import replace
+from typing import Any
 
 from checkers.checker import companion_key
 from workloads import list_append, register, rw_register

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from checkers.verdict import checker_label
 from faultline import registry as systems
 from harness.run.config import ConfigError, RunConfig, parse_nemesis, validate
 from harness.run.errors import EXIT_STATUS_HELP as EXIT_HELP
@@ -104,7 +105,10 @@ def print_outcome(outcome: RunOutcome, stream: TextIO | None = None) -> None:
     stream = stream or sys.stdout
     doc = outcome.verdicts or {}
     words = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN"}
-    for name, v in (doc.get("checkers") or {}).items():
+    checkers = doc.get("checkers") or {}
+    labels = {name: checker_label(name, v) for name, v in checkers.items()}
+    width = max([16, *map(len, labels.values())])
+    for name, v in checkers.items():
         stats = v.get("stats") or {}
         extra = ""
         if v.get("anomalies"):
@@ -112,10 +116,10 @@ def print_outcome(outcome: RunOutcome, stream: TextIO | None = None) -> None:
             extra = f"  first anomaly: {first.get('type', '?')}"
         elif v.get("valid") == "unknown":
             extra = f"  ({stats.get('reason') or stats.get('error') or 'undecided'})"
-        print(f"  {name:<16} {words.get(v.get('valid'), '?'):<8} "
+        print(f"  {labels[name]:<{width}} {words.get(v.get('valid'), '?'):<8} "
               f"{len(v.get('anomalies') or [])} anomalies{extra}", file=stream)
     for name, reason in (doc.get("skipped") or {}).items():
-        print(f"  {name:<16} {'skipped':<8} {reason}", file=stream)
+        print(f"  {name:<{width}} {'skipped':<8} {reason}", file=stream)
     report = outcome.run_dir / "report.html"
     if report.exists():
         print(f"report:  {report}", file=stream)

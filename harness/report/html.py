@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from checkers.anomaly_text import sentence
+from checkers.verdict import checker_label
 from harness.report.clock_plot import render_clock_plot
 from harness.report.data import NS, OUTCOMES, PERCENTILES, RunReport
 from harness.report.explain import compact
@@ -246,7 +247,8 @@ def _checkers(verdicts: dict[str, Any] | None) -> str:
                        if anomalies else _stats_line(v))
         else:
             summary = _stats_line(v) + _all_stats(v)
-        rows.append(f"<tr><td><b>{_e(name)}</b></td><td class='{cls}'><b>{word}</b></td>"
+        rows.append(f"<tr><td><b>{_e(checker_label(name, v))}</b></td>"
+                    f"<td class='{cls}'><b>{word}</b></td>"
                     f"<td class='n'>{len(anomalies)}</td><td>{summary}</td></tr>")
     table = ("<table class='checkers'><tr><th>checker</th><th>verdict</th><th>anomalies</th>"
              "<th>first anomaly, or what it saw</th></tr>" + "".join(rows) + "</table>")
