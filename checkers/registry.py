@@ -301,6 +301,15 @@ def ops_of(ops: list[Op], workload: str, main: str) -> list[Op]:
             if op.process == NEMESIS or (op.workload or main) == workload]
 
 
+def judges_key(ops: list[Op], options: Options, main: str) -> bool:
+    """Pure: whether a checker with `options` judges a key whose client ops
+    are `ops` (a Spark key group): a checker given OPS_OF judges its
+    workload's keys only, and the other workload's keys are none of its."""
+    workload = options.get(OPS_OF)
+    return workload is None or any(op.process != NEMESIS and (op.workload or main) == workload
+                                   for op in ops)
+
+
 def run_check(name: str, r: Run, options: Options) -> tuple[Verdict, float]:
     """One checker's verdict and the seconds it took; a crash is an `unknown`
     verdict naming the exception, so one broken checker never hides the others.
