@@ -145,7 +145,10 @@ def test_ops_of_keeps_the_nemesis_and_reads_an_untagged_op_as_the_mains():
 
 
 def test_node_state_judges_the_main_workloads_keys_alone():
-    state = {"position": 7, "keys": [["r0", 3], ["list-append:1", [-1]], ["list-appendix", 1]],
-             "digest": "d"}
+    state = {"position": 7, "digest": "d",
+             "keys": [["r0", 3], ["-2", [-1]], ["list-append:x", [-1]], ["list-appendix", 1],
+                      ["2", [1]]]}
     assert without_companion(state, "list-append") == {
-        "position": 7, "keys": [["r0", 3], ["list-appendix", 1]], "digest": "d"}
+        "position": 7, "digest": "d", "keys": [["r0", 3], ["list-appendix", 1], ["2", [1]]]}
+    assert companion_key("list-append", 1) == -2 and companion_key("register", "r0") == \
+        "register:r0"

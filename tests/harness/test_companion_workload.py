@@ -61,6 +61,11 @@ def test_namespaces_and_values_never_meet(main, other):
     assert main_keys.isdisjoint(their_keys)
     assert all(is_companion_key(other.NAME, k) for k in their_keys)
     assert not any(is_companion_key(other.NAME, k) for k in main_keys)
+    assert not any(is_companion_key(other.NAME, str(k)) for k in main_keys)
+    # A txn workload's integer keys stay integers (a store may key its tables
+    # by integer); a register's are strings.
+    txns = {spec.f for spec in other.VALUES} == {"txn"}
+    assert all(isinstance(k, int) == txns for k in their_keys)
     # Durability matches committed values to writes by value alone.
     main_values = {v for op in mine for v in values_of(op)}
     their_values = {v for op in theirs for v in values_of(op)}
@@ -114,7 +119,7 @@ def test_a_run_on_raft_gets_a_companion_and_says_so():
     c = validate(RunConfig(db="raft", workload="register"))
     assert c.companion == list_append.NAME and c.companion_ops == companion.COMPANION_OPS
     assert companion_line(c) == ("faultline: companion workload list-append at 10% of ops, "
-                                 "keys list-append:*, judged by its own checkers")
+                                 "on keys of its own, judged by its own checkers")
     off = validate(RunConfig(db="raft", workload="list-append", companion_ops=0))
     assert off.companion is None
     assert companion_line(off) == "faultline: no companion workload: --companion-ops is 0"
