@@ -106,7 +106,8 @@ def print_outcome(outcome: RunOutcome, stream: TextIO | None = None) -> None:
     doc = outcome.verdicts or {}
     words = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN"}
     checkers = doc.get("checkers") or {}
-    labels = {name: checker_label(name, v) for name, v in checkers.items()}
+    main = _main_workload(outcome.run_dir)
+    labels = {name: checker_label(name, v, main) for name, v in checkers.items()}
     width = max([16, *map(len, labels.values())])
     for name, v in checkers.items():
         stats = v.get("stats") or {}
@@ -127,6 +128,17 @@ def print_outcome(outcome: RunOutcome, stream: TextIO | None = None) -> None:
     coverage = doc.get("coverage")
     if isinstance(coverage, dict) and coverage.get("line"):
         print(f"         {coverage['line']}", file=stream)
+
+
+def _main_workload(run_dir: Path) -> str | None:
+    """The run's own workload, off its run.json (None if unreadable)."""
+    import json
+    try:
+        config = json.loads((run_dir / "run.json").read_text()).get("config") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    workload = config.get("workload") if isinstance(config, dict) else None
+    return workload if isinstance(workload, str) else None
 
 
 def main(args: argparse.Namespace) -> int:

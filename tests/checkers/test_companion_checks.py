@@ -70,7 +70,9 @@ def test_a_register_anomaly_in_a_list_append_run_is_linearizabilitys():
     lin = bad["checkers"]["linearizability"]
     assert lin["valid"] is False and lin["stats"]["workload"] == "register"
     assert {a.get("key") for a in lin["anomalies"]} == {companion_key("register", "r0-absent")}
-    assert checker_label("linearizability", lin) == "linearizability (register ops)"
+    assert checker_label("linearizability", lin, "list-append") == \
+        "linearizability (register ops)"
+    assert checker_label("elle", bad["checkers"]["elle"], "list-append") == "elle"
     # Elle judged the list-append ops alone: no cas reached it.
     elle = bad["checkers"]["elle"]
     assert elle["valid"] is True and elle["stats"]["workload"] == "list-append"
@@ -94,7 +96,7 @@ def test_a_transaction_anomaly_in_a_register_run_is_elles():
     bad = run([])
     elle = bad["checkers"]["elle"]
     assert elle["valid"] is False and elle["stats"]["workload"] == "list-append"
-    assert checker_label("elle", elle) == "elle (list-append ops)"
+    assert checker_label("elle", elle, "register") == "elle (list-append ops)"
     lin = bad["checkers"]["linearizability"]
     assert lin["valid"] is True and lin["stats"]["workload"] == "register"
     good = run([-5])
