@@ -91,3 +91,17 @@ def test_an_outage_within_one_failover_of_a_kill_passes_without_event_lines():
     h.reads(30.5, 35)
     v = availability(etcd_like_run(h, ["applied_state", "node_logs"]))
     assert v["valid"] is True, v["anomalies"]
+
+
+def test_an_outage_with_no_fault_at_all_is_flagged_without_start_lines():
+    """Fails twin: no start lines, so no limit for windows with no fault in
+    force (stats say why); the unhealthy limit (9.1 s) still holds them."""
+    h = H()
+    h.reads(0.5, 9.5)
+    h.stuck(10, 25)
+    h.reads(25.5, 30)
+    v = availability(etcd_like_run(h, ["applied_state"]))
+    assert v["valid"] is False
+    assert [a["type"] for a in v["anomalies"]] == ["unavailable-while-healthy"]
+    assert v["stats"]["max_unexplained_unavailable_s"] is None
+    assert "start lines" in v["stats"]["why_no_unexplained_limit"]
