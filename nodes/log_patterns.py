@@ -31,7 +31,14 @@ GO_FAILURE_LINES = (
     r"^fatal error: ",
     r"^WARNING: DATA RACE",
 )
-GO_BENIGN_LINES: tuple[str, ...] = ()
+# The operating system's answer to a disk fault (nemesis.diskfault's `eio`
+# and `full`), as Go's syscall errors spell it: a node that stops on it
+# (etcd's "C | etcdserver: failed to save state and entries error: write
+# ...wal: no space left on device") refuses to go on without its disk, as it
+# should; a node that keeps going wrong after it is the other checkers' to see.
+GO_BENIGN_LINES: tuple[str, ...] = (
+    r"\b(?:no space left on device|input/output error)\b",
+)
 
 GENERIC_FAILURE_LINES = PYTHON_FAILURE_LINES + GO_FAILURE_LINES
 GENERIC_BENIGN_LINES = PYTHON_BENIGN_LINES + GO_BENIGN_LINES

@@ -74,6 +74,27 @@ def test_go_and_etcd_lines(text: str, caught: bool) -> None:
     assert node_logs.check_logs(lines("n1", text), *ETCD)["valid"] is (not caught)
 
 
+# etcd n4's stderr in a default (hunt) run, seed 5, 2026-11-27: the hunt's
+# `disk` fault filled n4's disk and etcd stopped, as it must without a WAL.
+ETCD_DISK_FULL = ("2026-11-27 09:04:09.277617 C | etcdserver: failed to save state and entries "
+                  "error: write /tmp/faultline-20261127T090355.643029Z-be60a8-3ugilq59/n4/member/"
+                  "wal.tmp/0000000000000000-0000000000000000.wal: no space left on device")
+
+
+@pytest.mark.parametrize("text, caught", [
+    (ETCD_DISK_FULL, False),
+    ("panic: sync /data/member/wal/0.wal: input/output error", False),
+    ('{"level":"fatal","msg":"failed to save","error":"write x.wal: input/output error"}', False),
+    # The same fatal line without the OS's error is etcd's own.
+    (ETCD_DISK_FULL.rsplit(": ", 1)[0] + ": unexpected EOF", True),
+    ("panic: tocommit(9) is out of range [lastIndex(7)]. Was the raft log corrupted, "
+     "truncated, or lost?", True),
+])
+def test_a_go_node_stopping_on_its_disk_faults_error_is_not_its_own_failure(
+        text: str, caught: bool) -> None:
+    assert node_logs.check_logs(lines("n4", text), *ETCD)["valid"] is (not caught)
+
+
 def test_no_patterns_or_no_lines_is_unknown() -> None:
     assert node_logs.check_logs(lines("n1", "x"), ())["valid"] == "unknown"
     assert node_logs.check_logs([], *RAFT)["valid"] == "unknown"
