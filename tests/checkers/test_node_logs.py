@@ -139,6 +139,54 @@ def test_a_member_leaving_while_removed_is_excused_and_only_then() -> None:
     assert node_logs.check_exits([another], ops, START)["valid"] is False
 
 
+def membership_then_restore(failed: dict[str, str]) -> list[Op]:
+    """n4 and n5 removed at 20.7 s; the restore at 28.6 s adds back n5 and
+    reports what it could not add (the hunt's seed 5 on etcd, 2026-11-27)."""
+    removed = {"change": "remove", "nodes": ["n4", "n5"], "refused": {}}
+    return [Op(0, int(20.6 * S), NEMESIS, "invoke", "membership", None),
+            Op(1, int(20.7 * S), NEMESIS, "info", "membership", removed),
+            Op(2, int(28.5 * S), NEMESIS, "invoke", "restore-voters", None),
+            Op(3, int(28.6 * S), NEMESIS, "info", "restore-voters",
+               {"nodes": [n for n in ("n4", "n5") if n not in failed], "failed": failed})]
+
+
+# etcd's n4, still removed, started again after a truncate (its fault's own
+# restart) and shut itself down: "the member has been permanently removed".
+N4_LEAVES_AGAIN = {"node": "n4", "monotonic_ns": START + int(64.2 * S), "status": 0}
+
+
+def test_a_member_the_heal_failed_to_add_back_may_still_leave() -> None:
+    ops = membership_then_restore({"n4": "not_caught_up"})
+    assert node_logs.check_exits([N4_LEAVES_AGAIN], ops, START)["valid"] is True
+
+
+def test_a_member_not_added_back_stays_out_through_later_changes() -> None:
+    """As in that run: n5 removed again at 39.1 s and added back at 40.9 s,
+    a restore that names only n5 and reports no failure; n4 is still out."""
+    again = membership_then_restore({"n4": "not_caught_up"}) + [
+        Op(4, int(39.1 * S), NEMESIS, "invoke", "membership", None),
+        Op(5, int(39.4 * S), NEMESIS, "info", "membership",
+           {"change": "remove", "nodes": ["n5"], "ok": True}),
+        Op(6, int(40.4 * S), NEMESIS, "invoke", "restore-voters", None),
+        Op(7, int(40.9 * S), NEMESIS, "info", "restore-voters", {"nodes": ["n5"], "failed": {}})]
+    assert node_logs.check_exits([N4_LEAVES_AGAIN], again, START)["valid"] is True
+    # A restore that names n4 brings it back: a later exit is its own.
+    back = [*again[:-1], Op(7, int(40.9 * S), NEMESIS, "info", "restore-voters",
+                            {"nodes": ["n4", "n5"], "failed": {}})]
+    assert node_logs.check_exits([N4_LEAVES_AGAIN], back, START)["valid"] is False
+
+
+def test_a_member_added_back_leaving_later_is_an_anomaly() -> None:
+    ops = membership_then_restore({})
+    v = node_logs.check_exits([N4_LEAVES_AGAIN], ops, START)
+    assert v["valid"] is False
+    assert [a["node"] for a in v["anomalies"]] == ["n4"]
+    # Nor does one node's failed add excuse another's exit.
+    ops = membership_then_restore({"n4": "not_caught_up"})
+    n5 = dict(N4_LEAVES_AGAIN, node="n5")
+    assert node_logs.check_exits([n5], ops, START)["valid"] is False
+
+
 def test_a_kill_fault_window_excuses_nothing() -> None:
     # The harness never records its own kills; an exit while a kill is in
     # force is another process's, or the node's own.
