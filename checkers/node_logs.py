@@ -12,7 +12,9 @@ Two rules, each its own checker:
   node formatted for another cluster: a member may shut itself down) excuse
   the exits of the nodes they name while they are in force and for a grace
   period after; for a node their heal failed to bring back, until a later
-  heal does or the run ends.
+  heal does or the run ends. So do faults that take a node's durable state
+  (`FaultOp.loses_state`: a truncated log), after which a correct node may
+  refuse to go on.
 
 Pure: the lines, exit records and history come from the run dir's loader.
 """
@@ -23,7 +25,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from checkers.faults import DEGRADED, FAULT_OPS, OTHER_CLUSTER, VOTERS
+from checkers.faults import DEGRADED, FAULT_OPS, OTHER_CLUSTER, VOTERS, FaultOp
 from checkers.history import NEMESIS, Op
 from checkers.verdict import Verdict, verdict
 
@@ -33,6 +35,14 @@ MAX_QUOTE_CHARS = 500
 # A member that leaves may take this long after its fault's heal to be gone.
 LEAVE_GRACE_NS = 5_000_000_000
 LEAVING_EFFECTS = (VOTERS, OTHER_CLUSTER, DEGRADED)
+
+
+def leaves(row: FaultOp) -> bool:
+    """A fault after which a correct node may stop: it makes nodes leave, or
+    takes state a node's votes and acknowledgements rest on (a node that finds
+    its log shorter than what it acknowledged must not go on: etcd's raft
+    panics, "Was the raft log corrupted, truncated, or lost?")."""
+    return row.effect in LEAVING_EFFECTS or row.loses_state
 
 
 def compile_patterns(patterns: Sequence[str]) -> re.Pattern[str] | None:
@@ -79,7 +89,7 @@ def leaving_windows(ops: Iterable[Op]) -> list[tuple[int, int | None, frozenset[
     any node may leave)."""
     heals: dict[str, str] = {}
     for f in FAULT_OPS.values():
-        if f.effect in LEAVING_EFFECTS:
+        if leaves(f):
             heals[f.name] = f.heal_f
     windows: list[tuple[int, int | None, frozenset[str] | None]] = []
     open_since: dict[str, tuple[int, set[str]]] = {}

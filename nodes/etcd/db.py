@@ -38,6 +38,12 @@ APPLIED_STATE_TIMEOUT_S = 5.0
 # etcd 3.4's capnslog marks what ends the process (Fatal, Panic) with "C";
 # its zap logger says "fatal" or "panic" as the level.
 ETCD_FAILURE_LINES = (r"^\S+ \S+ C \| ", r'"level":"(?:fatal|panic|dpanic)"')
+# etcd's raft stopping a member whose log is shorter than what it told the
+# leader it holds: the answer to a fault that took its WAL's tail (truncate,
+# a disk's), not a mistake of its own. The exit it brings is still judged:
+# node-exits excuses it only after a fault that takes state
+# (`FaultOp.loses_state`), so a member that lost its log on its own is flagged.
+ETCD_STATE_LOSS_LINES = (r"Was the raft log corrupted, truncated, or lost\?",)
 INSTALL_HINT = "etcd is not installed: apt-get install etcd-server etcd-client"
 
 
@@ -97,7 +103,7 @@ class EtcdDB:
     # No log dump (etcd has no honest offline one) and no event lines.
     artifacts: frozenset[str] = frozenset()
     failure_log_lines = GO_FAILURE_LINES + ETCD_FAILURE_LINES
-    benign_log_lines = GO_BENIGN_LINES
+    benign_log_lines = GO_BENIGN_LINES + ETCD_STATE_LOSS_LINES
     clock_preload = False
     clock_note = ("etcd is a Go binary: it reads the clock through the vDSO, not libc, so "
                   "libfaketime (LD_PRELOAD) cannot set it off")

@@ -81,14 +81,20 @@ ETCD_DISK_FULL = ("2026-11-27 09:04:09.277617 C | etcdserver: failed to save sta
                   "wal.tmp/0000000000000000-0000000000000000.wal: no space left on device")
 
 
+ETCD_STATE_LOST = ("panic: tocommit(367) is out of range [lastIndex(353)]. Was the raft log "
+                   "corrupted, truncated, or lost?")
+
+
 @pytest.mark.parametrize("text, caught", [
     (ETCD_DISK_FULL, False),
     ("panic: sync /data/member/wal/0.wal: input/output error", False),
     ('{"level":"fatal","msg":"failed to save","error":"write x.wal: input/output error"}', False),
     # The same fatal line without the OS's error is etcd's own.
     (ETCD_DISK_FULL.rsplit(": ", 1)[0] + ": unexpected EOF", True),
-    ("panic: tocommit(9) is out of range [lastIndex(7)]. Was the raft log corrupted, "
-     "truncated, or lost?", True),
+    # A member whose WAL tail a truncate took (default run seed 18): its
+    # exit is node-exits' to judge (below).
+    (ETCD_STATE_LOST, False),
+    ("panic: runtime error: index out of range [3] with length 3", True),
 ])
 def test_a_go_node_stopping_on_its_disk_faults_error_is_not_its_own_failure(
         text: str, caught: bool) -> None:
@@ -185,6 +191,36 @@ def test_a_member_added_back_leaving_later_is_an_anomaly() -> None:
     ops = membership_then_restore({"n4": "not_caught_up"})
     n5 = dict(N4_LEAVES_AGAIN, node="n5")
     assert node_logs.check_exits([n5], ops, START)["valid"] is False
+
+
+def truncate_then_start(truncate_s: float, start_s: float) -> list[Op]:
+    """The hunt's truncate of n2's WAL tail and the restart that ends it
+    (default etcd run seed 18, 2026-11-27: 32.67 s and 34.36 s)."""
+    value = {"nodes": ["n2"], "mode": "tail"}
+    return [Op(0, int((truncate_s - 0.1) * S), NEMESIS, "invoke", "truncate", None),
+            Op(1, int(truncate_s * S), NEMESIS, "info", "truncate", value),
+            Op(2, int((start_s - 0.1) * S), NEMESIS, "invoke", "start", None),
+            Op(3, int(start_s * S), NEMESIS, "info", "start", {"nodes": ["n2"]})]
+
+
+# etcd's n2 panicking on its shortened log, 1.1 s after its restart.
+N2_STATE_LOST_EXIT = {"node": "n2", "monotonic_ns": START + int(35.5 * S), "status": 2}
+
+
+def test_a_node_stopping_after_a_fault_took_its_log_is_excused() -> None:
+    assert node_logs.check_exits([N2_STATE_LOST_EXIT], truncate_then_start(32.67, 34.36),
+                                 START)["valid"] is True
+
+
+def test_a_node_stopping_with_no_state_taken_or_long_after_is_an_anomaly() -> None:
+    assert node_logs.check_exits([N2_STATE_LOST_EXIT], [], START)["valid"] is False
+    # The same exit long after the truncate's heal is the node's own.
+    assert node_logs.check_exits([N2_STATE_LOST_EXIT], truncate_then_start(12.0, 14.0),
+                                 START)["valid"] is False
+    # Nor does n2's truncate excuse another node's exit.
+    other = dict(N2_STATE_LOST_EXIT, node="n3")
+    assert node_logs.check_exits([other], truncate_then_start(32.67, 34.36),
+                                 START)["valid"] is False
 
 
 def test_a_kill_fault_window_excuses_nothing() -> None:
