@@ -115,9 +115,10 @@ def test_default_hunt_finds_nothing_in_etcd_and_says_what_it_cannot_judge(tmp_pa
     take) against etcd, which is believed linearizable for these ops: no
     checker may call it invalid, and the rules etcd leaves nothing for say so
     instead of passing it. Measured (docs/hunt.md, 2026-11-27, load 15-32 on
-    2 cores): 10 of 10 default runs of 5 members x 60 s valid with the
+    2 cores): 4 of 40 default runs of 5 members x 60 s flagged before the
     fixes this test guards (the disk fault's ENOSPC/EIO lines, a member not
-    added back leaving); 3 of 20 flagged before them, all three false.
+    added back leaving, a member stopping on a truncated WAL), all four
+    false; all 40 valid re-judged after them.
     Seed 1 here played kill, pause, partitions, a lagging link, truncate and
     lose-unsynced when measured (3 nodes, 30 s: 1 of 1 passed, 42 s)."""
     code, ops, checkers = run(tmp_path, "--time-limit", "30", "--seed", "1")
