@@ -74,8 +74,13 @@ NOT_NOW = {"etcdserver: unhealthy cluster": "not_caught_up",
                "not_caught_up"}
 
 # etcd's answers to a member change that may still be applied: the proposal
-# was made but not seen through (no answer at all is in doubt as well).
-CHANGE_IN_DOUBT = ("etcdserver: request timed out", "etcdserver: leader changed")
+# was made but not seen through (no answer at all is in doubt as well). A
+# leader that removes itself applies the change and stops before it answers:
+# "server stopped" (default run seed 22, 2026-11-27: taken for a refusal, the
+# removed n1 was never added back, and the members restarted later named it
+# in --initial-cluster and exited).
+CHANGE_IN_DOUBT = ("etcdserver: request timed out", "etcdserver: leader changed",
+                   "etcdserver: server stopped")
 
 # etcd's own defaults, and its upper bound on the election timeout.
 HEARTBEAT_MS, ELECTION_MS, MAX_ELECTION_MS = 100, 1000, 50_000
