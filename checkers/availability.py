@@ -131,6 +131,10 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
     stats: dict[str, Any] = {"thresholds": limits, "faults": len(faults), "heals": len(heals),
                              "timers": timers, "max_unexplained_unavailable_s": derived,
                              "max_unhealthy_unavailable_s": unhealthy_limit,
+                             **({} if derived is not None else {"why_no_unexplained_limit": (
+                                 "the nodes print no start lines with their election and "
+                                 "fetch timeouts; a window with no fault in force is held "
+                                 "to max_unhealthy_unavailable_s instead")}),
                              # Nodes out past their restart: a fault took their voting state.
                              "voting_state_lost": [
                                  {"node": o["node"], "f": o["f"], "from_s": _s(o["start"]),

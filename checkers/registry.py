@@ -111,10 +111,22 @@ def _elections(r: Run, options: Options) -> Verdict:
     return elections.check(r.events) if r.events else _no_events()
 
 
+def leader_events(r: Run) -> dict[str, list[dict[str, Any]]] | None:
+    """The nodes' event lines, or None where the run's system declares it
+    leaves none (run.json `artifacts` without EVENTS). Its nodes' stdout still
+    loads as an empty list per node, which availability would read as nodes
+    that told their roles and never led: the leader unknown taken for no
+    leader at all, every stretch excused and no leader change to judge."""
+    artifacts = r.run.get("artifacts")
+    if artifacts is not None and EVENTS not in artifacts:
+        return None
+    return r.events or None
+
+
 def _availability(r: Run, options: Options) -> Verdict:
     from checkers import availability
     from checkers.rundir import load_exits
-    return availability.check(r.history.ops, r.events or None, r.run, options.get("thresholds"),
+    return availability.check(r.history.ops, leader_events(r), r.run, options.get("thresholds"),
                               exits=load_exits(r.path) if r.path is not None else None,
                               vote_loss=VOTE_LOSS)
 
