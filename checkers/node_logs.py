@@ -40,8 +40,8 @@ LEAVING_EFFECTS = (VOTERS, OTHER_CLUSTER, DEGRADED)
 def leaves(row: FaultOp) -> bool:
     """A fault after which a correct node may stop: it makes nodes leave, or
     takes state a node's votes and acknowledgements rest on (a node that finds
-    its log shorter than what it acknowledged must not go on: etcd's raft
-    panics, "Was the raft log corrupted, truncated, or lost?")."""
+    its log shorter than what it acknowledged must not go on: etcd panics,
+    asking whether its log was "corrupted, truncated, or lost")."""
     return row.effect in LEAVING_EFFECTS or row.loses_state
 
 
