@@ -265,6 +265,13 @@ def _unavailable_while_healthy(a: dict[str, Any]) -> str:
             f"and no failover was under way (limit {a.get('limit_s')} s).")
 
 
+def _unavailable_while_healthy_summed(a: dict[str, Any]) -> str:
+    return (f"In {a['windows']} windows without a successful op (from {a['start_s']} s to "
+            f"{a['end_s']} s), each within the limit, {a['unexcused_s']} s in all passed with "
+            f"no fault taking a quorum or the leader and no failover under way (limit "
+            f"{a.get('limit_s')} s in all).")
+
+
 def _leader_change_while_healthy(a: dict[str, Any]) -> str:
     out = "; ".join(f"{', '.join(f['out']) or 'no node'} out, {f['cut']} link(s) cut from "
                     f"{f['from_s']} s" for f in a.get("in_force") or [])
@@ -344,6 +351,7 @@ SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {
     "leader-changes-after-heal": _leader_changes_after_heal,
     "quiet-leader-changes": _quiet_leader_changes,
     "unavailable-while-healthy": _unavailable_while_healthy,
+    "unavailable-while-healthy-summed": _unavailable_while_healthy_summed,
     "leader-change-while-healthy": _leader_change_while_healthy,
     "unconverged": _unconverged,
     # divergence

@@ -28,6 +28,11 @@ fault takes, by its row in `checkers.faults`, against the voters):
   system says a rejoining node may depose a healthy leader; and time when
   every op in flight had been sent to a node a fault had taken (the
   client's own node).
+- `unavailable-while-healthy-summed`: the unexcused stretches of the windows
+  not flagged otherwise, added up over the run, may last no longer than one
+  stretch may: a correct cluster has nothing to recover from while no fault
+  takes anything, so it does not stall often and briefly between the faults
+  that excuse the rest (the stretches are in `unexcused_unavailable_s`).
 - `leader-change-while-healthy`: a leader lost (it resigned, its process
   restarted with no fault, or another was elected) although, for a failover
   before, there was no trouble: a quorum connected, the leader of the moment
@@ -126,6 +131,10 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
     stats: dict[str, Any] = {"thresholds": limits, "faults": len(faults), "heals": len(heals),
                              "timers": timers, "max_unexplained_unavailable_s": derived,
                              "max_unhealthy_unavailable_s": unhealthy_limit,
+                             **({} if derived is not None else {"why_no_unexplained_limit": (
+                                 "the nodes print no start lines with their election and "
+                                 "fetch timeouts; a window with no fault in force is held "
+                                 "to max_unhealthy_unavailable_s instead")}),
                              # Nodes out past their restart: a fault took their voting state.
                              "voting_state_lost": [
                                  {"node": o["node"], "f": o["f"], "from_s": _s(o["start"]),
@@ -136,8 +145,13 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
     stats.update(_gap_stats(gaps))
     unexplained = _unexplained_anomalies(gaps, derived)
     flagged = {(a["start_s"], a["end_s"]) for a in unexplained}
-    anomalies = (_gap_anomalies(gaps, limits) + unexplained + _unhealthy_gap_anomalies(
-        [g for g in gaps if (g["start_s"], g["end_s"]) not in flagged], excuses, unhealthy_limit))
+    unflagged = [g for g in gaps if (g["start_s"], g["end_s"]) not in flagged]
+    per_window = _unhealthy_gap_anomalies(unflagged, excuses, unhealthy_limit)
+    flagged |= {(a["start_s"], a["end_s"]) for a in per_window}
+    summed, stretches = _summed_unhealthy(
+        [g for g in gaps if (g["start_s"], g["end_s"]) not in flagged], excuses, unhealthy_limit)
+    stats["unexcused_unavailable_s"] = _s(sum(y - x for x, y in stretches))
+    anomalies = _gap_anomalies(gaps, limits) + unexplained + per_window + summed
     if leaders is None:
         stats["leader_changes_judged"] = ("no: " + ("no node events" if events is None else
                                                     "run.json has no start_monotonic_ns"))
@@ -573,6 +587,25 @@ def _unhealthy_gap_anomalies(gaps: list[dict], excuses: list[tuple[int, int]],
                             unexcused_s=_s(longest[0]),
                             unexcused=[_s(longest[1]), _s(longest[2])]))
     return out
+
+
+def _summed_unhealthy(gaps: list[dict], excuses: list[tuple[int, int]], limit: float
+                      ) -> tuple[list[dict], list[tuple[int, int]]]:
+    """Windows each within `limit`, whose unexcused stretches add up past it:
+    a correct cluster has nothing to recover from while nothing is taken, so
+    over a run its healthy outages do not sum to more than one may last (a
+    bug that stalls often, briefly, between the faults that excuse the rest).
+    Also every stretch, for the stats."""
+    per_gap = [_uncovered(int(g["start_s"] * NS), int(g["end_s"] * NS), excuses) for g in gaps]
+    stretches = [st for pieces in per_gap for st in pieces if st[1] > st[0]]
+    total = sum(y - x for x, y in stretches)
+    if total <= limit * NS:
+        return [], stretches
+    windows = sum(1 for pieces in per_gap if any(y > x for x, y in pieces))
+    return [{"type": "unavailable-while-healthy-summed", "limit_s": limit,
+             "unexcused_s": _s(total), "windows": windows,
+             "stretches": [[_s(x), _s(y)] for x, y in stretches][:MAX_LISTED],
+             "start_s": _s(stretches[0][0]), "end_s": _s(stretches[-1][1])}], stretches
 
 
 def _uncovered(a: int, b: int, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -24,6 +24,36 @@ APPLIED_STATE, NODE_LOGS, NODE_EXITS = "applied_state", "node_logs", "node_exits
 # Each artefact as a skip reason says it ("leaves no event lines").
 ARTIFACT_WORDS = {LOG_DUMP: "log dumps", EVENTS: "event lines", APPLIED_STATE: "applied states",
                   NODE_LOGS: "node logs", NODE_EXITS: "node exit records"}
+# A plan's option naming the workload whose ops a checker judges, in a run
+# that composes a companion workload with its main one (workloads.companion):
+# the run step gives the checker those ops alone (and the nemesis's) and
+# names the workload in its verdict; the checker itself never sees it.
+OPS_OF = "ops_of"
+# Between a companion workload's name and its own key: the namespace of its
+# keys that are not integers (no main workload's key enters it: register `r0`).
+COMPANION_SEPARATOR = ":"
+
+
+def companion_key(workload: str, key: Any) -> Any:
+    """The key a companion `workload`'s own `key` has in the store and the
+    history. An integer key (a transaction workload's: 0, 1, ...) stays an
+    integer, a negative one (-1, -2, ...), so a store that keys its tables by
+    integer serves it; the main workloads' integer keys are never negative.
+    Any other key is `<workload>:<key>`."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return -key - 1
+    return f"{workload}{COMPANION_SEPARATOR}{'' if key is None else key}"
+
+
+def is_companion_key(workload: str, key: Any) -> bool:
+    """Whether `key`, as the history or a node's state (by string) names it,
+    is one `companion_key(workload, ...)` makes."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return key < 0
+    if not isinstance(key, str):
+        return False
+    return key.startswith(f"{workload}{COMPANION_SEPARATOR}") or (
+        key.startswith("-") and key[1:].isdigit())
 
 
 def _nothing(options: Options) -> frozenset[str]:

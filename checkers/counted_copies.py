@@ -26,6 +26,18 @@ rules hold the justification against them:
   a committed entry is never cut that way (leader completeness), so even a
   copy the majority did not need may not be.
 
+And one rule holds the line to itself:
+
+- `commit-off-counted-quorum`: the new H is not the end the counts give a
+  majority of the voters the line names (the largest end that many of them
+  hold: their counts sorted down, the majority-th). Above it, the commit
+  rests on fewer copies than a majority (a quorum miscounted); below it,
+  the leader withheld a commit its own copies justified (a quorum that asks
+  for one copy too many stalls when a minority is down). A leader raises H
+  only to an entry of its own epoch, and every entry after its first one is
+  of that epoch too, so a correct leader that counted a majority's copies up
+  to Q and raised H at all raised it to Q.
+
 Excused: a voter whose restart recovered less than its lines said it held
 durably, or that cut below it for any reason but divergence (only a fault
 that destroys flushed data, or a wiped disk, does that): a leadership that
@@ -48,6 +60,7 @@ from nodes.events import FLUSHED, HW, LEADER_ROLE, ROLE, START, TRUNCATE
 DIVERGING = "diverging-epoch"
 NOT_DURABLE = "counted-not-durable"
 THEN_DIVERGED = "counted-then-diverged"
+OFF_QUORUM = "commit-off-counted-quorum"
 
 
 class _Last:
@@ -171,6 +184,11 @@ def check(events: dict[str, list[dict]]) -> tuple[list[dict[str, Any]], dict[str
     seen: set[tuple[str, Any, str, str]] = set()
     for claim in all_claims:
         leader, hw, t = claim["node"], claim["hw"], claim["t"]
+        quorum_end = majority_end(claim["counted"])
+        key = (leader, claim["epoch"], "", OFF_QUORUM)
+        if quorum_end is not None and quorum_end != hw and key not in seen:
+            seen.add(key)
+            anomalies.append(_off_quorum(claim, quorum_end))
         for voter, end in sorted(claim["counted"].items()):
             line = lines.get(voter)
             if line is None:
@@ -197,6 +215,23 @@ def check(events: dict[str, list[dict]]) -> tuple[list[dict[str, Any]], dict[str
     if not judge_durable:
         stats["reason"] = "no flushed lines: durable ends not judged, later cuts only"
     return anomalies, stats
+
+
+def majority_end(counted: dict[str, int]) -> int | None:
+    """The largest end a majority of the counted voters hold (None: no counts)."""
+    ends = sorted(counted.values(), reverse=True)
+    return ends[len(ends) // 2] if ends else None
+
+
+def _off_quorum(claim: dict, quorum_end: int) -> dict[str, Any]:
+    leader, hw, counted = claim["node"], claim["hw"], claim["counted"]
+    how = ("fewer than a majority of them hold it: a quorum miscounted" if hw > quorum_end else
+           "a majority already held more: a commit its copies justified, withheld")
+    return {"type": OFF_QUORUM, "leader": leader, "epoch": claim["epoch"], "hw": hw,
+            "t": claim["t"], "majority_end": quorum_end, "counted": dict(sorted(counted.items())),
+            "explanation": (f"{leader} raised its high watermark to {hw} (epoch "
+                            f"{claim['epoch']}) counting {dict(sorted(counted.items()))}; a "
+                            f"majority of those {len(counted)} voters holds {quorum_end}: {how}")}
 
 
 def _not_durable(line: DurableLine, t: int, bound: int, since: int) -> dict | None:

@@ -106,6 +106,9 @@ class Op:
     node: str | None = None
     error: str | None = None
     level: str | None = None  # a completion's consistency level, when not quorum
+    # The workload that issued it, when a run composes several
+    # (workloads.companion); None: the run's main workload.
+    workload: str | None = None
 
     def to_map(self) -> dict[str, Any]:
         m: dict[str, Any] = {
@@ -124,6 +127,8 @@ class Op:
             m["error"] = self.error
         if self.level is not None:
             m["level"] = self.level
+        if self.workload is not None:
+            m["workload"] = self.workload
         return m
 
     @classmethod
@@ -158,8 +163,11 @@ class Op:
         level = m.get("level")
         if level is not None and level not in LEVELS:
             raise ValueError(f"field 'level' must be one of {'/'.join(LEVELS)}, not {level!r:.40}")
+        workload = m.get("workload")
+        if workload is not None and type(workload) is not str:
+            raise ValueError(f"field 'workload' must be a string, not {workload!r:.40}")
         return cls(index, time, process, typ, f, m.get("value"), m.get("key"), node, error,
-                   level)
+                   level, workload)
 
     def completes(self, invoke: Op) -> bool:
         return self.process == invoke.process and self.f == invoke.f
@@ -463,7 +471,7 @@ def _ops(buf: bytearray, shapes: Any) -> History:
         if len(raw) > limit:
             raise _Decline
         op = Op(i, e.time, process, typ, f, None, _unpack(key) if key else None, e.node,
-                e.error, e.level)
+                e.error, e.level, e.workload)
         append(op)
         if not raw:
             continue
@@ -690,7 +698,7 @@ def close_open_ops(ops: list[Op], time: int, error: str = "run-ended") -> list[O
     out = []
     for inv in sorted(open_ops.values(), key=lambda o: o.index):
         out.append(Op(next_index, time, inv.process, "info", inv.f, inv.value, inv.key,
-                      inv.node, error))
+                      inv.node, error, workload=inv.workload))
         next_index += 1
     return out
 

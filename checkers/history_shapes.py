@@ -36,6 +36,7 @@ class Envelope(msgspec.Struct, forbid_unknown_fields=True):
     node: _Str | None = None
     error: _Str | None = None
     level: _Str | None = None
+    workload: _Str | None = None
 
 
 # A micro-op [f, k, v], tagged by f; one with more or fewer elements is not

@@ -11,7 +11,10 @@ Two rules, each its own checker:
   exit status. Faults whose point is to make a node leave (a voter removed, a
   node formatted for another cluster: a member may shut itself down) excuse
   the exits of the nodes they name while they are in force and for a grace
-  period after.
+  period after; for a node their heal failed to bring back, until a later
+  heal does or the run ends. So do faults that take a node's durable state
+  (`FaultOp.loses_state`: a truncated log), after which a correct node may
+  refuse to go on.
 
 Pure: the lines, exit records and history come from the run dir's loader.
 """
@@ -22,7 +25,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from checkers.faults import DEGRADED, FAULT_OPS, OTHER_CLUSTER, VOTERS
+from checkers.faults import DEGRADED, FAULT_OPS, OTHER_CLUSTER, VOTERS, FaultOp
 from checkers.history import NEMESIS, Op
 from checkers.verdict import Verdict, verdict
 
@@ -32,6 +35,14 @@ MAX_QUOTE_CHARS = 500
 # A member that leaves may take this long after its fault's heal to be gone.
 LEAVE_GRACE_NS = 5_000_000_000
 LEAVING_EFFECTS = (VOTERS, OTHER_CLUSTER, DEGRADED)
+
+
+def leaves(row: FaultOp) -> bool:
+    """A fault after which a correct node may stop: it makes nodes leave, or
+    takes state a node's votes and acknowledgements rest on (a node that finds
+    its log shorter than what it acknowledged must not go on: etcd panics,
+    asking whether its log was "corrupted, truncated, or lost")."""
+    return row.effect in LEAVING_EFFECTS or row.loses_state
 
 
 def compile_patterns(patterns: Sequence[str]) -> re.Pattern[str] | None:
@@ -78,10 +89,11 @@ def leaving_windows(ops: Iterable[Op]) -> list[tuple[int, int | None, frozenset[
     any node may leave)."""
     heals: dict[str, str] = {}
     for f in FAULT_OPS.values():
-        if f.effect in LEAVING_EFFECTS:
+        if leaves(f):
             heals[f.name] = f.heal_f
     windows: list[tuple[int, int | None, frozenset[str] | None]] = []
     open_since: dict[str, tuple[int, set[str]]] = {}
+    stranded: dict[str, set[str]] = {}
     for op in ops:
         if op.process != NEMESIS:
             continue
@@ -92,9 +104,26 @@ def leaving_windows(ops: Iterable[Op]) -> list[tuple[int, int | None, frozenset[
             if op.f == heal and op.type != "invoke" and fault in open_since:
                 start, nodes = open_since.pop(fault)
                 windows.append((start, op.time + LEAVE_GRACE_NS, frozenset(nodes) or None))
+                # A node a heal failed to bring back (a member etcd refused to
+                # add again) is still removed, and leaves at each start: its
+                # fault stays in force for it until a heal names it back.
+                healed = set(_named(op.value))
+                still_out = {n for n in nodes if n in _failed(op.value)
+                             or (n in stranded.get(fault, ()) and n not in healed)}
+                if still_out:
+                    open_since[fault] = (start, still_out)
+                    stranded[fault] = still_out
+                else:
+                    stranded.pop(fault, None)
     windows.extend((start, None, frozenset(nodes) or None)
                    for start, nodes in open_since.values())
     return windows
+
+
+def _failed(value: Any) -> list[str]:
+    """The nodes a heal says it failed for (`{"failed": {node: error}}`)."""
+    failed = value.get("failed") if isinstance(value, dict) else None
+    return [n for n in failed if isinstance(n, str)] if isinstance(failed, dict) else []
 
 
 def _named(value: Any) -> list[str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +27,11 @@ from checkers.checker import (  # noqa: F401 (re-exported: the artefact names)
     LOG_DUMP,
     NODE_EXITS,
     NODE_LOGS,
+    OPS_OF,
     Checker,
     Contributed,
     Options,
+    is_companion_key,
 )
 from checkers.coverage import run_coverage
 from checkers.history import NEMESIS, History, Op, client_ops
@@ -108,10 +111,22 @@ def _elections(r: Run, options: Options) -> Verdict:
     return elections.check(r.events) if r.events else _no_events()
 
 
+def leader_events(r: Run) -> dict[str, list[dict[str, Any]]] | None:
+    """The nodes' event lines, or None where the run's system declares it
+    leaves none (run.json `artifacts` without EVENTS). Its nodes' stdout still
+    loads as an empty list per node, which availability would read as nodes
+    that told their roles and never led: the leader unknown taken for no
+    leader at all, every stretch excused and no leader change to judge."""
+    artifacts = r.run.get("artifacts")
+    if artifacts is not None and EVENTS not in artifacts:
+        return None
+    return r.events or None
+
+
 def _availability(r: Run, options: Options) -> Verdict:
     from checkers import availability
     from checkers.rundir import load_exits
-    return availability.check(r.history.ops, r.events or None, r.run, options.get("thresholds"),
+    return availability.check(r.history.ops, leader_events(r), r.run, options.get("thresholds"),
                               exits=load_exits(r.path) if r.path is not None else None,
                               vote_loss=VOTE_LOSS)
 
@@ -126,6 +141,12 @@ def _node_state(r: Run, options: Options) -> Verdict:
     if r.path is None:
         return _no_run_dir()
     states = load_node_states(r.path)
+    companion = config_of(r).get("companion")
+    if companion:
+        # The main workload's keys alone: its rules would take the companion's
+        # values (another data type) for values nobody wrote.
+        states = {n: None if s is None else without_companion(s, companion)
+                  for n, s in states.items()}
     if not states:
         return verdict("unknown", stats={"reason": "no node states in the run"})
     collected = r.run.get("node_states") or {}
@@ -134,6 +155,16 @@ def _node_state(r: Run, options: Options) -> Verdict:
                             # "agreed" was only ever recorded with a leader known.
                             leader_known=collected.get("leader") is not None
                             or collected.get("agreed") is True)
+
+
+def without_companion(state: dict[str, Any], companion: str) -> dict[str, Any]:
+    """Pure: a node's applied state (`keys` as [key, value] pairs) without
+    the keys of the run's companion workload."""
+    keys = state.get("keys")
+    if not isinstance(keys, list):
+        return state
+    return {**state, "keys": [p for p in keys if not (isinstance(p, list | tuple) and p
+                                                      and is_companion_key(companion, p[0]))]}
 
 
 def _node_logs(r: Run, options: Options) -> Verdict:
@@ -273,9 +304,41 @@ def runnable(run: Mapping[str, Any], plan: Plan) -> Plan:
     return {n: o for n, o in plan.items() if n not in skipped}
 
 
+def ops_of(ops: list[Op], workload: str, main: str) -> list[Op]:
+    """Pure: the ops a checker of `workload` judges in a run whose main
+    workload is `main`: the nemesis's, and the clients' that workload issued
+    (an op without a tag is the main workload's, as every op of a run made
+    before runs composed workloads)."""
+    return [op for op in ops
+            if op.process == NEMESIS or (op.workload or main) == workload]
+
+
+def judges_key(ops: list[Op], options: Options, main: str) -> bool:
+    """Pure: whether a checker with `options` judges a key whose client ops
+    are `ops` (a Spark key group): a checker given OPS_OF judges its
+    workload's keys only, and the other workload's keys are none of its."""
+    workload = options.get(OPS_OF)
+    return workload is None or any(op.process != NEMESIS and (op.workload or main) == workload
+                                   for op in ops)
+
+
 def run_check(name: str, r: Run, options: Options) -> tuple[Verdict, float]:
     """One checker's verdict and the seconds it took; a crash is an `unknown`
-    verdict naming the exception, so one broken checker never hides the others."""
+    verdict naming the exception, so one broken checker never hides the others.
+    With OPS_OF in `options` the checker sees that workload's ops alone, and
+    its verdict names the workload (stats `workload`)."""
+    workload = options.get(OPS_OF)
+    if workload is not None:
+        options = {k: v for k, v in options.items() if k != OPS_OF}
+        main = str(config_of(r).get("workload", ""))
+        r = replace(r, history=replace(r.history, ops=ops_of(r.history.ops, workload, main)))
+    v, seconds = _run_check(name, r, options)
+    if workload is not None:
+        v["stats"] = {**v.get("stats", {}), "workload": workload}
+    return v, seconds
+
+
+def _run_check(name: str, r: Run, options: Options) -> tuple[Verdict, float]:
     started = time.perf_counter()
     if not any(op.process != NEMESIS for op in r.history.ops):
         # Nothing a client did: every verdict would be vacuous.

@@ -51,3 +51,15 @@ EXIT_CODES = {True: 0, False: 1, "unknown": 2}
 
 def exit_code(valid: Validity) -> int:
     return EXIT_CODES[valid]
+
+
+def checker_label(name: str, v: Any, main: str | None = None) -> str:
+    """A checker as a run's summary names it: with the workload whose ops it
+    judged (stats `workload`, set in a run with a companion workload) when
+    that is not the run's `main` workload, so an anomaly says which
+    workload's checker found it."""
+    stats = v.get("stats") if isinstance(v, dict) else None
+    workload = stats.get("workload") if isinstance(stats, dict) else None
+    if not isinstance(workload, str) or workload == main:
+        return name
+    return f"{name} ({workload} ops)"

@@ -31,13 +31,14 @@ GO_FAILURE_LINES = (
     r"^fatal error: ",
     r"^WARNING: DATA RACE",
 )
-# The operating system's answer to a disk made to fail, as Go spells its
-# errno strings (`write /data/member/wal/0.wal: input/output error`): a Go
-# node that stops on it (etcd's `C |` line, a panic) fail-stops as a correct
-# node must, as a Python node's OSError line above.
-# Only where the error ends the line: a line that goes on says more than it.
+# The operating system's answer to a disk made to fail (nemesis.diskfault's
+# `eio` and `full`), as Go spells its errno strings (`write
+# /data/member/wal/0.wal: input/output error`): a Go node that stops on it
+# (etcd's `C |` line, a panic, a zap JSON line) fail-stops as a correct node
+# must, as a Python node's OSError line above. Only where the error ends the
+# line (closing quotes and brackets aside): a line that goes on says more.
 GO_BENIGN_LINES: tuple[str, ...] = (
-    r": (?:input/output error|no space left on device)\)?\s*$",
+    r""": (?:input/output error|no space left on device)["')}\]]*\s*$""",
 )
 
 GENERIC_FAILURE_LINES = PYTHON_FAILURE_LINES + GO_FAILURE_LINES

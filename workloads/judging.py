@@ -12,6 +12,7 @@ from checkers.registry import (
     DURABILITY,
     LINEARIZABILITY,
     NODE_STATE,
+    OPS_OF,
     STATS,
     Plan,
     check_names,
@@ -40,7 +41,26 @@ def plan_for(run: Mapping[str, Any]) -> Plan:
     check_names(list(names))
     workload = WORKLOADS.get(config.get("workload", ""))
     defaults = workload_defaults(workload, config)
-    return {n: {**defaults.get(n, {}), **CHECKS[n].from_config(config)} for n in names}
+    plan = {n: {**defaults.get(n, {}), **CHECKS[n].from_config(config)} for n in names}
+    companion = WORKLOADS.get(config.get("companion") or "")
+    if companion is None or workload is None:
+        return plan
+    return with_companion(plan, workload, companion, config)
+
+
+def with_companion(plan: Plan, main: Workload, companion: Workload,
+                   config: Mapping[str, Any]) -> Plan:
+    """A run with a companion workload (workloads.companion): every checker
+    of `plan` judges the main workload's ops, and the companion's own
+    checkers its ops; one of those the plan already has (durability, which
+    judges the main workload's data type) is left to the main workload."""
+    out = {n: {**o, OPS_OF: main.NAME} for n, o in plan.items()}
+    defaults = workload_defaults(companion, config)
+    for c in companion.CHECKERS:
+        if c.name not in out:
+            out[c.name] = {**defaults.get(c.name, {}), **c.from_config(config),
+                           OPS_OF: companion.NAME}
+    return out
 
 
 def workload_defaults(workload: Workload | None, config: Mapping[str, Any]

@@ -15,6 +15,9 @@ class OpSpec:
     key: Any = None
     # The node to send it to; None: the client pool chooses (--node-choice).
     node: str | None = None
+    # The workload that issued it when a run composes several
+    # (workloads.companion); None: the run's main workload.
+    workload: str | None = None
 
 
 @dataclass(frozen=True)

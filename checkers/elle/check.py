@@ -57,7 +57,8 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
           cycle_search_budget_s: float = 30.0,
           memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB,
           cycle_search: CycleSearch = find_cycles,
-          prefix_keys: Collection[Any] | None = None) -> Verdict:
+          prefix_keys: Collection[Any] | None = None,
+          leave: list[Any] | None = None) -> Verdict:
     """Judge a list-append history against `model` (one of
     `checkers.elle.consistency.MODELS`). Anomalies carry a `type` and an
     `explanation`; `stats["models"]` says which models the history rules out.
@@ -65,14 +66,17 @@ def check(history: list[Op], run: dict | None = None, *, model: str = "strict-se
     from its size, `checkers.elle.budget`) is unknown, and nothing is built.
     `cycle_search` may search the components elsewhere (`checkers.spark`).
     `prefix_keys`: the `History.prefix_keys` of the reader that read
-    `history` (these very ops), whose reads need no comparing again."""
+    `history` (these very ops), whose reads need no comparing again.
+    `leave`: where the check leaves what it built (its txns, version orders
+    and edges) instead of freeing it on return, for a caller about to end
+    the process, which frees it at no cost (`harness.commands.process_end`)."""
     model = canonical(model)
     refused = memory_refusal(history, model, memory_limit_mb)
     if refused is not None:
         return refused
     with collector_paused():
         return _check(as_promised(history), model, cycle_search_budget_s, cycle_search,
-                      prefix_keys or frozenset())
+                      prefix_keys or frozenset(), [] if leave is None else leave)
 
 
 def memory_refusal(history: list[Op], model: str, memory_limit_mb: int | None
@@ -88,7 +92,8 @@ def memory_refusal(history: list[Op], model: str, memory_limit_mb: int | None
 
 
 def _check(history: list[Op], model: str, cycle_search_budget_s: float,
-           cycle_search: CycleSearch, prefix_keys: Collection[Any]) -> Verdict:
+           cycle_search: CycleSearch, prefix_keys: Collection[Any],
+           leave: list[Any]) -> Verdict:
     started = time.monotonic()
     txns, malformed = transactions(history, prefix_keys=prefix_keys)
     empty = nothing_to_judge_in(history, txns)
@@ -102,6 +107,7 @@ def _check(history: list[Op], model: str, cycle_search_budget_s: float,
     anomalies += dirty_anomalies(txns, versions)
     anomalies += read_write_anomalies(txns, APPEND, versions.longest)
     edges = dependency_edges(txns, versions)
+    leave += (txns, versions, edges)
     return judge_graph(txns, edges, anomalies, bool(malformed), model, cycle_search_budget_s,
                        started, cycle_search)
 

@@ -26,6 +26,8 @@ from checkers.nothing_to_judge import NO_CLIENT_OPS
 from checkers.registry import (
     CHECKS,
     Plan,
+    config_of,
+    judges_key,
     load_node_files,
     merge_key_verdicts,
     read_run_json,
@@ -74,7 +76,11 @@ def key_check_fn(checker: str, runs: dict[str, dict[str, Any]],
         run_id = rows["run"].iloc[0]
         key = rows["key"].iloc[0]
         r = run_from_ops(Path(run_id), runs[run_id], ops_from_rows(rows))
-        v, seconds = run_check(checker, r, plans[run_id][checker])
+        options = plans[run_id][checker]
+        if not judges_key(r.history.ops, options, str(config_of(r).get("workload", ""))):
+            # Another workload's key (a companion's): not this checker's, so no row.
+            return pd.DataFrame([], columns=VERDICT_NAMES)
+        v, seconds = run_check(checker, r, options)
         return pd.DataFrame([_row(run_id, checker, key if isinstance(key, str) else None,
                                   v, seconds)])
 
@@ -209,6 +215,10 @@ def run_document(rows: pd.DataFrame, names: list[str]) -> dict[str, Any]:
                                                     strict=True)}
         if CHECKS[name].scope == "key":
             v = merge_key_verdicts(parsed)
+            # The workload its keys' ops came from (run_check names it per key).
+            judged = {(p.get("stats") or {}).get("workload") for p in parsed.values()}
+            if len(judged) == 1 and None not in judged:
+                v["stats"]["workload"] = judged.pop()
         else:
             v = next(iter(parsed.values()))
         v["stats"] = {**v.get("stats", {}), "seconds": round(float(mine["seconds"].sum()), 3)}

@@ -37,6 +37,7 @@ SCHEMA = pa.schema([
     ("node", pa.string()),
     ("error", pa.string()),
     ("level", pa.string()),        # a completion's consistency level; null: quorum
+    ("workload", pa.string()),     # the companion workload that issued it; null: the main
 ])
 
 
@@ -77,6 +78,7 @@ def _rows(run_id: str, ops: Iterable[Op]) -> Iterable[dict[str, list[Any]]]:
         cols["node"].append(op.node)
         cols["error"].append(op.error)
         cols["level"].append(op.level)
+        cols["workload"].append(op.workload)
         if len(cols["run"]) >= BATCH:
             yield cols
             cols = {name: [] for name in SCHEMA.names}
@@ -91,8 +93,10 @@ def cached_parquet(run_dir: Path) -> Path:
     stamp = _source_stamp(history)
     if out.exists():
         try:
-            meta = pq.read_schema(out).metadata or {}
-            if all(meta.get(k) == v for k, v in stamp.items()):
+            cached = pq.read_schema(out)
+            meta = cached.metadata or {}
+            # A copy made before a column was added is remade, not read short of it.
+            if cached.names == SCHEMA.names and all(meta.get(k) == v for k, v in stamp.items()):
                 return out
         except (OSError, pa.ArrowException):
             pass  # a broken cache is rebuilt
@@ -118,5 +122,6 @@ def ops_from_rows(rows: Any) -> list[Op]:
         ops.append(Op(int(r.index), int(r.time), process, r.type, r.f, value, key,
                       r.node if isinstance(r.node, str) else None,
                       r.error if isinstance(r.error, str) else None,
-                      r.level if isinstance(r.level, str) else None))
+                      r.level if isinstance(r.level, str) else None,
+                      r.workload if isinstance(r.workload, str) else None))
     return ops

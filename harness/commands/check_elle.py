@@ -134,7 +134,10 @@ def run(args: argparse.Namespace) -> int:
     from checkers import elle
 
     history = _load(args.file, args.format)
-    keep_until_exit(history)   # freed by the process's end, at no cost
+    # freed by the process's end, at no cost: the history and what the check
+    # builds from it (~0.06 s to free on a 100k-txn history)
+    built: list[Any] = []
+    keep_until_exit(history, built)
     ops = history.ops
     _refuse_non_txns(ops)
     if _is_rw_register(args.workload):
@@ -147,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         verdict = elle.check(ops, None, model=args.model, cycle_search_budget_s=args.budget,
                              memory_limit_mb=args.memory_limit,
-                             prefix_keys=history.prefix_keys)
+                             prefix_keys=history.prefix_keys, leave=built)
     _refuse_unfit(verdict, args.workload)
     for w in verdict["stats"].get("warnings", ()):
         print(f"faultline: warning: {w}", file=sys.stderr)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from checkers.verdict import checker_label
 from faultline import registry as systems
 from harness.run.config import ConfigError, RunConfig, parse_nemesis, validate
 from harness.run.errors import EXIT_STATUS_HELP as EXIT_HELP
@@ -45,6 +46,10 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="let fault families overlap: each that degrades a node or its links "
                         "(packet, bandwidth, disk, clock, cpu, memory, stress) on a timeline "
                         "of its own beside the others (docs/faults.md)")
+    p.add_argument("--companion-ops", type=float, default=d.companion_ops,
+                   help="share of ops a companion workload of another data type the system "
+                        "serves issues, on keys of its own, judged by its own checkers "
+                        "(docs/workloads.md; 0: none)")
     p.add_argument("--recovery-time", type=float, default=d.recovery_time)
     p.add_argument("--op-timeout", type=float, default=d.op_timeout)
     p.add_argument("--node-choice", default=d.node_choice, help="random or sticky")
@@ -85,6 +90,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             nemesis_interval=args.nemesis_interval,
             nemesis_min_duration=args.nemesis_min_duration,
             nemesis_overlap=args.nemesis_overlap, recovery_time=args.recovery_time,
+            companion_ops=args.companion_ops,
             op_timeout=args.op_timeout, node_choice=args.node_choice, bugs=args.bugs,
             node_options=parse_options(args.node_option, "--node-option"),
             workload_options=parse_options(args.client_option, "--client-option"),
@@ -99,7 +105,11 @@ def print_outcome(outcome: RunOutcome, stream: TextIO | None = None) -> None:
     stream = stream or sys.stdout
     doc = outcome.verdicts or {}
     words = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN"}
-    for name, v in (doc.get("checkers") or {}).items():
+    checkers = doc.get("checkers") or {}
+    main = _main_workload(outcome.run_dir)
+    labels = {name: checker_label(name, v, main) for name, v in checkers.items()}
+    width = max([16, *map(len, labels.values())])
+    for name, v in checkers.items():
         stats = v.get("stats") or {}
         extra = ""
         if v.get("anomalies"):
@@ -107,10 +117,10 @@ def print_outcome(outcome: RunOutcome, stream: TextIO | None = None) -> None:
             extra = f"  first anomaly: {first.get('type', '?')}"
         elif v.get("valid") == "unknown":
             extra = f"  ({stats.get('reason') or stats.get('error') or 'undecided'})"
-        print(f"  {name:<16} {words.get(v.get('valid'), '?'):<8} "
+        print(f"  {labels[name]:<{width}} {words.get(v.get('valid'), '?'):<8} "
               f"{len(v.get('anomalies') or [])} anomalies{extra}", file=stream)
     for name, reason in (doc.get("skipped") or {}).items():
-        print(f"  {name:<16} {'skipped':<8} {reason}", file=stream)
+        print(f"  {name:<{width}} {'skipped':<8} {reason}", file=stream)
     report = outcome.run_dir / "report.html"
     if report.exists():
         print(f"report:  {report}", file=stream)
@@ -118,6 +128,17 @@ def print_outcome(outcome: RunOutcome, stream: TextIO | None = None) -> None:
     coverage = doc.get("coverage")
     if isinstance(coverage, dict) and coverage.get("line"):
         print(f"         {coverage['line']}", file=stream)
+
+
+def _main_workload(run_dir: Path) -> str | None:
+    """The run's own workload, off its run.json (None if unreadable)."""
+    import json
+    try:
+        config = json.loads((run_dir / "run.json").read_text()).get("config") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    workload = config.get("workload") if isinstance(config, dict) else None
+    return workload if isinstance(workload, str) else None
 
 
 def main(args: argparse.Namespace) -> int:

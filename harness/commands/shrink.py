@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.history import Op
-from checkers.registry import ELLE, LINEARIZABILITY, RW_REGISTER
+from checkers.registry import ELLE, LINEARIZABILITY, OPS_OF, RW_REGISTER, ops_of
 from checkers.rundir import HISTORY, RUN_JSON, VERDICTS_JSON, load_json
 from checkers.shrink import DEFAULT_MAX_CHECKS, Judge, ShrinkRefused, Shrunk, lin_provenance
 from checkers.verdict import Verdict
@@ -170,7 +170,13 @@ def from_run_dir(run_dir: Path, checker: str | None
     elif checker not in plan:
         raise UserError(f"{run_dir} was not judged by {checker} (its checkers: "
                         f"{', '.join(plan)})")
-    return read_history(run_dir / HISTORY).ops, run, checker, dict(plan[checker])
+    ops, options = read_history(run_dir / HISTORY).ops, dict(plan[checker])
+    workload = options.pop(OPS_OF, None)
+    if workload is not None:
+        # The checker judged its workload's ops alone (a companion's or the
+        # main one's): the shrunk history is cut from those.
+        ops = ops_of(ops, workload, str((run.get("config") or {}).get("workload", "")))
+    return ops, run, checker, options
 
 
 def from_history(path: Path, checker: str | None, model: str | None

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from checkers.anomaly_text import sentence
+from checkers.verdict import checker_label
 from harness.report.clock_plot import render_clock_plot
 from harness.report.data import NS, OUTCOMES, PERCENTILES, RunReport
 from harness.report.explain import compact
@@ -102,7 +103,7 @@ def render(report: RunReport) -> str:
              f"<h1>faultline run <span class='mono'>{_e(report.run_id)}</span></h1>",
              _banner(report, config, word, cls),
              _notes(report.notes),
-             _checkers(report.verdicts),
+             _checkers(report.verdicts, config.get("workload")),
              _timeline_section(report),
              _counts(report),
              _config(report.run, config),
@@ -229,7 +230,7 @@ def _checker_map(verdicts: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     return {str(k): v for k, v in checkers.items() if isinstance(v, dict)}
 
 
-def _checkers(verdicts: dict[str, Any] | None) -> str:
+def _checkers(verdicts: dict[str, Any] | None, main: str | None = None) -> str:
     checkers = _checker_map(verdicts)
     if not checkers:
         return ""
@@ -246,7 +247,8 @@ def _checkers(verdicts: dict[str, Any] | None) -> str:
                        if anomalies else _stats_line(v))
         else:
             summary = _stats_line(v) + _all_stats(v)
-        rows.append(f"<tr><td><b>{_e(name)}</b></td><td class='{cls}'><b>{word}</b></td>"
+        rows.append(f"<tr><td><b>{_e(checker_label(name, v, main))}</b></td>"
+                    f"<td class='{cls}'><b>{word}</b></td>"
                     f"<td class='n'>{len(anomalies)}</td><td>{summary}</td></tr>")
     table = ("<table class='checkers'><tr><th>checker</th><th>verdict</th><th>anomalies</th>"
              "<th>first anomaly, or what it saw</th></tr>" + "".join(rows) + "</table>")

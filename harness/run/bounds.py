@@ -60,6 +60,7 @@ RUN_FIELDS: dict[str, Range] = {
     "final_read_timeout": positive(DAY_S, "s"),
     "op_timeout": positive(DAY_S, "s"),
     "seed": Range(-(2**63), 2**63 - 1),
+    "companion_ops": Range(0, 1),
 }
 # The checkers' budgets a run may set (lin_options; null: no limit).
 CHECK_BUDGETS: dict[str, Range] = {

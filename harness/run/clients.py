@@ -130,12 +130,13 @@ class ClientPool:
     def _send(self, w: Worker, spec: OpSpec, recorder: Recorder) -> None:
         pinned = spec.node in self._node_names
         node = spec.node if pinned else self._choose_node(w)
-        w.open_op = recorder.record(w.process, "invoke", spec.f, spec.value, spec.key, node)
+        w.open_op = recorder.record(w.process, "invoke", spec.f, spec.value, spec.key, node,
+                                    workload=spec.workload)
         assert w.proc.stdin is not None
         try:
             w.proc.stdin.write(encode({"kind": "op", "process": w.process, "f": spec.f,
                                        "value": spec.value, "key": spec.key, "node": node,
-                                       "pinned": pinned}))
+                                       "pinned": pinned, "workload": spec.workload}))
             w.proc.stdin.flush()
         except BrokenPipeError:
             self._worker_died(w, recorder)
@@ -152,7 +153,8 @@ class ClientPool:
         # history format does not know would make the history unreadable.
         level = msg.get("level") if msg.get("level") in LEVELS else None
         done = recorder.record(inv.process, typ, inv.f, msg.get("value"), inv.key,
-                               msg.get("node") or inv.node, msg.get("error"), level)
+                               msg.get("node") or inv.node, msg.get("error"), level,
+                               inv.workload)
         if typ == "info":
             w.process += self.concurrency
         if self.on_complete is not None:
@@ -165,7 +167,7 @@ class ClientPool:
             w.open_op = None
             if recorder is not None:   # an op is only open once recording has begun
                 recorder.record(inv.process, "info", inv.f, inv.value, inv.key, inv.node,
-                                "client-worker-died")
+                                "client-worker-died", workload=inv.workload)
         try:
             if w.proc.stdout is not None:
                 self._sel.unregister(w.proc.stdout)
@@ -250,7 +252,8 @@ class ClientPool:
             if w.open_op is not None:
                 inv = w.open_op
                 w.open_op = None
-                recorder.record(inv.process, "info", inv.f, inv.value, inv.key, inv.node, error)
+                recorder.record(inv.process, "info", inv.f, inv.value, inv.key, inv.node, error,
+                                workload=inv.workload)
             try:
                 if w.proc.stdin is not None:
                     w.proc.stdin.close()

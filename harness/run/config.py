@@ -19,7 +19,8 @@ from harness.run.errors import UserError
 from harness.run.seeds import SCHEME, SCHEMES
 from nemesis.address_plan import MAX_NODES
 from nemesis.base import FAULTS
-from workloads import register
+from workloads import companion, register
+from workloads.companion import COMPANION_OPS
 from workloads.contract import ChecksOptions
 from workloads.options import NODE_NAMES, kinds, option_kind
 from workloads.registry import WORKLOADS
@@ -82,6 +83,12 @@ class RunConfig:
     # The default hunt: the faults left out of its repertoire and why (this
     # host cannot prepare them, the system cannot take them), as resolved.
     hunt_left_out: dict[str, str] = field(default_factory=dict)
+    # Share of ops a companion workload of another data type issues
+    # (workloads.companion; 0: none); a run.json without it had none.
+    companion_ops: float = COMPANION_OPS
+    # The companion as resolved (None: none), and why there is none.
+    companion: str | None = None
+    companion_left_out: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,7 +96,8 @@ class RunConfig:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunConfig:
         known = set(cls.__dataclass_fields__)
-        return cls(**{"seed_scheme": 1, **{k: v for k, v in d.items() if k in known}})
+        return cls(**{"seed_scheme": 1, "companion_ops": 0.0,
+                      **{k: v for k, v in d.items() if k in known}})
 
 
 # How the CLI spells a RunConfig field, for errors (a campaign file or run.json
@@ -113,6 +121,7 @@ def validate(c: RunConfig) -> RunConfig:
     if bad:
         raise ConfigError(f"unknown nemesis {', '.join(map(repr, bad))}: choose from "
                           f"{', '.join(NEMESES)} (comma-separated, or 'none')")
+    _choose_companion(c, system)
     if c.nemesis == [HUNT.name]:
         repertoire, c.hunt_left_out = hunt_choice(system, c.nodes)
         c.nemesis = [HUNT.name, *repertoire]
@@ -178,6 +187,32 @@ def validate(c: RunConfig) -> RunConfig:
     _check_workload_options(c)
     _check_node_options(c)
     return c
+
+
+def _choose_companion(c: RunConfig, system: Any) -> None:
+    """The run's companion workload (workloads.companion), once: a replay keeps
+    the one its run.json names."""
+    if c.companion is not None:
+        if c.companion not in system.clients:
+            raise ConfigError(f"companion workload {c.companion!r}: system {c.db} has no "
+                              f"client for it")
+        return
+    bound = RUN_FIELDS["companion_ops"].problem("--companion-ops", c.companion_ops)
+    if bound is not None:
+        raise ConfigError(bound)
+    main = WORKLOADS[c.workload]
+    chosen = companion.choose(main, system.clients) if c.companion_ops else None
+    c.companion = chosen.NAME if chosen is not None else None
+    c.companion_left_out = (None if chosen is not None
+                            else companion.left_out_reason(main, c.db, c.companion_ops))
+
+
+def companion_line(c: RunConfig) -> str:
+    """Pure: the line a run prints of its companion workload, or why it has none."""
+    if c.companion is None:
+        return f"faultline: no companion workload: {c.companion_left_out or 'none chosen'}"
+    return (f"faultline: companion workload {c.companion} at {c.companion_ops:.0%} of ops, "
+            "on keys of its own, judged by its own checkers")
 
 
 def _check_node_options(c: RunConfig) -> None:

@@ -29,16 +29,32 @@ class HistoryWriter:
         self._packer = msgpack.Packer(use_bin_type=True)
         self._fsync_interval = fsync_interval
         self._last_fsync = time.monotonic()
-        self.count = 0
+        # (ops appended, the file's end after them), replaced in one
+        # assignment: an interrupt (Ctrl-C's KeyboardInterrupt in the thread
+        # appending) can land between any two statements, so two fields
+        # could disagree; see `append`.
+        self._appended = (0, os.lseek(self._fd, 0, os.SEEK_END))
+
+    @property
+    def count(self) -> int:
+        return self._appended[0]
 
     def append(self, op: Op) -> Op:
         if self._fd < 0:
             raise ValueError(f"{self.path}: history writer is closed")
-        op.index = self.count
+        count, end = self._appended
+        at = os.lseek(self._fd, 0, os.SEEK_END)
+        if at != end:
+            # The last append's op reached the file, but an interrupt came
+            # before it was counted: it counts, or this op would repeat its
+            # index (seen: a Ctrl-C'd run whose history did not read back).
+            count, end = count + 1, at
+        op.index = count
         data = self._packer.pack(op.to_map())
+        size = len(data)
         while data:
             data = data[os.write(self._fd, data):]
-        self.count += 1
+        self._appended = (count + 1, end + size)
         now = time.monotonic()
         if now - self._last_fsync >= self._fsync_interval:
             os.fsync(self._fd)

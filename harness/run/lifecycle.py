@@ -16,7 +16,7 @@ import random
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +32,7 @@ from harness.run.clients import ClientPool
 from harness.run.cluster import Cluster, check_privileges
 from harness.run.config import (
     RunConfig,
+    companion_line,
     fresh_schedule,
     hunt_line,
     kinds_left_out,
@@ -67,6 +68,7 @@ from nemesis.schedule import Event
 from nodes.abilities import AppliedState, NodeLogPatterns, ReplicaProgress
 from nodes.db import Timers
 from nodes.log_patterns import GENERIC_BENIGN_LINES, GENERIC_FAILURE_LINES
+from workloads import companion
 from workloads.ops import OpSpec, on_every_node
 from workloads.registry import get as get_workload
 
@@ -188,6 +190,7 @@ class Run:
         self.system = systems.get(config.db)
         self.db = self.system.db()
         self.workload = get_workload(config.workload)
+        self.companion = get_workload(config.companion) if config.companion else None
         self.names = node_names(config.nodes)
         self.run_dir: Path | None = None
         self.doc: dict[str, Any] = {}
@@ -290,6 +293,7 @@ class Run:
         line = hunt_line(self.config) if self.config.schedule is None else None
         if line:
             print(line, file=self.stream, flush=True)
+        print(companion_line(self.config), file=self.stream, flush=True)
         if self.config.schedule is None:
             left_out = kinds_left_out(self.config, fresh_schedule(self.config))
             if left_out:
@@ -370,9 +374,9 @@ class Run:
             self._workload(live)
             self._heal(live, progress)
             self._recover(live)
-            self._final_reads(live.pool, live.recorder,
-                              on_every_node(self.workload.final_reads(live.ops.issued),
-                                            cluster.names), live.tick(FINAL_READS))
+            reads = companion.final_reads(self.workload, self.companion, live.ops.issued)
+            self._final_reads(live.pool, live.recorder, on_every_node(reads, cluster.names),
+                              live.tick(FINAL_READS))
         finally:
             self._end_workload_and_nemesis(live)
         self._converge(cluster, progress)
@@ -435,13 +439,24 @@ class Run:
                           preexec_fn=preexec_setns(cluster.hub_netns, die_with_parent_thread=True),
                           node_rng=seeds.rng("node-choice"),
                           node_choice=cfg.node_choice)
-        ops = TrackingOps(self.workload.generate(seeds.rng("workload"), cfg.workload_options))
+        ops = TrackingOps(self._ops(seeds))
         live = Live(recorder, runner, pool, ops, seeds, progress)
         if EVENTS not in run_artifacts(self.db):
             # From now, not from the workers' start: who led when the history began.
             live.leader_watch = LeaderWatch(cluster.leader, recorder.start_ns)
             live.leader_watch.start()
         return live
+
+    def _ops(self, seeds: Seeds) -> Iterator[OpSpec]:
+        """The main workload's ops, with its companion's at their share."""
+        cfg = self.config
+        main = self.workload.generate(seeds.rng("workload"), cfg.workload_options)
+        if self.companion is None:
+            return main
+        mix = seeds.rng("companion")
+        # The companion's own options are its defaults: --client-option keys are the main's.
+        theirs = self.companion.generate(random.Random(mix.getrandbits(63)), {})
+        return companion.compose(main, theirs, self.companion.NAME, cfg.companion_ops, mix)
 
     def _workload(self, live: Live) -> None:
         """workload + nemesis: clients run the ops while the nemesis plays its schedule."""

@@ -29,10 +29,10 @@ class Recorder:
 
     def record(self, process: int | str, type: str, f: str, value: Any = None,
                key: Any = None, node: str | None = None, error: str | None = None,
-               level: str | None = None) -> Op:
+               level: str | None = None, workload: str | None = None) -> Op:
         with self._lock:
             op = self._writer.append(Op(0, self.now(), process, type, f, value, key, node, error,
-                                        level))
+                                        level, workload))
             if type == "invoke":
                 self._open[process] = op
             else:
@@ -51,7 +51,8 @@ class Recorder:
         """Info completions for every op still open; returns how many."""
         ops = self.open_ops()
         for inv in ops:
-            self.record(inv.process, "info", inv.f, inv.value, inv.key, inv.node, error)
+            self.record(inv.process, "info", inv.f, inv.value, inv.key, inv.node, error,
+                        workload=inv.workload)
         return len(ops)
 
     def close(self) -> None:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 # What each stream drives.
 STREAMS = {
     "workload": "the op generator",
+    "companion": "the companion workload's op generator and which ops are its "
+                 "(workloads.companion)",
     "schedule": "the nemesis timeline (each event then carries its own seed)",
     "node-choice": "which node a client process talks to",
     "pacing": "the jitter of the op rate",
@@ -23,7 +25,8 @@ STREAMS = {
              "from scheme 3 each node draws its own (`Seeds.node`)",
 }
 # Scheme 1: the offsets runs used before streams had names (seed+1, seed+2).
-OFFSETS_V1 = {"workload": 0, "schedule": 0, "node-choice": 1, "pacing": 2, "nodes": 0}
+OFFSETS_V1 = {"workload": 0, "schedule": 0, "node-choice": 1, "pacing": 2, "nodes": 0,
+              "companion": 3}
 # Scheme 2: streams by name. Scheme 3: the same streams, and a seed per node
 # (under 1 and 2 every node of a run got the same one, so timers ran in step).
 SCHEMES = (1, 2, 3)

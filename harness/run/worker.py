@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from checkers.history import Op
 from faultline import registry as systems
@@ -45,13 +45,24 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> int:
 
 
 def _serve(hello: dict, stdin: BinaryIO, stdout: BinaryIO, doing: list[str]) -> int:
-    client_class = systems.get(hello["db"]).client_class(hello["workload"])
+    system = systems.get(hello["db"])
+    main_workload = hello["workload"]
     nodes = {name: tuple(addr) for name, addr in hello["nodes"].items()}
     options = hello.get("options") or {}
-    client = client_class(hello["workload"], nodes, options)
-    # Ops pinned to a node (final reads asked of every node) go to that node
-    # first, not to the leader a redirect named: a client of its own.
-    pinned = None
+    # One client per (workload, pinned): a run's companion workload
+    # (workloads.companion) has ops of another data type, which the system
+    # serves through a client made for that workload. Ops pinned to a node
+    # (final reads asked of every node) go to that node first, not to the
+    # leader a redirect named: a client of their own.
+    clients: dict[tuple[str, bool], Any] = {}
+
+    def client_for(workload: str, pinned: bool) -> Any:
+        if (workload, pinned) not in clients:
+            clients[workload, pinned] = system.client_class(workload)(
+                workload, nodes, options | {"follow_leader": False} if pinned else options)
+        return clients[workload, pinned]
+
+    client_for(main_workload, False)
     write_frame(stdout, {"kind": READY})
     try:
         while (msg := read_frame(stdin)) is not None:
@@ -60,20 +71,14 @@ def _serve(hello: dict, stdin: BinaryIO, stdout: BinaryIO, doing: list[str]) -> 
             invoke = Op(0, 0, msg["process"], "invoke", msg["f"], msg.get("value"),
                         msg.get("key"), msg.get("node"))
             doing[0] = f"op {invoke.f} {invoke.value!r} on {invoke.node}"
-            target = client
-            if msg.get("pinned"):
-                if pinned is None:
-                    pinned = client_class(hello["workload"], nodes,
-                                          options | {"follow_leader": False})
-                target = pinned
+            target = client_for(msg.get("workload") or main_workload, bool(msg.get("pinned")))
             done = target.invoke(invoke)
             write_frame(stdout, {"type": done.type, "value": done.value, "error": done.error,
                                  "node": done.node, "level": done.level})
         doing[0] = "closing the client"
     finally:
-        client.close()
-        if pinned is not None:
-            pinned.close()
+        for client in clients.values():
+            client.close()
     return 0
 
 

@@ -38,6 +38,12 @@ APPLIED_STATE_TIMEOUT_S = 5.0
 # etcd 3.4's capnslog marks what ends the process (Fatal, Panic) with "C";
 # its zap logger says "fatal" or "panic" as the level.
 ETCD_FAILURE_LINES = (r"^\S+ \S+ C \| ", r'"level":"(?:fatal|panic|dpanic)"')
+# etcd's raft stopping a member whose log is shorter than what it told the
+# leader it holds: the answer to a fault that took its WAL's tail (truncate,
+# a disk's), not a mistake of its own. The exit it brings is still judged:
+# node-exits excuses it only after a fault that takes state
+# (`FaultOp.loses_state`), so a member that lost its log on its own is flagged.
+ETCD_STATE_LOSS_LINES = (r"Was the raft log corrupted, truncated, or lost\?",)
 INSTALL_HINT = "etcd is not installed: apt-get install etcd-server etcd-client"
 
 
@@ -68,8 +74,13 @@ NOT_NOW = {"etcdserver: unhealthy cluster": "not_caught_up",
                "not_caught_up"}
 
 # etcd's answers to a member change that may still be applied: the proposal
-# was made but not seen through (no answer at all is in doubt as well).
-CHANGE_IN_DOUBT = ("etcdserver: request timed out", "etcdserver: leader changed")
+# was made but not seen through (no answer at all is in doubt as well). A
+# leader that removes itself applies the change and stops before it answers:
+# "server stopped" (default run seed 22, 2026-11-27: taken for a refusal, the
+# removed n1 was never added back, and the members restarted later named it
+# in --initial-cluster and exited).
+CHANGE_IN_DOUBT = ("etcdserver: request timed out", "etcdserver: leader changed",
+                   "etcdserver: server stopped")
 
 # etcd's own defaults, and its upper bound on the election timeout.
 HEARTBEAT_MS, ELECTION_MS, MAX_ELECTION_MS = 100, 1000, 50_000
@@ -97,7 +108,7 @@ class EtcdDB:
     # No log dump (etcd has no honest offline one) and no event lines.
     artifacts: frozenset[str] = frozenset()
     failure_log_lines = GO_FAILURE_LINES + ETCD_FAILURE_LINES
-    benign_log_lines = GO_BENIGN_LINES
+    benign_log_lines = GO_BENIGN_LINES + ETCD_STATE_LOSS_LINES
     clock_preload = False
     clock_note = ("etcd is a Go binary: it reads the clock through the vDSO, not libc, so "
                   "libfaketime (LD_PRELOAD) cannot set it off")

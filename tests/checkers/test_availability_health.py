@@ -258,6 +258,54 @@ def test_without_leader_events_a_fault_taking_nodes_excuses_one_failover_after_i
     assert check(outage(20, 30, three), None)["valid"] is True
 
 
+def stalls(windows: list[tuple[float, float]], faults: list[tuple[float, str, dict]]) -> H:
+    """Service from 0.5 s to 40 s but for `windows`, in which every op times out."""
+    h = H()
+    t = 0.5
+    for a, b in windows:
+        h.reads(t, a)
+        h.stuck(a, b)
+        t = b
+    h.reads(t, 40)
+    for at, f, value in faults:
+        h.nemesis(at, f, value)
+    return h
+
+
+TWO_FOLLOWERS_DOWN = [(10, "kill", {"nodes": ["n4", "n5"]}), (35, "start", {"nodes": ["n4", "n5"]})]
+
+
+def test_healthy_outages_each_within_the_limit_that_add_up_past_it_are_flagged():
+    # Three stalls of 4 s while a quorum and the leader are up: each within
+    # the 6 s one may last, 12 s in all.
+    v = check(stalls([(12, 16), (20, 24), (28, 32)], TWO_FOLLOWERS_DOWN), led_by_n1())
+    assert types(v) == ["unavailable-while-healthy-summed"]
+    [a] = v["anomalies"]
+    assert (a["unexcused_s"], a["windows"], a["limit_s"]) == (12.0, 3, 6.0)
+    assert v["stats"]["unexcused_unavailable_s"] == 12.0
+
+
+def test_one_healthy_outage_within_the_limit_passes():
+    v = check(stalls([(12, 16)], TWO_FOLLOWERS_DOWN), led_by_n1())
+    assert v["valid"] is True
+    assert v["stats"]["unexcused_unavailable_s"] == 4.0
+
+
+def test_outages_that_faults_excuse_add_up_to_nothing():
+    # The same three stalls, each while three of five are down: no quorum.
+    faults = [f for a, b in [(12, 16), (20, 24), (28, 32)]
+              for f in [(a, "kill", {"nodes": ["n3", "n4", "n5"]}),
+                        (b - 0.5, "start", {"nodes": ["n3", "n4", "n5"]})]]
+    v = check(stalls([(12, 16), (20, 24), (28, 32)], faults), led_by_n1())
+    assert v["valid"] is True
+    assert v["stats"]["unexcused_unavailable_s"] == 0.0
+
+
+def test_a_window_flagged_on_its_own_is_not_counted_again():
+    v = check(stalls([(12, 22), (26, 30)], TWO_FOLLOWERS_DOWN), led_by_n1())
+    assert types(v) == ["unavailable-while-healthy"]
+
+
 def stuck_at(h: H, node: str, from_s: float, to_s: float) -> None:
     """A sticky client whose every op, sent to `node`, times out."""
     t, process = from_s, 200
@@ -355,6 +403,9 @@ def test_the_report_explains_each_new_anomaly_in_a_sentence():
                         (30, "start", {"nodes": ["n4", "n5"]})])
     [gap] = check(h, led_by_n1())["anomalies"]
     assert "for 10.0 s of it" in explain(gap)
+    [summed] = check(stalls([(12, 16), (20, 24), (28, 32)], TWO_FOLLOWERS_DOWN),
+                     led_by_n1())["anomalies"]
+    assert explain(summed).startswith("In 3 windows without a successful op (from 12.01 s")
 
 
 def test_a_leader_whose_own_removal_was_answered_in_doubt_may_resign():

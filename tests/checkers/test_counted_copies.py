@@ -165,3 +165,54 @@ def test_divergence_reports_them():
     assert v["valid"] is False
     assert [a["type"] for a in v["anomalies"]] == ["counted-not-durable"]
     assert v["stats"]["counted_copies"] == {"claims": 1}
+
+
+# --- commit-off-counted-quorum: the hw line against its own counts -----------------
+
+
+def quorum_claim(value: int, counted: dict) -> dict[str, list[dict]]:
+    """n1 leads epoch 2 of five voters and raises hw to `value`, counting
+    `counted`; every voter's lines bear its count out."""
+    voters = sorted(counted)
+    return {v: [start(0, v), *([leader(50, v, 2)] if v == "n1" else []),
+                flushed(90, v, counted[v]),
+                *([hw(100, v, value, 2, counted)] if v == "n1" else [])] for v in voters}
+
+
+FIVE = {"n1": 16, "n2": 15, "n3": 15, "n4": 13, "n5": 12}
+
+
+def test_an_hw_at_the_end_a_majority_holds_passes():
+    # Sorted down 16 15 15 13 12: three of five hold 15.
+    assert types(quorum_claim(15, FIVE)) == []
+
+
+def test_an_hw_below_what_a_majority_holds_fails():
+    # What a quorum of one copy too many gives (the fourth largest).
+    [a] = counted_copies.check(quorum_claim(13, FIVE))[0]
+    assert (a["type"], a["leader"], a["hw"], a["majority_end"]) == (
+        "commit-off-counted-quorum", "n1", 13, 15)
+    assert "withheld" in a["explanation"]
+
+
+def test_an_hw_above_what_a_majority_holds_fails():
+    # Only two of five hold 16: the commit rests on a minority.
+    [a] = counted_copies.check(quorum_claim(16, FIVE))[0]
+    assert (a["type"], a["majority_end"]) == ("commit-off-counted-quorum", 15)
+    assert "miscounted" in a["explanation"]
+
+
+def test_the_majority_is_of_the_voters_the_line_names():
+    # Four voters (a leader that removed a fifth): a majority is three, 15.
+    four = {v: e for v, e in FIVE.items() if v != "n5"}
+    assert types(quorum_claim(15, four)) == []
+    assert types(quorum_claim(13, four)) == ["commit-off-counted-quorum"]
+
+
+def test_an_off_quorum_leader_is_named_once_per_epoch():
+    events = quorum_claim(13, FIVE)
+    later = {"n1": 17, "n2": 16, "n3": 16, "n4": 14, "n5": 12}
+    for v, end in later.items():
+        events[v].append(flushed(105, v, end))
+    events["n1"].append(hw(110, "n1", 14, 2, later))
+    assert types(events) == ["commit-off-counted-quorum"]

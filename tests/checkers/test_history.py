@@ -30,6 +30,24 @@ def write(path, ops):
             w.append(op)
 
 
+def test_an_op_written_but_interrupted_before_it_was_counted_still_counts(tmp_path):
+    """A Ctrl-C (KeyboardInterrupt in the appending thread) can land between
+    an op's write and its count: the next op must not repeat its index."""
+    path = tmp_path / "history.msgpack"
+    ops = sample_ops(3)
+    with HistoryWriter(path) as w:
+        w.append(ops[0])
+        before = w._appended
+        w.append(ops[1])
+        w._appended = before    # the state an interrupt right after the write leaves
+        for op in ops[2:]:
+            w.append(op)
+        assert w.count == len(ops)
+    h = read_history(path)
+    assert h.warnings == [] and validate(h.ops) == []
+    assert [o.index for o in h.ops] == list(range(len(ops)))
+
+
 def test_round_trip(tmp_path):
     path = tmp_path / "history.msgpack"
     ops = sample_ops(100)

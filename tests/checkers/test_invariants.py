@@ -121,6 +121,31 @@ def test_a_killed_leader_is_not_stranded():
     assert invariants.check(h.ops, events, run())["valid"] is True
 
 
+def powered_off_then_isolated(power_cut: bool) -> tuple[H, dict]:
+    """n1 leads; a power cut that restarts it inside its own op (lose-unsynced)
+    takes it at 5 s; its start line comes only at 14 s (a slow restart under
+    load); it is cut off from 10 s to 16 s."""
+    h = H()
+    if power_cut:
+        h.nemesis(5, "lose-unsynced", {"nodes": ["n1"]}, took_s=0.5)
+    h.isolate(10, "n1")
+    h.nemesis(16, "heal")
+    events = elected_n1()
+    if power_cut:
+        events["n1"].append(start(14, "n1", 1))
+    return h, events
+
+
+def test_a_leader_a_power_cut_restarted_is_not_stranded_before_its_start_line():
+    h, events = powered_off_then_isolated(power_cut=True)
+    assert invariants.check(h.ops, events, run())["valid"] is True
+
+
+def test_without_the_power_cut_the_same_isolation_strands_it():
+    h, events = powered_off_then_isolated(power_cut=False)
+    assert types(invariants.check(h.ops, events, run())) == ["stranded-leader"]
+
+
 def test_a_leader_whose_two_followers_are_paused_must_resign_too():
     h = H()
     h.nemesis(10, "pause", {"nodes": ["n2", "n3"]})

@@ -90,6 +90,33 @@ def test_go_and_etcd_lines(text: str, caught: bool) -> None:
     assert node_logs.check_logs(lines("n1", text), *ETCD)["valid"] is (not caught)
 
 
+# etcd n4's stderr in a default (hunt) run, seed 5, 2026-11-27: the hunt's
+# `disk` fault filled n4's disk and etcd stopped, as it must without a WAL.
+ETCD_DISK_FULL = ("2026-11-27 09:04:09.277617 C | etcdserver: failed to save state and entries "
+                  "error: write /tmp/faultline-20261127T090355.643029Z-be60a8-3ugilq59/n4/member/"
+                  "wal.tmp/0000000000000000-0000000000000000.wal: no space left on device")
+
+
+ETCD_STATE_LOST = ("panic: tocommit(367) is out of range [lastIndex(353)]. Was the raft log "
+                   "corrupted, truncated, or lost?")
+
+
+@pytest.mark.parametrize("text, caught", [
+    (ETCD_DISK_FULL, False),
+    ("panic: sync /data/member/wal/0.wal: input/output error", False),
+    ('{"level":"fatal","msg":"failed to save","error":"write x.wal: input/output error"}', False),
+    # The same fatal line without the OS's error is etcd's own.
+    (ETCD_DISK_FULL.rsplit(": ", 1)[0] + ": unexpected EOF", True),
+    # A member whose WAL tail a truncate took (default run seed 18): its
+    # exit is node-exits' to judge (below).
+    (ETCD_STATE_LOST, False),
+    ("panic: runtime error: index out of range [3] with length 3", True),
+])
+def test_a_go_node_stopping_on_its_disk_faults_error_is_not_its_own_failure(
+        text: str, caught: bool) -> None:
+    assert node_logs.check_logs(lines("n4", text), *ETCD)["valid"] is (not caught)
+
+
 def test_no_patterns_or_no_lines_is_unknown() -> None:
     assert node_logs.check_logs(lines("n1", "x"), ())["valid"] == "unknown"
     assert node_logs.check_logs([], *RAFT)["valid"] == "unknown"
@@ -132,6 +159,84 @@ def test_a_member_leaving_while_removed_is_excused_and_only_then() -> None:
     assert node_logs.check_exits([later], ops, START)["valid"] is False
     # A node the fault did not remove has no reason to leave.
     assert node_logs.check_exits([another], ops, START)["valid"] is False
+
+
+def membership_then_restore(failed: dict[str, str]) -> list[Op]:
+    """n4 and n5 removed at 20.7 s; the restore at 28.6 s adds back n5 and
+    reports what it could not add (the hunt's seed 5 on etcd, 2026-11-27)."""
+    removed = {"change": "remove", "nodes": ["n4", "n5"], "refused": {}}
+    return [Op(0, int(20.6 * S), NEMESIS, "invoke", "membership", None),
+            Op(1, int(20.7 * S), NEMESIS, "info", "membership", removed),
+            Op(2, int(28.5 * S), NEMESIS, "invoke", "restore-voters", None),
+            Op(3, int(28.6 * S), NEMESIS, "info", "restore-voters",
+               {"nodes": [n for n in ("n4", "n5") if n not in failed], "failed": failed})]
+
+
+# etcd's n4, still removed, started again after a truncate (its fault's own
+# restart) and shut itself down: "the member has been permanently removed".
+N4_LEAVES_AGAIN = {"node": "n4", "monotonic_ns": START + int(64.2 * S), "status": 0}
+
+
+def test_a_member_the_heal_failed_to_add_back_may_still_leave() -> None:
+    ops = membership_then_restore({"n4": "not_caught_up"})
+    assert node_logs.check_exits([N4_LEAVES_AGAIN], ops, START)["valid"] is True
+
+
+def test_a_member_not_added_back_stays_out_through_later_changes() -> None:
+    """As in that run: n5 removed again at 39.1 s and added back at 40.9 s,
+    a restore that names only n5 and reports no failure; n4 is still out."""
+    again = membership_then_restore({"n4": "not_caught_up"}) + [
+        Op(4, int(39.1 * S), NEMESIS, "invoke", "membership", None),
+        Op(5, int(39.4 * S), NEMESIS, "info", "membership",
+           {"change": "remove", "nodes": ["n5"], "ok": True}),
+        Op(6, int(40.4 * S), NEMESIS, "invoke", "restore-voters", None),
+        Op(7, int(40.9 * S), NEMESIS, "info", "restore-voters", {"nodes": ["n5"], "failed": {}})]
+    assert node_logs.check_exits([N4_LEAVES_AGAIN], again, START)["valid"] is True
+    # A restore that names n4 brings it back: a later exit is its own.
+    back = [*again[:-1], Op(7, int(40.9 * S), NEMESIS, "info", "restore-voters",
+                            {"nodes": ["n4", "n5"], "failed": {}})]
+    assert node_logs.check_exits([N4_LEAVES_AGAIN], back, START)["valid"] is False
+
+
+def test_a_member_added_back_leaving_later_is_an_anomaly() -> None:
+    ops = membership_then_restore({})
+    v = node_logs.check_exits([N4_LEAVES_AGAIN], ops, START)
+    assert v["valid"] is False
+    assert [a["node"] for a in v["anomalies"]] == ["n4"]
+    # Nor does one node's failed add excuse another's exit.
+    ops = membership_then_restore({"n4": "not_caught_up"})
+    n5 = dict(N4_LEAVES_AGAIN, node="n5")
+    assert node_logs.check_exits([n5], ops, START)["valid"] is False
+
+
+def truncate_then_start(truncate_s: float, start_s: float) -> list[Op]:
+    """The hunt's truncate of n2's WAL tail and the restart that ends it
+    (default etcd run seed 18, 2026-11-27: 32.67 s and 34.36 s)."""
+    value = {"nodes": ["n2"], "mode": "tail"}
+    return [Op(0, int((truncate_s - 0.1) * S), NEMESIS, "invoke", "truncate", None),
+            Op(1, int(truncate_s * S), NEMESIS, "info", "truncate", value),
+            Op(2, int((start_s - 0.1) * S), NEMESIS, "invoke", "start", None),
+            Op(3, int(start_s * S), NEMESIS, "info", "start", {"nodes": ["n2"]})]
+
+
+# etcd's n2 panicking on its shortened log, 1.1 s after its restart.
+N2_STATE_LOST_EXIT = {"node": "n2", "monotonic_ns": START + int(35.5 * S), "status": 2}
+
+
+def test_a_node_stopping_after_a_fault_took_its_log_is_excused() -> None:
+    assert node_logs.check_exits([N2_STATE_LOST_EXIT], truncate_then_start(32.67, 34.36),
+                                 START)["valid"] is True
+
+
+def test_a_node_stopping_with_no_state_taken_or_long_after_is_an_anomaly() -> None:
+    assert node_logs.check_exits([N2_STATE_LOST_EXIT], [], START)["valid"] is False
+    # The same exit long after the truncate's heal is the node's own.
+    assert node_logs.check_exits([N2_STATE_LOST_EXIT], truncate_then_start(12.0, 14.0),
+                                 START)["valid"] is False
+    # Nor does n2's truncate excuse another node's exit.
+    other = dict(N2_STATE_LOST_EXIT, node="n3")
+    assert node_logs.check_exits([other], truncate_then_start(32.67, 34.36),
+                                 START)["valid"] is False
 
 
 def test_a_kill_fault_window_excuses_nothing() -> None:

@@ -199,6 +199,17 @@ class FakeMount:
         self.released = True
 
 
+def set_up_power_cut(cluster: FakeCluster, variant: str
+                     ) -> tuple[PowerCutAfterCommit, Fired, dict[str, FakeMount]]:
+    """A power-cut-after-commit trigger on fake mounts, set up (not armed)."""
+    mounts = {n: FakeMount() for n in cluster.names}
+    trigger = PowerCutAfterCommit(FaultContext(variant=variant, extras={"mounts": mounts}))
+    fired = Fired()
+    trigger.fire = fired
+    trigger.setup(cluster)
+    return trigger, fired, mounts
+
+
 def test_power_cut_fires_on_a_young_write_ack_and_powers_off_a_majority_with_it_at_once(
         tmp_path: Path) -> None:
     cluster = FakeCluster(tmp_path, ("n1", "n2", "n3", "n4", "n5"))
@@ -252,11 +263,7 @@ def test_a_heal_leaves_down_the_nodes_whose_power_cut_has_not_run_yet(tmp_path: 
     stop at their first fsync. So it leaves them to the queued fault, and
     starts the rest; once that fault ran, a heal starts what is still down."""
     cluster = FakeCluster(tmp_path, ("n1", "n2", "n3"))
-    mounts = {n: FakeMount() for n in cluster.names}
-    trigger = PowerCutAfterCommit(FaultContext(variant="all", extras={"mounts": mounts}))
-    fired = Fired()
-    trigger.fire = fired
-    trigger.setup(cluster)
+    trigger, fired, mounts = set_up_power_cut(cluster, "all")
     try:
         trigger.inject(cluster, random.Random(3), {})
         cluster.line("n1", {"event": "role", "role": "Leader", "epoch": 1, "leader": "n1"})
@@ -327,11 +334,7 @@ def test_power_cut_takes_any_ack_after_enough_old_ones(tmp_path: Path,
     # meets it too. Each arming counts afresh.
     monkeypatch.setattr(triggers, "FALLBACK_ACKS", 3)
     cluster = FakeCluster(tmp_path)
-    mounts = {n: FakeMount() for n in cluster.names}
-    trigger = PowerCutAfterCommit(FaultContext(variant="all", extras={"mounts": mounts}))
-    fired = Fired()
-    trigger.fire = fired
-    trigger.setup(cluster)
+    trigger, fired, mounts = set_up_power_cut(cluster, "all")
     try:
         trigger.inject(cluster, random.Random(3), {})
         for last in (1, 2, 3):

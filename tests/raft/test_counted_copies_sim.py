@@ -1,8 +1,8 @@
 """The raft node's `hw` lines name the durable ends they counted and its
 `flushed` lines say its durable end (docs/contracts.md); checkers.counted_copies
 holds one against the other. In the simulation's random faults the correct
-code is never flagged, and each of the two replication bugs of bench/unplanted
-that miscount copies is (a deterministic simulation: the figures in the
+code is never flagged, and each of the bugs of bench/unplanted that miscount
+copies, or a quorum, is (a deterministic simulation: the figures in the
 tests are what these seeds give, the same on every machine)."""
 
 from __future__ import annotations
@@ -53,10 +53,13 @@ def test_the_correct_code_is_never_flagged_under_random_faults():
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("bug", "at_least"), [("progress-before-validation", 10),
-                                                 ("truncate-keeps-flushed-end", 5)])
+                                                 ("truncate-keeps-flushed-end", 5),
+                                                 ("commit-needs-extra-replica", 100)])
 def test_a_bug_that_miscounts_copies_is_flagged(bug, at_least, tmp_path):
     # Measured (2026-11-27): 32/200 and 20/200 seeds flagged, where the
-    # simulation's own safety checks saw a violation in 21/200 and 5/200.
+    # simulation's own safety checks saw a violation in 21/200 and 5/200;
+    # commit-needs-extra-replica (a quorum of one copy too many, no safety
+    # violation) 138/200, by commit-off-counted-quorum.
     copy = scratch_copy(tmp_path / "copy", unplanted_bugs()[bug].patch)
     out = subprocess.run([sys.executable, "tests/counted_copies_sim.py", "0",
                           str(len(SEEDS))], cwd=copy, capture_output=True, text=True,

@@ -14,7 +14,7 @@ from workloads.registry import get as get_workload
 # Pinned values: changing the derivation changes every saved run's replay.
 PINNED_V2 = {"workload": 4236280732356475876, "schedule": 8376368769720803103,
              "node-choice": 2815717508029962093, "pacing": 6405761195801692798,
-             "nodes": 3841162687418345108}
+             "nodes": 3841162687418345108, "companion": 8884351208328780493}
 
 
 def test_scheme_2_streams_are_pinned_and_distinct():

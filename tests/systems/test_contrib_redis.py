@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,46 @@ def test_installed_plugin_runs_end_to_end(tmp_path):
     assert by_f["read"]["ok"] > 0 and by_f["write"]["ok"] > 0, by_f
     assert {n for n, v in checkers.items() if v["valid"] is not True} <= {"stats"}
     assert [a["f"] for a in checkers["stats"]["anomalies"]] in ([], ["cas"]), by_f
+
+
+def _children_of(pid: int) -> list[int]:
+    import psutil
+    try:
+        return [c.pid for c in psutil.Process(pid).children()]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def test_the_node_parent_takes_its_children_when_it_alone_is_killed(tmp_path):
+    """The memory fault's OOM killer SIGKILLed a node's parent alone (the
+    hunt, seed 4, 2026-11-27): its redis-server and sentinel lived on holding
+    the node's ports, and the restarted node exited on `Address already in
+    use` (a node-exits anomaly that was the plugin's, not Redis's). Now they
+    die with the parent. Real processes: a stand-in server that only sleeps."""
+    import psutil
+    server = tmp_path / "redis-server"
+    server.write_text("#!/bin/sh\nexec sleep 300\n")
+    server.chmod(0o755)
+    env = {**os.environ, "PYTHONPATH": str(PLUGIN)}
+    parent = subprocess.Popen([sys.executable, "-m", "faultline_redis.node",
+                               "--redis-server", str(server), "--server-conf", "a",
+                               "--sentinel-conf", "b"], env=env)
+    children: list[int] = []
+    try:
+        for _ in range(200):   # until both children started (bounded, not timed)
+            children = _children_of(parent.pid)
+            if len(children) == 2:
+                break
+            time.sleep(0.05)
+        assert len(children) == 2, children
+        parent.kill()
+        parent.wait()
+        gone, alive = psutil.wait_procs([psutil.Process(c) for c in children
+                                         if psutil.pid_exists(c)], timeout=30)
+        assert not alive, [p.pid for p in alive]
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        for c in children:
+            if psutil.pid_exists(c):
+                os.kill(c, 9)

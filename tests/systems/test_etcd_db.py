@@ -69,6 +69,36 @@ def test_nothing_answers_means_not_ready_and_no_leader(tmp_path):
     assert db.leader(cluster) is None
 
 
+class AnsweringDB(EtcdDB):
+    """The adapter with the leader's answers given, no member running."""
+
+    def __init__(self, answer: dict) -> None:
+        super().__init__()
+        self.answer = answer
+
+    def leader(self, cluster):
+        return "n1"
+
+    def _post(self, node, path, body, timeout):
+        if path.endswith("/member/list"):
+            return {"members": [{"ID": str(i), "peerURLs": [f"http://{n.host}:{n.port + 1}"]}
+                                for i, n in enumerate(self.cluster)]}
+        return self.answer
+
+
+@pytest.mark.parametrize("error, definite", [
+    # The leader removed itself: the change applied, then it stopped.
+    ("etcdserver: server stopped", False),
+    ("etcdserver: request timed out", False),
+    ("etcdserver: member not found", True),
+])
+def test_a_removal_answered_by_a_stopping_leader_is_in_doubt(tmp_path, error, definite):
+    db = AnsweringDB({"error": error})
+    db.cluster = specs(tmp_path)
+    result = db.change_voters(db.cluster, "remove", "n1")
+    assert result["ok"] is False and result["definite"] is definite
+
+
 def test_dump_log_writes_nothing(tmp_path):
     node = specs(tmp_path)[0]
     EtcdDB().dump_log(node, tmp_path / "log.msgpack")

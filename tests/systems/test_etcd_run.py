@@ -10,6 +10,7 @@ import pytest
 
 from checkers import linearizability
 from checkers.history import noop_reason, read_history, validate
+from checkers.registry import ops_of
 from harness.cli import main
 from nodes.etcd.db import INSTALL_HINT, EtcdDB
 
@@ -89,7 +90,8 @@ def test_serializable_reads_under_partitions_are_caught_stale(tmp_path):
     # once a stale read has been placed, so the failing op itself can be
     # either; but the same history without its reads is linearizable (writes
     # and cas go through etcd's quorum whatever the read option says).
-    without_reads = [op for op in ops if op.f != "read"]
+    # The register workload's own ops: the run's companion txns are Elle's.
+    without_reads = [op for op in ops_of(ops, "register", "register") if op.f != "read"]
     assert linearizability.check(without_reads, model=stale[0]["model"])["valid"] is True
     assert code == 1
 
@@ -108,3 +110,24 @@ def test_membership_changes_through_the_member_api_stay_linearizable(tmp_path):
                if "change" not in v), done
     assert all(v["valid"] is True for v in checkers.values()), checkers
     assert code == 0
+
+
+def test_default_hunt_finds_nothing_in_etcd_and_says_what_it_cannot_judge(tmp_path):
+    """The default run (no --nemesis: the hunt, with every fault etcd can
+    take) against etcd, which is believed linearizable for these ops: no
+    checker may call it invalid, and the rules etcd leaves nothing for say so
+    instead of passing it. Measured (docs/hunt.md, 2026-11-27, load 15-32 on
+    2 cores): 4 of 40 default runs of 5 members x 60 s flagged before the
+    fixes this test guards (the disk fault's ENOSPC/EIO lines, a member not
+    added back leaving, a member stopping on a truncated WAL), all four
+    false; all 40 valid re-judged after them.
+    Seed 1 here played kill, pause, partitions, a lagging link, truncate and
+    lose-unsynced when measured (3 nodes, 30 s: 1 of 1 passed, 42 s)."""
+    code, ops, checkers = run(tmp_path, "--time-limit", "30", "--seed", "1")
+    assert nemesis_fs(ops) - {"hunt"}, "the hunt played no fault"
+    invalid = {name: v["anomalies"][:3] for name, v in checkers.items() if v["valid"] is False}
+    assert not invalid, invalid
+    assert code in (0, 2)
+    # No Leader lines from etcd: availability judges outages against the
+    # faults (the leader unknown) and says it judged no leader change.
+    assert checkers["availability"]["stats"]["leader_changes_judged"] == "no: no node events"

@@ -14,6 +14,7 @@ from faultline import (
     NodeSpec,
     NodeState,
     python_module_argv,
+    write_durably,
 )
 from faultline_redis.config import MASTER_NAME, sentinel_conf, sentinel_port, server_conf
 from faultline_redis.connect import connect
@@ -58,12 +59,16 @@ class RedisDB:
     def argv(self, node: NodeSpec, cluster: list[NodeSpec], fresh: bool) -> list[str]:
         # Both daemons rewrite their config as roles change (a sentinel-led
         # failover, a demoted primary); a restart keeps what they wrote.
+        # Written durably: a config the node's disk never synced is lost by
+        # `lose-unsynced`, and redis-server restarts on its defaults (port
+        # 6379, no replication), out of the cluster for good (seen: the hunt,
+        # seed 1, 2026-11-27, on the primary, whose config nothing rewrites).
         server, sentinel = node.data_dir / "redis.conf", node.data_dir / "sentinel.conf"
         if fresh or not server.exists():
-            server.write_text(server_conf(node, cluster))
-            sentinel.write_text(sentinel_conf(node, cluster,
-                                              int(node.options.get("down_after_ms", 1000)),
-                                              int(node.options.get("failover_timeout_ms", 3000))))
+            write_durably(server, server_conf(node, cluster))
+            write_durably(sentinel, sentinel_conf(
+                node, cluster, int(node.options.get("down_after_ms", 1000)),
+                int(node.options.get("failover_timeout_ms", 3000))))
         return python_module_argv(
             "faultline_redis.node",
             "--redis-server", shutil.which("redis-server") or "redis-server",

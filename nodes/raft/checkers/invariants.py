@@ -121,15 +121,16 @@ def check(history: list[Op], events: dict[str, list[dict]], run: dict,
         return verdict("unknown", [], stats)
     nodes = sorted(events)
     timeline = fault_timeline(history, nodes)
+    possible = fault_timeline(history, nodes, certain=False)
     voters = voters_in_force(events, start_ns)
     grace = GRACE_MS * MS
     fetch_limit = timers["fetch_timeout_ms"] * MS + grace
     prevote_limit = 2 * timers["election_timeout_ms"] * MS + grace
-    anomalies += stranded_leaders(events, timeline, nodes, start_ns, fetch_limit, voters)
+    anomalies += stranded_leaders(events, timeline, nodes, start_ns, fetch_limit, voters,
+                                  process_taken=possible)
     anomalies += cut_off_candidates(events, timeline, nodes, start_ns, prevote_limit, voters)
     anomalies += pre_votes_from_fetching_followers(
-        events, fault_timeline(history, nodes, certain=False), start_ns, fetch_limit)
-    possible = fault_timeline(history, nodes, certain=False)
+        events, possible, start_ns, fetch_limit)
     end_ns = max((op.time for op in history), default=0)
     anomalies += resigned_adding_voter(events, possible, start_ns, end_ns)
     change_limit = 2 * timers["fetch_timeout_ms"] * MS + grace
@@ -485,15 +486,21 @@ def leader_tenures(evs: list[dict], start_ns: int) -> list[tuple[int, int, int]]
 
 def stranded_leaders(events: dict[str, list[dict]], timeline: list[dict], nodes: list[str],
                      start_ns: int, limit_ns: int,
-                     voters: dict[str, list[tuple[int, frozenset[str] | None]]] | None = None
-                     ) -> list[dict]:
+                     voters: dict[str, list[tuple[int, frozenset[str] | None]]] | None = None,
+                     process_taken: list[dict] | None = None) -> list[dict]:
+    """`process_taken`: a timeline whose `down` sets say when a fault may have
+    taken a node's process (`fault_timeline(..., certain=False)`: from a
+    kill's invoke, and the power cuts that kill and restart inside their own
+    op); default `timeline`."""
     anomalies = []
     for node in nodes:
         spans = cut_off_spans(node, timeline, nodes, inbound_only=True,
                               voter_steps=(voters or {}).get(node))
-        downs = _down_spans(node, timeline)
+        downs = _down_spans(node, process_taken if process_taken is not None else timeline)
         for epoch, t0, t1 in leader_tenures(events.get(node, []), start_ns):
-            # A killed leader has no line until it restarts: its tenure ends at the kill.
+            # A killed leader has no line until it restarts: its tenure ends at
+            # the kill, or at a power cut that restarts it (its next line, the
+            # start, may come long after the op under load).
             t1 = min([t1] + [a for a, _ in downs if a >= t0])
             for a, b in spans:
                 lo, hi = max(a, t0), min(b, t1)

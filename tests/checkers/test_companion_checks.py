@@ -1,0 +1,156 @@
+"""Each workload's ops judged by its own checkers in a run with a companion
+workload (workloads/companion.py, docs/workloads.md): a register anomaly in a
+list-append run is linearizability's, a transaction anomaly in a register run
+Elle's, each verdict naming the workload; the twins pass. A run without a
+companion (every saved run before them) is judged as it always was."""
+
+from __future__ import annotations
+
+from checkers.checker import OPS_OF, companion_key
+from checkers.history import NEMESIS, History, Op
+from checkers.registry import check_loaded, ops_of, without_companion
+from checkers.rundir import Run
+from checkers.verdict import checker_label
+from workloads.judging import plan_for
+
+
+class Ops:
+    """A history built op by op, each op tagged with the workload that issued it."""
+
+    def __init__(self) -> None:
+        self.ops: list[Op] = []
+
+    def add(self, process: int | str, typ: str, f: str, value, key=None,
+            workload: str | None = None) -> None:
+        self.ops.append(Op(len(self.ops), len(self.ops) * 10, process, typ, f, value, key,
+                           workload=workload))
+
+    def done(self, process: int, f: str, invoked, completed, typ: str = "ok", key=None,
+             workload: str | None = None) -> None:
+        self.add(process, "invoke", f, invoked, key, workload)
+        self.add(process, typ, f, completed, key, workload)
+
+
+def register_ops(h: Ops, workload: str | None = None) -> None:
+    """A correct register history on key r0 (in the companion's namespace if it is one)."""
+    key = companion_key(workload, "r0") if workload else "r0"
+    sign = -1 if workload else 1
+    h.done(0, "write", sign * 1, sign * 1, key=key, workload=workload)
+    h.done(0, "read", None, sign * 1, key=key, workload=workload)
+    h.done(0, "cas", [sign * 1, sign * 2], [sign * 1, sign * 2], key=key, workload=workload)
+    h.done(0, "read", None, sign * 2, key=key, workload=workload)
+
+
+def list_ops(h: Ops, workload: str | None = None) -> None:
+    """A correct list-append history on key 1 (in the companion's namespace if it is one)."""
+    key = companion_key(workload, 1) if workload else 1
+    v = -1 if workload else 1
+    h.done(1, "txn", [["append", key, v]], [["append", key, v]], workload=workload)
+    h.done(1, "txn", [["r", key, None]], [["r", key, [v]]], workload=workload)
+
+
+def judged(h: Ops, workload: str, companion: str | None, checkers: list[str]) -> dict:
+    config = {"workload": workload, "checkers": checkers,
+              **({"companion": companion} if companion else {})}
+    run = {"config": config, "artifacts": []}
+    return check_loaded(Run(None, run, History(h.ops)), plan_for(run))
+
+
+def test_a_register_anomaly_in_a_list_append_run_is_linearizabilitys():
+    """A cas on a key nobody wrote that succeeds (the unplanted cas-absent-key)."""
+    def run(cas_result: str) -> dict:
+        h = Ops()
+        list_ops(h)
+        register_ops(h, "register")
+        absent = companion_key("register", "r0-absent")
+        h.done(2, "cas", [-7, -8], [-7, -8], typ=cas_result, key=absent, workload="register")
+        return judged(h, "list-append", "register", ["elle"])
+
+    bad = run("ok")
+    lin = bad["checkers"]["linearizability"]
+    assert lin["valid"] is False and lin["stats"]["workload"] == "register"
+    assert {a.get("key") for a in lin["anomalies"]} == {companion_key("register", "r0-absent")}
+    assert checker_label("linearizability", lin, "list-append") == \
+        "linearizability (register ops)"
+    assert checker_label("elle", bad["checkers"]["elle"], "list-append") == "elle"
+    # Elle judged the list-append ops alone: no cas reached it.
+    elle = bad["checkers"]["elle"]
+    assert elle["valid"] is True and elle["stats"]["workload"] == "list-append"
+    assert bad["valid"] is False
+    good = run("fail")
+    assert good["checkers"]["linearizability"]["valid"] is True and good["valid"] is True
+
+
+def test_a_transaction_anomaly_in_a_register_run_is_elles():
+    """A transaction that appends then reads its key and misses its own append
+    (the unplanted txn-reads-first)."""
+    def run(read: list[int]) -> dict:
+        h = Ops()
+        register_ops(h)
+        list_ops(h, "list-append")
+        key = companion_key("list-append", 2)
+        h.done(3, "txn", [["append", key, -5], ["r", key, None]],
+               [["append", key, -5], ["r", key, read]], workload="list-append")
+        return judged(h, "register", "list-append", ["linearizability"])
+
+    bad = run([])
+    elle = bad["checkers"]["elle"]
+    assert elle["valid"] is False and elle["stats"]["workload"] == "list-append"
+    assert checker_label("elle", elle, "register") == "elle (list-append ops)"
+    lin = bad["checkers"]["linearizability"]
+    assert lin["valid"] is True and lin["stats"]["workload"] == "register"
+    good = run([-5])
+    assert good["checkers"]["elle"]["valid"] is True and good["valid"] is True
+
+
+def test_the_main_workloads_anomaly_stays_the_main_checkers():
+    h = Ops()
+    register_ops(h)
+    h.done(0, "read", None, 9, key="r0")   # never written
+    list_ops(h, "list-append")
+    doc = judged(h, "register", "list-append", ["linearizability"])
+    assert doc["checkers"]["linearizability"]["valid"] is False
+    assert doc["checkers"]["elle"]["valid"] is True
+
+
+def test_a_run_without_a_companion_is_judged_as_before():
+    """No `companion` in run.json (a run of before, or --companion-ops 0): no
+    checker is added, none is given `ops_of`, every op is the main's."""
+    plan = plan_for({"config": {"workload": "register"}})
+    assert "elle" not in plan and all(OPS_OF not in o for o in plan.values())
+    h = Ops()
+    register_ops(h)
+    h.done(0, "read", None, 9, key="r0")
+    doc = judged(h, "register", None, ["linearizability"])
+    lin = doc["checkers"]["linearizability"]
+    assert lin["valid"] is False and "workload" not in lin["stats"]
+
+
+def test_the_plan_adds_the_companions_own_checkers_once():
+    plan = plan_for({"config": {"workload": "register", "companion": "list-append"}})
+    assert plan["elle"][OPS_OF] == "list-append"
+    assert plan["linearizability"] == {"model": "register-kv", OPS_OF: "register"}
+    # durability judges the main workload's data type; the companion's is left out.
+    assert plan["durability"][OPS_OF] == "register"
+    assert plan["durability"]["data"] == "registers"
+    assert all(o[OPS_OF] == "register" for n, o in plan.items() if n != "elle")
+    lists = plan_for({"config": {"workload": "list-append", "companion": "register"}})
+    assert lists["linearizability"] == {"model": "register-kv", OPS_OF: "register"}
+
+
+def test_ops_of_keeps_the_nemesis_and_reads_an_untagged_op_as_the_mains():
+    ops = [Op(0, 0, 0, "invoke", "read", None, "r0"),
+           Op(1, 1, NEMESIS, "info", "kill", None),
+           Op(2, 2, 1, "invoke", "txn", [["r", "list-append:1", None]], workload="list-append")]
+    assert [o.index for o in ops_of(ops, "register", "register")] == [0, 1]
+    assert [o.index for o in ops_of(ops, "list-append", "register")] == [1, 2]
+
+
+def test_node_state_judges_the_main_workloads_keys_alone():
+    state = {"position": 7, "digest": "d",
+             "keys": [["r0", 3], ["-2", [-1]], ["list-append:x", [-1]], ["list-appendix", 1],
+                      ["2", [1]]]}
+    assert without_companion(state, "list-append") == {
+        "position": 7, "digest": "d", "keys": [["r0", 3], ["list-appendix", 1], ["2", [1]]]}
+    assert companion_key("list-append", 1) == -2 and companion_key("register", "r0") == \
+        "register:r0"
