@@ -78,38 +78,64 @@ def _as_map(pairs: Any) -> dict[str | None, Any]:
     return out
 
 
+def keys_named(op: Op) -> set[str | None]:
+    """The keys an op names, as a node state names them: a transaction's
+    micro-ops' keys, else the op's own key."""
+    if op.f == "txn" and isinstance(op.value, list):
+        return {norm_key(m[1]) for m in op.value if isinstance(m, list | tuple) and len(m) == 3}
+    return {norm_key(op.key)}
+
+
+def owners(ops: Iterable[Op], main: str) -> dict[str | None, str]:
+    """Pure: key -> the workload whose ops name it (an untagged op is the main
+    workload's). A key named by several is the first's, the main workload's first."""
+    out: dict[str | None, str] = {}
+    for op in client_ops(ops):
+        workload = op.workload or main
+        for k in keys_named(op):
+            if out.get(k) != main:
+                out[k] = main if workload == main else out.get(k, workload)
+    return out
+
+
 def check(states: Mapping[str, Mapping[str, Any] | None], ops: list[Op], data: str | None,
-          realtime: bool = True, leader_known: bool = True) -> Verdict:
+          realtime: bool = True, leader_known: bool = True,
+          companions: Mapping[str, str] | None = None, main: str = "") -> Verdict:
     """Judge the nodes' final applied states (node -> state, None: it did not
     answer). `leader_known`: a leader was known when they were read (without
-    one, nodes that all restarted may not yet have applied what was committed)."""
+    one, nodes that all restarted may not yet have applied what was committed).
+    `companions`: the run's other workloads (name -> data type), whose keys
+    (those their ops name) are judged by their data type's rules against their
+    own ops; every other key and untagged op is the main workload's (`main`)."""
     if data not in JUDGED:
         return verdict("unknown", stats={"reason": f"no node-state rules for data {data!r}"})
+    companions = {w: d for w, d in (companions or {}).items() if w != main}
+    data_of = {main: data, **companions}
+    owner = owners(ops, main) if companions else {}
     answered = {n: s for n, s in states.items() if s is not None}
     silent = sorted(n for n, s in states.items() if s is None)
-    field = "logs" if data == LOGS else "keys"
-    maps = {n: _as_map(s.get(field)) for n, s in answered.items()}
+    # workload -> node -> its keys (a log workload: its logs).
+    maps = {w: {n: _owned(s, w, d, owner, main) for n, s in answered.items()}
+            for w, d in data_of.items()}
     positions = {n: s.get("position") for n, s in answered.items()}
     stats: dict[str, Any] = {"nodes": len(states), "answered": sorted(answered),
                              "silent": silent, "positions": positions}
     anomalies: list[dict[str, Any]] = []
     anomalies += _same_position(answered, maps, positions)
-    if data in (LISTS, LOGS):
-        anomalies += _prefixes(maps)
+    for w, d in data_of.items():
+        if d in (LISTS, LOGS):
+            anomalies += _tagged(_prefixes(maps[w]), w, companions)
     agreed = (len(answered) >= 1 and not silent and len(set(positions.values())) == 1
               and leader_known)
     if agreed:
-        if data == LOGS:
-            acks = log_acks(ops)
-            stats["acknowledged_writes"] = len(acks)
-            anomalies += _logs_against(maps, acks)
-        else:
-            writes = writes_of(pair_ops(client_ops(ops)), data)
-            stats["acknowledged_writes"] = sum(w.status == "ok" for w in writes)
-            if data == LISTS:
-                anomalies += _lists_against(maps, writes)
-            else:
-                anomalies += _registers_against(maps, writes, realtime)
+        acknowledged = {}
+        for w, d in data_of.items():
+            theirs = [op for op in ops if (op.workload or main) == w]
+            found, acknowledged[w] = _against_history(maps[w], theirs, d, realtime)
+            anomalies += _tagged(found, w, companions)
+        stats["acknowledged_writes"] = acknowledged[main]
+        if companions:
+            stats["acknowledged_writes_by_workload"] = acknowledged
         stats["judged_against_history"] = True
     else:
         stats["judged_against_history"] = False
@@ -133,9 +159,42 @@ def check(states: Mapping[str, Mapping[str, Any] | None], ops: list[Op], data: s
     return verdict(True, [], stats)
 
 
+def _owned(state: Mapping[str, Any], workload: str, data: str, owner: Mapping[str | None, str],
+           main: str) -> dict[str | None, Any]:
+    """A node's keys of `workload` (all its logs for a log workload)."""
+    if data == LOGS:
+        return _as_map(state.get("logs"))
+    return {k: v for k, v in _as_map(state.get("keys")).items()
+            if owner.get(k, main) == workload}
+
+
+def _tagged(anomalies: list[dict[str, Any]], workload: str,
+            companions: Mapping[str, str]) -> list[dict[str, Any]]:
+    """A companion's anomalies name their workload (the main workload's need not)."""
+    if workload not in companions:
+        return anomalies
+    return [{**a, "workload": workload} for a in anomalies]
+
+
+def _against_history(maps: Mapping[str, dict[str | None, Any]], ops: list[Op], data: str,
+                     realtime: bool) -> tuple[list[dict[str, Any]], int]:
+    """One workload's keys on every node against its ops: the anomalies, and
+    how many of its writes were acknowledged."""
+    if data == LOGS:
+        acks = log_acks(ops)
+        return _logs_against(maps, acks), len(acks)
+    writes = writes_of(pair_ops(client_ops(ops)), data)
+    acknowledged = sum(w.status == "ok" for w in writes)
+    if data == LISTS:
+        return _lists_against(maps, writes), acknowledged
+    return _registers_against(maps, writes, realtime), acknowledged
+
+
 def _same_position(answered: Mapping[str, Mapping[str, Any]],
-                   maps: Mapping[str, dict[str | None, Any]],
+                   maps: Mapping[str, Mapping[str, dict[str | None, Any]]],
                    positions: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Nodes at one position that differ, key by key in every workload's keys
+    (workload -> node -> keys), else by their digests."""
     by_position: dict[Any, list[str]] = defaultdict(list)
     for n in sorted(answered):
         by_position[positions[n]].append(n)
@@ -143,17 +202,20 @@ def _same_position(answered: Mapping[str, Mapping[str, Any]],
     for position, nodes in by_position.items():
         first = nodes[0]
         for other in nodes[1:]:
-            differing = [k for k in sorted(set(maps[first]) | set(maps[other]), key=repr)
-                         if freeze(maps[first].get(k, ABSENT)) !=
-                         freeze(maps[other].get(k, ABSENT))]
-            for k in differing:
-                out.append({"type": "divergent-state", "position": position, "key": k,
-                            "nodes": [first, other],
-                            "values": {first: maps[first].get(k), other: maps[other].get(k)}})
-            if not differing and answered[first].get("digest") != answered[other].get("digest"):
+            found = 0
+            for by_node in maps.values():
+                a, b = by_node[first], by_node[other]
+                differing = [k for k in sorted(set(a) | set(b), key=repr)
+                             if freeze(a.get(k, ABSENT)) != freeze(b.get(k, ABSENT))]
+                found += len(differing)
+                for k in differing:
+                    out.append({"type": "divergent-state", "position": position, "key": k,
+                                "nodes": [first, other],
+                                "values": {first: a.get(k), other: b.get(k)}})
+            if not found and answered[first].get("digest") != answered[other].get("digest"):
                 out.append({"type": "divergent-state", "position": position, "key": None,
                             "nodes": [first, other], "detail": "same keys, different digests "
-                            "(the difference is outside the workload's keys)"})
+                            "(the difference is outside the workloads' keys)"})
     return out
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from checkers.checker import (  # noqa: F401 (re-exported: the artefact names)
     APPLIED_STATE,
     ARTIFACT_WORDS,
+    COMPANIONS,
     EVENTS,
     LOG_DUMP,
     NODE_EXITS,
@@ -31,7 +32,6 @@ from checkers.checker import (  # noqa: F401 (re-exported: the artefact names)
     Checker,
     Contributed,
     Options,
-    is_companion_key,
 )
 from checkers.coverage import run_coverage
 from checkers.history import NEMESIS, History, Op, client_ops
@@ -141,12 +141,6 @@ def _node_state(r: Run, options: Options) -> Verdict:
     if r.path is None:
         return _no_run_dir()
     states = load_node_states(r.path)
-    companion = config_of(r).get("companion")
-    if companion:
-        # The main workload's keys alone: its rules would take the companion's
-        # values (another data type) for values nobody wrote.
-        states = {n: None if s is None else without_companion(s, companion)
-                  for n, s in states.items()}
     if not states:
         return verdict("unknown", stats={"reason": "no node states in the run"})
     collected = r.run.get("node_states") or {}
@@ -154,17 +148,9 @@ def _node_state(r: Run, options: Options) -> Verdict:
                             realtime=options.get("realtime", True),
                             # "agreed" was only ever recorded with a leader known.
                             leader_known=collected.get("leader") is not None
-                            or collected.get("agreed") is True)
-
-
-def without_companion(state: dict[str, Any], companion: str) -> dict[str, Any]:
-    """Pure: a node's applied state (`keys` as [key, value] pairs) without
-    the keys of the run's companion workload."""
-    keys = state.get("keys")
-    if not isinstance(keys, list):
-        return state
-    return {**state, "keys": [p for p in keys if not (isinstance(p, list | tuple) and p
-                                                      and is_companion_key(companion, p[0]))]}
+                            or collected.get("agreed") is True,
+                            companions=options.get(COMPANIONS),
+                            main=str(config_of(r).get("workload", "")))
 
 
 def _node_logs(r: Run, options: Options) -> Verdict:
@@ -230,8 +216,10 @@ AVAILABILITY = Checker("availability", "run", _availability,
                        needs_node_files=True)
 
 # Its `data` option comes from the run's workload, as durability's.
+# It judges each workload's keys against that workload's ops (COMPANIONS).
 NODE_STATE = Checker("node-state", "run", _node_state, from_config=_realtime,
-                     needs=lambda o: frozenset({APPLIED_STATE}), needs_node_files=True)
+                     needs=lambda o: frozenset({APPLIED_STATE}), needs_node_files=True,
+                     every_workload=True)
 NODE_LOGS_CHECKER = Checker("node-logs", "run", _node_logs,
                             needs=lambda o: frozenset({NODE_LOGS}), needs_node_files=True)
 NODE_EXITS_CHECKER = Checker("node-exits", "run", _node_exits,

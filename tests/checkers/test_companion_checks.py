@@ -6,10 +6,14 @@ companion (every saved run before them) is judged as it always was."""
 
 from __future__ import annotations
 
-from checkers.checker import OPS_OF, companion_key
+import msgpack
+import pytest
+
+from checkers.checker import APPLIED_STATE, COMPANIONS, OPS_OF, companion_key
 from checkers.history import NEMESIS, History, Op
-from checkers.registry import check_loaded, ops_of, without_companion
-from checkers.rundir import Run
+from checkers.node_state import owners
+from checkers.registry import check_loaded, ops_of
+from checkers.rundir import NODE_STATE, Run
 from checkers.verdict import checker_label
 from workloads.judging import plan_for
 
@@ -133,7 +137,11 @@ def test_the_plan_adds_the_companions_own_checkers_once():
     # durability judges the main workload's data type; the companion's is left out.
     assert plan["durability"][OPS_OF] == "register"
     assert plan["durability"]["data"] == "registers"
-    assert all(o[OPS_OF] == "register" for n, o in plan.items() if n != "elle")
+    assert all(o[OPS_OF] == "register" for n, o in plan.items()
+               if n not in ("elle", "node-state"))
+    # node-state judges each workload's keys itself, told the companion's data type.
+    assert OPS_OF not in plan["node-state"]
+    assert plan["node-state"][COMPANIONS] == {"list-append": "lists"}
     lists = plan_for({"config": {"workload": "list-append", "companion": "register"}})
     assert lists["linearizability"] == {"model": "register-kv", OPS_OF: "register"}
 
@@ -146,11 +154,59 @@ def test_ops_of_keeps_the_nemesis_and_reads_an_untagged_op_as_the_mains():
     assert [o.index for o in ops_of(ops, "list-append", "register")] == [1, 2]
 
 
-def test_node_state_judges_the_main_workloads_keys_alone():
-    state = {"position": 7, "digest": "d",
-             "keys": [["r0", 3], ["-2", [-1]], ["list-append:x", [-1]], ["list-appendix", 1],
-                      ["2", [1]]]}
-    assert without_companion(state, "list-append") == {
-        "position": 7, "digest": "d", "keys": [["r0", 3], ["list-appendix", 1], ["2", [1]]]}
-    assert companion_key("list-append", 1) == -2 and companion_key("register", "r0") == \
-        "register:r0"
+def node_state_of(tmp_path, h: Ops, keys_by_node: dict[str, list], workload: str,
+                  companion: str) -> dict:
+    """node-state's verdict on nodes holding `keys_by_node` at one position,
+    a leader known, in a run of `workload` with `companion`."""
+    for node, keys in keys_by_node.items():
+        d = tmp_path / "nodes" / node
+        d.mkdir(parents=True)
+        (d / NODE_STATE).write_bytes(msgpack.packb({"position": 9, "keys": keys}))
+    run = {"config": {"workload": workload, "companion": companion},
+           "artifacts": [APPLIED_STATE], "node_states": {"leader": "n1", "agreed": True}}
+    plan = {"node-state": plan_for(run)["node-state"]}
+    return check_loaded(Run(tmp_path, run, History(h.ops)), plan)["checkers"]["node-state"]
+
+
+@pytest.mark.parametrize("held, valid", [(-2, True), (-1, False)])
+def test_node_state_judges_the_companions_keys_against_its_ops(tmp_path, held, valid):
+    """A node holding a companion register value older than an acknowledged
+    companion write is stale; the main workload's list keys, judged by the
+    list rules against the list ops, are fine either way."""
+    h = Ops()
+    list_ops(h)
+    register_ops(h, "register")
+    r0 = companion_key("register", "r0")
+    v = node_state_of(tmp_path, h, {n: [["1", [1]], [r0, held if n == "n2" else -2]]
+                                    for n in ("n1", "n2")}, "list-append", "register")
+    assert v["valid"] is valid
+    assert v["stats"]["acknowledged_writes_by_workload"] == {"list-append": 1, "register": 2}
+    if not valid:
+        stale = [a for a in v["anomalies"] if a["type"] == "stale-value"]
+        assert [(a["node"], a["key"], a["workload"]) for a in stale] == [("n2", r0, "register")]
+
+
+@pytest.mark.parametrize("held, valid", [([-1], True), ([], False)])
+def test_node_state_judges_a_list_companion_by_the_list_rules(tmp_path, held, valid):
+    """In a register run, a list-append companion's acknowledged append
+    missing from a node's list is a lost append of that workload."""
+    h = Ops()
+    register_ops(h)
+    list_ops(h, "list-append")
+    key = str(companion_key("list-append", 1))
+    v = node_state_of(tmp_path, h, {n: [["r0", 2], [key, held]] for n in ("n1", "n2")},
+                      "register", "list-append")
+    assert v["valid"] is valid
+    if not valid:
+        assert {(a["type"], a["key"], a["workload"]) for a in v["anomalies"]} == {
+            ("lost-append", key, "list-append")}
+
+
+def test_the_keys_of_each_workload_are_the_keys_its_ops_name():
+    """Generic: no key shape; an untagged op is the main workload's."""
+    h = Ops()
+    register_ops(h)
+    list_ops(h, "list-append")
+    h.done(0, "write", 1, 1, key="z", workload="list-append")
+    assert owners(h.ops, "register") == {"r0": "register", "-2": "list-append",
+                                         "z": "list-append"}
