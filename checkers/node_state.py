@@ -11,7 +11,9 @@ Rules:
   for one key where neither is a prefix of the other, at any positions.
 - Against the history, only once every node answered at one position
   while a leader was known (the harness waits for that, bounded): each
-  node has then applied everything the cluster committed.
+  node has then applied everything the cluster committed. (Or, with some
+  node silent, a majority did so.) Each workload's keys (those its ops
+  name) against its own ops, by its data type (`companions`).
   - registers (and register txns): `stale-value` - the node holds a value
     that an acknowledged write, invoked after that value's write had been
     acknowledged, must have overwritten; `unwritten-value` - a value no
@@ -29,8 +31,12 @@ Rules:
     acknowledged at.
   Acks below quorum count as indeterminate (`checkers.acks`).
 
-Says `unknown` when fewer than two nodes answered and no node could be
-judged against the history.
+A node that did not answer (silent to the end) leaves its part unknown:
+the others are still compared with each other and, if a majority answered
+at one position with a leader known, judged against the history; without an
+anomaly the verdict is then `unknown`, its reason naming the silent nodes and
+those judged valid. Says `unknown` too when fewer than two nodes answered and
+no node could be judged against the history.
 """
 
 from __future__ import annotations
@@ -125,8 +131,12 @@ def check(states: Mapping[str, Mapping[str, Any] | None], ops: list[Op], data: s
     for w, d in data_of.items():
         if d in (LISTS, LOGS):
             anomalies += _tagged(_prefixes(maps[w]), w, companions)
-    agreed = (len(answered) >= 1 and not silent and len(set(positions.values())) == 1
-              and leader_known)
+    # With a node silent, the others are judged if a majority answered at one
+    # position with a leader known: what was committed is on a majority and,
+    # the harness having waited its full time for the silent one, applied.
+    majority = 2 * len(answered) > len(states)
+    agreed = (len(answered) >= 1 and len(set(positions.values())) == 1 and leader_known
+              and (not silent or majority))
     if agreed:
         acknowledged = {}
         for w, d in data_of.items():
@@ -140,7 +150,8 @@ def check(states: Mapping[str, Mapping[str, Any] | None], ops: list[Op], data: s
     else:
         stats["judged_against_history"] = False
         stats["not_judged_because"] = (
-            "not every node answered" if silent else
+            "no node answered" if not answered else
+            "fewer than a majority of the nodes answered" if silent and not majority else
             "no leader was known when the nodes were read" if not leader_known else
             "the nodes ended at different positions")
     stats["anomaly_count"] = len(anomalies)
@@ -153,10 +164,26 @@ def check(states: Mapping[str, Mapping[str, Any] | None], ops: list[Op], data: s
                 shown.append(a)
         stats["anomalies_by_kind"] = dict(kept)
         return verdict(False, shown, stats)
+    if silent:
+        return _silent_unknown(stats, silent, sorted(answered) if agreed else [])
     if not agreed and len(answered) < 2:
         return verdict("unknown", stats={**stats, "reason": (
             f"{len(answered)} of {len(states)} node(s) answered: nothing to compare")})
     return verdict(True, [], stats)
+
+
+def _silent_unknown(stats: dict[str, Any], silent: list[str], judged: list[str]) -> Verdict:
+    """The one rule for a part with nothing to judge (as linearizability's
+    keys, availability's limits): each silent node's part is unknown, so the
+    verdict is, saying which nodes were judged and found valid."""
+    stats["unknown_nodes"] = {n: "did not answer: no applied state read" for n in silent}
+    stats["judged_valid"] = judged
+    them = ", ".join(silent)
+    rest = (f"{', '.join(judged)} judged against the history: valid" if judged else
+            f"no node judged against the history ({stats['not_judged_because']})")
+    return verdict("unknown", stats={**stats, "reason": (
+        f"{len(silent)} of {stats['nodes']} node(s) did not answer ({them}): "
+        f"{'its' if len(silent) == 1 else 'their'} state unknown; {rest}")})
 
 
 def _owned(state: Mapping[str, Any], workload: str, data: str, owner: Mapping[str | None, str],
