@@ -50,18 +50,13 @@ from checkers.datatypes import LISTS, LOGS, REGISTER_TXNS, REGISTERS
 from checkers.durability import freeze
 from checkers.history import Op, client_ops, pair_ops
 from checkers.verdict import Verdict, verdict
-from checkers.writes import Write, writes_of
+from checkers.writes import Write, norm_key, owners, writes_of
 
 # Anomalies kept per kind (the rest are counted): one kind, a divergence
 # repeated on every key, must not hide the others.
 MAX_PER_KIND = 50
 JUDGED = (REGISTERS, REGISTER_TXNS, LISTS, LOGS)
 ABSENT = object()
-
-
-def norm_key(key: Any) -> str | None:
-    """A history key as a node state names it (`nodes.db.NodeState`)."""
-    return None if key is None else str(key)
 
 
 def log_acks(ops: Iterable[Op]) -> list[tuple[str, int, Any, int]]:
@@ -81,26 +76,6 @@ def _as_map(pairs: Any) -> dict[str | None, Any]:
     for pair in pairs or []:
         if isinstance(pair, list | tuple) and len(pair) == 2:
             out[norm_key(pair[0])] = pair[1]
-    return out
-
-
-def keys_named(op: Op) -> set[str | None]:
-    """The keys an op names, as a node state names them: a transaction's
-    micro-ops' keys, else the op's own key."""
-    if op.f == "txn" and isinstance(op.value, list):
-        return {norm_key(m[1]) for m in op.value if isinstance(m, list | tuple) and len(m) == 3}
-    return {norm_key(op.key)}
-
-
-def owners(ops: Iterable[Op], main: str) -> dict[str | None, str]:
-    """Pure: key -> the workload whose ops name it (an untagged op is the main
-    workload's). A key named by several is the first's, the main workload's first."""
-    out: dict[str | None, str] = {}
-    for op in client_ops(ops):
-        workload = op.workload or main
-        for k in keys_named(op):
-            if out.get(k) != main:
-                out[k] = main if workload == main else out.get(k, workload)
     return out
 
 

@@ -88,7 +88,9 @@ def _rw_register(r: Run, options: Options) -> Verdict:
 
 def _durability(r: Run, options: Options) -> Verdict:
     from checkers import durability
-    return durability.check(r.history.ops, r.dumps or None, options.get("data"))
+    return durability.check(r.history.ops, r.dumps or None, options.get("data"),
+                            companions=options.get(COMPANIONS),
+                            main=str(config_of(r).get("workload", "")))
 
 
 def _durability_needs(options: Options) -> frozenset[str]:
@@ -205,8 +207,10 @@ LINEARIZABILITY = Checker(
 ELLE = Checker("elle", "run", _elle, from_config=_consistency_model)
 RW_REGISTER = Checker("rw-register", "run", _rw_register, from_config=_rw_register_options)
 # Its `data` option (checkers.datatypes) comes from the run's workload (workloads.judging).
+# It judges the main workload's writes, matching the dumps' committed values
+# to them on (workload, key, value): the companions' ops tell it which are theirs.
 DURABILITY = Checker("durability", "run", _durability, needs=_durability_needs,
-                     needs_node_files=True)
+                     needs_node_files=True, every_workload=True)
 DIVERGENCE = Checker("divergence", "run", _divergence, needs=lambda o: frozenset({LOG_DUMP}),
                      needs_node_files=True)
 ELECTIONS = Checker("elections", "run", _elections, needs=lambda o: frozenset({EVENTS}),

@@ -9,12 +9,12 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from checkers.checker import APPLIED_STATE, COMPANIONS, OPS_OF, companion_key
+from checkers.checker import APPLIED_STATE, COMPANIONS, LOG_DUMP, OPS_OF, companion_key
 from checkers.history import NEMESIS, History, Op
-from checkers.node_state import owners
 from checkers.registry import check_loaded, ops_of
 from checkers.rundir import NODE_STATE, Run
 from checkers.verdict import checker_label
+from checkers.writes import owners
 from workloads.judging import plan_for
 
 
@@ -134,13 +134,14 @@ def test_the_plan_adds_the_companions_own_checkers_once():
     plan = plan_for({"config": {"workload": "register", "companion": "list-append"}})
     assert plan["elle"][OPS_OF] == "list-append"
     assert plan["linearizability"] == {"model": "register-kv", OPS_OF: "register"}
-    # durability judges the main workload's data type; the companion's is left out.
-    assert plan["durability"][OPS_OF] == "register"
+    # durability judges the main workload's data type, told the companion's
+    # (whose ops say which committed values are not the main workload's).
     assert plan["durability"]["data"] == "registers"
+    assert plan["durability"][COMPANIONS] == {"list-append": "lists"}
     assert all(o[OPS_OF] == "register" for n, o in plan.items()
-               if n not in ("elle", "node-state"))
+               if n not in ("elle", "node-state", "durability"))
     # node-state judges each workload's keys itself, told the companion's data type.
-    assert OPS_OF not in plan["node-state"]
+    assert OPS_OF not in plan["node-state"] and OPS_OF not in plan["durability"]
     assert plan["node-state"][COMPANIONS] == {"list-append": "lists"}
     lists = plan_for({"config": {"workload": "list-append", "companion": "register"}})
     assert lists["linearizability"] == {"model": "register-kv", OPS_OF: "register"}
@@ -210,3 +211,60 @@ def test_the_keys_of_each_workload_are_the_keys_its_ops_name():
     h.done(0, "write", 1, 1, key="z", workload="list-append")
     assert owners(h.ops, "register") == {"r0": "register", "-2": "list-append",
                                          "z": "list-append"}
+
+
+def durability_of(h: Ops, committed: list[dict], workload: str = "register",
+                  companion: str | None = "list-append") -> dict:
+    """durability's verdict with `committed` the payloads of a node's committed log."""
+    dumps = {"n1": {"node": "n1", "entries": [
+        {"offset": i, "epoch": 1, "committed": True, "payload": p}
+        for i, p in enumerate(committed)]}}
+    run = {"config": {"workload": workload, **({"companion": companion} if companion else {})},
+           "artifacts": [LOG_DUMP]}
+    plan = {"durability": plan_for(run)["durability"]}
+    return check_loaded(Run(None, run, History(h.ops), dumps), plan)["checkers"]["durability"]
+
+
+def same_values(main_write: str) -> Ops:
+    """A register write of 5 (`main_write`: how it ended) and a list-append
+    companion's append of the same value 5 to its own key."""
+    h = Ops()
+    h.done(0, "write", 5, 5, typ=main_write, key="r0")
+    key = companion_key("list-append", 1)
+    h.done(1, "txn", [["append", key, 5]], [["append", key, 5]], workload="list-append")
+    return h
+
+
+COMPANION_APPEND = {"op": "txn", "ops": [["append", "-2", 5]]}
+
+
+@pytest.mark.parametrize("committed, valid", [([COMPANION_APPEND], False),
+                                              ([COMPANION_APPEND, {"op": "put", "key": "r0",
+                                                                   "value": 5}], True)])
+def test_durability_does_not_take_a_companions_value_for_the_mains(committed, valid):
+    """Values are not kept apart by workload: the companion's committed 5 is
+    not the main workload's acknowledged write of 5, lost unless committed."""
+    v = durability_of(same_values("ok"), committed)
+    assert v["valid"] is valid
+    if not valid:
+        assert [(a["type"], a["key"], a["value"]) for a in v["anomalies"]] == [
+            ("lost-write", "r0", 5)]
+
+
+@pytest.mark.parametrize("committed, valid", [([COMPANION_APPEND], True),
+                                              ([{"op": "put", "key": "r0", "value": 5}], False)])
+def test_a_companions_committed_value_is_no_failed_main_write(committed, valid):
+    v = durability_of(same_values("fail"), committed)
+    assert v["valid"] is valid
+    if not valid:
+        assert [a["type"] for a in v["anomalies"]] == ["failed-write-committed"]
+
+
+def test_a_history_without_workload_tags_is_the_main_workloads():
+    """A run saved before companions: every op and committed value is the main's."""
+    h = Ops()
+    h.done(0, "write", 5, 5, key="r0")
+    assert durability_of(h, [{"op": "put", "key": "r0", "value": 5}], companion=None)[
+        "valid"] is True
+    assert durability_of(h, [{"op": "put", "key": "r0", "value": 6}], companion=None)[
+        "valid"] is False
