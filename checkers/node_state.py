@@ -92,7 +92,9 @@ def check(states: Mapping[str, Mapping[str, Any] | None], ops: list[Op], data: s
         return verdict("unknown", stats={"reason": f"no node-state rules for data {data!r}"})
     companions = {w: d for w, d in (companions or {}).items() if w != main}
     data_of = {main: data, **companions}
-    owner = owners(ops, main) if companions else {}
+    # Every workload's ops name their keys: a companion's keys not judged
+    # here (not read from the nodes) are left out, not taken for the main's.
+    owner = owners(ops, main)
     answered = {n: s for n, s in states.items() if s is not None}
     silent = sorted(n for n, s in states.items() if s is None)
     # workload -> node -> its keys (a log workload: its logs).

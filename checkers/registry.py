@@ -146,13 +146,22 @@ def _node_state(r: Run, options: Options) -> Verdict:
     if not states:
         return verdict("unknown", stats={"reason": "no node states in the run"})
     collected = r.run.get("node_states") or {}
-    return node_state.check(states, r.history.ops, options.get("data"),
-                            realtime=options.get("realtime", True),
-                            # "agreed" was only ever recorded with a leader known.
-                            leader_known=collected.get("leader") is not None
-                            or collected.get("agreed") is True,
-                            companions=options.get(COMPANIONS),
-                            main=str(config_of(r).get("workload", "")))
+    # A companion's keys are judged only where the harness read them (a run
+    # saved before it did has them on raft, not on etcd): absent keys would
+    # read as writes lost.
+    read = collected.get("workloads") or ()
+    companions = {w: d for w, d in (options.get(COMPANIONS) or {}).items() if w in read}
+    v = node_state.check(states, r.history.ops, options.get("data"),
+                         realtime=options.get("realtime", True),
+                         # "agreed" was only ever recorded with a leader known.
+                         leader_known=collected.get("leader") is not None
+                         or collected.get("agreed") is True,
+                         companions=companions,
+                         main=str(config_of(r).get("workload", "")))
+    unread = sorted(set(options.get(COMPANIONS) or {}) - set(companions))
+    if unread:
+        v["stats"]["workloads_not_read"] = unread
+    return v
 
 
 def _node_logs(r: Run, options: Options) -> Verdict:

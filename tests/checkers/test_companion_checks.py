@@ -164,7 +164,8 @@ def node_state_of(tmp_path, h: Ops, keys_by_node: dict[str, list], workload: str
         d.mkdir(parents=True)
         (d / NODE_STATE).write_bytes(msgpack.packb({"position": 9, "keys": keys}))
     run = {"config": {"workload": workload, "companion": companion},
-           "artifacts": [APPLIED_STATE], "node_states": {"leader": "n1", "agreed": True}}
+           "artifacts": [APPLIED_STATE], "node_states": {"leader": "n1", "agreed": True,
+                                                    "workloads": [workload, companion]}}
     plan = {"node-state": plan_for(run)["node-state"]}
     return check_loaded(Run(tmp_path, run, History(h.ops)), plan)["checkers"]["node-state"]
 
@@ -268,3 +269,23 @@ def test_a_history_without_workload_tags_is_the_main_workloads():
         "valid"] is True
     assert durability_of(h, [{"op": "put", "key": "r0", "value": 6}], companion=None)[
         "valid"] is False
+
+
+def test_node_state_leaves_out_a_companions_keys_the_harness_did_not_read(tmp_path):
+    """A run saved before the harness read every workload's keys (run.json
+    node_states without `workloads`): on etcd the companion's keys were not
+    read (judged, they would read as lost writes); on raft they were, and
+    are not the main workload's either (a list main would call them unwritten)."""
+    h = Ops()
+    list_ops(h)
+    register_ops(h, "register")
+    r0 = companion_key("register", "r0")
+    for node, keys in {"n1": [["1", [1]], [r0, -1]], "n2": [["1", [1]]]}.items():
+        d = tmp_path / "nodes" / node
+        d.mkdir(parents=True)
+        (d / NODE_STATE).write_bytes(msgpack.packb({"position": 9, "keys": keys}))
+    run = {"config": {"workload": "list-append", "companion": "register"},
+           "artifacts": [APPLIED_STATE], "node_states": {"leader": "n1", "agreed": True}}
+    plan = {"node-state": plan_for(run)["node-state"]}
+    v = check_loaded(Run(tmp_path, run, History(h.ops)), plan)["checkers"]["node-state"]
+    assert v["valid"] is True and v["stats"]["workloads_not_read"] == ["register"]
