@@ -90,7 +90,8 @@ def check(states: Mapping[str, Mapping[str, Any] | None], ops: list[Op], data: s
     own ops; every other key and untagged op is the main workload's (`main`)."""
     if data not in JUDGED:
         return verdict("unknown", stats={"reason": f"no node-state rules for data {data!r}"})
-    companions = {w: d for w, d in (companions or {}).items() if w != main}
+    # A companion of a data type without rules here is left out (its keys with it).
+    companions = {w: d for w, d in (companions or {}).items() if w != main and d in JUDGED}
     data_of = {main: data, **companions}
     # Every workload's ops name their keys: a companion's keys not judged
     # here (not read from the nodes) are left out, not taken for the main's.
