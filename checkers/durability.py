@@ -253,7 +253,7 @@ def _payload_values(payload: dict) -> Iterator[tuple[Any, Any]]:
     """(key, value) of each value a committed command writes."""
     op = payload.get("op")
     if op in ("put", "cas", "append") and "value" in payload:
-        yield payload.get("log" if op == "append" else "key"), payload["value"]
+        yield (payload.get("log") if op == "append" else payload.get("key")), payload["value"]
     elif op == "txn" and isinstance(payload.get("ops"), list):
         for mop in payload["ops"]:
             if _triple(mop) and mop[0] == "append":
