@@ -147,8 +147,8 @@ def _node_state(r: Run, options: Options) -> Verdict:
         return verdict("unknown", stats={"reason": "no node states in the run"})
     collected = r.run.get("node_states") or {}
     # A companion's keys are judged only where the harness read them (a run
-    # saved before it did has them on raft, not on etcd): absent keys would
-    # read as writes lost.
+    # saved before it did may hold them on one system and not on another):
+    # absent keys would read as writes lost.
     read = collected.get("workloads") or ()
     companions = {w: d for w, d in (options.get(COMPANIONS) or {}).items() if w in read}
     v = node_state.check(states, r.history.ops, options.get("data"),
