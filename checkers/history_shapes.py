@@ -9,7 +9,7 @@ msgspec; without `from __future__ import annotations`, so msgspec sees the
 annotations as types.
 """
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -59,3 +59,40 @@ MOPS = msgspec.msgpack.Decoder(list[Append | Read])
 # micro-ops of scalars alone (an invoke's, one that read nothing): as msgpack
 # decodes them, lists, since msgpack decodes ints, strings and nil alike
 SCALAR_MOPS = msgspec.msgpack.Decoder(list[list[int | str | None]])
+
+
+# --- the Elle fast path's shapes (`checkers.elle.fast`) ---------------------
+# A list-append history of txns alone, every key and element an int and no
+# field but an op's usual ones: anything else fails to decode, and the fast
+# path leaves the history to the object path.
+
+
+class TxnAppend(msgspec.Struct, array_like=True, tag="append", forbid_unknown_fields=True):
+    k: int
+    v: int
+
+
+class TxnRead(msgspec.Struct, array_like=True, tag="r", forbid_unknown_fields=True):
+    """A read, its value left as bytes (nil in an invoke, a list in an ok)."""
+
+    k: int
+    v: msgspec.Raw
+
+
+class TxnEnvelope(msgspec.Struct, forbid_unknown_fields=True):
+    """A txn op's fields; its value (a list of micro-ops) left as bytes,
+    decoded by TXN_MOPS only for the ops whose micro-ops are judged."""
+
+    index: int
+    time: int
+    process: int
+    type: Literal["invoke", "ok", "fail", "info"]
+    f: Literal["txn"]
+    value: msgspec.Raw
+    node: _Str | None = None
+    error: _Str | None = None
+
+
+TXN_ENVELOPES = msgspec.msgpack.Decoder(list[TxnEnvelope])
+TXN_MOPS = msgspec.msgpack.Decoder(list[TxnAppend | TxnRead])
+INTS = msgspec.msgpack.Decoder(list[int])
