@@ -133,15 +133,15 @@ def _fast_end_to_end(path: str, repeat: int) -> dict:
     `repeat`; {} for a tree without it (--compare's reference)."""
     try:
         from checkers.elle.fast import fast_check
-        from checkers.history import read_txn_envelopes
+        from checkers.history import read_txn_ops
     except ImportError:
         return {}
     best = None
     for _ in range(repeat):
         t, c = time.monotonic(), time.process_time()
-        envelopes = read_txn_envelopes(path)
-        verdict = fast_check(envelopes) if envelopes is not None else None
-        del envelopes
+        txn_ops = read_txn_ops(path)
+        verdict = fast_check(txn_ops) if txn_ops is not None else None
+        del txn_ops
         took = (time.monotonic() - t, time.process_time() - c)
         best = took if best is None else min(best, took)
     assert best is not None

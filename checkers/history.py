@@ -731,12 +731,12 @@ def noop_reason(value: Any) -> str | None:
     return str(value[NOOP]) if isinstance(value, dict) and value.get(NOOP) else None
 
 
-def read_txn_envelopes(path: str | os.PathLike[str]) -> list[Any] | None:
+def read_txn_ops(path: str | os.PathLike[str]) -> list[Any] | None:
     """A list-append history of txns alone, every key and element an int, as
-    `history_shapes.TxnEnvelope`s (for `checkers.elle.fast`), or None when
-    it is not one, or not a file `read_whole` reads."""
+    `history_shapes.TXN_OPS` decodes it (for `checkers.elle.fast`), or None
+    when it is not one, or not a file `read_whole` reads."""
     buf = whole_buffer(path)
     if buf is None:
         return None
     from checkers import history_shapes as shapes
-    return decode_whole(buf, shapes.TXN_ENVELOPES)
+    return decode_whole(buf, shapes.TXN_OPS)

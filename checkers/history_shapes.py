@@ -67,32 +67,48 @@ SCALAR_MOPS = msgspec.msgpack.Decoder(list[list[int | str | None]])
 # path leaves the history to the object path.
 
 
-class TxnAppend(msgspec.Struct, array_like=True, tag="append", forbid_unknown_fields=True):
+class TxnAppend(msgspec.Struct, array_like=True, tag="append", forbid_unknown_fields=True,
+                gc=False):
     k: int
     v: int
 
 
-class TxnRead(msgspec.Struct, array_like=True, tag="r", forbid_unknown_fields=True):
+class TxnRead(msgspec.Struct, array_like=True, tag="r", forbid_unknown_fields=True, gc=False):
     """A read, its value left as bytes (nil in an invoke, a list in an ok)."""
 
     k: int
     v: msgspec.Raw
 
 
-class TxnEnvelope(msgspec.Struct, forbid_unknown_fields=True):
-    """A txn op's fields; its value (a list of micro-ops) left as bytes,
-    decoded by TXN_MOPS only for the ops whose micro-ops are judged."""
+class _TxnOp(msgspec.Struct, forbid_unknown_fields=True, gc=False, tag_field="type"):
+    """A txn op's fields, by its type (the tag): an ok txn's micro-ops
+    decoded, any other op's value left as bytes (decoded by TXN_MOPS only
+    where it is judged: a failed or indeterminate txn's invoke)."""
 
     index: int
     time: int
     process: int
-    type: Literal["invoke", "ok", "fail", "info"]
     f: Literal["txn"]
-    value: msgspec.Raw
     node: _Str | None = None
     error: _Str | None = None
 
 
-TXN_ENVELOPES = msgspec.msgpack.Decoder(list[TxnEnvelope])
+class TxnInvoke(_TxnOp, tag="invoke"):
+    value: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+
+
+class TxnOk(_TxnOp, tag="ok"):
+    value: list[TxnAppend | TxnRead] = msgspec.field(default_factory=list)
+
+
+class TxnFail(_TxnOp, tag="fail"):
+    value: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+
+
+class TxnInfo(_TxnOp, tag="info"):
+    value: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+
+
+TXN_OPS = msgspec.msgpack.Decoder(list[TxnInvoke | TxnOk | TxnFail | TxnInfo])
 TXN_MOPS = msgspec.msgpack.Decoder(list[TxnAppend | TxnRead])
 INTS = msgspec.msgpack.Decoder(list[int])

@@ -4,11 +4,12 @@ without an `Op` or a `Txn` per op.
 `checkers.elle.check` builds ~200k `Op`s and ~100k `Txn`s for a 100k-txn
 history, and every pass over them costs ~0.02-0.04 s on this interpreter
 (docs/benchmarks.md, issue 29). Here a history of txns alone, read as
-`history_shapes.TxnEnvelope`s (each value left as bytes), is paired and its
-micro-ops decoded into flat lists, its reads' lengths read from their
-headers and their bytes compared with their key's longest read's (a read is
-a prefix of it or the path gives up), and the version orders, the checks and
-the dependency edges are array operations.
+`history_shapes.TXN_OPS` decodes it (an ok txn's micro-ops decoded, each
+read left as bytes), is paired and its micro-ops put in flat columns, its
+reads' lengths read from their headers and their bytes compared with their
+key's longest read's (a read is a prefix of it or the path gives up), and
+the version orders, the checks and the dependency edges are array
+operations.
 
 It may only say what `check` would say, so it answers only for a history
 `check` finds no anomaly in, and gives up (None: judge it the long way,
@@ -60,21 +61,25 @@ class _Doubt(Exception):
     """The fast path cannot vouch for the verdict: `check` decides."""
 
 
-def fast_check(envelopes: Sequence[Any], model: str = "strict-serializable",
-               memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB) -> Verdict | None:
-    """`checkers.elle.check`'s verdict on the history of these
-    `history_shapes.TxnEnvelope`s, if it finds no anomaly; else None."""
+def fast_check(ops: Sequence[Any], model: str = "strict-serializable",
+               memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB,
+               leave: list[Any] | None = None) -> Verdict | None:
+    """`checkers.elle.check`'s verdict on the history of these ops (as
+    `history_shapes.TXN_OPS` decodes them), if it finds no anomaly; else None.
+    `leave`: where it leaves its decoded micro-ops instead of freeing them
+    on return, for a caller about to end the process (as `check`'s)."""
     started = time.monotonic()
     model = canonical(model)
     with collector_paused():
         try:
-            return _fast(envelopes, model, memory_limit_mb, started)
+            return _fast(ops, model, memory_limit_mb, started,
+                         [] if leave is None else leave)
         except _Doubt:
             return None
 
 
 def _fast(ops: Sequence[Any], model: str, memory_limit_mb: int | None,
-          started: float) -> Verdict:
+          started: float, leave: list[Any]) -> Verdict:
     import msgspec
     import numpy as np
 
@@ -83,19 +88,21 @@ def _fast(ops: Sequence[Any], model: str, memory_limit_mb: int | None,
     if not ops:
         raise _Doubt
     # --- pairing: each invoke with its process's next completion ---------
+    invoke_cls, ok_cls = shapes.TxnInvoke, shapes.TxnOk
+    status_of = {ok_cls: OK, shapes.TxnFail: FAIL, shapes.TxnInfo: INFO}
     open_by: dict[int, int] = {}
     inv_index: list[int] = []
     comp_index: list[int] = []
     status: list[str] = []
     codes = bytearray()  # per txn: 0 info, 1 fail, 2 ok
     process: list[int] = []
-    raws: list[Any] = []
+    values: list[Any] = []  # an ok txn's micro-ops, any other's invoke value (bytes)
     invoke_bytes = 0
     for i, op in enumerate(ops):
         if op.index != i:
             raise _Doubt
         p = op.process
-        if op.type == "invoke":
+        if op.__class__ is invoke_cls:
             if p in open_by:
                 raise _Doubt
             open_by[p] = len(status)
@@ -104,17 +111,17 @@ def _fast(ops: Sequence[Any], model: str, memory_limit_mb: int | None,
             status.append(INFO)
             codes.append(0)
             process.append(p)
-            raws.append(op.value)
+            values.append(op.value)
             invoke_bytes += len(op.value)
             continue
         j = open_by.pop(p, None)
         if j is None:
             raise _Doubt  # a completion without its invoke: the long way warns
         comp_index[j] = i
-        status[j] = op.type
-        codes[j] = _CODES[op.type]
-        if op.type == OK:
-            raws[j] = op.value
+        s = status[j] = status_of[op.__class__]
+        codes[j] = _CODES[s]
+        if s == OK:
+            values[j] = op.value
     n = len(status)
     # A micro-op takes 5 bytes at least ([f k v]: 1 + 2 + 1 + 1), so this
     # bounds `history_size`'s count of the invokes' micro-ops from above.
@@ -129,33 +136,32 @@ def _fast(ops: Sequence[Any], model: str, memory_limit_mb: int | None,
     a_txn, a_key, a_elem, r_txn, r_key = (array("q") for _ in range(5))
     r_raw: list[Any] = []
     longest: dict[int, Any] = {}
-    # txns touching some key twice (what intermediate appends, internal
-    # consistency, lost updates and future reads need): (id, micro-ops,
-    # their first read's row, their first append's row)
-    multi: list[tuple[int, list[Any], int, int]] = []
+    leave.append(values)
     try:
         for tid in range(n):
-            mops = decode(raws[tid])
-            ok = status[tid] == OK
-            first_read, first_append = len(r_txn), len(a_txn)
-            for m in mops:
-                if m.__class__ is append_cls:
-                    a_txn.append(tid)
-                    a_key.append(m.k)
-                    a_elem.append(m.v)
-                elif ok:
-                    k, v = m.k, m.v
-                    r_txn.append(tid)
-                    r_key.append(k)
-                    r_raw.append(v)
-                    best = longest.get(k)
-                    if best is None or len(v) > len(best):
-                        longest[k] = v
-            if len(mops) > 1 and len({m.k for m in mops}) < len(mops):
-                multi.append((tid, mops, first_read, first_append))
+            if codes[tid] == 2:   # ok: its reads are known
+                for m in values[tid]:
+                    if m.__class__ is append_cls:
+                        a_txn.append(tid)
+                        a_key.append(m.k)
+                        a_elem.append(m.v)
+                    else:
+                        k, v = m.k, m.v
+                        r_txn.append(tid)
+                        r_key.append(k)
+                        r_raw.append(v)
+                        best = longest.get(k)
+                        if best is None or len(v) > len(best):
+                            longest[k] = v
+            else:
+                mops = values[tid] = decode(values[tid])
+                for m in mops:
+                    if m.__class__ is append_cls:
+                        a_txn.append(tid)
+                        a_key.append(m.k)
+                        a_elem.append(m.v)
     except (msgspec.DecodeError, msgspec.ValidationError, OverflowError):
         raise _Doubt from None
-    del raws
     # --- version orders: each key's longest read, every read a prefix -----
     ints = shapes.INTS.decode
     orders: dict[int, list[int]] = {}
@@ -175,17 +181,23 @@ def _fast(ops: Sequence[Any], model: str, memory_limit_mb: int | None,
     for k, raw in zip(r_key, r_raw, strict=True):
         whole, start = refs[k]
         view = memoryview(raw)
-        if view[0] == 0xC0:  # nil: nothing read
+        b = view[0]
+        if b == 0xDC:   # (the usual headers inline: a call per read costs)
+            count, at = view[1] << 8 | view[2], 3
+        elif 0x90 <= b <= 0x9F:
+            count, at = b & 0x0F, 1
+        elif b == 0xC0:  # nil: nothing read
             r_len.append(0)
             continue
-        count, at = _header(view)
+        else:
+            count, at = _header(view)
         if not whole.startswith(view[at:], start):
             raise _Doubt  # not a prefix of the key's longest read
         r_len.append(count)
-    del r_raw
+    leave.append(r_raw)
     try:
         return _judge(np, n, status, codes, process, inv_index, comp_index, a_txn, a_key, a_elem,
-                      r_txn, r_key, r_len, orders, multi, append_cls, model, started)
+                      r_txn, r_key, r_len, orders, values, append_cls, model, started)
     except OverflowError:  # an int beyond 64 bits
         raise _Doubt from None
 
@@ -205,8 +217,7 @@ def _header(raw: Any) -> tuple[int, int]:
 def _judge(np: Any, n: int, status: list[str], codes: bytearray, process: list[int],
            inv_index: list[int], comp_index: list[int], a_txn: array, a_key: array,
            a_elem: array, r_txn: array, r_key: array, r_len: array,
-           orders: dict[int, list[int]],
-           multi: list[tuple[int, list[Any], int, int]], append_cls: type, model: str,
+           orders: dict[int, list[int]], txn_mops: list[Any], append_cls: type, model: str,
            started: float) -> Verdict:
     i64 = np.int64
     st = np.frombuffer(codes, dtype=np.uint8)
@@ -261,11 +272,21 @@ def _judge(np: Any, n: int, status: list[str], codes: bytearray, process: list[i
     def writer(k: int, j: int) -> int:   # of the j-th element of k's order
         return writer_list[base_of[k] + j]
 
+    # Txns touching some key twice (what intermediate appends, internal
+    # consistency, lost updates and future reads need): a (txn, key) pair
+    # among their appends and known reads more than once.
+    rt = np.frombuffer(r_txn, dtype=i64)
+    rk = np.frombuffer(r_key, dtype=i64)
+    touched = np.concatenate([a_tx, rt])
+    touched_keys = np.concatenate([a_key_raw, rk])
+    multi_ids = _repeated_txns(np, touched, touched_keys)
+    first_reads = np.searchsorted(rt, multi_ids).tolist()
+    first_appends = np.searchsorted(a_tx, multi_ids).tolist()
+    multi = [(t, txn_mops[t], r, a) for t, r, a
+             in zip(multi_ids.tolist(), first_reads, first_appends, strict=True)]
     intermediate = _judge_multi(multi, append_cls, status, r_len, a_place.tolist(), base_of)
     # --- reads: what each saw last (wr) and missed next (rw) ---------------
-    rt = np.frombuffer(r_txn, dtype=i64)
     rl = np.frombuffer(r_len, dtype=i64)
-    rk = np.frombuffer(r_key, dtype=i64)
     by_key = np.argsort(np.array(o_keys, dtype=i64))
     at_key = by_key[np.searchsorted(np.array(o_keys, dtype=i64)[by_key], rk)] if len(rk) else rk
     r_base = o_base[at_key]
@@ -384,6 +405,19 @@ def _judge(np: Any, n: int, status: list[str], codes: bytearray, process: list[i
         "cycle_search_s": 0.0,
     }
     return verdict(models[model]["valid"], [], stats)
+
+
+def _repeated_txns(np: Any, txns: Any, keys: Any) -> Any:
+    """The txns, ascending, that appear with one key more than once in the
+    rows (txns[i], keys[i])."""
+    if not txns.size:
+        return txns
+    if 0 <= keys.min() and keys.max() < 2 ** 31:
+        pairs = np.sort((txns << 31) | keys)
+        return np.unique(pairs[1:][pairs[1:] == pairs[:-1]] >> 31)
+    order = np.lexsort((keys, txns))
+    t, k = txns[order], keys[order]
+    return np.unique(t[1:][(t[1:] == t[:-1]) & (k[1:] == k[:-1])])
 
 
 def _distinct(np: Any, codes: Any) -> int:

@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     # They cost a tenth of huge-scc's 1 s end to end.
     gc.disable()
     if not _is_rw_register(args.workload):
-        fast = _fast_verdict(args)
+        fast = _fast_verdict(args)  # (what it read and built: freed by the process's end)
         if fast is not None:
             _print(fast)
             return exit_code(fast["valid"])
@@ -180,17 +180,21 @@ def _fast_verdict(args: argparse.Namespace) -> Verdict | None:
     import os
 
     from checkers.formats import detect_format
-    from checkers.history import read_txn_envelopes
+    from checkers.history import read_txn_ops
 
     try:
         if os.path.getsize(args.file) < FAST_FROM_BYTES:
             return None
         if (args.format or detect_format(args.file)) != "msgpack":
             return None
-        envelopes = read_txn_envelopes(args.file)
+        txn_ops = read_txn_ops(args.file)
     except OSError:
         return None  # the object path's reader says what is wrong
-    if envelopes is None:
+    if txn_ops is None:
         return None
     from checkers.elle.fast import fast_check
-    return fast_check(envelopes, args.model, args.memory_limit)
+    built: list[Any] = []
+    verdict = fast_check(txn_ops, args.model, args.memory_limit, leave=built)
+    if verdict is not None:
+        keep_until_exit(txn_ops, built)
+    return verdict

@@ -17,7 +17,7 @@ import pytest
 from checkers import elle
 from checkers.elle.fast import fast_check
 from checkers.elle.simulate import serial_history
-from checkers.history import Op, pack_op, read_history, read_txn_envelopes
+from checkers.history import Op, pack_op, read_history, read_txn_ops
 from harness.cli import main
 
 MODELS = ["strict-serializable", "serializable", "snapshot-isolation", "read-committed"]
@@ -40,8 +40,8 @@ def both(ops: list[Op], tmp_path: Path, model: str = "strict-serializable"
     """The fast path's verdict (None: it deferred) and the object path's, on
     `ops` written as a msgpack history and read back as check-elle reads it."""
     path = _write(ops, tmp_path / "history.msgpack")
-    envelopes = read_txn_envelopes(path)
-    fast = fast_check(envelopes, model) if envelopes is not None else None
+    txn_ops = read_txn_ops(path)
+    fast = fast_check(txn_ops, model) if txn_ops is not None else None
     h = read_history(path)
     full = elle.check(h.ops, model=model, prefix_keys=h.prefix_keys)
     return (None if fast is None else _comparable(fast)), _comparable(full)
@@ -202,7 +202,7 @@ def test_a_read_of_nil_is_an_empty_read_either_way(tmp_path: Path) -> None:
 def test_a_non_txn_op_is_not_read_as_one(tmp_path: Path) -> None:
     ops = serial((0, "ok", [[A, 1, 1]]), (1, "ok", [[R, 1, [1]]]))
     ops.append(Op(len(ops), len(ops), "nemesis", "info", "start", None))
-    assert read_txn_envelopes(_write(ops, tmp_path / "h.msgpack")) is None
+    assert read_txn_ops(_write(ops, tmp_path / "h.msgpack")) is None
 
 
 def test_elles_unit_histories_with_int_keys_agree(tmp_path: Path) -> None:
