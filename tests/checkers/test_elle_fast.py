@@ -191,6 +191,27 @@ def test_what_the_fast_path_cannot_vouch_for_is_deferred(tmp_path: Path, name: s
     assert fast is None
 
 
+def test_the_mutant_corpus_agrees(tmp_path: Path) -> None:
+    """tests/elle_mutants.py's 120 histories with planted faults (short,
+    swapped, repeated, aborted, dropped and emptied reads; stale reads),
+    each under 3 models: the fast path answers only where the object path
+    finds nothing, and then as it does."""
+    from tests.elle_mutants import CASES, MODELS, mutant
+
+    answered = deferred = 0
+    for seed in range(CASES):
+        ops = mutant(seed)
+        for model in MODELS:
+            fast, full = both(ops, tmp_path, model)
+            if full["stats"]["anomaly_counts"]:
+                assert fast is None, (seed, model, full["stats"]["anomaly_counts"])
+                deferred += 1
+            elif fast is not None:
+                assert fast == full, (seed, model)
+                answered += 1
+    assert answered >= 30 and deferred >= 30, (answered, deferred)
+
+
 def test_a_read_of_nil_is_an_empty_read_either_way(tmp_path: Path) -> None:
     ops = serial((0, "ok", [[A, 1, 1]]), (1, "ok", [[R, 2, None], [R, 1, [1]]]),
                  (2, "ok", [[A, 2, 1]]))
@@ -211,14 +232,7 @@ def test_elles_unit_histories_with_int_keys_agree(tmp_path: Path) -> None:
     it (the fast path defers on lone completions): wherever the fast path
     answers it answers as the object path, and it defers on every history
     with an anomaly."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "elle_unit_histories", Path(__file__).with_name("test_elle_unit_histories.py"))
-    assert spec is not None and spec.loader is not None
-    unit = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(unit)
-    DATA, history = unit.DATA, unit.history
+    from tests.checkers.test_elle_unit_histories import DATA, history
 
     judged = 0
     for case in DATA["cases"]:
