@@ -123,9 +123,10 @@ def _fast(ops: Sequence[Any], model: str, memory_limit_mb: int | None,
         if s == OK:
             values[j] = op.value
     n = len(status)
-    # A micro-op takes 5 bytes at least ([f k v]: 1 + 2 + 1 + 1), so this
-    # bounds `history_size`'s count of the invokes' micro-ops from above.
-    if over_budget(HistorySize(n, invoke_bytes // 5), memory_limit_mb) is not None:
+    # A micro-op takes 5 bytes at least ([f k v]: 1 + 2 + 1 + 1), and
+    # `history_size` counts 1 for a value that is not a list: this bounds its
+    # count of the invokes' micro-ops from above.
+    if over_budget(HistorySize(n, invoke_bytes // 5 + n), memory_limit_mb) is not None:
         raise _Doubt
     if all(s == FAIL for s in status):
         raise _Doubt  # nothing to judge
@@ -234,13 +235,13 @@ def _judge(np: Any, n: int, status: list[str], codes: bytearray, process: list[i
     all_elems = np.concatenate([a_elem_raw, o_elem_raw])
     if (all_keys.size and 0 <= all_keys.min() and all_keys.max() < 2 ** 31
             and 0 <= all_elems.min() and all_elems.max() < 2 ** 32):
-        codes = (all_keys << 32) | all_elems
+        pairs = (all_keys << 32) | all_elems
     else:  # ranks instead (np.unique: dearer)
         key_inv = np.unique(all_keys, return_inverse=True)[1].astype(i64)
         elems, elem_inv = np.unique(all_elems, return_inverse=True)
-        codes = key_inv * len(elems) + elem_inv
+        pairs = key_inv * len(elems) + elem_inv
     na = len(a_key)
-    a_code, o_code = codes[:na], codes[na:]
+    a_code, o_code = pairs[:na], pairs[na:]
     a_tx = np.frombuffer(a_txn, dtype=i64)
     # Every element appended once (else `check` keeps the first writer).
     a_sort = np.argsort(a_code, kind="stable")

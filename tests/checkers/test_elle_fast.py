@@ -220,6 +220,16 @@ def test_a_read_of_nil_is_an_empty_read_either_way(tmp_path: Path) -> None:
     assert fast == full
 
 
+def test_a_history_over_the_memory_budget_is_left_to_the_object_path(tmp_path: Path) -> None:
+    """The object path refuses it (unknown, nothing built); the fast path,
+    whose estimate of its size is never below the object path's, defers."""
+    ops = serial_history(2000, rng=random.Random(5))
+    path = _write(ops, tmp_path / "history.msgpack")
+    assert fast_check(read_txn_ops(path), memory_limit_mb=1) is None
+    assert elle.check(read_history(path).ops, memory_limit_mb=1)["valid"] == "unknown"
+    assert fast_check(read_txn_ops(path), memory_limit_mb=64) is not None
+
+
 def test_a_non_txn_op_is_not_read_as_one(tmp_path: Path) -> None:
     ops = serial((0, "ok", [[A, 1, 1]]), (1, "ok", [[R, 1, [1]]]))
     ops.append(Op(len(ops), len(ops), "nemesis", "info", "start", None))
