@@ -505,9 +505,15 @@ def _acyclic(np: Any, src: Any, dst: Any, starts: Any, completions: Any) -> bool
     """Whether keys increasing along every edge were found (see the module's
     docstring): proof that the graph has no cycle. False: not found."""
     key = np.concatenate([starts, completions])
+    back = np.flatnonzero(key[src] >= key[dst])
     for _ in range(ORDER_ROUNDS):
-        back = np.flatnonzero(key[src] >= key[dst])
         if not back.size:
             return True
         np.maximum.at(key, dst[back], key[src[back]] + _STEP)
-    return False
+        # Keys only grow: an edge whose source kept its key still holds, so
+        # only those from the nodes just pushed can point backwards now.
+        moved = np.zeros(len(key), dtype=bool)
+        moved[dst[back]] = True
+        maybe = np.flatnonzero(moved[src])
+        back = maybe[key[src[maybe]] >= key[dst[maybe]]]
+    return not back.size

@@ -78,6 +78,19 @@ def test_clean_generated_histories_get_the_object_paths_verdict(
         assert fast == full
 
 
+def test_without_the_candidate_order_the_components_decide(tmp_path: Path,
+                                                          monkeypatch: Any) -> None:
+    """No rounds of the candidate order: acyclicity is left to the strongly
+    connected components, with the same verdict."""
+    from checkers.elle import fast
+
+    ops = serial_history(3000, keys=10, concurrency=10, p_fail=0.02, p_info=0.02,
+                         rng=random.Random(7))
+    monkeypatch.setattr(fast, "ORDER_ROUNDS", 0)
+    fast_v, full = both(ops, tmp_path)
+    assert fast_v == full and full["valid"] is True
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_stale_reads_are_left_to_the_object_path(tmp_path: Path, seed: int) -> None:
     ops = serial_history(3000, keys=10, concurrency=10, p_fail=0.02, p_info=0.02,
