@@ -256,6 +256,9 @@ def _print_ratios(ref: str, mine: dict, theirs: dict) -> None:
                     ("cli_cpu_s", "check-elle end to end CPU")):
         if k in mine and k in theirs:
             parts.append(f"{what} x{theirs[k] / mine[k]:.2f}")
+    if "fast_cpu_s" in mine and "fast_cpu_s" not in theirs:
+        parts.append(f"in-process read + check CPU against this tree's fast path "
+                     f"x{theirs['end_to_end_cpu_s'] / mine['fast_cpu_s']:.2f}")
     print(f"{'':>7} {ref} / this tree: {', '.join(parts)}")
 
 
