@@ -74,16 +74,25 @@ class TxnAppend(msgspec.Struct, array_like=True, tag="append", forbid_unknown_fi
 
 
 class TxnRead(msgspec.Struct, array_like=True, tag="r", forbid_unknown_fields=True, gc=False):
-    """A read, its value left as bytes (nil in an invoke, a list in an ok)."""
+    """An ok txn's read, its value left as bytes (a list, or nil)."""
 
     k: int
     v: msgspec.Raw
 
 
-class _TxnOp(msgspec.Struct, forbid_unknown_fields=True, gc=False, tag_field="type"):
-    """A txn op's fields, by its type (the tag): an ok txn's micro-ops
-    decoded, any other op's value left as bytes (decoded by TXN_MOPS only
-    where it is judged: a failed or indeterminate txn's invoke)."""
+class TxnUnread(msgspec.Struct, array_like=True, tag="r", forbid_unknown_fields=True, gc=False):
+    """A read in an invoke, or in a failed or indeterminate completion: nil."""
+
+    k: int
+    v: None
+
+
+class _TxnOp(msgspec.Struct, forbid_unknown_fields=True, gc=False, tag_field="type",
+             kw_only=True):
+    """A txn op's fields, by its type (the tag), and its micro-ops; only an
+    ok txn's reads are left as bytes (the fast path compares them with their
+    key's longest read, which it decodes). Everything else is decoded, so
+    the streaming reader would take it too."""
 
     index: int
     time: int
@@ -94,21 +103,20 @@ class _TxnOp(msgspec.Struct, forbid_unknown_fields=True, gc=False, tag_field="ty
 
 
 class TxnInvoke(_TxnOp, tag="invoke"):
-    value: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    value: list[TxnAppend | TxnUnread]
 
 
 class TxnOk(_TxnOp, tag="ok"):
-    value: list[TxnAppend | TxnRead] = msgspec.field(default_factory=list)
+    value: list[TxnAppend | TxnRead]
 
 
 class TxnFail(_TxnOp, tag="fail"):
-    value: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    value: list[TxnAppend | TxnUnread]
 
 
 class TxnInfo(_TxnOp, tag="info"):
-    value: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    value: list[TxnAppend | TxnUnread]
 
 
 TXN_OPS = msgspec.msgpack.Decoder(list[TxnInvoke | TxnOk | TxnFail | TxnInfo])
-TXN_MOPS = msgspec.msgpack.Decoder(list[TxnAppend | TxnRead])
 INTS = msgspec.msgpack.Decoder(list[int])

@@ -45,7 +45,7 @@ from checkers.elle.consistency import boundary, canonical, models_report
 from checkers.elle.graph import scc_labels
 from checkers.elle.kinds import KIND_NAMES, PROCESS, REALTIME, RW, WR, WW
 from checkers.elle.txns import FAIL, INFO, OK
-from checkers.history import collector_paused
+from checkers.history import MAX_CONTAINER_LEN, collector_paused
 from checkers.verdict import Verdict, verdict
 
 # Rounds of pushing targets of backward edges up before the components decide.
@@ -53,6 +53,11 @@ ORDER_ROUNDS = 64
 # A push: far below the gap between two ops' indices, so a chain of pushes
 # stays inside its gap (exact in a float64 for indices below 2**32).
 _STEP = 2.0 ** -20
+# Past these an op may be near the reader's limits (checkers.history:
+# MAX_OP_BYTES, and MAX_CONTAINER_LEN items, which a value of as many bytes
+# cannot hold): such a history is left to the object path.
+_MAX_MOPS = 10_000
+_MAX_VALUE_BYTES = MAX_CONTAINER_LEN
 _NIL = b"\xc0"
 _CODES = {INFO: 0, FAIL: 1, OK: 2}
 
@@ -96,8 +101,9 @@ def _fast(ops: Sequence[Any], model: str, memory_limit_mb: int | None,
     status: list[str] = []
     codes = bytearray()  # per txn: 0 info, 1 fail, 2 ok
     process: list[int] = []
-    values: list[Any] = []  # an ok txn's micro-ops, any other's invoke value (bytes)
-    invoke_bytes = 0
+    values: list[Any] = []  # an ok txn's micro-ops, any other's invoke's
+    mops_count = 0
+    big = _MAX_MOPS
     for i, op in enumerate(ops):
         if op.index != i:
             raise _Doubt
@@ -112,7 +118,10 @@ def _fast(ops: Sequence[Any], model: str, memory_limit_mb: int | None,
             codes.append(0)
             process.append(p)
             values.append(op.value)
-            invoke_bytes += len(op.value)
+            size = len(op.value)
+            mops_count += size
+            if size > big:
+                raise _Doubt  # an op that may be over the reader's limits
             continue
         j = open_by.pop(p, None)
         if j is None:
@@ -122,19 +131,17 @@ def _fast(ops: Sequence[Any], model: str, memory_limit_mb: int | None,
         codes[j] = _CODES[s]
         if s == OK:
             values[j] = op.value
+            if len(op.value) > big:
+                raise _Doubt
     n = len(status)
-    # A micro-op takes 5 bytes at least ([f k v]: 1 + 2 + 1 + 1), and
-    # `history_size` counts 1 for a value that is not a list: this bounds its
-    # count of the invokes' micro-ops from above.
-    if over_budget(HistorySize(n, invoke_bytes // 5 + n), memory_limit_mb) is not None:
+    if over_budget(HistorySize(n, mops_count), memory_limit_mb) is not None:
         raise _Doubt
     if all(s == FAIL for s in status):
         raise _Doubt  # nothing to judge
     # --- micro-ops into columns --------------------------------------------
-    decode = shapes.TXN_MOPS.decode
     append_cls = shapes.TxnAppend
     # (C arrays of int64: numpy views them without a conversion per item)
-    a_txn, a_key, a_elem, r_txn, r_key = (array("q") for _ in range(5))
+    a_txn, a_key, a_elem, r_txn, r_key, r_bytes = (array("q") for _ in range(6))
     r_raw: list[Any] = []
     longest: dict[int, Any] = {}
     leave.append(values)
@@ -151,18 +158,24 @@ def _fast(ops: Sequence[Any], model: str, memory_limit_mb: int | None,
                         r_txn.append(tid)
                         r_key.append(k)
                         r_raw.append(v)
+                        size = len(v)
+                        r_bytes.append(size)
                         best = longest.get(k)
-                        if best is None or len(v) > len(best):
+                        if best is None or size > len(best):
                             longest[k] = v
             else:
-                mops = values[tid] = decode(values[tid])
-                for m in mops:
+                for m in values[tid]:
                     if m.__class__ is append_cls:
                         a_txn.append(tid)
                         a_key.append(m.k)
                         a_elem.append(m.v)
-    except (msgspec.DecodeError, msgspec.ValidationError, OverflowError):
+    except OverflowError:  # an int beyond 64 bits
         raise _Doubt from None
+    # An ok txn's value is at most 26 bytes a micro-op ([f k v] of an append
+    # with 64-bit ints) plus its reads' bytes: under _MAX_VALUE_BYTES, every
+    # op is inside the streaming reader's limits.
+    if r_bytes and _max_value_bytes(np, r_txn, r_bytes, n) + 26 * _MAX_MOPS > _MAX_VALUE_BYTES:
+        raise _Doubt
     # --- version orders: each key's longest read, every read a prefix -----
     ints = shapes.INTS.decode
     orders: dict[int, list[int]] = {}
@@ -201,6 +214,13 @@ def _fast(ops: Sequence[Any], model: str, memory_limit_mb: int | None,
                       r_txn, r_key, r_len, orders, values, append_cls, model, started)
     except OverflowError:  # an int beyond 64 bits
         raise _Doubt from None
+
+
+def _max_value_bytes(np: Any, txns: array, sizes: array, n: int) -> int:
+    """The most bytes of reads one txn holds."""
+    per_txn = np.bincount(np.frombuffer(txns, dtype=np.int64),
+                          weights=np.frombuffer(sizes, dtype=np.int64), minlength=n)
+    return int(per_txn.max())
 
 
 def _header(raw: Any) -> tuple[int, int]:

@@ -243,6 +243,31 @@ def test_a_history_over_the_memory_budget_is_left_to_the_object_path(tmp_path: P
     assert fast_check(read_txn_ops(path), memory_limit_mb=64) is not None
 
 
+def test_what_the_reader_refuses_is_never_judged(tmp_path: Path) -> None:
+    """A NaN in an ok txn's invoke (whose value neither path judges): the
+    reader refuses the history, so the fast path must not answer."""
+    from checkers.history import HistoryError
+
+    ops = serial((0, "ok", [[A, 1, 1]]), (1, "ok", [[R, 1, [1]]]))
+    ops[0].value = [[A, 1, float("nan")]]
+    path = _write(ops, tmp_path / "h.msgpack")
+    with pytest.raises(HistoryError):
+        read_history(path)
+    assert read_txn_ops(path) is None
+
+
+def test_an_op_near_the_readers_limits_is_left_to_the_object_path(tmp_path: Path) -> None:
+    # one read of 300k elements (~1.2 MB, near MAX_CONTAINER_LEN bytes),
+    # appended 5000 a txn
+    steps = [(p, "ok", [[A, 1, e] for e in range(p * 5000, (p + 1) * 5000)]) for p in range(60)]
+    ops = serial(*steps, (60, "ok", [[R, 1, list(range(300_000))]]))
+    path = _write(ops, tmp_path / "h.msgpack")
+    assert fast_check(read_txn_ops(path)) is None
+    # and with a read of 30k, the same history is judged
+    ops = serial(*steps[:6], (60, "ok", [[R, 1, list(range(30_000))]]))
+    assert fast_check(read_txn_ops(_write(ops, tmp_path / "h.msgpack"))) is not None
+
+
 def test_a_non_txn_op_is_not_read_as_one(tmp_path: Path) -> None:
     ops = serial((0, "ok", [[A, 1, 1]]), (1, "ok", [[R, 1, [1]]]))
     ops.append(Op(len(ops), len(ops), "nemesis", "info", "start", None))
