@@ -732,11 +732,45 @@ def noop_reason(value: Any) -> str | None:
 
 
 def read_txn_ops(path: str | os.PathLike[str]) -> list[Any] | None:
-    """A list-append history of txns alone, every key and element an int, as
-    `history_shapes.TXN_OPS` decodes it (for `checkers.elle.fast`), or None
+    """A list-append history's txn ops, every key and element an int, as
+    `history_shapes.TXN_OPS` decodes them (for `checkers.elle.fast`; each
+    op's index its place in the file), its nemesis ops left out; or None
     when it is not one, or not a file `read_whole` reads."""
     buf = whole_buffer(path)
     if buf is None:
         return None
     from checkers import history_shapes as shapes
-    return decode_whole(buf, shapes.TXN_OPS)
+    ops = decode_whole(buf, shapes.TXN_OPS)
+    if ops is not None:
+        return ops
+    anys = decode_whole(buf, shapes.ANY_OPS)
+    return None if anys is None else _txn_ops(anys, shapes)
+
+
+def _txn_ops(anys: list[Any], shapes: Any) -> list[Any] | None:
+    """The client ops of `anys` as TXN_OPS decodes them, each nemesis op's
+    value decoded as the reader decodes it (refusing what it refuses), or
+    None: some op is neither a txn nor a nemesis op, or does not decode."""
+    kinds = {"invoke": (shapes.TxnInvoke, shapes.UNREAD_MOPS.decode),
+             "ok": (shapes.TxnOk, shapes.OK_MOPS.decode),
+             "fail": (shapes.TxnFail, shapes.UNREAD_MOPS.decode),
+             "info": (shapes.TxnInfo, shapes.UNREAD_MOPS.decode)}
+    out = []
+    try:
+        for i, op in enumerate(anys):
+            if op.index != i:
+                return None
+            if op.process == NEMESIS:
+                if op.value:
+                    _unpack(op.value)
+                continue
+            if op.process.__class__ is not int or op.f != "txn":
+                return None
+            cls, decode = kinds[op.type]
+            out.append(cls(index=i, time=op.time, process=op.process, f="txn",
+                           value=decode(op.value), node=op.node, error=op.error))
+    except _Decline:
+        return None
+    except Exception:  # msgspec's errors: not a list-append txn's value
+        return None
+    return out

@@ -120,3 +120,22 @@ class TxnInfo(_TxnOp, tag="info"):
 
 TXN_OPS = msgspec.msgpack.Decoder(list[TxnInvoke | TxnOk | TxnFail | TxnInfo])
 INTS = msgspec.msgpack.Decoder(list[int])
+
+
+class AnyOp(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """Any op's fields, its value left as bytes: for a history TXN_OPS does
+    not take whole (one with nemesis ops), read op by op."""
+
+    index: int
+    time: int
+    process: int | _Str
+    type: Literal["invoke", "ok", "fail", "info"]
+    f: _Str
+    value: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    node: _Str | None = None
+    error: _Str | None = None
+
+
+ANY_OPS = msgspec.msgpack.Decoder(list[AnyOp])
+OK_MOPS = msgspec.msgpack.Decoder(list[TxnAppend | TxnRead])
+UNREAD_MOPS = msgspec.msgpack.Decoder(list[TxnAppend | TxnUnread])

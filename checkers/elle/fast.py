@@ -3,13 +3,13 @@ without an `Op` or a `Txn` per op.
 
 `checkers.elle.check` builds ~200k `Op`s and ~100k `Txn`s for a 100k-txn
 history, and every pass over them costs ~0.02-0.04 s on this interpreter
-(docs/benchmarks.md, issue 29). Here a history of txns alone, read as
-`history_shapes.TXN_OPS` decodes it (an ok txn's micro-ops decoded, each
-read left as bytes), is paired and its micro-ops put in flat columns, its
-reads' lengths read from their headers and their bytes compared with their
-key's longest read's (a read is a prefix of it or the path gives up), and
-the version orders, the checks and the dependency edges are array
-operations.
+(docs/benchmarks.md, issue 29). Here a history's txn ops (its nemesis ops
+left out, as `check` leaves them), typed as `history_shapes.TXN_OPS`
+decodes them (every micro-op decoded but an ok txn's reads, left as
+bytes), are paired and their micro-ops put in flat columns; each read's
+length comes from its header and its bytes are compared with its key's
+longest read's (a read is a prefix of it or the path gives up); the
+version orders, the checks and the dependency edges are array operations.
 
 It may only say what `check` would say, so it answers only for a history
 `check` finds no anomaly in, and gives up (None: judge it the long way,
@@ -69,8 +69,10 @@ class _Doubt(Exception):
 def fast_check(ops: Sequence[Any], model: str = "strict-serializable",
                memory_limit_mb: int | None = DEFAULT_MEMORY_LIMIT_MB,
                leave: list[Any] | None = None) -> Verdict | None:
-    """`checkers.elle.check`'s verdict on the history of these ops (as
-    `history_shapes.TXN_OPS` decodes them), if it finds no anomaly; else None.
+    """`checkers.elle.check`'s verdict on the history whose txn ops these
+    are (as `checkers.history.read_txn_ops` reads them: typed as
+    `history_shapes.TXN_OPS` decodes them, indices ascending, nemesis ops
+    left out), if it finds no anomaly; else None.
     `leave`: where it leaves its decoded micro-ops instead of freeing them
     on return, for a caller about to end the process (as `check`'s)."""
     started = time.monotonic()
@@ -104,9 +106,12 @@ def _fast(ops: Sequence[Any], model: str, memory_limit_mb: int | None,
     values: list[Any] = []  # an ok txn's micro-ops, any other's invoke's
     mops_count = 0
     big = _MAX_MOPS
-    for i, op in enumerate(ops):
-        if op.index != i:
+    last = -1
+    for op in ops:
+        i = op.index
+        if i <= last:
             raise _Doubt
+        last = i
         p = op.process
         if op.__class__ is invoke_cls:
             if p in open_by:

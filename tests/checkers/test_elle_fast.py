@@ -268,9 +268,46 @@ def test_an_op_near_the_readers_limits_is_left_to_the_object_path(tmp_path: Path
     assert fast_check(read_txn_ops(_write(ops, tmp_path / "h.msgpack"))) is not None
 
 
-def test_a_non_txn_op_is_not_read_as_one(tmp_path: Path) -> None:
+def _with_nemesis(ops: list[Op], every: int, value: Any) -> list[Op]:
+    """`ops` with a nemesis invoke and info after every `every` ops."""
+    out: list[Op] = []
+    for i, op in enumerate(ops):
+        out.append(op)
+        if i % every == every - 1:
+            out.append(Op(0, 0, "nemesis", "invoke", "start-partition", value, node="n1"))
+            out.append(Op(0, 0, "nemesis", "info", "start-partition", value))
+    for i, op in enumerate(out):
+        op.index = i
+    return out
+
+
+def test_nemesis_ops_are_left_out_as_the_object_path_leaves_them(tmp_path: Path) -> None:
+    ops = serial_history(3000, keys=10, concurrency=10, p_fail=0.02, p_info=0.02,
+                         rng=random.Random(8))
+    ops = _with_nemesis(ops, 97, {"nodes": ["n1", "n2"], "grudge": {"n1": ["n3"]}})
+    for model in ("strict-serializable", "read-committed"):
+        fast, full = both(ops, tmp_path, model)
+        assert full["valid"] is True
+        assert fast == full
+    stale = serial_history(3000, keys=10, concurrency=10, p_stale=0.01, rng=random.Random(8))
+    fast, full = both(_with_nemesis(stale, 97, None), tmp_path)
+    assert full["valid"] is False and fast is None
+
+
+def test_a_nemesis_value_the_reader_refuses_is_never_judged(tmp_path: Path) -> None:
+    from checkers.history import HistoryError
+
+    ops = _with_nemesis(serial((0, "ok", [[A, 1, 1]]), (1, "ok", [[R, 1, [1]]])), 2,
+                        {"delay": float("inf")})
+    path = _write(ops, tmp_path / "h.msgpack")
+    with pytest.raises(HistoryError):
+        read_history(path)
+    assert read_txn_ops(path) is None
+
+
+def test_a_client_op_that_is_not_a_txn_is_not_read_as_one(tmp_path: Path) -> None:
     ops = serial((0, "ok", [[A, 1, 1]]), (1, "ok", [[R, 1, [1]]]))
-    ops.append(Op(len(ops), len(ops), "nemesis", "info", "start", None))
+    ops += [Op(len(ops), 0, 2, "invoke", "read", None), Op(len(ops) + 1, 0, 2, "ok", "read", 1)]
     assert read_txn_ops(_write(ops, tmp_path / "h.msgpack")) is None
 
 
