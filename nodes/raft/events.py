@@ -20,10 +20,14 @@ DATA_LOSS = EventKind("data_loss", ("what",),
 VOTES_AGAIN = EventKind("votes_again", ("epoch", "leader", "hw"),
                         "a node that lost its quorum state caught up with that leader and "
                         "may vote again (KIP-996, \"Disk failure\")")
-PRE_VOTE = EventKind("pre_vote", ("epoch", "candidate", "role", "leader"),
-                     "it granted a pre-vote, in that role and while following that leader")
-VOTE = EventKind("vote", ("epoch", "candidate"),
-                 "it granted its vote (durably recorded first)")
+# A grant's line carries the voter's log (`last_epoch`, `log_end`) and the
+# candidate's from its request, so the election restriction is judged per grant.
+GRANT_LOGS = ("last_epoch", "log_end", "candidate_last_epoch", "candidate_log_end")
+PRE_VOTE = EventKind("pre_vote", ("epoch", "candidate", "role", "leader", *GRANT_LOGS),
+                     "it granted a pre-vote, in that role and while following that leader; "
+                     "its log and the candidate's")
+VOTE = EventKind("vote", ("epoch", "candidate", *GRANT_LOGS),
+                 "it granted its vote (durably recorded first); its log and the candidate's")
 VOTER_CHANGE = EventKind("voter_change", ("change", "voter", "offset", "epoch"),
                          "as leader, it appended a voter change (KIP-853)")
 FORMATTED = EventKind("formatted", ("cluster_id",), "it formatted an empty data dir")

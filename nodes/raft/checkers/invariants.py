@@ -20,6 +20,9 @@ derived from the timers the nodes report in their `start` lines.
   past where that leader's log ended when it won, held a longer log and
   should not have granted the vote (`nodes/raft/checkers/vote_restriction.py`;
   judged where the end-of-run dumps place the epoch's start).
+- `vote-granted-to-less-up-to-date-log` (KIP-595 / Raft 5.4.1, per grant):
+  a `vote` or `pre_vote` line whose candidate's (last epoch, log end), as the
+  request gave them, is below the voter's own, as the line gives it.
 - `vote-after-state-loss` (KIP-996 "Disk failure"; KIP-595 one vote per
   epoch): a node that restarts without its quorum-state file (`data_loss`)
   does not know which votes it gave, so it grants none and does not stand
@@ -83,7 +86,11 @@ from nodes.raft.checkers.membership import (
     changes_out_of_order,
     resigned_adding_voter,
 )
-from nodes.raft.checkers.vote_restriction import epoch_starts, votes_for_less_up_to_date_logs
+from nodes.raft.checkers.vote_restriction import (
+    epoch_starts,
+    grants_to_less_up_to_date_logs,
+    votes_for_less_up_to_date_logs,
+)
 from nodes.raft.events import DATA_LOSS, PRE_VOTE, ROLE, START, VOTE, VOTERS
 from nodes.raft.fault_rows import LOSE_STATE
 
@@ -107,6 +114,7 @@ def check(history: list[Op], events: dict[str, list[dict]], run: dict,
     stats: dict[str, Any] = {"timers_ms": timers, "votes": _count(events, VOTE.name),
                              "epoch_starts_known": len(starts)}
     anomalies = double_votes(events) + forgotten_votes(events) + resigned_leaders(events)
+    anomalies += grants_to_less_up_to_date_logs(events)
     anomalies += votes_for_less_up_to_date_logs(events, starts)
     anomalies += votes_after_state_loss(events)
     anomalies += changes_in_flight(events) + changes_out_of_order(events)

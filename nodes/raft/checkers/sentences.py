@@ -32,6 +32,13 @@ def _vote_for_less_up_to_date_log(a: dict[str, Any]) -> str:
             "(it later cut those entries back to follow it).")
 
 
+def _grant_to_less_up_to_date_log(a: dict[str, Any]) -> str:
+    mine, theirs = a["voter_log"], a["candidate_log"]
+    return (f"{_node(a)} granted its {a['grant']} in epoch {a['epoch']} to {a['candidate']}, "
+            f"whose log (last epoch {theirs['last_epoch']}, end {theirs['log_end']}) is less "
+            f"up to date than its own (last epoch {mine['last_epoch']}, end {mine['log_end']}).")
+
+
 def _other_cluster(what: str) -> Callable[[dict[str, Any]], str]:
     def read(a: dict[str, Any]) -> str:
         return (f"{_node(a)} (cluster {a['cluster_id']}) {what} {a['other']}, which "
@@ -104,6 +111,7 @@ SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {
     "double-vote": _double_vote,
     "vote-forgotten": _vote_forgotten,
     "vote-for-less-up-to-date-log": _vote_for_less_up_to_date_log,
+    "vote-granted-to-less-up-to-date-log": _grant_to_less_up_to_date_log,
     "follows-other-cluster": _other_cluster("followed leader"),
     "votes-for-other-cluster": _other_cluster("voted for"),
     "vote-after-state-loss": _vote_after_state_loss,
