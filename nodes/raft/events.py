@@ -33,6 +33,11 @@ VOTER_CHANGE = EventKind("voter_change", ("change", "voter", "offset", "epoch"),
 FORMATTED = EventKind("formatted", ("cluster_id",), "it formatted an empty data dir")
 CLUSTER_ID_MISMATCH = EventKind("cluster_id_mismatch", ("configured", "stored"),
                                 "its data dir belongs to another cluster; it exits")
+TICK_LATE = EventKind("tick_late", ("late_ms",),
+                      "its timer tick ran `late_ms` after it was due, a whole tick or more "
+                      "(its process was starved of CPU, stopped, or busy): the missed ticks "
+                      "are dropped, so its protocol timers fell that far behind wall time, "
+                      "over the `late_ms` before the line's `t`")
 ACK = EventKind("ack", ("epoch", "first", "last", "writes", "age_ms", "flushed", "level"),
                 "as leader, it acknowledged writes `first`..`last` to their clients "
                 "(`level` leader: before they committed)")
@@ -42,4 +47,4 @@ VOTE_LOSS = VoteLoss(DATA_LOSS, "quorum-state-missing", VOTES_AGAIN)
 
 EVENT_KINDS: tuple[EventKind, ...] = (START, ROLE, HW, FLUSHED, TRUNCATE, DATA_LOSS, VOTES_AGAIN,
                                       PRE_VOTE, VOTE, VOTER_CHANGE, VOTERS, FORMATTED,
-                                      CLUSTER_ID_MISMATCH, ACK)
+                                      CLUSTER_ID_MISMATCH, ACK, TICK_LATE)
