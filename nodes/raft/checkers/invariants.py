@@ -572,6 +572,7 @@ def cut_off_candidates(events: dict[str, list[dict]], timeline: list[dict], node
                     anomalies.append({"type": "epoch-raised-while-cut-off", "node": node,
                                       "epoch": ev.get("epoch"), "time_s": _s(t),
                                       "cut_off_s": [_s(a), _s(b)],
+                                      "pre_vote_round_s": _s(prevote_ns),
                                       "timers_late_s": _s(behind), "margin_s": _s(margin_ns),
                                       "limit_s": _s(limit)})
     return anomalies

@@ -51,16 +51,25 @@ def _vote_after_state_loss(a: dict[str, Any]) -> str:
             "restarting without its quorum state, before following a leader again.")
 
 
+def _made_of(a: dict[str, Any], timer: str) -> str:
+    """What a timed limit allowed: the timer, the node's own measured lateness, the margin."""
+    if a.get("timers_late_s") is None:
+        return ""
+    base = f"{a[timer]} s timer + " if timer in a else ""
+    return f": {base}{a['timers_late_s']} s its timers ran late + {a.get('margin_s')} s margin"
+
+
 def _stranded_leader(a: dict[str, Any]) -> str:
     lo, hi = a["still_leader_s"]
     return (f"{_node(a)} stayed leader of epoch {a['epoch']} from {lo} s to {hi} s while "
-            f"cut off from a majority (limit {a['limit_s']} s).")
+            f"cut off from a majority (limit {a['limit_s']} s{_made_of(a, 'fetch_timeout_s')}).")
 
 
 def _epoch_raised_while_cut_off(a: dict[str, Any]) -> str:
     lo, hi = a["cut_off_s"]
     return (f"{_node(a)} became a candidate (epoch {a['epoch']}) at {a['time_s']} s "
-            f"while cut off from a majority ({lo} s to {hi} s).")
+            f"while cut off from a majority ({lo} s to {hi} s; limit {a.get('limit_s')} s"
+            f"{_made_of(a, 'pre_vote_round_s')}).")
 
 
 def _follows_itself(a: dict[str, Any]) -> str:
