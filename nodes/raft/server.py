@@ -192,6 +192,8 @@ class RaftServer:
             "election_timeout_ms": config.election_timeout_ticks * self.options.tick_ms,
             "fetch_timeout_ms": config.fetch_timeout_ticks * self.options.tick_ms,
             "recovered_truncated_bytes": recovered.truncated_bytes,
+            # Its tick_late lines: no line then means its timers kept time.
+            "reports_lateness": True,
         })
         if recovered.truncated_bytes:
             self.emit({"event": TRUNCATE.name, "from": None, "to": self.core.log_end,

@@ -19,7 +19,7 @@ def ev(t_s: float, node: str, event: str, **fields: Any) -> dict:
 
 def start(t_s: float, node: str, epoch: int = 0, voted_for: str | None = None) -> dict:
     return ev(t_s, node, "start", epoch=epoch, voted_for=voted_for, log_end=0, tick_ms=50,
-              election_timeout_ms=500, fetch_timeout_ms=750)
+              election_timeout_ms=500, fetch_timeout_ms=750, reports_lateness=True)
 
 
 def role(t_s: float, node: str, name: str, epoch: int, leader: str | None = None) -> dict:
@@ -639,6 +639,19 @@ def test_a_stall_straddling_the_cut_counts_only_its_part_inside():
     v = invariants.check(h.ops, events, run())
     assert v["valid"] is True, v["anomalies"]
     events["n1"][-1] = tick_late(10.4, "n1", 400)   # 0.15 s inside: allowed 1.1 s
+    assert types(invariants.check(h.ops, events, run())) == ["stranded-leader"]
+
+
+def test_a_run_whose_nodes_do_not_report_their_lateness_keeps_the_constant_grace():
+    """Recorded before the nodes measured it: no tick_late line is no evidence
+    that their timers kept time, so the old 0.5 s grace stands (1.25 s)."""
+    h, events = cut_leader_resigning_at(10.25 + 1.2)
+    for evs in events.values():
+        for line in evs:
+            line.pop("reports_lateness", None)
+    v = invariants.check(h.ops, events, run())
+    assert v["valid"] is True and v["stats"]["margin_ms"] == 500
+    h, events = cut_leader_resigning_at(10.25 + 1.2)
     assert types(invariants.check(h.ops, events, run())) == ["stranded-leader"]
 
 

@@ -11,8 +11,11 @@ of those spans that falls inside it, plus a small fixed margin of ticks: the
 last tick may run up to an interval late without dropping any, the timer is
 read once a tick, and the role line follows the tick that changed the role.
 
-A node that writes no `tick_late` lines (an older build, or one that was never
-late) is allowed the margin only. Pure: event lines in, figures out.
+A node whose start line says it reports its lateness (`reports_lateness`)
+and wrote no `tick_late` line kept time, and is allowed the margin only. A
+run whose nodes do not say so (recorded before they measured it) keeps the
+constant grace its limits had then, so re-judging it flags nothing new.
+Pure: event lines in, figures out.
 """
 
 from __future__ import annotations
@@ -25,9 +28,9 @@ from nodes.raft.events import START, TICK_LATE
 MS = 1_000_000
 # Ticks a correct node may take past its timer with no tick dropped (see above).
 MARGIN_TICKS = 4
-# Runs whose start lines give no tick length: the margin the limits had before
-# the lateness was measured.
-MARGIN_WITHOUT_TICK_MS = 500
+# Runs whose nodes do not report their lateness (or their tick): the grace the
+# limits had before the lateness was measured.
+UNMEASURED_GRACE_MS = 500
 
 
 def late_spans(events: Mapping[str, list[dict]], start_ns: int) -> dict[str, list[tuple[int, int]]]:
@@ -49,10 +52,13 @@ def late_within(spans: list[tuple[int, int]], lo: int, hi: int) -> int:
 
 
 def timer_margin_ns(events: Mapping[str, list[dict]]) -> int:
-    """MARGIN_TICKS of the longest tick any node's start line reports."""
-    ticks = [ev["tick_ms"] for evs in events.values() for ev in evs
-             if ev.get("event") == START.name and type(ev.get("tick_ms")) is int]
-    return (MARGIN_TICKS * max(ticks) if ticks else MARGIN_WITHOUT_TICK_MS) * MS
+    """MARGIN_TICKS of the longest tick any node's start line reports, where
+    the nodes report their lateness; else the constant grace of before."""
+    starts = [ev for evs in events.values() for ev in evs if ev.get("event") == START.name]
+    ticks = [ev["tick_ms"] for ev in starts if type(ev.get("tick_ms")) is int]
+    if not ticks or not any(ev.get("reports_lateness") is True for ev in starts):
+        return UNMEASURED_GRACE_MS * MS
+    return MARGIN_TICKS * max(ticks) * MS
 
 
 def lateness_stats(spans: Mapping[str, list[tuple[int, int]]]) -> dict[str, Any]:
