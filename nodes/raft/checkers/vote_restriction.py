@@ -108,5 +108,5 @@ def grants_to_less_up_to_date_logs(events: Mapping[str, Iterable[dict]]) -> list
                 "epoch": ev.get("epoch"), "candidate": ev.get("candidate"),
                 "voter_log": {"last_epoch": voter[0], "log_end": voter[1]},
                 "candidate_log": {"last_epoch": candidate[0], "log_end": candidate[1]},
-                "time_ns": ev.get("t")})
+                "line": ev})
     return anomalies
