@@ -7,7 +7,11 @@ per txn), writes it as a msgpack history, and measures:
 - check alone: `elle.check` on ops already in memory, txn/s (wall and CPU,
   the best of --repeat checks);
 - end to end: reading the history file and checking it, txn/s;
-- the process's peak resident memory during the check (history included).
+- the process's peak resident memory during the check (history included);
+- the fast path (`checkers.elle.fast`: columns, no Op or Txn per op), which
+  `check-elle` tries first on a msgpack list-append history: reading the
+  file and judging it, txn/s, and whether it answered or deferred to the
+  object path (a history with any anomaly is deferred).
 
 Each size runs in a fresh process so one size's garbage does not inflate the
 next one's peak. With --edn FILE (e.g. Elle's histories/huge-scc.edn) it also
@@ -110,7 +114,8 @@ def measure(txns: int, max_writes: int, seed: int, stale: float, repeat: int = 1
         elle.check(history.ops, **({"prefix_keys": keys} if keys is not None else {}))
         del history
         end_to_end, end_to_end_cpu = time.monotonic() - t2, time.process_time() - c2
-    return {"txns": txns, "generate_s": round(generated, 2),
+        fast = _fast_end_to_end(path, repeat)
+    return {**fast, "txns": txns, "generate_s": round(generated, 2),
             "check_s": round(checked, 2), "check_cpu_s": round(checked_cpu, 2),
             "end_to_end_s": round(end_to_end, 2), "end_to_end_cpu_s": round(end_to_end_cpu, 2),
             "peak_rss_mib": round(peak / 1024),
@@ -120,6 +125,28 @@ def measure(txns: int, max_writes: int, seed: int, stale: float, repeat: int = 1
             "edges": verdict["stats"]["edges"],
             "largest_component": verdict["stats"]["largest_component"],
             "anomaly_counts": verdict["stats"]["anomaly_counts"]}
+
+
+def _fast_end_to_end(path: str, repeat: int) -> dict:
+    """The fast path (`checkers.elle.fast`, what `check-elle` tries first on
+    a msgpack list-append history) reading and judging the file, the best of
+    `repeat`; {} for a tree without it (--compare's reference)."""
+    try:
+        from checkers.elle.fast import fast_check
+        from checkers.history import read_txn_ops
+    except ImportError:
+        return {}
+    best = None
+    for _ in range(repeat):
+        t, c = time.monotonic(), time.process_time()
+        txn_ops = read_txn_ops(path)
+        verdict = fast_check(txn_ops) if txn_ops is not None else None
+        del txn_ops
+        took = (time.monotonic() - t, time.process_time() - c)
+        best = took if best is None else min(best, took)
+    assert best is not None
+    return {"fast_s": round(best[0], 2), "fast_cpu_s": round(best[1], 2),
+            "fast_answered": verdict is not None}
 
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -188,7 +215,7 @@ def _best(rounds: list[dict]) -> dict:
     """Per figure, the best (least) of the rounds; the other fields from the first."""
     best = dict(rounds[0])
     for k in ("check_s", "check_cpu_s", "end_to_end_s", "end_to_end_cpu_s", "cli_cpu_s",
-              "peak_rss_mib", "cli_peak_rss_mib"):
+              "peak_rss_mib", "cli_peak_rss_mib", "fast_s", "fast_cpu_s"):
         if k in best:
             best[k] = min(r[k] for r in rounds)
     best["loads"] = "/".join(r["load"].split()[1] for r in rounds)
@@ -205,6 +232,12 @@ def _print_size(name: str, r: dict, repeat: int) -> None:
           f"{n / r['end_to_end_s']:,.0f} txn/s (CPU {r['end_to_end_cpu_s']:.2f} s = "
           f"{n / r['end_to_end_cpu_s']:,.0f} txn/s); peak RSS {r['peak_rss_mib']} MiB; "
           f"valid={r['valid']}, anomalies={r['anomalies']}; load {r.get('loads', '?')}")
+    if "fast_s" in r:
+        print(f"{'':>7} fast path, in process msgpack read + check (best of {repeat}): "
+              f"{r['fast_s']:.2f} s = {n / r['fast_s']:,.0f} txn/s (CPU "
+              f"{r['fast_cpu_s']:.2f} s = {n / r['fast_cpu_s']:,.0f} txn/s), "
+              + ("answered" if r["fast_answered"] else "deferred to the object path")
+              + f"; object path x{r['end_to_end_cpu_s'] / r['fast_cpu_s']:.2f} its CPU")
     if "cli_cpu_s" in r:
         print(f"{'':>7} faultline check-elle history.msgpack end to end (fresh process, "
               f"bytecode cached): CPU {r['cli_cpu_s']:.2f} s = {n / r['cli_cpu_s']:,.0f} "
@@ -223,6 +256,9 @@ def _print_ratios(ref: str, mine: dict, theirs: dict) -> None:
                     ("cli_cpu_s", "check-elle end to end CPU")):
         if k in mine and k in theirs:
             parts.append(f"{what} x{theirs[k] / mine[k]:.2f}")
+    if "fast_cpu_s" in mine and "fast_cpu_s" not in theirs:
+        parts.append(f"in-process read + check CPU against this tree's fast path "
+                     f"x{theirs['end_to_end_cpu_s'] / mine['fast_cpu_s']:.2f}")
     print(f"{'':>7} {ref} / this tree: {', '.join(parts)}")
 
 

@@ -29,6 +29,10 @@ ARTIFACT_WORDS = {LOG_DUMP: "log dumps", EVENTS: "event lines", APPLIED_STATE: "
 # the run step gives the checker those ops alone (and the nemesis's) and
 # names the workload in its verdict; the checker itself never sees it.
 OPS_OF = "ops_of"
+# A plan's option for a checker that judges every workload's ops itself
+# (`Checker.every_workload`): the companion workloads' data types by name,
+# from the workload registry (the ops tell which workload issued them).
+COMPANIONS = "companions"
 # Between a companion workload's name and its own key: the namespace of its
 # keys that are not integers (no main workload's key enters it: register `r0`).
 COMPANION_SEPARATOR = ":"
@@ -70,6 +74,9 @@ class Checker:
         a workload's defaults come underneath (`workloads.judging`).
     needs: the node artefacts it cannot judge without, given its options.
     needs_node_files: whether it reads node dumps or events at all (loaders skip the I/O).
+    every_workload: in a run with a companion workload, it sees every
+        workload's ops and is told their data types (option COMPANIONS),
+        instead of seeing one workload's ops (OPS_OF).
     """
 
     name: str
@@ -79,6 +86,7 @@ class Checker:
         default=lambda config: {})
     needs: Callable[[Options], frozenset[str]] = _nothing
     needs_node_files: bool = False
+    every_workload: bool = False
 
 
 @dataclass(frozen=True)

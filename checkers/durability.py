@@ -1,7 +1,11 @@
 """Durability: lost, phantom and aborted writes, across the history and the logs.
 
-Values written are unique per run, so every value read or committed names the
-one op that wrote it. The rules:
+Values written are unique per workload in a run, so every value read or
+committed names the one op of its workload that wrote it: a committed entry
+is matched to a write on (workload, key, value), the workload of the entry's
+key being the one whose ops name it (`checkers.writes.owners`); a run's
+workloads may write the same values. In a run composing workloads the main
+workload's ops are judged (`companions`). The rules:
 
 - `lost-write`: an acknowledged write/cas/append/txn-append that is not in the
   final committed state: the committed entries of the log dumps, and (for
@@ -19,14 +23,14 @@ one op that wrote it. The rules:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from checkers.datatypes import LISTS, LOGS, REGISTERS
 from checkers.history import Op, client_ops, collector_paused, pair_ops
 from checkers.verdict import Verdict, verdict
-from checkers.writes import Write, writes_of
+from checkers.writes import Write, norm_key, owners, writes_of
 
 # The data types (checkers.datatypes) these rules read; the run's workload
 # says which its history is (the checker's `data` option).
@@ -47,12 +51,33 @@ class Observation:
     op: Op                # the ok completion that showed it
 
 
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """One committed sighting of a value in the dumps."""
+
+    key: str | None       # `norm_key` of the entry's key (None: it names none)
+    offset: int | None
+    kind: str | None      # the command that carried it: put, cas, append, txn
+
+
+# (workload, frozen value) -> where it was committed.
+CommittedIndex = dict[tuple[str, Any], list[Committed]]
+
+
 @collector_paused()   # millions of small acyclic objects: its passes free nothing
-def check(history: list[Op], dumps: dict[str, dict] | None, data: str | None) -> Verdict:
-    """`data`: what the history's ops act on (checkers.datatypes)."""
+def check(history: list[Op], dumps: dict[str, dict] | None, data: str | None,
+          companions: Mapping[str, str] | None = None, main: str = "") -> Verdict:
+    """`data`: what the main workload's ops act on (checkers.datatypes).
+    `companions`: the run's other workloads (name -> data type); their ops
+    tell which committed entries are theirs, and only the main workload's
+    (`main`; an untagged op is its) are judged."""
     if data not in DATA:
         return verdict("unknown", [], {"error": f"no durability rules for data type "
                                                 f"{data!r}; known: {list(DATA)}"})
+    owner = owners(history, main) if companions else {}
+    if companions:
+        history = [op for op in history if (op.workload or main) == main]
+    committed = committed_values(dumps, owner, main) if dumps else None
     pairs = pair_ops(client_ops(history))
     writes = writes_of(pairs, data)
     by_value = {freeze(w.value): w for w in writes}
@@ -64,9 +89,9 @@ def check(history: list[Op], dumps: dict[str, dict] | None, data: str | None) ->
         "values_read": len(observations),
     }
     evidence = []
-    if dumps:
+    if committed is not None:
         evidence.append("dumps")
-        anomalies += _against_dumps(writes, dumps, data, stats)
+        anomalies += _against_dumps(writes, committed, main, data, stats)
     if data == LISTS:
         evidence.append("final-reads")
         anomalies += _list_final_reads(pairs, writes)
@@ -74,7 +99,7 @@ def check(history: list[Op], dumps: dict[str, dict] | None, data: str | None) ->
         evidence.append("final-reads")
         anomalies += _log_rules(pairs, writes)
     stats["lost_write_evidence"] = evidence
-    relaxed_acks = _relaxed_acks(writes, dumps)
+    relaxed_acks = _relaxed_acks(writes, committed, main)
     if relaxed_acks:
         stats["relaxed_acks"] = relaxed_acks
         # One figure for the report's summary line: the losses those levels
@@ -97,17 +122,17 @@ def check(history: list[Op], dumps: dict[str, dict] | None, data: str | None) ->
     return verdict(True, [], stats)
 
 
-def _relaxed_acks(writes: list[Write], dumps: dict[str, dict] | None) -> dict[str, dict]:
+def _relaxed_acks(writes: list[Write], committed: CommittedIndex | None,
+                  main: str) -> dict[str, dict]:
     """Per level below quorum: writes acked, and how many of them the committed
     logs lack (the losses that level allows; None without dumps to tell)."""
-    committed = committed_values(dumps)[0] if dumps else None
     out: dict[str, dict] = {}
     for w in writes:
         if w.level is None:
             continue
         row = out.setdefault(w.level, {"acked": 0, "lost": 0 if committed is not None else None})
         row["acked"] += 1
-        if committed is not None and freeze(w.value) not in committed:
+        if committed is not None and not _sightings(w, committed, main):
             row["lost"] += 1
     return out
 
@@ -202,12 +227,14 @@ def _bad_reads(observations: list[Observation], by_value: dict[Any, Write]
 # --- the committed entries of the dumps --------------------------------------
 
 
-def committed_values(dumps: dict[str, dict]
-                     ) -> tuple[dict[Any, set[int | None]], dict[Any, str | None]]:
-    """Each value in a committed command -> the offsets it was committed at, and
-    which command kind carried it ('put', 'cas', 'append', 'txn')."""
-    offsets: dict[Any, set[int | None]] = defaultdict(set)
-    kinds: dict[Any, str | None] = {}
+def committed_values(dumps: dict[str, dict], owner: Mapping[str | None, str] | None = None,
+                     main: str = "") -> CommittedIndex:
+    """Each value in a committed command, by (workload, value): where it was
+    committed. An entry's workload is the one whose ops name its key
+    (`owner`); a key no op names (the keyless register's name in the store)
+    is the main workload's."""
+    owner = owner or {}
+    out: CommittedIndex = defaultdict(list)
     for dump in dumps.values():
         for e in dump.get("entries") or []:
             if not (isinstance(e, dict) and e.get("committed") is True):
@@ -215,49 +242,62 @@ def committed_values(dumps: dict[str, dict]
             payload = e.get("payload")
             if not isinstance(payload, dict):
                 continue
-            for value in _payload_values(payload):
-                offsets[freeze(value)].add(e.get("offset"))
-                kinds[freeze(value)] = payload.get("op")
-    return offsets, kinds
+            for key, value in _payload_values(payload):
+                k = norm_key(key)
+                out[(owner.get(k, main), freeze(value))].append(
+                    Committed(k, e.get("offset"), payload.get("op")))
+    return out
 
 
-def _payload_values(payload: dict) -> Iterator[Any]:
+def _payload_values(payload: dict) -> Iterator[tuple[Any, Any]]:
+    """(key, value) of each value a committed command writes."""
     op = payload.get("op")
     if op in ("put", "cas", "append") and "value" in payload:
-        yield payload["value"]
+        yield (payload.get("log") if op == "append" else payload.get("key")), payload["value"]
     elif op == "txn" and isinstance(payload.get("ops"), list):
         for mop in payload["ops"]:
             if _triple(mop) and mop[0] == "append":
-                yield mop[2]
+                yield mop[1], mop[2]
 
 
-def _against_dumps(writes: list[Write], dumps: dict[str, dict], data: str,
+def _sightings(w: Write, committed: CommittedIndex, main: str) -> list[Committed]:
+    """Where `w`'s value was committed under its key, in its workload (a
+    keyless write, or an entry naming no key, matches on the value)."""
+    key = norm_key(w.key)
+    return [c for c in committed.get((main, freeze(w.value)), ())
+            if key is None or c.key is None or c.key == key]
+
+
+def _offsets(sightings: list[Committed]) -> list[int | None]:
+    return sorted({c.offset for c in sightings}, key=lambda o: (o is None, o or 0))
+
+
+def _against_dumps(writes: list[Write], committed: CommittedIndex, main: str, data: str,
                    stats: dict[str, Any]) -> list[dict[str, Any]]:
-    offsets, kinds = committed_values(dumps)
     anomalies = []
+    found = {id(w): _sightings(w, committed, main) for w in writes}
     for w in writes:
-        fv = freeze(w.value)
-        found = offsets.get(fv)
-        if w.status == "ok" and not found:
+        seen = found[id(w)]
+        if w.status == "ok" and not seen:
             anomalies.append({"type": "lost-write", "value": w.value, "key": w.key,
                               "evidence": "dumps", "write": _op_ref(w.invoke),
                               "ack": _op_ref(w.completion)})
-        elif w.status == "fail" and found and kinds.get(fv) != "cas":
+        elif w.status == "fail" and seen and any(c.kind != "cas" for c in seen):
             anomalies.append({"type": "failed-write-committed", "value": w.value,
-                              "key": w.key, "offsets": sorted(found),
+                              "key": w.key, "offsets": _offsets(seen),
                               "write": _op_ref(w.invoke), "fail": _op_ref(w.completion)})
+    ours = {fv: cs for (workload, fv), cs in committed.items() if workload == main}
     if data in (LISTS, LOGS):
-        for fv, offs in offsets.items():
-            if len(offs) > 1 and kinds.get(fv) in ("append", "txn"):
+        for fv, cs in ours.items():
+            if len({c.offset for c in cs}) > 1 and cs[-1].kind in ("append", "txn"):
                 anomalies.append({"type": "duplicate-append", "value": fv,
-                                  "evidence": "dumps", "offsets": sorted(offs)})
+                                  "evidence": "dumps", "offsets": _offsets(cs)})
     info = [w for w in writes if w.status == "info"]
     stats["dumps"] = {
-        "committed_values": len(offsets),
-        "ok_writes_committed": sum(1 for w in writes
-                                   if w.status == "ok" and freeze(w.value) in offsets),
-        "info_writes_committed": sum(1 for w in info if freeze(w.value) in offsets),
-        "info_writes_absent": sum(1 for w in info if freeze(w.value) not in offsets),
+        "committed_values": len(ours),
+        "ok_writes_committed": sum(1 for w in writes if w.status == "ok" and found[id(w)]),
+        "info_writes_committed": sum(1 for w in info if found[id(w)]),
+        "info_writes_absent": sum(1 for w in info if not found[id(w)]),
     }
     return anomalies
 

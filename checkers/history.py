@@ -421,6 +421,22 @@ def read_whole(path: str | os.PathLike[str]) -> History | None:
     """The ops of a msgpack history, as `iter_history` yields them, with
     `History.prefix_keys`, or None: this reader declines and the caller
     streams the file."""
+    buf = whole_buffer(path)
+    if buf is None:
+        return None
+    # imported here: an EDN history's check (Elle's huge-scc: 0.5 s in all)
+    # need not pay for msgspec's import
+    from checkers import history_shapes as shapes
+    try:
+        return _ops(buf, shapes)
+    except _Decline:
+        return None
+
+
+def whole_buffer(path: str | os.PathLike[str]) -> bytearray | None:
+    """A msgpack history's bytes after room for the array header that
+    `decode_whole` writes, or None: not a file `read_whole` reads (empty,
+    over MAX_FILE_BYTES, not mostly txns, or changing size while read)."""
     with open_regular(path) as f:
         size = os.fstat(f.fileno()).st_size
         if not 0 < size <= MAX_FILE_BYTES:
@@ -445,13 +461,7 @@ def read_whole(path: str | os.PathLike[str]) -> History | None:
         view.release()
         if got < size or os.read(fd, 1):
             return None  # the file changed size while read
-    # imported here: an EDN history's check (Elle's huge-scc: 0.5 s in all)
-    # need not pay for msgspec's import
-    from checkers import history_shapes as shapes
-    try:
-        return _ops(buf, shapes)
-    except _Decline:
-        return None
+    return buf
 
 
 def _ops(buf: bytearray, shapes: Any) -> History:
@@ -508,6 +518,15 @@ def _ops(buf: bytearray, shapes: Any) -> History:
     del envelopes
     prefix_keys = _ok_values(oks, shapes.Append)
     return History(ops, prefix_keys=None if unvouched else prefix_keys)
+
+
+def decode_whole(buf: bytearray, decoder: Any) -> list[Any] | None:
+    """`whole_buffer`'s ops decoded by `decoder` (a msgspec decoder of a
+    list of op shapes), or None if they do not all fit its shape."""
+    try:
+        return _envelopes(buf, decoder)
+    except _Decline:
+        return None
 
 
 def _envelopes(buf: bytearray, decoder: Any) -> list[Any]:
@@ -710,3 +729,48 @@ def client_ops(ops: Iterable[Op]) -> list[Op]:
 def noop_reason(value: Any) -> str | None:
     """Why a nemesis op's result changed nothing, or None if it acted."""
     return str(value[NOOP]) if isinstance(value, dict) and value.get(NOOP) else None
+
+
+def read_txn_ops(path: str | os.PathLike[str]) -> list[Any] | None:
+    """A list-append history's txn ops, every key and element an int, as
+    `history_shapes.TXN_OPS` decodes them (for `checkers.elle.fast`; each
+    op's index its place in the file), its nemesis ops left out; or None
+    when it is not one, or not a file `read_whole` reads."""
+    buf = whole_buffer(path)
+    if buf is None:
+        return None
+    from checkers import history_shapes as shapes
+    ops = decode_whole(buf, shapes.TXN_OPS)
+    if ops is not None:
+        return ops
+    anys = decode_whole(buf, shapes.ANY_OPS)
+    return None if anys is None else _txn_ops(anys, shapes)
+
+
+def _txn_ops(anys: list[Any], shapes: Any) -> list[Any] | None:
+    """The client ops of `anys` as TXN_OPS decodes them, each nemesis op's
+    value decoded as the reader decodes it (refusing what it refuses), or
+    None: some op is neither a txn nor a nemesis op, or does not decode."""
+    kinds = {"invoke": (shapes.TxnInvoke, shapes.UNREAD_MOPS.decode),
+             "ok": (shapes.TxnOk, shapes.OK_MOPS.decode),
+             "fail": (shapes.TxnFail, shapes.UNREAD_MOPS.decode),
+             "info": (shapes.TxnInfo, shapes.UNREAD_MOPS.decode)}
+    out = []
+    try:
+        for i, op in enumerate(anys):
+            if op.index != i:
+                return None
+            if op.process == NEMESIS:
+                if op.value:
+                    _unpack(op.value)
+                continue
+            if op.process.__class__ is not int or op.f != "txn":
+                return None
+            cls, decode = kinds[op.type]
+            out.append(cls(index=i, time=op.time, process=op.process, f="txn",
+                           value=decode(op.value), node=op.node, error=op.error))
+    except _Decline:
+        return None
+    except Exception:  # msgspec's errors: not a list-append txn's value
+        return None
+    return out

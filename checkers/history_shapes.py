@@ -9,7 +9,7 @@ msgspec; without `from __future__ import annotations`, so msgspec sees the
 annotations as types.
 """
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -59,3 +59,83 @@ MOPS = msgspec.msgpack.Decoder(list[Append | Read])
 # micro-ops of scalars alone (an invoke's, one that read nothing): as msgpack
 # decodes them, lists, since msgpack decodes ints, strings and nil alike
 SCALAR_MOPS = msgspec.msgpack.Decoder(list[list[int | str | None]])
+
+
+# --- the Elle fast path's shapes (`checkers.elle.fast`) ---------------------
+# A list-append history of txns alone, every key and element an int and no
+# field but an op's usual ones: anything else fails to decode, and the fast
+# path leaves the history to the object path.
+
+
+class TxnAppend(msgspec.Struct, array_like=True, tag="append", forbid_unknown_fields=True,
+                gc=False):
+    k: int
+    v: int
+
+
+class TxnRead(msgspec.Struct, array_like=True, tag="r", forbid_unknown_fields=True, gc=False):
+    """An ok txn's read, its value left as bytes (a list, or nil)."""
+
+    k: int
+    v: msgspec.Raw
+
+
+class TxnUnread(msgspec.Struct, array_like=True, tag="r", forbid_unknown_fields=True, gc=False):
+    """A read in an invoke, or in a failed or indeterminate completion: nil."""
+
+    k: int
+    v: None
+
+
+class _TxnOp(msgspec.Struct, forbid_unknown_fields=True, gc=False, tag_field="type",
+             kw_only=True):
+    """A txn op's fields, by its type (the tag), and its micro-ops; only an
+    ok txn's reads are left as bytes (the fast path compares them with their
+    key's longest read, which it decodes). Everything else is decoded, so
+    the streaming reader would take it too."""
+
+    index: int
+    time: int
+    process: int
+    f: Literal["txn"]
+    node: _Str | None = None
+    error: _Str | None = None
+
+
+class TxnInvoke(_TxnOp, tag="invoke"):
+    value: list[TxnAppend | TxnUnread]
+
+
+class TxnOk(_TxnOp, tag="ok"):
+    value: list[TxnAppend | TxnRead]
+
+
+class TxnFail(_TxnOp, tag="fail"):
+    value: list[TxnAppend | TxnUnread]
+
+
+class TxnInfo(_TxnOp, tag="info"):
+    value: list[TxnAppend | TxnUnread]
+
+
+TXN_OPS = msgspec.msgpack.Decoder(list[TxnInvoke | TxnOk | TxnFail | TxnInfo])
+INTS = msgspec.msgpack.Decoder(list[int])
+
+
+class AnyOp(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """Any op's fields, its value left as bytes: for a history TXN_OPS does
+    not take whole (one with nemesis ops), read op by op."""
+
+    index: int
+    time: int
+    process: int | _Str
+    type: Literal["invoke", "ok", "fail", "info"]
+    f: _Str
+    value: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    node: _Str | None = None
+    error: _Str | None = None
+
+
+ANY_OPS = msgspec.msgpack.Decoder(list[AnyOp])
+OK_MOPS = msgspec.msgpack.Decoder(list[TxnAppend | TxnRead])
+UNREAD_MOPS = msgspec.msgpack.Decoder(list[TxnAppend | TxnUnread])

@@ -11,7 +11,9 @@ Rules:
   for one key where neither is a prefix of the other, at any positions.
 - Against the history, only once every node answered at one position
   while a leader was known (the harness waits for that, bounded): each
-  node has then applied everything the cluster committed.
+  node has then applied everything the cluster committed. (Or, with some
+  node silent, a majority did so.) Each workload's keys (those its ops
+  name) against its own ops, by its data type (`companions`).
   - registers (and register txns): `stale-value` - the node holds a value
     that an acknowledged write, invoked after that value's write had been
     acknowledged, must have overwritten; `unwritten-value` - a value no
@@ -29,8 +31,12 @@ Rules:
     acknowledged at.
   Acks below quorum count as indeterminate (`checkers.acks`).
 
-Says `unknown` when fewer than two nodes answered and no node could be
-judged against the history.
+A node that did not answer (silent to the end) leaves its part unknown:
+the others are still compared with each other and, if a majority answered
+at one position with a leader known, judged against the history; without an
+anomaly the verdict is then `unknown`, its reason naming the silent nodes and
+those judged valid. Says `unknown` too when fewer than two nodes answered and
+no node could be judged against the history.
 """
 
 from __future__ import annotations
@@ -44,18 +50,13 @@ from checkers.datatypes import LISTS, LOGS, REGISTER_TXNS, REGISTERS
 from checkers.durability import freeze
 from checkers.history import Op, client_ops, pair_ops
 from checkers.verdict import Verdict, verdict
-from checkers.writes import Write, writes_of
+from checkers.writes import Write, norm_key, owners, writes_of
 
 # Anomalies kept per kind (the rest are counted): one kind, a divergence
 # repeated on every key, must not hide the others.
 MAX_PER_KIND = 50
 JUDGED = (REGISTERS, REGISTER_TXNS, LISTS, LOGS)
 ABSENT = object()
-
-
-def norm_key(key: Any) -> str | None:
-    """A history key as a node state names it (`nodes.db.NodeState`)."""
-    return None if key is None else str(key)
 
 
 def log_acks(ops: Iterable[Op]) -> list[tuple[str, int, Any, int]]:
@@ -79,42 +80,56 @@ def _as_map(pairs: Any) -> dict[str | None, Any]:
 
 
 def check(states: Mapping[str, Mapping[str, Any] | None], ops: list[Op], data: str | None,
-          realtime: bool = True, leader_known: bool = True) -> Verdict:
+          realtime: bool = True, leader_known: bool = True,
+          companions: Mapping[str, str] | None = None, main: str = "") -> Verdict:
     """Judge the nodes' final applied states (node -> state, None: it did not
     answer). `leader_known`: a leader was known when they were read (without
-    one, nodes that all restarted may not yet have applied what was committed)."""
+    one, nodes that all restarted may not yet have applied what was committed).
+    `companions`: the run's other workloads (name -> data type), whose keys
+    (those their ops name) are judged by their data type's rules against their
+    own ops; every other key and untagged op is the main workload's (`main`)."""
     if data not in JUDGED:
         return verdict("unknown", stats={"reason": f"no node-state rules for data {data!r}"})
+    # A companion of a data type without rules here is left out (its keys with it).
+    companions = {w: d for w, d in (companions or {}).items() if w != main and d in JUDGED}
+    data_of = {main: data, **companions}
+    # Every workload's ops name their keys: a companion's keys not judged
+    # here (not read from the nodes) are left out, not taken for the main's.
+    owner = owners(ops, main)
     answered = {n: s for n, s in states.items() if s is not None}
     silent = sorted(n for n, s in states.items() if s is None)
-    field = "logs" if data == LOGS else "keys"
-    maps = {n: _as_map(s.get(field)) for n, s in answered.items()}
+    # workload -> node -> its keys (a log workload: its logs).
+    maps = {w: {n: _owned(s, w, d, owner, main) for n, s in answered.items()}
+            for w, d in data_of.items()}
     positions = {n: s.get("position") for n, s in answered.items()}
     stats: dict[str, Any] = {"nodes": len(states), "answered": sorted(answered),
                              "silent": silent, "positions": positions}
     anomalies: list[dict[str, Any]] = []
     anomalies += _same_position(answered, maps, positions)
-    if data in (LISTS, LOGS):
-        anomalies += _prefixes(maps)
-    agreed = (len(answered) >= 1 and not silent and len(set(positions.values())) == 1
-              and leader_known)
+    for w, d in data_of.items():
+        if d in (LISTS, LOGS):
+            anomalies += _tagged(_prefixes(maps[w]), w, companions)
+    # With a node silent, the others are judged if a majority answered at one
+    # position with a leader known: what was committed is on a majority and,
+    # the harness having waited its full time for the silent one, applied.
+    majority = 2 * len(answered) > len(states)
+    agreed = (len(answered) >= 1 and len(set(positions.values())) == 1 and leader_known
+              and (not silent or majority))
     if agreed:
-        if data == LOGS:
-            acks = log_acks(ops)
-            stats["acknowledged_writes"] = len(acks)
-            anomalies += _logs_against(maps, acks)
-        else:
-            writes = writes_of(pair_ops(client_ops(ops)), data)
-            stats["acknowledged_writes"] = sum(w.status == "ok" for w in writes)
-            if data == LISTS:
-                anomalies += _lists_against(maps, writes)
-            else:
-                anomalies += _registers_against(maps, writes, realtime)
+        acknowledged = {}
+        for w, d in data_of.items():
+            theirs = [op for op in ops if (op.workload or main) == w]
+            found, acknowledged[w] = _against_history(maps[w], theirs, d, realtime)
+            anomalies += _tagged(found, w, companions)
+        stats["acknowledged_writes"] = acknowledged[main]
+        if companions:
+            stats["acknowledged_writes_by_workload"] = acknowledged
         stats["judged_against_history"] = True
     else:
         stats["judged_against_history"] = False
         stats["not_judged_because"] = (
-            "not every node answered" if silent else
+            "no node answered" if not answered else
+            "fewer than a majority of the nodes answered" if silent and not majority else
             "no leader was known when the nodes were read" if not leader_known else
             "the nodes ended at different positions")
     stats["anomaly_count"] = len(anomalies)
@@ -127,15 +142,64 @@ def check(states: Mapping[str, Mapping[str, Any] | None], ops: list[Op], data: s
                 shown.append(a)
         stats["anomalies_by_kind"] = dict(kept)
         return verdict(False, shown, stats)
+    if silent:
+        return _silent_unknown(stats, silent, sorted(answered) if agreed else [])
     if not agreed and len(answered) < 2:
         return verdict("unknown", stats={**stats, "reason": (
             f"{len(answered)} of {len(states)} node(s) answered: nothing to compare")})
     return verdict(True, [], stats)
 
 
+def _silent_unknown(stats: dict[str, Any], silent: list[str], judged: list[str]) -> Verdict:
+    """The one rule for a part with nothing to judge (as linearizability's
+    keys, availability's limits): each silent node's part is unknown, so the
+    verdict is, saying which nodes were judged and found valid."""
+    stats["unknown_nodes"] = {n: "did not answer: no applied state read" for n in silent}
+    stats["judged_valid"] = judged
+    them = ", ".join(silent)
+    rest = (f"{', '.join(judged)} judged against the history: valid" if judged else
+            f"no node judged against the history ({stats['not_judged_because']})")
+    return verdict("unknown", stats={**stats, "reason": (
+        f"{len(silent)} of {stats['nodes']} node(s) did not answer ({them}): "
+        f"{'its' if len(silent) == 1 else 'their'} state unknown; {rest}")})
+
+
+def _owned(state: Mapping[str, Any], workload: str, data: str, owner: Mapping[str | None, str],
+           main: str) -> dict[str | None, Any]:
+    """A node's keys of `workload` (all its logs for a log workload)."""
+    if data == LOGS:
+        return _as_map(state.get("logs"))
+    return {k: v for k, v in _as_map(state.get("keys")).items()
+            if owner.get(k, main) == workload}
+
+
+def _tagged(anomalies: list[dict[str, Any]], workload: str,
+            companions: Mapping[str, str]) -> list[dict[str, Any]]:
+    """A companion's anomalies name their workload (the main workload's need not)."""
+    if workload not in companions:
+        return anomalies
+    return [{**a, "workload": workload} for a in anomalies]
+
+
+def _against_history(maps: Mapping[str, dict[str | None, Any]], ops: list[Op], data: str,
+                     realtime: bool) -> tuple[list[dict[str, Any]], int]:
+    """One workload's keys on every node against its ops: the anomalies, and
+    how many of its writes were acknowledged."""
+    if data == LOGS:
+        acks = log_acks(ops)
+        return _logs_against(maps, acks), len(acks)
+    writes = writes_of(pair_ops(client_ops(ops)), data)
+    acknowledged = sum(w.status == "ok" for w in writes)
+    if data == LISTS:
+        return _lists_against(maps, writes), acknowledged
+    return _registers_against(maps, writes, realtime), acknowledged
+
+
 def _same_position(answered: Mapping[str, Mapping[str, Any]],
-                   maps: Mapping[str, dict[str | None, Any]],
+                   maps: Mapping[str, Mapping[str, dict[str | None, Any]]],
                    positions: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Nodes at one position that differ, key by key in every workload's keys
+    (workload -> node -> keys), else by their digests."""
     by_position: dict[Any, list[str]] = defaultdict(list)
     for n in sorted(answered):
         by_position[positions[n]].append(n)
@@ -143,17 +207,20 @@ def _same_position(answered: Mapping[str, Mapping[str, Any]],
     for position, nodes in by_position.items():
         first = nodes[0]
         for other in nodes[1:]:
-            differing = [k for k in sorted(set(maps[first]) | set(maps[other]), key=repr)
-                         if freeze(maps[first].get(k, ABSENT)) !=
-                         freeze(maps[other].get(k, ABSENT))]
-            for k in differing:
-                out.append({"type": "divergent-state", "position": position, "key": k,
-                            "nodes": [first, other],
-                            "values": {first: maps[first].get(k), other: maps[other].get(k)}})
-            if not differing and answered[first].get("digest") != answered[other].get("digest"):
+            found = 0
+            for by_node in maps.values():
+                a, b = by_node[first], by_node[other]
+                differing = [k for k in sorted(set(a) | set(b), key=repr)
+                             if freeze(a.get(k, ABSENT)) != freeze(b.get(k, ABSENT))]
+                found += len(differing)
+                for k in differing:
+                    out.append({"type": "divergent-state", "position": position, "key": k,
+                                "nodes": [first, other],
+                                "values": {first: a.get(k), other: b.get(k)}})
+            if not found and answered[first].get("digest") != answered[other].get("digest"):
                 out.append({"type": "divergent-state", "position": position, "key": None,
                             "nodes": [first, other], "detail": "same keys, different digests "
-                            "(the difference is outside the workload's keys)"})
+                            "(the difference is outside the workloads' keys)"})
     return out
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from checkers.checker import (  # noqa: F401 (re-exported: the artefact names)
     APPLIED_STATE,
     ARTIFACT_WORDS,
+    COMPANIONS,
     EVENTS,
     LOG_DUMP,
     NODE_EXITS,
@@ -31,7 +32,6 @@ from checkers.checker import (  # noqa: F401 (re-exported: the artefact names)
     Checker,
     Contributed,
     Options,
-    is_companion_key,
 )
 from checkers.coverage import run_coverage
 from checkers.history import NEMESIS, History, Op, client_ops
@@ -88,7 +88,9 @@ def _rw_register(r: Run, options: Options) -> Verdict:
 
 def _durability(r: Run, options: Options) -> Verdict:
     from checkers import durability
-    return durability.check(r.history.ops, r.dumps or None, options.get("data"))
+    return durability.check(r.history.ops, r.dumps or None, options.get("data"),
+                            companions=options.get(COMPANIONS),
+                            main=str(config_of(r).get("workload", "")))
 
 
 def _durability_needs(options: Options) -> frozenset[str]:
@@ -141,30 +143,25 @@ def _node_state(r: Run, options: Options) -> Verdict:
     if r.path is None:
         return _no_run_dir()
     states = load_node_states(r.path)
-    companion = config_of(r).get("companion")
-    if companion:
-        # The main workload's keys alone: its rules would take the companion's
-        # values (another data type) for values nobody wrote.
-        states = {n: None if s is None else without_companion(s, companion)
-                  for n, s in states.items()}
     if not states:
         return verdict("unknown", stats={"reason": "no node states in the run"})
     collected = r.run.get("node_states") or {}
-    return node_state.check(states, r.history.ops, options.get("data"),
-                            realtime=options.get("realtime", True),
-                            # "agreed" was only ever recorded with a leader known.
-                            leader_known=collected.get("leader") is not None
-                            or collected.get("agreed") is True)
-
-
-def without_companion(state: dict[str, Any], companion: str) -> dict[str, Any]:
-    """Pure: a node's applied state (`keys` as [key, value] pairs) without
-    the keys of the run's companion workload."""
-    keys = state.get("keys")
-    if not isinstance(keys, list):
-        return state
-    return {**state, "keys": [p for p in keys if not (isinstance(p, list | tuple) and p
-                                                      and is_companion_key(companion, p[0]))]}
+    # A companion's keys are judged only where the harness read them (a run
+    # saved before it did may hold them on one system and not on another):
+    # absent keys would read as writes lost.
+    read = collected.get("workloads") or ()
+    companions = {w: d for w, d in (options.get(COMPANIONS) or {}).items() if w in read}
+    v = node_state.check(states, r.history.ops, options.get("data"),
+                         realtime=options.get("realtime", True),
+                         # "agreed" was only ever recorded with a leader known.
+                         leader_known=collected.get("leader") is not None
+                         or collected.get("agreed") is True,
+                         companions=companions,
+                         main=str(config_of(r).get("workload", "")))
+    unread = sorted(set(options.get(COMPANIONS) or {}) - set(companions))
+    if unread:
+        v["stats"]["workloads_not_read"] = unread
+    return v
 
 
 def _node_logs(r: Run, options: Options) -> Verdict:
@@ -219,8 +216,10 @@ LINEARIZABILITY = Checker(
 ELLE = Checker("elle", "run", _elle, from_config=_consistency_model)
 RW_REGISTER = Checker("rw-register", "run", _rw_register, from_config=_rw_register_options)
 # Its `data` option (checkers.datatypes) comes from the run's workload (workloads.judging).
+# It judges the main workload's writes, matching the dumps' committed values
+# to them on (workload, key, value): the companions' ops tell it which are theirs.
 DURABILITY = Checker("durability", "run", _durability, needs=_durability_needs,
-                     needs_node_files=True)
+                     needs_node_files=True, every_workload=True)
 DIVERGENCE = Checker("divergence", "run", _divergence, needs=lambda o: frozenset({LOG_DUMP}),
                      needs_node_files=True)
 ELECTIONS = Checker("elections", "run", _elections, needs=lambda o: frozenset({EVENTS}),
@@ -230,8 +229,10 @@ AVAILABILITY = Checker("availability", "run", _availability,
                        needs_node_files=True)
 
 # Its `data` option comes from the run's workload, as durability's.
+# It judges each workload's keys against that workload's ops (COMPANIONS).
 NODE_STATE = Checker("node-state", "run", _node_state, from_config=_realtime,
-                     needs=lambda o: frozenset({APPLIED_STATE}), needs_node_files=True)
+                     needs=lambda o: frozenset({APPLIED_STATE}), needs_node_files=True,
+                     every_workload=True)
 NODE_LOGS_CHECKER = Checker("node-logs", "run", _node_logs,
                             needs=lambda o: frozenset({NODE_LOGS}), needs_node_files=True)
 NODE_EXITS_CHECKER = Checker("node-exits", "run", _node_exits,

@@ -12,7 +12,7 @@ from typing import Any
 
 from checkers.acks import relaxed
 from checkers.datatypes import LISTS, LOGS, REGISTER_TXNS, REGISTERS
-from checkers.history import Op
+from checkers.history import Op, client_ops
 
 # The mop a txn writes with, per data type whose writes are txn mops.
 _TXN_WRITE = {LISTS: "append", REGISTER_TXNS: "w"}
@@ -75,3 +75,31 @@ def written(inv: Op, data: str) -> Iterator[tuple[Any, Any]]:
 
 def _pair(v: Any) -> bool:
     return isinstance(v, list | tuple) and len(v) >= 2
+
+
+def norm_key(key: Any) -> str | None:
+    """A key as a node's state or log names it: by string (None: the one
+    keyless register, whose name in the store is the system's own)."""
+    return None if key is None else str(key)
+
+
+def keys_named(op: Op) -> set[str | None]:
+    """The keys an op names (`norm_key`): a transaction's micro-ops' keys,
+    else the op's own key."""
+    if op.f == "txn" and isinstance(op.value, list):
+        return {norm_key(m[1]) for m in op.value if isinstance(m, list | tuple) and len(m) == 3}
+    return {norm_key(op.key)}
+
+
+def owners(ops: Iterable[Op], main: str) -> dict[str | None, str]:
+    """Pure: key (`norm_key`) -> the workload whose ops name it, from each
+    op's `workload` tag (an untagged op is the main workload's, as every op
+    of a run made before runs composed workloads). A key named by several is
+    the main workload's if it names it, else the first's."""
+    out: dict[str | None, str] = {}
+    for op in client_ops(ops):
+        workload = op.workload or main
+        for k in keys_named(op):
+            if out.get(k) != main:
+                out[k] = main if workload == main else out.get(k, workload)
+    return out

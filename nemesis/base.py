@@ -74,6 +74,7 @@ from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabular
     FaultFactory,
     FaultKind,
     Fires,
+    InForceAfterHeal,
     Planner,
     SetsUp,
     TearsDown,
@@ -443,7 +444,11 @@ class NemesisRunner:
             self._dirty.discard(event.fault)
             def act() -> Any:
                 return self.nemesis.heal(event.fault)
-        return self._recorded(f, value, act, event)
+        done = self._recorded(f, value, act, event)
+        if event.action != "inject" and isinstance(fault, InForceAfterHeal) \
+                and fault.in_force():
+            self._dirty.add(event.fault)
+        return done
 
     def _recorded(self, f: str, value: Any, act: Callable[[], Any], event: Any) -> Op:
         invoke = self.record(NEMESIS, "invoke", f, value)

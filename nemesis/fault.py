@@ -81,6 +81,15 @@ class TearsDown(Protocol):
     def teardown(self, cluster: ClusterControl) -> None: ...
 
 
+@runtime_checkable
+class InForceAfterHeal(Protocol):
+    """A fault a heal may leave partly in force (a removed member the heal
+    could not add back): while `in_force()`, the runner counts it as not
+    healed, so the run's final heal (recorded) heals it again."""
+
+    def in_force(self) -> bool: ...
+
+
 # (fault spec, params[, "inject" or "heal"[, note]]) -> the future of its op:
 # the runner's queue for faults a trigger or a composition sets off.
 FireFn = Callable[..., Future]

@@ -33,6 +33,14 @@ heal adds the node back (an add of a voter still there is a
 removed itself and then resigned when the change committed looked like a
 leader lost for nothing (`availability`'s `leader-change-while-healthy`).
 
+A member a heal failed to add back (etcd refusing a learner not caught up)
+is still out: every later heal of any membership fault of the run tries it
+again (`Stranded`, shared through the run's FaultContext; its value names
+it in `retried`), up to MAX_HEAL_TRIES heals in all, then records it in
+`given_up`; and its fault stays in force for the runner, so the run's final
+heal, recorded as every heal is, tries it once more. A replay plays the
+same heals, so it retries the same way.
+
 The node stays up as an observer while removed, so re-adding it is the
 operator's path: AddRaftVoter of a caught-up observer, answered at commit.
 The change goes through the DB adapter's `change_voters(cluster, change,
@@ -65,6 +73,24 @@ IN_DOUBT = "in_doubt"
 # A change is refused while another is in flight or the leader is new: retry.
 RETRY_S = 5.0
 RETRY_EVERY_S = 0.2
+# Heals that try to add back one removed member before it is given up (each
+# may spend RETRY_S on refusals that only mean "not now").
+MAX_HEAL_TRIES = 3
+# FaultContext.extras' key of the run's `Stranded`.
+STRANDED = "membership_stranded"
+
+
+class Stranded:
+    """The members a heal of some membership fault failed to add back, with
+    how many heals have tried each: one per run, shared by all its
+    membership faults (one per spec), so any later heal tries them again."""
+
+    def __init__(self) -> None:
+        self.tries: dict[str, int] = {}
+
+    def pending(self) -> list[str]:
+        """Those still worth a try, in order."""
+        return sorted(n for n, k in self.tries.items() if k < MAX_HEAL_TRIES)
 
 
 def check_variant(variant: str | None) -> None:
@@ -95,10 +121,11 @@ def recorded(params: Mapping[str, Any]) -> list[str] | None:
 class MembershipFault:
     name, heal_f = MEMBERSHIP.name, HEAL_F
 
-    def __init__(self, variant: str | None = None) -> None:
+    def __init__(self, variant: str | None = None, stranded: Stranded | None = None) -> None:
         check_variant(variant)
         self.variant = variant or "remove"
         self.removed: list[str] = []
+        self.stranded = stranded if stranded is not None else Stranded()
 
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
@@ -190,20 +217,34 @@ class MembershipFault:
         return value
 
     def heal(self, cluster: ClusterControl) -> dict[str, Any]:
-        added, failed = [], {}
-        for node in list(self.removed):
+        """Add back the voters this fault removed, and those an earlier heal
+        (of any membership fault) failed to add back (`retried`)."""
+        added, failed, given_up = [], {}, []
+        retried = [n for n in self.stranded.pending() if n not in self.removed]
+        for node in [*self.removed, *retried]:
             _left(cluster, [node])   # a kill's heal may have started it again
             result = _change(cluster, "add", node)
+            if node in self.removed:
+                self.removed.remove(node)
             if result.get("ok") or result.get("error") == "duplicate_voter":
                 added.append(node)
-                self.removed.remove(node)
+                self.stranded.tries.pop(node, None)
                 if _leaves(cluster):
                     cluster.start([node])
             else:
                 failed[node] = result.get("error")
+                self.stranded.tries[node] = self.stranded.tries.get(node, 0) + 1
+                if self.stranded.tries[node] >= MAX_HEAL_TRIES:
+                    given_up.append(node)
         if not added and not failed:
             return {"nodes": [], NOOP: "no voter was removed"}
-        return {"nodes": added, "failed": failed}
+        return {"nodes": added, "failed": failed, **({"retried": retried} if retried else {}),
+                **({"given_up": given_up} if given_up else {})}
+
+    def in_force(self) -> bool:
+        """Whether some member a heal failed to add back is still to be tried:
+        the runner then heals this fault again at the end of the run."""
+        return bool(self.removed or self.stranded.pending())
 
 
 def in_doubt(result: Mapping[str, Any]) -> bool:
@@ -269,4 +310,6 @@ def membership_fault(ctx: FaultContext) -> MembershipFault:
         raise ValueError(f"membership:auto-join needs nodes that rejoin by themselves "
                          f"(node option {AUTO_JOIN_OPTION}), which "
                          f"{getattr(ctx.db, 'kind', 'this db')} nodes do not have")
-    return MembershipFault(ctx.variant)
+    # One per run, through the context every fault of the run is built from.
+    stranded = ctx.extras.setdefault(STRANDED, Stranded())
+    return MembershipFault(ctx.variant, stranded)

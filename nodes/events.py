@@ -25,8 +25,10 @@ class EventKind:
 
 START = EventKind("start", ("epoch", "log_end", "voted_for", "cluster_id", "voters", "tick_ms",
                             "election_timeout_ms", "fetch_timeout_ms",
-                            "recovered_truncated_bytes"),
-                  "the node started, with what it recovered from its disk")
+                            "recovered_truncated_bytes", "reports_lateness"),
+                  "the node started, with what it recovered from its disk; "
+                  "`reports_lateness` true: it writes a line whenever its timers fall "
+                  "behind wall time (the raft store's `tick_late`)")
 # The `role` line's values the generic checkers and the hunt read.
 LEADER_ROLE = "Leader"
 FOLLOWER_ROLE = "Follower"

@@ -15,7 +15,6 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Iterator
 from dataclasses import replace
-from typing import Any
 
 from checkers.checker import companion_key
 from workloads import list_append, register, rw_register
@@ -50,26 +49,13 @@ def left_out_reason(main: Workload, db: str, share: float) -> str:
 
 def in_namespace(workload: str, spec: OpSpec) -> OpSpec:
     """`spec` tagged with its companion workload, its keys (the op's own, or
-    its transaction's micro-ops') moved into the companion's namespace and its
-    values negated (`own_value`)."""
+    its transaction's micro-ops') moved into the companion's namespace. Its
+    values are its generator's: they may equal the main workload's, as the
+    checkers match values on (workload, key, value)."""
     if spec.f == "txn" and isinstance(spec.value, list):
-        value = [[mf, companion_key(workload, k), own_value(mv)] for mf, k, mv in spec.value]
+        value = [[mf, companion_key(workload, k), mv] for mf, k, mv in spec.value]
         return replace(spec, value=value, workload=workload)
-    return replace(spec, key=companion_key(workload, spec.key), value=own_value(spec.value),
-                   workload=workload)
-
-
-def own_value(value: Any) -> Any:
-    """A companion's value: each integer negated. Workloads write positive
-    unique integers; a log's committed values are matched to writes by value
-    alone (durability), so no companion value may equal a main one."""
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        return -value
-    if isinstance(value, list):
-        return [own_value(v) for v in value]
-    return value
+    return replace(spec, key=companion_key(workload, spec.key), workload=workload)
 
 
 def compose(main: Iterator[OpSpec], companion: Iterator[OpSpec], workload: str, share: float,

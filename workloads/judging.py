@@ -9,6 +9,7 @@ from typing import Any
 from checkers.registry import (
     CHECKS,
     CLUSTER_CHECKERS,
+    COMPANIONS,
     DURABILITY,
     LINEARIZABILITY,
     NODE_STATE,
@@ -53,8 +54,11 @@ def with_companion(plan: Plan, main: Workload, companion: Workload,
     """A run with a companion workload (workloads.companion): every checker
     of `plan` judges the main workload's ops, and the companion's own
     checkers its ops; one of those the plan already has (durability, which
-    judges the main workload's data type) is left to the main workload."""
-    out = {n: {**o, OPS_OF: main.NAME} for n, o in plan.items()}
+    judges the main workload's data type) is left to the main workload. A
+    checker that judges every workload's ops itself (node-state) is told the
+    companion's data type instead."""
+    out = {n: {**o, COMPANIONS: {companion.NAME: companion.DATA}} if CHECKS[n].every_workload
+           else {**o, OPS_OF: main.NAME} for n, o in plan.items()}
     defaults = workload_defaults(companion, config)
     for c in companion.CHECKERS:
         if c.name not in out:

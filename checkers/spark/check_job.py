@@ -9,9 +9,11 @@ verdict table, `verdicts.parquet`, under the results dir.
 
 from __future__ import annotations
 
+import copy
 import json
 import time
-from collections.abc import Callable
+from collections import defaultdict
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -22,9 +24,9 @@ import pyarrow.parquet as pq
 
 from checkers.coverage import coverage_of_run_dir
 from checkers.durable import locked, replacing
-from checkers.nothing_to_judge import NO_CLIENT_OPS
 from checkers.registry import (
     CHECKS,
+    Options,
     Plan,
     config_of,
     judges_key,
@@ -175,19 +177,23 @@ def check_runs(spark: Any, run_dirs: list[Path], plan_for: Callable[[dict[str, A
         split_frame = pd.DataFrame(split_rows, columns=VERDICT_NAMES)
         rows = (pd.concat([rows, split_frame], ignore_index=True) if len(rows)
                 else split_frame)
-    # A run with no ops has no group: its key-scoped checkers saw nothing to judge.
+    # A key checker with no group of its own (a run with no ops, a companion
+    # that issued none) saw nothing to judge: its verdict is the one
+    # in-process gives a run with none of its ops, not a merge of no keys.
     judged = set(zip(rows["run"], rows["checker"], strict=True))
-    missing = [(r, n) for r, names in checkers_by_run.items() for n in names
-               if (r, n) not in judged]
-    if missing:
-        empty = [_row(r, n, None, {"valid": "unknown", "anomalies": [],
-                                   "stats": {"reason": NO_CLIENT_OPS}}, 0.0)
-                 for r, n in missing]
-        rows = pd.concat([rows, pd.DataFrame(empty)], ignore_index=True)
+    unjudged: dict[str, dict[str, Verdict]] = defaultdict(dict)
+    for r, names in checkers_by_run.items():
+        for n in names:
+            if (r, n) not in judged:
+                unjudged[r][n] = nothing_judged(n, Path(by_id[r]), runs[r], full_plans[r][n])
+    if unjudged:
+        empty = [_row(r, n, None, v, 0.0) for r, vs in unjudged.items() for n, v in vs.items()]
+        rows = pd.concat([rows, pd.DataFrame(empty, columns=VERDICT_NAMES)], ignore_index=True)
     progress(f"checked {len(runs)} run(s) in {time.perf_counter() - started:.1f}s")
     by_run = dict(iter(rows.groupby("run", sort=False)))
     for run_id, d in zip(runs, run_dirs, strict=True):
-        document = run_document(by_run.get(run_id, rows.iloc[:0]), checkers_by_run[run_id])
+        document = run_document(by_run.get(run_id, rows.iloc[:0]), checkers_by_run[run_id],
+                                unjudged.get(run_id, {}))
         document["coverage"] = coverage_of_run_dir(d, runs[run_id])
         write_verdicts(d, with_skipped(document, runs[run_id], requested[run_id]),
                        digests[run_id])
@@ -206,14 +212,28 @@ def _collect(frames: list[Any]) -> pd.DataFrame:
     return rows
 
 
-def run_document(rows: pd.DataFrame, names: list[str]) -> dict[str, Any]:
-    """One run's verdicts.json from its verdict rows."""
+def nothing_judged(name: str, run_dir: Path, run: dict[str, Any], options: Options) -> Verdict:
+    """The verdict of checker `name` on a run none of whose ops are its: what
+    `run_check` says in-process of such a run (no client operations, naming
+    the workload it would have judged)."""
+    v, _ = run_check(name, run_from_ops(run_dir, run, []), options)
+    return v
+
+
+def run_document(rows: pd.DataFrame, names: list[str],
+                 unjudged: Mapping[str, Verdict] | None = None) -> dict[str, Any]:
+    """One run's verdicts.json from its verdict rows; `unjudged`: the
+    checkers that had no rows to merge, with their verdict."""
     verdicts: dict[str, Verdict] = {}
+    unjudged = unjudged or {}
     for name in names:
         mine = rows[rows["checker"] == name]
         parsed = {k: json.loads(j) for k, j in zip(mine["key"], mine["verdict_json"],
                                                     strict=True)}
-        if CHECKS[name].scope == "key":
+        v: Verdict
+        if name in unjudged:
+            v = copy.deepcopy(unjudged[name])
+        elif CHECKS[name].scope == "key":
             v = merge_key_verdicts(parsed)
             # The workload its keys' ops came from (run_check names it per key).
             judged = {(p.get("stats") or {}).get("workload") for p in parsed.values()}

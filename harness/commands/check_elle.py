@@ -131,6 +131,11 @@ def run(args: argparse.Namespace) -> int:
     # time a paused block ends, and during networkx's import) free nothing.
     # They cost a tenth of huge-scc's 1 s end to end.
     gc.disable()
+    if not _is_rw_register(args.workload):
+        fast = _fast_verdict(args)  # (what it read and built: freed by the process's end)
+        if fast is not None:
+            _print(fast)
+            return exit_code(fast["valid"])
     from checkers import elle
 
     history = _load(args.file, args.format)
@@ -152,8 +157,44 @@ def run(args: argparse.Namespace) -> int:
                              memory_limit_mb=args.memory_limit,
                              prefix_keys=history.prefix_keys, leave=built)
     _refuse_unfit(verdict, args.workload)
+    _print(verdict)
+    return exit_code(verdict["valid"])
+
+
+def _print(verdict: Verdict) -> None:
     for w in verdict["stats"].get("warnings", ()):
         print(f"faultline: warning: {w}", file=sys.stderr)
     json.dump(verdict, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
-    return exit_code(verdict["valid"])
+
+
+# A msgpack list-append history from this size on is first tried by the fast
+# path (`checkers.elle.fast`), which imports numpy (~0.08 s): below it the
+# object path, which does not, costs less (docs/benchmarks.md, issue 29).
+FAST_FROM_BYTES = 2 << 20
+
+
+def _fast_verdict(args: argparse.Namespace) -> Verdict | None:
+    """The fast path's verdict on a clean msgpack list-append history, or
+    None: the history is left to the object path (which reads it again)."""
+    import os
+
+    from checkers.formats import detect_format
+    from checkers.history import read_txn_ops
+
+    try:
+        if os.path.getsize(args.file) < FAST_FROM_BYTES:
+            return None
+        if (args.format or detect_format(args.file)) != "msgpack":
+            return None
+        txn_ops = read_txn_ops(args.file)
+    except OSError:
+        return None  # the object path's reader says what is wrong
+    if txn_ops is None:
+        return None
+    from checkers.elle.fast import fast_check
+    built: list[Any] = []
+    verdict = fast_check(txn_ops, args.model, args.memory_limit, leave=built)
+    if verdict is not None:
+        keep_until_exit(txn_ops, built)
+    return verdict

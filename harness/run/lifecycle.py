@@ -531,7 +531,9 @@ class Run:
             return
         assert self.run_dir is not None
         try:
-            states, summary = node_state.collect(self.db, cluster, self.config.workload)
+            states, summary = node_state.collect(
+                self.db, cluster, self.config.workload,
+                companions=[self.companion.NAME] if self.companion is not None else [])
             dropped = node_state.save(self.run_dir, states)
         except Exception as e:  # states that cannot be read are a finding, not a crash
             self.doc["node_states"] = {"error": f"{type(e).__name__}: {e}"}

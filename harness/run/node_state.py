@@ -13,7 +13,7 @@ what it can judge from it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import msgpack
 from checkers.rundir import MAX_NODE_STATE_BYTES, NODE_STATE, NODES_DIR
 from harness.run.cluster import Cluster
 from nodes.abilities import AppliedState
-from nodes.db import NodeState
+from nodes.db import NodeSpec, NodeState
 
 # How long the nodes get to agree; a little more than a leader's election
 # and a follower's catch-up after the last heal.
@@ -42,12 +42,35 @@ def _positions(states: Mapping[str, NodeState | None]) -> dict[str, Any]:
     return {n: None if s is None else s.get("position") for n, s in states.items()}
 
 
-def read_all(db: AppliedState, cluster: Cluster, workload: str) -> dict[str, NodeState | None]:
+def with_keys_of(state: NodeState, other: NodeState) -> NodeState:
+    """Pure: a node's state in the main workload's terms, with the keys
+    another workload's read of it found that it lacks (a system that keeps
+    each workload's keys apart, as etcd under its workload's prefix). Its
+    position and digest stay the main read's."""
+    have = {repr(k) for k, _ in state["keys"]}
+    extra = [[k, v] for k, v in other["keys"] if k is not None and repr(k) not in have]
+    return {**state, "keys": [*state["keys"], *extra]} if extra else state
+
+
+def read_node(db: AppliedState, node: NodeSpec, workloads: Sequence[str]) -> NodeState | None:
+    """One node's state, with every workload's keys (the first is the main
+    workload, whose terms it is in); None if any read got no answer."""
+    state = db.applied_state(node, workloads[0])
+    for other in workloads[1:]:
+        if state is None:
+            break
+        theirs = db.applied_state(node, other)
+        state = None if theirs is None else with_keys_of(state, theirs)
+    return state
+
+
+def read_all(db: AppliedState, cluster: Cluster,
+             workloads: Sequence[str]) -> dict[str, NodeState | None]:
     out: dict[str, NodeState | None] = {}
     with cluster.in_hub():
         for node in cluster.nodes:
             try:
-                out[node.name] = db.applied_state(node, workload)
+                out[node.name] = read_node(db, node, workloads)
             except Exception:   # a node that answers garbage has not answered
                 out[node.name] = None
     return out
@@ -55,17 +78,20 @@ def read_all(db: AppliedState, cluster: Cluster, workload: str) -> dict[str, Nod
 
 def collect(db: AppliedState, cluster: Cluster, workload: str,
             wait_s: float = AGREE_WAIT_S,
-            clock: Callable[[], float] = time.monotonic) -> tuple[dict[str, NodeState | None],
-                                                                  dict[str, Any]]:
+            clock: Callable[[], float] = time.monotonic,
+            companions: Sequence[str] = ()) -> tuple[dict[str, NodeState | None],
+                                                     dict[str, Any]]:
     """The nodes' states once they agree, else the last read when `wait_s`
-    passes; and what happened (for run.json)."""
+    passes; and what happened (for run.json: `workloads` names those whose
+    keys were read, so the checker judges a companion's keys only then)."""
+    workloads = [workload, *companions]
     started = clock()
     deadline = started + wait_s
     attempts = 0
     previous: tuple[Any, str | None] | None = None
     while True:
         attempts += 1
-        states = read_all(db, cluster, workload)
+        states = read_all(db, cluster, workloads)
         leader = cluster.leader()
         # Twice alike, a poll apart: a leader just elected may not yet have
         # committed in its epoch (its first entry then moves every position).
@@ -75,7 +101,7 @@ def collect(db: AppliedState, cluster: Cluster, workload: str,
             break
         previous = now
         time.sleep(POLL_S)
-    summary = {"agreed": agreed, "leader": leader, "attempts": attempts,
+    summary = {"agreed": agreed, "leader": leader, "attempts": attempts, "workloads": workloads,
                "waited_s": round(clock() - started, 3),
                "positions": _positions(states),
                "silent": sorted(n for n, s in states.items() if s is None)}

@@ -54,8 +54,9 @@ CALIBRATION: dict[str, dict] = {
     # outlasts what these bugs need, so each run has as many chances as
     # partitions, not as many as the draw makes long (a third of 1-2 s ones
     # are too short: a cut-off node's second Candidate line comes 1.25-1.75 s
-    # in, a leader must be stranded 1.25 s, and by then the rest must have
-    # elected a leader and written past the old one's suffix). The timers:
+    # in, a leader must be stranded 0.95 s plus its own timers' lateness, and
+    # by then the rest must have elected a leader and written past the old
+    # one's suffix). The timers:
     # 50 ms ticks, election timeout 500 ms, fetch timeout 750 ms (start lines).
     NO_PRE_VOTE: {"nemesis": ["partition:isolate-one"], "nemesis_interval": 4.0,
                   "nemesis_min_duration": 4.0, "caught_by": ["invariants"]},

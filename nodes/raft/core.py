@@ -509,7 +509,7 @@ class Core:
                     # The pre-vote invariant judges who granted it, and while following whom.
                     self._events.append({"event": PRE_VOTE.name, "epoch": epoch,
                                          "candidate": candidate, "role": self._role,
-                                         "leader": self._leader})
+                                         "leader": self._leader, **self._logs_compared(msg)})
             elif self._voted_for == candidate:
                 granted = True  # a retried request for the vote we already gave
             else:
@@ -524,7 +524,7 @@ class Core:
                     self._reset_election_timer()
                     # What the vote-once invariant and the kill-after-vote trigger watch.
                     self._events.append({"event": VOTE.name, "epoch": epoch,
-                                         "candidate": candidate})
+                                         "candidate": candidate, **self._logs_compared(msg)})
         self._send(
             m.VOTE_RESPONSE,
             candidate,
@@ -532,6 +532,13 @@ class Core:
             pre_vote=pre_vote,
             leader=self._leader,
         )
+
+    def _logs_compared(self, msg: dict) -> dict[str, int]:
+        """Both logs a grant judged, for the election-restriction invariant
+        (KIP-595 / Raft 5.4.1) to re-judge from the line alone."""
+        return {"last_epoch": self.last_epoch, "log_end": len(self._log),
+                "candidate_last_epoch": int(msg["last_epoch"]),
+                "candidate_log_end": int(msg["log_end"])}
 
     def _grants_pre_vote(self) -> bool:
         if self._role == LEADER:

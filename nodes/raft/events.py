@@ -20,15 +20,24 @@ DATA_LOSS = EventKind("data_loss", ("what",),
 VOTES_AGAIN = EventKind("votes_again", ("epoch", "leader", "hw"),
                         "a node that lost its quorum state caught up with that leader and "
                         "may vote again (KIP-996, \"Disk failure\")")
-PRE_VOTE = EventKind("pre_vote", ("epoch", "candidate", "role", "leader"),
-                     "it granted a pre-vote, in that role and while following that leader")
-VOTE = EventKind("vote", ("epoch", "candidate"),
-                 "it granted its vote (durably recorded first)")
+# A grant's line carries the voter's log (`last_epoch`, `log_end`) and the
+# candidate's from its request, so the election restriction is judged per grant.
+GRANT_LOGS = ("last_epoch", "log_end", "candidate_last_epoch", "candidate_log_end")
+PRE_VOTE = EventKind("pre_vote", ("epoch", "candidate", "role", "leader", *GRANT_LOGS),
+                     "it granted a pre-vote, in that role and while following that leader; "
+                     "its log and the candidate's")
+VOTE = EventKind("vote", ("epoch", "candidate", *GRANT_LOGS),
+                 "it granted its vote (durably recorded first); its log and the candidate's")
 VOTER_CHANGE = EventKind("voter_change", ("change", "voter", "offset", "epoch"),
                          "as leader, it appended a voter change (KIP-853)")
 FORMATTED = EventKind("formatted", ("cluster_id",), "it formatted an empty data dir")
 CLUSTER_ID_MISMATCH = EventKind("cluster_id_mismatch", ("configured", "stored"),
                                 "its data dir belongs to another cluster; it exits")
+TICK_LATE = EventKind("tick_late", ("late_ms",),
+                      "its timer tick ran `late_ms` after it was due, a whole tick or more "
+                      "(its process was starved of CPU, stopped, or busy): the missed ticks "
+                      "are dropped, so its protocol timers fell that far behind wall time, "
+                      "over the `late_ms` before the line's `t`")
 ACK = EventKind("ack", ("epoch", "first", "last", "writes", "age_ms", "flushed", "level"),
                 "as leader, it acknowledged writes `first`..`last` to their clients "
                 "(`level` leader: before they committed)")
@@ -38,4 +47,4 @@ VOTE_LOSS = VoteLoss(DATA_LOSS, "quorum-state-missing", VOTES_AGAIN)
 
 EVENT_KINDS: tuple[EventKind, ...] = (START, ROLE, HW, FLUSHED, TRUNCATE, DATA_LOSS, VOTES_AGAIN,
                                       PRE_VOTE, VOTE, VOTER_CHANGE, VOTERS, FORMATTED,
-                                      CLUSTER_ID_MISMATCH, ACK)
+                                      CLUSTER_ID_MISMATCH, ACK, TICK_LATE)

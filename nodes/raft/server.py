@@ -37,7 +37,15 @@ from nodes.raft.core import (
     Ready,
     VoterChangeRefused,
 )
-from nodes.raft.events import ACK, CLUSTER_ID_MISMATCH, DATA_LOSS, FORMATTED, START, TRUNCATE
+from nodes.raft.events import (
+    ACK,
+    CLUSTER_ID_MISMATCH,
+    DATA_LOSS,
+    FORMATTED,
+    START,
+    TICK_LATE,
+    TRUNCATE,
+)
 from nodes.raft.peers import PeerLink
 from nodes.raft.requests import (
     APPLIED_STATE,
@@ -54,7 +62,7 @@ from nodes.raft.requests import (
 from nodes.raft.roles import LEADER
 from nodes.raft.state_machine import Outcome, StateMachine
 from nodes.raft.storage import LogRecord, SegmentedLog
-from nodes.raft.ticker import next_tick_due
+from nodes.raft.ticker import next_tick_due, timers_behind
 
 HW_CHECKPOINT_INTERVAL_S = 0.5
 VOTER_CHANGES = ("add_voter", "remove_voter")  # operator requests (KIP-853)
@@ -184,6 +192,8 @@ class RaftServer:
             "election_timeout_ms": config.election_timeout_ticks * self.options.tick_ms,
             "fetch_timeout_ms": config.fetch_timeout_ticks * self.options.tick_ms,
             "recovered_truncated_bytes": recovered.truncated_bytes,
+            # Its tick_late lines: no line then means its timers kept time.
+            "reports_lateness": True,
         })
         if recovered.truncated_bytes:
             self.emit({"event": TRUNCATE.name, "from": None, "to": self.core.log_end,
@@ -272,7 +282,13 @@ class RaftServer:
             self._expire_requests()
             self.process_ready()
             # After a stall, no burst of the missed ticks (nodes/raft/ticker.py).
-            due = next_tick_due(due, time.monotonic(), interval)
+            now = time.monotonic()
+            behind = timers_behind(due, now, interval)
+            if behind:
+                # The invariants' time limits allow this node's own measured
+                # lateness, not a guess at how loaded the machine was.
+                self.emit({"event": TICK_LATE.name, "late_ms": round(behind * 1000, 1)})
+            due = next_tick_due(due, now, interval)
 
     def _disk_failed(self, error: OSError) -> NoReturn:
         """Fail-stop on a storage error: the core already believes the write or

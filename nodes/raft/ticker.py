@@ -22,3 +22,10 @@ def next_tick_due(due: float, now: float, interval: float) -> float:
     dropped)."""
     following = due + interval
     return following if following > now else now + interval
+
+
+def timers_behind(due: float, now: float, interval: float) -> float:
+    """How far the node's timers fell behind wall time with this tick (seconds):
+    the time from `due` to `now` when the missed ticks are dropped, else 0 (the
+    schedule is kept, and the next tick runs at once)."""
+    return 0.0 if due + interval > now else now - due

@@ -6,11 +6,15 @@ companion (every saved run before them) is judged as it always was."""
 
 from __future__ import annotations
 
-from checkers.checker import OPS_OF, companion_key
+import msgpack
+import pytest
+
+from checkers.checker import APPLIED_STATE, COMPANIONS, LOG_DUMP, OPS_OF, companion_key
 from checkers.history import NEMESIS, History, Op
-from checkers.registry import check_loaded, ops_of, without_companion
-from checkers.rundir import Run
+from checkers.registry import check_loaded, ops_of
+from checkers.rundir import NODE_STATE, Run
 from checkers.verdict import checker_label
+from checkers.writes import owners
 from workloads.judging import plan_for
 
 
@@ -130,10 +134,15 @@ def test_the_plan_adds_the_companions_own_checkers_once():
     plan = plan_for({"config": {"workload": "register", "companion": "list-append"}})
     assert plan["elle"][OPS_OF] == "list-append"
     assert plan["linearizability"] == {"model": "register-kv", OPS_OF: "register"}
-    # durability judges the main workload's data type; the companion's is left out.
-    assert plan["durability"][OPS_OF] == "register"
+    # durability judges the main workload's data type, told the companion's
+    # (whose ops say which committed values are not the main workload's).
     assert plan["durability"]["data"] == "registers"
-    assert all(o[OPS_OF] == "register" for n, o in plan.items() if n != "elle")
+    assert plan["durability"][COMPANIONS] == {"list-append": "lists"}
+    assert all(o[OPS_OF] == "register" for n, o in plan.items()
+               if n not in ("elle", "node-state", "durability"))
+    # node-state judges each workload's keys itself, told the companion's data type.
+    assert OPS_OF not in plan["node-state"] and OPS_OF not in plan["durability"]
+    assert plan["node-state"][COMPANIONS] == {"list-append": "lists"}
     lists = plan_for({"config": {"workload": "list-append", "companion": "register"}})
     assert lists["linearizability"] == {"model": "register-kv", OPS_OF: "register"}
 
@@ -146,11 +155,137 @@ def test_ops_of_keeps_the_nemesis_and_reads_an_untagged_op_as_the_mains():
     assert [o.index for o in ops_of(ops, "list-append", "register")] == [1, 2]
 
 
-def test_node_state_judges_the_main_workloads_keys_alone():
-    state = {"position": 7, "digest": "d",
-             "keys": [["r0", 3], ["-2", [-1]], ["list-append:x", [-1]], ["list-appendix", 1],
-                      ["2", [1]]]}
-    assert without_companion(state, "list-append") == {
-        "position": 7, "digest": "d", "keys": [["r0", 3], ["list-appendix", 1], ["2", [1]]]}
-    assert companion_key("list-append", 1) == -2 and companion_key("register", "r0") == \
-        "register:r0"
+def node_state_of(tmp_path, h: Ops, keys_by_node: dict[str, list], workload: str,
+                  companion: str) -> dict:
+    """node-state's verdict on nodes holding `keys_by_node` at one position,
+    a leader known, in a run of `workload` with `companion`."""
+    for node, keys in keys_by_node.items():
+        d = tmp_path / "nodes" / node
+        d.mkdir(parents=True)
+        (d / NODE_STATE).write_bytes(msgpack.packb({"position": 9, "keys": keys}))
+    run = {"config": {"workload": workload, "companion": companion},
+           "artifacts": [APPLIED_STATE], "node_states": {"leader": "n1", "agreed": True,
+                                                    "workloads": [workload, companion]}}
+    plan = {"node-state": plan_for(run)["node-state"]}
+    return check_loaded(Run(tmp_path, run, History(h.ops)), plan)["checkers"]["node-state"]
+
+
+@pytest.mark.parametrize("held, valid", [(-2, True), (-1, False)])
+def test_node_state_judges_the_companions_keys_against_its_ops(tmp_path, held, valid):
+    """A node holding a companion register value older than an acknowledged
+    companion write is stale; the main workload's list keys, judged by the
+    list rules against the list ops, are fine either way."""
+    h = Ops()
+    list_ops(h)
+    register_ops(h, "register")
+    r0 = companion_key("register", "r0")
+    v = node_state_of(tmp_path, h, {n: [["1", [1]], [r0, held if n == "n2" else -2]]
+                                    for n in ("n1", "n2")}, "list-append", "register")
+    assert v["valid"] is valid
+    assert v["stats"]["acknowledged_writes_by_workload"] == {"list-append": 1, "register": 2}
+    if not valid:
+        stale = [a for a in v["anomalies"] if a["type"] == "stale-value"]
+        assert [(a["node"], a["key"], a["workload"]) for a in stale] == [("n2", r0, "register")]
+
+
+@pytest.mark.parametrize("held, valid", [([-1], True), ([], False)])
+def test_node_state_judges_a_list_companion_by_the_list_rules(tmp_path, held, valid):
+    """In a register run, a list-append companion's acknowledged append
+    missing from a node's list is a lost append of that workload."""
+    h = Ops()
+    register_ops(h)
+    list_ops(h, "list-append")
+    key = str(companion_key("list-append", 1))
+    v = node_state_of(tmp_path, h, {n: [["r0", 2], [key, held]] for n in ("n1", "n2")},
+                      "register", "list-append")
+    assert v["valid"] is valid
+    if not valid:
+        assert {(a["type"], a["key"], a["workload"]) for a in v["anomalies"]} == {
+            ("lost-append", key, "list-append")}
+
+
+def test_the_keys_of_each_workload_are_the_keys_its_ops_name():
+    """Generic: no key shape; an untagged op is the main workload's."""
+    h = Ops()
+    register_ops(h)
+    list_ops(h, "list-append")
+    h.done(0, "write", 1, 1, key="z", workload="list-append")
+    assert owners(h.ops, "register") == {"r0": "register", "-2": "list-append",
+                                         "z": "list-append"}
+
+
+def durability_of(h: Ops, committed: list[dict], workload: str = "register",
+                  companion: str | None = "list-append") -> dict:
+    """durability's verdict with `committed` the payloads of a node's committed log."""
+    dumps = {"n1": {"node": "n1", "entries": [
+        {"offset": i, "epoch": 1, "committed": True, "payload": p}
+        for i, p in enumerate(committed)]}}
+    run = {"config": {"workload": workload, **({"companion": companion} if companion else {})},
+           "artifacts": [LOG_DUMP]}
+    plan = {"durability": plan_for(run)["durability"]}
+    return check_loaded(Run(None, run, History(h.ops), dumps), plan)["checkers"]["durability"]
+
+
+def same_values(main_write: str) -> Ops:
+    """A register write of 5 (`main_write`: how it ended) and a list-append
+    companion's append of the same value 5 to its own key."""
+    h = Ops()
+    h.done(0, "write", 5, 5, typ=main_write, key="r0")
+    key = companion_key("list-append", 1)
+    h.done(1, "txn", [["append", key, 5]], [["append", key, 5]], workload="list-append")
+    return h
+
+
+COMPANION_APPEND = {"op": "txn", "ops": [["append", "-2", 5]]}
+
+
+@pytest.mark.parametrize("committed, valid", [([COMPANION_APPEND], False),
+                                              ([COMPANION_APPEND, {"op": "put", "key": "r0",
+                                                                   "value": 5}], True)])
+def test_durability_does_not_take_a_companions_value_for_the_mains(committed, valid):
+    """Values are not kept apart by workload: the companion's committed 5 is
+    not the main workload's acknowledged write of 5, lost unless committed."""
+    v = durability_of(same_values("ok"), committed)
+    assert v["valid"] is valid
+    if not valid:
+        assert [(a["type"], a["key"], a["value"]) for a in v["anomalies"]] == [
+            ("lost-write", "r0", 5)]
+
+
+@pytest.mark.parametrize("committed, valid", [([COMPANION_APPEND], True),
+                                              ([{"op": "put", "key": "r0", "value": 5}], False)])
+def test_a_companions_committed_value_is_no_failed_main_write(committed, valid):
+    v = durability_of(same_values("fail"), committed)
+    assert v["valid"] is valid
+    if not valid:
+        assert [a["type"] for a in v["anomalies"]] == ["failed-write-committed"]
+
+
+def test_a_history_without_workload_tags_is_the_main_workloads():
+    """A run saved before companions: every op and committed value is the main's."""
+    h = Ops()
+    h.done(0, "write", 5, 5, key="r0")
+    assert durability_of(h, [{"op": "put", "key": "r0", "value": 5}], companion=None)[
+        "valid"] is True
+    assert durability_of(h, [{"op": "put", "key": "r0", "value": 6}], companion=None)[
+        "valid"] is False
+
+
+def test_node_state_leaves_out_a_companions_keys_the_harness_did_not_read(tmp_path):
+    """A run saved before the harness read every workload's keys (run.json
+    node_states without `workloads`): on etcd the companion's keys were not
+    read (judged, they would read as lost writes); on raft they were, and
+    are not the main workload's either (a list main would call them unwritten)."""
+    h = Ops()
+    list_ops(h)
+    register_ops(h, "register")
+    r0 = companion_key("register", "r0")
+    for node, keys in {"n1": [["1", [1]], [r0, -1]], "n2": [["1", [1]]]}.items():
+        d = tmp_path / "nodes" / node
+        d.mkdir(parents=True)
+        (d / NODE_STATE).write_bytes(msgpack.packb({"position": 9, "keys": keys}))
+    run = {"config": {"workload": "list-append", "companion": "register"},
+           "artifacts": [APPLIED_STATE], "node_states": {"leader": "n1", "agreed": True}}
+    plan = {"node-state": plan_for(run)["node-state"]}
+    v = check_loaded(Run(tmp_path, run, History(h.ops)), plan)["checkers"]["node-state"]
+    assert v["valid"] is True and v["stats"]["workloads_not_read"] == ["register"]

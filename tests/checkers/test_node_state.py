@@ -208,17 +208,53 @@ def test_logs_hold_each_acked_append_at_its_offset() -> None:
 
 # --- what it cannot judge ----------------------------------------------------
 
-def test_a_silent_node_stops_the_history_rules_not_the_comparison() -> None:
+def test_a_silent_node_is_unknown_and_the_majority_still_judged() -> None:
+    """n3 silent to the end: its part is unknown, so the verdict is, naming
+    it and the nodes judged valid; the majority holding the last acked value."""
+    h = H().op(1, 0, 1, "write", 4, key="r0").op(1, 2, 3, "write", 5, key="r0")
+    states = {"n1": state(9, {"r0": 5}), "n2": state(9, {"r0": 5}), "n3": None}
+    v = node_state.check(states, h.ops, REGISTERS)
+    assert v["valid"] == "unknown" and v["stats"]["judged_against_history"] is True
+    assert v["stats"]["unknown_nodes"] == {"n3": "did not answer: no applied state read"}
+    assert v["stats"]["judged_valid"] == ["n1", "n2"]
+    assert v["stats"]["reason"] == ("1 of 3 node(s) did not answer (n3): its state unknown; "
+                                    "n1, n2 judged against the history: valid")
+
+
+def test_a_silent_node_does_not_hide_a_stale_value_on_the_majority() -> None:
+    """The twin: the majority holds a value an acknowledged write overwrote."""
     h = H().op(1, 0, 1, "write", 4, key="r0").op(1, 2, 3, "write", 5, key="r0")
     states = {"n1": state(9, {"r0": 4}), "n2": state(9, {"r0": 4}), "n3": None}
     v = node_state.check(states, h.ops, REGISTERS)
-    assert v["valid"] is True and v["stats"]["silent"] == ["n3"]
-    assert v["stats"]["judged_against_history"] is False
+    assert v["valid"] is False and types(v) == ["stale-value", "stale-value"]
+    assert v["stats"]["silent"] == ["n3"]
+
+
+def test_a_silent_node_does_not_hide_the_comparison() -> None:
+    states = {"n1": state(9, {"r0": 5}), "n2": state(9, {"r0": 4}, digest="e"), "n3": None}
+    v = node_state.check(states, [], REGISTERS, leader_known=False)
+    assert v["valid"] is False and types(v) == ["divergent-state"]
+
+
+def test_with_a_minority_answering_no_node_is_judged() -> None:
+    """One of three answered: nothing judged against the history, unknown,
+    saying why."""
+    h = H().op(1, 0, 1, "write", 4, key="r0").op(1, 2, 3, "write", 5, key="r0")
+    v = node_state.check({"n1": state(9, {"r0": 4}), "n2": None, "n3": None}, h.ops, REGISTERS)
+    assert v["valid"] == "unknown" and v["stats"]["judged_valid"] == []
+    assert v["stats"]["reason"] == (
+        "2 of 3 node(s) did not answer (n2, n3): their state unknown; no node judged against "
+        "the history (fewer than a majority of the nodes answered)")
 
 
 def test_one_answering_node_of_several_is_unknown() -> None:
     v = node_state.check({"n1": state(9, {}), "n2": None}, [], REGISTERS)
     assert v["valid"] == "unknown" and "1 of 2" in v["stats"]["reason"]
+
+
+def test_no_node_answering_is_unknown() -> None:
+    v = node_state.check({"n1": None, "n2": None}, [], REGISTERS)
+    assert v["valid"] == "unknown" and "no node answered" in v["stats"]["reason"]
 
 
 def test_a_data_type_without_rules_is_unknown() -> None:

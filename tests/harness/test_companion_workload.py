@@ -1,7 +1,8 @@
 """A run's companion workload (workloads/companion.py): the composed op
-stream is a pure function of its seeds, the two workloads' keys and values
-never meet, the share is what was asked, the companion's keys get their final
-reads, and the tag survives every way a history is stored and read back."""
+stream is a pure function of its seeds, the two workloads' keys never meet
+(their values may: each generator's own), the share is what was asked, the
+companion's keys get their final reads, and the tag survives every way a
+history is stored and read back."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def test_the_composed_stream_is_a_function_of_its_seed():
 @pytest.mark.parametrize("main,other", [(register, list_append), (list_append, register),
                                         (kv, list_append), (rw_register, register),
                                         (list_append, rw_register)])
-def test_namespaces_and_values_never_meet(main, other):
+def test_namespaces_never_meet(main, other):
     ops = composed(main, other, 0.2)
     mine = [op for op in ops if op.workload is None]
     theirs = [op for op in ops if op.workload is not None]
@@ -66,10 +67,11 @@ def test_namespaces_and_values_never_meet(main, other):
     # by integer); a register's are strings.
     txns = {spec.f for spec in other.VALUES} == {"txn"}
     assert all(isinstance(k, int) == txns for k in their_keys)
-    # Durability matches committed values to writes by value alone.
-    main_values = {v for op in mine for v in values_of(op)}
+    # Values are each generator's own (the checkers match on workload, key
+    # and value): the companion's are what it would issue alone.
     their_values = {v for op in theirs for v in values_of(op)}
-    assert their_values and main_values.isdisjoint(their_values)
+    assert their_values and all(isinstance(v, int) and v > 0 for v in their_values
+                                if not isinstance(v, bool))
 
 
 def test_the_main_workload_issues_what_it_would_alone_in_its_order():

@@ -140,3 +140,31 @@ def test_node_exits_without_the_node_dirs_is_unknown(tmp_path: Path) -> None:
     assert run_check("node-exits", run, {})[0]["valid"] == "unknown"
     (tmp_path / "nodes" / "n1").mkdir(parents=True)
     assert run_check("node-exits", run, {})[0]["valid"] is True
+
+
+class ByPrefix:
+    """A store that keeps each workload's keys apart (etcd, under its
+    workload's prefix); n2 does not answer a read of the companion's."""
+
+    KEYS = {"list-append": [["1", [1, 2]]], "register": [["register:r0", 3]]}
+
+    def applied_state(self, node: NodeSpec, workload: str) -> Any:
+        if node.name == "n2" and workload == "register":
+            return None
+        return {"position": 9, "keys": list(self.KEYS[workload])}
+
+
+def test_collect_reads_every_workloads_keys() -> None:
+    states, summary = node_state.collect(ByPrefix(), FakeCluster(["n1", "n2"]), "list-append",
+                                         wait_s=0, companions=["register"])
+    assert summary["workloads"] == ["list-append", "register"]
+    assert states["n1"] == {"position": 9, "keys": [["1", [1, 2]], ["register:r0", 3]]}
+    # Half a state would read as the companion's writes lost: it did not answer.
+    assert states["n2"] is None and summary["silent"] == ["n2"]
+
+
+def test_keys_the_main_read_has_are_not_added_again() -> None:
+    main = {"position": 9, "keys": [[None, 1], ["-2", [1]]], "digest": "d"}
+    assert node_state.with_keys_of(main, {"position": 10, "keys": [["register", 1],
+                                                                    ["-2", [1]]]}) == {
+        "position": 9, "keys": [[None, 1], ["-2", [1]], ["register", 1]], "digest": "d"}

@@ -57,3 +57,38 @@ def test_spark_judges_each_workloads_ops_with_its_own_checkers(tmp_path, read_ba
         assert elle["valid"] is valid and elle["stats"]["workload"] == "list-append"
         assert doc["valid"] is valid
     assert spark["checkers"]["linearizability"]["stats"]["keys"] == 1
+
+
+def run_without_companion_ops(results):
+    """A list-append run whose register companion issued no ops (a short
+    run, a small share): the companion's linearizability has nothing to judge."""
+    run_dir = create_run_dir(results)
+    with HistoryWriter(run_dir / "history.msgpack") as w:
+        for i in range(1, 4):
+            w.append(Op(0, 0, 0, "invoke", "txn", [["append", 1, i]]))
+            w.append(Op(0, 0, 0, "ok", "txn", [["append", 1, i]]))
+            w.append(Op(0, 0, 1, "invoke", "txn", [["r", 1, None]]))
+            w.append(Op(0, 0, 1, "ok", "txn", [["r", 1, list(range(1, i + 1))]]))
+    (run_dir / "run.json").write_text(json.dumps({
+        "run_id": run_dir.name, "status": "complete", "artifacts": [],
+        "config": {"db": "etcd", "workload": "list-append", "companion": "register"}}))
+    return run_dir
+
+
+def test_spark_and_in_process_agree_on_a_companion_that_issued_no_ops(tmp_path):
+    """Before: Spark merged the no-keys marker as a key verdict (`1 of 1
+    key(s) undecided: ...`, no workload named); in-process said `no client
+    operations` of the register workload."""
+    run_dir = run_without_companion_ops(tmp_path / "results")
+    in_process = check_loaded(load_run(run_dir), plan_for(read_json(run_dir)))
+    assert main(["check", str(run_dir)]) == 2
+    spark = json.loads((run_dir / "verdicts.json").read_text())
+    assert set(spark["checkers"]) == set(in_process["checkers"])
+    for name, v in in_process["checkers"].items():
+        assert spark["checkers"][name]["valid"] == v["valid"], name
+        assert spark["checkers"][name]["stats"].get("reason") == v["stats"].get("reason"), name
+    lin = spark["checkers"]["linearizability"]
+    assert lin["valid"] == "unknown" and lin["stats"] == {
+        "reason": "no client operations", "workload": "register", "seconds": 0.0}
+    assert spark["checkers"]["elle"]["valid"] is True
+    assert spark["valid"] == in_process["valid"] == "unknown"

@@ -4,14 +4,16 @@ cluster whose DB keeps a voter set and refuses like a leader does."""
 from __future__ import annotations
 
 import random
+import threading
 from contextlib import nullcontext
 
 import pytest
 
-from checkers.history import NOOP
+from checkers.history import NOOP, Op
 from nemesis import membership
-from nemesis.base import make_fault
-from nemesis.schedule import plan_params
+from nemesis.base import CompositeNemesis, NemesisRunner, make_fault
+from nemesis.fault import FaultContext
+from nemesis.schedule import Event, plan_params
 
 
 class FakeDB:
@@ -284,3 +286,96 @@ def test_remove_two_records_a_removal_in_doubt_among_the_removed():
     value = make_fault("membership:remove-two").inject(cluster, random.Random(3), {})
     assert NOOP not in value and value[membership.IN_DOUBT]
     assert set(value[membership.IN_DOUBT]) <= set(value["nodes"])
+
+
+# --- members a heal failed to add back ----------------------------------------
+
+
+class RefusingDB(LeavingDB):
+    """etcd refusing to add a member back (a learner not caught up) the first
+    `refusals` times it is asked to add `node`."""
+
+    def __init__(self, voters: list[str], node: str, refusals: int) -> None:
+        super().__init__(voters)
+        self.node, self.refusals = node, refusals
+
+    def change_voters(self, cluster, change: str, node: str) -> dict:
+        if change == "add" and node == self.node and self.refusals:
+            self.refusals -= 1
+            self.calls.append((change, node))
+            return {"ok": False, "error": "member_not_ready", "definite": True}
+        return super().change_voters(cluster, change, node)
+
+
+def refusing_cluster(refusals: int) -> ProcessCluster:
+    cluster = ProcessCluster(["n1", "n2", "n3", "n4", "n5"])
+    cluster.db = RefusingDB(cluster.names, "n4", refusals)
+    return cluster
+
+
+def test_a_later_heal_of_another_membership_fault_retries_a_member_still_out():
+    """The hunt's seed 5 on etcd: remove-two took n4 and n5 out, its heal
+    added n5 back and failed for n4; a later plain remove's heal must try n4
+    again (before: it tried only the node it removed itself, and n4 stayed
+    out to the end)."""
+    cluster = refusing_cluster(refusals=1)
+    context = FaultContext(cluster.db)
+    two, one = make_fault("membership:remove-two", context), make_fault("membership", context)
+    out, back = two.inject(cluster, random.Random(0), {})["nodes"]
+    cluster.db.node = out    # the one etcd refuses to take back at first
+    first = two.heal(cluster)
+    assert first == {"nodes": [back], "failed": {out: "member_not_ready"}}
+    assert out not in cluster.db.voters and out in cluster.down
+    assert two.in_force() and one.in_force()
+    other = next(n for n in cluster.names if n not in (out, "n1"))
+    one.inject(cluster, random.Random(0), {"nodes": [other]})
+    second = one.heal(cluster)
+    assert second == {"nodes": [other, out], "failed": {}, "retried": [out]}
+    assert cluster.db.voters == set(cluster.names) and out not in cluster.down
+    assert not one.in_force() and not two.in_force()
+
+
+def test_a_member_always_refused_is_tried_a_bounded_number_of_heals():
+    cluster = refusing_cluster(refusals=100)
+    fault = make_fault("membership", FaultContext(cluster.db))
+    fault.inject(cluster, random.Random(0), {"nodes": ["n4"]})
+    values = [fault.heal(cluster) for _ in range(membership.MAX_HEAL_TRIES + 2)]
+    adds = [c for c in cluster.db.calls if c == ("add", "n4")]
+    assert len(adds) == membership.MAX_HEAL_TRIES
+    assert values[membership.MAX_HEAL_TRIES - 1]["given_up"] == ["n4"]
+    assert all(v[NOOP] for v in values[membership.MAX_HEAL_TRIES:])
+    assert not fault.in_force()
+
+
+def test_the_runs_final_heal_retries_a_member_a_scheduled_heal_left_out():
+    """Recorded as every heal is, so a replay of the schedule does the same."""
+    cluster = refusing_cluster(refusals=1)
+    nemesis = CompositeNemesis({"membership": make_fault("membership",
+                                                         FaultContext(cluster.db))})
+    nemesis.setup(cluster)
+    ops: list[Op] = []
+
+    def record(process, type, f, value=None, key=None, node=None, error=None):
+        op = Op(len(ops), len(ops), process, type, f, value, key, node, error)
+        ops.append(op)
+        return op
+
+    runner = NemesisRunner(nemesis, [Event(0, "inject", "membership", {"nodes": ["n4"]}),
+                                     Event(0, "heal", "membership")], record)
+    runner.run(threading.Event())
+    heals = [e for e in runner.executed if e["f"] == membership.HEAL_F]
+    assert [h["value"].get("failed") for h in heals] == [{"n4": "member_not_ready"}, {}]
+    assert heals[1]["value"]["retried"] == ["n4"] and heals[1]["value"]["nodes"] == ["n4"]
+    assert "n4" in cluster.db.voters
+
+
+def test_without_a_failed_heal_the_final_heal_has_nothing_to_retry():
+    cluster = refusing_cluster(refusals=0)
+    nemesis = CompositeNemesis({"membership": make_fault("membership",
+                                                         FaultContext(cluster.db))})
+    nemesis.setup(cluster)
+    runner = NemesisRunner(nemesis, [Event(0, "inject", "membership", {"nodes": ["n4"]}),
+                                     Event(0, "heal", "membership")],
+                           lambda *a, **k: Op(0, 0, *a[:3], a[3] if len(a) > 3 else None))
+    runner.run(threading.Event())
+    assert [e["f"] for e in runner.executed] == ["membership", membership.HEAL_F]

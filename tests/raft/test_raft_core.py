@@ -670,7 +670,8 @@ def test_pre_vote_event_line_names_candidate_and_the_granter_role_and_leader():
     assert answer["granted"] is True
     core.receive(msg("vote_request", "n3", "n1", 3, pre_vote=True, last_epoch=0, log_end=0))
     assert [e for e in core.ready().events if e["event"] == "pre_vote"] == [
-        {"event": "pre_vote", "epoch": 3, "candidate": "n3", "role": FOLLOWER, "leader": "n2"}]
+        {"event": "pre_vote", "epoch": 3, "candidate": "n3", "role": FOLLOWER, "leader": "n2",
+         "last_epoch": 0, "log_end": 0, "candidate_last_epoch": 0, "candidate_log_end": 0}]
 
 
 def test_no_pre_vote_event_line_for_a_refused_pre_vote():
@@ -683,12 +684,14 @@ def test_no_pre_vote_event_line_for_a_refused_pre_vote():
     assert [e for e in core.ready().events if e["event"] == "pre_vote"] == []
 
 
-def test_vote_event_line_names_epoch_and_candidate():
+def test_vote_event_line_names_epoch_candidate_and_both_logs():
+    # Both logs as the grant compared them: the election restriction's evidence.
     core = make()
     core.ready()
-    core.receive(msg("vote_request", "n3", "n1", 2, pre_vote=False, last_epoch=0, log_end=0))
+    core.receive(msg("vote_request", "n3", "n1", 2, pre_vote=False, last_epoch=1, log_end=4))
     assert [e for e in core.ready().events if e["event"] == "vote"] == [
-        {"event": "vote", "epoch": 2, "candidate": "n3"}]
+        {"event": "vote", "epoch": 2, "candidate": "n3", "last_epoch": 0, "log_end": 0,
+         "candidate_last_epoch": 1, "candidate_log_end": 4}]
 
 
 def test_hw_event_line_names_the_new_high_watermark_and_epoch():

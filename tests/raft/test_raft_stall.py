@@ -52,3 +52,26 @@ def test_a_cluster_stalled_all_at_once_keeps_its_leader(tmp_path):
         assert status is not None and (status["role"], status["epoch"]) == ("Leader", epoch), (
             status, changes)
         assert changes == []
+
+
+def test_a_stopped_node_reports_how_far_its_timers_fell_behind(tmp_path):
+    """What the invariants allow a node whose timers ran late: its own
+    `tick_late` lines. A 1 s SIGSTOP leaves its due tick at least 0.95 s late
+    (one 50 ms tick may have been due just before the stop); nothing else in
+    the test is timed."""
+    with LocalCluster(tmp_path, size=3) as cluster:
+        cluster.start_all()
+        cluster.wait_for_leader()
+        name = cluster.names[0]
+        pid = cluster.procs[name].pid
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(1.0)
+        os.kill(pid, signal.SIGCONT)
+        lines: list[dict] = []
+        deadline = time.monotonic() + 30
+        while not lines and time.monotonic() < deadline:
+            time.sleep(0.2)
+            lines = [json.loads(line) for line in
+                     (cluster.root / name / "stdout.log").read_text().splitlines()
+                     if line.startswith("{") and '"tick_late"' in line]
+        assert lines and max(line["late_ms"] for line in lines) >= 950, lines

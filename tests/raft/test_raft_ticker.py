@@ -1,7 +1,9 @@
 """The raft node's tick schedule (nodes/raft/ticker.py): a stalled process
 drops the ticks it missed instead of replaying them in a burst."""
 
-from nodes.raft.ticker import next_tick_due
+import pytest
+
+from nodes.raft.ticker import next_tick_due, timers_behind
 
 TICK = 0.05
 
@@ -44,3 +46,13 @@ def test_a_two_second_stall_is_one_tick_not_forty():
 def test_a_process_that_keeps_up_runs_every_tick():
     wakes = [TICK * i + 0.001 for i in range(1, 101)]
     assert ticks_run(wakes) == 100
+
+
+def test_a_tick_that_keeps_the_grid_leaves_the_timers_on_time():
+    assert timers_behind(1.0, 1.0 + 0.9 * TICK, TICK) == 0.0
+
+
+def test_a_tick_that_drops_missed_ones_puts_the_timers_behind_by_its_lateness():
+    """What the node's `tick_late` line reports: the timers ran from `due` only at `now`."""
+    assert timers_behind(1.0, 3.0, TICK) == 2.0
+    assert next_tick_due(1.0, 3.0, TICK) - (1.0 + TICK) == pytest.approx(2.0)

@@ -4,12 +4,15 @@ derived from the timers the nodes report in their `start` lines.
 
 - `stranded-leader` (KIP-595 check quorum): a leader cut off from a majority
   resigns within its fetch timeout. Flagged when a node stays Leader while
-  alive and cut off for longer than fetch timeout + grace.
+  alive and cut off for longer than fetch timeout + how far its own timers
+  fell behind within that window (its `tick_late` lines) + a margin of 4
+  ticks (nodes/raft/checkers/lateness.py).
 - `epoch-raised-while-cut-off` (KIP-996 pre-vote): a node cut off from a
   majority cannot win a pre-vote, so it never becomes Candidate (never raises
   its epoch); that raised epoch is what unseats a healthy leader when the
   partition heals. Flagged when a node becomes Candidate after being cut off
-  for longer than a whole pre-vote round (2 x election timeout) + grace.
+  for longer than a whole pre-vote round (2 x election timeout) + its own
+  timers' lateness since the cut + the same margin.
 - `double-vote` (KIP-595): a voter grants its vote to at most one candidate
   per epoch, across restarts.
 - `vote-forgotten` (KIP-595, quorum state durable before the grant): a node
@@ -20,6 +23,9 @@ derived from the timers the nodes report in their `start` lines.
   past where that leader's log ended when it won, held a longer log and
   should not have granted the vote (`nodes/raft/checkers/vote_restriction.py`;
   judged where the end-of-run dumps place the epoch's start).
+- `vote-granted-to-less-up-to-date-log` (KIP-595 / Raft 5.4.1, per grant):
+  a `vote` or `pre_vote` line whose candidate's (last epoch, log end), as the
+  request gave them, is below the voter's own, as the line gives it.
 - `vote-after-state-loss` (KIP-996 "Disk failure"; KIP-595 one vote per
   epoch): a node that restarts without its quorum-state file (`data_loss`)
   does not know which votes it gave, so it grants none and does not stand
@@ -77,19 +83,31 @@ from typing import Any
 from checkers.faults import CUT, DOWN, KILL, RESTART, healed_by, named
 from checkers.history import NEMESIS, Op, pair_ops
 from checkers.verdict import Verdict, verdict
+from nodes.raft.checkers.lateness import (
+    late_spans,
+    late_within,
+    lateness_stats,
+    timer_margin_ns,
+)
 from nodes.raft.checkers.membership import (
     changes_in_flight,
     changes_incomplete,
     changes_out_of_order,
     resigned_adding_voter,
 )
-from nodes.raft.checkers.vote_restriction import epoch_starts, votes_for_less_up_to_date_logs
+from nodes.raft.checkers.vote_restriction import (
+    epoch_starts,
+    grants_to_less_up_to_date_logs,
+    votes_for_less_up_to_date_logs,
+)
 from nodes.raft.events import DATA_LOSS, PRE_VOTE, ROLE, START, VOTE, VOTERS
 from nodes.raft.fault_rows import LOSE_STATE
 
 NS = 1_000_000_000
 MS = 1_000_000
-# Scheduling noise on a loaded machine: an asyncio tick or an fsync can run late.
+# Scheduling noise on a loaded machine, for the limits that span several nodes
+# (a follower's fetches, a voter change's commit): not one node's timer, so
+# not covered by that node's measured lateness (nodes/raft/checkers/lateness.py).
 GRACE_MS = 500
 DOWN_FAULTS = named(DOWN)
 CUT_FAULTS = named(CUT)
@@ -107,6 +125,7 @@ def check(history: list[Op], events: dict[str, list[dict]], run: dict,
     stats: dict[str, Any] = {"timers_ms": timers, "votes": _count(events, VOTE.name),
                              "epoch_starts_known": len(starts)}
     anomalies = double_votes(events) + forgotten_votes(events) + resigned_leaders(events)
+    anomalies += grants_to_less_up_to_date_logs(events)
     anomalies += votes_for_less_up_to_date_logs(events, starts)
     anomalies += votes_after_state_loss(events)
     anomalies += changes_in_flight(events) + changes_out_of_order(events)
@@ -124,20 +143,26 @@ def check(history: list[Op], events: dict[str, list[dict]], run: dict,
     possible = fault_timeline(history, nodes, certain=False)
     voters = voters_in_force(events, start_ns)
     grace = GRACE_MS * MS
-    fetch_limit = timers["fetch_timeout_ms"] * MS + grace
-    prevote_limit = 2 * timers["election_timeout_ms"] * MS + grace
-    anomalies += stranded_leaders(events, timeline, nodes, start_ns, fetch_limit, voters,
-                                  process_taken=possible)
-    anomalies += cut_off_candidates(events, timeline, nodes, start_ns, prevote_limit, voters)
+    late = late_spans(events, start_ns)
+    margin = timer_margin_ns(events)
+    fetch = timers["fetch_timeout_ms"] * MS
+    prevote = 2 * timers["election_timeout_ms"] * MS
+    anomalies += stranded_leaders(events, timeline, nodes, start_ns, fetch, voters,
+                                  process_taken=possible, late=late, margin_ns=margin)
+    anomalies += cut_off_candidates(events, timeline, nodes, start_ns, prevote, voters,
+                                    late=late, margin_ns=margin)
     anomalies += pre_votes_from_fetching_followers(
-        events, possible, start_ns, fetch_limit)
+        events, possible, start_ns, fetch + grace)
     end_ns = max((op.time for op in history), default=0)
     anomalies += resigned_adding_voter(events, possible, start_ns, end_ns)
     change_limit = 2 * timers["fetch_timeout_ms"] * MS + grace
     anomalies += changes_incomplete(events, possible, start_ns, end_ns, change_limit)
-    stats["limits_ms"] = {"stranded_leader": fetch_limit // MS,
-                          "cut_off_before_candidate": prevote_limit // MS,
+    # The first two: plus the node's own timer lateness within the window.
+    stats["limits_ms"] = {"stranded_leader": (fetch + margin) // MS,
+                          "cut_off_before_candidate": (prevote + margin) // MS,
                           "voter_change": change_limit // MS}
+    stats["margin_ms"] = margin // MS
+    stats["timers_late"] = lateness_stats(late)
     stats["fault_segments"] = len(timeline)
     stats["anomaly_counts"] = dict(_counts(anomalies))
     if anomalies:
@@ -485,10 +510,14 @@ def leader_tenures(evs: list[dict], start_ns: int) -> list[tuple[int, int, int]]
 
 
 def stranded_leaders(events: dict[str, list[dict]], timeline: list[dict], nodes: list[str],
-                     start_ns: int, limit_ns: int,
+                     start_ns: int, fetch_ns: int,
                      voters: dict[str, list[tuple[int, frozenset[str] | None]]] | None = None,
-                     process_taken: list[dict] | None = None) -> list[dict]:
-    """`process_taken`: a timeline whose `down` sets say when a fault may have
+                     process_taken: list[dict] | None = None,
+                     late: Mapping[str, list[tuple[int, int]]] | None = None,
+                     margin_ns: int = 0) -> list[dict]:
+    """A leader still leading `fetch_ns` + its own timers' lateness within the
+    window (`late`, lateness.late_spans) + `margin_ns` after it was cut off.
+    `process_taken`: a timeline whose `down` sets say when a fault may have
     taken a node's process (`fault_timeline(..., certain=False)`: from a
     kill's invoke, and the power cuts that kill and restart inside their own
     op); default `timeline`."""
@@ -497,6 +526,7 @@ def stranded_leaders(events: dict[str, list[dict]], timeline: list[dict], nodes:
         spans = cut_off_spans(node, timeline, nodes, inbound_only=True,
                               voter_steps=(voters or {}).get(node))
         downs = _down_spans(node, process_taken if process_taken is not None else timeline)
+        node_late = (late or {}).get(node, [])
         for epoch, t0, t1 in leader_tenures(events.get(node, []), start_ns):
             # A killed leader has no line until it restarts: its tenure ends at
             # the kill, or at a power cut that restarts it (its next line, the
@@ -504,32 +534,47 @@ def stranded_leaders(events: dict[str, list[dict]], timeline: list[dict], nodes:
             t1 = min([t1] + [a for a, _ in downs if a >= t0])
             for a, b in spans:
                 lo, hi = max(a, t0), min(b, t1)
-                if hi - lo > limit_ns:
+                behind = late_within(node_late, lo, hi)
+                limit = fetch_ns + behind + margin_ns
+                if hi - lo > limit:
                     anomalies.append({"type": "stranded-leader", "node": node, "epoch": epoch,
                                       "cut_off_s": [_s(a), _s(b)],
                                       "still_leader_s": [_s(lo), _s(hi)],
-                                      "limit_s": _s(limit_ns)})
+                                      "fetch_timeout_s": _s(fetch_ns),
+                                      "timers_late_s": _s(behind), "margin_s": _s(margin_ns),
+                                      "limit_s": _s(limit)})
     return anomalies
 
 
 def cut_off_candidates(events: dict[str, list[dict]], timeline: list[dict], nodes: list[str],
-                       start_ns: int, limit_ns: int,
-                       voters: dict[str, list[tuple[int, frozenset[str] | None]]] | None = None
-                       ) -> list[dict]:
+                       start_ns: int, prevote_ns: int,
+                       voters: dict[str, list[tuple[int, frozenset[str] | None]]] | None = None,
+                       late: Mapping[str, list[tuple[int, int]]] | None = None,
+                       margin_ns: int = 0) -> list[dict]:
+    """A node that becomes Candidate after being cut off for a whole pre-vote
+    round (`prevote_ns`) + its own timers' lateness since the cut + `margin_ns`."""
     anomalies = []
     for node in nodes:
         spans = cut_off_spans(node, timeline, nodes,
                               voter_steps=(voters or {}).get(node))
+        node_late = (late or {}).get(node, [])
         for ev in events.get(node, []):
             if (ev.get("event") != ROLE.name or ev.get("role") != "Candidate"
                     or type(ev.get("t")) is not int):
                 continue
             t = ev["t"] - start_ns
             for a, b in spans:
-                if a <= t < b and t - a > limit_ns:
+                if not a <= t < b:
+                    continue
+                behind = late_within(node_late, a, t)
+                limit = prevote_ns + behind + margin_ns
+                if t - a > limit:
                     anomalies.append({"type": "epoch-raised-while-cut-off", "node": node,
                                       "epoch": ev.get("epoch"), "time_s": _s(t),
-                                      "cut_off_s": [_s(a), _s(b)], "limit_s": _s(limit_ns)})
+                                      "cut_off_s": [_s(a), _s(b)],
+                                      "pre_vote_round_s": _s(prevote_ns),
+                                      "timers_late_s": _s(behind), "margin_s": _s(margin_ns),
+                                      "limit_s": _s(limit)})
     return anomalies
 
 

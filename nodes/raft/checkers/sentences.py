@@ -32,6 +32,13 @@ def _vote_for_less_up_to_date_log(a: dict[str, Any]) -> str:
             "(it later cut those entries back to follow it).")
 
 
+def _grant_to_less_up_to_date_log(a: dict[str, Any]) -> str:
+    mine, theirs = a["voter_log"], a["candidate_log"]
+    return (f"{_node(a)} granted its {a['grant']} in epoch {a['epoch']} to {a['candidate']}, "
+            f"whose log (last epoch {theirs['last_epoch']}, end {theirs['log_end']}) is less "
+            f"up to date than its own (last epoch {mine['last_epoch']}, end {mine['log_end']}).")
+
+
 def _other_cluster(what: str) -> Callable[[dict[str, Any]], str]:
     def read(a: dict[str, Any]) -> str:
         return (f"{_node(a)} (cluster {a['cluster_id']}) {what} {a['other']}, which "
@@ -44,16 +51,25 @@ def _vote_after_state_loss(a: dict[str, Any]) -> str:
             "restarting without its quorum state, before following a leader again.")
 
 
+def _made_of(a: dict[str, Any], timer: str) -> str:
+    """What a timed limit allowed: the timer, the node's own measured lateness, the margin."""
+    if a.get("timers_late_s") is None:
+        return ""
+    base = f"{a[timer]} s timer + " if timer in a else ""
+    return f": {base}{a['timers_late_s']} s its timers ran late + {a.get('margin_s')} s margin"
+
+
 def _stranded_leader(a: dict[str, Any]) -> str:
     lo, hi = a["still_leader_s"]
     return (f"{_node(a)} stayed leader of epoch {a['epoch']} from {lo} s to {hi} s while "
-            f"cut off from a majority (limit {a['limit_s']} s).")
+            f"cut off from a majority (limit {a['limit_s']} s{_made_of(a, 'fetch_timeout_s')}).")
 
 
 def _epoch_raised_while_cut_off(a: dict[str, Any]) -> str:
     lo, hi = a["cut_off_s"]
     return (f"{_node(a)} became a candidate (epoch {a['epoch']}) at {a['time_s']} s "
-            f"while cut off from a majority ({lo} s to {hi} s).")
+            f"while cut off from a majority ({lo} s to {hi} s; limit {a.get('limit_s')} s"
+            f"{_made_of(a, 'pre_vote_round_s')}).")
 
 
 def _follows_itself(a: dict[str, Any]) -> str:
@@ -104,6 +120,7 @@ SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {
     "double-vote": _double_vote,
     "vote-forgotten": _vote_forgotten,
     "vote-for-less-up-to-date-log": _vote_for_less_up_to_date_log,
+    "vote-granted-to-less-up-to-date-log": _grant_to_less_up_to_date_log,
     "follows-other-cluster": _other_cluster("followed leader"),
     "votes-for-other-cluster": _other_cluster("voted for"),
     "vote-after-state-loss": _vote_after_state_loss,

@@ -1,6 +1,17 @@
-"""`vote-for-less-up-to-date-log` (KIP-595 / Raft's election restriction): a
-voter grants its vote only to a candidate whose log is at least as up to date
-as its own (last epoch, then log end). Judged from what a run already holds:
+"""The election restriction (KIP-595 / Raft 5.4.1): a voter grants its vote
+(and its pre-vote) only to a candidate whose log is at least as up to date as
+its own: a later last epoch, or the same last epoch and a log end at least
+its own. Two rules judge it.
+
+`vote-granted-to-less-up-to-date-log`, per grant: the node's `vote` and
+`pre_vote` lines carry both logs as the grant compared them (its own
+`last_epoch`, `log_end`; the request's `candidate_last_epoch`,
+`candidate_log_end`); a grant whose candidate's pair is below the voter's is
+an anomaly, whether or not the election went on to cost an entry. Lines
+without the four fields (an older node) are not judged.
+
+`vote-for-less-up-to-date-log`, from the vote's consequences where the lines
+do not carry the logs:
 
 - the voter's `vote` line (epoch E, candidate C), then its `role` line
   following C in E (so C won E), then a `truncate` line of its own log while
@@ -25,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from nodes.raft.events import ROLE, START, TRUNCATE, VOTE
+from nodes.raft.events import GRANT_LOGS, PRE_VOTE, ROLE, START, TRUNCATE, VOTE
 
 
 def epoch_starts(dumps: Mapping[str, Mapping[str, Any]]) -> dict[int, int]:
@@ -66,4 +77,36 @@ def votes_for_less_up_to_date_logs(events: Mapping[str, Iterable[dict]],
                         "epoch": vote["epoch"], "candidate": vote.get("candidate"),
                         "candidate_log_end": start, "voter_log_end": cut_from,
                         "vote": vote, "truncate": ev})
+    return anomalies
+
+
+def _logs(ev: Mapping[str, Any]) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """(voter's (last epoch, log end), candidate's) from a grant's line, or None."""
+    values = [ev.get(field) for field in GRANT_LOGS]
+    if not all(type(v) is int for v in values):
+        return None
+    last_epoch, log_end, candidate_last_epoch, candidate_log_end = values
+    return (last_epoch, log_end), (candidate_last_epoch, candidate_log_end)
+
+
+def grants_to_less_up_to_date_logs(events: Mapping[str, Iterable[dict]]) -> list[dict[str, Any]]:
+    """Every vote or pre-vote a node granted to a candidate whose log was less
+    up to date than its own, as the grant's own line reports both."""
+    anomalies = []
+    for node, evs in sorted(events.items()):
+        for ev in evs:
+            kind = ev.get("event")
+            if kind not in (VOTE.name, PRE_VOTE.name):
+                continue
+            logs = _logs(ev)
+            if logs is None or logs[1] >= logs[0]:
+                continue
+            voter, candidate = logs
+            anomalies.append({
+                "type": "vote-granted-to-less-up-to-date-log", "node": node,
+                "grant": "vote" if kind == VOTE.name else "pre-vote",
+                "epoch": ev.get("epoch"), "candidate": ev.get("candidate"),
+                "voter_log": {"last_epoch": voter[0], "log_end": voter[1]},
+                "candidate_log": {"last_epoch": candidate[0], "log_end": candidate[1]},
+                "line": ev})
     return anomalies
