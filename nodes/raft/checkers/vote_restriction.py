@@ -85,7 +85,7 @@ def _logs(ev: Mapping[str, Any]) -> tuple[tuple[int, int], tuple[int, int]] | No
     values = [ev.get(field) for field in GRANT_LOGS]
     if not all(type(v) is int for v in values):
         return None
-    last_epoch, log_end, candidate_last_epoch, candidate_log_end = values
+    last_epoch, log_end, candidate_last_epoch, candidate_log_end = (int(v) for v in values)
     return (last_epoch, log_end), (candidate_last_epoch, candidate_log_end)
 
 
