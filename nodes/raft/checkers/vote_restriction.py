@@ -82,8 +82,8 @@ def votes_for_less_up_to_date_logs(events: Mapping[str, Iterable[dict]],
 
 def _logs(ev: Mapping[str, Any]) -> tuple[tuple[int, int], tuple[int, int]] | None:
     """(voter's (last epoch, log end), candidate's) from a grant's line, or None."""
-    values = [ev.get(field) for field in GRANT_LOGS]
-    if not all(type(v) is int for v in values):
+    values = [v for v in (ev.get(field) for field in GRANT_LOGS) if type(v) is int]
+    if len(values) != len(GRANT_LOGS):
         return None
     last_epoch, log_end, candidate_last_epoch, candidate_log_end = values
     return (last_epoch, log_end), (candidate_last_epoch, candidate_log_end)
