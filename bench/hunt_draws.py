@@ -10,16 +10,18 @@ system's default repertoire here, host faults included where this host can
 prepare them, its moves, the aimed prior, the time left, the run's seed as
 the spread's ordinal), with each move taking a modelled time instead of
 running: a composition its SHORTEST_S plus 1-4 s (its waits for elections),
-a primitive 1 s plus the hunter's hold draw (mean interval/4, at most
-interval/2; none for a turn's later variants), its settle and 1 s of inject
-and heal. Each move reaches one of three states at random (what it found is
-what steers later draws). Prints moves, compositions and kinds per run; for
-every move, the share of runs that drew it and the share of consecutive
-seed triples (1-3, 4-6, ...) of which at least one did, on average and the
-least; and for each move or kind asked, the same two (and what three
-independent runs would give, 1 - (1 - p)^3). The model is calibrated on the
-switches runs of docs/hunt-nemesis.md (9-15 moves per 60 s run, 3 nodes); it
-says what the chooser gives, not what a run catches.
+a primitive the hunter's hold (nemesis.hunt.hold_s: its shortest hold plus
+a draw, none for a turn's later variants; at least the system's election
+hold where its plan, on a leader drawn at random, takes the leader or a
+quorum), its settle and 1 s of inject and heal. Each move reaches one of
+three states at random (what it found is what steers later draws). Prints
+moves, compositions and kinds per run; for every move, the share of runs
+that drew it and the share of consecutive seed triples (1-3, 4-6, ...) of
+which at least one did, on average and the least; the share of triples
+that reached every kind; and for each move or kind asked, the same two (and
+what three independent runs would give, 1 - (1 - p)^3). The model is
+calibrated on the switches runs of docs/hunt-nemesis.md (9-15 moves per
+60 s run, 3 nodes); it says what the chooser gives, not what a run catches.
 `--campaign N`: the runs in campaigns of N, each run told the kinds the
 earlier ones reached (as a campaign's corpus tells it, `reached_kinds`);
 prints the share of campaigns that drew each move or kind at least once.
@@ -41,16 +43,26 @@ from faultline import registry  # noqa: E402
 from harness.run.config import hunt_repertoire, node_names  # noqa: E402
 from nemesis.base import FAULTS  # noqa: E402
 from nemesis.compose import COMPOSITIONS, SHORTEST_S  # noqa: E402
+from nemesis.fault import plan_in  # noqa: E402
 from nemesis.hunt import (  # noqa: E402
     ROUND_VARIANTS,
     Outcome,
     aimed_prior,
     decide,
+    election_hold,
+    hold_s,
     kind_of,
     moves_for,
     record,
+    takes_leader_or_quorum,
 )
-from nemesis.hunter import AIMED_BOOST, HOLD_SHARE, MIN_MOVE_S, SETTLE_S, plannable  # noqa: E402
+from nemesis.hunter import (  # noqa: E402
+    AIMED_BOOST,
+    DEFAULT_MIN_HOLD_S,
+    MIN_MOVE_S,
+    SETTLE_S,
+    plannable,
+)
 from nemesis.schedule import HUNT_START_S  # noqa: E402
 
 INTERVAL_S = 5.0          # the default --nemesis-interval
@@ -59,11 +71,14 @@ COMPOSITION_WAITS_S = (1.0, 4.0)
 
 
 def play(seed: int, moves: list[str], prior: dict[str, float], time_limit: float,
-         reached: frozenset[str] = frozenset(), round_variants: int = ROUND_VARIANTS
-         ) -> list[str]:
+         reached: frozenset[str] = frozenset(), round_variants: int = ROUND_VARIANTS,
+         names: list[str] | None = None, election_s: float | None = None) -> list[str]:
     """The moves one run's hunt draws, in order, under the modelled clock;
-    `reached`: the kinds a campaign's earlier runs reached."""
+    `reached`: the kinds a campaign's earlier runs reached; `election_s`: the
+    hold of a move that takes the leader or a quorum (its plan drawn on
+    `names`, the leader one of them at random)."""
     world = random.Random(seed * 7919)
+    names = names or ["n1", "n2", "n3"]
     t, end = HUNT_START_S, time_limit
     outcomes: list[Outcome] = []
     while t < end - MIN_MOVE_S:
@@ -76,10 +91,15 @@ def play(seed: int, moves: list[str], prior: dict[str, float], time_limit: float
         if move in COMPOSITIONS:
             t += SHORTEST_S[move] + world.uniform(*COMPOSITION_WAITS_S)
         else:
+            plan = plan_in(FAULTS, move, world, names)
+            nodes = plan.get("nodes")
+            takes = takes_leader_or_quorum(nodes if isinstance(nodes, list) else None,
+                                           world.choice(names), names, plan.get("cut"))
             # a turn's later variants are held the shortest hold (nemesis.hunter)
-            hold = 0.0 if d.how == "round" else min(world.expovariate(HOLD_SHARE / INTERVAL_S),
-                                                     INTERVAL_S / 2)
-            t += 1.0 + hold + world.uniform(*SETTLE_S) + OVERHEAD_S
+            hold = hold_s(world, min(DEFAULT_MIN_HOLD_S, INTERVAL_S / 2),
+                          0.0 if d.how == "round" else INTERVAL_S,
+                          election_s if takes else None)
+            t += hold + world.uniform(*SETTLE_S) + OVERHEAD_S
         outcomes.append(record(outcomes, move, (move, world.randrange(3))))
     return [o.move for o in outcomes]
 
@@ -108,12 +128,17 @@ def main() -> None:
                                                if s in FAULTS})
              if plannable(FAULTS, m, node_names(a.nodes))]
     prior = aimed_prior(moves, COMPOSITIONS, AIMED_BOOST)
+    system = registry.get(a.system)
+    declared = system.timers(dict(system.node_defaults))
+    election_s = election_hold(None if declared.source.startswith("generic")
+                               else declared.failover_s)
     runs: list[list[str]] = []
     for first in range(1, a.runs + 1, a.campaign):
         played: list[str] = []
         for seed in range(first, min(first + a.campaign, a.runs + 1)):
             run = play(seed, moves, prior, a.time_limit,
-                       frozenset(kind_of(m) for m in played), a.round)
+                       frozenset(kind_of(m) for m in played), a.round,
+                       node_names(a.nodes), election_s)
             runs.append(run)
             played += run
     print(f"{a.system}, {a.nodes} nodes, {a.time_limit:g} s: {len(moves)} moves of "
@@ -131,6 +156,13 @@ def main() -> None:
           f"seeds {sum(reach.values()) / len(reach):.2f} on average, least "
           f"{', '.join(f'{m} {reach[m]:.2f}' for m in low)}; "
           f"{sum(v < 0.5 for v in reach.values())} of {len(reach)} moves under 0.5")
+    kinds = {kind_of(m) for m in moves}
+    every = sum(kinds <= {kind_of(m) for r in t for m in r} for t in triples) / len(triples)
+    missed = [len(kinds - {kind_of(m) for r in t for m in r}) for t in triples]
+    print(f"  every kind: reached by 3 consecutive seeds in {every:.2f} of triples "
+          f"(kinds none of the three reached: {sum(missed) / len(missed):.2f} a triple, "
+          f"at most {max(missed)}); a leader- or quorum-taking fault held at least "
+          f"{election_s:g} s")
     for name in a.show:
         share = sum(drew(name, r) for r in runs) / len(runs)
         triples = [runs[i:i + 3] for i in range(0, len(runs) - 2, 3)]

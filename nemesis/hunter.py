@@ -34,11 +34,14 @@ from nemesis.hunt import (
     coverage,
     decide,
     derive,
+    election_hold,
+    hold_s,
     moves_for,
     observation,
     reached_kinds,
     record,
     signature,
+    takes_leader_or_quorum,
     target_role,
     within,
 )
@@ -47,17 +50,14 @@ from nemesis.observe import EventTail
 # A move is not begun in the last moments of the hunt: it would be cut short
 # (a composition needs its own SHORTEST_S).
 MIN_MOVE_S = 2.0
-# The quiet time after a move before its outcome is read: an election it
-# brought on ends within it (election timeouts we run: 0.5-1 s; the
-# compositions already wait for theirs). Short, so a 30 s run makes more
-# moves: the state one move leaves (a node catching up, a fresh leader) is
-# where the next one lands.
-SETTLE_S = (0.3, 1.2)
-# A primitive fault is held min_hold plus an exponential draw of mean
-# interval / HOLD_SHARE, at most interval / 2: most bugs show at the inject or
-# the heal, not in the middle of a long hold (the long holds are
-# minority-out's and catch-up's, which hold on purpose).
-HOLD_SHARE = 4.0
+# The quiet time after a move before its outcome is read: short, so a 60 s
+# run makes more moves (an election a move brings on happens inside its hold
+# where the move takes the leader or a quorum, nemesis.hunt.election_hold;
+# the compositions wait for theirs): the state one move leaves (a node
+# catching up, a fresh leader) is where the next one lands.
+SETTLE_S = (0.2, 0.6)
+# A primitive's shortest hold where the run sets none (--nemesis-min-duration).
+DEFAULT_MIN_HOLD_S = 0.75
 # A turn's later variant is planned again up to this many times (from its
 # move's rng) to land on the nodes the turn already hit: two variants of a
 # kind that leaves lasting damage (truncate's cut vote-state files) on two
@@ -84,6 +84,7 @@ class HuntFault(DriverFault):
         self.decisions: list[dict[str, Any]] = []
         self.outcomes: list[Outcome] = []
         self.moves: list[str] = []
+        self.election_s = election_hold(None)
 
     def summary(self) -> dict[str, Any]:
         error = {"error": self.result["error"]} if "error" in self.result else {}
@@ -98,7 +99,9 @@ class HuntFault(DriverFault):
         if not self.moves:
             return {}
         interval = float(params.get("interval") or 5.0)
-        min_hold = float(params.get("min_duration") or 0.0) or min(1.0, interval / 2)
+        min_hold = float(params.get("min_duration") or 0.0) or min(DEFAULT_MIN_HOLD_S,
+                                                                    interval / 2)
+        self.election_s = election_hold(params.get("failover_s"))
         known = [tuple(k) for k in params.get("known") or []]
         ordinal = params.get("ordinal")    # the run's --seed (None: a schedule before it)
         prior = aimed_prior(self.moves, COMPOSITIONS, AIMED_BOOST)
@@ -128,8 +131,9 @@ class HuntFault(DriverFault):
                     if decision.how == "draw":
                         turn_nodes = set()
                     # A turn's later variants are held the shortest hold (their
-                    # inject and heal are the moments, HOLD_SHARE; the time goes
-                    # to the next kind) and stay on the turn's nodes (STAY_TRIES).
+                    # inject and heal are the moments, nemesis.hunt.hold_s; the
+                    # time goes to the next kind) and stay on the turn's nodes
+                    # (STAY_TRIES).
                     result = self.primitive(ctl, rng, decision.move, before.get("leader"),
                                             self._instant(decision.move), min_hold,
                                             0.0 if decision.how == "round" else interval,
@@ -178,8 +182,11 @@ class HuntFault(DriverFault):
         if value.get("error"):
             result["error"] = value["error"]
         if not instant:
-            extra = min(rng.expovariate(HOLD_SHARE / interval), interval / 2) if interval else 0.0
-            ctl.sleep(min_hold + extra)
+            # Held through the election it starts where it takes the leader or a quorum.
+            takes = takes_leader_or_quorum(nodes, leader, ctl.names, value.get("cut"))
+            result["hold_s"] = hold_s(rng, min_hold, interval,
+                                      self.election_s if takes else None)
+            ctl.sleep(result["hold_s"])
             ctl.heal(spec)
         else:
             ctl.in_force.pop(spec, None)

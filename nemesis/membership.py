@@ -17,6 +17,13 @@ Variants:
   the set never shrank to the leader alone). The heal adds back whoever has
   not rejoined.
 
+A replay plays each change on the nodes its run recorded (the `nodes` of
+the recorded value, passed back as params), never on whoever leads at
+replay time: `remove-leader` removes the node that led then, `remove-two`
+the two the run removed, `auto-join` the voters it removed. Re-resolved, a
+replay whose election went another way removed another node and refused
+the changes after it.
+
 A removal whose answer leaves it in doubt (the adapter's result says
 `definite: False`: the leader lost its leadership with the change in its
 log, a timeout, a broken connection) may still commit: it is recorded as a
@@ -93,11 +100,22 @@ def check_variant(variant: str | None) -> None:
 
 
 def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
-    """The schedule's choice: one voter (the `remove` variant's target; the
-    others pick theirs from the cluster when injected). A bad variant is
-    refused when planned, before a run starts."""
+    """The schedule's choice: one voter for the `remove` variant; the others
+    pick theirs from the cluster when injected, so their plan names none (a
+    `nodes` param is what a replay passes: the nodes the run recorded). A bad
+    variant is refused when planned, before a run starts."""
     check_variant(variant)
-    return {"nodes": [rng.choice(sorted(nodes))]}
+    # Drawn for every variant, so a seed's later draws stay what they were.
+    voter = rng.choice(sorted(nodes))
+    return {"nodes": [voter]} if (variant or "remove") == "remove" else {}
+
+
+def recorded(params: Mapping[str, Any]) -> list[str] | None:
+    """The nodes a replay passes back (the run's recorded `nodes`, empty when
+    that change removed none), or None in a live run: a replay plays the
+    change on them, never on whoever leads at replay time."""
+    nodes = params.get("nodes")
+    return list(nodes) if isinstance(nodes, list) else None
 
 
 class MembershipFault:
@@ -111,16 +129,22 @@ class MembershipFault:
 
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
+        replayed = recorded(params)
         if self.variant == "auto-join":
-            return self._remove_all_but_leader(cluster)
+            return self._remove_all_but_leader(cluster, replayed)
         if self.variant == "remove-two":
-            return self._remove_two_at_once(cluster, rng)
-        if self.variant == "remove-leader":
-            node = cluster.leader()
-            if node is None:
+            return self._remove_two_at_once(cluster, rng, replayed)
+        if replayed is not None and not replayed:
+            return {"change": "remove", "nodes": [], NOOP: "the recorded change removed none"}
+        if replayed is not None:
+            node = replayed[0]
+        elif self.variant == "remove-leader":
+            leader = cluster.leader()
+            if leader is None:
                 return {"change": "remove", "nodes": [], NOOP: "no leader to remove"}
+            node = leader
         else:
-            node = (params.get("nodes") or [rng.choice(cluster.names)])[0]
+            node = rng.choice(cluster.names)
         result = _change(cluster, "remove", node)
         if taken(result):
             self.removed.append(node)
@@ -132,8 +156,11 @@ class MembershipFault:
             value[NOOP] = f"remove {node} refused: {result.get('error')}"
         return value
 
-    def _remove_two_at_once(self, cluster: ClusterControl, rng: random.Random) -> dict[str, Any]:
+    def _remove_two_at_once(self, cluster: ClusterControl, rng: random.Random,
+                            replayed: list[str] | None) -> dict[str, Any]:
         nodes = sorted(rng.sample(sorted(cluster.names), min(2, len(cluster.names) - 1)))
+        if replayed is not None:
+            nodes = sorted(replayed)
         results: dict[str, dict[str, Any]] = {}
 
         def remove(node: str) -> None:
@@ -157,12 +184,17 @@ class MembershipFault:
             value[NOOP] = "every removal refused"
         return value
 
-    def _remove_all_but_leader(self, cluster: ClusterControl) -> dict[str, Any]:
-        leader = cluster.leader()
-        if leader is None:
-            return {"change": "remove", "nodes": [], NOOP: "no leader"}
+    def _remove_all_but_leader(self, cluster: ClusterControl, replayed: list[str] | None
+                               ) -> dict[str, Any]:
+        if replayed is not None:
+            targets = sorted(replayed)
+        else:
+            leader = cluster.leader()
+            if leader is None:
+                return {"change": "remove", "nodes": [], NOOP: "no leader"}
+            targets = sorted(n for n in cluster.names if n != leader)
         removed, refused, doubtful = [], {}, {}
-        for node in sorted(n for n in cluster.names if n != leader):
+        for node in targets:
             result = _change(cluster, "remove", node)
             if taken(result):
                 removed.append(node)

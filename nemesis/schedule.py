@@ -139,13 +139,17 @@ HUNT_START_S = 0.5
 
 def hunt_schedule(seed: int, repertoire: Sequence[str], mean_interval: float,
                   time_limit: float, min_duration: float = 0.0,
-                  known: Sequence[Sequence[Any]] = (), ordinal: int | None = None
-                  ) -> list[Event]:
+                  known: Sequence[Sequence[Any]] = (), ordinal: int | None = None,
+                  failover_s: float | None = None) -> list[Event]:
     """The hunting schedule's timeline: the hunt armed at the start and
     disarmed at the time limit; what it does in between it decides as it
     goes (nemesis.hunter) and records. `ordinal`: the run's own seed number
     (`--seed`), from which the hunt's spread over consecutive seeds steps
-    (nemesis.hunt.spread_key; `seed` is a hash of it). Pure, as `schedule`."""
+    (nemesis.hunt.rotation; `seed` is a hash of it). `failover_s`: the
+    system's declared failover bound (its timers; None: it declares none),
+    from which the hunt sets how long it holds a fault that takes the leader
+    or a quorum (nemesis.hunt.election_hold).
+    Pure, as `schedule`."""
     if time_limit <= HUNT_START_S or not repertoire:
         return []
     rng = random.Random(seed)
@@ -155,5 +159,7 @@ def hunt_schedule(seed: int, repertoire: Sequence[str], mean_interval: float,
         params["known"] = [list(k) for k in known]
     if ordinal is not None:
         params["ordinal"] = ordinal
+    if failover_s is not None:
+        params["failover_s"] = failover_s
     return [Event(HUNT_START_S, "inject", HUNT.name, params, rng.getrandbits(63)),
             Event(round(time_limit, 3), "heal", HUNT.name)]

@@ -278,10 +278,22 @@ def fresh_schedule(c: RunConfig) -> list[Any]:
     if hunting(c):
         return hunt_schedule(Seeds(c.seed, c.seed_scheme).of("schedule"),
                              [s for s in c.nemesis if s != HUNT.name], c.nemesis_interval,
-                             c.time_limit, c.nemesis_min_duration, c.hunt_corpus, c.seed)
+                             c.time_limit, c.nemesis_min_duration, c.hunt_corpus, c.seed,
+                             declared_failover_s(c))
     return schedule(Seeds(c.seed, c.seed_scheme).of("schedule"), c.nemesis,
                     c.nemesis_interval, c.time_limit, node_names(c.nodes),
                     c.nemesis_min_duration, c.nemesis_overlap)
+
+
+def declared_failover_s(c: RunConfig) -> float | None:
+    """The failover bound the system declares for `c`'s node options (run.json
+    `timers`, as availability judges by), None where it declares none: from
+    it the hunt sets how long it holds a fault that takes the leader or a
+    quorum (nemesis.hunt.election_hold)."""
+    from nodes.db import GENERIC_TIMERS
+    system = systems.get(c.db)
+    timers = system.timers({**system.node_defaults, **c.node_options})
+    return None if timers == GENERIC_TIMERS else timers.failover_s
 
 
 def kinds_left_out(c: RunConfig, events: list[Any]) -> list[str]:

@@ -38,14 +38,15 @@ from nemesis.compose import (
 )
 from nemesis.hunt import (
     FAILURES_TO_DROP,
-    UNREACHED_KIND_BOOST,
     UNTRIED_WEIGHT,
     Outcome,
     aimed_prior,
     coverage,
     decide,
     derive,
+    election_hold,
     fitting,
+    hold_s,
     kind_of,
     kind_weights,
     moves_for,
@@ -53,10 +54,11 @@ from nemesis.hunt import (
     pick,
     reached_kinds,
     record,
+    rotation,
     round_length,
     shares,
     signature,
-    spread_key,
+    takes_leader_or_quorum,
     target_role,
     tries_of,
     untried_kinds,
@@ -127,25 +129,18 @@ def test_untried_moves_outweigh_tried_ones():
     assert w["kill"] < UNTRIED_WEIGHT
     # kill:leader is untried, but its kind was tried; the other kinds were not.
     assert w["kill:leader"] == UNTRIED_WEIGHT
-    assert all(w[m] == UNTRIED_WEIGHT * UNREACHED_KIND_BOOST for m in MOVES
-               if not m.startswith("kill"))
+    assert all(w[m] == UNTRIED_WEIGHT for m in MOVES if not m.startswith("kill"))
 
 
-def test_a_kind_never_tried_outweighs_untried_variants_of_tried_kinds():
+def test_a_kind_never_tried_comes_before_untried_variants_of_tried_kinds():
     moves = ["kill", "kill:one", "kill:leader", "membership", "membership:remove-two"]
     prior = shares(moves)
     tried = [Outcome("kill", ("kill",), True)]
-    w = weights(moves, tried, prior)
-    assert w["membership:remove-two"] > w["kill:leader"]
-    per_share = {m: w[m] / prior[m] for m in moves}
-    assert per_share["membership:remove-two"] == pytest.approx(
-        UNREACHED_KIND_BOOST * per_share["kill:leader"], rel=1e-3)
+    assert {kind_of(decide(s, 1, moves, tried, prior, round_variants=1).move)
+            for s in range(30)} == {"membership"}
     # A kind a campaign's earlier runs reached counts as tried.
-    assert weights(moves, [], prior, reached_kinds([["membership", "none", 0]])) == {
-        **{m: round(prior[m] * UNTRIED_WEIGHT * UNREACHED_KIND_BOOST, 4)
-           for m in moves if m.startswith("kill")},
-        "membership": round(prior["membership"] * UNTRIED_WEIGHT, 4),
-        "membership:remove-two": round(prior["membership:remove-two"] * UNTRIED_WEIGHT, 4)}
+    reached = reached_kinds([["membership", "none", 0]])
+    assert {kind_of(decide(s, 0, moves, [], prior, reached).move) for s in range(30)} == {"kill"}
 
 
 def _kinds_in_first(seed: int, moves: list[str], steps: int) -> int:
@@ -160,16 +155,13 @@ def _kinds_in_first(seed: int, moves: list[str], steps: int) -> int:
     return len({kind_of(o.move) for o in outcomes})
 
 
-def test_every_kind_gets_its_turn_sooner_than_repeats_of_the_tried(monkeypatch):
+def test_every_kind_gets_its_turn_before_repeats_of_the_tried():
     kinds = ["kill", "pause", "partition", "truncate", "lose-state", "membership",
              "reformat", "flip-flop", "churn", "catch-up"]
     moves = kinds + ["kill:leader", "kill:one", "pause:leader", "partition:bridge",
                      "membership:remove-two", "membership:remove-leader"]
-    boosted = sum(_kinds_in_first(s, moves, len(kinds)) for s in range(20))
-    monkeypatch.setattr("nemesis.hunt.UNREACHED_KIND_BOOST", 1.0)
-    plain = sum(_kinds_in_first(s, moves, len(kinds)) for s in range(20))
-    assert boosted > plain
-    assert boosted >= 0.85 * 20 * len(kinds)   # nearly every kind, in as many moves as kinds
+    # Every kind, in as many moves as kinds, whatever the seed.
+    assert all(_kinds_in_first(s, moves, len(kinds)) == len(kinds) for s in range(20))
 
 
 def _play(seed: int, moves: list[str], reach: dict[str, int], steps: int,
@@ -244,13 +236,13 @@ def test_a_move_that_errored_once_keeps_its_turn_and_its_kinds_boost():
     before = weights(moves, errored[:1], prior)
     after = weights(moves, errored, prior)
     assert after["lose-state"] == before["lose-state"] == after["reformat"]
-    assert after["lose-state"] == round(prior["lose-state"] * UNTRIED_WEIGHT
-                                        * UNREACHED_KIND_BOOST, 4)
+    assert after["lose-state"] == round(prior["lose-state"] * UNTRIED_WEIGHT, 4)
     # Its draw stands: the next decision plays it again, whatever the seed...
     assert {decide(s, 2, moves, errored, prior).move for s in range(50)} == {"lose-state"}
     # ...and once it acted, the draws are the rng's again.
-    acted = [*errored, Outcome("lose-state", ("lose-state", "follower"), True)]
-    assert len({decide(s, 3, moves, acted, prior).move for s in range(50)}) > 1
+    acted = [*errored, Outcome("lose-state", ("lose-state", "follower"), True),
+             Outcome("reformat", ("reformat",), True)]
+    assert len({decide(s, 4, moves, acted, prior).move for s in range(50)}) > 1
     # The same error FAILURES_TO_DROP times: a move that cannot act here, dropped.
     again = [*errored, *[errored[1]] * (FAILURES_TO_DROP - 1)]
     assert weights(moves, again, prior)["lose-state"] == 0.0
@@ -269,7 +261,7 @@ def test_a_failed_try_is_no_try_of_its_kind():
     moves = ["membership", "membership:remove-two", "kill"]
     failed = [Outcome("membership", ("membership", "none"), True, failed=True)]
     w = weights(moves, failed)
-    assert w["membership:remove-two"] == w["kill"] == UNTRIED_WEIGHT * UNREACHED_KIND_BOOST
+    assert w["membership:remove-two"] == w["kill"] == UNTRIED_WEIGHT
 
 
 # --- observations ----------------------------------------------------------------
@@ -766,7 +758,9 @@ def test_moves_aimed_at_the_leader_are_drawn_more_often():
     prior = aimed_prior(MOVES, COMPOSITIONS, 3.0)
     assert prior == {"kill": 0.5, "kill:leader": 1.5, "partition": 1.0, "flip-flop": 3.0,
                      "churn": 3.0}
-    picks = [decide(s, 0, MOVES, [], prior).move for s in range(300)]
+    # Once every kind had its turn (the rotation), the draws follow the prior.
+    each = [Outcome(m, (m,), False) for m in ["kill", "partition", "flip-flop", "churn"]]
+    picks = [decide(s, 4, MOVES, each, prior).move for s in range(300)]
     assert picks.count("flip-flop") > picks.count("partition")
 
 
@@ -891,15 +885,105 @@ def test_a_kind_weighs_the_sum_of_its_moves_and_untried_kinds_are_known():
     assert untried_kinds(list(w), outcomes, reached=["churn"]) == set()
 
 
-def test_first_turns_are_a_weighted_draw_over_many_seeds():
-    # Over many seeds a kind comes first about as often as its weight says
-    # (Efraimidis-Spirakis keys), the heavier kinds more often.
-    moves = ["flip-flop", "kill", "reformat"]
-    prior = {"flip-flop": 3.0, "kill": 1.0, "reformat": 1.0}
-    firsts = [decide(s, 0, moves, [], prior).move for s in range(1, 1001)]
-    share = {m: firsts.count(m) / len(firsts) for m in moves}
-    assert share["flip-flop"] == pytest.approx(0.6, abs=0.08)
-    assert share["kill"] == pytest.approx(0.2, abs=0.08)
+def test_every_kind_has_its_turn_before_any_kind_again_whatever_the_weights():
+    # The rotation gives each kind that fits its first turn before any kind's
+    # second, the aimed ones (prior 3) no sooner than the others.
+    moves = ["flip-flop", "kill", "kill:leader", "reformat", "membership",
+             "membership:remove-two", "churn"]
+    prior = {"flip-flop": 3.0, "kill": 1.0, "kill:leader": 3.0, "reformat": 1.0,
+             "membership": 0.5, "membership:remove-two": 0.5, "churn": 3.0}
+    for seed in range(1, 40):
+        outcomes: list[Outcome] = []
+        for i in range(5):
+            d = decide(seed, i, moves, outcomes, prior, round_variants=1)
+            outcomes.append(record(outcomes, d.move, (d.move,)))
+        kinds = [kind_of(o.move) for o in outcomes]
+        assert sorted(kinds) == ["churn", "flip-flop", "kill", "membership", "reformat"]
+        assert kinds == rotation(kinds, seed)
+    # A kind that does not fit in the time left gives its turn to the next that does.
+    first = decide(1, 0, moves, [], prior, remaining=3.0, shortest={"flip-flop": 9.0},
+                   default_s=2.0, round_variants=1).move
+    assert kind_of(first) == next(k for k in rotation(kind_weights(moves, prior), 1)
+                                  if k != "flip-flop")
+
+
+def test_the_rotation_is_one_cycle_entered_a_third_apart_by_consecutive_seeds():
+    kinds = [f"k{i}" for i in range(27)]
+    cycles = [rotation(kinds, s) for s in range(1, 60)]
+    assert rotation(kinds, 5) == rotation(list(reversed(kinds)), 5)   # no input order
+    assert rotation(kinds, 5) == rotation(kinds, 5) and rotation([], 5) == []
+    base = cycles[0]
+    for c in cycles:
+        start = base.index(c[0])
+        assert c == base[start:] + base[:start]      # the same cycle, entered elsewhere
+    # Any three consecutive seeds: the first ten kinds of each cover all 27
+    # (entries at most 0.34 of the cycle apart, 27 * 0.34 < 10).
+    for s in range(1, 58):
+        assert set(sum((rotation(kinds, t)[:10] for t in (s, s + 1, s + 2)), [])) == set(kinds)
+    # Consecutive seeds enter 0.34 of the cycle apart.
+    assert base.index(rotation(kinds, 2)[0]) - base.index(rotation(kinds, 1)[0]) in (9, -18)
+
+
+def test_three_consecutive_runs_of_the_chooser_reach_every_kind():
+    # Twelve kinds, five moves a run (each new, one variant a turn): three
+    # consecutive seeds reach all twelve (the rotation), three seeds far
+    # apart leave some out.
+    kinds = [f"k{i}" for i in range(12)]
+
+    def reached(seed: int) -> set[str]:
+        outcomes: list[Outcome] = []
+        for i in range(5):
+            move = decide(derive(seed, "schedule"), i, kinds, outcomes, ordinal=seed).move
+            outcomes.append(record(outcomes, move, (move,)))
+        return {o.move for o in outcomes}
+
+    for s in range(1, 40):
+        assert reached(s) | reached(s + 1) | reached(s + 2) == set(kinds)
+    # The same seed, the same moves: a pure function of the seed and what it saw.
+    assert reached(7) == reached(7)
+
+
+def test_a_fault_that_takes_the_leader_or_a_quorum_is_held_through_its_election():
+    names = ["n1", "n2", "n3", "n4", "n5"]
+    assert takes_leader_or_quorum(["n1"], "n1", names)
+    assert takes_leader_or_quorum(["n2", "n3", "n4"], "n1", names)    # a quorum of five
+    assert not takes_leader_or_quorum(["n2", "n3"], "n1", names)
+    assert not takes_leader_or_quorum(None, "n1", names)
+    assert takes_leader_or_quorum(["n2", "n3"], None, ["n1", "n2", "n3"])
+    # A partition whose cut pairs include one of the leader's links: the node
+    # cut from it starts an election (a bridge's middle node is not the leader).
+    bridge = [("n1", "n2"), ("n2", "n1"), ("n2", "n3"), ("n3", "n2")]
+    assert takes_leader_or_quorum(["n4"], "n1", names, bridge)
+    assert not takes_leader_or_quorum(["n4"], "n5", names, bridge)
+    # The bound: a share of the system's failover, within ELECTION_HOLD_S;
+    # none declared, the default.
+    from nemesis.hunt import ELECTION_HOLD_DEFAULT_S, ELECTION_HOLD_S
+    assert election_hold(3.75) == 2.812                  # raft's declared timers
+    assert election_hold(6.1) == 4.575                   # etcd's
+    assert election_hold(None) == election_hold(0) == ELECTION_HOLD_DEFAULT_S
+    assert election_hold(0.2) == ELECTION_HOLD_S[0] and election_hold(60) == ELECTION_HOLD_S[1]
+    # Held at least the bound where it takes them, its own draw otherwise;
+    # the same rng draws the same numbers either way.
+    for seed in range(50):
+        short = hold_s(random.Random(seed), 0.75, 5.0, None)
+        held = hold_s(random.Random(seed), 0.75, 5.0, 3.75)
+        assert held == max(short, 3.75) and 0.75 <= short <= 0.75 + 5.0 / 4
+        assert hold_s(random.Random(seed), 0.75, 0.0, None) == 0.75    # a turn's later variant
+    rngs = [random.Random(1), random.Random(1)]
+    hold_s(rngs[0], 0.75, 5.0, None)
+    hold_s(rngs[1], 0.75, 5.0, 3.75)
+    assert rngs[0].random() == rngs[1].random()
+
+
+def test_the_hunt_schedule_carries_the_systems_declared_failover():
+    from harness.run.config import declared_failover_s
+    raft = validate(RunConfig(db="raft", workload="register", seed=3, time_limit=30))
+    assert fresh_schedule(raft)[0].params["failover_s"] == declared_failover_s(raft) == 3.75
+    slow = validate(RunConfig(db="raft", workload="register", seed=3, time_limit=30,
+                              node_options={"tick_ms": 100}))
+    assert declared_failover_s(slow) == 7.5
+    assert "failover_s" not in hunt_schedule(1, ["kill"], 5.0, 30.0)[0].params
+    assert hunt_schedule(1, ["kill"], 5.0, 30.0, failover_s=2.5)[0].params["failover_s"] == 2.5
 
 
 def test_consecutive_seeds_reach_more_kinds_together_than_independent_ones():
@@ -920,10 +1004,7 @@ def test_consecutive_seeds_reach_more_kinds_together_than_independent_ones():
     assert together > apart
 
 
-def test_spread_keys_are_seeded_and_weighted():
-    assert spread_key(3, "kill", 2.0) == spread_key(3, "kill", 2.0)
-    assert spread_key(3, "kill", 4.0) > spread_key(3, "kill", 1.0)   # u < 1: heavier, nearer 1
-    assert 0.0 < spread_key(3, "kill", 1.0) < 1.0
+def test_pick_takes_the_item_whose_share_holds_u():
     assert pick(["a", "b"], [1.0, 3.0], 0.2) == "a" and pick(["a", "b"], [1.0, 3.0], 0.3) == "b"
 
 
@@ -935,7 +1016,6 @@ def test_the_spread_steps_with_the_runs_own_seed_number_not_its_hash():
     # hunt's params as `ordinal`.
     moves = ["flip-flop", "churn", "kill", "reformat", "membership", "membership:remove-two"]
     hashed = [derive(s, "schedule") for s in range(1, 7)]
-    assert len({spread_key(h, "kill", 2.0) for h in hashed}) == 6
     firsts = {decide(h, 0, moves, [], ordinal=s).move for s, h in enumerate(hashed, 1)}
     assert len(firsts) > 2
     # The first turn follows the ordinal, whatever the rng's seed.

@@ -90,9 +90,55 @@ def test_remove_then_heal_adds_the_voter_back():
 def test_remove_leader_targets_the_leader_and_refusals_are_noops():
     cluster = FakeCluster(["n1", "n2", "n3"], leader="n3")
     fault = make_fault("membership:remove-leader")
-    assert fault.inject(cluster, random.Random(1), {"nodes": ["n1"]})["nodes"] == ["n3"]
+    planned = membership.plan(random.Random(1), cluster.names, "remove-leader")
+    assert "nodes" not in planned       # a live plan names no node: the leader is resolved
+    assert fault.inject(cluster, random.Random(1), planned)["nodes"] == ["n3"]
     again = fault.inject(cluster, random.Random(1), {})
     assert again["error"] == "voter_not_found" and again[NOOP]
+
+
+def test_a_live_plan_draws_as_many_numbers_for_every_variant():
+    """A seed's later draws do not depend on which variant was planned."""
+    after = set()
+    for variant in membership.VARIANTS:
+        rng = random.Random(7)
+        membership.plan(rng, ["n1", "n2", "n3"], variant)
+        after.add(rng.random())
+    assert len(after) == 1
+
+
+@pytest.mark.parametrize("variant, recorded_nodes, removed", [
+    ("remove-leader", ["n1"], {"n1"}),
+    ("remove-two", ["n1", "n3"], {"n1", "n3"}),
+    ("auto-join", ["n2", "n3"], {"n2", "n3"}),
+])
+def test_a_replay_removes_the_recorded_nodes_not_the_leader_of_now(
+        variant, recorded_nodes, removed):
+    """The run recorded its change's nodes; in the replay another node (n2)
+    leads. Fail twin of the live run above, which resolves the leader: the
+    replay of tests/e2e/test_hunt_e2e.py removed the replay's leader and then
+    had its `remove-two` refused."""
+    from harness.run.replay import replay_events
+    cluster = FakeCluster(["n1", "n2", "n3"], leader="n2")
+    spec = f"membership:{variant}"
+    run = {"schedule_offset_ns": 0,
+           "planned_schedule": [{"time": 1.0, "action": "inject", "fault": spec,
+                                 "params": membership.plan(random.Random(1), cluster.names,
+                                                           variant), "seed": 5}],
+           "schedule": [{"time": 1_000_000_000, "f": "membership", "fault": spec,
+                         "value": {"change": "remove", "nodes": recorded_nodes,
+                                   "ok": True}}]}
+    (event,) = replay_events(run)
+    value = make_fault(spec).inject(cluster, random.Random(event["seed"]), event["params"])
+    assert set(value["nodes"]) == removed and NOOP not in value
+    assert cluster.db.voters == {"n1", "n2", "n3"} - removed
+
+
+def test_a_replay_of_a_change_that_removed_none_removes_none():
+    cluster = FakeCluster(["n1", "n2", "n3"], leader="n2")
+    value = make_fault("membership:remove-leader").inject(cluster, random.Random(1),
+                                                          {"nodes": []})
+    assert value["nodes"] == [] and value[NOOP] and cluster.db.calls == []
 
 
 def test_a_change_in_flight_is_retried_not_dropped():
@@ -105,7 +151,7 @@ def test_a_change_in_flight_is_retried_not_dropped():
 def test_auto_join_variant_leaves_the_leader_alone_and_heal_restores_the_rest():
     cluster = FakeCluster(["n1", "n2", "n3"], leader="n2")
     fault = make_fault("membership:auto-join")
-    value = fault.inject(cluster, random.Random(1), {"nodes": ["n1"]})
+    value = fault.inject(cluster, random.Random(1), {})
     assert value["nodes"] == ["n1", "n3"] and cluster.db.voters == {"n2"}
     # Restarted after every removal: a new process auto-joins (KAFKA-19850).
     assert value["restarted"] == ["n1", "n3"]
