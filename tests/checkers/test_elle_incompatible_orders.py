@@ -163,3 +163,22 @@ def test_both_edge_paths_agree_on_contradictory_and_compatible_reads(
     assert arrays == reads
     # the reads gave edges at all (wr from the appends they saw last)
     assert any(kind for _, _, kind in reads)
+
+
+def test_an_element_only_a_contradicting_read_saw_comes_after_the_order() -> None:
+    """x read as [1 2] (the longest) and as [3]: 3 is not in the order, so,
+    like an append no read saw, it came after the order's last element (ww
+    T2 -> T3, and the reader of [1 2] missed it: rw T4 -> T3; Elle's
+    previously-appended-element of an unindexed append is the order's last).
+    The reader of [3] saw T3's append (wr T3 -> T5) but nothing is known to
+    follow 3, so it has no rw edge (none of Elle's appends comes after 3)."""
+    h = History()
+    h.concurrent((1, [["append", "x", 1]]), (2, [["append", "x", 2]]),
+                 (3, [["append", "x", 3]]), (4, [["r", "x", [1, 2]]]),
+                 (5, [["r", "x", [3]]]))
+    arrays, reads = both_ways(h.ops)
+    assert arrays == reads
+    assert {(a, b, kind) for a, b, kind in reads} == {
+        (0, 1, WW), (1, 2, WW), (1, 3, WR), (3, 2, RW), (2, 4, WR)}
+    v = elle.check(h.ops)
+    assert set(v["stats"]["anomaly_counts"]) == {"incompatible-order"}
