@@ -17,10 +17,11 @@ def dirty_anomalies(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]
     anomalies: list[dict[str, Any]] = []
     # Compatible reads are prefixes of the key's order: one that reaches no
     # further than the order's first failed element holds none.
-    # (Keys whose reads disagree have no order: those reads are all searched.)
+    # (Reads of a key whose reads disagree need not be: they are all searched.)
     clean_upto = {k: next((i for i, e in enumerate(versions.order[k]) if e in failed),
                           len(versions.order[k]))
-                  for k, failed in versions.failed.items() if k in versions.order}
+                  for k, failed in versions.failed.items()
+                  if k in versions.order and k not in versions.incompatible}
     # Only reads of keys with a failed element in reach can hold one.
     aborted_keys = {k for k in versions.failed
                     if k not in clean_upto or clean_upto[k] < len(versions.order[k])}

@@ -25,7 +25,8 @@ A large history's work is done by numpy's array operations, and its
 components by scipy's sparse-graph routines in C: a key's order lists its
 elements' writers, and a read, being a prefix of it, saw what the slot at its
 length holds and missed the next live one (`_edges_by_arrays`; reads that end
-in their own appends or missed only unread ones go the long way). A history
+in their own appends, missed only unread ones, or are of a key whose reads
+disagree go the long way). A history
 of fewer than `ARRAYS_FROM_TXNS` txns is judged in pure Python (read by read,
 Tarjan's algorithm over the edge arrays), which costs less than importing
 numpy (~0.1 s) and scipy (~0.3 s), a large part of what a command checking
@@ -409,15 +410,7 @@ def _read_edges(g: EdgeLists, t: Txn, k: Any, r: list, versions: Versions,
     rw edge to the next live append it missed (or to every unread append,
     if it missed none that was read)."""
     tid = t.id
-    if info is None:  # no order: its reads disagree; only what each saw last
-        lk = versions.live.get(k) or {}
-        end = len(r)
-        last_writer = lk.get(r[-1]) if end else None
-        if last_writer == tid:
-            end = own_suffix_start(t, k, r, versions)
-            last_writer = lk.get(r[end - 1]) if end else None
-        if last_writer is not None:
-            g.add(last_writer, tid, WR, (k, r[end - 1]))
+    if info is None:  # not reached: every key read has an order (its longest read)
         return
     lk, order, n, nxt, unread_k = info
     end = len(r)
@@ -430,6 +423,15 @@ def _read_edges(g: EdgeLists, t: Txn, k: Any, r: list, versions: Versions,
         if last_writer is not None:
             g.add(last_writer, tid, WR, (k, r[end - 1]))
     seen = r[end - 1] if end else None
+    position = versions.position.get(k)
+    if position is not None and order[:len(r)] != r:
+        # A read that contradicts the key's order missed what follows, in
+        # the order, the element it saw last (Elle's read-index is by the last
+        # element); one the order lacks is followed by nothing known.
+        if end:
+            if seen not in position:
+                return
+            end = position[seen] + 1
     if end < n:
         if nxt is None:
             e = order[end]
@@ -463,7 +465,7 @@ def _edges_by_arrays(g: EdgeLists, txns: list[Txn], versions: Versions,
     Consecutive live writers of a key give the ww edges. A read of a key with
     an order is a prefix of it, so its length alone says what it saw last
     (wr) and what it missed (rw). Reads that end in their own txn's appends,
-    that missed only unread appends, or whose key has no order take
+    that missed only unread appends, or of a key whose reads disagree take
     `_read_edges`."""
     import numpy as np
 
@@ -498,6 +500,7 @@ def _edges_by_arrays(g: EdgeLists, txns: list[Txn], versions: Versions,
     clipped = np.minimum(after, n - 1)
     rw_of = np.where((after < n) & (key_of[clipped] == key_of), wr_of[clipped], -1)
     unread_of = np.array(unread_keys, dtype=bool)[key_of]
+    incompatible = versions.incompatible
     slots: list[int] = []
     readers: list[int] = []
     mops: list[Sequence[Any]] = []
@@ -508,12 +511,11 @@ def _edges_by_arrays(g: EdgeLists, txns: list[Txn], versions: Versions,
         tid = t.id
         for m in reads:
             b0 = base.get(m[1])
-            if b0 is None:
-                _read_edges(g, t, m[1], m[2], versions, None)
+            if b0 is None or m[1] in incompatible:
+                _read_edges(g, t, m[1], m[2], versions, per_key.get(m[1]))
                 continue
-            # Every ok read of a key with an order is a prefix of it (the
-            # order is the longest, and a key whose reads disagree has none),
-            # so the slot is the key's own.
+            # Every read of a key whose reads agree is a prefix of its
+            # order (the longest), so the slot is the key's own.
             slots.append(b0 + len(m[2]))
             readers.append(tid)
             mops.append(m)

@@ -3,8 +3,16 @@ inferred from reads, and the anomalies that show up while inferring them.
 
 A list-append read returns a key's whole history, so every read of a key must
 be a prefix of its longest read; the longest read is then the key's version
-order. A committed append no read saw still has a place, if a vague one:
-lists only grow, so it came after every element of the longest read (as in
+order. A read that is not (an incompatible order) is reported, and the key is
+still ordered by its longest read, as Elle does (its `append-index` takes the
+longest of a key's `sorted-values` whether or not the others are prefixes of
+it): the edges of such a key follow that order, and a read that contradicts
+it is placed by the element it saw last (`position`). Of reads of one
+length the first in invoke order counts as the longest (Elle takes whichever
+its set of reads yields last).
+
+A committed append no read saw still has a place, if a vague one: lists
+only grow, so it came after every element of the longest read (as in
 Elle). It follows the key's last read element and every read of the whole
 list misses it; its order among the other unread appends is unknown. Failed
 and indeterminate appends nobody read have no place and give no edges.
@@ -22,8 +30,12 @@ from checkers.elle.txns import FAIL, OK, Txn
 
 @dataclass
 class Versions:
-    # key -> its elements in append order; keys with incompatible reads are absent
+    # key -> its elements in append order: its longest read (see `unread`)
     order: dict[Any, list] = field(default_factory=dict)
+    # keys whose reads are not all prefixes of the longest one
+    incompatible: set = field(default_factory=set)
+    # key -> element -> its place in `order`, for the `incompatible` keys only
+    position: dict[Any, dict[Any, int]] = field(default_factory=dict)
     # key -> element -> the id of the txn that appended it
     writer: dict[Any, dict[Any, int]] = field(default_factory=dict)
     # the same for the elements whose writer did not fail (it may have happened)
@@ -92,7 +104,7 @@ def infer_orders(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]:
     duplicate-elements anomalies."""
     longest = versions.longest
     anomalies: list[dict[str, Any]] = []
-    incompatible: set[Any] = set()
+    incompatible = versions.incompatible
     checked_dupes: set[tuple] = set()
     for t in txns:
         if t.reads_prefix:  # `transactions` compared them already
@@ -112,16 +124,18 @@ def infer_orders(txns: list[Txn], versions: Versions) -> list[dict[str, Any]]:
         # duplicates none of them has; one report per key is enough.
         if tuple(full) not in checked_dupes:
             anomalies.extend(_duplicates(k, full, t))
-        if k not in incompatible:
-            versions.order[k] = full
-    _place_unread(txns, versions, incompatible)
+        versions.order[k] = full
+    for k in incompatible:
+        versions.position[k] = {e: i for i, e in reversed(list(enumerate(versions.order[k])))}
+    _place_unread(txns, versions)
     return anomalies
 
 
-def _place_unread(txns: list[Txn], versions: Versions, incompatible: set[Any]) -> None:
+def _place_unread(txns: list[Txn], versions: Versions) -> None:
+    # An element only a contradicting read saw is not in its key's order:
+    # like an append nobody read, it came after the order (as in Elle, whose
+    # `previously-appended-element` of an unindexed append is the order's last).
     for k, lk in versions.live.items():
-        if k in incompatible:
-            continue
         order = versions.order.get(k, ())
         missing = lk.keys() - order
         if missing:  # in append order, as the writers were indexed
