@@ -104,3 +104,41 @@ def test_the_server_writes_a_line_before_the_messages_that_follow_from_it(tmp_pa
     finally:
         server.log.close()
     assert recorder.order == ["line flushed", "message fetch"]
+
+
+class _LogRecorder:
+    """A log that notes, in the recorder's list, when it was written."""
+
+    def __init__(self, recorder: _Recorder) -> None:
+        self.recorder = recorder
+
+    def append(self, records: list) -> None:
+        self.recorder.order.append(f"append {len(records)}")
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_server_writes_a_role_line_before_the_entries_of_that_role(tmp_path):
+    # Killed between its first append as leader and the line, a node left an
+    # epoch's entries with no line naming their leader (divergence's
+    # unknown-epoch on the correct build under the default hunt).
+    import contextlib
+    import io
+
+    from nodes.raft.core import Entry, Ready
+    from nodes.raft.server import NodeOptions, RaftServer
+    peers = ("n1", "n2", "n3")
+    server = RaftServer(NodeOptions(node_id="n1", cluster_id="c", listen=("127.0.0.1", 0),
+                                    peers={p: ("127.0.0.1", 1) for p in peers},
+                                    data_dir=tmp_path))
+    with contextlib.redirect_stdout(io.StringIO()):
+        server.recover()
+    server.log.close()
+    recorder = _Recorder()
+    server.log = _LogRecorder(recorder)
+    server.emit = recorder.emit
+    server._handle(Ready(append=[Entry(offset=0, epoch=2, payload=b"")],
+                         events=[{"event": "hw", "end": 0},
+                                 {"event": "role", "role": "Leader", "epoch": 2}]))
+    assert recorder.order == ["line role", "append 1", "line hw"]
