@@ -42,7 +42,6 @@ from nodes.raft.events import (
     CLUSTER_ID_MISMATCH,
     DATA_LOSS,
     FORMATTED,
-    ROLE,
     START,
     TICK_LATE,
     TRUNCATE,
@@ -350,17 +349,17 @@ class RaftServer:
         if ready.quorum_state is not None:
             # Durable before any vote or epoch claim in `messages` leaves us.
             storage.write_quorum_state(self.data_dir, asdict(ready.quorum_state))
-        # A role line before any entry written in that role: a node killed
-        # between its first append as leader and the line left that epoch's
-        # entries with no line naming their leader (divergence's unknown-epoch
-        # on the correct build, hunt seed 3 killed a majority just then).
-        roles = [event for event in ready.events if event.get("event") == ROLE.name]
-        for event in roles:
-            self.emit(event)
         if ready.truncate_to is not None:
             for offset in [o for o in self.pending if o >= ready.truncate_to]:
                 self._answer_lost(offset)
             self.log.truncate(ready.truncate_to)
+        # The lines, in their order, before the entries this ready appends: a
+        # node killed between its first append as leader and its role line left
+        # that epoch's entries with no line naming their leader (divergence's
+        # unknown-epoch on the correct build: a majority killed just then).
+        # After the quorum state and the truncation, which lines may report.
+        for event in ready.events:
+            self.emit(event)
         levels = dict(ready.acked)
         # no_ack: answered before the entry is even written (acks.py).
         self._answer_acked(levels, NO_ACK)
@@ -377,9 +376,6 @@ class RaftServer:
         # A line is written before any message that follows from it leaves, so
         # a peer's line about that message is later in time: a follower's
         # `flushed` precedes the leader's `hw` that counts it (checkers.counted_copies).
-        for event in ready.events:
-            if event.get("event") != ROLE.name:
-                self.emit(event)
         for msg in ready.messages:
             link = self._links.get(msg["to"]) if msg.get("to") is not None else None
             if link is not None:
