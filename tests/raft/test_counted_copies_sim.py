@@ -81,20 +81,25 @@ class _Recorder:
         self.order.append(f"line {event['event']}")
 
 
-def test_the_server_writes_a_line_before_the_messages_that_follow_from_it(tmp_path):
-    # A follower's fetch reporting its flushed end must not reach the leader
-    # (whose hw line then counts it) before the follower's `flushed` line is out.
+def _recovered_server(data_dir):
+    """A three-node member recovered from an empty data dir, its peers unreachable."""
     import contextlib
     import io
 
-    from nodes.raft.core import Ready
     from nodes.raft.server import NodeOptions, RaftServer
-    peers = ("n1", "n2", "n3")
     server = RaftServer(NodeOptions(node_id="n1", cluster_id="c", listen=("127.0.0.1", 0),
-                                    peers={p: ("127.0.0.1", 1) for p in peers},
-                                    data_dir=tmp_path))
+                                    peers={p: ("127.0.0.1", 1) for p in ("n1", "n2", "n3")},
+                                    data_dir=data_dir))
     with contextlib.redirect_stdout(io.StringIO()):
         server.recover()
+    return server
+
+
+def test_the_server_writes_a_line_before_the_messages_that_follow_from_it(tmp_path):
+    # A follower's fetch reporting its flushed end must not reach the leader
+    # (whose hw line then counts it) before the follower's `flushed` line is out.
+    from nodes.raft.core import Ready
+    server = _recovered_server(tmp_path)
     recorder = _Recorder()
     server._links["n2"] = recorder
     server.emit = recorder.emit
@@ -123,17 +128,8 @@ def test_the_server_writes_a_readys_lines_in_order_before_its_entries(tmp_path):
     # Killed between its first append as leader and the line, a node left an
     # epoch's entries with no line naming their leader (divergence's
     # unknown-epoch on the correct build under the default hunt).
-    import contextlib
-    import io
-
     from nodes.raft.core import Entry, Ready
-    from nodes.raft.server import NodeOptions, RaftServer
-    peers = ("n1", "n2", "n3")
-    server = RaftServer(NodeOptions(node_id="n1", cluster_id="c", listen=("127.0.0.1", 0),
-                                    peers={p: ("127.0.0.1", 1) for p in peers},
-                                    data_dir=tmp_path))
-    with contextlib.redirect_stdout(io.StringIO()):
-        server.recover()
+    server = _recovered_server(tmp_path)
     server.log.close()
     recorder = _Recorder()
     server.log = _LogRecorder(recorder)
