@@ -135,8 +135,13 @@ def check_installed() -> str | None:
 def write_offset(control: Path, seconds: float) -> None:
     """Atomically: libfaketime may read the file at any moment."""
     tmp = control.with_suffix(".tmp")
-    tmp.write_text(offset_text(seconds) + "\n")
-    os.replace(tmp, control)
+    try:
+        tmp.write_text(offset_text(seconds) + "\n")
+        os.replace(tmp, control)
+    except BaseException:
+        # a full disk fails the write half-done: no stray file outlives the run
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 class ClockFault:

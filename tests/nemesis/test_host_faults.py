@@ -115,6 +115,23 @@ def test_a_leader_clock_fault_sets_the_node_leading_at_inject_and_records_it(
         fault.inject(_Led(None), random.Random(0), params)
 
 
+def test_a_control_file_write_that_fails_leaves_no_temporary_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full results disk fails the write half-way: the .tmp must not stay
+    behind (nothing knows to remove it: the node was never given the file)."""
+    real_write = Path.write_text
+
+    def half_write(self: Path, text: str, *a: object, **k: object) -> int:
+        real_write(self, text[:2])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", half_write)
+    f = tmp_path / "n1.faketime"
+    with pytest.raises(OSError, match="No space"):
+        clock.write_offset(f, 0)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_strobe_flaps_until_the_heal(tmp_path: Path) -> None:
     f = tmp_path / "n1.faketime"
     clock.write_offset(f, 0)
