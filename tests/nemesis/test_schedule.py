@@ -61,7 +61,10 @@ def test_plans_name_nodes_from_the_seed() -> None:
             assert len(e.params["nodes"]) == {"one": 1, "minority": 2, "majority": 3}[
                 e.params["targets"]]
         elif e.fault == "truncate":
-            assert len(e.params["nodes"]) == 1 and e.params["nodes"][0] in NODES
+            # A cut destroys data: one node or a minority, never a quorum.
+            assert e.params["targets"] in ("one", "minority")
+            assert len(e.params["nodes"]) == {"one": 1, "minority": 2}[e.params["targets"]]
+            assert set(e.params["nodes"]) <= set(NODES)
         else:
             assert e.params["shape"] == "one-way" and e.params["cut"]
     assert len({e.seed for e in injects}) == len(injects)
@@ -188,6 +191,10 @@ def test_lose_unsynced_variants_pick_that_many_nodes():
 
     from nemesis.schedule import plan_params
     nodes = ["n1", "n2", "n3", "n4", "n5"]
-    assert len(plan_params("lose-unsynced", random.Random(1), nodes)["nodes"]) == 1
+    # Plain, the set is drawn over one, a minority, a majority and all.
+    plain = plan_params("lose-unsynced", random.Random(1), nodes)
+    assert len(plain["nodes"]) == {"one": 1, "minority": 2, "majority": 3, "all": 5}[
+        plain["targets"]]
+    assert len(plan_params("lose-unsynced:one", random.Random(1), nodes)["nodes"]) == 1
     assert len(plan_params("lose-unsynced:majority", random.Random(1), nodes)["nodes"]) == 3
     assert plan_params("lose-unsynced:all", random.Random(1), nodes)["nodes"] == nodes
