@@ -20,7 +20,6 @@ from nemesis.lazyfs import LazyFS, kill_powered_off
 from nemesis.process import (
     ALL,
     SIZES,
-    SPARING_A_QUORUM,
     choose_targets,
     drawn_set,
     resolve_nodes,
@@ -183,15 +182,6 @@ class LoseUnsyncedFault:
     def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         names, self.down = self.down, []
         return {"nodes": cluster.start(names) if names else []}
-
-
-def plan_truncate(rng: random.Random, nodes: Sequence[str], variant: str | None
-                  ) -> dict[str, Any]:
-    """Pure: one node or a minority, drawn (a cut destroys what a disk holds:
-    nemesis.process.SPARING_A_QUORUM); the variant is the mode, checked."""
-    if variant is not None and variant not in MODES:
-        raise ValueError(f"truncate mode must be one of {', '.join(MODES)}, not {variant!r}")
-    return drawn_set(rng, nodes, SPARING_A_QUORUM)
 
 
 def plan_lose_unsynced(rng: random.Random, nodes: Sequence[str], variant: str | None

@@ -17,8 +17,7 @@ minority, majority or all, `fsync=` ms, `bits=` count.
 `disk:eio=0.2+ops=write+files=*.seg+nodes=majority`. Without `nodes=` the
 set is drawn as kill's is, over one, a minority, a majority and all
 (nemesis.process.SIZES), for the modes that destroy nothing on disk (eio,
-full, slow); bit flips and truncation draw one or a minority
-(SPARING_A_QUORUM).
+full, slow); bit flips and truncation hit one node (process.DESTROYING).
 
 Planned in the schedule (pure: which nodes, the parsed rule), seeded per node at
 inject time from the event's rng, so a replay sets the same rules on the same
@@ -56,7 +55,7 @@ from nemesis.disk_rules import (
     DiskRule,
 )
 from nemesis.fault import ClusterControl, Fault, FaultContext
-from nemesis.process import SIZES, SPARING_A_QUORUM, drawn_set, nodes_of_size
+from nemesis.process import DESTROYING, SIZES, drawn_set, nodes_of_size
 from nodes.abilities import StateFiles
 
 TRUNCATE_MODE = TRUNCATE.name
@@ -154,11 +153,11 @@ def parse_variant(variant: str | None) -> DiskVariant:
 def sizes(parsed: DiskVariant) -> tuple[str, ...]:
     """Pure: the node-set sizes a variant may draw: the one its `nodes=`
     names; else every size (process.SIZES) for a mode that leaves what the
-    disk holds as it was, one or a minority (process.SPARING_A_QUORUM) for
-    bit flips and truncation, which destroy it."""
+    disk holds as it was, one node (process.DESTROYING) for bit flips and
+    truncation, which destroy it."""
     if parsed.nodes != DRAWN:
         return (parsed.nodes,)
-    return SPARING_A_QUORUM if parsed.mode in (BITFLIP, TRUNCATE_MODE) else SIZES
+    return DESTROYING if parsed.mode in (BITFLIP, TRUNCATE_MODE) else SIZES
 
 
 def _planned(rng: random.Random, nodes: Sequence[str], parsed: DiskVariant

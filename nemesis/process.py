@@ -26,11 +26,12 @@ ALL = "all"
 # write, and a node counting a refused write as written lost nothing the
 # others did not hold (2026-11-27, docs/hunt.md).
 SIZES = (*TARGETS, ALL)
-# The sizes of a fault that destroys what a disk holds (a tail cut, bits
-# flipped): never a quorum, whose stored data lost is a loss no correct
-# system survives (truncations on two of three nodes left the correct build
+# The size of a fault that destroys what a disk holds (a tail cut, bits
+# flipped): one node. A quorum's stored data lost is a loss no correct system
+# survives, and a hunt's turn plays two variants of a kind: two minorities
+# make a majority (truncations on two of three nodes left the correct build
 # unable to elect, nemesis.hunter.STAY_TRIES).
-SPARING_A_QUORUM = ("one", "minority")
+DESTROYING = ("one",)
 
 
 def target_count(targets: str, n: int) -> int:
