@@ -72,11 +72,13 @@ COMPOSITION_WAITS_S = (1.0, 4.0)
 
 def play(seed: int, moves: list[str], prior: dict[str, float], time_limit: float,
          reached: frozenset[str] = frozenset(), round_variants: int = ROUND_VARIANTS,
-         names: list[str] | None = None, election_s: float | None = None) -> list[str]:
+         names: list[str] | None = None, election_s: float | None = None,
+         sized: list[str] | None = None) -> list[str]:
     """The moves one run's hunt draws, in order, under the modelled clock;
     `reached`: the kinds a campaign's earlier runs reached; `election_s`: the
     hold of a move that takes the leader or a quorum (its plan drawn on
-    `names`, the leader one of them at random)."""
+    `names`, the leader one of them at random); `sized` gets `move@size` for
+    each primitive whose plan drew a node-set size (`targets`)."""
     world = random.Random(seed * 7919)
     names = names or ["n1", "n2", "n3"]
     t, end = HUNT_START_S, time_limit
@@ -93,6 +95,8 @@ def play(seed: int, moves: list[str], prior: dict[str, float], time_limit: float
         else:
             plan = plan_in(FAULTS, move, world, names)
             nodes = plan.get("nodes")
+            if sized is not None and plan.get("targets"):
+                sized.append(f"{move}@{plan['targets']}")
             takes = takes_leader_or_quorum(nodes if isinstance(nodes, list) else None,
                                            world.choice(names), names, plan.get("cut"))
             # a turn's later variants are held the shortest hold (nemesis.hunter)
@@ -133,12 +137,14 @@ def main() -> None:
     election_s = election_hold(None if declared.source.startswith("generic")
                                else declared.failover_s)
     runs: list[list[str]] = []
+    sizes: list[list[str]] = []
     for first in range(1, a.runs + 1, a.campaign):
         played: list[str] = []
         for seed in range(first, min(first + a.campaign, a.runs + 1)):
+            sizes.append([])
             run = play(seed, moves, prior, a.time_limit,
                        frozenset(kind_of(m) for m in played), a.round,
-                       node_names(a.nodes), election_s)
+                       node_names(a.nodes), election_s, sizes[-1])
             runs.append(run)
             played += run
     print(f"{a.system}, {a.nodes} nodes, {a.time_limit:g} s: {len(moves)} moves of "
@@ -174,6 +180,17 @@ def main() -> None:
             line += (f"; in {sum(drew(name, g) for g in groups) / len(groups):.2f} "
                      f"of campaigns of {a.campaign}")
         print(line)
+    # A disk that refuses writes (eio, full) on a quorum: the state a node
+    # counting a refused write as written needs (nemesis.diskfault).
+    refusing = ("disk", "disk:eio", "disk:full")
+    quorum = [any(e.rsplit("@", 1)[0] in refusing and e.endswith(("@majority", "@all"))
+                  for e in r) for r in sizes]
+    share = sum(quorum) / len(quorum)
+    thirds = [any(quorum[i:i + 3]) for i in range(0, len(quorum) - 2, 3)]
+    print(f"  a refusing disk (eio, full) on a quorum: in {share:.2f} of runs; in at least "
+          f"1 of 3 consecutive seeds {sum(thirds) / len(thirds):.2f} "
+          f"(independent runs would give {1 - (1 - share) ** 3:.2f})")
+
 
 if __name__ == "__main__":
     main()

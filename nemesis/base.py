@@ -114,6 +114,7 @@ def _no_variant(name: str) -> Planner:
 
 
 RANDOM_TARGETS = "one, a minority or a majority, drawn at random"
+SIZES_DRAWN = "one, a minority, a majority or all, drawn at random"
 
 
 def _kind(op: FaultOp, factory: FaultFactory, help: str, **metadata: Any) -> FaultKind:
@@ -151,10 +152,10 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           variants=lambda: disk.MODES, default="tail"),
     _kind(DISK, diskfault.disk_fault,
           "a node's disk fails (EIO), fills (ENOSPC), slows or flips bits (docs/faults.md)",
-          variants=lambda: diskfault.VARIANTS, default="eio, p=0.1, one node",
+          variants=lambda: diskfault.VARIANTS, default=f"eio, p=0.1, {SIZES_DRAWN}",
           needs_lazyfs=True, planner=diskfault.plan),
     _kind(LOSE_UNSYNCED, _disk_lose_unsynced, "drop writes a node never fsynced",
-          variants=lambda: (*process.TARGETS, "all"), default="one node",
+          variants=lambda: process.SIZES, default=SIZES_DRAWN,
           instant=True, needs_lazyfs=True,
           planner=disk.plan_lose_unsynced),
     _kind(MEMBERSHIP, membership.membership_fault,

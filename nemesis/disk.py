@@ -17,12 +17,16 @@ from typing import Any, Literal, Protocol, get_args
 from checkers.faults import LOSE_UNSYNCED, TRUNCATE
 from nemesis.fault import ClusterControl
 from nemesis.lazyfs import LazyFS, kill_powered_off
-from nemesis.process import choose_targets, resolve_nodes
+from nemesis.process import (
+    ALL,
+    SIZES,
+    choose_targets,
+    drawn_set,
+    resolve_nodes,
+)
 from nodes.db import NodeSpec
 
 Mode = Literal["tail", "length"]
-# lose-unsynced's variants besides the target sets of nemesis.process.
-ALL = "all"
 MODES: tuple[str, ...] = get_args(Mode)  # the truncate variants
 
 
@@ -182,11 +186,11 @@ class LoseUnsyncedFault:
 
 def plan_lose_unsynced(rng: random.Random, nodes: Sequence[str], variant: str | None
                        ) -> dict[str, Any]:
-    """One node; or, with a variant, a power cut of a target set at once: a
-    majority (or all) is what loses data a quorum acknowledged but had not
-    flushed (the Redpanda RFC's case)."""
+    """A power cut of a target set at once, drawn over nemesis.process.SIZES
+    without a variant: a majority (or all) is what loses data a quorum
+    acknowledged but had not flushed (the Redpanda RFC's case)."""
     if variant is None:
-        return {"nodes": [rng.choice(sorted(nodes))]}
+        return drawn_set(rng, nodes, SIZES)
     if variant == ALL:
         return {"targets": ALL, "nodes": sorted(nodes)}
     return {"targets": variant, "nodes": choose_targets(rng, nodes, variant)}

@@ -8,20 +8,26 @@ flips bits, through the LazyFS mount its data dir sits on.
     disk:bitflip+at=rest  the nodes are stopped, `bits` random bits of their data files
                           flipped (Jepsen's file corruption); the heal starts them
     disk:truncate         today's `truncate` (tail mode), recorded as a `disk` op
-    disk:eio+nodes=all    every node's disk fails at once (a shared storage failure)
 
 Options follow the mode after `+` (a comma separates faults in --nemesis):
 `p=` probability, `ops=` what fails (read, write, fsync, meta, joined by `-`),
 `files=` a glob on the path in the data dir or the base name (`state`: the
 files the system names as its nodes' vote records), `nodes=` one,
-minority, majority or all (default one), `fsync=` ms, `bits=` count.
-`disk:eio=0.2+ops=write+files=*.seg+nodes=majority`.
+minority, majority or all, `fsync=` ms, `bits=` count.
+`disk:eio=0.2+ops=write+files=*.seg+nodes=majority`. Without `nodes=` the
+set is drawn as kill's is, over one, a minority, a majority and all
+(nemesis.process.SIZES), for the modes that destroy nothing on disk (eio,
+full, slow); bit flips and truncation hit one node (process.DESTROYING).
 
 Planned in the schedule (pure: which nodes, the parsed rule), seeded per node at
 inject time from the event's rng, so a replay sets the same rules on the same
 nodes at the recorded times. The heal removes the rules and starts any node
 that crashed on them: a node that stops on a disk error is what a correct one
-does; one that carries on as if the write had happened is the finding.
+does; one that carries on as if the write had happened is the finding. A
+disk that refused writes (eio, full) has every node it hit restarted at the
+heal, as a power cut's or a truncation's are: what the node holds in memory
+of a write its disk refused is then only what its disk holds, so a quorum
+that acknowledged writes no disk took shows it (ignore-write-error's state).
 """
 
 from __future__ import annotations
@@ -42,13 +48,14 @@ from nemesis.disk_rules import (
     DEFAULT_FSYNC_MS,
     DEFAULT_P,
     EIO,
+    FULL,
     MODES,
     OP_NAMES,
     SLOW,
     DiskRule,
 )
 from nemesis.fault import ClusterControl, Fault, FaultContext
-from nemesis.process import TARGETS, choose_targets
+from nemesis.process import DESTROYING, SIZES, drawn_set, nodes_of_size
 from nodes.abilities import StateFiles
 
 TRUNCATE_MODE = TRUNCATE.name
@@ -56,15 +63,16 @@ REST = "rest"
 STATE = "state"   # files=state: the adapter's state files (nemesis.disk.StateFiles)
 DEFAULT_MODE = EIO
 DEFAULT_BITS = 8
-ALL = "all"
-# `eio+nodes=all`: every node's disk fails at once, as a shared storage
-# failure (a SAN path, a storage array) fails them; the variants the hunt
-# draws (nemesis.hunt.moves_for). One faulty disk leaves a quorum whose
-# disks took every write, so a node that counts a refused write as written
-# (PostgreSQL's fsyncgate) loses nothing the others do not hold; with every
-# disk failing, the entries the nodes wrote while it lasted may be on none
-# (docs/hunt.md, "A whole cluster's disk").
-VARIANTS = (*MODES, TRUNCATE_MODE, f"{BITFLIP}+at={REST}", f"{EIO}+nodes={ALL}")
+# `nodes=` not given: the set is drawn (`sizes`).
+DRAWN = ""
+# The variants the hunt draws (nemesis.hunt.moves_for). Each draws its node
+# set (`sizes`), so a whole cluster's disk failing at once, as a shared
+# storage failure (a SAN path, a storage array) fails them, is one draw of
+# `disk:eio` and of `disk:full`, no variant of its own (it was
+# `eio+nodes=all`, one variant of eight, until 2026-11-27).
+VARIANTS = (*MODES, TRUNCATE_MODE, f"{BITFLIP}+at={REST}")
+# The modes whose disk refuses writes: their heal restarts the nodes they hit.
+REFUSES_WRITES = (EIO, FULL)
 KEYS = ("p", "ops", "files", "nodes", "fsync", "bits", "at")
 
 
@@ -123,10 +131,9 @@ def parse_variant(variant: str | None) -> DiskVariant:
         raise ValueError(f"disk:{variant}: a probability is a number in 0..1, a delay "
                          f"whole ms, bits a whole number") from None
     ops = tuple(o for o in given.get("ops", "").split("-") if o)
-    nodes = given.get("nodes", "one")
-    if nodes not in (*TARGETS, ALL):
-        raise ValueError(f"disk nodes= must be one of {', '.join((*TARGETS, ALL))}, "
-                         f"not {nodes!r}")
+    nodes = given.get("nodes", DRAWN)
+    if "nodes" in given and nodes not in SIZES:
+        raise ValueError(f"disk nodes= must be one of {', '.join(SIZES)}, not {nodes!r}")
     at = given.get("at", "read" if mode == BITFLIP else "")
     if at not in ("", "read", REST) or (at == REST and mode != BITFLIP):
         raise ValueError(f"disk at= is `rest` (bitflip only) or `read`, not {at!r}")
@@ -143,13 +150,32 @@ def parse_variant(variant: str | None) -> DiskVariant:
     return parsed
 
 
+def sizes(parsed: DiskVariant) -> tuple[str, ...]:
+    """Pure: the node-set sizes a variant may draw: the one its `nodes=`
+    names; else every size (process.SIZES) for a mode that leaves what the
+    disk holds as it was, one node (process.DESTROYING) for bit flips and
+    truncation, which destroy it."""
+    if parsed.nodes != DRAWN:
+        return (parsed.nodes,)
+    return DESTROYING if parsed.mode in (BITFLIP, TRUNCATE_MODE) else SIZES
+
+
+def _planned(rng: random.Random, nodes: Sequence[str], parsed: DiskVariant
+             ) -> dict[str, Any]:
+    (size, *more) = sizes(parsed)
+    if not more:
+        return {"targets": size, "nodes": nodes_of_size(rng, nodes, size)}
+    return drawn_set(rng, nodes, sizes(parsed))
+
+
 def _pick(rng: random.Random, nodes: Sequence[str], parsed: DiskVariant) -> list[str]:
-    return sorted(nodes) if parsed.nodes == ALL else choose_targets(rng, nodes, parsed.nodes)
+    return list(_planned(rng, nodes, parsed)["nodes"])
 
 
 def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
-    """Pure: the nodes, by the variant's `nodes=` (default one), drawn from the rng."""
-    return {"nodes": _pick(rng, nodes, parse_variant(variant))}
+    """Pure: the nodes (and `targets`, the size drawn), by the variant's
+    `nodes=` or drawn over its `sizes`, from the rng."""
+    return _planned(rng, nodes, parse_variant(variant))
 
 
 class DiskFault:
@@ -205,8 +231,14 @@ class DiskFault:
             return {"nodes": [], NOOP: "no disk fault in force"}
         did = {n: [d for seed in faulty[n] for d in self.mounts[n].heal_disk(seed)]
                for n in names}
-        crashed = [n for n in names if n in self.were_running and not cluster.is_running(n)]
+        hit = [n for n in names if n in self.were_running]
+        crashed = [n for n in hit if not cluster.is_running(n)]
         self.were_running -= set(names)
+        if self.variant.mode in REFUSES_WRITES:
+            # The rules are lifted: restarted now, a node reads back what its
+            # disk took, not what it believed written (REFUSES_WRITES).
+            cluster.kill([n for n in hit if n not in crashed])
+            crashed = hit
         started = cluster.start(crashed) if crashed else []
         return {"nodes": names, "did": did, "restarted": started}
 

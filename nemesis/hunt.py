@@ -292,6 +292,22 @@ def within(planned: Mapping[str, Any], hit: Iterable[str]) -> bool:
     return not isinstance(nodes, list) or set(nodes) <= set(hit)
 
 
+def stays(candidate: Mapping[str, Any], planned: Mapping[str, Any], hit: Iterable[str]
+          ) -> bool:
+    """Pure: a plan drawn again for a turn's later variant that may be played
+    in place of the variant's own `planned` one: `within` the nodes the turn
+    hit, and as many nodes as `planned` names. Staying picks which nodes,
+    never how many: kept only within, a fault whose plan draws its size (the
+    disk faults, plain kill) was drawn again until its size fit the turn's
+    first nodes (2026-11-27, seed 3: `disk` on one node, then `disk:eio`
+    redrawn until it too took one node; the quorum its size draw gives half
+    the time never came)."""
+    size = len(planned["nodes"]) if isinstance(planned.get("nodes"), list) else None
+    nodes = candidate.get("nodes")
+    return within(candidate, hit) and (size is None or isinstance(nodes, list)
+                                       and len(nodes) == size)
+
+
 def kind_weights(moves: Sequence[str], w: Mapping[str, float]) -> dict[str, float]:
     """Pure: each kind's weight, the sum of its moves' (so a kind is drawn as
     often as when its moves were drawn one by one)."""

@@ -41,9 +41,9 @@ from nemesis.hunt import (
     reached_kinds,
     record,
     signature,
+    stays,
     takes_leader_or_quorum,
     target_role,
-    within,
 )
 from nemesis.observe import EventTail
 
@@ -63,8 +63,10 @@ DEFAULT_MIN_HOLD_S = 0.75
 # kind that leaves lasting damage (truncate's cut vote-state files) on two
 # of three nodes took a majority's state, and the correct build never
 # elected again (2026-11-27, 3 nodes, seed 1: availability's
-# unexplained-unavailable). A variant that needs more nodes (pause:majority
-# after :minority) is played as planned.
+# unexplained-unavailable). A plan drawn again keeps the size the variant's
+# own plan drew (nemesis.hunt.stays); a variant that needs more nodes
+# (pause:majority after :minority, a disk fault that drew a majority after
+# one node) is played as planned.
 STAY_TRIES = 8
 # The moves aimed at an election's moments are drawn this much more often
 # than a fault kind's share: there are eight compositions among twenty fault
@@ -169,13 +171,15 @@ class HuntFault(DriverFault):
                   instant: bool, min_hold: float, interval: float,
                   stay_on: set[str] | None = None) -> dict[str, Any]:
         """One fault of the repertoire, planned as the schedule plans it (on
-        the nodes of `stay_on` where a plan of the STAY_TRIES lands there),
-        held, healed."""
-        params = plan_in(self.kinds, spec, rng, ctl.names)
+        the nodes of `stay_on` where a plan of the STAY_TRIES lands there
+        with as many nodes as the first drew), held, healed."""
+        planned = params = plan_in(self.kinds, spec, rng, ctl.names)
         for _ in range(STAY_TRIES if stay_on else 0):
-            if within(params, stay_on or ()):
+            if stays(params, planned, stay_on or ()):
                 break
             params = plan_in(self.kinds, spec, rng, ctl.names)
+        else:
+            params = planned    # none stays: the variant's own plan
         value = ctl.act(spec, params, "inject")
         nodes = value.get("nodes") if isinstance(value.get("nodes"), list) else None
         result: dict[str, Any] = {"target": target_role(nodes, leader), "nodes": nodes}

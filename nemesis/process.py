@@ -17,6 +17,21 @@ from nemesis.fault import ClusterControl, FaultContext
 
 TARGETS = ("one", "minority", "majority")
 ALL_TARGETS = (*TARGETS, "leader")
+ALL = "all"
+# The node sets a fault that leaves the nodes' disks as they were (a disk that
+# refuses, fills or slows; a power cut of un-fsynced writes) draws where its
+# variant names none: kill's and pause's sizes and the whole cluster (a shared
+# storage failure, a building's power). One size only reaches what one size
+# reaches: a disk fault on one node left a quorum whose disks took every
+# write, and a node counting a refused write as written lost nothing the
+# others did not hold (2026-11-27, docs/hunt.md).
+SIZES = (*TARGETS, ALL)
+# The size of a fault that destroys what a disk holds (a tail cut, bits
+# flipped): one node. A quorum's stored data lost is a loss no correct system
+# survives, and a hunt's turn plays two variants of a kind: two minorities
+# make a majority (truncations on two of three nodes left the correct build
+# unable to elect, nemesis.hunter.STAY_TRIES).
+DESTROYING = ("one",)
 
 
 def target_count(targets: str, n: int) -> int:
@@ -33,6 +48,20 @@ def target_count(targets: str, n: int) -> int:
 def choose_targets(rng: random.Random, nodes: Sequence[str], targets: str) -> list[str]:
     """Pure: a random `targets`-sized subset of `nodes`, sorted."""
     return sorted(rng.sample(sorted(nodes), target_count(targets, len(nodes))))
+
+
+def nodes_of_size(rng: random.Random, nodes: Sequence[str], size: str) -> list[str]:
+    """Pure: `size` (one of SIZES) of `nodes`, drawn from the rng, sorted."""
+    return sorted(nodes) if size == ALL else choose_targets(rng, nodes, size)
+
+
+def drawn_set(rng: random.Random, nodes: Sequence[str], sizes: Sequence[str]
+              ) -> dict[str, Any]:
+    """Pure: a size drawn from `sizes`, then that many of `nodes`: the plan of
+    a node-targeted fault whose variant names no set (`targets` says which
+    size, `nodes` which nodes; a replay plays the recorded nodes)."""
+    size = rng.choice(tuple(sizes))
+    return {"targets": size, "nodes": nodes_of_size(rng, nodes, size)}
 
 
 def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from nemesis.diskfault import (
     plan,
     plan_flips,
 )
+from nemesis.process import DESTROYING, SIZES, target_count
 
 NODES = ["n1", "n2", "n3", "n4", "n5"]
 
@@ -75,7 +76,7 @@ def test_good_variants_pass_the_config_check() -> None:
 
 def test_plan_picks_the_nodes_by_the_variant_and_replays() -> None:
     assert plan(random.Random(1), NODES, None) == plan(random.Random(1), NODES, None)
-    assert len(plan(random.Random(1), NODES, None)["nodes"]) == 1
+    assert len(plan(random.Random(1), NODES, "eio+nodes=one")["nodes"]) == 1
     assert len(plan(random.Random(1), NODES, "eio+nodes=majority")["nodes"]) == 3
     assert plan(random.Random(1), NODES, "full+nodes=all")["nodes"] == NODES
 
@@ -216,21 +217,147 @@ def test_a_disk_fault_is_a_lane_span_and_an_excuse_until_its_heal() -> None:
     assert impairment.at(15_000).out == frozenset()
 
 
-def test_the_hunt_draws_a_whole_cluster_disk_failure_and_a_single_disk_one():
-    """Every node's disk failing at once (a shared storage failure) is a move
-    of the default hunt on any node count; the plain `disk:eio` still hits one
-    node (its twin): the hunt has both shapes."""
-    from nemesis.hunt import moves_for
-    from nemesis.hunter import plannable
+SIZED = {"one": 1, "minority": 2, "majority": 3, "all": 5}   # of NODES
 
-    moves = moves_for(["disk"], {"disk": FAULTS["disk"].variants()})
-    assert "disk:eio+nodes=all" in moves and "disk:eio" in moves
+
+def sizes_drawn(variant: str | None, nodes: list[str], seeds: range) -> dict[str, int]:
+    """How often each size came in the plans of `variant` over `seeds`
+    (checking each plan's nodes are as many as its size says)."""
+    seen: dict[str, int] = {}
+    for seed in seeds:
+        planned = plan(random.Random(seed), nodes, variant)
+        want = len(nodes) if planned["targets"] == "all" else target_count(
+            planned["targets"], len(nodes))
+        assert len(planned["nodes"]) == want and set(planned["nodes"]) <= set(nodes)
+        assert planned == plan(random.Random(seed), nodes, variant)   # a replay's plan
+        seen[planned["targets"]] = seen.get(planned["targets"], 0) + 1
+    return seen
+
+
+@pytest.mark.parametrize("variant", [None, "eio", "eio=0.5+ops=write", "full", "slow=5"])
+def test_a_disk_fault_that_destroys_nothing_draws_every_size_as_kill_does(variant):
+    """Without `nodes=`, one node, a minority, a majority and all come in
+    about equal shares over seeds, on 3 nodes and on 5."""
     for nodes in (NODES[:3], NODES):
-        assert plannable(FAULTS, "disk:eio+nodes=all", nodes)
-        for seed in range(20):
-            assert plan(random.Random(seed), nodes, "eio+nodes=all")["nodes"] == nodes
-            assert len(plan(random.Random(seed), nodes, "eio")["nodes"]) == 1
+        seen = sizes_drawn(variant, nodes, range(400))
+        assert set(seen) == set(SIZES)
+        assert all(60 <= n <= 140 for n in seen.values()), seen
+
+
+@pytest.mark.parametrize("variant", ["bitflip", "bitflip+at=rest", "truncate"])
+def test_a_disk_fault_that_destroys_data_never_takes_a_quorum(variant):
+    for nodes in (NODES[:3], NODES):
+        seen = sizes_drawn(variant, nodes, range(200))
+        assert set(seen) == set(DESTROYING) == {"one"}
+
+
+def test_a_named_node_set_is_played_as_named():
+    for seed in range(50):
+        assert plan(random.Random(seed), NODES, "eio+nodes=all")["nodes"] == NODES
+        assert plan(random.Random(seed), NODES, "full+nodes=majority")["targets"] == "majority"
+        assert len(plan(random.Random(seed), NODES, "bitflip+nodes=one")["nodes"]) == 1
     whole = parse_variant("eio+nodes=all")
     assert (whole.mode, whole.p, whole.nodes) == (EIO, 0.1, "all")
     assert whole.rule(0).hit_ops == parse_variant("eio").rule(0).hit_ops
     check_variant("disk:eio+nodes=all", 3)
+
+
+def test_lose_unsynced_draws_its_node_set_too():
+    """Plain lose-unsynced (a correct node fsynced what it acknowledged)
+    draws every size; its variants still name a set."""
+    from nemesis.disk import plan_lose_unsynced
+
+    lost = {}
+    for s in range(100):
+        planned = plan_lose_unsynced(random.Random(s), NODES, None)
+        assert len(planned["nodes"]) == SIZED[planned["targets"]]
+        lost[planned["targets"]] = 1
+    assert set(lost) == set(SIZES)
+    assert plan_lose_unsynced(random.Random(0), NODES, "all")["nodes"] == NODES
+
+
+def test_the_hunts_disk_turns_reach_every_size_over_seeds():
+    """The hunt's own draws (nemesis.hunt.decide, each move planned from its
+    own rng as the hunter does), over 300 seeds of six moves among the disk
+    and kill kinds: the disk moves that destroy nothing (eio, full, slow) come on one node, a
+    minority, a majority and the whole cluster, a quorum in about half of
+    them; the destroying ones on one node. (A whole cluster's disk was
+    one variant of eight before, `disk:eio+nodes=all`: now every EIO move
+    draws it.)"""
+    from nemesis.fault import plan_in
+    from nemesis.hunt import Outcome, decide, derive, moves_for, record
+
+    moves = moves_for(["disk", "kill"], {k: FAULTS[k].variants() for k in ("disk", "kill")})
+    assert "disk:eio+nodes=all" not in moves and {"disk", "disk:eio", "disk:full"} <= set(moves)
+    refusing: dict[str, int] = {}
+    destroying: set[int] = set()
+    for seed in range(1, 301):
+        outcomes: list[Outcome] = []
+        for i in range(6):
+            move = decide(derive(seed, "schedule"), i, moves, outcomes, ordinal=seed).move
+            planned = plan_in(FAULTS, move, random.Random(derive(seed, "move", i)), NODES)
+            if move in ("disk", "disk:eio", "disk:full", "disk:slow"):
+                refusing[planned["targets"]] = refusing.get(planned["targets"], 0) + 1
+            elif move.startswith("disk"):
+                destroying.add(len(planned["nodes"]))
+            outcomes.append(record(outcomes, move, (move,)))
+    assert set(refusing) == set(SIZES)
+    quorum = refusing["majority"] + refusing["all"]
+    assert 0.35 < quorum / sum(refusing.values()) < 0.65, refusing
+    assert destroying == {1}
+
+
+class FakeMount:
+    def __init__(self) -> None:
+        self.rules: list[dict] = []
+
+    def add_disk_fault(self, rule: dict) -> dict:
+        self.rules.append(rule)
+        return rule
+
+    def heal_disk(self, seed: int) -> list[dict]:
+        return [{"mode": r["mode"], "did": {}} for r in self.rules]
+
+
+class FakeNodes:
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.running = set(names)
+
+    def is_running(self, name: str) -> bool:
+        return name in self.running
+
+    def start(self, names: list[str], fresh: bool = False) -> list[str]:
+        todo = [n for n in names if n not in self.running]
+        self.running |= set(todo)
+        return todo
+
+    def kill(self, names: list[str]) -> list[str]:
+        self.running -= set(names)
+        return list(names)
+
+
+def test_a_replay_plays_the_recorded_node_set_whatever_its_rng_draws():
+    """The inject's op value names the nodes; a replay hands them back as
+    params (harness.run.replay.RESOLVED_KEYS), and the fault hits those, not a
+    new draw, even under another rng."""
+    from harness.run.replay import replay_events
+
+    mounts = {n: FakeMount() for n in NODES}
+    first = DiskFault(mounts, parse_variant("eio")).inject(
+        FakeNodes(NODES), random.Random(7), plan(random.Random(7), NODES, "eio"))
+    recorded = first["nodes"]
+    offset = 1_000_000_000
+    run = {"schedule_offset_ns": offset, "planned_schedule": [],
+           "schedule": [{"time": offset + 10**9, "f": "disk", "fault": "disk:eio",
+                         "fired": True, "value": first},
+                        {"time": offset + 3 * 10**9, "f": "restore-disk", "fault": "disk:eio",
+                         "fired": True, "value": {"nodes": recorded}}]}
+    (inject, heal) = replay_events(run)
+    assert inject["params"]["nodes"] == recorded and heal["action"] == "heal"
+    for seed in range(20):
+        again = DiskFault({n: FakeMount() for n in NODES}, parse_variant("eio")).inject(
+            FakeNodes(NODES), random.Random(seed), inject["params"])
+        assert again["nodes"] == recorded
+        if seed == 7:       # the same rng: the same rules too
+            assert again["seeds"] == first["seeds"]

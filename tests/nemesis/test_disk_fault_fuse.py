@@ -173,8 +173,14 @@ class Nodes:
         self.started.append(todo)
         return todo
 
+    def kill(self, names: list[str]) -> list[str]:
+        killed = [n for n in names if n in self.running]
+        self.running -= set(killed)
+        return killed
 
-def test_the_fault_sets_rules_per_node_and_heal_restarts_what_crashed(tmp_path: Path) -> None:
+
+def test_the_fault_sets_rules_per_node_and_heal_restarts_every_node_it_refused(
+        tmp_path: Path) -> None:
     mounts = {n: LazyFS(tmp_path / f"{n}.b", tmp_path / n, tmp_path / f"{n}.sock")
               for n in ("n1", "n2")}
     for fs in mounts.values():
@@ -191,7 +197,10 @@ def test_the_fault_sets_rules_per_node_and_heal_restarts_what_crashed(tmp_path: 
             pwrite_once(tmp_path / "n1" / "f")
         nodes.running.discard("n2")                       # it crashed on the error
         healed = disk.heal(nodes)
-        assert healed["nodes"] == ["n1", "n2"] and healed["restarted"] == ["n2"]
+        # n2 crashed on the error, n1 carried on: both start again, so what
+        # either holds of a refused write is what its disk took.
+        assert healed["nodes"] == ["n1", "n2"] and healed["restarted"] == ["n1", "n2"]
+        assert nodes.started == [["n1", "n2"]] and nodes.is_running("n1")
         pwrite_once(tmp_path / "n1" / "f")
         pwrite_once(tmp_path / "n2" / "f")
         assert disk.heal(nodes)[NOOP]                     # nothing left to heal
@@ -243,6 +252,14 @@ def test_healing_one_disk_fault_leaves_another_on_the_same_mount(mount: LazyFS) 
         {errno.ENOSPC: 3}
     full.heal(nodes)
     assert mount.status()["disk_faults"] == []
+
+
+def test_a_disk_that_refused_nothing_restarts_only_what_crashed(mount: LazyFS) -> None:
+    nodes = Nodes(["n1"])
+    slow = DiskFault({"n1": mount}, parse_variant("slow=1"))
+    slow.inject(nodes, random.Random(1), {"nodes": ["n1"]})
+    assert slow.heal(nodes)["restarted"] == [] and nodes.started == []
+    assert nodes.is_running("n1")
 
 
 def test_the_heal_leaves_down_a_node_that_was_down_before_it_struck(mount: LazyFS) -> None:

@@ -36,6 +36,7 @@ from nemesis.compose import (
     slowing,
     stale_quorum_sides,
 )
+from nemesis.fault import plan_in
 from nemesis.hunt import (
     FAILURES_TO_DROP,
     UNTRIED_WEIGHT,
@@ -58,6 +59,7 @@ from nemesis.hunt import (
     round_length,
     shares,
     signature,
+    stays,
     takes_leader_or_quorum,
     target_role,
     tries_of,
@@ -1049,3 +1051,35 @@ def test_a_turns_later_variant_lands_on_the_nodes_the_turn_already_hit():
                             FAULTS["truncate"].instant, 0.0, 0.0)
         drawn |= set(runner.fired[0][2]["nodes"])
     assert drawn == {"n1", "n2", "n3"}
+
+
+def test_a_turn_stays_on_its_nodes_but_keeps_the_size_its_variant_drew():
+    """A later variant's plan drawn again picks which nodes, never how many:
+    over seeds, a disk fault after a turn's one node comes on one node, a
+    minority, a majority and all as often as its size draw says, on the
+    turn's node where it drew one and a redraw landed there."""
+    from types import SimpleNamespace
+
+    from nemesis.hunter import HuntFault
+    assert stays({"nodes": ["n2"]}, {"nodes": ["n1"]}, {"n2", "n3"})
+    assert not stays({"nodes": ["n2"]}, {"nodes": ["n1", "n3"]}, {"n2", "n3"})
+    assert stays({"targets": "leader"}, {"targets": "leader"}, {"n2"})
+    names = ["n1", "n2", "n3", "n4", "n5"]
+    hunt = SimpleNamespace(kinds=FAULTS)
+    sizes: dict[int, int] = {}
+    on_n3 = 0
+    for seed in range(200):
+        rng = random.Random(seed)
+        own = plan_in(FAULTS, "disk:eio", random.Random(seed), names)
+        cluster = FakeCluster()
+        cluster.names = names
+        ctl, runner = _control(cluster)
+        HuntFault.primitive(hunt, ctl, rng, "disk:eio", None, True, 0.0, 0.0, {"n3"})
+        played = runner.fired[0][2]["nodes"]
+        assert len(played) == len(own["nodes"])
+        sizes[len(played)] = sizes.get(len(played), 0) + 1
+        on_n3 += played == ["n3"]
+    assert set(sizes) == {1, 2, 3, 5} and sizes[3] + sizes[5] > 60, sizes
+    # Where it drew one node it stayed on the turn's where a redraw of one
+    # node landed there (1 in 20 a redraw on five nodes), else played its own.
+    assert on_n3 > 0.3 * sizes[1], (on_n3, sizes)

@@ -188,6 +188,10 @@ def test_lose_unsynced_variants_pick_that_many_nodes():
 
     from nemesis.schedule import plan_params
     nodes = ["n1", "n2", "n3", "n4", "n5"]
-    assert len(plan_params("lose-unsynced", random.Random(1), nodes)["nodes"]) == 1
+    # Plain, the set is drawn over one, a minority, a majority and all.
+    plain = plan_params("lose-unsynced", random.Random(1), nodes)
+    assert len(plain["nodes"]) == {"one": 1, "minority": 2, "majority": 3, "all": 5}[
+        plain["targets"]]
+    assert len(plan_params("lose-unsynced:one", random.Random(1), nodes)["nodes"]) == 1
     assert len(plan_params("lose-unsynced:majority", random.Random(1), nodes)["nodes"]) == 3
     assert plan_params("lose-unsynced:all", random.Random(1), nodes)["nodes"] == nodes
