@@ -16,6 +16,7 @@ A fault object (the interface nemesis.disk also implements):
 from __future__ import annotations
 
 import functools
+import math
 import queue
 import random
 import threading
@@ -334,6 +335,12 @@ class CompositeNemesis:
         return errors
 
 
+def lateness_s(behind_s: float) -> float:
+    """Pure: how late an event ran, in s, rounded up to the ms (a bound, never
+    an underestimate: a replay's check adds it to its tolerance); 0 if on time."""
+    return math.ceil(round(max(0.0, behind_s) * 1000, 6)) / 1000
+
+
 def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
@@ -350,7 +357,14 @@ class NemesisRunner:
     """Plays a schedule against a cluster, recording an invoke and an info op
     per event. A fault that fails is recorded with its error and the run goes
     on; at the end every fault injected since its last heal is healed (and
-    recorded), then the nemesis tears down."""
+    recorded), then the nemesis tears down.
+
+    Each scheduled event aims at its own absolute time (the run's start plus
+    its `time`), never at a sleep after the one before, so lateness does not
+    add up over a schedule. It can still be late: the events run one at a
+    time (nemesis ops never overlap), so one due while an action runs (a node
+    start on a loaded machine) waits for it, and a loaded machine wakes this
+    thread late. Its executed entry says by how much (`late_s`)."""
 
     def __init__(self, nemesis: CompositeNemesis, events: Sequence[Any], record: RecordFn,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -396,7 +410,8 @@ class NemesisRunner:
                         continue
                     self._serve(request, start)
                     continue
-                self.apply(pending.pop(0))
+                event = pending.pop(0)
+                self.apply(event, due=start + event.time)
         finally:
             self.heal_all()
         return self.executed
@@ -433,7 +448,9 @@ class NemesisRunner:
         return self.apply(_Fired(round(self.clock() - start, 3), action, spec, params, 0,
                                  note))
 
-    def apply(self, event: Any) -> Op:
+    def apply(self, event: Any, due: float | None = None) -> Op:
+        """Run one event now; `due`: the clock time it aimed at (a scheduled
+        event), from which its entry records how late it ran."""
         fault = self.nemesis.faults[event.fault]
         if event.action == "inject":
             f, value = fault.name, dict(event.params)
@@ -445,14 +462,17 @@ class NemesisRunner:
             self._dirty.discard(event.fault)
             def act() -> Any:
                 return self.nemesis.heal(event.fault)
-        done = self._recorded(f, value, act, event)
+        done = self._recorded(f, value, act, event, due)
         if event.action != "inject" and isinstance(fault, InForceAfterHeal) \
                 and fault.in_force():
             self._dirty.add(event.fault)
         return done
 
-    def _recorded(self, f: str, value: Any, act: Callable[[], Any], event: Any) -> Op:
+    def _recorded(self, f: str, value: Any, act: Callable[[], Any], event: Any,
+                  due: float | None = None) -> Op:
         invoke = self.record(NEMESIS, "invoke", f, value)
+        # Read after the invoke is stamped: never less than how late the stamp is.
+        late = None if due is None else lateness_s(self.clock() - due)
         try:
             done = self.record(NEMESIS, "info", f, act())
         except Exception as e:
@@ -462,6 +482,8 @@ class NemesisRunner:
                               "value": done.value, "error": done.error,
                               "noop": noop_reason(done.value),
                               "label": fault_label(f, done.value)})
+        if late is not None:
+            self.executed[-1]["late_s"] = late
         if isinstance(event, _Fired):
             # A heal a trigger fired mid-fault is not the run's final one: replay keeps it.
             self.executed[-1]["fired"] = True

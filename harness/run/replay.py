@@ -119,6 +119,17 @@ def old_verdict(run_dir: Path) -> dict[str, Any] | None:
         return None
 
 
+def lateness(run: dict[str, Any]) -> float | None:
+    """Pure: how late, at most, a run played its scheduled events (s, from
+    each executed entry's `late_s`); None if it recorded none. A replay's
+    faults are this much after the original's at most: each aims at its
+    recorded absolute time and is late only while the fault before it still
+    runs or the machine is slow to wake the nemesis (nemesis.base.NemesisRunner)."""
+    late = [e["late_s"] for e in run.get("schedule") or []
+            if isinstance(e, dict) and isinstance(e.get("late_s"), (int, float))]
+    return max(late) if late else None
+
+
 @dataclass
 class ReplayOutcome:
     old_dir: Path
@@ -126,6 +137,7 @@ class ReplayOutcome:
     old: dict[str, Any] | None
     new: dict[str, Any] | None
     exit_code: int
+    late_s: float | None = None    # the replay's own lateness (`lateness`)
 
     @property
     def reproduced(self) -> bool:
@@ -144,8 +156,12 @@ def replay(run_dir: Path, results: Path, stream: Any = None,
     outcome = run_test(config, results, stream,
                        {"replay_of": {"run_id": run.get("run_id", run_dir.name),
                                       "run_dir": str(run_dir.resolve())}})
+    try:
+        late = lateness(load_json(outcome.run_dir / "run.json"))
+    except Exception:  # a replay that stopped early: nothing to say about its timing
+        late = None
     return ReplayOutcome(run_dir, outcome.run_dir, old_verdict(run_dir), outcome.verdicts,
-                         outcome.exit_code)
+                         outcome.exit_code, late)
 
 
 def comparison_lines(outcome: ReplayOutcome) -> list[str]:
@@ -163,6 +179,9 @@ def comparison_lines(outcome: ReplayOutcome) -> list[str]:
     else:
         result = "reproduced" if outcome.reproduced else "NOT reproduced"
     lines.append(f"original: {old_word}   replay: {new_word}   -> {result}")
+    if outcome.late_s:
+        lines.append(f"the replay played its faults up to {outcome.late_s:.3f} s after their "
+                     "recorded times (a fault still running, or a loaded machine)")
     lines.append(f"original run: {outcome.old_dir}")
     lines.append(f"replay run:   {outcome.new_dir}")
     return lines

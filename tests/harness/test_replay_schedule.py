@@ -6,6 +6,7 @@ from harness.run.replay import (
     ReplayError,
     ReplayOutcome,
     comparison_lines,
+    lateness,
     replay_config,
     replay_events,
 )
@@ -182,3 +183,14 @@ def test_comparison_prints_both_verdicts(tmp_path):
     assert "original: INVALID   replay: VALID   -> NOT reproduced" in lines
     same = ReplayOutcome(tmp_path / "a", tmp_path / "b", old, old, 1)
     assert same.reproduced and "-> reproduced" in comparison_lines(same)[-3]
+
+
+def test_lateness_is_the_most_a_run_played_a_scheduled_event_late(tmp_path):
+    run = {"schedule": [{"f": "kill", "late_s": 0.0}, {"f": "start", "late_s": 0.62},
+                        {"f": "kill", "fired": True}, {"f": "start"}]}
+    assert lateness(run) == 0.62
+    assert lateness({"schedule": [{"f": "start"}]}) is None      # saved before late_s
+    late = ReplayOutcome(tmp_path / "a", tmp_path / "b", None, None, 0, lateness(run))
+    assert "up to 0.620 s after their recorded times" in " ".join(comparison_lines(late))
+    on_time = ReplayOutcome(tmp_path / "a", tmp_path / "b", None, None, 0, 0.0)
+    assert "recorded times" not in " ".join(comparison_lines(on_time))

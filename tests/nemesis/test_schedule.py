@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import queue
 import random
 import threading
 import uuid
@@ -12,10 +13,16 @@ from typing import Any
 import pytest
 from echo_db import EchoDB
 
-from checkers.history import noop_reason, read_history, validate
+from checkers.history import Op, noop_reason, read_history, validate
 from harness.run.cluster import Cluster
 from harness.run.recorder import Recorder
-from nemesis.base import CompositeNemesis, FaultContext, NemesisRunner, make_fault
+from nemesis.base import (
+    CompositeNemesis,
+    FaultContext,
+    NemesisRunner,
+    lateness_s,
+    make_fault,
+)
 from nemesis.schedule import Event, schedule
 
 NODES = ["n1", "n2", "n3", "n4", "n5"]
@@ -152,6 +159,76 @@ def test_runner_stops_early_and_still_heals(tmp_path: Path) -> None:
     runner.run(stop)
     assert [(op.type, op.f) for op in recorder.open_ops()] == []
     assert [e["f"] for e in runner.executed] == ["flaky", "unflake"]
+
+
+class FakeClock:
+    """The runner's clock, moved only by the actions and its waits."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class WaitingQueue(queue.SimpleQueue):  # type: ignore[type-arg]
+    """The runner's queue of fired faults, none ever fired: a wait moves the
+    fake clock by its timeout instead of sleeping."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        self.clock.now += timeout or 0.0
+        raise queue.Empty
+
+
+class SlowFault:
+    """A fault whose injections take the given times on the fake clock."""
+
+    name = "slow"
+    heal_f = "unslow"
+
+    def __init__(self, clock: FakeClock, takes: list[float]) -> None:
+        self.clock, self.takes = clock, list(takes)
+
+    def inject(self, cluster: Any, rng: random.Random, params: Any) -> dict[str, Any]:
+        self.clock.now += self.takes.pop(0)
+        return {}
+
+    def heal(self, cluster: Any) -> dict[str, Any]:
+        return {}
+
+
+def test_a_late_event_does_not_make_the_next_late_and_records_how_late_it_ran() -> None:
+    """Each event aims at its absolute time: one due while a slow inject runs
+    starts when it ends, with its lateness recorded, and the events after
+    it are not pushed back by it (relative sleeps would add it up)."""
+    clock = FakeClock()
+    nemesis = CompositeNemesis({"slow": SlowFault(clock, [2.5, 0.3, 0.0])})
+    nemesis.setup(object())  # type: ignore[arg-type]  # SlowFault never looks at it
+
+    def record(process: Any, type: str, f: str, value: Any = None, key: Any = None,
+               node: str | None = None, error: str | None = None) -> Op:
+        return Op(0, round((clock.now - 100.0) * 1e9), process, type, f, value, error=error)
+
+    events = [Event(0.0, "inject", "slow"),     # takes 2.5 s
+              Event(1.0, "heal", "slow"),       # due during it: 1.5 s late
+              Event(1.2, "inject", "slow"),     # 1.3 s late, not 1.5 + 0.2; takes 0.3 s
+              Event(4.0, "heal", "slow"),       # waited for: on time
+              Event(4.5, "inject", "slow")]     # healed by the final heal
+    runner = NemesisRunner(nemesis, events, record, clock=clock)
+    runner._urgent = WaitingQueue(clock)
+    executed = runner.run(threading.Event(), start=100.0)
+    assert [(e["f"], round(e["time"] / 1e9, 6)) for e in executed] == [
+        ("slow", 0.0), ("unslow", 2.5), ("slow", 2.5), ("unslow", 4.0), ("slow", 4.5),
+        ("unslow", 4.5)]
+    assert [e.get("late_s") for e in executed] == [0.0, 1.5, 1.3, 0.0, 0.0, None]
+
+
+def test_lateness_rounds_up_to_the_ms() -> None:
+    assert [lateness_s(x) for x in (-0.2, 0.0, 0.0001, 0.1, 0.1234, 1.5)] == [
+        0.0, 0.0, 0.001, 0.1, 0.124, 1.5]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
