@@ -16,6 +16,10 @@ because a dump only shows the end state):
   says it counted that the voter's own lines deny: not yet flushed that far,
   or later cut below it on a diverging epoch (`checkers.counted_copies`;
   event lines only).
+- `flushed-lost-on-restart`: a node's restart recovered less of its log than
+  its own `flushed` lines had declared on its disk, with no fault that
+  destroys data at rest on it in between (`checkers.flushed_lost`; event
+  lines and the nemesis's records only).
 - `unconverged`: after the heal and the system's recovery time (the run polls
   the nodes' replica progress until they agree, bounded: run.json
   `convergence`), a live node still behind (its progress short of another's,
@@ -31,7 +35,8 @@ from collections.abc import Callable, Iterable
 from itertools import combinations
 from typing import Any
 
-from checkers import commit_quorum, counted_copies
+from checkers import commit_quorum, counted_copies, flushed_lost
+from checkers.at_rest import AtRest
 from checkers.history import collector_paused
 from checkers.verdict import Verdict, verdict
 from nodes.events import HW, LEADER_ROLE, ROLE, START, TRUNCATE, VOTERS, VoteLoss
@@ -47,20 +52,24 @@ MAX_ANOMALIES_PER_RULE = 100
 @collector_paused()   # millions of small acyclic objects: its passes free nothing
 def check(dumps: dict[str, dict], events: dict[str, list[dict]] | None = None,
           facts_of: FactsOf | None = None, convergence: dict | None = None,
-          vote_loss: tuple[VoteLoss, ...] = ()) -> Verdict:
+          vote_loss: tuple[VoteLoss, ...] = (), at_rest: list[AtRest] | None = None
+          ) -> Verdict:
     """`facts_of` may read the logs range by range elsewhere (`checkers.spark`);
     by default they are read here, as one range. `convergence`: run.json's
     record of the wait for the nodes to converge, if the run made one.
     `vote_loss`: the lines by which the systems' voters say they may not vote
-    (their own vocabularies', brought with their checkers)."""
+    (their own vocabularies', brought with their checkers). `at_rest`: the
+    run's faults that destroyed or disturbed data at rest (`checkers.at_rest`);
+    None when not known, which leaves `flushed-lost-on-restart` unjudged."""
     logs = {name: entries_by_offset(dump) for name, dump in sorted(dumps.items())}
     return judge(dumps, facts_of(logs) if facts_of else [range_facts(logs)], events,
-                 convergence, vote_loss)
+                 convergence, vote_loss, at_rest)
 
 
 def judge(dumps: dict[str, dict], parts: list[Facts],
           events: dict[str, list[dict]] | None = None,
-          convergence: dict | None = None, vote_loss: tuple[VoteLoss, ...] = ()) -> Verdict:
+          convergence: dict | None = None, vote_loss: tuple[VoteLoss, ...] = (),
+          at_rest: list[AtRest] | None = None) -> Verdict:
     """The verdict from the `range_facts` of consecutive offset ranges, in
     offset order, covering every entry once. Of the dumps only the headers
     (watermarks, log start and end, epoch checkpoints) are read here."""
@@ -77,6 +86,8 @@ def judge(dumps: dict[str, dict], parts: list[Facts],
     anomalies += _cap(commit_quorum.check(events or {}))
     counted, counted_stats = counted_copies.check(events or {})
     anomalies += _cap(counted)
+    lost_flushed, lost_flushed_stats = flushed_lost.check(events or {}, at_rest)
+    anomalies += _cap(lost_flushed)
     leader_epochs, epoch_source = known_leader_epochs(dumps, events)
     anomalies += _cap(_unknown_epochs(f, leader_epochs, epoch_source))
     unconverged = _unconverged(f, committed)
@@ -97,6 +108,7 @@ def judge(dumps: dict[str, dict], parts: list[Facts],
         "leader_epochs_from": epoch_source,
         "lagging_after_recovery": lagging,
         "counted_copies": counted_stats,
+        "flushed_lost_on_restart": lost_flushed_stats,
     }
     if anomalies:
         return verdict(False, anomalies, stats)

@@ -13,11 +13,15 @@ and doing nothing they model.
 
 from __future__ import annotations
 
+from typing import Any
+
 from checkers.fault_row import (  # noqa: F401 (re-exported: the rows' words)
     ANYTHING,
     ARMED,
     CUT,
     DEGRADED,
+    DESTROYS,
+    DISTURBS,
     DOWN,
     LINKS,
     NODES,
@@ -27,6 +31,7 @@ from checkers.fault_row import (  # noqa: F401 (re-exported: the rows' words)
     RESTART,
     VOTERS,
     FaultOp,
+    destroys,
 )
 from checkers.plugins import contributions
 
@@ -36,7 +41,7 @@ PARTITION = FaultOp("partition", "heal", CUT, LINKS)
 # A truncate leaves its nodes down until `start`; the checkers have counted it
 # as down only while its op runs, as lose-unsynced, since they were written.
 # It may cut the file a voter's votes rest on, which then keeps it out longer.
-TRUNCATE = FaultOp("truncate", "start", RESTART, NODES, loses_state=True)
+TRUNCATE = FaultOp("truncate", "start", RESTART, NODES, loses_state=True, at_rest=destroys)
 LOSE_UNSYNCED = FaultOp("lose-unsynced", "start", RESTART, NODES_DURING_OP)
 # A removed voter is out of the quorum until the heal adds it back; removing
 # the leader takes the leader.
@@ -45,7 +50,24 @@ MEMBERSHIP = FaultOp("membership", "restore-voters", VOTERS, NODES)
 # be too slow to lead, or be stopped while its files are corrupted; the heal
 # starts the ones that are down. Its truncate and bitflip may take the file
 # a voter's votes rest on.
-DISK = FaultOp("disk", "restore-disk", DEGRADED, NODES, loses_state=True)
+# A disk op's `at` when its bits were flipped in the files at rest (the
+# nemesis's `disk:bitflip+at=rest`); its `mode` is `truncate` when it cut them.
+AT_REST = "rest"
+
+
+def disk_at_rest(value: Any) -> str:
+    """What a `disk` op did to the data at rest, by its recorded value: bits
+    flipped at rest or a file cut destroy it; a disk that refuses, fills,
+    slows, or garbles reads leaves it (DISTURBS while in force). A value
+    that names no mode (an inject that failed part-way) may have done
+    either: DESTROYS, so nothing is blamed on a node for it."""
+    mode = value.get("mode") if isinstance(value, dict) else None
+    if mode is None or mode == TRUNCATE.name or value.get("at") == AT_REST:
+        return DESTROYS
+    return DISTURBS
+
+
+DISK = FaultOp("disk", "restore-disk", DEGRADED, NODES, loses_state=True, at_rest=disk_at_rest)
 
 # Network quality (nemesis.netshape): a lossy, slow or narrow link is still a
 # link, so they take nothing away: availability expects a correct cluster to
