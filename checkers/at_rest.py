@@ -25,6 +25,7 @@ from typing import Any
 from checkers.fault_row import DESTROYS, DISTURBS, KEEPS
 from checkers.faults import FAULT_OPS
 from checkers.history import NEMESIS, Op, noop_reason, pair_ops
+from nodes.events import START
 
 
 @dataclass(frozen=True)
@@ -91,3 +92,23 @@ def at_rest_faults(history: Iterable[Op], start_ns: int) -> list[AtRest]:
         fault["end"] = run_end
     return [AtRest(f["f"], f["what"], f["nodes"], f["start"] + start_ns, f["end"] + start_ns)
             for f in out]
+
+
+def destroyed_not_restarted(faults: list[AtRest] | None, events: dict[str, list[dict]],
+                            nodes: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Pure: each of `nodes` that a fault destroying data at rest hit and that
+    wrote no `start` line after that fault began (it never came back, as a
+    node that refuses a corrupt record does), with the last such fault."""
+    out: dict[str, dict[str, Any]] = {}
+    for fault in faults or ():
+        if fault.what != DESTROYS:
+            continue
+        for node in nodes:
+            if not fault.hits(node):
+                continue
+            if any(ev.get("event") == START.name and type(ev.get("t")) is int
+                   and ev["t"] >= fault.start for ev in events.get(node, ())):
+                out.pop(node, None)
+            else:
+                out[node] = fault.ref()
+    return out

@@ -7,7 +7,9 @@ because a dump only shows the end state):
   that either of them has committed, or below an offset where they agree again
   (log matching: the same offset and epoch imply the same prefix). KIP-279's bug.
 - `lost-committed` / `committed-truncated`: an offset that was committed is gone,
-  from one node that had committed it or from every node.
+  from one node that had committed it or from every node. A node a fault
+  destroyed data at rest on that never started again is not held to it
+  alone (stats `not_restarted_after_data_loss`); every node still is.
 - `unknown-epoch`: an entry written in an epoch no leader ever had.
 - `committed-without-quorum`: a leader's hw after which too many of its voters
   cut their logs below it on a diverging epoch for the rest to be a majority
@@ -31,12 +33,12 @@ because a dump only shows the end state):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from itertools import combinations
 from typing import Any
 
 from checkers import commit_quorum, counted_copies, flushed_lost
-from checkers.at_rest import AtRest
+from checkers.at_rest import AtRest, destroyed_not_restarted
 from checkers.history import collector_paused
 from checkers.verdict import Verdict, verdict
 from nodes.events import HW, LEADER_ROLE, ROLE, START, TRUNCATE, VOTERS, VoteLoss
@@ -80,7 +82,9 @@ def judge(dumps: dict[str, dict], parts: list[Facts],
 
     anomalies: list[dict[str, Any]] = []
     anomalies += _cap(_mismatches(f, committed))
-    lost, lagging = _lost_committed(dumps, f, committed, hw_claims, events or {})
+    unrestarted = destroyed_not_restarted(at_rest, events or {}, names)
+    lost, lagging = _lost_committed(dumps, f, committed, hw_claims, events or {},
+                                    set(unrestarted))
     anomalies += _cap(lost)
     anomalies += _cap(_committed_truncations(events or {}))
     anomalies += _cap(commit_quorum.check(events or {}))
@@ -107,6 +111,7 @@ def judge(dumps: dict[str, dict], parts: list[Facts],
         "leader_epochs": sorted(leader_epochs),
         "leader_epochs_from": epoch_source,
         "lagging_after_recovery": lagging,
+        "not_restarted_after_data_loss": unrestarted,
         "counted_copies": counted_stats,
         "flushed_lost_on_restart": lost_flushed_stats,
     }
@@ -478,13 +483,19 @@ def _cluster_committed_end(committed: dict[str, int], hw_claims: dict[str, dict]
 
 def _lost_committed(dumps: dict[str, dict], f: _Merged, committed: dict[str, int],
                     hw_claims: dict[str, dict], events: dict[str, list[dict]],
+                    unjudged: Collection[str] = (),
                     ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Per node, then cluster-wide. A node in `unjudged` (a fault destroyed its
+    data at rest and it never started again: `destroyed_not_restarted`) is
+    not held to what it had committed: its dump is what the fault left, read
+    by no recovery of its own (a node that refuses a corrupt record stays
+    down). The cluster-wide rule still counts it."""
     anomalies = []
     lagging = []
     for node, present in f.present.items():
         claim = max(committed[node], hw_claims.get(node, {}).get("hw", 0))
         missing = holes_between(present, _log_start(dumps[node], present), claim)
-        if not missing:
+        if not missing or node in unjudged:
             continue
         truncations = [ev for ev in events.get(node, []) if ev.get("event") == TRUNCATE.name]
         # Under the flushed/dirty-offset design a follower may hold committed but

@@ -1,7 +1,9 @@
-"""flushed-lost-on-restart: a restart that recovers less than the node's own
-`flushed` lines declared durable, with no fault that destroyed data at rest
-on it in between. Twins: each failing history beside the one that passes,
-one line or one fault apart; the faults from nemesis ops as a run records them."""
+"""The rules that ask whether a fault destroyed data at rest: flushed-lost-on-
+restart (a restart that recovers less than the node's own `flushed` lines
+declared durable, with no such fault on it in between), and lost-committed,
+which does not hold a node such a fault hit and that never started again to
+its commits. Twins: each failing history beside the one that passes, one
+line or one fault apart; the faults from nemesis ops as a run records them."""
 
 from __future__ import annotations
 
@@ -178,3 +180,62 @@ def test_a_fault_without_a_row_may_have_destroyed_anything():
 def test_a_no_op_fault_excuses_nothing():
     noop = (TRUNCATE.name, 5, 5.2, {"nodes": ["n1"], "noop": "already down"})
     assert [a["node"] for a in judge(lines(6), noop)[0]] == ["n1"]
+
+
+# --- lost-committed on a node a fault left unable to start ----------------------
+
+
+def _entries(n: int, hw: int) -> list[dict]:
+    return [{"offset": o, "epoch": 1, "committed": o < hw, "digest": f"d{o}"} for o in range(n)]
+
+
+def _cluster() -> dict[str, dict]:
+    """n1 and n3 hold 0..19, committed; n2's dump ends at 7, the record a bit
+    flip at rest broke, though it had reported hw 20."""
+    return {n: {"log_start_offset": 0, "log_end_offset": end, "high_watermark": hw,
+                "entries": _entries(end, hw)}
+            for n, end, hw in (("n1", 20, 20), ("n2", 7, 7), ("n3", 20, 20))}
+
+
+def _hw_then(*n2_after: dict) -> dict[str, list[dict]]:
+    hw = {"t": 3 * S, "node": "n2", "event": "hw", "hw": 20, "epoch": 1}
+    led = {"t": 2 * S, "node": "n1", "event": "role", "role": "Leader", "epoch": 1,
+           "leader": "n1"}
+    return {"n1": [start(1 * S, 0), led], "n2": [dict(start(1 * S, 0), node="n2"), hw, *n2_after],
+            "n3": [start(1 * S, 0)]}
+
+
+BITFLIP_N2 = (DISK.name, 5, 5.3, {"nodes": ["n2"], "mode": "bitflip", "at": "rest",
+                                  "flips": []})
+
+
+def _lost(v: dict) -> list:
+    return [a["node"] for a in v["anomalies"] if a["type"] == "lost-committed"]
+
+
+def test_a_node_destroyed_at_rest_that_never_started_again_is_not_held_to_its_commits():
+    at_rest = at_rest_faults(ops(BITFLIP_N2), START_NS)
+    v = divergence.check(_cluster(), _hw_then(), at_rest=at_rest)
+    assert v["valid"] is True, v["anomalies"]
+    assert v["stats"]["not_restarted_after_data_loss"]["n2"]["f"] == DISK.name
+
+
+def test_the_same_loss_without_the_fault_or_after_a_restart_is_lost_committed():
+    assert _lost(divergence.check(_cluster(), _hw_then(), at_rest=[])) == ["n2"]
+    # A kill keeps what is on disk: no excuse.
+    kill = at_rest_faults(ops((KILL.name, 5, 5.3, {"nodes": ["n2"]})), START_NS)
+    assert _lost(divergence.check(_cluster(), _hw_then(), at_rest=kill)) == ["n2"]
+    # It started again after the flip: its own recovery is judged as ever.
+    restarted = _hw_then(dict(start(6 * S, 7), node="n2"))
+    at_rest = at_rest_faults(ops(BITFLIP_N2), START_NS)
+    v = divergence.check(_cluster(), restarted, at_rest=at_rest)
+    assert _lost(v) == ["n2"] and v["stats"]["not_restarted_after_data_loss"] == {}
+
+
+def test_the_cluster_wide_loss_still_counts_a_node_that_never_came_back():
+    dumps = _cluster()
+    for n in ("n1", "n3"):   # nobody else holds 7..19 either
+        dumps[n] = dict(dumps["n2"])
+    at_rest = at_rest_faults(ops(BITFLIP_N2), START_NS)
+    v = divergence.check(dumps, _hw_then(), at_rest=at_rest)
+    assert _lost(v) == [None]
