@@ -8,8 +8,12 @@ the history's nemesis ops by what each fault's row declares
 - one that DISTURBS it (a disk that refuses, fills, slows or garbles I/O)
   counts from its inject's invoke until its heal's invoke: the heal lifts
   the disk's rules before it starts any node (nemesis.diskfault), so a node
-  its heal restarts reads the disk as it is;
-- a fault with no row (a plug-in's) may do anything: DESTROYS, for its own op.
+  its heal restarts reads the disk as it is; and only on the nodes where its
+  heal's record says it failed or garbled a read (`FaultOp.spoiled_reads`:
+  a disk that refused only writes, or slowed, made no recovery read less);
+- a fault with no row (a plug-in's) may do anything: DESTROYS, for its own
+  op; so may an inject that failed part-way, if its row says it may
+  destroy, for its own op too.
 
 Times are put on the nodes' clock (CLOCK_MONOTONIC ns, run.json
 `start_monotonic_ns` + the op's history time), so the rules that read
@@ -77,8 +81,11 @@ def at_rest_faults(history: Iterable[Op], start_ns: int) -> list[AtRest]:
                 else _nodes(inv.value)
             for fault in [f for f in open_ if FAULT_OPS[f["f"]].heal_f == inv.f]:
                 if healed is None or fault["nodes"] is None or fault["nodes"] & healed:
-                    fault["end"] = inv.time if fault["what"] == DISTURBS else finished
                     open_.remove(fault)
+                    fault["end"] = finished
+                    if fault["what"] == DISTURBS:
+                        fault["end"] = inv.time
+                        fault["nodes"] = _spoiled(fault, recorded)
             continue
         what = DESTROYS if row is None else row.at_rest(recorded)
         if what == KEEPS:
@@ -86,12 +93,22 @@ def at_rest_faults(history: Iterable[Op], start_ns: int) -> list[AtRest]:
         fault = {"f": inv.f, "what": what, "nodes": _nodes(recorded) or _nodes(inv.value),
                  "start": inv.time, "end": finished}
         out.append(fault)
-        if row is not None and row.lasting:
+        # One that failed counts for its own op: whatever it did, it did then.
+        if row is not None and row.lasting and done is not None and done.error is None:
             open_.append(fault)
     for fault in open_:
         fault["end"] = run_end
     return [AtRest(f["f"], f["what"], f["nodes"], f["start"] + start_ns, f["end"] + start_ns)
-            for f in out]
+            for f in out if f["nodes"] is None or f["nodes"]]
+
+
+def _spoiled(fault: dict[str, Any], heal_value: Any) -> frozenset[str] | None:
+    """The fault's nodes on which its heal's record says it spoiled a read;
+    None (every node) when it names none."""
+    if fault["nodes"] is None:
+        return None
+    spoiled = FAULT_OPS[fault["f"]].spoiled_reads
+    return frozenset(n for n in fault["nodes"] if spoiled(heal_value, n))
 
 
 def destroyed_not_restarted(faults: list[AtRest] | None, events: dict[str, list[dict]],

@@ -50,6 +50,16 @@ def destroys(value: Any) -> str:
     return DESTROYS
 
 
+def may_have(heal_value: Any, node: str) -> bool:
+    return True
+
+
+# What a disk rule counts in its heal's record (nemesis.disk_rules counts
+# under these names): reads it failed, failed again on the kernel's retry,
+# or returned with a bit flipped.
+READ_FAILED, READ_FAILED_AGAIN, READ_FLIPPED = "eio-read", "eio-retried", "flipped"
+
+
 @dataclass(frozen=True)
 class FaultOp:
     name: str
@@ -65,6 +75,10 @@ class FaultOp:
     # What an injection, by its recorded value, did to the data at rest
     # (KEEPS, DISTURBS or DESTROYS): one fault may do either by its variant.
     at_rest: Callable[[Any], str] = keeps
+    # For one that DISTURBS: whether, by its heal's recorded value, it failed
+    # or garbled a read on `node` (a recovery then may have read less); a
+    # fault whose heal says nothing may have.
+    spoiled_reads: Callable[[Any, str], bool] = may_have
 
     @property
     def lasting(self) -> bool:

@@ -28,6 +28,9 @@ from checkers.fault_row import (  # noqa: F401 (re-exported: the rows' words)
     NODES_DURING_OP,
     NOTHING,
     OTHER_CLUSTER,
+    READ_FAILED,
+    READ_FAILED_AGAIN,
+    READ_FLIPPED,
     RESTART,
     VOTERS,
     FaultOp,
@@ -67,7 +70,26 @@ def disk_at_rest(value: Any) -> str:
     return DISTURBS
 
 
-DISK = FaultOp("disk", "restore-disk", DEGRADED, NODES, loses_state=True, at_rest=disk_at_rest)
+def disk_spoiled_reads(heal_value: Any, node: str) -> bool:
+    """Whether a `restore-disk`'s record counts a read its rules failed or
+    garbled on `node` (its `did`: node -> each rule's counts); a record
+    without counts for it may hide one."""
+    if isinstance(heal_value, dict) and "did" not in heal_value:
+        # Healed through `Nemesis.invoke`: the record per fault spec.
+        heal_value = next((v for v in heal_value.values()
+                           if isinstance(v, dict) and "did" in v), None)
+    did = heal_value.get("did") if isinstance(heal_value, dict) else None
+    rules = did.get(node) if isinstance(did, dict) else None
+    if not isinstance(rules, list):
+        return True
+    counts = [r.get("did") for r in rules if isinstance(r, dict)]
+    if not all(isinstance(c, dict) for c in counts):
+        return True
+    return any(c.get(k) for c in counts for k in (READ_FAILED, READ_FAILED_AGAIN, READ_FLIPPED))
+
+
+DISK = FaultOp("disk", "restore-disk", DEGRADED, NODES, loses_state=True, at_rest=disk_at_rest,
+               spoiled_reads=disk_spoiled_reads)
 
 # Network quality (nemesis.netshape): a lossy, slow or narrow link is still a
 # link, so they take nothing away: availability expects a correct cluster to

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from checkers import divergence, flushed_lost
 from checkers.at_rest import AtRest, at_rest_faults
-from checkers.fault_row import DESTROYS, DISTURBS, KEEPS
+from checkers.fault_row import (
+    DESTROYS,
+    DISTURBS,
+    KEEPS,
+    READ_FAILED,
+    READ_FLIPPED,
+)
 from checkers.faults import DISK, FAULT_OPS, KILL, LOSE_UNSYNCED, TRUNCATE, disk_at_rest
 from checkers.history import NEMESIS, Op
 
@@ -129,12 +135,35 @@ def test_a_disk_that_refused_writes_and_was_healed_before_the_restart_excuses_no
     assert [a["node"] for a in judge(lines(6), eio, heal)[0]] == ["n1"]
 
 
-def test_a_restart_while_a_disk_fault_is_in_force_is_excused():
-    eio = (DISK.name, 4, 4.1, {"nodes": ["n1"], "mode": "eio", "p": 1.0, "ops": ["read"]})
-    heal = (DISK.heal_f, 11, 11.5, {"disk": {"nodes": ["n1"]}})
-    anomalies, stats = judge(lines(6), eio, heal)
-    assert anomalies == []
-    assert stats["losses_excused_by_faults"][0]["excused_by"][0]["what"] == DISTURBS
+def did(**counts: int) -> dict:
+    return {"nodes": ["n1"], "did": {"n1": [{"mode": "eio", "did": counts}]},
+            "restarted": ["n1"]}
+
+
+def test_a_restart_while_a_disk_fault_spoiled_reads_is_excused():
+    eio = (DISK.name, 4, 4.1, {"nodes": ["n1"], "mode": "eio", "p": 0.1,
+                               "ops": ["read", "write"]})
+    for record in (did(passed=10, **{READ_FAILED: 1}), did(**{READ_FLIPPED: 2}),
+                   {"disk": {"nodes": ["n1"]}}):   # healed saying nothing: it may have
+        anomalies, stats = judge(lines(6), eio, (DISK.heal_f, 11, 11.5, record))
+        assert anomalies == [], record
+        assert stats["losses_excused_by_faults"][0]["excused_by"][0]["what"] == DISTURBS
+
+
+def test_a_restart_while_a_disk_fault_failed_no_read_is_not_excused():
+    """Seen on ignore-write-error, hunt seed 3: the heal restarted n3, its
+    boot came after the next eio fault struck, which failed nothing."""
+    eio = (DISK.name, 4, 4.1, {"nodes": ["n1"], "mode": "eio", "p": 0.1,
+                               "ops": ["read", "write"]})
+    for record in (did(passed=10), did(passed=14, **{"eio-write": 2})):
+        anomalies, _ = judge(lines(6), eio, (DISK.heal_f, 11, 11.5, record))
+        assert [a["node"] for a in anomalies] == ["n1"], record
+    # Another node's failed reads excuse nothing here.
+    other = {"nodes": ["n1", "n2"], "did": {"n1": [{"mode": "eio", "did": {"passed": 3}}],
+                                           "n2": [{"mode": "eio", "did": {READ_FAILED: 3}}]}}
+    both = (DISK.name, 4, 4.1, {"nodes": ["n1", "n2"], "mode": "eio"})
+    assert [a["node"] for a in judge(lines(6), both, (DISK.heal_f, 11, 11.5, other))[0]] \
+        == ["n1"]
 
 
 def test_a_system_without_flushed_lines_is_not_judged():
@@ -239,3 +268,14 @@ def test_the_cluster_wide_loss_still_counts_a_node_that_never_came_back():
     at_rest = at_rest_faults(ops(BITFLIP_N2), START_NS)
     v = divergence.check(dumps, _hw_then(), at_rest=at_rest)
     assert _lost(v) == [None]
+
+
+def test_a_failed_inject_counts_for_its_own_op_only():
+    """A lasting fault whose inject failed (1.5 s, before the claim at 3 s)
+    is not in force until a heal that never comes."""
+    failed = [Op(0, int(1.5 * S) - START_NS, NEMESIS, "invoke", DISK.name, {}),
+              Op(1, int(1.6 * S) - START_NS, NEMESIS, "info", DISK.name, {},
+                 error="RuntimeError: no node to aim at")]
+    [f] = at_rest_faults(failed, START_NS)
+    assert (f.what, f.nodes, f.end) == (DESTROYS, None, int(1.6 * S))
+    assert [a["node"] for a in flushed_lost.check(lines(6), [f])[0]] == ["n1"]
