@@ -22,7 +22,7 @@ them compare them with event lines as they are.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,19 +112,23 @@ def _spoiled(fault: dict[str, Any], heal_value: Any) -> frozenset[str] | None:
 
 
 def destroyed_not_restarted(faults: list[AtRest] | None, events: dict[str, list[dict]],
-                            nodes: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """Pure: each of `nodes` that a fault destroying data at rest hit and that
-    wrote no `start` line after that fault began (it never came back, as a
-    node that refuses a corrupt record does), with the last such fault."""
+                            nodes: Iterable[str], live: Collection[str] | None = None
+                            ) -> dict[str, dict[str, Any]]:
+    """Pure: each of `nodes` that a fault destroying data at rest named and
+    that wrote no `start` line after that fault began (it never came back, as
+    a node that refuses a corrupt record does), with the last such fault. A
+    fault that names no nodes says nothing of which one it hit; a node the
+    run found live at its end (run.json `convergence.live`) came back."""
     out: dict[str, dict[str, Any]] = {}
     for fault in faults or ():
-        if fault.what != DESTROYS:
+        if fault.what != DESTROYS or fault.nodes is None:
             continue
         for node in nodes:
-            if not fault.hits(node):
+            if node not in fault.nodes:
                 continue
-            if any(ev.get("event") == START.name and type(ev.get("t")) is int
-                   and ev["t"] >= fault.start for ev in events.get(node, ())):
+            if (live is not None and node in live) or any(
+                    ev.get("event") == START.name and type(ev.get("t")) is int
+                    and ev["t"] >= fault.start for ev in events.get(node, ())):
                 out.pop(node, None)
             else:
                 out[node] = fault.ref()

@@ -82,7 +82,9 @@ def judge(dumps: dict[str, dict], parts: list[Facts],
 
     anomalies: list[dict[str, Any]] = []
     anomalies += _cap(_mismatches(f, committed))
-    unrestarted = destroyed_not_restarted(at_rest, events or {}, names)
+    live = convergence.get("live") if isinstance(convergence, dict) else None
+    unrestarted = destroyed_not_restarted(at_rest, events or {}, names,
+                                          live if isinstance(live, list) else None)
     lost, lagging = _lost_committed(dumps, f, committed, hw_claims, events or {},
                                     set(unrestarted))
     anomalies += _cap(lost)

@@ -49,10 +49,6 @@ LOSE_UNSYNCED = FaultOp("lose-unsynced", "start", RESTART, NODES_DURING_OP)
 # A removed voter is out of the quorum until the heal adds it back; removing
 # the leader takes the leader.
 MEMBERSHIP = FaultOp("membership", "restore-voters", VOTERS, NODES)
-# A faulty disk under its nodes (nemesis.diskfault): a node may crash on it,
-# be too slow to lead, or be stopped while its files are corrupted; the heal
-# starts the ones that are down. Its truncate and bitflip may take the file
-# a voter's votes rest on.
 # A disk op's `at` when its bits were flipped in the files at rest (the
 # nemesis's `disk:bitflip+at=rest`); its `mode` is `truncate` when it cut them.
 AT_REST = "rest"
@@ -88,6 +84,10 @@ def disk_spoiled_reads(heal_value: Any, node: str) -> bool:
     return any(c.get(k) for c in counts for k in (READ_FAILED, READ_FAILED_AGAIN, READ_FLIPPED))
 
 
+# A faulty disk under its nodes (nemesis.diskfault): a node may crash on it,
+# be too slow to lead, or be stopped while its files are corrupted; the heal
+# starts the ones that are down. Its truncate and bitflip may take the file
+# a voter's votes rest on.
 DISK = FaultOp("disk", "restore-disk", DEGRADED, NODES, loses_state=True, at_rest=disk_at_rest,
                spoiled_reads=disk_spoiled_reads)
 

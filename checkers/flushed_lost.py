@@ -12,8 +12,9 @@ that drops only un-fsynced writes (LazyFS rolls each file back to its last
 fsync), a disk that refused or delayed writes. So a start below the claim,
 with no fault that DESTROYS data at rest (bits flipped at rest, a file cut,
 a data dir put aside or wiped) on that node from the first `flushed` line
-that claimed more until the restart, and no fault that DISTURBS its disk
-(reads may fail) in force at the restart, is data the node declared durable
+that claimed more until the restart, and no fault that DISTURBS its disk in
+force at the restart that failed or garbled a read there (its heal's
+record says), is data the node declared durable
 and lost: the write it counted was never on the disk (a refused write taken
 as done, a missing fsync), or its recovery threw away good records.
 

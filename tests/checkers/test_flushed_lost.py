@@ -279,3 +279,13 @@ def test_a_failed_inject_counts_for_its_own_op_only():
     [f] = at_rest_faults(failed, START_NS)
     assert (f.what, f.nodes, f.end) == (DESTROYS, None, int(1.6 * S))
     assert [a["node"] for a in flushed_lost.check(lines(6), [f])[0]] == ["n1"]
+
+
+def test_a_node_live_at_the_end_or_a_fault_naming_no_node_excuses_no_commit_loss():
+    at_rest = at_rest_faults(ops(BITFLIP_N2), START_NS)
+    live = {"live": ["n1", "n2", "n3"], "converged": True}
+    v = divergence.check(_cluster(), _hw_then(), at_rest=at_rest, convergence=live)
+    assert "n2" in _lost(v)
+    anywhere = at_rest_faults(ops(("plugin-wipe", 5, 5.2, {})), START_NS)
+    v = divergence.check(_cluster(), _hw_then(), at_rest=anywhere)
+    assert _lost(v) == ["n2"] and v["stats"]["not_restarted_after_data_loss"] == {}
