@@ -289,3 +289,26 @@ def test_a_node_live_at_the_end_or_a_fault_naming_no_node_excuses_no_commit_loss
     anywhere = at_rest_faults(ops(("plugin-wipe", 5, 5.2, {})), START_NS)
     v = divergence.check(_cluster(), _hw_then(), at_rest=anywhere)
     assert _lost(v) == ["n2"] and v["stats"]["not_restarted_after_data_loss"] == {}
+
+
+# --- through the registry (in-process and Spark alike call run_check) -----------
+
+
+def test_the_registry_places_the_runs_faults_for_divergence():
+    from checkers.history import History
+    from checkers.registry import run_check
+    from checkers.rundir import Run
+    dumps = {"n1": {"entries": []}}
+    cut_n1 = (TRUNCATE.name, 5, 5.2, {"nodes": ["n1"], "mode": "tail", "cuts": []})
+    kill_n1 = (KILL.name, 5, 5.2, {"nodes": ["n1"]})
+
+    def divergence_of(*faults: tuple, run: dict | None = None) -> dict:
+        r = Run(None, {"start_monotonic_ns": START_NS} if run is None else run,
+                History(ops(*faults)), dumps, lines(6))
+        return run_check("divergence", r, {})[0]
+    assert divergence_of(cut_n1)["valid"] is True
+    flagged = divergence_of(kill_n1)
+    assert [a["type"] for a in flagged["anomalies"]] == [flushed_lost.RULE]
+    unplaced = divergence_of(kill_n1, run={})
+    assert unplaced["valid"] is True
+    assert unplaced["stats"]["flushed_lost_on_restart"]["judged"] is False
