@@ -14,7 +14,9 @@ The verdict is invalid when a limit is exceeded. Configured limits:
 and, derived from the run itself and always in force: `unexplained-unavailable`,
 a window with no fault in force at any point of it longer than op timeout +
 one election (2 x election timeout + fetch timeout, from the nodes' start
-lines) + a grace for a loaded machine; and two which excuse only what
+lines) + a grace for a loaded machine, less the time every op in flight was
+sent to a node that was out (its process exited and did not come back: a
+final read pinned to it); and two which excuse only what
 a fault actually took away (`checkers.impairment`: the nodes and links each
 fault takes, by its row in `checkers.faults`, against the voters):
 
@@ -140,10 +142,10 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
                                  {"node": o["node"], "f": o["f"], "from_s": _s(o["start"]),
                                   "until_s": _s(o["end"])}
                                  for o in impairment.state_out][:MAX_LISTED]}
-    excuses = _union(excused_spans(impairment, leaders, timers, op_timeout)
-                     + own_nodes_out(history, impairment))
+    own_out = _union(own_nodes_out(history, impairment, int(limits["gap_s"] * NS)))
+    excuses = _union(excused_spans(impairment, leaders, timers, op_timeout) + own_out)
     stats.update(_gap_stats(gaps))
-    unexplained = _unexplained_anomalies(gaps, derived)
+    unexplained = _unexplained_anomalies(gaps, derived, own_out)
     flagged = {(a["start_s"], a["end_s"]) for a in unexplained}
     unflagged = [g for g in gaps if (g["start_s"], g["end_s"]) not in flagged]
     per_window = _unhealthy_gap_anomalies(unflagged, excuses, unhealthy_limit)
@@ -436,14 +438,24 @@ def excused_spans(imp: Impairment, leaders: list[dict] | None, timers: dict[str,
     return _union(spans)
 
 
-def own_nodes_out(history: list[Op], imp: Impairment) -> list[tuple[int, int]]:
+def own_nodes_out(history: list[Op], imp: Impairment, idle_ns: int = 0
+                  ) -> list[tuple[int, int]]:
     """When every client op in flight had been sent to a node a fault had taken
     (a sticky client's own node, or a node picked just before it went down):
-    nobody was asking a node that could answer."""
+    nobody was asking a node that could answer. An op counts on past its
+    completion until the next op is sent, if that comes within `idle_ns`
+    (the pause before a retry is the same demand): a client that tries a
+    dead node every 0.2 s asks nothing of the others between its tries."""
+    pairs = pair_ops(client_ops(history))
+    sent = sorted(inv.time for inv, _ in pairs)
     in_flight: list[tuple[int, int]] = []
     asking: list[tuple[int, int]] = []
-    for inv, done in pair_ops(client_ops(history)):
+    for inv, done in pairs:
         finished = done.time if done is not None else inv.time
+        if idle_ns:
+            i = bisect.bisect_right(sent, finished)
+            if i < len(sent) and sent[i] - finished <= idle_ns:
+                finished = sent[i]
         in_flight.append((inv.time, finished))
         node = inv.node or (done.node if done is not None else None)
         segs = imp.overlapping(inv.time, finished) if node is not None else []
@@ -626,11 +638,27 @@ def _uncovered(a: int, b: int, spans: list[tuple[int, int]]) -> list[tuple[int, 
     return out
 
 
-def _unexplained_anomalies(gaps: list[dict], limit: float | None) -> list[dict]:
+def _unexplained_anomalies(gaps: list[dict], limit: float | None,
+                           own_out: list[tuple[int, int]]) -> list[dict]:
+    """Windows with no fault in force whose longest stretch in which some
+    client asked a node that could answer outlasts `limit`. Time in which
+    every op in flight was sent to a node that was out (`own_nodes_out`: one
+    whose process exited and never came back, a final read pinned to it) is
+    no outage of the cluster: nobody asked it anything it could answer."""
     if limit is None:
         return []
-    return [dict(g, type="unexplained-unavailable", limit_s=limit) for g in gaps
-            if not g["explained"] and g["duration_s"] > limit]
+    out = []
+    for g in gaps:
+        if g["explained"] or g["duration_s"] <= limit:
+            continue
+        a, b = int(g["start_s"] * NS), int(g["end_s"] * NS)
+        stretches = _uncovered(a, b, own_out)
+        longest = max((y - x for x, y in stretches), default=0)
+        if longest > limit * NS:
+            out.append(dict(g, type="unexplained-unavailable", limit_s=limit,
+                            **({} if longest == b - a else {"asking_a_node_out_s": _s(
+                                (b - a) - sum(y - x for x, y in stretches))})))
+    return out
 
 
 def _gap_anomalies(gaps: list[dict], limits: dict) -> list[dict]:

@@ -7,7 +7,9 @@ because a dump only shows the end state):
   that either of them has committed, or below an offset where they agree again
   (log matching: the same offset and epoch imply the same prefix). KIP-279's bug.
 - `lost-committed` / `committed-truncated`: an offset that was committed is gone,
-  from one node that had committed it or from every node.
+  from one node that had committed it or from every node. A node a fault
+  destroyed data at rest on that never started again is not held to it
+  alone (stats `not_restarted_after_data_loss`); every node still is.
 - `unknown-epoch`: an entry written in an epoch no leader ever had.
 - `committed-without-quorum`: a leader's hw after which too many of its voters
   cut their logs below it on a diverging epoch for the rest to be a majority
@@ -16,6 +18,10 @@ because a dump only shows the end state):
   says it counted that the voter's own lines deny: not yet flushed that far,
   or later cut below it on a diverging epoch (`checkers.counted_copies`;
   event lines only).
+- `flushed-lost-on-restart`: a node's restart recovered less of its log than
+  its own `flushed` lines had declared on its disk, with no fault that
+  destroys data at rest on it in between (`checkers.flushed_lost`; event
+  lines and the nemesis's records only).
 - `unconverged`: after the heal and the system's recovery time (the run polls
   the nodes' replica progress until they agree, bounded: run.json
   `convergence`), a live node still behind (its progress short of another's,
@@ -27,11 +33,12 @@ because a dump only shows the end state):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from itertools import combinations
 from typing import Any
 
-from checkers import commit_quorum, counted_copies
+from checkers import commit_quorum, counted_copies, flushed_lost
+from checkers.at_rest import AtRest, destroyed_not_restarted
 from checkers.history import collector_paused
 from checkers.verdict import Verdict, verdict
 from nodes.events import HW, LEADER_ROLE, ROLE, START, TRUNCATE, VOTERS, VoteLoss
@@ -47,20 +54,24 @@ MAX_ANOMALIES_PER_RULE = 100
 @collector_paused()   # millions of small acyclic objects: its passes free nothing
 def check(dumps: dict[str, dict], events: dict[str, list[dict]] | None = None,
           facts_of: FactsOf | None = None, convergence: dict | None = None,
-          vote_loss: tuple[VoteLoss, ...] = ()) -> Verdict:
+          vote_loss: tuple[VoteLoss, ...] = (), at_rest: list[AtRest] | None = None
+          ) -> Verdict:
     """`facts_of` may read the logs range by range elsewhere (`checkers.spark`);
     by default they are read here, as one range. `convergence`: run.json's
     record of the wait for the nodes to converge, if the run made one.
     `vote_loss`: the lines by which the systems' voters say they may not vote
-    (their own vocabularies', brought with their checkers)."""
+    (their own vocabularies', brought with their checkers). `at_rest`: the
+    run's faults that destroyed or disturbed data at rest (`checkers.at_rest`);
+    None when not known, which leaves `flushed-lost-on-restart` unjudged."""
     logs = {name: entries_by_offset(dump) for name, dump in sorted(dumps.items())}
     return judge(dumps, facts_of(logs) if facts_of else [range_facts(logs)], events,
-                 convergence, vote_loss)
+                 convergence, vote_loss, at_rest)
 
 
 def judge(dumps: dict[str, dict], parts: list[Facts],
           events: dict[str, list[dict]] | None = None,
-          convergence: dict | None = None, vote_loss: tuple[VoteLoss, ...] = ()) -> Verdict:
+          convergence: dict | None = None, vote_loss: tuple[VoteLoss, ...] = (),
+          at_rest: list[AtRest] | None = None) -> Verdict:
     """The verdict from the `range_facts` of consecutive offset ranges, in
     offset order, covering every entry once. Of the dumps only the headers
     (watermarks, log start and end, epoch checkpoints) are read here."""
@@ -71,12 +82,18 @@ def judge(dumps: dict[str, dict], parts: list[Facts],
 
     anomalies: list[dict[str, Any]] = []
     anomalies += _cap(_mismatches(f, committed))
-    lost, lagging = _lost_committed(dumps, f, committed, hw_claims, events or {})
+    live = convergence.get("live") if isinstance(convergence, dict) else None
+    unrestarted = destroyed_not_restarted(at_rest, events or {}, names,
+                                          live if isinstance(live, list) else None)
+    lost, lagging = _lost_committed(dumps, f, committed, hw_claims, events or {},
+                                    set(unrestarted))
     anomalies += _cap(lost)
     anomalies += _cap(_committed_truncations(events or {}))
     anomalies += _cap(commit_quorum.check(events or {}))
     counted, counted_stats = counted_copies.check(events or {})
     anomalies += _cap(counted)
+    lost_flushed, lost_flushed_stats = flushed_lost.check(events or {}, at_rest)
+    anomalies += _cap(lost_flushed)
     leader_epochs, epoch_source = known_leader_epochs(dumps, events)
     anomalies += _cap(_unknown_epochs(f, leader_epochs, epoch_source))
     unconverged = _unconverged(f, committed)
@@ -96,7 +113,9 @@ def judge(dumps: dict[str, dict], parts: list[Facts],
         "leader_epochs": sorted(leader_epochs),
         "leader_epochs_from": epoch_source,
         "lagging_after_recovery": lagging,
+        "not_restarted_after_data_loss": unrestarted,
         "counted_copies": counted_stats,
+        "flushed_lost_on_restart": lost_flushed_stats,
     }
     if anomalies:
         return verdict(False, anomalies, stats)
@@ -466,13 +485,19 @@ def _cluster_committed_end(committed: dict[str, int], hw_claims: dict[str, dict]
 
 def _lost_committed(dumps: dict[str, dict], f: _Merged, committed: dict[str, int],
                     hw_claims: dict[str, dict], events: dict[str, list[dict]],
+                    unjudged: Collection[str] = (),
                     ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Per node, then cluster-wide. A node in `unjudged` (a fault destroyed its
+    data at rest and it never started again: `destroyed_not_restarted`) is
+    not held to what it had committed: its dump is what the fault left, read
+    by no recovery of its own (a node that refuses a corrupt record stays
+    down). The cluster-wide rule still counts it."""
     anomalies = []
     lagging = []
     for node, present in f.present.items():
         claim = max(committed[node], hw_claims.get(node, {}).get("hw", 0))
         missing = holes_between(present, _log_start(dumps[node], present), claim)
-        if not missing:
+        if not missing or node in unjudged:
             continue
         truncations = [ev for ev in events.get(node, []) if ev.get("event") == TRUNCATE.name]
         # Under the flushed/dirty-offset design a follower may hold committed but

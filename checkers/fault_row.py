@@ -6,7 +6,9 @@ theirs (the `faultline.fault_rows` entry points)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 # What a fault does while in force.
 DOWN = "down"        # its nodes are stopped until its heal
@@ -30,6 +32,33 @@ NOTHING = "nothing"            # itself nothing: what it sets off is recorded as
 # while its op runs and until a heal whose f no known fault uses.
 ANYTHING = "anything"
 
+# What one injection did to the data its nodes hold at rest, judged from the
+# op's recorded value (`FaultOp.at_rest`): whether a node that recovers less
+# than it said was durable may blame the fault (checkers.flushed_lost).
+KEEPS = "keeps"          # what was fsynced stays: a kill, a pause, a lost un-fsynced write
+# While in force its disk may refuse, fill, slow or garble I/O; what it holds stays.
+DISTURBS = "disturbs"
+# Fsynced data is gone or changed: bits flipped, a file cut, a data dir put aside.
+DESTROYS = "destroys"
+
+
+def keeps(value: Any) -> str:
+    return KEEPS
+
+
+def destroys(value: Any) -> str:
+    return DESTROYS
+
+
+def may_have(heal_value: Any, node: str) -> bool:
+    return True
+
+
+# What a disk rule counts in its heal's record (nemesis.disk_rules counts
+# under these names): reads it failed, failed again on the kernel's retry,
+# or returned with a bit flipped.
+READ_FAILED, READ_FAILED_AGAIN, READ_FLIPPED = "eio-read", "eio-retried", "flipped"
+
 
 @dataclass(frozen=True)
 class FaultOp:
@@ -43,6 +72,13 @@ class FaultOp:
     # the quorum after its restart until its own lines show it back
     # (checkers.impairment.timeline).
     loses_state: bool = False
+    # What an injection, by its recorded value, did to the data at rest
+    # (KEEPS, DISTURBS or DESTROYS): one fault may do either by its variant.
+    at_rest: Callable[[Any], str] = keeps
+    # For one that DISTURBS: whether, by its heal's recorded value, it failed
+    # or garbled a read on `node` (a recovery then may have read less); a
+    # fault whose heal says nothing may have.
+    spoiled_reads: Callable[[Any, str], bool] = may_have
 
     @property
     def lasting(self) -> bool:

@@ -13,20 +13,28 @@ and doing nothing they model.
 
 from __future__ import annotations
 
+from typing import Any
+
 from checkers.fault_row import (  # noqa: F401 (re-exported: the rows' words)
     ANYTHING,
     ARMED,
     CUT,
     DEGRADED,
+    DESTROYS,
+    DISTURBS,
     DOWN,
     LINKS,
     NODES,
     NODES_DURING_OP,
     NOTHING,
     OTHER_CLUSTER,
+    READ_FAILED,
+    READ_FAILED_AGAIN,
+    READ_FLIPPED,
     RESTART,
     VOTERS,
     FaultOp,
+    destroys,
 )
 from checkers.plugins import contributions
 
@@ -36,16 +44,52 @@ PARTITION = FaultOp("partition", "heal", CUT, LINKS)
 # A truncate leaves its nodes down until `start`; the checkers have counted it
 # as down only while its op runs, as lose-unsynced, since they were written.
 # It may cut the file a voter's votes rest on, which then keeps it out longer.
-TRUNCATE = FaultOp("truncate", "start", RESTART, NODES, loses_state=True)
+TRUNCATE = FaultOp("truncate", "start", RESTART, NODES, loses_state=True, at_rest=destroys)
 LOSE_UNSYNCED = FaultOp("lose-unsynced", "start", RESTART, NODES_DURING_OP)
 # A removed voter is out of the quorum until the heal adds it back; removing
 # the leader takes the leader.
 MEMBERSHIP = FaultOp("membership", "restore-voters", VOTERS, NODES)
+# A disk op's `at` when its bits were flipped in the files at rest (the
+# nemesis's `disk:bitflip+at=rest`); its `mode` is `truncate` when it cut them.
+AT_REST = "rest"
+
+
+def disk_at_rest(value: Any) -> str:
+    """What a `disk` op did to the data at rest, by its recorded value: bits
+    flipped at rest or a file cut destroy it; a disk that refuses, fills,
+    slows, or garbles reads leaves it (DISTURBS while in force). A value
+    that names no mode (an inject that failed part-way) may have done
+    either: DESTROYS, so nothing is blamed on a node for it."""
+    mode = value.get("mode") if isinstance(value, dict) else None
+    if mode is None or mode == TRUNCATE.name or value.get("at") == AT_REST:
+        return DESTROYS
+    return DISTURBS
+
+
+def disk_spoiled_reads(heal_value: Any, node: str) -> bool:
+    """Whether a `restore-disk`'s record counts a read its rules failed or
+    garbled on `node` (its `did`: node -> each rule's counts); a record
+    without counts for it may hide one."""
+    if isinstance(heal_value, dict) and "did" not in heal_value:
+        # Healed through `Nemesis.invoke`: the record per fault spec.
+        heal_value = next((v for v in heal_value.values()
+                           if isinstance(v, dict) and "did" in v), None)
+    did = heal_value.get("did") if isinstance(heal_value, dict) else None
+    rules = did.get(node) if isinstance(did, dict) else None
+    if not isinstance(rules, list):
+        return True
+    counts = [r.get("did") for r in rules if isinstance(r, dict)]
+    if not all(isinstance(c, dict) for c in counts):
+        return True
+    return any(c.get(k) for c in counts for k in (READ_FAILED, READ_FAILED_AGAIN, READ_FLIPPED))
+
+
 # A faulty disk under its nodes (nemesis.diskfault): a node may crash on it,
 # be too slow to lead, or be stopped while its files are corrupted; the heal
 # starts the ones that are down. Its truncate and bitflip may take the file
 # a voter's votes rest on.
-DISK = FaultOp("disk", "restore-disk", DEGRADED, NODES, loses_state=True)
+DISK = FaultOp("disk", "restore-disk", DEGRADED, NODES, loses_state=True, at_rest=disk_at_rest,
+               spoiled_reads=disk_spoiled_reads)
 
 # Network quality (nemesis.netshape): a lossy, slow or narrow link is still a
 # link, so they take nothing away: availability expects a correct cluster to

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checkers.checker import (  # noqa: F401 (re-exported: the artefact names)
     APPLIED_STATE,
@@ -41,6 +41,9 @@ from checkers.rundir import Run, load_dumps, load_events, load_json, load_run
 from checkers.verdict import Validity, Verdict, combine, merge, verdict
 from checkers.verdict_store import history_digest, write_verdicts
 from nodes.events import VoteLoss
+
+if TYPE_CHECKING:
+    from checkers.at_rest import AtRest
 
 # checker name -> its options, in the order the checkers judge.
 Plan = dict[str, dict[str, Any]]
@@ -105,7 +108,17 @@ def _divergence(r: Run, options: Options) -> Verdict:
     if not r.dumps:
         return verdict("unknown", stats={"reason": "no node log dumps in the run"})
     return divergence.check(r.dumps, r.events or None, convergence=r.run.get("convergence"),
-                            vote_loss=VOTE_LOSS, **options)
+                            vote_loss=VOTE_LOSS, at_rest=at_rest_of(r), **options)
+
+
+def at_rest_of(r: Run) -> list[AtRest] | None:
+    """The run's faults that destroyed or disturbed data at rest, on the nodes'
+    clock; None when its faults cannot be put there (no start_monotonic_ns)."""
+    from checkers.at_rest import at_rest_faults
+    start_ns = r.run.get("start_monotonic_ns")
+    if not any(op.process == NEMESIS for op in r.history.ops):
+        return []
+    return at_rest_faults(r.history.ops, start_ns) if type(start_ns) is int else None
 
 
 def _elections(r: Run, options: Options) -> Verdict:

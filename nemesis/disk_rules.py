@@ -1,7 +1,8 @@
 """What a faulty disk does to one file-system operation: the rules the LazyFS
 process applies while a `disk` fault is in force (nemesis.diskfault sets them).
 
-Pure and dependency-free (the FUSE process imports it; so do the harness and
+Pure, and free of dependencies but the fault-row vocabulary, whose names
+it counts reads under (the FUSE process imports it; so do the harness and
 the tests): a `DiskRule` says which operations on which files misbehave and
 how, and `Verdict`s come from a seeded rng, so a given sequence of operations
 meets the same errors on a replay.
@@ -20,6 +21,8 @@ import fnmatch
 import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from checkers.fault_row import READ_FAILED, READ_FAILED_AGAIN, READ_FLIPPED
 
 EIO, FULL, SLOW, BITFLIP = "eio", "full", "slow", "bitflip"
 MODES = (EIO, FULL, SLOW, BITFLIP)
@@ -155,14 +158,14 @@ class RuleState:
         if rule.mode == EIO and sector in self.bad_reads:
             self.bad_reads.discard(sector)
             verdict.errno = errnos.EIO
-            self._count("eio-retried")
+            self._count(READ_FAILED_AGAIN)
             return verdict
         if self.rng.random() >= rule.p:
             self._count("passed")
             return verdict
         if rule.mode == EIO:
             verdict.errno = errnos.EIO
-            self._count(f"eio-{kind}")
+            self._count(READ_FAILED if kind == READ else f"eio-{kind}")
             if sector is not None:
                 self.bad_reads.add(sector)
         elif rule.mode == FULL:
@@ -170,7 +173,7 @@ class RuleState:
             self._count("enospc")
         elif rule.mode == BITFLIP and op == "read" and size > 0:
             verdict.flip = self.rng.randrange(size * 8)
-            self._count("flipped")
+            self._count(READ_FLIPPED)
         return verdict
 
     def _count(self, what: str) -> None:

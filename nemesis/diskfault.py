@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from checkers.faults import DISK, TRUNCATE
+from checkers.faults import AT_REST, DISK, TRUNCATE
 from checkers.history import NOOP
 from nemesis.disk import TruncateFault
 from nemesis.disk_rules import (
@@ -59,7 +59,7 @@ from nemesis.process import DESTROYING, SIZES, drawn_set, nodes_of_size
 from nodes.abilities import StateFiles
 
 TRUNCATE_MODE = TRUNCATE.name
-REST = "rest"
+REST = AT_REST
 STATE = "state"   # files=state: the adapter's state files (nemesis.disk.StateFiles)
 DEFAULT_MODE = EIO
 DEFAULT_BITS = 8

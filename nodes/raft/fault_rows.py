@@ -7,7 +7,7 @@ the compositions that end on one of them spell them from here."""
 
 from __future__ import annotations
 
-from checkers.fault_row import ARMED, DOWN, NODES, NOTHING, OTHER_CLUSTER, FaultOp
+from checkers.fault_row import ARMED, DOWN, NODES, NOTHING, OTHER_CLUSTER, FaultOp, destroys
 
 # A trigger's heal restarts whatever it killed.
 KILL_AFTER_VOTE = FaultOp("kill-after-vote", "start", ARMED, NOTHING)
@@ -19,9 +19,10 @@ FAST_FAILOVER = FaultOp("fast-failover", "start", ARMED, NOTHING)
 # The leader stays down until `start`; the follower whose vote records it
 # takes restarts at once (counted down with it: the op value names both).
 # Its nodes' quorum-state goes (its point): they abstain until caught up.
-LOSE_STATE = FaultOp("lose-state", "start", DOWN, NODES, loses_state=True)
-# The heal puts the node's own data back and starts it in its own cluster.
-REFORMAT = FaultOp("reformat", "restore-data", OTHER_CLUSTER, NODES)
+LOSE_STATE = FaultOp("lose-state", "start", DOWN, NODES, loses_state=True, at_rest=destroys)
+# The heal puts the node's own data back and starts it in its own cluster;
+# meanwhile its data dir holds another cluster's empty log.
+REFORMAT = FaultOp("reformat", "restore-data", OTHER_CLUSTER, NODES, at_rest=destroys)
 
 ROWS: tuple[FaultOp, ...] = (KILL_AFTER_VOTE, POWER_CUT_AFTER_COMMIT, POWER_CUT_AFTER_VOTE,
                              FAST_FAILOVER, LOSE_STATE, REFORMAT)

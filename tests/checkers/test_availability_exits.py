@@ -6,6 +6,7 @@ and without the exit record."""
 from __future__ import annotations
 
 from checkers import availability, impairment
+from checkers.history import Op
 from tests.checkers.test_availability_health import (
     START,
     H,
@@ -63,3 +64,52 @@ def test_an_exited_node_is_back_at_its_next_start_line_or_the_next_heal_starting
     assert availability.exit_times(N5_EXIT, START) == {"n5": [13 * S]}
     assert availability.exit_times(N5_EXIT, None) == {}
 
+
+
+# --- final reads pinned to a node that never came back --------------------------
+
+
+def pinned_reads_after_n2_died(node: str) -> H:
+    """Every node served until 15 s; n2's process exited at 14 s and never
+    started again (a bit flip at rest in its cluster id: CI, seed 5). Then
+    final reads pinned to `node`, each failing at once, retried every 0.2 s
+    for 10 s: the only ops in flight."""
+    h = H()
+    h.reads(0.5, 15)
+    t, process = 15.5, 300
+    while t < 25.5:
+        h.ops.append(Op(len(h.ops), int(t * S), process, "invoke", "read", None, node=node))
+        h.ops.append(Op(len(h.ops), int((t + 0.01) * S), process, "fail", "read", None,
+                        node=node))
+        t, process = t + 0.2, process + 1
+    return h
+
+
+def with_start_lines() -> dict[str, list[dict]]:
+    """n1 leads; every node printed its timers at its start (a 4.75 s limit
+    for a window with no fault in force)."""
+    events = n1_resigns_and_n2_leads(1000)   # leads throughout: no change within the run
+    for node, evs in events.items():
+        evs.insert(0, dict(start_line(0.1, node), election_timeout_ms=500,
+                           fetch_timeout_ms=750))
+    return events
+
+
+N2_EXIT = [{"node": "n2", "monotonic_ns": START + 14 * S, "status": 1, "signal": None}]
+
+
+def test_final_reads_pinned_to_a_node_that_exited_for_good_are_no_outage():
+    v = availability.check(pinned_reads_after_n2_died("n2").ops, with_start_lines(), run(),
+                           exits=N2_EXIT)
+    assert v["valid"] is True, v["anomalies"]
+    assert v["stats"]["unexplained_gaps"] == 1    # the window is still reported
+
+
+def test_the_same_reads_with_the_node_up_or_pinned_to_a_live_one_are_unexplained():
+    no_exit = availability.check(pinned_reads_after_n2_died("n2").ops, with_start_lines(),
+                                 run())
+    assert types(no_exit) == ["unexplained-unavailable"]
+    live = availability.check(pinned_reads_after_n2_died("n1").ops, with_start_lines(), run(),
+                              exits=N2_EXIT)
+    assert types(live) == ["unexplained-unavailable"]
+    assert "asking_a_node_out_s" not in live["anomalies"][0]
