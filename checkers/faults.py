@@ -78,8 +78,8 @@ def disk_spoiled_reads(heal_value: Any, node: str) -> bool:
     rules = did.get(node) if isinstance(did, dict) else None
     if not isinstance(rules, list):
         return True
-    counts = [r.get("did") for r in rules if isinstance(r, dict)]
-    if not all(isinstance(c, dict) for c in counts):
+    counts = [c for r in rules if isinstance(r, dict) and isinstance(c := r.get("did"), dict)]
+    if len(counts) != len(rules):
         return True
     return any(c.get(k) for c in counts for k in (READ_FAILED, READ_FAILED_AGAIN, READ_FLIPPED))
 
