@@ -26,13 +26,17 @@ What is certain, and so no slack is allowed:
   completion after the answer came back (harness/run/clients.py), so a line
   written before the invoke's time was written before the node could have
   seen the read.
-- The answering node's line must be written before its answer leaves: the
+- The answering node's line must be written before its answer leaves, and
+  its process says so: its `start` line's `hw_before_answers` (true). The
   raft store writes a ready's event lines (its `hw` among them) before the
   replies of that ready go out (`RaftServer._handle`: lines, then appends
   and acks, then applies and answers), and a read is answered when its own
-  barrier entry commits, which raises its `hw`. A system that wrote the
-  line only after answering would be flagged wrongly; one that writes
-  `hw` lines declares it writes them as its commit point advances.
+  barrier entry commits, which raises its `hw`. Before commit cbf6e05
+  (2026-11-27) it wrote them after the answers: one correct run of then
+  shows reads answered 0.1-2.7 ms before the `hw` line they rested on. So a
+  read whose answering process does not say so is not judged (stats), and
+  a run where none does is `unknown`; `assume_hw_before_answers` judges a
+  saved run whose code is known to (bench/read_commit_point_hunt.py).
 - Which process of the node answered: the one alive at some moment between
   invoke and completion (each `start` line begins one). Of those, the
   highest line it wrote by the completion counts: a node restarted in the
@@ -73,6 +77,8 @@ READ_BEHIND = "read-behind-commit-point"
 REALTIME_MODELS = ("strict-serializable", "linearizable")
 MAX_ANOMALIES = 100
 NO_HW_LINES = "no node wrote a commit-point (hw) line"
+UNDECLARED = ("no node's start line says it writes its hw lines before its answers "
+              "(hw_before_answers): a run recorded before nodes said so")
 
 
 def linearizable_read(op: Op, data: str | None) -> bool:
@@ -100,6 +106,7 @@ class Process:
 
     start: float                       # -inf: lines before any start line
     cluster: Any = None
+    declared: bool = False             # its hw lines precede its answers
     times: list[int] = field(default_factory=list)
     highest: list[int] = field(default_factory=list)   # running max of its hw lines
 
@@ -114,7 +121,7 @@ def processes(lines: list[dict[str, Any]], start_ns: int) -> list[Process]:
     for ev in sorted((e for e in lines if type(e.get("t")) is int), key=lambda e: e["t"]):
         t = ev["t"] - start_ns
         if ev.get("event") == START.name:
-            out.append(Process(t, ev.get("cluster_id")))
+            out.append(Process(t, ev.get("cluster_id"), ev.get("hw_before_answers") is True))
         elif ev.get("event") == HW.name and type(ev.get("hw")) is int:
             p = out[-1]
             p.times.append(t)
@@ -150,25 +157,32 @@ class Announced:
         return self.top[i - 1] if i else (0, "", 0)
 
 
-def known_by(procs: list[Process], invoke: int, end: int) -> int:
-    """The highest commit point a process of the node alive between `invoke`
-    and `end` had announced by `end`."""
+def alive(procs: list[Process], invoke: int, end: int) -> list[Process]:
+    """The node's processes alive at some moment between `invoke` and `end`:
+    any of them may have answered."""
     starts = [p.start for p in procs] + [float("inf")]
-    return max((p.known_by(end) for i, p in enumerate(procs)
-                if p.start <= end and starts[i + 1] >= invoke), default=0)
+    return [p for i, p in enumerate(procs) if p.start <= end and starts[i + 1] >= invoke]
 
 
 def check(ops: list[Op], events: Mapping[str, list[dict[str, Any]]], start_ns: Any,
           data: str | None, companions: Mapping[str, str] | None = None, main: str = "",
-          realtime: bool = True) -> Verdict:
+          realtime: bool = True, assume_hw_before_answers: bool = False) -> Verdict:
     """`data`: the main workload's data type; `companions`: a companion
-    workload's by its name (its ops carry it in `workload`)."""
+    workload's by its name (its ops carry it in `workload`).
+    `assume_hw_before_answers`: judge processes whose start lines do not say
+    so, as if they did (a saved run whose code is known to)."""
     if type(start_ns) is not int:
         return verdict("unknown", stats={"reason": "run.json has no start_monotonic_ns"})
     by_node = {node: processes(lines, start_ns) for node, lines in events.items()}
     nodes_with_hw = sorted(n for n, ps in by_node.items() if any(p.times for p in ps))
     if not nodes_with_hw:
         return verdict("unknown", stats={"reason": NO_HW_LINES})
+    if assume_hw_before_answers:
+        for ps in by_node.values():
+            for p in ps:
+                p.declared = True
+    if not any(p.declared for ps in by_node.values() for p in ps):
+        return verdict("unknown", stats={"reason": UNDECLARED})
     announced = Announced(by_node)
     wrote = {node for node, lines in events.items() if lines}
     types = dict(companions or {})
@@ -188,9 +202,16 @@ def check(ops: list[Op], events: Mapping[str, list[dict[str, Any]]], start_ns: A
         if done.node not in wrote:
             not_judged["answering node wrote no event line"] += 1
             continue
+        answering = alive(by_node[done.node], invoke.time, done.time)
+        if not answering:
+            not_judged["no process of the answering node alive during the read"] += 1
+            continue
+        if not all(p.declared for p in answering):
+            not_judged["answering process does not say its hw lines precede its answers"] += 1
+            continue
         judged += 1
         top, by, at = announced.before(invoke.time)
-        mine = known_by(by_node[done.node], invoke.time, done.time)
+        mine = max((p.known_by(done.time) for p in answering), default=0)
         if mine < top:
             anomalies.append({
                 "type": READ_BEHIND, "process": invoke.process, "key": read_key(invoke),

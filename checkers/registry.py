@@ -193,7 +193,9 @@ def _read_commit_point(r: Run, options: Options) -> Verdict:
     return read_commit_point.check(r.history.ops, events, r.run.get("start_monotonic_ns"),
                                    options.get("data"), companions=options.get(COMPANIONS),
                                    main=str(config_of(r).get("workload", "")),
-                                   realtime=options.get("realtime", True))
+                                   realtime=options.get("realtime", True),
+                                   assume_hw_before_answers=options.get(
+                                       "assume_hw_before_answers", False))
 
 
 def _realtime(config: Mapping[str, Any]) -> dict[str, Any]:

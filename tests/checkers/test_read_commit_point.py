@@ -26,8 +26,9 @@ def line(t_ms: int, node: str, event: str, **fields: Any) -> dict[str, Any]:
     return {"t": START_NS + t_ms * MS, "node": node, "event": event, **fields}
 
 
-def start(t_ms: int, node: str, cluster: str = "c1") -> dict[str, Any]:
-    return line(t_ms, node, "start", epoch=1, log_end=0, cluster_id=cluster)
+def start(t_ms: int, node: str, cluster: str = "c1", declared: bool = True) -> dict[str, Any]:
+    return line(t_ms, node, "start", epoch=1, log_end=0, cluster_id=cluster,
+                **({"hw_before_answers": True} if declared else {}))
 
 
 def hw(t_ms: int, node: str, value: int) -> dict[str, Any]:
@@ -166,6 +167,27 @@ def test_a_model_without_real_time_order_judges_no_read():
     v = check(read(200, 300), events({}), realtime=False)
     assert v["valid"] is True
     assert v["stats"]["reads_not_judged"] == {"model binds no real-time order": 1}
+
+
+def test_a_process_that_does_not_say_its_lines_precede_its_answers_is_not_judged():
+    """Before the raft store wrote a ready's lines first (cbf6e05), a correct
+    run's reads were answered 0.1-2.7 ms before the hw line they rested on."""
+    late = {"n2": [start(150, "n2", declared=False), hw(303, "n2", 10)]}
+    v = check(read(200, 300), events(late))
+    assert v["valid"] is True and v["stats"]["reads_judged"] == 0
+    assert v["stats"]["reads_not_judged"] == {
+        "answering process does not say its hw lines precede its answers": 1}
+    # Twin: the same process saying so is judged, and behind.
+    said = {"n2": [start(150, "n2"), hw(303, "n2", 10)]}
+    assert check(read(200, 300), events(said))["valid"] is False
+
+
+def test_a_run_whose_nodes_never_say_so_is_unknown_unless_assumed():
+    evs = {n: [start(-100, n, declared=False)] for n in ("n1", "n2")}
+    evs["n1"].append(hw(100, "n1", 10))
+    v = check(read(200, 300), evs)
+    assert v["valid"] == "unknown" and v["stats"]["reason"] == rcp.UNDECLARED
+    assert check(read(200, 300), evs, assume_hw_before_answers=True)["valid"] is False
 
 
 def test_no_commit_point_lines_is_unknown():
