@@ -28,10 +28,11 @@ What is certain, and so no slack is allowed:
   seen the read.
 - The answering node's line must be written before its answer leaves, and
   its process says so: its `start` line's `hw_before_answers` (true). The
-  raft store writes a ready's event lines (its `hw` among them) before the
-  replies of that ready go out (`RaftServer._handle`: lines, then appends
-  and acks, then applies and answers), and a read is answered when its own
-  barrier entry commits, which raises its `hw`. Before commit cbf6e05
+  bundled store's node writes a batch's event lines (its `hw` among them)
+  before the replies of that batch go out (its server's ready handling:
+  lines, then appends and acks, then applies and answers; its tests pin
+  that order), and answers a read when its own barrier entry commits,
+  which raises its `hw`. Before commit cbf6e05
   (2026-11-27) it wrote them after the answers: one correct run of then
   shows reads answered 0.1-2.7 ms before the `hw` line they rested on. So a
   read whose answering process does not say so is not judged (stats), and
@@ -42,8 +43,9 @@ What is certain, and so no slack is allowed:
   highest line it wrote by the completion counts: a node restarted in the
   read's window may have answered before it died. A restart before the
   invoke leaves only the new process, whose commit point starts over.
-- `hw` lines of a process whose `start` line names another cluster (a
-  node reformatted into a foreign one) announce nothing about this one.
+- `hw` lines of a process whose `start` line names another cluster (a node
+  whose data dir was formatted for a foreign one) announce nothing about
+  this one.
 
 Which reads: those the run's workload judges as linearizable, by its data
 type (`data`, companions by theirs): a register `read`, and a list-append
@@ -54,8 +56,8 @@ binds real-time order (strict serializability, linearizability); under a
 weaker one no read is judged. The answering node is the ok completion's
 `node`; a read without one is not judged (counted in the stats). No built-in
 system has a read option that its own linearizability verdict excuses:
-the raft store's get always takes its barrier (its `consistency` option sets
-blind writes' acks only), and etcd's serializable reads are judged by
+the bundled store's get always takes its barrier (its `consistency` option
+sets blind writes' acks only), and etcd's serializable reads are judged by
 linearizability as any other (and etcd writes no `hw` lines).
 """
 
