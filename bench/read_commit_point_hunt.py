@@ -58,6 +58,7 @@ class Judged:
     run_dir: str
     valid: Any
     assumed: bool
+    caught_before: bool = False    # another checker of the run already invalid
     reads: int = 0
     behind: int = 0
     reason: str = ""
@@ -88,7 +89,10 @@ def judge(group: str, run_dir: Path, code: str | None = None) -> Judged:
         "counted" in ev for lines in (r.events or {}).values() for ev in lines)
     v, _ = run_check(NAME, r, {**plan[NAME], "assume_hw_before_answers": assume})
     stats = v.get("stats") or {}
-    return Judged(group, str(run_dir), v["valid"], assume, stats.get("reads_judged", 0),
+    saved = json.loads((run_dir / "verdicts.json").read_text())
+    before = any(c.get("valid") is False for n, c in (saved.get("checkers") or {}).items()
+                 if n != NAME)
+    return Judged(group, str(run_dir), v["valid"], assume, before, stats.get("reads_judged", 0),
                   stats.get("reads_behind", 0), str(stats.get("reason", "")))
 
 
@@ -133,14 +137,15 @@ def main() -> int:
         groups[group].append(j)
         if j.valid is False:
             print(f"flagged: {group} {j.run_dir} ({j.behind} reads behind)", file=sys.stderr)
-    print("| build | runs flagged | judged runs | ok linearizable reads judged | reads behind "
-          "| unknown (code before the order) |")
+    print("| build | runs flagged | of them caught by no other checker | ok linearizable "
+          "reads judged | reads behind | unknown (code before the order) |")
     print("|---|---|---|---|---|---|")
     for group in sorted(groups, key=lambda g: (g != "correct", g)):
         js = groups[group]
         judged = [j for j in js if j.valid in (True, False)]
         flagged = sum(j.valid is False for j in js)
-        print(f"| {group} | {flagged}/{len(judged)} | {len(judged)} | "
+        alone = sum(j.valid is False and not j.caught_before for j in js)
+        print(f"| {group} | {flagged}/{len(judged)} | {alone} | "
               f"{sum(j.reads for j in js):,} | {sum(j.behind for j in js):,} | "
               f"{len(js) - len(judged)} |")
     for d in args.run:
