@@ -75,8 +75,6 @@ from checkers.verdict import Verdict, verdict
 from nodes.events import HW, START
 
 READ_BEHIND = "read-behind-commit-point"
-# Models under which a read must see what committed before it began.
-REALTIME_MODELS = ("strict-serializable", "linearizable")
 MAX_ANOMALIES = 100
 NO_HW_LINES = "no node wrote a commit-point (hw) line"
 UNDECLARED = ("no node's start line says it writes its hw lines before its answers "
@@ -192,7 +190,8 @@ def check(ops: list[Op], events: Mapping[str, list[dict[str, Any]]], start_ns: A
     not_judged: Counter[str] = Counter()
     judged = 0
     for invoke, done in pair_ops(op for op in ops if op.process != NEMESIS):
-        own = types.get(invoke.workload, data) if invoke.workload not in (None, main) else data
+        # A companion's op by its own data type (none told: not judged).
+        own = data if invoke.workload in (None, main) else types.get(invoke.workload)
         if done is None or done.type != "ok" or not linearizable_read(invoke, own):
             continue
         if not realtime:

@@ -161,6 +161,8 @@ def test_a_companion_workloads_reads_are_judged_by_its_own_data_type():
               main="list-append")
     assert v["valid"] is False and v["anomalies"][0]["workload"] == "register"
     assert check(ops, events({}), data=LISTS, main="list-append")["valid"] is True
+    # A companion of the main workload's own data type, its type not told: not judged.
+    assert check(ops, events({}), data=REGISTERS, main="kv")["valid"] is True
 
 
 def test_a_model_without_real_time_order_judges_no_read():
