@@ -24,10 +24,10 @@ import bisect
 from dataclasses import dataclass
 from typing import Any
 
+from checkers.datatypes import is_single_key_read
 from checkers.history import Op
 from checkers.rundir import load_json, load_run
 from nodes.events import HW
-from workloads.ops import is_single_key_read
 
 READS = ("read", "get")
 

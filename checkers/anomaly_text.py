@@ -340,6 +340,14 @@ def _node_log_failure(a: dict[str, Any]) -> str:
             f"\"{_v(a['text'])}\".")
 
 
+# read-commit-point
+def _read_behind_commit_point(a: dict[str, Any]) -> str:
+    return (f"Process {_v(a['process'])}'s read of key {_v(a['key'])} (invoked at "
+            f"{_v(a['invoke_s'])} s, ok at {_v(a['complete_s'])} s) was answered by node "
+            f"{a['node']} at commit point {_v(a['node_hw'])}, below the {_v(a['announced_hw'])} "
+            f"node {a['announced_by']} had announced before it began.")
+
+
 SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {
     # linearizability
     "nonlinearizable": _nonlinearizable,
@@ -382,4 +390,6 @@ SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {
     "failed-append-applied": _failed_append_applied,
     "lost-append": _lost_append,
     "node-log-failure": _node_log_failure,
+    # read-commit-point
+    "read-behind-commit-point": _read_behind_commit_point,
 }

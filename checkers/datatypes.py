@@ -20,3 +20,10 @@ REGISTER_TXNS = "register-txns"
 LOGS = "logs"
 
 ALL = (REGISTERS, LISTS, REGISTER_TXNS, LOGS)
+
+
+def is_single_key_read(value: object) -> bool:
+    """A transaction of exactly one read: what a store may answer through its
+    single-key read path (a linearizable get) rather than as a transaction."""
+    return (isinstance(value, list) and len(value) == 1 and isinstance(value[0], list)
+            and len(value[0]) == 3 and value[0][0] == "r")

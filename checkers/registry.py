@@ -198,6 +198,19 @@ def _node_exits(r: Run, options: Options) -> Verdict:
                                  r.run.get("start_monotonic_ns"))
 
 
+def _read_commit_point(r: Run, options: Options) -> Verdict:
+    from checkers import read_commit_point
+    events = leader_events(r)
+    if not events:
+        return _no_events()
+    return read_commit_point.check(r.history.ops, events, r.run.get("start_monotonic_ns"),
+                                   options.get("data"), companions=options.get(COMPANIONS),
+                                   main=str(config_of(r).get("workload", "")),
+                                   realtime=options.get("realtime", True),
+                                   assume_hw_before_answers=options.get(
+                                       "assume_hw_before_answers", False))
+
+
 def _realtime(config: Mapping[str, Any]) -> dict[str, Any]:
     # Real-time order binds the final state only under a strict model.
     return {"realtime": config.get("consistency_model", "strict-serializable")
@@ -250,14 +263,20 @@ NODE_LOGS_CHECKER = Checker("node-logs", "run", _node_logs,
                             needs=lambda o: frozenset({NODE_LOGS}), needs_node_files=True)
 NODE_EXITS_CHECKER = Checker("node-exits", "run", _node_exits,
                              needs=lambda o: frozenset({NODE_EXITS}), needs_node_files=True)
+# Its `data` option comes from the run's workload, as durability's; it reads
+# every workload's linearizable reads (COMPANIONS), under the run's model.
+READ_COMMIT_POINT = Checker("read-commit-point", "run", _read_commit_point,
+                            from_config=_realtime, needs=lambda o: frozenset({EVENTS}),
+                            needs_node_files=True, every_workload=True)
 
 CHECKS: dict[str, Checker] = {c.name: c for c in (
     STATS, LINEARIZABILITY, ELLE, RW_REGISTER, DURABILITY, DIVERGENCE, ELECTIONS,
-    AVAILABILITY, NODE_STATE, NODE_LOGS_CHECKER, NODE_EXITS_CHECKER)}
+    AVAILABILITY, NODE_STATE, NODE_LOGS_CHECKER, NODE_EXITS_CHECKER, READ_COMMIT_POINT)}
 # The checkers that judge the nodes rather than a workload's answers: every
 # workload's run gets them, after its own (a system's, `every_run`, included).
 CLUSTER_CHECKERS: tuple[Checker, ...] = (ELECTIONS, DIVERGENCE, AVAILABILITY, NODE_STATE,
-                                         NODE_LOGS_CHECKER, NODE_EXITS_CHECKER)
+                                         NODE_LOGS_CHECKER, NODE_EXITS_CHECKER,
+                                         READ_COMMIT_POINT)
 
 # The entry-point group through which a system or a plug-in adds checkers
 # (the bundled systems' own among them, pyproject.toml): each entry point names a

@@ -25,10 +25,12 @@ class EventKind:
 
 START = EventKind("start", ("epoch", "log_end", "voted_for", "cluster_id", "voters", "tick_ms",
                             "election_timeout_ms", "fetch_timeout_ms",
-                            "recovered_truncated_bytes", "reports_lateness"),
+                            "recovered_truncated_bytes", "reports_lateness", "hw_before_answers"),
                   "the node started, with what it recovered from its disk; "
                   "`reports_lateness` true: it writes a line whenever its timers fall "
-                  "behind wall time (the raft store's `tick_late`)")
+                  "behind wall time (the raft store's `tick_late`); `hw_before_answers` "
+                  "true: it writes each `hw` line before any client answer resting on "
+                  "that commit point leaves")
 # The `role` line's values the generic checkers and the hunt read.
 LEADER_ROLE = "Leader"
 FOLLOWER_ROLE = "Follower"

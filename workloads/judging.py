@@ -14,6 +14,7 @@ from checkers.registry import (
     LINEARIZABILITY,
     NODE_STATE,
     OPS_OF,
+    READ_COMMIT_POINT,
     STATS,
     Plan,
     check_names,
@@ -75,4 +76,4 @@ def workload_defaults(workload: Workload | None, config: Mapping[str, Any]
         return {}
     own = workload.checker_options(config) if isinstance(workload, CheckerOptions) else {}
     return {DURABILITY.name: {"data": workload.DATA}, NODE_STATE.name: {"data": workload.DATA},
-            **own}
+            READ_COMMIT_POINT.name: {"data": workload.DATA}, **own}

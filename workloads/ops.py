@@ -70,13 +70,6 @@ def absent_key_probe(rng: random.Random, values: UniqueValues, key: Any,
     return OpSpec("cas", [values.take(), values.take()], absent_key(key))
 
 
-def is_single_key_read(value: Any) -> bool:
-    """A transaction of exactly one read: what a store may answer through its
-    single-key read path (a linearizable get) rather than as a transaction."""
-    return (isinstance(value, list) and len(value) == 1 and isinstance(value[0], list)
-            and len(value[0]) == 3 and value[0][0] == "r")
-
-
 def rotating_txns(rng: random.Random, active_keys: int, writes_per_key: int,
                   write_f: str, single_key_reads: float = 0.0) -> Iterator[OpSpec]:
     """Elle's transactions: 1-4 micro-ops, half reads (`r`) and half writes

@@ -194,6 +194,10 @@ class RaftServer:
             "recovered_truncated_bytes": recovered.truncated_bytes,
             # Its tick_late lines: no line then means its timers kept time.
             "reports_lateness": True,
+            # A ready's lines go out before the answers it gives (_handle), so
+            # a read's answer never leaves before the hw line it rests on
+            # (checkers.read_commit_point).
+            "hw_before_answers": True,
         })
         if recovered.truncated_bytes:
             self.emit({"event": TRUNCATE.name, "from": None, "to": self.core.log_end,

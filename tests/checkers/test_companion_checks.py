@@ -139,10 +139,13 @@ def test_the_plan_adds_the_companions_own_checkers_once():
     assert plan["durability"]["data"] == "registers"
     assert plan["durability"][COMPANIONS] == {"list-append": "lists"}
     assert all(o[OPS_OF] == "register" for n, o in plan.items()
-               if n not in ("elle", "node-state", "durability"))
-    # node-state judges each workload's keys itself, told the companion's data type.
-    assert OPS_OF not in plan["node-state"] and OPS_OF not in plan["durability"]
-    assert plan["node-state"][COMPANIONS] == {"list-append": "lists"}
+               if n not in ("elle", "node-state", "durability", "read-commit-point"))
+    # node-state judges each workload's keys itself, told the companion's data
+    # type; so does read-commit-point each workload's reads.
+    for name in ("node-state", "read-commit-point"):
+        assert OPS_OF not in plan[name]
+        assert plan[name][COMPANIONS] == {"list-append": "lists"}
+    assert OPS_OF not in plan["durability"]
     lists = plan_for({"config": {"workload": "list-append", "companion": "register"}})
     assert lists["linearizability"] == {"model": "register-kv", OPS_OF: "register"}
 

@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 from checkers import elle
+from checkers.datatypes import is_single_key_read
 from checkers.history import Op
 from workloads import list_append, rw_register
 from workloads.clients.raft import RaftClient
-from workloads.ops import OpSpec, is_single_key_read, on_every_node
+from workloads.ops import OpSpec, on_every_node
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from tests.checkers.test_elle_anomalies import History  # noqa: E402

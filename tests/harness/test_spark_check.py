@@ -148,7 +148,8 @@ def test_spark_skips_what_the_system_cannot_feed_like_in_process(tmp_path):
     # (artifacts [] as an old run.json: the node-file checkers have nothing either)
     assert set(spark["skipped"]) == {"divergence", "elections", "durability", "invariants",
                                      "durable-epochs",
-                                     "node-state", "node-logs", "node-exits"}
+                                     "node-state", "node-logs", "node-exits",
+                                     "read-commit-point"}
     assert spark["skipped"] == in_process["skipped"]
     assert set(spark["checkers"]) == set(in_process["checkers"]) == {
         "stats", "linearizability", "availability"}

@@ -22,7 +22,8 @@ pytestmark = [
 
 # etcd writes neither our node event lines nor a log dump (see
 # nodes/etcd/db.py), so the checkers that read them are skipped, with a reason.
-NEEDS_NODE_FILES = {"divergence", "elections", "durability", "invariants", "durable-epochs"}
+NEEDS_NODE_FILES = {"divergence", "elections", "durability", "invariants", "durable-epochs",
+                    "read-commit-point"}
 
 
 def run(tmp_path, *args):

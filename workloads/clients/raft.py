@@ -6,12 +6,11 @@ import socket
 import zlib
 from typing import Any
 
-from checkers.datatypes import ALL, LOGS, REGISTER_TXNS
+from checkers.datatypes import ALL, LOGS, REGISTER_TXNS, is_single_key_read
 from checkers.history import Op
 from nodes.raft.codec import BadMessage, FrameError, encode_frame, recv_frame
 from nodes.raft.requests import CONSISTENCY_LEVELS, is_blind_write, store_key
 from workloads.clients.outcome import CLIENT_OPTIONS, fail, info, ok
-from workloads.ops import is_single_key_read
 from workloads.registry import get as get_workload
 
 
