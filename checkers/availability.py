@@ -60,6 +60,7 @@ epoch still interrupted service.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from typing import Any
 
 from checkers.elections import leader_elections
@@ -142,10 +143,17 @@ def check(history: list[Op], events: dict[str, list[dict]] | None, run: dict,
                                  {"node": o["node"], "f": o["f"], "from_s": _s(o["start"]),
                                   "until_s": _s(o["end"])}
                                  for o in impairment.state_out][:MAX_LISTED]}
-    own_out = _union(own_nodes_out(history, impairment, int(limits["gap_s"] * NS)))
+    idle_ns = int(limits["gap_s"] * NS)
+    own_out = _union(own_nodes_out(history, impairment.out_spans, idle_ns))
     excuses = _union(excused_spans(impairment, leaders, timers, op_timeout) + own_out)
     stats.update(_gap_stats(gaps))
-    unexplained = _unexplained_anomalies(gaps, derived, own_out)
+    # Only a process that exited and did not come back excuses a window with
+    # no fault in force: a node the impairment counts out for want of a
+    # leader (a cluster the run left stuck) is the outage itself.
+    gone = exited_spans(history, exit_times(exits, run.get("start_monotonic_ns")),
+                        start_lines(events, run.get("start_monotonic_ns")) or {})
+    unexplained = _unexplained_anomalies(
+        gaps, derived, _union(own_nodes_out(history, _spans_of(gone), idle_ns)))
     flagged = {(a["start_s"], a["end_s"]) for a in unexplained}
     unflagged = [g for g in gaps if (g["start_s"], g["end_s"]) not in flagged]
     per_window = _unhealthy_gap_anomalies(unflagged, excuses, unhealthy_limit)
@@ -438,11 +446,15 @@ def excused_spans(imp: Impairment, leaders: list[dict] | None, timers: dict[str,
     return _union(spans)
 
 
-def own_nodes_out(history: list[Op], imp: Impairment, idle_ns: int = 0
+OutSpans = Callable[[str, int, int], list[tuple[int, int]]]
+
+
+def own_nodes_out(history: list[Op], out_spans: OutSpans, idle_ns: int = 0
                   ) -> list[tuple[int, int]]:
-    """When every client op in flight had been sent to a node a fault had taken
-    (a sticky client's own node, or a node picked just before it went down):
-    nobody was asking a node that could answer. An op counts on past its
+    """When every client op in flight had been sent to a node that was out
+    (`out_spans(node, a, b)`: the parts of [a, b) it was out; a sticky
+    client's own node, or a node picked just before it went down): nobody
+    was asking a node that could answer. An op counts on past its
     completion until the next op is sent, if that comes within `idle_ns`
     (the pause before a retry is the same demand): a client that tries a
     dead node every 0.2 s asks nothing of the others between its tries."""
@@ -458,13 +470,44 @@ def own_nodes_out(history: list[Op], imp: Impairment, idle_ns: int = 0
                 finished = sent[i]
         in_flight.append((inv.time, finished))
         node = inv.node or (done.node if done is not None else None)
-        segs = imp.overlapping(inv.time, finished) if node is not None else []
-        if not any(node in seg.out for seg in segs):
-            asking.append((inv.time, finished))
-            continue
-        asking += [(max(inv.time, seg.start), min(finished, seg.end))
-                   for seg in segs if node not in seg.out]
+        out = out_spans(node, inv.time, finished) if node is not None else []
+        asking += _minus([(inv.time, finished)], out)
     return _minus(_union(in_flight), _union(asking))
+
+
+def exited_spans(history: list[Op], exited: dict[str, list[int]],
+                 started: dict[str, list[int]]) -> dict[str, list[tuple[int, int]]]:
+    """node -> when its process was gone by its own exit (`exit_times`):
+    from each exit until its next start line, the next nemesis op naming it,
+    or its next answer, whichever comes first (the run's end if none)."""
+    end = max((op.time for op in history), default=0)
+    back: dict[str, list[int]] = {n: list(ts) for n, ts in started.items()}
+    for op in history:
+        if op.type == "invoke":
+            continue
+        if op.process == NEMESIS:
+            for n in _named(op.value):
+                back.setdefault(n, []).append(op.time)
+        elif op.type == "ok" and op.node is not None:
+            back.setdefault(op.node, []).append(op.time)
+    out: dict[str, list[tuple[int, int]]] = {}
+    for node, times in exited.items():
+        returns = sorted(back.get(node, []))
+        for t in sorted(times):
+            i = bisect.bisect_right(returns, t)
+            out.setdefault(node, []).append((t, returns[i] if i < len(returns) else end))
+    return {n: _union(spans) for n, spans in out.items()}
+
+
+def _named(value: Any) -> list[str]:
+    nodes = value.get("nodes") if isinstance(value, dict) else None
+    return [n for n in nodes if isinstance(n, str)] if isinstance(nodes, list) else []
+
+
+def _spans_of(by_node: dict[str, list[tuple[int, int]]]) -> OutSpans:
+    def out_spans(node: str, a: int, b: int) -> list[tuple[int, int]]:
+        return [(max(a, x), min(b, y)) for x, y in by_node.get(node, ()) if x < b and y > a]
+    return out_spans
 
 
 def _minus(spans: list[tuple[int, int]], holes: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -80,6 +80,11 @@ class Impairment:
         j = bisect.bisect_right(self._starts, b)
         return [s for s in self.segments[i:j] if s.end > a]
 
+    def out_spans(self, node: str, a: int, b: int) -> list[tuple[int, int]]:
+        """The parts of [a, b) in which `node` was out."""
+        return [(max(a, s.start), min(b, s.end)) for s in self.overlapping(a, b)
+                if node in s.out and min(b, s.end) > max(a, s.start)]
+
     @property
     def _starts(self) -> list[int]:
         if len(self._start_cache) != len(self.segments):

@@ -113,3 +113,38 @@ def test_the_same_reads_with_the_node_up_or_pinned_to_a_live_one_are_unexplained
                               exits=N2_EXIT)
     assert types(live) == ["unexplained-unavailable"]
     assert "asking_a_node_out_s" not in live["anomalies"][0]
+
+
+def pinned_reads_after_a_failed_voter_restore(node: str) -> H:
+    """n2-n5 removed as voters at 12 s; the restore that should add them back
+    fails (its record names none of them), so the impairment counts them out
+    to the end, and n1, never seeing its leader again, too. Then the same
+    pinned reads, to `node`, whose process never exited."""
+    h = pinned_reads_after_n2_died(node)
+    h.nemesis(12, "membership", {"change": "remove", "nodes": ["n2", "n3", "n4", "n5"]})
+    h.nemesis(13, "restore-voters", {"nodes": [], "failed": {"n2": "timeout"}})
+    h.ops.sort(key=lambda op: op.time)
+    return h
+
+
+def test_a_cluster_left_stuck_is_an_outage_though_the_impairment_counts_its_nodes_out():
+    """Only a process that exited excuses asking it: a node counted out for want
+    of a voter set or a leader (the cluster a failed heal left stuck) is what
+    `unexplained-unavailable` is there to report."""
+    h = pinned_reads_after_a_failed_voter_restore("n2")
+    stuck = availability.check(h.ops, with_start_lines(), run())
+    assert types(stuck) == ["unexplained-unavailable"], stuck["anomalies"]
+    gone = availability.check(h.ops, with_start_lines(), run(), exits=N2_EXIT)
+    assert gone["valid"] is True, gone["anomalies"]
+
+
+def test_an_exited_node_is_gone_until_it_starts_is_named_or_answers():
+    h = H()
+    h.add(20, "p1", "ok", "read", None)
+    h.ops[-1] = Op(h.ops[-1].index, h.ops[-1].time, "p1", "ok", "read", None, node="n3")
+    h.nemesis(30, "start", {"nodes": ["n4"]})
+    exited = {"n2": [5 * S], "n3": [6 * S], "n4": [7 * S], "n5": [8 * S]}
+    spans = availability.exited_spans(h.ops, exited, {"n2": [12 * S]})
+    healed = h.ops[-1].time           # the start's completion names n4
+    assert spans == {"n2": [(5 * S, 12 * S)], "n3": [(6 * S, 20 * S)],
+                     "n4": [(7 * S, healed)], "n5": [(8 * S, healed)]}
