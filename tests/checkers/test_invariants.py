@@ -581,6 +581,25 @@ def test_a_vote_after_following_a_leader_that_never_answered_fails():
     assert v["anomalies"][0]["epoch"] == 2
 
 
+def test_votes_after_a_restart_that_found_its_quorum_state_pass():
+    """Killed after writing the file that ends its abstention and before the
+    lines that say so: back with that file, it votes again."""
+    events = elected_n1()
+    lost_state(events, 5, "n3")
+    events["n3"] += [role(6, "n3", "Follower", 1, "n1"), start(7, "n3", 1),
+                     role(7.1, "n3", "Unattached", 1), vote(8, "n3", 2, "n2")]
+    assert invariants.check([], events, run())["valid"] is True
+
+
+def test_a_second_loss_opens_the_window_again():
+    events = elected_n1()
+    lost_state(events, 5, "n3")
+    events["n3"] += [start(6, "n3", 1)]
+    lost_state(events, 7, "n3")
+    events["n3"] += [vote(8, "n3", 2, "n2")]
+    assert types(invariants.check([], events, run())) == ["vote-after-state-loss"]
+
+
 def test_an_hw_line_before_following_anyone_does_not_end_the_loss():
     events = elected_n1()
     lost_state(events, 5, "n3")

@@ -300,16 +300,24 @@ def votes_after_state_loss(events: dict[str, list[dict]]) -> list[dict]:
     # leader it names is the one the fault took down, and the sim shows a node
     # back 0.8-1 s after the kill (a loaded machine's restart) always follows
     # it first and votes after (tests/raft/test_raft_bugs.py).
+    # A later restart that found a quorum-state file (a start line with no
+    # data_loss line before it) ends the window too: the node writes that
+    # file before the lines of the same step, so a kill between the two may
+    # have taken the hw and votes_again lines of a catch-up that the file
+    # kept (a correct node that still abstains says so in that file).
     anomalies = []
     for node, evs in sorted(events.items()):
         lost: dict | None = None
-        following = False
+        following = restarting = False
         for ev in evs:
             kind = ev.get("event")
             if kind == DATA_LOSS.name and ev.get("what") == "quorum-state-missing":
-                lost, following = ev, False
-            elif lost is None:
+                lost, following, restarting = ev, False, True
                 continue
+            if lost is None:
+                continue
+            if kind == START.name and not restarting:
+                lost = None
             elif kind == VOTES_AGAIN.name or (kind == HW.name and following):
                 lost = None
             elif kind == ROLE.name and ev.get("role") == "Follower" and ev.get("leader"):
@@ -319,6 +327,8 @@ def votes_after_state_loss(events: dict[str, list[dict]]) -> list[dict]:
                                   "epoch": ev.get("epoch"), "loss": lost, "event": ev})
             if kind == ROLE.name and ev.get("role") != "Follower":
                 following = False
+            if kind == START.name:
+                restarting = False
     return anomalies
 
 
