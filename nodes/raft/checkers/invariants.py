@@ -30,10 +30,11 @@ derived from the timers the nodes report in their `start` lines.
   epoch): a node that restarts without its quorum-state file (`data_loss`)
   does not know which votes it gave, so it grants none and does not stand
   for election before a leader has answered it again: an `hw` line while
-  it follows one (a `role` Follower line naming it), or its own
-  `votes_again` line. A Follower line alone is no answer: the lost node may
-  learn the name of a leader that died with the fault (a peer that has not
-  timed out on it yet names it), follow it, time out and vote.
+  it follows one (a `role` Follower line naming it), its own `votes_again`
+  line, or a later restart that found its quorum-state file. A Follower
+  line alone is no answer: the lost node may learn the name of a leader
+  that died with the fault (a peer that has not timed out on it yet names
+  it), follow it, time out and vote.
 - `resigned-leader-stayed-in-epoch` / `follows-itself` (KIP-996, Resigned): a
   leader that resigns leaves its epoch (its next role is in a later one), so
   it can never end up following itself.
