@@ -76,20 +76,22 @@ from checkers.faults import (
     FaultOp,
 )
 from nemesis.disk import ALL, plan_lose_unsynced
-from nemesis.fault import ClusterControl, FaultContext, FireFn, split_spec
+from nemesis.fault import (
+    ELECTION_WAIT_S,
+    LEADER_POLL_S,
+    ClusterControl,
+    FaultContext,
+    FireFn,
+    split_spec,
+)
 from nemesis.observe import EventTail, event_tail, latest_leader
 from nemesis.partition import both_ways, isolate
 from nodes.abilities import PowerCutOnAck
 
-# How long a step waits for an election (the adapter's leader to change):
-# far longer than the election timeouts the systems we test run with (a
-# second or two at most: each system's `Timers`).
-ELECTION_WAIT_S = 6.0
 # Event lines, where a system leaves them, say who won within milliseconds;
 # the adapter is asked less often then (asking a paused node costs its
 # status timeout).
 EVENT_POLL_S = 0.01
-LEADER_POLL_S = 0.1
 ADAPTER_POLL_WITH_EVENTS_S = 0.5
 # How long the runner may take to apply a fired step (it polls every 20 ms;
 # a kill or a start of a node takes well under a second).

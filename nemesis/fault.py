@@ -6,6 +6,7 @@ imports another back."""
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
@@ -189,6 +190,35 @@ def plan_in(kinds: Mapping[str, FaultKind], spec: str, rng: random.Random,
     name, variant = split_spec(spec)
     kind = kinds.get(name)
     return (kind.planner if kind is not None else one_node)(rng, nodes, variant)
+
+
+# How long a fault or a composition's step waits for an election (the
+# adapter's leader to change, or one to exist): far longer than the election
+# timeouts the systems we test run with (a second or two at most: each
+# system's `Timers`).
+ELECTION_WAIT_S = 6.0
+# How often the adapter is asked meanwhile.
+LEADER_POLL_S = 0.1
+
+
+def await_leader(cluster: ClusterControl, timeout: float | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> tuple[str | None, float]:
+    """The leader the adapter names, asked every LEADER_POLL_S for up to
+    `timeout` s (default ELECTION_WAIT_S; None after it), and how long it
+    waited: a fault aimed at the leader that a schedule draws within a second
+    of a heal that restarted the last one would otherwise find none on a
+    loaded machine, and do nothing (lose-state: none 0.85 s after such a
+    heal at load 16)."""
+    limit = ELECTION_WAIT_S if timeout is None else timeout
+    started = clock()
+    leader = cluster.leader()
+    if leader is not None:
+        return leader, 0.0   # no wait: the time of one ask is not one
+    while leader is None and clock() - started < limit:
+        sleep(LEADER_POLL_S)
+        leader = cluster.leader()
+    return leader, round(clock() - started, 3)
 
 
 def planned_or_leader(cluster: ClusterControl, params: Mapping[str, Any]) -> list[str]:

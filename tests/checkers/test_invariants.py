@@ -552,12 +552,59 @@ def test_standing_for_election_after_losing_the_quorum_state_fails():
     assert types(invariants.check([], events, run())) == ["vote-after-state-loss"]
 
 
-def test_votes_once_it_followed_a_leader_again_pass():
+def test_votes_once_a_leader_answered_it_again_pass():
     events = elected_n1()
     lost_state(events, 5, "n3")
-    events["n3"] += [role(6, "n3", "Follower", 1, "n1"), vote(9, "n3", 2, "n2"),
-                     role(10, "n3", "Candidate", 3)]
+    events["n3"] += [role(6, "n3", "Follower", 1, "n1"), ev(6.1, "n3", "hw", hw=7, epoch=1),
+                     vote(9, "n3", 2, "n2"), role(10, "n3", "Candidate", 3)]
     assert invariants.check([], events, run())["valid"] is True
+
+
+def test_votes_after_its_own_votes_again_line_pass():
+    events = elected_n1()
+    lost_state(events, 5, "n3")
+    events["n3"] += [ev(6, "n3", "votes_again", epoch=1, leader="n1", hw=7),
+                     vote(9, "n3", 2, "n2")]
+    assert invariants.check([], events, run())["valid"] is True
+
+
+def test_a_vote_after_following_a_leader_that_never_answered_fails():
+    """lose-state took n1 down with n3's state: n2, not yet timed out on n1,
+    names it, n3 follows it, hears nothing, and votes for n2."""
+    events = elected_n1()
+    lost_state(events, 5, "n3")
+    events["n3"] += [role(5.6, "n3", "Follower", 1, "n1"), role(6.4, "n3", "Prospective", 1),
+                     vote(6.5, "n3", 2, "n2"), role(6.6, "n3", "Follower", 2, "n2"),
+                     ev(6.7, "n3", "hw", hw=8, epoch=2)]
+    v = invariants.check([], events, run())
+    assert types(v) == ["vote-after-state-loss"]
+    assert v["anomalies"][0]["epoch"] == 2
+
+
+def test_votes_after_a_restart_that_found_its_quorum_state_pass():
+    """Killed after writing the file that ends its abstention and before the
+    lines that say so: back with that file, it votes again."""
+    events = elected_n1()
+    lost_state(events, 5, "n3")
+    events["n3"] += [role(6, "n3", "Follower", 1, "n1"), start(7, "n3", 1),
+                     role(7.1, "n3", "Unattached", 1), vote(8, "n3", 2, "n2")]
+    assert invariants.check([], events, run())["valid"] is True
+
+
+def test_a_second_loss_opens_the_window_again():
+    events = elected_n1()
+    lost_state(events, 5, "n3")
+    events["n3"] += [start(6, "n3", 1)]
+    lost_state(events, 7, "n3")
+    events["n3"] += [vote(8, "n3", 2, "n2")]
+    assert types(invariants.check([], events, run())) == ["vote-after-state-loss"]
+
+
+def test_an_hw_line_before_following_anyone_does_not_end_the_loss():
+    events = elected_n1()
+    lost_state(events, 5, "n3")
+    events["n3"] += [ev(5.1, "n3", "hw", hw=3, epoch=0), vote(6, "n3", 2, "n2")]
+    assert types(invariants.check([], events, run())) == ["vote-after-state-loss"]
 
 
 def cut_leader_resigning_at(resign_s: float) -> tuple[H, dict]:

@@ -294,6 +294,35 @@ def test_lose_state_takes_the_leader_down_and_restarts_a_follower_without_its_st
         c.kill(list(c.processes))
 
 
+def test_lose_state_waits_for_an_election_before_it_aims(tmp_path: Path) -> None:
+    """Drawn while the cluster still elects (a heal just restarted the
+    leader), it waits for a leader instead of doing nothing, and says so."""
+    c = ProcessCluster(tmp_path, ["n1", "n2", "n3"])
+    answers = iter([None, None, "n2"])
+    c.leader = lambda: next(answers, "n2")
+    try:
+        c.start(c.names)
+        value = LoseStateFault(StateFileDB()).inject(c, random.Random(1), {})
+        assert value["leader"] == "n2" and not c.is_running("n2")
+        assert value["waited_for_leader_s"] > 0
+    finally:
+        c.kill(list(c.processes))
+
+
+def test_lose_state_with_no_leader_after_the_wait_does_nothing(tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    monkeypatch.setattr("nemesis.fault.ELECTION_WAIT_S", 0.0)
+    c = ProcessCluster(tmp_path, ["n1", "n2", "n3"])
+    c.leader = lambda: None
+    try:
+        c.start(c.names)
+        with pytest.raises(RuntimeError, match="no leader and follower to aim at"):
+            LoseStateFault(StateFileDB()).inject(c, random.Random(1), {})
+        assert all(c.is_running(n) for n in c.names)
+    finally:
+        c.kill(list(c.processes))
+
+
 def test_lose_state_needs_a_db_that_names_its_state_files() -> None:
     with pytest.raises(ValueError, match="state files"):
         LoseStateFault(DirectoryDB())

@@ -48,7 +48,7 @@ def _other_cluster(what: str) -> Callable[[dict[str, Any]], str]:
 
 def _vote_after_state_loss(a: dict[str, Any]) -> str:
     return (f"{_node(a)} voted or stood for election in epoch {a['epoch']} after "
-            "restarting without its quorum state, before following a leader again.")
+            "restarting without its quorum state, before a leader answered it again.")
 
 
 def _made_of(a: dict[str, Any], timer: str) -> str:

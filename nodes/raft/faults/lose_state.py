@@ -7,7 +7,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from nemesis.fault import ClusterControl
+from nemesis.fault import ClusterControl, await_leader
 from nodes.abilities import StateFiles
 from nodes.raft.fault_rows import LOSE_STATE
 
@@ -29,10 +29,12 @@ class LoseStateFault:
 
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
-        leader = cluster.leader()
+        # Drawn soon after its last heal restarted the leader, it may find the
+        # cluster still electing: it waits for the election rather than do nothing.
+        leader, waited_s = await_leader(cluster)
         followers = sorted(n for n in cluster.names if n != leader and cluster.is_running(n))
         if leader is None or not followers:
-            raise RuntimeError("no leader and follower to aim at")
+            raise RuntimeError(f"no leader and follower to aim at (waited {waited_s} s)")
         node = rng.choice(followers)
         cluster.kill([leader, node])
         self.down = sorted(set(self.down) | {leader})
@@ -43,7 +45,7 @@ class LoseStateFault:
                 removed.append(str(path))
         cluster.start([node])
         return {"nodes": [leader, node], "leader": leader, "lost_state": node,
-                "removed": removed}
+                "removed": removed, "waited_for_leader_s": waited_s}
 
     def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         names, self.down = self.down, []
