@@ -208,8 +208,8 @@ def await_leader(cluster: ClusterControl, timeout: float | None = None,
     `timeout` s (default ELECTION_WAIT_S; None after it), and how long it
     waited: a fault aimed at the leader that a schedule draws within a second
     of a heal that restarted the last one would otherwise find none on a
-    loaded machine, and do nothing (lose-state: none 0.85 s after such a
-    heal at load 16)."""
+    loaded machine, and do nothing (a fault that takes a voter's state with
+    its leader found none 0.85 s after such a heal at load 16)."""
     limit = ELECTION_WAIT_S if timeout is None else timeout
     started = clock()
     leader = cluster.leader()
