@@ -133,10 +133,17 @@ CALIBRATION: dict[str, dict] = {
     # after its heal: a lease is the longest promise given) keeps leading and
     # answering reads from its own state while the majority elects another
     # leader and writes. The families overlap (`nemesis_overlap`) so the two
-    # meet in every run: 10/10, correct build 0/10 (docs/faults.md).
+    # meet in every run: 10/10, correct build 0/10 (docs/faults.md). Its
+    # marks: the stale reads (linearizability; read-commit-point, a lease
+    # read below the commit point the new leader announced) and, where the
+    # skew falls on the leader itself, a leader resigning with nothing taken
+    # (availability; a CI trial at load ~14 on seed 1: the skew met the leader
+    # the cut had just elected, not a follower; the correct build has no
+    # lease and never resigns so: 0/3 on the same config, 2026-11-27).
     WALL_CLOCK_LEASE: {"nemesis": ["partition:isolate-leader", "clock:skew=10"],
                        "nemesis_interval": 3.0, "nemesis_min_duration": 4.0,
-                       "nemesis_overlap": True, "caught_by": ["linearizability"]},
+                       "nemesis_overlap": True,
+                       "caught_by": ["linearizability", "read-commit-point", "availability"]},
 }
 
 

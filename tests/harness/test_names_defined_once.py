@@ -39,7 +39,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     # them to the registries.
     **{("nodes/raft/bugs.py", name): "calibration rows: run configuration"
        for name in ("power-cut-after-vote", "lose-state", "fast-failover", "invariants",
-                    "divergence", "linearizability", "durability", "reformat")},
+                    "divergence", "linearizability", "durability", "reformat",
+                    "availability", "read-commit-point")},
 }
 FIELD_METHODS = {"get", "pop", "setdefault"}
 
