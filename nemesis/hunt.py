@@ -175,12 +175,12 @@ def held_through_election(value: Mapping[str, Any], leader: str | None,
     """Pure: a primitive whose inject answered `value` is held through an
     election: it may take the leader or a quorum away
     (`takes_leader_or_quorum`), or it restarted nodes (`value["restarted"]`
-    names them: a node re-formatted, or re-joined after a removal). A
-    restarted node says nothing before its own election timeout has run out
-    (it waits unattached for a leader that already announced itself), so a
-    shorter hold heals it before it spoke: a re-formatted node held 1.1 s was
-    unattached for 0.93 s, no node ever heard from it (2026-11-27,
-    cluster-id-ignored, 3 nodes, seed 2; hold drawn 0.75-2 s)."""
+    names them: e.g. a node restarted under another identity, or re-joined
+    after a removal). A restarted node may say nothing before its own
+    election timeout has run out (it waits for a leader that already
+    announced itself), so a shorter hold heals it before it spoke: one held
+    1.1 s was silent all along (2026-11-27, 3 nodes; docs/hunt-nemesis.md,
+    "The two switches never caught on c2fe7e7")."""
     nodes = value.get("nodes") if isinstance(value.get("nodes"), list) else None
     restarted = value.get("restarted")
     return bool(restarted) or takes_leader_or_quorum(nodes, leader, names, value.get("cut"))
