@@ -170,6 +170,22 @@ def takes_leader_or_quorum(nodes: Iterable[str] | None, leader: str | None,
     return (leader is not None and leader in hit) or severed or len(hit) >= len(names) // 2 + 1
 
 
+def held_through_election(value: Mapping[str, Any], leader: str | None,
+                          names: Sequence[str]) -> bool:
+    """Pure: a primitive whose inject answered `value` is held through an
+    election: it may take the leader or a quorum away
+    (`takes_leader_or_quorum`), or it restarted nodes (`value["restarted"]`
+    names them: e.g. a node restarted under another identity, or re-joined
+    after a removal). A restarted node may say nothing before its own
+    election timeout has run out (it waits for a leader that already
+    announced itself), so a shorter hold heals it before it spoke: one held
+    1.1 s was silent all along (2026-11-27, 3 nodes; docs/hunt-nemesis.md,
+    "The two switches never caught on c2fe7e7")."""
+    nodes = value.get("nodes") if isinstance(value.get("nodes"), list) else None
+    restarted = value.get("restarted")
+    return bool(restarted) or takes_leader_or_quorum(nodes, leader, names, value.get("cut"))
+
+
 def hold_s(rng: random.Random, min_hold: float, interval: float, election_s: float | None
            ) -> float:
     """Pure: how long a primitive is held: `min_hold` plus an exponential draw

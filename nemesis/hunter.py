@@ -35,6 +35,7 @@ from nemesis.hunt import (
     decide,
     derive,
     election_hold,
+    held_through_election,
     hold_s,
     moves_for,
     observation,
@@ -42,7 +43,6 @@ from nemesis.hunt import (
     record,
     signature,
     stays,
-    takes_leader_or_quorum,
     target_role,
 )
 from nemesis.observe import EventTail
@@ -186,8 +186,9 @@ class HuntFault(DriverFault):
         if value.get("error"):
             result["error"] = value["error"]
         if not instant:
-            # Held through the election it starts where it takes the leader or a quorum.
-            takes = takes_leader_or_quorum(nodes, leader, ctl.names, value.get("cut"))
+            # Held through the election it starts where it takes the leader or a
+            # quorum, or through a restarted node's election timeout.
+            takes = held_through_election(value, leader, ctl.names)
             result["hold_s"] = hold_s(rng, min_hold, interval,
                                       self.election_s if takes else None)
             ctl.sleep(result["hold_s"])

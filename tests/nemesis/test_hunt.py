@@ -47,6 +47,7 @@ from nemesis.hunt import (
     derive,
     election_hold,
     fitting,
+    held_through_election,
     hold_s,
     kind_of,
     kind_weights,
@@ -975,6 +976,22 @@ def test_a_fault_that_takes_the_leader_or_a_quorum_is_held_through_its_election(
     hold_s(rngs[0], 0.75, 5.0, None)
     hold_s(rngs[1], 0.75, 5.0, 3.75)
     assert rngs[0].random() == rngs[1].random()
+
+
+def test_a_fault_that_restarted_a_node_is_held_through_an_election():
+    """A re-formatted follower held 1.1 s was healed before its election
+    timeout ran out, having said nothing (2026-11-27, cluster-id-ignored,
+    3 nodes, seed 2): a restart is held as a leader's loss is."""
+    names = ["n1", "n2", "n3"]
+    assert held_through_election({"nodes": ["n3"], "restarted": ["n3"]}, "n1", names)
+    # The twins: the same follower fault without a restart, or with none made.
+    assert not held_through_election({"nodes": ["n3"]}, "n1", names)
+    assert not held_through_election({"nodes": ["n3"], "restarted": []}, "n1", names)
+    # What takes the leader or a quorum still is held so.
+    assert held_through_election({"nodes": ["n1"]}, "n1", names)
+    assert held_through_election({"nodes": ["n2", "n3"]}, "n1", names)
+    assert held_through_election({"cut": [["n1", "n3"], ["n3", "n1"]]}, "n1", names)
+    assert not held_through_election({"nodes": "n3", "cut": [["n2", "n3"]]}, "n1", names)
 
 
 def test_the_hunt_schedule_carries_the_systems_declared_failover():

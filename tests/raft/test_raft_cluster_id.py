@@ -141,6 +141,43 @@ def test_reformat_moves_the_data_aside_and_back(tmp_path):
     assert not (node.data_dir / reformat.STASH).exists()
 
 
+class OneNodeCluster:
+    """The ClusterControl calls the fault makes, on one node's spec."""
+
+    def __init__(self, node: NodeSpec) -> None:
+        self.node, self.names, self.calls = node, [node.name], []
+
+    def spec(self, name: str) -> NodeSpec:
+        return self.node
+
+    def kill(self, names: list[str]) -> list[str]:
+        self.calls.append(("kill", list(names)))
+        return list(names)
+
+    def start(self, names: list[str]) -> list[str]:
+        self.calls.append(("start", list(names)))
+        return list(names)
+
+
+def test_reformat_says_it_restarted_the_node_and_its_heal_does_not_inject_again(tmp_path):
+    # "restarted" makes the hunt hold it through the node's election timeout
+    # (nemesis.hunt.held_through_election): a shorter hold heals it unheard.
+    import random
+    db = RaftDB()
+    node = spec(tmp_path, "n1")
+    db.setup(node, [node])
+    cluster = OneNodeCluster(node)
+    fault = reformat.ReformatFault(db)
+    value = fault.inject(cluster, random.Random(1), {"nodes": ["n1"]})
+    assert value["restarted"] == ["n1"] and value["cluster_id"].startswith("foreign-")
+    assert cluster.calls == [("kill", ["n1"]), ("start", ["n1"])]
+    # Already re-formatted: nothing done, nothing restarted.
+    again = fault.inject(cluster, random.Random(2), {"nodes": ["n1"]})
+    assert "restarted" not in again and len(cluster.calls) == 2
+    assert fault.heal(cluster) == {"nodes": ["n1"]}
+    assert storage.read_cluster_id(node.data_dir) == db.cluster_id(node)
+
+
 def test_a_system_that_cannot_reformat_cannot_run_the_fault():
     with pytest.raises(ValueError, match="cannot re-format"):
         reformat.ReformatFault(object())

@@ -56,7 +56,9 @@ class ReformatFault:
         self.db.reformat(spec, cluster_id)
         self.foreign[node] = cluster_id
         cluster.start([node])
-        return {"nodes": [node], "cluster_id": cluster_id}
+        # "restarted": the hunt holds it through the node's election timeout,
+        # before which the re-formatted node says nothing (nemesis.hunt).
+        return {"nodes": [node], "cluster_id": cluster_id, "restarted": [node]}
 
     def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         if not self.foreign:
