@@ -23,8 +23,9 @@ def assert_replayed_in_time(old: Sequence[Sequence[Any]], new: Sequence[Sequence
     with no scheduled time (the final heal) comes after the time limit in
     both runs."""
     for (t_old, *_), (t_new, late, *_) in zip(old, new, strict=True):
-        assert t_new >= t_old - ROUNDING_S, (t_old, t_new)
         if late is None:
+            # Not aimed at a recorded time: each run heals at its own end (a CI
+            # trial's replay healed 1.5 ms sooner after its limit than the original).
             assert min(t_old, t_new) >= time_limit - ROUNDING_S, (t_old, t_new)
         else:
-            assert t_new <= t_old + late + ROUNDING_S, (t_old, t_new, late)
+            assert t_old - ROUNDING_S <= t_new <= t_old + late + ROUNDING_S, (t_old, t_new, late)
