@@ -29,6 +29,7 @@ from typing import Any
 from checkers.fault_row import DESTROYS, DISTURBS, KEEPS
 from checkers.faults import FAULT_OPS
 from checkers.history import NEMESIS, Op, noop_reason, pair_ops
+from checkers.impairment import named_nodes
 from nodes.events import START
 
 
@@ -55,10 +56,8 @@ class AtRest:
 
 
 def _nodes(value: Any) -> frozenset[str] | None:
-    nodes = value.get("nodes") if isinstance(value, dict) else None
-    if isinstance(nodes, list) and nodes:
-        return frozenset(n for n in nodes if isinstance(n, str))
-    return None
+    named = named_nodes(value)
+    return frozenset(named) if named else None
 
 
 def at_rest_faults(history: Iterable[Op], start_ns: int) -> list[AtRest]:

@@ -66,7 +66,7 @@ from typing import Any
 from checkers.elections import leader_elections
 from checkers.faults import CUT, DEGRADED, DOWN, OTHER_CLUSTER, VOTERS, healed_by
 from checkers.history import NEMESIS, Op, client_ops, collector_paused, noop_reason, pair_ops
-from checkers.impairment import Impairment, StateLines, timeline
+from checkers.impairment import Impairment, StateLines, named_nodes, timeline
 from checkers.verdict import Verdict, verdict
 from nodes.events import FOLLOWER_ROLE, LEADER_ROLE, ROLE, START, VoteLoss
 
@@ -486,7 +486,7 @@ def exited_spans(history: list[Op], exited: dict[str, list[int]],
         if op.type == "invoke":
             continue
         if op.process == NEMESIS:
-            for n in _named(op.value):
+            for n in named_nodes(op.value) or ():
                 back.setdefault(n, []).append(op.time)
         elif op.type == "ok" and op.node is not None:
             back.setdefault(op.node, []).append(op.time)
@@ -497,11 +497,6 @@ def exited_spans(history: list[Op], exited: dict[str, list[int]],
             i = bisect.bisect_right(returns, t)
             out.setdefault(node, []).append((t, returns[i] if i < len(returns) else end))
     return {n: _union(spans) for n, spans in out.items()}
-
-
-def _named(value: Any) -> list[str]:
-    nodes = value.get("nodes") if isinstance(value, dict) else None
-    return [n for n in nodes if isinstance(n, str)] if isinstance(nodes, list) else []
 
 
 def _spans_of(by_node: dict[str, list[tuple[int, int]]]) -> OutSpans:

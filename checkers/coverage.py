@@ -32,7 +32,7 @@ from checkers.history import NEMESIS, Op, noop_reason, pair_ops
 # The op value readers are impairment's: one reading of what a fault names.
 from checkers.impairment import HEALS, Impairment, Segment
 from checkers.impairment import _cut as op_cut
-from checkers.impairment import _nodes as op_nodes
+from checkers.impairment import named_nodes as op_nodes
 from nodes.events import ROLE
 
 NS = 1_000_000_000

@@ -113,7 +113,8 @@ class Impairment:
         return any(self.leader_ok(v, seg) for v in self.voters if v not in seg.out)
 
 
-def _nodes(value: Any) -> list[str] | None:
+def named_nodes(value: Any) -> list[str] | None:
+    """The nodes a fault op's value names (`nodes`), or None where it names none."""
     nodes = value.get("nodes") if isinstance(value, dict) else None
     if isinstance(nodes, list):
         return [n for n in nodes if isinstance(n, str)]
@@ -165,9 +166,9 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
             # A heal: the nodes it names come back (`start`, `resume`, ...);
             # `heal` removes every cut.
             heals.append(finished)
-            changes.append((finished, seq, "heal", (inv.f, _nodes(value))))
+            changes.append((finished, seq, "heal", (inv.f, named_nodes(value))))
             if inv.f in STARTS_NODES:
-                for n in _nodes(value) or ():
+                for n in named_nodes(value) or ():
                     healed_at.setdefault(n, []).append(finished)
             if error:
                 changes.append((inv.time, seq, "anything", (inv.f,)))
@@ -185,7 +186,7 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
                 heals.append(finished)
             unknown_open = not unknown_open
             continue
-        named = _nodes(value) or _nodes(inv.value)
+        named = named_nodes(value) or named_nodes(inv.value)
         if row.takes == NOTHING and not error:
             continue
         takes.append({"f": inv.f, "nodes": named, "start": inv.time})
