@@ -131,6 +131,38 @@ def _named(value: Any) -> list[str]:
     return [n for n in nodes if isinstance(n, str)] if isinstance(nodes, list) else []
 
 
+def _excused(at: int, node: Any, windows: Sequence[tuple[int, int | None, frozenset[str] | None]]
+             ) -> bool:
+    return any(start <= at and (end is None or at <= end) and (nodes is None or node in nodes)
+               for start, end, nodes in windows)
+
+
+def left_down(down: Iterable[str], exits: Sequence[Mapping[str, Any]], ops: Iterable[Op],
+              start_monotonic_ns: int | None) -> dict[str, str]:
+    """Of the nodes `down` at the end (not running when the harness read their
+    state), those a fault left so, with why: a fault that makes nodes leave
+    still in force for the node at the end (a member every heal failed to add
+    back), or the node's last exit one such a fault excused (it stopped after
+    its state was taken, and stayed stopped). A node down for no fault is
+    left out: its part stays unknown, and node-exits judges its exit."""
+    windows = leaving_windows(ops)
+    out: dict[str, str] = {}
+    for node in down:
+        if any(end is None and (nodes is None or node in nodes) for _, end, nodes in windows):
+            out[node] = ("a fault that makes nodes leave was still in force for it at the end "
+                         "(never brought back)")
+            continue
+        mine = [e for e in exits if e.get("node") == node]
+        if not mine or start_monotonic_ns is None:
+            continue
+        last = max(mine, key=lambda e: int(e.get("monotonic_ns", 0)))
+        at = int(last.get("monotonic_ns", 0)) - start_monotonic_ns
+        if _excused(at, node, windows):
+            out[node] = (f"its process exited at {at / 1e9:.3f}s, during a fault that makes "
+                         f"nodes leave or takes their state, and was not running at the end")
+    return out
+
+
 def check_exits(exits: Sequence[Mapping[str, Any]], ops: Iterable[Op],
                 start_monotonic_ns: int | None) -> Verdict:
     """Judge the recorded exits of node processes no kill of the harness hit."""
@@ -142,8 +174,7 @@ def check_exits(exits: Sequence[Mapping[str, Any]], ops: Iterable[Op],
         at = int(record.get("monotonic_ns", 0)) - start_monotonic_ns
         found = {"node": record.get("node"), "time": at, "status": record.get("status"),
                  "signal": record.get("signal")}
-        if any(start <= at and (end is None or at <= end)
-               and (nodes is None or found["node"] in nodes) for start, end, nodes in windows):
+        if _excused(at, found["node"], windows):
             excused.append(found)
             continue
         anomalies.append({"type": "unexpected-exit", **found})

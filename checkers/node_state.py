@@ -34,15 +34,24 @@ Rules:
 A node that did not answer (silent to the end) leaves its part unknown:
 the others are still compared with each other and, if a majority answered
 at one position with a leader known, judged against the history; without an
-anomaly the verdict is then `unknown`, its reason naming the silent nodes and
-those judged valid. Says `unknown` too when fewer than two nodes answered and
-no node could be judged against the history.
+anomaly the verdict is then `unknown`, its reason naming the silent nodes
+(each: running, or its process gone) and those judged valid. Never an
+anomaly: a live node that does not answer a local read disagrees with no
+one, and its liveness is availability's and convergence's to judge. Unless a
+fault left the node down (`left_down`: not running at the end, and a fault
+that makes nodes leave still in force for it, or its exit excused by one, as
+node-exits reads them): nothing was expected of it, so it is left out and
+named in `stats.left_down_by_fault`, the verdict that of the others. Says
+`unknown` too when fewer than two nodes answered and no node could be judged
+against the history, or when nodes a fault left down leave fewer than a
+majority answering. A companion whose data type has no rules here is left
+out, named in `stats.workloads_not_judged`.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from checkers.acks import relaxed
@@ -81,16 +90,22 @@ def _as_map(pairs: Any) -> dict[str | None, Any]:
 
 def check(states: Mapping[str, Mapping[str, Any] | None], ops: list[Op], data: str | None,
           realtime: bool = True, leader_known: bool = True,
-          companions: Mapping[str, str] | None = None, main: str = "") -> Verdict:
+          companions: Mapping[str, str] | None = None, main: str = "",
+          down: Collection[str] | None = None,
+          left_down: Mapping[str, str] | None = None) -> Verdict:
     """Judge the nodes' final applied states (node -> state, None: it did not
     answer). `leader_known`: a leader was known when they were read (without
     one, nodes that all restarted may not yet have applied what was committed).
     `companions`: the run's other workloads (name -> data type), whose keys
     (those their ops name) are judged by their data type's rules against their
-    own ops; every other key and untagged op is the main workload's (`main`)."""
+    own ops; every other key and untagged op is the main workload's (`main`).
+    `down`: the silent nodes whose process was not running (None: not
+    recorded); `left_down`: those of them a fault left so, with why."""
     if data not in JUDGED:
         return verdict("unknown", stats={"reason": f"no node-state rules for data {data!r}"})
     # A companion of a data type without rules here is left out (its keys with it).
+    unjudged = {w: f"no node-state rules for data {d!r}" for w, d in (companions or {}).items()
+                if w != main and d not in JUDGED}
     companions = {w: d for w, d in (companions or {}).items() if w != main and d in JUDGED}
     data_of = {main: data, **companions}
     # Every workload's ops name their keys: a companion's keys not judged
@@ -104,6 +119,11 @@ def check(states: Mapping[str, Mapping[str, Any] | None], ops: list[Op], data: s
     positions = {n: s.get("position") for n, s in answered.items()}
     stats: dict[str, Any] = {"nodes": len(states), "answered": sorted(answered),
                              "silent": silent, "positions": positions}
+    if unjudged:
+        stats["workloads_not_judged"] = unjudged
+    excused = {n: why for n, why in (left_down or {}).items() if n in silent}
+    if excused:
+        stats["left_down_by_fault"] = excused
     anomalies: list[dict[str, Any]] = []
     anomalies += _same_position(answered, maps, positions)
     for w, d in data_of.items():
@@ -142,19 +162,25 @@ def check(states: Mapping[str, Mapping[str, Any] | None], ops: list[Op], data: s
                 shown.append(a)
         stats["anomalies_by_kind"] = dict(kept)
         return verdict(False, shown, stats)
-    if silent:
-        return _silent_unknown(stats, silent, sorted(answered) if agreed else [])
+    unexplained = [n for n in silent if n not in excused]
+    if unexplained:
+        return _silent_unknown(stats, unexplained, sorted(answered) if agreed else [], down)
+    if silent and not agreed:
+        return verdict("unknown", stats={**stats, "reason": (
+            f"no node judged against the history ({stats['not_judged_because']}); "
+            f"{', '.join(silent)} left down by a fault")})
     if not agreed and len(answered) < 2:
         return verdict("unknown", stats={**stats, "reason": (
             f"{len(answered)} of {len(states)} node(s) answered: nothing to compare")})
     return verdict(True, [], stats)
 
 
-def _silent_unknown(stats: dict[str, Any], silent: list[str], judged: list[str]) -> Verdict:
+def _silent_unknown(stats: dict[str, Any], silent: list[str], judged: list[str],
+                    down: Collection[str] | None) -> Verdict:
     """The one rule for a part with nothing to judge (as linearizability's
     keys, availability's limits): each silent node's part is unknown, so the
     verdict is, saying which nodes were judged and found valid."""
-    stats["unknown_nodes"] = {n: "did not answer: no applied state read" for n in silent}
+    stats["unknown_nodes"] = {n: _why_silent(n, down) for n in silent}
     stats["judged_valid"] = judged
     them = ", ".join(silent)
     rest = (f"{', '.join(judged)} judged against the history: valid" if judged else
@@ -162,6 +188,15 @@ def _silent_unknown(stats: dict[str, Any], silent: list[str], judged: list[str])
     return verdict("unknown", stats={**stats, "reason": (
         f"{len(silent)} of {stats['nodes']} node(s) did not answer ({them}): "
         f"{'its' if len(silent) == 1 else 'their'} state unknown; {rest}")})
+
+
+def _why_silent(node: str, down: Collection[str] | None) -> str:
+    if down is None:
+        return "did not answer: no applied state read"
+    if node in down:
+        return ("did not answer: its process was not running at the end, and no fault "
+                "accounts for that (node-exits judges its exit)")
+    return "did not answer though its process was running: no applied state read"
 
 
 def _owned(state: Mapping[str, Any], workload: str, data: str, owner: Mapping[str | None, str],

@@ -152,7 +152,8 @@ def _no_run_dir() -> Verdict:
 
 def _node_state(r: Run, options: Options) -> Verdict:
     from checkers import node_state
-    from checkers.rundir import load_node_states
+    from checkers.node_logs import left_down
+    from checkers.rundir import load_exits, load_node_states
     if r.path is None:
         return _no_run_dir()
     states = load_node_states(r.path)
@@ -164,13 +165,18 @@ def _node_state(r: Run, options: Options) -> Verdict:
     # absent keys would read as writes lost.
     read = collected.get("workloads") or ()
     companions = {w: d for w, d in (options.get(COMPANIONS) or {}).items() if w in read}
+    # Which silent nodes were down, recorded since; a run saved before: none known.
+    down = collected.get("down")
+    left = left_down(down or (), load_exits(r.path), r.history.ops,
+                     r.run.get("start_monotonic_ns"))
     v = node_state.check(states, r.history.ops, options.get("data"),
                          realtime=options.get("realtime", True),
                          # "agreed" was only ever recorded with a leader known.
                          leader_known=collected.get("leader") is not None
                          or collected.get("agreed") is True,
                          companions=companions,
-                         main=str(config_of(r).get("workload", "")))
+                         main=str(config_of(r).get("workload", "")),
+                         down=down, left_down=left)
     unread = sorted(set(options.get(COMPANIONS) or {}) - set(companions))
     if unread:
         v["stats"]["workloads_not_read"] = unread

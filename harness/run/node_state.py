@@ -5,7 +5,9 @@ After the heal, the recovery time and the final reads, the nodes may still
 be catching up: read them all, again and again for a bounded time, until
 they agree (every node answered, at one position) with a leader known, the
 same at two reads in a row, then save what each said in
-nodes/<n>/state.msgpack.
+nodes/<n>/state.msgpack. The summary names the silent nodes whose process
+was not running at the last read (`down`), so the checker can tell a node a
+fault left down from a live one that did not answer.
 Whatever the last attempt found is saved, agreed or not: the checker decides
 what it can judge from it.
 """
@@ -101,10 +103,13 @@ def collect(db: AppliedState, cluster: Cluster, workload: str,
             break
         previous = now
         time.sleep(POLL_S)
+    silent = sorted(n for n, s in states.items() if s is None)
     summary = {"agreed": agreed, "leader": leader, "attempts": attempts, "workloads": workloads,
                "waited_s": round(clock() - started, 3),
-               "positions": _positions(states),
-               "silent": sorted(n for n, s in states.items() if s is None)}
+               "positions": _positions(states), "silent": silent,
+               # A silent node whose process is gone is told apart from one
+               # running that did not answer: a fault may have left it down.
+               "down": [n for n in silent if not cluster.is_running(n)]}
     return states, summary
 
 

@@ -264,3 +264,35 @@ def test_redis_lines(text: str, caught: bool) -> None:
     patterns = (redis_db.RedisDB.failure_log_lines, redis_db.RedisDB.benign_log_lines)
     assert node_logs.check_logs(lines("n1", text, "stdout.log"), *patterns)["valid"] is (
         not caught)
+
+
+# --- which stopped nodes a fault left down (node-state's excuse) -------------
+
+
+def test_a_member_every_heal_failed_to_add_back_was_left_down_by_its_fault() -> None:
+    ops = membership_then_restore({"n4": "not_caught_up"})
+    left = node_logs.left_down(["n4"], [N4_LEAVES_AGAIN], ops, START)
+    assert list(left) == ["n4"] and "still in force" in left["n4"]
+
+
+def test_a_member_added_back_and_down_at_the_end_was_not_left_down_by_a_fault() -> None:
+    """The twin: the restore named n4 back, so its exit after is its own."""
+    ops = membership_then_restore({})
+    assert node_logs.left_down(["n4"], [N4_LEAVES_AGAIN], ops, START) == {}
+    # Nor does n4's failed add account for n5 being down.
+    ops = membership_then_restore({"n4": "not_caught_up"})
+    assert node_logs.left_down(["n5"], [], ops, START) == {}
+
+
+def test_a_node_that_stopped_after_its_state_was_taken_was_left_down() -> None:
+    ops = truncate_then_start(32.67, 34.36)
+    left = node_logs.left_down(["n2"], [N2_STATE_LOST_EXIT], ops, START)
+    assert list(left) == ["n2"] and "35.500s" in left["n2"]
+
+
+def test_a_node_down_after_an_exit_no_fault_excuses_was_not_left_down() -> None:
+    # Long after the truncate's heal, or with no recorded exit at all (a
+    # start that failed): no fault accounts for it.
+    assert node_logs.left_down(["n2"], [N2_STATE_LOST_EXIT], truncate_then_start(12.0, 14.0),
+                               START) == {}
+    assert node_logs.left_down(["n2"], [], truncate_then_start(32.67, 34.36), START) == {}

@@ -221,6 +221,45 @@ def test_a_silent_node_is_unknown_and_the_majority_still_judged() -> None:
                                     "n1, n2 judged against the history: valid")
 
 
+@pytest.mark.parametrize("down, why", [
+    ([], "did not answer though its process was running: no applied state read"),
+    (["n3"], "did not answer: its process was not running at the end, and no fault "
+             "accounts for that (node-exits judges its exit)")])
+def test_a_silent_node_no_fault_left_down_is_unknown_saying_whether_it_ran(down, why) -> None:
+    """Jepsen's "nothing to judge" is unknown: a live node that never said its
+    state is never valid, whether its process ran or had gone for no fault."""
+    h = H().op(1, 0, 1, "write", 4, key="r0").op(1, 2, 3, "write", 5, key="r0")
+    states = {"n1": state(9, {"r0": 5}), "n2": state(9, {"r0": 5}), "n3": None}
+    v = node_state.check(states, h.ops, REGISTERS, down=down, left_down={})
+    assert v["valid"] == "unknown" and v["stats"]["unknown_nodes"] == {"n3": why}
+    assert "left_down_by_fault" not in v["stats"]
+
+
+def test_a_node_a_fault_left_down_is_left_out_and_named() -> None:
+    """The twin: n3 was removed and every heal failed to add it back, so
+    nothing was expected of it; the others, judged valid, are the verdict."""
+    h = H().op(1, 0, 1, "write", 4, key="r0").op(1, 2, 3, "write", 5, key="r0")
+    states = {"n1": state(9, {"r0": 5}), "n2": state(9, {"r0": 5}), "n3": None}
+    why = "a fault that makes nodes leave was still in force for it at the end"
+    v = node_state.check(states, h.ops, REGISTERS, down=["n3"], left_down={"n3": why})
+    assert v["valid"] is True and v["stats"]["judged_against_history"] is True
+    assert v["stats"]["left_down_by_fault"] == {"n3": why}
+    # Excused, it hides nothing on the others.
+    stale = {"n1": state(9, {"r0": 4}), "n2": state(9, {"r0": 4}), "n3": None}
+    v = node_state.check(stale, h.ops, REGISTERS, down=["n3"], left_down={"n3": why})
+    assert v["valid"] is False and types(v) == ["stale-value", "stale-value"]
+
+
+def test_nodes_left_down_leaving_a_minority_answering_are_unknown() -> None:
+    h = H().op(1, 0, 1, "write", 4, key="r0")
+    states = {"n1": state(9, {"r0": 4}), "n2": None, "n3": None}
+    left = {"n2": "exited", "n3": "exited"}
+    v = node_state.check(states, h.ops, REGISTERS, down=["n2", "n3"], left_down=left)
+    assert v["valid"] == "unknown" and v["stats"]["reason"] == (
+        "no node judged against the history (fewer than a majority of the nodes answered); "
+        "n2, n3 left down by a fault")
+
+
 def test_a_silent_node_does_not_hide_a_stale_value_on_the_majority() -> None:
     """The twin: the majority holds a value an acknowledged write overwrote."""
     h = H().op(1, 0, 1, "write", 4, key="r0").op(1, 2, 3, "write", 5, key="r0")
@@ -286,3 +325,67 @@ def test_many_anomalies_of_one_kind_do_not_hide_another() -> None:
     assert "stale-value" in types(v)
     assert types(v).count("divergent-state") == node_state.MAX_PER_KIND
     assert v["stats"]["anomalies_by_kind"]["divergent-state"] == node_state.MAX_PER_KIND + 10
+
+
+# --- from a run dir: the harness's `down` and the faults of the history ------
+
+
+def judged_from_run_dir(tmp_path: Any, ops: list[Op], down: list[str] | None) -> dict[str, Any]:
+    """node-state as a run is judged: n4 silent, the others holding r0's last
+    acknowledged write; `down`: run.json node_states' (None: a run saved before)."""
+    import msgpack
+
+    from checkers.checker import APPLIED_STATE
+    from checkers.history import History
+    from checkers.registry import check_loaded
+    from checkers.rundir import NODE_STATE, Run
+    from workloads.judging import plan_for
+
+    for n in ("n1", "n2", "n3", "n4", "n5"):
+        d = tmp_path / "nodes" / n
+        d.mkdir(parents=True)
+        held = None if n == "n4" else state(9, {"r0": 5})
+        (d / NODE_STATE).write_bytes(msgpack.packb(held))
+    collected = {"leader": "n1", "agreed": False, "workloads": ["register"],
+                 **({"down": down} if down is not None else {})}
+    run = {"config": {"workload": "register"}, "artifacts": [APPLIED_STATE],
+           "start_monotonic_ns": 0, "node_states": collected}
+    plan = {"node-state": plan_for(run)["node-state"]}
+    return check_loaded(Run(tmp_path, run, History(ops)), plan)["checkers"]["node-state"]
+
+
+def removed_n4(restore: dict[str, Any]) -> list[Op]:
+    """Writes of 4 then 5 to r0; n4 removed at 10 s, restored at 20 s with `restore`."""
+    ops = H().op(1, 0, 1, "write", 4, key="r0").op(1, 2, 3, "write", 5, key="r0").ops
+    return [*ops,
+            Op(4, 10 * S, "nemesis", "invoke", "membership", None),
+            Op(5, 10 * S + 1, "nemesis", "info", "membership",
+               {"change": "remove", "nodes": ["n4"], "ok": True}),
+            Op(6, 20 * S, "nemesis", "invoke", "restore-voters", None),
+            Op(7, 20 * S + 1, "nemesis", "info", "restore-voters", restore)]
+
+
+def test_a_member_no_heal_could_add_back_leaves_the_verdict_valid(tmp_path) -> None:
+    failed = {"nodes": [], "failed": {"n4": "member_not_ready"}, "given_up": ["n4"]}
+    v = judged_from_run_dir(tmp_path, removed_n4(failed), down=["n4"])
+    assert v["valid"] is True and list(v["stats"]["left_down_by_fault"]) == ["n4"]
+
+
+@pytest.mark.parametrize("restore, down", [
+    ({"nodes": ["n4"], "failed": {}}, ["n4"]),   # added back, yet down: its own doing
+    ({"nodes": [], "failed": {"n4": "member_not_ready"}}, []),   # still out, but running
+    ({"nodes": [], "failed": {"n4": "member_not_ready"}}, None)])  # a run saved before
+def test_a_silent_node_no_fault_accounts_for_stays_unknown(tmp_path, restore, down) -> None:
+    v = judged_from_run_dir(tmp_path, removed_n4(restore), down=down)
+    assert v["valid"] == "unknown" and list(v["stats"]["unknown_nodes"]) == ["n4"]
+    assert "left_down_by_fault" not in v["stats"]
+
+
+def test_a_companion_without_rules_is_named_as_not_judged() -> None:
+    h = H().op(1, 0, 1, "write", 4, key="r0")
+    states = {"n1": state(9, {"r0": 4}), "n2": state(9, {"r0": 4})}
+    v = node_state.check(states, h.ops, REGISTERS, companions={"queue": "queues"},
+                         main="register")
+    assert v["valid"] is True
+    assert v["stats"]["workloads_not_judged"] == {"queue": "no node-state rules for data "
+                                                           "'queues'"}

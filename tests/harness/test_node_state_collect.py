@@ -25,10 +25,15 @@ from workloads.judging import plan_for
 
 
 class FakeCluster:
-    def __init__(self, names: list[str], leader: str | None = "n1") -> None:
+    def __init__(self, names: list[str], leader: str | None = "n1",
+                 down: tuple[str, ...] = ()) -> None:
         self.nodes = [NodeSpec(n, "127.0.0.1", 1, Path("/nonexistent"), Path("/nonexistent"))
                       for n in names]
         self._leader = leader
+        self.down = down
+
+    def is_running(self, name: str) -> bool:
+        return name not in self.down
 
     @contextmanager
     def in_hub(self):
@@ -67,7 +72,22 @@ def test_collect_gives_up_after_its_bound_and_keeps_the_last_read() -> None:
     states, summary = node_state.collect(Silent(), FakeCluster(["n1", "n2"]), "register",
                                          wait_s=2, clock=lambda: float(next(ticks)))
     assert summary["agreed"] is False and summary["silent"] == ["n2"]
+    assert summary["down"] == []
     assert states["n2"] is None and states["n1"]["position"] == 9
+
+
+@pytest.mark.parametrize("down, named", [(("n2",), ["n2"]), (("n1",), [])])
+def test_collect_names_the_silent_nodes_whose_process_was_gone(down, named) -> None:
+    """Only a silent node is named: n1 answered (a stale `is_running` says
+    nothing then), n2 is named down only when its process was not running."""
+    class Silent(CatchingUp):
+        def applied_state(self, node, workload):
+            return None if node.name == "n2" else super().applied_state(node, workload)
+
+    ticks = iter(range(100))
+    _, summary = node_state.collect(Silent(), FakeCluster(["n1", "n2"], down=down),
+                                    "register", wait_s=2, clock=lambda: float(next(ticks)))
+    assert summary["down"] == named
 
 
 def test_no_leader_is_no_agreement() -> None:
