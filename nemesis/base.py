@@ -364,14 +364,23 @@ class NemesisRunner:
     add up over a schedule. It can still be late: the events run one at a
     time (nemesis ops never overlap), so one due while an action runs (a node
     start on a loaded machine) waits for it, and a loaded machine wakes this
-    thread late. Its executed entry says by how much (`late_s`)."""
+    thread late. Its executed entry says by how much (`late_s`).
+
+    A live run's schedule ends at `stop` (its time limit): what is still
+    pending is dropped, and the final heal heals what ran. A replay's
+    (`play_all`) plays everything its original recorded, so one running late
+    under load plays the events the stop finds pending too, in order and as
+    soon as each falls due, before the final heal (each such entry says
+    `after_stop`); only `abandon` (a run ending early) drops them."""
 
     def __init__(self, nemesis: CompositeNemesis, events: Sequence[Any], record: RecordFn,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, play_all: bool = False) -> None:
         self.nemesis = nemesis
         self.events = list(events)
         self.record = record
         self.clock = clock
+        self.play_all = play_all
+        self._abandoned = threading.Event()
         self.executed: list[dict[str, Any]] = []
         self._dirty: set[str] = set()
         self._start: float | None = None
@@ -395,13 +404,20 @@ class NemesisRunner:
         self._urgent.put(request)
         return request.done
 
+    def abandon(self) -> None:
+        """The run ends early (an error, an interrupt): even a replay's runner
+        drops what is pending once stopped, and heals."""
+        self._abandoned.set()
+
     def run(self, stop: threading.Event, start: float | None = None) -> list[dict[str, Any]]:
-        """Blocks until the schedule ends or `stop` is set; always heals at the end."""
+        """Blocks until the schedule ends or `stop` is set (with `play_all`:
+        until the schedule ends, or `abandon`); always heals at the end."""
         start = self.clock() if start is None else start
         self._start = start
         try:
             pending = list(self.events)
-            while pending and not stop.is_set():
+            while pending and not self._abandoned.is_set() \
+                    and not (stop.is_set() and not self.play_all):
                 wait = start + pending[0].time - self.clock()
                 if wait > 0:
                     try:
@@ -411,7 +427,10 @@ class NemesisRunner:
                     self._serve(request, start)
                     continue
                 event = pending.pop(0)
+                stopped = stop.is_set()
                 self.apply(event, due=start + event.time)
+                if stopped:
+                    self.executed[-1]["after_stop"] = True
         finally:
             self.heal_all()
         return self.executed

@@ -44,6 +44,7 @@ from harness.run.errors import ClientError, HarnessError, UserError
 from harness.run.leader_watch import LeaderWatch
 from harness.run.progress import FINAL_READS, RECOVER, WORKLOAD, Progress
 from harness.run.recorder import Recorder
+from harness.run.replay import ran_late
 from harness.run.resources import (
     Terminated,
     dead_runs_with_leftovers,
@@ -431,7 +432,10 @@ class Run:
                                          "host": self.host,
                                          "clocks": self.host.clocks if self.host else {}}))
         nemesis.setup(cluster)
-        runner = NemesisRunner(nemesis, events, recorder.record)
+        # A replay plays every fault its original recorded, late or not: one
+        # that runs late under load still plays what its time limit finds pending.
+        runner = NemesisRunner(nemesis, events, recorder.record,
+                               play_all=cfg.schedule is not None)
         self.executed = runner.executed
         pool = ClientPool(cfg.concurrency, cfg.db, cfg.workload,
                           {n.name: (n.host, n.port) for n in cluster.nodes},
@@ -478,6 +482,9 @@ class Run:
         live.stop.set()
         assert live.nemesis_thread is not None
         live.nemesis_thread.join()
+        late = ran_late(self.executed)
+        if late is not None:
+            progress.say(late)
         progress.say(f"healed; recovering for {self.config.recovery_time:g}s")
 
     def _recover(self, live: Live) -> None:
@@ -490,6 +497,7 @@ class Run:
     def _end_workload_and_nemesis(self, live: Live) -> None:
         """Whatever happened: the nemesis stopped (healing), the clients closed, the
         history closed with info completions for ops still open."""
+        live.runner.abandon()   # ended early, a replay's runner too: nothing more is played
         live.stop.set()
         if live.nemesis_thread is not None and live.nemesis_thread.is_alive():
             live.nemesis_thread.join()

@@ -130,6 +130,23 @@ def lateness(run: dict[str, Any]) -> float | None:
     return max(late) if late else None
 
 
+def after_stop(run: dict[str, Any]) -> int:
+    """Pure: how many scheduled faults a replay played after its time limit
+    (entries marked `after_stop`: it ran late, and played them anyway)."""
+    return sum(1 for e in run.get("schedule") or [] if isinstance(e, dict) and e.get("after_stop"))
+
+
+def ran_late(executed: list[dict[str, Any]]) -> str | None:
+    """Pure: one line on a replay that ran past its time limit, or None."""
+    run = {"schedule": executed}
+    count = after_stop(run)
+    if not count:
+        return None
+    return (f"the replay ran late: {count} fault event{'s' if count != 1 else ''} still due at "
+            f"the time limit played after it, in order (up to {lateness(run) or 0:.3f} s "
+            "after their recorded times)")
+
+
 @dataclass
 class ReplayOutcome:
     old_dir: Path
@@ -138,6 +155,7 @@ class ReplayOutcome:
     new: dict[str, Any] | None
     exit_code: int
     late_s: float | None = None    # the replay's own lateness (`lateness`)
+    after_stop: int = 0            # faults it played after its time limit (`after_stop`)
 
     @property
     def reproduced(self) -> bool:
@@ -156,12 +174,14 @@ def replay(run_dir: Path, results: Path, stream: Any = None,
     outcome = run_test(config, results, stream,
                        {"replay_of": {"run_id": run.get("run_id", run_dir.name),
                                       "run_dir": str(run_dir.resolve())}})
+    late, past = None, 0
     try:
-        late = lateness(load_json(outcome.run_dir / "run.json"))
+        doc = load_json(outcome.run_dir / "run.json")
+        late, past = lateness(doc), after_stop(doc)
     except Exception:  # a replay that stopped early: nothing to say about its timing
-        late = None
+        pass
     return ReplayOutcome(run_dir, outcome.run_dir, old_verdict(run_dir), outcome.verdicts,
-                         outcome.exit_code, late)
+                         outcome.exit_code, late, past)
 
 
 def comparison_lines(outcome: ReplayOutcome) -> list[str]:
@@ -182,6 +202,9 @@ def comparison_lines(outcome: ReplayOutcome) -> list[str]:
     if outcome.late_s:
         lines.append(f"the replay played its faults up to {outcome.late_s:.3f} s after their "
                      "recorded times (a fault still running, or a loaded machine)")
+    if outcome.after_stop:
+        lines.append(f"it ran past its time limit: {outcome.after_stop} of them played after "
+                     "it, before the final heal (none dropped)")
     lines.append(f"original run: {outcome.old_dir}")
     lines.append(f"replay run:   {outcome.new_dir}")
     return lines
