@@ -341,6 +341,24 @@ def lateness_s(behind_s: float) -> float:
     return math.ceil(round(max(0.0, behind_s) * 1000, 6)) / 1000
 
 
+def played_after_stop(executed: Sequence[Any]) -> list[dict[str, Any]]:
+    """Pure: the executed entries a runner played after its stop (`play_all`:
+    a replay that ran past its time limit played them anyway)."""
+    return [e for e in executed if isinstance(e, dict) and e.get("after_stop")]
+
+
+def ran_late(executed: Sequence[Any]) -> str | None:
+    """Pure: one line on a replay that ran past its time limit, or None."""
+    late = played_after_stop(executed)
+    if not late:
+        return None
+    most = max((e["late_s"] for e in late if isinstance(e.get("late_s"), (int, float))),
+               default=0.0)
+    return (f"the replay ran late: {len(late)} fault event{'s' if len(late) != 1 else ''} "
+            f"still due at the time limit played after it, in order (up to {most:.3f} s "
+            "after their recorded times)")
+
+
 def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 

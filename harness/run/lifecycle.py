@@ -44,7 +44,6 @@ from harness.run.errors import ClientError, HarnessError, UserError
 from harness.run.leader_watch import LeaderWatch
 from harness.run.progress import FINAL_READS, RECOVER, WORKLOAD, Progress
 from harness.run.recorder import Recorder
-from harness.run.replay import ran_late
 from harness.run.resources import (
     Terminated,
     dead_runs_with_leftovers,
@@ -61,6 +60,7 @@ from nemesis.base import (
     NemesisRunner,
     host_needs,
     needs_lazyfs,
+    ran_late,
     split_spec,
 )
 from nemesis.label import fault_label

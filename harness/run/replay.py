@@ -19,12 +19,14 @@ from typing import Any
 
 from checkers.rundir import load_json
 from harness.run.config import RunConfig, hunting
-from nemesis.base import REPLAYS_LIVE_FAULTS, split_spec
+from nemesis.base import REPLAYS_LIVE_FAULTS, played_after_stop, split_spec
+from nemesis.fault import FOUND_NO_LEADER, WAITED_FOR_LEADER, NoLeader
 
 # Keys of an inject's recorded value that pin down what it did to which nodes;
 # every fault accepts them back as params (nemesis.process.resolve_nodes,
-# partition's "cut", the network quality faults' "links" and "quality").
-RESOLVED_KEYS = ("nodes", "shape", "cut", "links", "quality")
+# partition's "cut", the network quality faults' "links" and "quality"; a
+# leader-aimed fault's wait for its leader, slept again before it acts).
+RESOLVED_KEYS = ("nodes", "shape", "cut", "links", "quality", WAITED_FOR_LEADER)
 WORDS = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN", None: "UNCHECKED"}
 
 
@@ -72,9 +74,18 @@ def replay_events(run: dict[str, Any], live_triggers: bool = False) -> list[dict
         value = e.get("value")
         if action == "inject" and e.get("error") is None and isinstance(value, dict):
             params.update({k: value[k] for k in RESOLVED_KEYS if k in value})
+        elif action == "inject" and found_no_leader(e.get("error")):
+            # Its original aimed at no one: the replay must not aim at whoever leads now.
+            params[FOUND_NO_LEADER] = True
         events.append({"time": round(max(0.0, (e["time"] - offset_ns) / 1e9), 3),
                        "action": action, "fault": fault, "params": params, "seed": seed})
     return events
+
+
+def found_no_leader(error: Any) -> bool:
+    """Pure: an executed entry's error says a leader-aimed fault found no leader
+    (nemesis.base records an error as `Type: message`)."""
+    return isinstance(error, str) and error.startswith(f"{NoLeader.__name__}:")
 
 
 def replay_config(run: dict[str, Any], live_triggers: bool = False) -> RunConfig:
@@ -132,19 +143,8 @@ def lateness(run: dict[str, Any]) -> float | None:
 
 def after_stop(run: dict[str, Any]) -> int:
     """Pure: how many scheduled faults a replay played after its time limit
-    (entries marked `after_stop`: it ran late, and played them anyway)."""
-    return sum(1 for e in run.get("schedule") or [] if isinstance(e, dict) and e.get("after_stop"))
-
-
-def ran_late(executed: list[dict[str, Any]]) -> str | None:
-    """Pure: one line on a replay that ran past its time limit, or None."""
-    run = {"schedule": executed}
-    count = after_stop(run)
-    if not count:
-        return None
-    return (f"the replay ran late: {count} fault event{'s' if count != 1 else ''} still due at "
-            f"the time limit played after it, in order (up to {lateness(run) or 0:.3f} s "
-            "after their recorded times)")
+    (nemesis.base.played_after_stop)."""
+    return len(played_after_stop(run.get("schedule") or []))
 
 
 @dataclass

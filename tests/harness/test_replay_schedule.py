@@ -8,10 +8,10 @@ from harness.run.replay import (
     after_stop,
     comparison_lines,
     lateness,
-    ran_late,
     replay_config,
     replay_events,
 )
+from nemesis.base import ran_late
 from nemesis.schedule import Event
 
 OFFSET = 50_000_000     # schedule time 0 is 50 ms into the history
