@@ -252,12 +252,17 @@ def aim_at_leader(cluster: ClusterControl, params: Mapping[str, Any], what: str 
     return leader, waited_s
 
 
-def replayed_wait(params: Mapping[str, Any]) -> None:
+def replayed_wait(params: Mapping[str, Any]) -> float | None:
     """In a replay of a leader-aimed fault (its recorded nodes in `params`):
-    sleep the wait its original recorded before acting."""
+    sleep the wait its original recorded before acting, and return it for the
+    replay's own record (a replay of the replay waits as long); None if it
+    recorded none."""
     waited = params.get(WAITED_FOR_LEADER)
-    if isinstance(waited, (int, float)) and waited > 0:
+    if not isinstance(waited, (int, float)):
+        return None
+    if waited > 0:
         time.sleep(min(float(waited), ELECTION_WAIT_S + LEADER_POLL_S))
+    return float(waited)
 
 
 @dataclass(frozen=True)
@@ -278,7 +283,6 @@ def planned_or_leader(cluster: ClusterControl, params: Mapping[str, Any]) -> Aim
     waited for (`aim_at_leader`); the fault records it in its op value, so a
     replay hits the same node."""
     if params.get("nodes"):
-        replayed_wait(params)
-        return Aimed(list(params["nodes"]))
+        return Aimed(list(params["nodes"]), replayed_wait(params))
     leader, waited_s = aim_at_leader(cluster, params)
     return Aimed([leader], waited_s)

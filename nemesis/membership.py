@@ -136,15 +136,15 @@ class MembershipFault:
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         replayed = recorded(params)
-        if replayed is not None:
-            replayed_wait(params)
+        waited = replayed_wait(params) if replayed is not None else None
+        aimed: dict[str, Any] = {} if waited is None else {WAITED_FOR_LEADER: waited}
         if self.variant == "auto-join":
-            return self._remove_all_but_leader(cluster, replayed)
+            return self._remove_all_but_leader(cluster, replayed, aimed)
         if self.variant == "remove-two":
             return self._remove_two_at_once(cluster, rng, replayed)
         if replayed is not None and not replayed:
-            return {"change": "remove", "nodes": [], NOOP: "the recorded change removed none"}
-        aimed: dict[str, Any] = {}
+            return {"change": "remove", "nodes": [], **aimed,
+                    NOOP: "the recorded change removed none"}
         if replayed is not None:
             node = replayed[0]
         elif self.variant == "remove-leader":
@@ -195,9 +195,8 @@ class MembershipFault:
             value[NOOP] = "every removal refused"
         return value
 
-    def _remove_all_but_leader(self, cluster: ClusterControl, replayed: list[str] | None
-                               ) -> dict[str, Any]:
-        aimed: dict[str, Any] = {}
+    def _remove_all_but_leader(self, cluster: ClusterControl, replayed: list[str] | None,
+                               aimed: dict[str, Any]) -> dict[str, Any]:
         if replayed is not None:
             targets = sorted(replayed)
         else:

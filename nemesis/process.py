@@ -79,8 +79,7 @@ def resolve_nodes(cluster: ClusterControl, rng: random.Random, params: Mapping[s
     """The nodes a plan or a replay named; else its `targets` drawn now, the
     leader waited for (nemesis.fault.aim_at_leader)."""
     if params.get("nodes"):
-        replayed_wait(params)
-        return Aimed(list(params["nodes"]))
+        return Aimed(list(params["nodes"]), replayed_wait(params))
     targets = params.get("targets", "one")
     if targets == "leader":
         leader, waited_s = aim_at_leader(cluster, params)

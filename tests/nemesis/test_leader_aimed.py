@@ -131,6 +131,8 @@ def test_a_planned_or_leader_fault_waits_and_a_planned_one_does_not(short_wait):
     aimed = planned_or_leader(cluster, {"targets": "leader"})
     assert aimed.nodes == ["n2"] and aimed.recorded() == {WAITED_FOR_LEADER: aimed.waited_s}
     assert planned_or_leader(NeverAsked(None), {"nodes": ["n1"]}).recorded() == {}
+    assert planned_or_leader(NeverAsked(None), {"nodes": ["n1"], WAITED_FOR_LEADER: 0.0}
+                             ).recorded() == {WAITED_FOR_LEADER: 0.0}
     with pytest.raises(NoLeader):
         planned_or_leader(Electing(none=None), {"targets": "leader"})
 
@@ -142,6 +144,7 @@ def test_a_replay_hits_the_recorded_nodes_after_the_recorded_wait_without_asking
                                        {"targets": "leader", "nodes": ["n3"],
                                         WAITED_FOR_LEADER: 1.2})
     assert value["nodes"] == ["n3"] and cluster.killed == ["n3"] and slept == [1.2]
+    assert value[WAITED_FOR_LEADER] == 1.2     # a replay of this replay waits as long
     fault, fake = partition_fault(monkeypatch)
     cut = [list(p) for p in isolate("n1", NAMES)]
     fault.inject(cluster, random.Random(1), {"shape": "isolate-leader", "nodes": ["n1"],

@@ -39,8 +39,7 @@ class LoseStateFault:
         recorded = params.get("nodes")
         if isinstance(recorded, list) and len(recorded) == 2:
             # A replay: the leader and follower its original hit, when it hit them.
-            replayed_wait(params)
-            (leader, node), waited_s = recorded, params.get(WAITED_FOR_LEADER, 0.0)
+            (leader, node), waited_s = recorded, replayed_wait(params) or 0.0
         else:
             if params.get(FOUND_NO_LEADER):
                 raise NoLeader("no leader and follower to aim at (the run replayed found none)")
