@@ -167,6 +167,9 @@ class Live:
     stop: threading.Event = field(default_factory=threading.Event)
     nemesis_thread: threading.Thread | None = None
     t0: float = 0.0
+    # A replay that ran past its time limit healed this late (monotonic s):
+    # its quiet spell counts from then, as its original's did from its heal.
+    healed_late: float | None = None
     leader_watch: LeaderWatch | None = None   # a system without election events
 
     def tick(self, phase: str) -> Callable[[], None]:
@@ -484,6 +487,7 @@ class Run:
         live.nemesis_thread.join()
         late = ran_late(self.executed)
         if late is not None:
+            live.healed_late = time.monotonic()
             progress.say(late)
         progress.say(f"healed; recovering for {self.config.recovery_time:g}s")
 
@@ -492,7 +496,8 @@ class Run:
         cfg = self.config
         live.pool.run(iter(()), live.recorder, time.monotonic() + cfg.recovery_time, None,
                       live.seeds.rng("pacing"), live.tick(RECOVER))
-        time.sleep(max(0.0, cfg.recovery_time - (time.monotonic() - live.t0 - cfg.time_limit)))
+        since = max(live.t0 + cfg.time_limit, live.healed_late or 0.0)
+        time.sleep(max(0.0, cfg.recovery_time - (time.monotonic() - since)))
 
     def _end_workload_and_nemesis(self, live: Live) -> None:
         """Whatever happened: the nemesis stopped (healing), the clients closed, the
