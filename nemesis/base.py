@@ -341,6 +341,24 @@ def lateness_s(behind_s: float) -> float:
     return math.ceil(round(max(0.0, behind_s) * 1000, 6)) / 1000
 
 
+def played_after_stop(executed: Sequence[Any]) -> list[dict[str, Any]]:
+    """Pure: the executed entries a runner played after its stop (`play_all`:
+    a replay that ran past its time limit played them anyway)."""
+    return [e for e in executed if isinstance(e, dict) and e.get("after_stop")]
+
+
+def ran_late(executed: Sequence[Any]) -> str | None:
+    """Pure: one line on a replay that ran past its time limit, or None."""
+    late = played_after_stop(executed)
+    if not late:
+        return None
+    most = max((e["late_s"] for e in late if isinstance(e.get("late_s"), (int, float))),
+               default=0.0)
+    return (f"the replay ran late: {len(late)} fault event{'s' if len(late) != 1 else ''} "
+            f"still due at the time limit played after it, in order (up to {most:.3f} s "
+            "after their recorded times)")
+
+
 def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
@@ -364,14 +382,23 @@ class NemesisRunner:
     add up over a schedule. It can still be late: the events run one at a
     time (nemesis ops never overlap), so one due while an action runs (a node
     start on a loaded machine) waits for it, and a loaded machine wakes this
-    thread late. Its executed entry says by how much (`late_s`)."""
+    thread late. Its executed entry says by how much (`late_s`).
+
+    A live run's schedule ends at `stop` (its time limit): what is still
+    pending is dropped, and the final heal heals what ran. A replay's
+    (`play_all`) plays everything its original recorded, so one running late
+    under load plays the events the stop finds pending too, in order and as
+    soon as each falls due, before the final heal (each such entry says
+    `after_stop`); only `abandon` (a run ending early) drops them."""
 
     def __init__(self, nemesis: CompositeNemesis, events: Sequence[Any], record: RecordFn,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, play_all: bool = False) -> None:
         self.nemesis = nemesis
         self.events = list(events)
         self.record = record
         self.clock = clock
+        self.play_all = play_all
+        self._abandoned = threading.Event()
         self.executed: list[dict[str, Any]] = []
         self._dirty: set[str] = set()
         self._start: float | None = None
@@ -395,13 +422,20 @@ class NemesisRunner:
         self._urgent.put(request)
         return request.done
 
+    def abandon(self) -> None:
+        """The run ends early (an error, an interrupt): even a replay's runner
+        drops what is pending once stopped, and heals."""
+        self._abandoned.set()
+
     def run(self, stop: threading.Event, start: float | None = None) -> list[dict[str, Any]]:
-        """Blocks until the schedule ends or `stop` is set; always heals at the end."""
+        """Blocks until the schedule ends or `stop` is set (with `play_all`:
+        until the schedule ends, or `abandon`); always heals at the end."""
         start = self.clock() if start is None else start
         self._start = start
         try:
             pending = list(self.events)
-            while pending and not stop.is_set():
+            while pending and not self._abandoned.is_set() \
+                    and not (stop.is_set() and not self.play_all):
                 wait = start + pending[0].time - self.clock()
                 if wait > 0:
                     try:
@@ -411,7 +445,10 @@ class NemesisRunner:
                     self._serve(request, start)
                     continue
                 event = pending.pop(0)
+                stopped = stop.is_set()
                 self.apply(event, due=start + event.time)
+                if stopped:
+                    self.executed[-1]["after_stop"] = True
         finally:
             self.heal_all()
         return self.executed

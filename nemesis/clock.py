@@ -172,12 +172,14 @@ class ClockFault:
                ) -> dict[str, Any]:
         if "mode" not in params:
             params = {**plan(rng, cluster.names, self.variant), **params}
-        nodes = planned_or_leader(cluster, params)
+        aimed = planned_or_leader(cluster, params)
+        nodes = aimed.nodes
         mode, seconds = params["mode"], float(params["seconds"])
         missing = [n for n in nodes if n not in self.clocks]
         if missing:
             raise RuntimeError(f"{' '.join(missing)} started without a clock control file")
-        value: dict[str, Any] = {"nodes": nodes, "mode": mode, "seconds": seconds}
+        value: dict[str, Any] = {"nodes": nodes, "mode": mode, "seconds": seconds,
+                                 **aimed.recorded()}
         if mode == "strobe":
             self._stop_strobe()
             period = float(params.get("period_s", DEFAULT_PERIOD_S))

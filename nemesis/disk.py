@@ -127,7 +127,8 @@ class TruncateFault:
     def inject(
         self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
     ) -> dict[str, Any]:
-        names = resolve_nodes(cluster, rng, params)
+        aimed = resolve_nodes(cluster, rng, params)
+        names = aimed.nodes
         defaults = {"mode": self.variant} if self.variant else {}
         choice = TruncateChoice.from_params({**defaults, **params})
         cluster.kill(names)
@@ -135,7 +136,8 @@ class TruncateFault:
         sizes = {n: file_sizes(self.db.data_files(cluster.spec(n))) for n in names}
         cuts = plan_truncation(rng, sizes, choice)
         apply_cuts(cuts)
-        return {"nodes": names, "mode": choice.mode, "cuts": [asdict(c) for c in cuts]}
+        return {"nodes": names, "mode": choice.mode, "cuts": [asdict(c) for c in cuts],
+                **aimed.recorded()}
 
     def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         names, self.down = self.down, []
@@ -159,7 +161,8 @@ class LoseUnsyncedFault:
     def inject(
         self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
     ) -> dict[str, Any]:
-        names = resolve_nodes(cluster, rng, params)
+        aimed = resolve_nodes(cluster, rng, params)
+        names = aimed.nodes
         missing = [n for n in names if n not in self.mounts]
         if missing:
             raise ValueError(f"no LazyFS mount for {', '.join(missing)}")
@@ -177,7 +180,7 @@ class LoseUnsyncedFault:
         }
         cluster.start(names)
         self.down = [n for n in self.down if n not in names]
-        return {"nodes": names, "lost": lost}
+        return {"nodes": names, "lost": lost, **aimed.recorded()}
 
     def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         names, self.down = self.down, []

@@ -202,14 +202,16 @@ LEADER_POLL_S = 0.1
 
 
 def await_leader(cluster: ClusterControl, timeout: float | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> tuple[str | None, float]:
+                 clock: Callable[[], float] | None = None,
+                 sleep: Callable[[float], None] | None = None) -> tuple[str | None, float]:
     """The leader the adapter names, asked every LEADER_POLL_S for up to
     `timeout` s (default ELECTION_WAIT_S; None after it), and how long it
     waited: a fault aimed at the leader that a schedule draws within a second
     of a heal that restarted the last one would otherwise find none on a
     loaded machine, and do nothing (a fault that takes a voter's state with
     its leader found none 0.85 s after such a heal at load 16)."""
+    clock = clock or time.monotonic
+    sleep = sleep or time.sleep
     limit = ELECTION_WAIT_S if timeout is None else timeout
     started = clock()
     leader = cluster.leader()
@@ -221,12 +223,66 @@ def await_leader(cluster: ClusterControl, timeout: float | None = None,
     return leader, round(clock() - started, 3)
 
 
-def planned_or_leader(cluster: ClusterControl, params: Mapping[str, Any]) -> list[str]:
-    """The nodes a plan named, or (a `,leader` variant) the node leading now;
-    the fault records it in its op value, so a replay hits the same node."""
-    if params.get("nodes"):
-        return list(params["nodes"])
-    leader = cluster.leader()
+class NoLeader(RuntimeError):
+    """A fault aimed at the leader found none within its wait: it did nothing
+    (the run records it failed and goes on)."""
+
+
+# A leader-aimed fault that aimed live records how long it waited for the
+# leader; a replay passes it back (harness.run.replay.RESOLVED_KEYS) with the
+# recorded nodes and sleeps it (`replayed_wait`), so it acts when its original
+# did, on the node its original hit, never asking the adapter again.
+WAITED_FOR_LEADER = "waited_for_leader_s"
+# What a replay passes to a leader-aimed inject whose original found no leader
+# (it failed with NoLeader): it fails so again at once, neither waiting nor
+# aiming at whoever leads in the replay.
+FOUND_NO_LEADER = "found_no_leader"
+
+
+def aim_at_leader(cluster: ClusterControl, params: Mapping[str, Any], what: str = "target"
+                  ) -> tuple[str, float]:
+    """The leader a leader-aimed fault hits now, waited for as `await_leader`
+    does, and how long that took; none by then raises NoLeader (what such a
+    fault always did when it found none at once)."""
+    if params.get(FOUND_NO_LEADER):
+        raise NoLeader(f"no leader to {what} (the run replayed found none)")
+    leader, waited_s = await_leader(cluster)
     if leader is None:
-        raise RuntimeError("no leader to target")
-    return [leader]
+        raise NoLeader(f"no leader to {what} (waited {waited_s:g} s)")
+    return leader, waited_s
+
+
+def replayed_wait(params: Mapping[str, Any]) -> float | None:
+    """In a replay of a leader-aimed fault (its recorded nodes in `params`):
+    sleep the wait its original recorded before acting, and return it for the
+    replay's own record (a replay of the replay waits as long); None if it
+    recorded none."""
+    waited = params.get(WAITED_FOR_LEADER)
+    if not isinstance(waited, (int, float)):
+        return None
+    if waited > 0:
+        time.sleep(min(float(waited), ELECTION_WAIT_S + LEADER_POLL_S))
+    return float(waited)
+
+
+@dataclass(frozen=True)
+class Aimed:
+    """The nodes a node-targeted fault acts on, and how long it waited for the
+    leader (None: it did not aim at the leader live: planned or replayed)."""
+
+    nodes: list[str]
+    waited_s: float | None = None
+
+    def recorded(self) -> dict[str, Any]:
+        """What its op value adds, for a replay (`WAITED_FOR_LEADER`)."""
+        return {} if self.waited_s is None else {WAITED_FOR_LEADER: self.waited_s}
+
+
+def planned_or_leader(cluster: ClusterControl, params: Mapping[str, Any]) -> Aimed:
+    """The nodes a plan named, or (a `,leader` variant) the node leading now,
+    waited for (`aim_at_leader`); the fault records it in its op value, so a
+    replay hits the same node."""
+    if params.get("nodes"):
+        return Aimed(list(params["nodes"]), replayed_wait(params))
+    leader, waited_s = aim_at_leader(cluster, params)
+    return Aimed([leader], waited_s)

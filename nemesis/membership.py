@@ -63,7 +63,13 @@ from typing import Any
 
 from checkers.faults import MEMBERSHIP
 from checkers.history import NOOP
-from nemesis.fault import ClusterControl, FaultContext
+from nemesis.fault import (
+    WAITED_FOR_LEADER,
+    ClusterControl,
+    FaultContext,
+    await_leader,
+    replayed_wait,
+)
 from nodes.abilities import ChangeVoters, leaves_when_removed
 
 VARIANTS = ("remove", "remove-leader", "remove-two", "auto-join")
@@ -130,18 +136,23 @@ class MembershipFault:
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         replayed = recorded(params)
+        waited = replayed_wait(params) if replayed is not None else None
+        aimed: dict[str, Any] = {} if waited is None else {WAITED_FOR_LEADER: waited}
         if self.variant == "auto-join":
-            return self._remove_all_but_leader(cluster, replayed)
+            return self._remove_all_but_leader(cluster, replayed, aimed)
         if self.variant == "remove-two":
             return self._remove_two_at_once(cluster, rng, replayed)
         if replayed is not None and not replayed:
-            return {"change": "remove", "nodes": [], NOOP: "the recorded change removed none"}
+            return {"change": "remove", "nodes": [], **aimed,
+                    NOOP: "the recorded change removed none"}
         if replayed is not None:
             node = replayed[0]
         elif self.variant == "remove-leader":
-            leader = cluster.leader()
+            leader, waited_s = await_leader(cluster)
+            aimed = {WAITED_FOR_LEADER: waited_s}
             if leader is None:
-                return {"change": "remove", "nodes": [], NOOP: "no leader to remove"}
+                return {"change": "remove", "nodes": [], **aimed,
+                        NOOP: f"no leader to remove (waited {waited_s:g} s)"}
             node = leader
         else:
             node = rng.choice(cluster.names)
@@ -149,7 +160,7 @@ class MembershipFault:
         if taken(result):
             self.removed.append(node)
             _left(cluster, [node])
-        value = {"change": "remove", "nodes": [node], **result}
+        value = {"change": "remove", "nodes": [node], **aimed, **result}
         if in_doubt(result):
             value[IN_DOUBT] = {node: result.get("error")}
         elif not result.get("ok"):
@@ -184,14 +195,16 @@ class MembershipFault:
             value[NOOP] = "every removal refused"
         return value
 
-    def _remove_all_but_leader(self, cluster: ClusterControl, replayed: list[str] | None
-                               ) -> dict[str, Any]:
+    def _remove_all_but_leader(self, cluster: ClusterControl, replayed: list[str] | None,
+                               aimed: dict[str, Any]) -> dict[str, Any]:
         if replayed is not None:
             targets = sorted(replayed)
         else:
-            leader = cluster.leader()
+            leader, waited_s = await_leader(cluster)
+            aimed = {WAITED_FOR_LEADER: waited_s}
             if leader is None:
-                return {"change": "remove", "nodes": [], NOOP: "no leader"}
+                return {"change": "remove", "nodes": [], **aimed,
+                        NOOP: f"no leader (waited {waited_s:g} s)"}
             targets = sorted(n for n in cluster.names if n != leader)
         removed, refused, doubtful = [], {}, {}
         for node in targets:
@@ -204,7 +217,8 @@ class MembershipFault:
                 refused[node] = result.get("error")
         self.removed += removed
         _left(cluster, removed)
-        value: dict[str, Any] = {"change": "remove", "nodes": removed, "refused": refused}
+        value: dict[str, Any] = {"change": "remove", "nodes": removed, "refused": refused,
+                                 **aimed}
         if doubtful:
             value[IN_DOUBT] = doubtful
         if removed and not _leaves(cluster):

@@ -31,7 +31,13 @@ from typing import Any
 
 from checkers.faults import BANDWIDTH, PACKET
 from checkers.history import NOOP
-from nemesis.fault import ClusterControl, FaultContext
+from nemesis.fault import (
+    WAITED_FOR_LEADER,
+    ClusterControl,
+    FaultContext,
+    aim_at_leader,
+    replayed_wait,
+)
 from nemesis.netns import in_netns, popen_in_netns, run_in_netns
 from nemesis.netquality import (
     needs_queue,
@@ -207,14 +213,14 @@ class LinkQualityFault:
     def _plan(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
               ) -> dict[str, Any]:
         if "links" in params:
+            replayed_wait(params)
             return {**params, "quality": dict(params.get("quality") or self.quality)}
         shape = params.get("shape") or self.shape
-        leader = None
-        if shape == "isolate-leader":
-            leader = cluster.leader()
-            if leader is None:
-                raise RuntimeError("no leader to isolate")
-        return {"quality": dict(self.quality), **plan_links(rng, cluster.names, shape, leader)}
+        if shape != "isolate-leader":
+            return {"quality": dict(self.quality), **plan_links(rng, cluster.names, shape, None)}
+        leader, waited_s = aim_at_leader(cluster, params, "isolate")
+        return {"quality": dict(self.quality), **plan_links(rng, cluster.names, shape, leader),
+                WAITED_FOR_LEADER: waited_s}
 
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:

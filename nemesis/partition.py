@@ -21,7 +21,13 @@ from typing import Any
 
 from checkers.faults import PARTITION
 from checkers.history import NOOP
-from nemesis.fault import ClusterControl, FaultContext
+from nemesis.fault import (
+    WAITED_FOR_LEADER,
+    ClusterControl,
+    FaultContext,
+    aim_at_leader,
+    replayed_wait,
+)
 from nemesis.netns import preexec_setns
 
 TABLE = "faultline"
@@ -266,16 +272,17 @@ class PartitionFault:
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         if "cut" in params:
+            replayed_wait(params)
             value = dict(params)
         else:
             shape = (params.get("shape") or self.variant
                      or rng.choice(shapes_for(len(cluster.names)) or SHAPES))
-            leader = None
+            leader, waited_s = None, None
             if shape == "isolate-leader":
-                leader = cluster.leader()
-                if leader is None:
-                    raise RuntimeError("no leader to isolate")
+                leader, waited_s = aim_at_leader(cluster, params, "isolate")
             value = plan_shape(rng, cluster.names, shape, leader)
+            if waited_s is not None:
+                value[WAITED_FOR_LEADER] = waited_s
         cut = [tuple(pair) for pair in value["cut"]]
         self.partitioner(cluster).apply(cut)
         value["cut"] = [list(pair) for pair in cut]

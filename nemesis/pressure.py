@@ -127,12 +127,13 @@ class CpuLimitFault(_PressureFault):
 
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
-        nodes = planned_or_leader(cluster, params)
+        aimed = planned_or_leader(cluster, params)
+        nodes = aimed.nodes
         for n in nodes:
             self._cgroup(n).set_cpu(self.pressure.amount)
             self.touched.add(n)
         return {"nodes": nodes, "limit": self.pressure.amount,
-                "in_force": {n: self._cgroup(n).cpu_limit() for n in nodes}}
+                "in_force": {n: self._cgroup(n).cpu_limit() for n in nodes}, **aimed.recorded()}
 
     def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         nodes = sorted(self.touched)
@@ -148,12 +149,13 @@ class MemoryPressureFault(_PressureFault):
 
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
-        nodes = planned_or_leader(cluster, params)
+        aimed = planned_or_leader(cluster, params)
+        nodes = aimed.nodes
         down = [n for n in nodes if not cluster.is_running(n)]
         if down:
             # Its group holds nothing to measure: a squeeze to that would
             # kill the node the moment something starts it again.
-            return {"nodes": nodes, NOOP: f"{' '.join(down)} not running"}
+            return {"nodes": nodes, NOOP: f"{' '.join(down)} not running", **aimed.recorded()}
         used, limits = {}, {}
         for n in nodes:
             cg = self._cgroup(n)
@@ -167,7 +169,7 @@ class MemoryPressureFault(_PressureFault):
                 cg.set_memory_high(cg.memory_usage())
             self.touched.add(n)
             limits[n] = cg.memory_high()
-        return {"nodes": nodes, "used": used, "in_force": limits}
+        return {"nodes": nodes, "used": used, "in_force": limits, **aimed.recorded()}
 
     def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         nodes = sorted(self.touched)
@@ -199,7 +201,8 @@ class StressFault(_PressureFault):
 
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
-        nodes = planned_or_leader(cluster, params)
+        aimed = planned_or_leader(cluster, params)
+        nodes = aimed.nodes
         pids = {}
         for n in nodes:
             self._cgroup(n)
@@ -208,7 +211,8 @@ class StressFault(_PressureFault):
             popen = self.host.spawn_beside(n, self.argv())
             self.running[n] = popen
             pids[n] = popen.pid
-        value: dict[str, Any] = {"nodes": nodes, "argv": self.argv(), "pids": pids}
+        value: dict[str, Any] = {"nodes": nodes, "argv": self.argv(), "pids": pids,
+                                 **aimed.recorded()}
         if not pids:
             value[NOOP] = f"stress-ng already beside {' '.join(nodes)}"
         return value

@@ -13,7 +13,7 @@ from typing import Any
 
 from checkers.faults import KILL, PAUSE
 from checkers.history import NOOP
-from nemesis.fault import ClusterControl, FaultContext
+from nemesis.fault import Aimed, ClusterControl, FaultContext, aim_at_leader, replayed_wait
 
 TARGETS = ("one", "minority", "majority")
 ALL_TARGETS = (*TARGETS, "leader")
@@ -75,16 +75,16 @@ def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[
 
 
 def resolve_nodes(cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
-                  ) -> list[str]:
+                  ) -> Aimed:
+    """The nodes a plan or a replay named; else its `targets` drawn now, the
+    leader waited for (nemesis.fault.aim_at_leader)."""
     if params.get("nodes"):
-        return list(params["nodes"])
+        return Aimed(list(params["nodes"]), replayed_wait(params))
     targets = params.get("targets", "one")
     if targets == "leader":
-        leader = cluster.leader()
-        if leader is None:
-            raise RuntimeError("no leader to target")
-        return [leader]
-    return choose_targets(rng, cluster.names, targets)
+        leader, waited_s = aim_at_leader(cluster, params)
+        return Aimed([leader], waited_s)
+    return Aimed(choose_targets(rng, cluster.names, targets))
 
 
 class _TargetedFault:
@@ -105,9 +105,11 @@ class KillFault(_TargetedFault):
 
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
-        nodes = resolve_nodes(cluster, rng, params)
+        aimed = resolve_nodes(cluster, rng, params)
+        nodes = aimed.nodes
         killed = cluster.kill(nodes)
-        value = {"nodes": nodes, "targets": params.get("targets"), "killed": killed}
+        value = {"nodes": nodes, "targets": params.get("targets"), "killed": killed,
+                 **aimed.recorded()}
         if not killed:
             value[NOOP] = f"{' '.join(nodes)} already down"
         return value
@@ -126,10 +128,12 @@ class PauseFault(_TargetedFault):
 
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
-        nodes = resolve_nodes(cluster, rng, params)
+        aimed = resolve_nodes(cluster, rng, params)
+        nodes = aimed.nodes
         already = set(cluster.paused)
         paused = [n for n in cluster.pause(nodes) if n not in already]
-        value = {"nodes": nodes, "targets": params.get("targets"), "paused": paused}
+        value = {"nodes": nodes, "targets": params.get("targets"), "paused": paused,
+                 **aimed.recorded()}
         if not paused:
             value[NOOP] = f"{' '.join(nodes)} already down or paused"
         return value

@@ -4,7 +4,9 @@ A replay aims each fault at its recorded absolute time and records how late
 it ran (`late_s`, nemesis.base.NemesisRunner): a fault still running when the
 next fell due, or a loaded machine slow to wake the nemesis thread (0.62 s
 on a CI trial at load 10+), so no fixed tolerance holds; the replay's own
-record does."""
+record does. One late past its time limit still plays every fault it
+recorded, in order, before its final heal (5 s late on a 10 s run at load
+~20, CI trial 21): each keeps its `late_s`, so the same bound holds."""
 
 from __future__ import annotations
 

@@ -60,6 +60,7 @@ from nemesis.base import (
     NemesisRunner,
     host_needs,
     needs_lazyfs,
+    ran_late,
     split_spec,
 )
 from nemesis.label import fault_label
@@ -166,6 +167,9 @@ class Live:
     stop: threading.Event = field(default_factory=threading.Event)
     nemesis_thread: threading.Thread | None = None
     t0: float = 0.0
+    # A replay that ran past its time limit healed this late (monotonic s):
+    # its quiet spell counts from then, as its original's did from its heal.
+    healed_late: float | None = None
     leader_watch: LeaderWatch | None = None   # a system without election events
 
     def tick(self, phase: str) -> Callable[[], None]:
@@ -431,7 +435,10 @@ class Run:
                                          "host": self.host,
                                          "clocks": self.host.clocks if self.host else {}}))
         nemesis.setup(cluster)
-        runner = NemesisRunner(nemesis, events, recorder.record)
+        # A replay plays every fault its original recorded, late or not: one
+        # that runs late under load still plays what its time limit finds pending.
+        runner = NemesisRunner(nemesis, events, recorder.record,
+                               play_all=cfg.schedule is not None)
         self.executed = runner.executed
         pool = ClientPool(cfg.concurrency, cfg.db, cfg.workload,
                           {n.name: (n.host, n.port) for n in cluster.nodes},
@@ -478,6 +485,10 @@ class Run:
         live.stop.set()
         assert live.nemesis_thread is not None
         live.nemesis_thread.join()
+        late = ran_late(self.executed)
+        if late is not None:
+            live.healed_late = time.monotonic()
+            progress.say(late)
         progress.say(f"healed; recovering for {self.config.recovery_time:g}s")
 
     def _recover(self, live: Live) -> None:
@@ -485,11 +496,13 @@ class Run:
         cfg = self.config
         live.pool.run(iter(()), live.recorder, time.monotonic() + cfg.recovery_time, None,
                       live.seeds.rng("pacing"), live.tick(RECOVER))
-        time.sleep(max(0.0, cfg.recovery_time - (time.monotonic() - live.t0 - cfg.time_limit)))
+        since = max(live.t0 + cfg.time_limit, live.healed_late or 0.0)
+        time.sleep(max(0.0, cfg.recovery_time - (time.monotonic() - since)))
 
     def _end_workload_and_nemesis(self, live: Live) -> None:
         """Whatever happened: the nemesis stopped (healing), the clients closed, the
         history closed with info completions for ops still open."""
+        live.runner.abandon()   # ended early, a replay's runner too: nothing more is played
         live.stop.set()
         if live.nemesis_thread is not None and live.nemesis_thread.is_alive():
             live.nemesis_thread.join()

@@ -19,12 +19,14 @@ from typing import Any
 
 from checkers.rundir import load_json
 from harness.run.config import RunConfig, hunting
-from nemesis.base import REPLAYS_LIVE_FAULTS, split_spec
+from nemesis.base import REPLAYS_LIVE_FAULTS, played_after_stop, split_spec
+from nemesis.fault import FOUND_NO_LEADER, WAITED_FOR_LEADER, NoLeader
 
 # Keys of an inject's recorded value that pin down what it did to which nodes;
 # every fault accepts them back as params (nemesis.process.resolve_nodes,
-# partition's "cut", the network quality faults' "links" and "quality").
-RESOLVED_KEYS = ("nodes", "shape", "cut", "links", "quality")
+# partition's "cut", the network quality faults' "links" and "quality"; a
+# leader-aimed fault's wait for its leader, slept again before it acts).
+RESOLVED_KEYS = ("nodes", "shape", "cut", "links", "quality", WAITED_FOR_LEADER)
 WORDS = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN", None: "UNCHECKED"}
 
 
@@ -72,9 +74,18 @@ def replay_events(run: dict[str, Any], live_triggers: bool = False) -> list[dict
         value = e.get("value")
         if action == "inject" and e.get("error") is None and isinstance(value, dict):
             params.update({k: value[k] for k in RESOLVED_KEYS if k in value})
+        elif action == "inject" and found_no_leader(e.get("error")):
+            # Its original aimed at no one: the replay must not aim at whoever leads now.
+            params[FOUND_NO_LEADER] = True
         events.append({"time": round(max(0.0, (e["time"] - offset_ns) / 1e9), 3),
                        "action": action, "fault": fault, "params": params, "seed": seed})
     return events
+
+
+def found_no_leader(error: Any) -> bool:
+    """Pure: an executed entry's error says a leader-aimed fault found no leader
+    (nemesis.base records an error as `Type: message`)."""
+    return isinstance(error, str) and error.startswith(f"{NoLeader.__name__}:")
 
 
 def replay_config(run: dict[str, Any], live_triggers: bool = False) -> RunConfig:
@@ -130,6 +141,12 @@ def lateness(run: dict[str, Any]) -> float | None:
     return max(late) if late else None
 
 
+def after_stop(run: dict[str, Any]) -> int:
+    """Pure: how many scheduled faults a replay played after its time limit
+    (nemesis.base.played_after_stop)."""
+    return len(played_after_stop(run.get("schedule") or []))
+
+
 @dataclass
 class ReplayOutcome:
     old_dir: Path
@@ -138,6 +155,7 @@ class ReplayOutcome:
     new: dict[str, Any] | None
     exit_code: int
     late_s: float | None = None    # the replay's own lateness (`lateness`)
+    after_stop: int = 0            # faults it played after its time limit (`after_stop`)
 
     @property
     def reproduced(self) -> bool:
@@ -156,12 +174,14 @@ def replay(run_dir: Path, results: Path, stream: Any = None,
     outcome = run_test(config, results, stream,
                        {"replay_of": {"run_id": run.get("run_id", run_dir.name),
                                       "run_dir": str(run_dir.resolve())}})
+    late, past = None, 0
     try:
-        late = lateness(load_json(outcome.run_dir / "run.json"))
+        doc = load_json(outcome.run_dir / "run.json")
+        late, past = lateness(doc), after_stop(doc)
     except Exception:  # a replay that stopped early: nothing to say about its timing
-        late = None
+        pass
     return ReplayOutcome(run_dir, outcome.run_dir, old_verdict(run_dir), outcome.verdicts,
-                         outcome.exit_code, late)
+                         outcome.exit_code, late, past)
 
 
 def comparison_lines(outcome: ReplayOutcome) -> list[str]:
@@ -182,6 +202,9 @@ def comparison_lines(outcome: ReplayOutcome) -> list[str]:
     if outcome.late_s:
         lines.append(f"the replay played its faults up to {outcome.late_s:.3f} s after their "
                      "recorded times (a fault still running, or a loaded machine)")
+    if outcome.after_stop:
+        lines.append(f"it ran past its time limit: {outcome.after_stop} of them played after "
+                     "it, before the final heal (none dropped)")
     lines.append(f"original run: {outcome.old_dir}")
     lines.append(f"replay run:   {outcome.new_dir}")
     return lines

@@ -5,11 +5,13 @@ import pytest
 from harness.run.replay import (
     ReplayError,
     ReplayOutcome,
+    after_stop,
     comparison_lines,
     lateness,
     replay_config,
     replay_events,
 )
+from nemesis.base import ran_late
 from nemesis.schedule import Event
 
 OFFSET = 50_000_000     # schedule time 0 is 50 ms into the history
@@ -194,3 +196,19 @@ def test_lateness_is_the_most_a_run_played_a_scheduled_event_late(tmp_path):
     assert "up to 0.620 s after their recorded times" in " ".join(comparison_lines(late))
     on_time = ReplayOutcome(tmp_path / "a", tmp_path / "b", None, None, 0, 0.0)
     assert "recorded times" not in " ".join(comparison_lines(on_time))
+
+
+def test_a_replay_that_ran_past_its_limit_says_so_and_how_late(tmp_path):
+    schedule = [{"f": "kill", "late_s": 0.0}, {"f": "start", "late_s": 5.04, "after_stop": True},
+                {"f": "kill", "late_s": 4.9, "after_stop": True}, {"f": "start"}]
+    assert after_stop({"schedule": schedule}) == 2
+    assert ran_late(schedule) == ("the replay ran late: 2 fault events still due at the time "
+                                  "limit played after it, in order (up to 5.040 s after their "
+                                  "recorded times)")
+    out = " ".join(comparison_lines(ReplayOutcome(tmp_path / "a", tmp_path / "b", None, None, 0,
+                                                  5.04, 2)))
+    assert "up to 5.040 s after" in out and "2 of them played after it" in out
+    on_time = [{"f": "kill", "late_s": 0.3}, {"f": "start"}]
+    assert after_stop({"schedule": on_time}) == 0 and ran_late(on_time) is None
+    assert "played after it" not in " ".join(comparison_lines(
+        ReplayOutcome(tmp_path / "a", tmp_path / "b", None, None, 0, 0.3)))

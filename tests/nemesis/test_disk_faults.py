@@ -11,6 +11,7 @@ import textwrap
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -22,6 +23,7 @@ from nemesis.disk import (
     apply_cuts,
     plan_truncation,
 )
+from nemesis.fault import FOUND_NO_LEADER, WAITED_FOR_LEADER, NoLeader
 from nemesis.lazyfs import LazyFS, check_installed, mount_data_dir
 from nodes.db import NodeSpec
 from nodes.raft.faults.lose_state import LoseStateFault
@@ -318,6 +320,37 @@ def test_lose_state_with_no_leader_after_the_wait_does_nothing(tmp_path: Path,
         c.start(c.names)
         with pytest.raises(RuntimeError, match="no leader and follower to aim at"):
             LoseStateFault(StateFileDB()).inject(c, random.Random(1), {})
+        assert all(c.is_running(n) for n in c.names)
+    finally:
+        c.kill(list(c.processes))
+
+
+def test_a_replayed_lose_state_hits_the_recorded_leader_and_follower_without_asking(
+        tmp_path: Path, monkeypatch) -> None:
+    """A replay plays the nodes its original hit, after the wait it recorded;
+    one whose original found no leader fails again at once."""
+    slept: list[float] = []
+    monkeypatch.setattr("nemesis.fault.time", SimpleNamespace(sleep=slept.append))
+    c = ProcessCluster(tmp_path, ["n1", "n2", "n3"])
+
+    def asked() -> str:
+        raise AssertionError("a replay asked who leads")
+
+    c.leader = asked
+    try:
+        c.start(c.names)
+        for spec in c.nodes:
+            (spec.data_dir / "state").write_text("voted")
+        fault = LoseStateFault(StateFileDB())
+        value = fault.inject(c, random.Random(1), {"nodes": ["n3", "n1"],
+                                                   WAITED_FOR_LEADER: 0.9})
+        assert (value["leader"], value["lost_state"], value[WAITED_FOR_LEADER]) == (
+            "n3", "n1", 0.9)
+        assert slept == [0.9] and not c.is_running("n3") and c.is_running("n1")
+        assert not (c.spec("n1").data_dir / "state").exists()
+        fault.heal(c)
+        with pytest.raises(NoLeader):
+            fault.inject(c, random.Random(1), {FOUND_NO_LEADER: True})
         assert all(c.is_running(n) for n in c.names)
     finally:
         c.kill(list(c.processes))

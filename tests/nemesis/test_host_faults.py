@@ -98,7 +98,8 @@ class _Led(_Names):
 
 
 def test_a_leader_clock_fault_sets_the_node_leading_at_inject_and_records_it(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("nemesis.fault.ELECTION_WAIT_S", 0.3)   # no leader ever: a short wait
     files = {n: tmp_path / f"{n}.faketime" for n in NODES}
     for f in files.values():
         clock.write_offset(f, 0)

@@ -12,7 +12,7 @@ import pytest
 from checkers.history import NOOP, Op
 from nemesis import membership
 from nemesis.base import CompositeNemesis, NemesisRunner, make_fault
-from nemesis.fault import FaultContext
+from nemesis.fault import WAITED_FOR_LEADER, FaultContext
 from nemesis.schedule import Event, plan_params
 
 
@@ -95,6 +95,36 @@ def test_remove_leader_targets_the_leader_and_refusals_are_noops():
     assert fault.inject(cluster, random.Random(1), planned)["nodes"] == ["n3"]
     again = fault.inject(cluster, random.Random(1), {})
     assert again["error"] == "voter_not_found" and again[NOOP]
+
+
+class ElectingCluster(FakeCluster):
+    """No leader for its first `none` asks (None: never)."""
+
+    def __init__(self, names: list[str], none: int | None, leader: str = "n1") -> None:
+        super().__init__(names, leader)
+        self.none, self.asked = none, 0
+
+    def leader(self) -> str | None:  # type: ignore[override]
+        self.asked += 1
+        return None if self.none is None or self.asked <= self.none else self._leader
+
+
+@pytest.mark.parametrize("variant, removed", [("remove-leader", ["n3"]),
+                                              ("auto-join", ["n1", "n2"])])
+def test_leader_variants_wait_for_the_election_and_without_one_stay_noops(
+        variant, removed, monkeypatch):
+    """Drawn just after a heal restarted the last leader, they used to find
+    none and do nothing; the wait is recorded, and a replay removes what the
+    original removed (none when it found no leader)."""
+    cluster = ElectingCluster(["n1", "n2", "n3"], none=2, leader="n3")
+    value = make_fault(f"membership:{variant}").inject(cluster, random.Random(1), {})
+    assert value["nodes"] == removed and value[WAITED_FOR_LEADER] > 0 and cluster.asked == 3
+    monkeypatch.setattr("nemesis.fault.ELECTION_WAIT_S", 0.3)
+    nobody = ElectingCluster(["n1", "n2", "n3"], none=None)
+    value = make_fault(f"membership:{variant}").inject(nobody, random.Random(1), {})
+    assert value["nodes"] == [] and value[NOOP].startswith("no leader")
+    assert nobody.db.calls == [] and nobody.asked > 1
+    assert membership.recorded(value) == []   # its replay removes none
 
 
 def test_a_live_plan_draws_as_many_numbers_for_every_variant():

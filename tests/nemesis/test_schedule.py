@@ -226,6 +226,70 @@ def test_a_late_event_does_not_make_the_next_late_and_records_how_late_it_ran() 
     assert [e.get("late_s") for e in executed] == [0.0, 1.5, 1.3, 0.0, 0.0, None]
 
 
+class TimeLimit(threading.Event):
+    """The run's stop, set by the fake clock reaching the time limit (as the
+    workload's end sets it in a run)."""
+
+    def __init__(self, clock: FakeClock, at: float) -> None:
+        super().__init__()
+        self.clock, self.at = clock, at
+
+    def is_set(self) -> bool:
+        return self.clock.now >= self.at or super().is_set()
+
+
+def late_replay(play_all: bool, abandon: bool = False) -> list[dict[str, Any]]:
+    """A 5 s run whose first inject takes 6 s (a loaded machine): everything
+    after it falls due while it runs, past the time limit; the last event was
+    recorded after the limit (the original played it late)."""
+    clock = FakeClock()
+    nemesis = CompositeNemesis({"slow": SlowFault(clock, [6.0, 0.0])})
+    nemesis.setup(object())  # type: ignore[arg-type]  # SlowFault never looks at it
+
+    def record(process: Any, type: str, f: str, value: Any = None, key: Any = None,
+               node: str | None = None, error: str | None = None) -> Op:
+        return Op(0, round((clock.now - 100.0) * 1e9), process, type, f, value, error=error)
+
+    events = [Event(0.0, "inject", "slow"),     # takes 6 s: ends past the 5 s limit
+              Event(1.0, "heal", "slow"),
+              Event(2.0, "inject", "slow"),
+              Event(7.0, "heal", "slow")]       # due after the limit: never played early
+    runner = NemesisRunner(nemesis, events, record, clock=clock, play_all=play_all)
+    runner._urgent = WaitingQueue(clock)
+    if abandon:
+        # The run errs while the first inject runs: its end abandons the runner.
+        slow = nemesis.faults["slow"]
+        inject = slow.inject
+
+        def abandoning(*args: Any) -> Any:
+            runner.abandon()
+            return inject(*args)
+
+        slow.inject = abandoning  # type: ignore[method-assign]
+    return runner.run(TimeLimit(clock, 105.0), start=100.0)
+
+
+def test_a_late_replay_plays_every_recorded_event_in_order_after_its_time_limit() -> None:
+    executed = late_replay(play_all=True)
+    assert [(e["f"], round(e["time"] / 1e9, 6), e.get("late_s"), e.get("after_stop", False))
+            for e in executed] == [
+        ("slow", 0.0, 0.0, False), ("unslow", 6.0, 5.0, True), ("slow", 6.0, 4.0, True),
+        ("unslow", 7.0, 0.0, True)]     # nothing left dirty: no final heal
+
+
+def test_a_live_run_drops_what_its_time_limit_finds_pending_and_heals() -> None:
+    """The fail twin of the replay's rule (a live run's schedule ends at its
+    limit: the final heal heals what ran), and what the old runner did to a
+    replay (CI trial 21: the last two faults of a replay 5 s late never ran)."""
+    executed = late_replay(play_all=False)
+    assert [(e["f"], e.get("late_s")) for e in executed] == [("slow", 0.0), ("unslow", None)]
+
+
+def test_an_abandoned_replay_plays_nothing_more_and_heals() -> None:
+    executed = late_replay(play_all=True, abandon=True)
+    assert [(e["f"], e.get("late_s")) for e in executed] == [("slow", 0.0), ("unslow", None)]
+
+
 def test_lateness_rounds_up_to_the_ms() -> None:
     assert [lateness_s(x) for x in (-0.2, 0.0, 0.0001, 0.1, 0.1234, 1.5)] == [
         0.0, 0.0, 0.001, 0.1, 0.124, 1.5]

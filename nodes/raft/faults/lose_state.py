@@ -7,7 +7,14 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from nemesis.fault import ClusterControl, await_leader
+from nemesis.fault import (
+    FOUND_NO_LEADER,
+    WAITED_FOR_LEADER,
+    ClusterControl,
+    NoLeader,
+    await_leader,
+    replayed_wait,
+)
 from nodes.abilities import StateFiles
 from nodes.raft.fault_rows import LOSE_STATE
 
@@ -29,13 +36,21 @@ class LoseStateFault:
 
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
-        # Drawn soon after its last heal restarted the leader, it may find the
-        # cluster still electing: it waits for the election rather than do nothing.
-        leader, waited_s = await_leader(cluster)
-        followers = sorted(n for n in cluster.names if n != leader and cluster.is_running(n))
-        if leader is None or not followers:
-            raise RuntimeError(f"no leader and follower to aim at (waited {waited_s} s)")
-        node = rng.choice(followers)
+        recorded = params.get("nodes")
+        if isinstance(recorded, list) and len(recorded) == 2:
+            # A replay: the leader and follower its original hit, when it hit them.
+            (leader, node), waited_s = recorded, replayed_wait(params) or 0.0
+        else:
+            if params.get(FOUND_NO_LEADER):
+                raise NoLeader("no leader and follower to aim at (the run replayed found none)")
+            # Drawn soon after its last heal restarted the leader, it may find the
+            # cluster still electing: it waits for the election rather than do nothing.
+            leader, waited_s = await_leader(cluster)
+            followers = sorted(n for n in cluster.names
+                               if n != leader and cluster.is_running(n))
+            if leader is None or not followers:
+                raise NoLeader(f"no leader and follower to aim at (waited {waited_s} s)")
+            node = rng.choice(followers)
         cluster.kill([leader, node])
         self.down = sorted(set(self.down) | {leader})
         removed = []
@@ -45,7 +60,7 @@ class LoseStateFault:
                 removed.append(str(path))
         cluster.start([node])
         return {"nodes": [leader, node], "leader": leader, "lost_state": node,
-                "removed": removed, "waited_for_leader_s": waited_s}
+                "removed": removed, WAITED_FOR_LEADER: waited_s}
 
     def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         names, self.down = self.down, []
