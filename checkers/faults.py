@@ -52,6 +52,10 @@ MEMBERSHIP = FaultOp("membership", "restore-voters", VOTERS, NODES)
 # A disk op's `at` when its bits were flipped in the files at rest (the
 # nemesis's `disk:bitflip+at=rest`); its `mode` is `truncate` when it cut them.
 AT_REST = "rest"
+# What a fault aimed at the leader records of how long it waited for one
+# (nemesis.fault.aim_at_leader): it acted that long after its invoke, and
+# took nothing while it waited (checkers.impairment starts it there).
+WAITED_FOR_LEADER = "waited_for_leader_s"
 
 
 def disk_at_rest(value: Any) -> str:

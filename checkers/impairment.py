@@ -31,6 +31,7 @@ from checkers.faults import (
     NODES_DURING_OP,
     NOTHING,
     OTHER_CLUSTER,
+    WAITED_FOR_LEADER,
 )
 from checkers.history import NEMESIS, Op, noop_reason, pair_ops
 
@@ -121,6 +122,17 @@ def named_nodes(value: Any) -> list[str] | None:
     return None
 
 
+def acted_at(invoked: int, finished: int, value: Any) -> int:
+    """When a fault op began to take anything: its invoke, or for a fault
+    aimed at the leader that waited for one, that much later (it took
+    nothing meanwhile: an outage while it waited is not its doing), never
+    past its completion."""
+    waited = value.get(WAITED_FOR_LEADER) if isinstance(value, dict) else None
+    if not isinstance(waited, (int, float)) or isinstance(waited, bool) or waited <= 0:
+        return invoked
+    return min(invoked + int(waited * 1e9), max(finished, invoked))
+
+
 def _cut(value: Any) -> list[tuple[str, str]] | None:
     cut = value.get("cut") if isinstance(value, dict) else None
     if isinstance(cut, list):
@@ -189,18 +201,19 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
         named = named_nodes(value) or named_nodes(inv.value)
         if row.takes == NOTHING and not error:
             continue
-        takes.append({"f": inv.f, "nodes": named, "start": inv.time})
+        begins = acted_at(inv.time, finished, value)
+        takes.append({"f": inv.f, "nodes": named, "start": begins})
         if error or (row.takes in (NODES, NODES_DURING_OP) and not named):
             # It failed part way, or names nobody: anything while its op ran.
-            changes.append((inv.time, seq, "anything", (inv.f,)))
+            changes.append((begins, seq, "anything", (inv.f,)))
             seq += 1
             changes.append((finished, seq, "anything-over", (inv.f,)))
         if row.takes == LINKS and not error:
-            changes.append((inv.time, seq, "cut", (inv.f, _cut(value) or [])))
+            changes.append((begins, seq, "cut", (inv.f, _cut(value) or [])))
         elif row.takes in (NODES, NODES_DURING_OP) and named:
             # What brings them back: the heal's f, or the end of its own op.
             tag = row.heal_f if row.takes == NODES else f"{inv.f}#{seq}"
-            changes.append((inv.time, seq, "out", (tag, named)))
+            changes.append((begins, seq, "out", (tag, named)))
             if row.takes == NODES_DURING_OP:
                 seq += 1
                 changes.append((finished, seq, "back", (tag, named)))
@@ -208,13 +221,13 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
             for node in named:
                 if lines_of_state is None:
                     break
-                until = state_out_until(lines_of_state, node, inv.time, finished, run_end,
+                until = state_out_until(lines_of_state, node, begins, finished, run_end,
                                         (started or {}).get(node, []))
                 if until is not None:
                     seq += 1
-                    changes.append((inv.time, seq, "out", (f"state#{seq}", [node])))
+                    changes.append((begins, seq, "out", (f"state#{seq}", [node])))
                     changes.append((until, seq, "regained", (f"state#{seq}", node)))
-                    state_out.append({"f": inv.f, "node": node, "start": inv.time,
+                    state_out.append({"f": inv.f, "node": node, "start": begins,
                                       "end": until})
     for node, times in sorted((exited or {}).items()):
         for t in sorted(times):

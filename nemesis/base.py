@@ -76,6 +76,7 @@ from nemesis.fault import (  # noqa: F401 (re-exported: the registry's vocabular
     FaultKind,
     Fires,
     InForceAfterHeal,
+    NoLeader,
     Planner,
     SetsUp,
     TearsDown,
@@ -512,6 +513,11 @@ class NemesisRunner:
         late = None if due is None else lateness_s(self.clock() - due)
         try:
             done = self.record(NEMESIS, "info", f, act())
+        except NoLeader as e:
+            # It failed, and it changed nothing: the checkers must not read
+            # the time it spent waiting for a leader as a fault in force.
+            done = self.record(NEMESIS, "info", f, {**(value or {}), NOOP: str(e)},
+                               error=_describe(e))
         except Exception as e:
             done = self.record(NEMESIS, "info", f, value, error=_describe(e))
         self.executed.append({"time": invoke.time, "end": done.time, "f": f,

@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from checkers.faults import WAITED_FOR_LEADER
 from nodes.db import DB, NodeSpec
 
 
@@ -232,7 +233,6 @@ class NoLeader(RuntimeError):
 # leader; a replay passes it back (harness.run.replay.RESOLVED_KEYS) with the
 # recorded nodes and sleeps it (`replayed_wait`), so it acts when its original
 # did, on the node its original hit, never asking the adapter again.
-WAITED_FOR_LEADER = "waited_for_leader_s"
 # What a replay passes to a leader-aimed inject whose original found no leader
 # (it failed with NoLeader): it fails so again at once, neither waiting nor
 # aiming at whoever leads in the replay.
