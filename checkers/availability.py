@@ -22,7 +22,9 @@ fault takes, by its row in `checkers.faults`, against the voters):
 
 - `unavailable-while-healthy`: within a window, the stretch not excused may
   last at most op timeout + failover + a grace for a loaded machine.
-  Excused: time without a connected quorum of voters; time the leader was
+  Excused: time without a connected quorum of voters (a majority of voters
+  starved by pressure counts as none; a starved minority, the leader's node
+  among it or not, takes nothing); time the leader was
   down or cut from a majority (from the nodes' Leader events; a system
   without them: the failover after any fault that took a node or link, as it
   may have been the leader); each excuse runs on for failover + op timeout
@@ -568,7 +570,9 @@ def healthy_leader_losses(leaders: list[dict], imp: Impairment, timers: dict[str
             "time_s": _s(lost), "led_from_s": _s(ld["from"]),
             "no_trouble_since_s": _s(max(a, 0)), "failover_s": timers["failover_s"],
             "in_force": [{"from_s": _s(max(s.start, a)), "out": sorted(s.out),
-                          "cut": len(s.cut)} for s in segs if s.out or s.cut]})
+                          "cut": len(s.cut),
+                          **({"starved": sorted(s.starved)} if s.starved else {})}
+                         for s in segs if s.out or s.cut or s.starved]})
     return anomalies
 
 
