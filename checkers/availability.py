@@ -68,7 +68,7 @@ from typing import Any
 from checkers.elections import leader_elections
 from checkers.faults import CUT, DEGRADED, DOWN, OTHER_CLUSTER, VOTERS, healed_by
 from checkers.history import NEMESIS, Op, client_ops, collector_paused, noop_reason, pair_ops
-from checkers.impairment import Impairment, StateLines, named_nodes, timeline
+from checkers.impairment import Impairment, StateLines, started_by, timeline
 from checkers.verdict import Verdict, verdict
 from nodes.events import FOLLOWER_ROLE, LEADER_ROLE, ROLE, START, VoteLoss
 
@@ -480,15 +480,16 @@ def own_nodes_out(history: list[Op], out_spans: OutSpans, idle_ns: int = 0
 def exited_spans(history: list[Op], exited: dict[str, list[int]],
                  started: dict[str, list[int]]) -> dict[str, list[tuple[int, int]]]:
     """node -> when its process was gone by its own exit (`exit_times`):
-    from each exit until its next start line, the next nemesis op naming it,
-    or its next answer, whichever comes first (the run's end if none)."""
+    from each exit until its next start line, the next nemesis op that
+    started it (`impairment.started_by`: not a squeeze's heal that only names
+    it), or its next answer, whichever comes first (the run's end if none)."""
     end = max((op.time for op in history), default=0)
     back: dict[str, list[int]] = {n: list(ts) for n, ts in started.items()}
     for op in history:
         if op.type == "invoke":
             continue
         if op.process == NEMESIS:
-            for n in named_nodes(op.value) or ():
+            for n in started_by(op.f, op.value):
                 back.setdefault(n, []).append(op.time)
         elif op.type == "ok" and op.node is not None:
             back.setdefault(op.node, []).append(op.time)

@@ -140,6 +140,19 @@ def acted_at(invoked: int, finished: int, value: Any) -> int:
     return min(invoked + int(waited * 1e9), max(finished, invoked))
 
 
+def started_by(f: str, value: Any) -> list[str]:
+    """The nodes a nemesis op started again: those named by a heal that starts
+    the nodes it names (`STARTS_NODES`), and those its value says it
+    `restarted` (a squeeze's heal restarting what the OOM killer took, a
+    disk's heal, a removal's restart). A heal that names a node and starts
+    nothing (a squeeze lifted) brings no exited process back."""
+    started = set(named_nodes(value) or []) if f in STARTS_NODES else set()
+    restarted = value.get("restarted") if isinstance(value, dict) else None
+    if isinstance(restarted, list):
+        started |= {n for n in restarted if isinstance(n, str)}
+    return sorted(started)
+
+
 def _cut(value: Any) -> list[tuple[str, str]] | None:
     cut = value.get("cut") if isinstance(value, dict) else None
     if isinstance(cut, list):
@@ -181,14 +194,13 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
         error = done is not None and done.error is not None
         row = FAULT_OPS.get(inv.f)
         seq += 1
+        for n in started_by(inv.f, value):
+            healed_at.setdefault(n, []).append(finished)
         if row is None and inv.f in HEALS:
             # A heal: the nodes it names come back (`start`, `resume`, ...);
             # `heal` removes every cut.
             heals.append(finished)
             changes.append((finished, seq, "heal", (inv.f, named_nodes(value))))
-            if inv.f in STARTS_NODES:
-                for n in named_nodes(value) or ():
-                    healed_at.setdefault(n, []).append(finished)
             if error:
                 changes.append((inv.time, seq, "anything", (inv.f,)))
                 changes.append((finished, seq + 1, "anything-over", (inv.f,)))

@@ -169,6 +169,13 @@ class MemoryPressureFault(_PressureFault):
     fault = MEMORY
     name, heal_f = MEMORY.name, MEMORY.heal_f
 
+    def __init__(self, variant: str | None, host: NodeHost | None) -> None:
+        super().__init__(variant, host)
+        # node -> its group's OOM kills when first squeezed: the heal restarts
+        # a node the kernel killed since (a v1 hard limit), as a supervisor
+        # would; left down, a squeezed majority never served again.
+        self.kills_before: dict[str, int] = {}
+
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         aimed = planned_or_leader(cluster, params)
@@ -182,6 +189,7 @@ class MemoryPressureFault(_PressureFault):
         used, limits = {}, {}
         for n in nodes:
             cg = self._cgroup(n)
+            self.kills_before.setdefault(n, cg.oom_kills())
             used[n] = cg.memory_usage()
             limit = max(1 << 20, int(used[n] * self.pressure.amount))
             try:
@@ -208,8 +216,16 @@ class MemoryPressureFault(_PressureFault):
         self.touched.clear()
         if not nodes:
             return {"nodes": [], NOOP: "no node was squeezed"}
+        before, self.kills_before = self.kills_before, {}
+        # Down and killed by the kernel while squeezed: another fault's down
+        # node (a kill's) stays as that fault left it.
+        killed = [n for n in nodes if kills[n] > before.get(n, kills[n])
+                  and not cluster.is_running(n)]
         # Counted since the group was made: what the squeezes did to each node.
-        return {"nodes": nodes, "high_events": events, "oom_kills": kills}
+        value: dict[str, Any] = {"nodes": nodes, "high_events": events, "oom_kills": kills}
+        if killed:
+            value["restarted"] = cluster.start(killed, fresh=False)
+        return value
 
 
 class StressFault(_PressureFault):

@@ -261,15 +261,23 @@ class FakeCgroup:
         return 0
 
     def oom_kills(self) -> int:
-        return 0
+        return self.kills
+
+    kills = 0
 
 
 class UpCluster:
     def __init__(self, down: set[str] = frozenset()) -> None:
-        self.down = down
+        self.down = set(down)
+        self.started: list[str] = []
 
     def is_running(self, name: str) -> bool:
         return name not in self.down
+
+    def start(self, names: list[str], fresh: bool = False) -> list[str]:
+        self.started += names
+        self.down -= set(names)
+        return list(names)
 
 
 def test_a_pressure_set_is_pressed_on_every_node_and_healed_on_every_node() -> None:
@@ -452,3 +460,21 @@ def test_the_clock_plot_is_drawn_only_for_clock_faults() -> None:
     svg = render_clock_plot(tl([skew, cpu]))
     assert "clock-plot" in svg and "n1: -5 s" in svg and "-5" in svg
     assert render_clock_plot(tl([cpu])) == ""
+
+
+def test_a_squeeze_heal_restarts_the_nodes_the_oom_killer_took_and_no_other() -> None:
+    """n1 and n2 squeezed; the kernel kills n1 under it; n2 is down for a
+    kill of the nemesis (no OOM kill): the heal starts n1 again, not n2."""
+    from nemesis.host import NodeHost
+    groups = {n: FakeCgroup() for n in FIVE}
+    mem = pressure.MemoryPressureFault("nodes=minority", NodeHost(cgroups=groups))
+    cluster = UpCluster()
+    mem.inject(cluster, random.Random(0), {"targets": "minority", "nodes": ["n1", "n2"]})
+    groups["n1"].kills = 1
+    cluster.down |= {"n1", "n2"}
+    healed = mem.heal(cluster)
+    assert healed["restarted"] == ["n1"] and cluster.started == ["n1"]
+    assert healed["oom_kills"] == {"n1": 1, "n2": 0}
+    # A squeeze that killed nothing restarts nothing.
+    mem.inject(cluster, random.Random(0), {"nodes": ["n1"]})
+    assert "restarted" not in mem.heal(cluster)
