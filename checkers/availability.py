@@ -22,7 +22,9 @@ fault takes, by its row in `checkers.faults`, against the voters):
 
 - `unavailable-while-healthy`: within a window, the stretch not excused may
   last at most op timeout + failover + a grace for a loaded machine.
-  Excused: time without a connected quorum of voters; time the leader was
+  Excused: time without a connected quorum of voters (a majority of voters
+  starved by pressure counts as none; a starved minority, the leader's node
+  among it or not, takes nothing); time the leader was
   down or cut from a majority (from the nodes' Leader events; a system
   without them: the failover after any fault that took a node or link, as it
   may have been the leader); each excuse runs on for failover + op timeout
@@ -66,7 +68,7 @@ from typing import Any
 from checkers.elections import leader_elections
 from checkers.faults import CUT, DEGRADED, DOWN, OTHER_CLUSTER, VOTERS, healed_by
 from checkers.history import NEMESIS, Op, client_ops, collector_paused, noop_reason, pair_ops
-from checkers.impairment import Impairment, StateLines, named_nodes, timeline
+from checkers.impairment import Impairment, StateLines, started_by, timeline
 from checkers.verdict import Verdict, verdict
 from nodes.events import FOLLOWER_ROLE, LEADER_ROLE, ROLE, START, VoteLoss
 
@@ -478,15 +480,16 @@ def own_nodes_out(history: list[Op], out_spans: OutSpans, idle_ns: int = 0
 def exited_spans(history: list[Op], exited: dict[str, list[int]],
                  started: dict[str, list[int]]) -> dict[str, list[tuple[int, int]]]:
     """node -> when its process was gone by its own exit (`exit_times`):
-    from each exit until its next start line, the next nemesis op naming it,
-    or its next answer, whichever comes first (the run's end if none)."""
+    from each exit until its next start line, the next nemesis op that
+    started it (`impairment.started_by`: not a squeeze's heal that only names
+    it), or its next answer, whichever comes first (the run's end if none)."""
     end = max((op.time for op in history), default=0)
     back: dict[str, list[int]] = {n: list(ts) for n, ts in started.items()}
     for op in history:
         if op.type == "invoke":
             continue
         if op.process == NEMESIS:
-            for n in named_nodes(op.value) or ():
+            for n in started_by(op.f, op.value):
                 back.setdefault(n, []).append(op.time)
         elif op.type == "ok" and op.node is not None:
             back.setdefault(op.node, []).append(op.time)
@@ -568,7 +571,9 @@ def healthy_leader_losses(leaders: list[dict], imp: Impairment, timers: dict[str
             "time_s": _s(lost), "led_from_s": _s(ld["from"]),
             "no_trouble_since_s": _s(max(a, 0)), "failover_s": timers["failover_s"],
             "in_force": [{"from_s": _s(max(s.start, a)), "out": sorted(s.out),
-                          "cut": len(s.cut)} for s in segs if s.out or s.cut]})
+                          "cut": len(s.cut),
+                          **({"starved": sorted(s.starved)} if s.starved else {})}
+                         for s in segs if s.out or s.cut or s.starved]})
     return anomalies
 
 

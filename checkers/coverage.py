@@ -26,6 +26,7 @@ from checkers.faults import (
     NODES,
     NODES_DURING_OP,
     NOTHING,
+    STARVED,
 )
 from checkers.history import NEMESIS, Op, noop_reason, pair_ops
 
@@ -77,7 +78,7 @@ def coverage(history: list[Op], nodes: list[str], leaders: list[tuple[int, str |
             imp = Impairment(sorted(nodes), sorted(nodes), [seg])
             touched = [n for n in sorted(nodes) if not imp.leader_ok(n, seg)]
             entry["majority"] = not imp.quorum_ok(seg)
-        elif takes in (NODES, NODES_DURING_OP):
+        elif takes in (NODES, NODES_DURING_OP, STARVED):
             touched = sorted(set(op_nodes(value) or op_nodes(inv.value) or []))
             entry["majority"] = len(touched) >= majority
         elif row is not None and row.effect == DEGRADED:

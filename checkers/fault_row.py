@@ -28,6 +28,12 @@ NODES = "nodes"                # its op value's nodes, from its inject until its
 NODES_DURING_OP = "nodes-during-op"  # its nodes, while its own op runs (killed, restarted)
 LINKS = "links"                # its op value's `cut` pairs (from, to), until its heal
 NOTHING = "nothing"            # itself nothing: what it sets off is recorded as its own op
+# Its op value's nodes run starved (of CPU or memory) until its heal names
+# them: still up and linked, so a leader among them is not taken, but a
+# quorum that needs them may be too slow to hold an election's timers. They
+# count against a quorum only: a majority of voters starved is a quorum
+# taken; a minority, even the leader's node, takes nothing.
+STARVED = "starved"
 # A fault without a row (a plug-in's) may take anything: the whole cluster,
 # while its op runs and until a heal whose f no known fault uses.
 ANYTHING = "anything"

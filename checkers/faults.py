@@ -32,6 +32,7 @@ from checkers.fault_row import (  # noqa: F401 (re-exported: the rows' words)
     READ_FAILED_AGAIN,
     READ_FLIPPED,
     RESTART,
+    STARVED,
     VOTERS,
     FaultOp,
     destroys,
@@ -116,11 +117,14 @@ LAGGING_VOTERS = FaultOp("lagging-voters", DISARM, ARMED)
 HUNT = FaultOp("hunt", DISARM, ARMED)
 
 # Host faults (nemesis.clock, nemesis.pressure): the node keeps running, so
-# they take nothing a correct cluster may stop serving for.
+# a clock takes nothing a correct cluster may stop serving for. Pressure on a
+# set of nodes (one, a minority, a majority, all) starves them: a majority
+# of voters starved is a quorum taken, a minority (the leader's node among
+# them or not) nothing.
 CLOCK = FaultOp("clock", "clock-reset", DEGRADED, NOTHING)
-CPU = FaultOp("cpu", "cpu-restore", DEGRADED, NOTHING)
-MEMORY = FaultOp("memory", "memory-restore", DEGRADED, NOTHING)
-STRESS = FaultOp("stress", "stress-stop", DEGRADED, NOTHING)
+CPU = FaultOp("cpu", "cpu-restore", DEGRADED, STARVED)
+MEMORY = FaultOp("memory", "memory-restore", DEGRADED, STARVED)
+STRESS = FaultOp("stress", "stress-stop", DEGRADED, STARVED)
 
 # The entry-point group through which a system or a plug-in adds its rows
 # (the bundled systems' among them, pyproject.toml): each names a FaultOp or an

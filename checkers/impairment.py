@@ -3,8 +3,9 @@
 Read off the nemesis ops of a history, by what each fault declares it takes
 (`checkers.faults.FaultOp.takes`): nodes (down, paused, truncated, removed as
 voters, re-formatted for another cluster), links (a partition's `cut` pairs,
-directed), nothing (a trigger: what it fires is recorded as its own op), or,
-for a fault with no row, anything. The result is a timeline of segments, each
+directed), nodes starved (counted against a quorum only), nothing (a trigger:
+what it fires is recorded as its own op), or, for a fault with no row,
+anything. The result is a timeline of segments, each
 with the nodes out and the links cut, from which availability asks: was a
 quorum of the voters connected, and could a given leader reach one?
 
@@ -31,6 +32,7 @@ from checkers.faults import (
     NODES_DURING_OP,
     NOTHING,
     OTHER_CLUSTER,
+    STARVED,
     WAITED_FOR_LEADER,
 )
 from checkers.history import NEMESIS, Op, noop_reason, pair_ops
@@ -52,6 +54,7 @@ class Segment:
     out: frozenset[str]                  # nodes taken away
     cut: frozenset[tuple[str, str]]      # directed links cut
     anything: bool                       # an unmodelled fault in force: anything may be gone
+    starved: frozenset[str] = frozenset()  # nodes starved: up, but no help to a quorum
 
 
 @dataclass
@@ -106,9 +109,13 @@ class Impairment:
     def quorum_ok(self, seg: Segment) -> bool:
         """Some voter could lead: up, and linked both ways with enough voters up
         to make a majority (a candidate needs their votes, a leader their
-        fetches; the followers need not reach each other)."""
+        fetches; the followers need not reach each other). Starved voters
+        count as out here: a quorum that needs them may not answer within an
+        election's timers; a leader that has one without them keeps it."""
         if seg.anything:
             return False
+        if seg.starved:
+            seg = Segment(seg.start, seg.end, seg.out | seg.starved, seg.cut, False)
         if not seg.out and not seg.cut:
             return True
         return any(self.leader_ok(v, seg) for v in self.voters if v not in seg.out)
@@ -131,6 +138,19 @@ def acted_at(invoked: int, finished: int, value: Any) -> int:
     if not isinstance(waited, (int, float)) or isinstance(waited, bool) or waited <= 0:
         return invoked
     return min(invoked + int(waited * 1e9), max(finished, invoked))
+
+
+def started_by(f: str, value: Any) -> list[str]:
+    """The nodes a nemesis op started again: those named by a heal that starts
+    the nodes it names (`STARTS_NODES`), and those its value says it
+    `restarted` (a squeeze's heal restarting what the OOM killer took, a
+    disk's heal, a removal's restart). A heal that names a node and starts
+    nothing (a squeeze lifted) brings no exited process back."""
+    started = set(named_nodes(value) or []) if f in STARTS_NODES else set()
+    restarted = value.get("restarted") if isinstance(value, dict) else None
+    if isinstance(restarted, list):
+        started |= {n for n in restarted if isinstance(n, str)}
+    return sorted(started)
 
 
 def _cut(value: Any) -> list[tuple[str, str]] | None:
@@ -174,14 +194,13 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
         error = done is not None and done.error is not None
         row = FAULT_OPS.get(inv.f)
         seq += 1
+        for n in started_by(inv.f, value):
+            healed_at.setdefault(n, []).append(finished)
         if row is None and inv.f in HEALS:
             # A heal: the nodes it names come back (`start`, `resume`, ...);
             # `heal` removes every cut.
             heals.append(finished)
             changes.append((finished, seq, "heal", (inv.f, named_nodes(value))))
-            if inv.f in STARTS_NODES:
-                for n in named_nodes(value) or ():
-                    healed_at.setdefault(n, []).append(finished)
             if error:
                 changes.append((inv.time, seq, "anything", (inv.f,)))
                 changes.append((finished, seq + 1, "anything-over", (inv.f,)))
@@ -202,14 +221,20 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
         if row.takes == NOTHING and not error:
             continue
         begins = acted_at(inv.time, finished, value)
-        takes.append({"f": inv.f, "nodes": named, "start": begins})
-        if error or (row.takes in (NODES, NODES_DURING_OP) and not named):
+        if row.takes != STARVED or error:
+            takes.append({"f": inv.f, "nodes": named, "start": begins})
+        if error or (row.takes in (NODES, NODES_DURING_OP, STARVED) and not named):
             # It failed part way, or names nobody: anything while its op ran.
             changes.append((begins, seq, "anything", (inv.f,)))
             seq += 1
             changes.append((finished, seq, "anything-over", (inv.f,)))
         if row.takes == LINKS and not error:
             changes.append((begins, seq, "cut", (inv.f, _cut(value) or [])))
+        elif row.takes == STARVED and named and not error:
+            # Until its heal names them; not among `takes`: a leader starved
+            # is no leader taken, so it excuses no failover where who led is
+            # unknown.
+            changes.append((begins, seq, "starve", (row.heal_f, named)))
         elif row.takes in (NODES, NODES_DURING_OP) and named:
             # What brings them back: the heal's f, or the end of its own op.
             tag = row.heal_f if row.takes == NODES else f"{inv.f}#{seq}"
@@ -241,6 +266,7 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
     changes.sort(key=lambda c: (c[0], c[1]))
 
     out: dict[str, dict[str, int]] = {}   # node -> what brings it back -> since which change
+    starved: dict[str, dict[str, int]] = {}   # the same, for nodes starved
     cut: dict[tuple[str, str], int] = {}  # link -> the change that cut it
     anything: set[str] = set()
     segments: list[Segment] = []
@@ -253,7 +279,7 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
         nonlocal start
         if t > start or not segments:
             segments.append(Segment(start, max(t, start), frozenset(out), frozenset(cut),
-                                    bool(anything)))
+                                    bool(anything), frozenset(starved)))
             start = max(t, start)
 
     def later(t: int, kind: str, payload: Any) -> None:
@@ -277,19 +303,20 @@ def timeline(history: list[Op], nodes: list[str], voters: list[str] | None,
     while pending:
         t, n_seq, kind, payload = heapq.heappop(pending)
         close(t)
-        if kind == "out":
+        if kind in ("out", "starve"):
             tag, named = payload
             for n in named:
-                out.setdefault(n, {})[tag] = n_seq
+                (out if kind == "out" else starved).setdefault(n, {})[tag] = n_seq
         elif kind == "back":
             rejoin(t, payload[0], payload[1], n_seq)
         elif kind == "rejoined":
             tag, named, since = payload
-            for n in named if named is not None else list(out):
-                if out.get(n, {}).get(tag, since) < since:
-                    del out[n][tag]
-                    if not out[n]:
-                        del out[n]
+            for held in (out, starved):
+                for n in named if named is not None else list(held):
+                    if held.get(n, {}).get(tag, since) < since:
+                        del held[n][tag]
+                        if not held[n]:
+                            del held[n]
         elif kind == "regained":
             tag, node = payload
             out.get(node, {}).pop(tag, None)

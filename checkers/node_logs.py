@@ -27,6 +27,7 @@ from typing import Any
 
 from checkers.faults import DEGRADED, FAULT_OPS, OTHER_CLUSTER, VOTERS, FaultOp
 from checkers.history import NEMESIS, Op
+from checkers.impairment import named_nodes
 from checkers.verdict import Verdict, verdict
 
 # Matches are quoted up to this many; the rest are counted.
@@ -127,8 +128,7 @@ def _failed(value: Any) -> list[str]:
 
 
 def _named(value: Any) -> list[str]:
-    nodes = value.get("nodes") if isinstance(value, dict) else None
-    return [n for n in nodes if isinstance(n, str)] if isinstance(nodes, list) else []
+    return named_nodes(value) or []
 
 
 def _excused(at: int, node: Any, windows: Sequence[tuple[int, int | None, frozenset[str] | None]]

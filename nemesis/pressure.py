@@ -7,10 +7,14 @@
     stress:cpu=N       stress-ng beside the node, in its cgroup: N CPU hogs
     stress:vm=N        ... N workers touching 64 MiB each
 
-Each variant may end in `,leader` (the node leading at inject time) instead
-of a node drawn when planned. The heal lifts the limits (stops stress-ng) on
-every node it touched; each inject's value says what the kernel reports in
-force afterwards (the limit read back), so the history shows it.
+Which nodes: a node set drawn when planned as kill's and the disk faults'
+are (nemesis.process.drawn_set over SIZES: one node, a minority, a
+majority or all of them), or the one a variant names (`,nodes=majority`),
+or `,leader` (the node leading at inject time). The plan's nodes are the
+inject's params, so a replay presses the same nodes. The heal lifts the
+limits (stops stress-ng) on every node it touched; each inject's value says
+what the kernel reports in force afterwards (the limit read back), so the
+history shows it.
 """
 
 from __future__ import annotations
@@ -26,8 +30,12 @@ from checkers.history import NOOP
 from nemesis.cgroups import NodeCgroup
 from nemesis.fault import ClusterControl, FaultContext, planned_or_leader
 from nemesis.host import NodeHost
+from nemesis.process import SIZES, drawn_set, nodes_of_size
 
 LEADER = "leader"
+NODES_KEY = "nodes"
+# No `nodes=` in the variant: a size drawn from SIZES, as a plain kill's is.
+DRAWN = "drawn"
 DEFAULT_CPU_LIMIT = 0.1
 MIN_CPU_LIMIT = 0.01
 DEFAULT_SQUEEZE = 1.0
@@ -35,9 +43,10 @@ STRESS_KINDS = ("cpu", "vm")
 VM_BYTES = "64M"
 # Variants as `faultline systems` shows them (templates: a hunt that is told
 # to play these faults draws each without a variant).
-CPU_VARIANTS = ("limit=<F>", "limit=<F>,leader")
-MEMORY_VARIANTS = ("pressure=<R>", "pressure=<R>,leader")
-STRESS_VARIANTS = ("cpu=<N>", "vm=<N>", "cpu=<N>,leader")
+NODE_SETS = "nodes=<SET>"   # SET: one of SIZES
+CPU_VARIANTS = ("limit=<F>", f"limit=<F>,{NODE_SETS}", "limit=<F>,leader")
+MEMORY_VARIANTS = ("pressure=<R>", f"pressure=<R>,{NODE_SETS}", "pressure=<R>,leader")
+STRESS_VARIANTS = ("cpu=<N>", "vm=<N>", f"cpu=<N>,{NODE_SETS}", "cpu=<N>,leader")
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,7 @@ class Pressure:
     key: str          # limit, pressure, cpu, vm
     amount: float
     leader: bool = False
+    nodes: str = DRAWN  # a size of SIZES, or DRAWN
 
 
 def parse(fault: str, variant: str | None) -> Pressure:
@@ -56,18 +66,25 @@ def parse(fault: str, variant: str | None) -> Pressure:
         return Pressure(*default)
     parts = [p.strip() for p in variant.split(",") if p.strip()]
     leader = LEADER in parts
-    parts = [p for p in parts if p != LEADER]
+    sets = [p.partition("=")[2] for p in parts if p.partition("=")[0] == NODES_KEY]
+    parts = [p for p in parts if p != LEADER and p.partition("=")[0] != NODES_KEY]
+    if len(sets) > 1 or any(s not in SIZES for s in sets):
+        raise ValueError(f"{fault} {NODES_KEY}= is one of {', '.join(SIZES)}, not {variant!r}")
+    if sets and leader:
+        raise ValueError(f"{fault} takes {NODES_KEY}= or {LEADER}, not both: {variant!r}")
+    nodes = sets[0] if sets else DRAWN
     if not parts:
-        return Pressure(*default, leader=leader)
+        return Pressure(*default, leader=leader, nodes=nodes)
     if len(parts) > 1:
-        raise ValueError(f"{fault} takes one of {', '.join(keys)} (maybe with ,leader), "
-                         f"not {variant!r}")
+        raise ValueError(f"{fault} takes one of {', '.join(keys)} (maybe with ,{NODE_SETS} "
+                         f"or ,leader; SET: {'|'.join(SIZES)}), not {variant!r}")
     key, eq, text = parts[0].partition("=")
     if key not in keys:
         raise ValueError(f"{fault} variant must be one of {', '.join(k + '=' for k in keys)}"
-                         f" (maybe with ,leader), not {variant!r}")
+                         f" (maybe with ,{NODE_SETS} or ,leader; SET: {'|'.join(SIZES)}), "
+                         f"not {variant!r}")
     amount = default[1] if not eq else _amount(fault, key, text)
-    return Pressure(key, amount, leader)
+    return Pressure(key, amount, leader, nodes)
 
 
 def _amount(fault: str, key: str, text: str) -> float:
@@ -87,9 +104,14 @@ def _amount(fault: str, key: str, text: str) -> float:
 
 def plan(fault: str, rng: random.Random, nodes: Sequence[str], variant: str | None
          ) -> dict[str, Any]:
-    """Pure: the leader (found at inject time), or a node drawn now."""
+    """Pure: the leader (found at inject time), or the nodes drawn now: the
+    variant's size, else one drawn from SIZES (`targets` says which size)."""
     p = parse(fault, variant)
-    return {"targets": LEADER} if p.leader else {"nodes": [rng.choice(sorted(nodes))]}
+    if p.leader:
+        return {"targets": LEADER}
+    if p.nodes == DRAWN:
+        return drawn_set(rng, nodes, SIZES)
+    return {"targets": p.nodes, "nodes": nodes_of_size(rng, nodes, p.nodes)}
 
 
 def plan_cpu(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[str, Any]:
@@ -132,7 +154,7 @@ class CpuLimitFault(_PressureFault):
         for n in nodes:
             self._cgroup(n).set_cpu(self.pressure.amount)
             self.touched.add(n)
-        return {"nodes": nodes, "limit": self.pressure.amount,
+        return {"nodes": nodes, "targets": params.get("targets"), "limit": self.pressure.amount,
                 "in_force": {n: self._cgroup(n).cpu_limit() for n in nodes}, **aimed.recorded()}
 
     def heal(self, cluster: ClusterControl) -> dict[str, Any]:
@@ -147,18 +169,27 @@ class MemoryPressureFault(_PressureFault):
     fault = MEMORY
     name, heal_f = MEMORY.name, MEMORY.heal_f
 
+    def __init__(self, variant: str | None, host: NodeHost | None) -> None:
+        super().__init__(variant, host)
+        # node -> its group's OOM kills when first squeezed: the heal restarts
+        # a node the kernel killed since (a v1 hard limit), as a supervisor
+        # would; left down, a squeezed majority never served again.
+        self.kills_before: dict[str, int] = {}
+
     def inject(self, cluster: ClusterControl, rng: random.Random, params: Mapping[str, Any]
                ) -> dict[str, Any]:
         aimed = planned_or_leader(cluster, params)
-        nodes = aimed.nodes
-        down = [n for n in nodes if not cluster.is_running(n)]
-        if down:
-            # Its group holds nothing to measure: a squeeze to that would
-            # kill the node the moment something starts it again.
-            return {"nodes": nodes, NOOP: f"{' '.join(down)} not running", **aimed.recorded()}
+        # A group whose node is down holds nothing to measure: a squeeze to
+        # that would kill the node the moment something starts it again.
+        down = [n for n in aimed.nodes if not cluster.is_running(n)]
+        nodes = [n for n in aimed.nodes if n not in down]
+        if not nodes:
+            return {"nodes": aimed.nodes, NOOP: f"{' '.join(down)} not running",
+                    **aimed.recorded()}
         used, limits = {}, {}
         for n in nodes:
             cg = self._cgroup(n)
+            self.kills_before.setdefault(n, cg.oom_kills())
             used[n] = cg.memory_usage()
             limit = max(1 << 20, int(used[n] * self.pressure.amount))
             try:
@@ -169,7 +200,11 @@ class MemoryPressureFault(_PressureFault):
                 cg.set_memory_high(cg.memory_usage())
             self.touched.add(n)
             limits[n] = cg.memory_high()
-        return {"nodes": nodes, "used": used, "in_force": limits, **aimed.recorded()}
+        value: dict[str, Any] = {"nodes": nodes, "targets": params.get("targets"),
+                                 "used": used, "in_force": limits, **aimed.recorded()}
+        if down:
+            value["not_running"] = down   # planned, left alone
+        return value
 
     def heal(self, cluster: ClusterControl) -> dict[str, Any]:
         nodes = sorted(self.touched)
@@ -181,8 +216,16 @@ class MemoryPressureFault(_PressureFault):
         self.touched.clear()
         if not nodes:
             return {"nodes": [], NOOP: "no node was squeezed"}
+        before, self.kills_before = self.kills_before, {}
+        # Down and killed by the kernel while squeezed: another fault's down
+        # node (a kill's) stays as that fault left it.
+        killed = [n for n in nodes if kills[n] > before.get(n, kills[n])
+                  and not cluster.is_running(n)]
         # Counted since the group was made: what the squeezes did to each node.
-        return {"nodes": nodes, "high_events": events, "oom_kills": kills}
+        value: dict[str, Any] = {"nodes": nodes, "high_events": events, "oom_kills": kills}
+        if killed:
+            value["restarted"] = cluster.start(killed, fresh=False)
+        return value
 
 
 class StressFault(_PressureFault):
@@ -211,8 +254,8 @@ class StressFault(_PressureFault):
             popen = self.host.spawn_beside(n, self.argv())
             self.running[n] = popen
             pids[n] = popen.pid
-        value: dict[str, Any] = {"nodes": nodes, "argv": self.argv(), "pids": pids,
-                                 **aimed.recorded()}
+        value: dict[str, Any] = {"nodes": nodes, "targets": params.get("targets"),
+                                 "argv": self.argv(), "pids": pids, **aimed.recorded()}
         if not pids:
             value[NOOP] = f"stress-ng already beside {' '.join(nodes)}"
         return value

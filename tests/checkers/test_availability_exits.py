@@ -148,3 +148,26 @@ def test_an_exited_node_is_gone_until_it_starts_is_named_or_answers():
     healed = h.ops[-1].time           # the start's completion names n4
     assert spans == {"n2": [(5 * S, 12 * S)], "n3": [(6 * S, 20 * S)],
                      "n4": [(7 * S, healed)], "n5": [(8 * S, healed)]}
+
+
+def test_a_squeeze_lifted_brings_no_exited_node_back_and_one_restarting_it_does():
+    """The OOM killer took n2 under a squeeze (3 nodes, seed 1, 2026-11-27);
+    the squeeze's heal names n2 and, before it restarted what the kills took,
+    started nothing: the final reads pinned to n2 are no outage. A heal that
+    says it `restarted` n2 brings it back: the same reads are one."""
+    exited = {"n2": [5 * S]}
+    for heal, back in (({"nodes": ["n2"], "oom_kills": {"n2": 1}}, None),
+                       ({"nodes": ["n2"], "oom_kills": {"n2": 1}, "restarted": ["n2"]}, 9)):
+        h = H()
+        h.nemesis(4, "memory", {"nodes": ["n2"]})
+        h.nemesis(9, "memory-restore", heal)
+        healed = h.ops[-1].time
+        h.add(20, "p1", "ok", "read", None)     # the history's end
+        spans = availability.exited_spans(h.ops, exited, {})
+        assert spans == {"n2": [(5 * S, healed if back else 20 * S)]}
+        h = pinned_reads_after_n2_died("n2")
+        h.nemesis(4, "memory", {"nodes": ["n2"]})
+        h.nemesis(14.5, "memory-restore", heal)
+        h.ops.sort(key=lambda op: op.time)
+        v = availability.check(h.ops, with_start_lines(), run(), exits=N2_EXIT)
+        assert types(v) == ([] if back is None else ["unexplained-unavailable"]), heal

@@ -133,3 +133,14 @@ def test_the_terminal_prints_the_coverage_line_under_the_verdict(tmp_path):
 def test_a_fault_before_the_first_observation_is_not_called_a_miss():
     cov = coverage(nem(KILL_N3, START_N3), NODES, [(5 * S, "n1")], OBSERVED)
     assert cov["faults"][0]["hit_leader"] is None and not cov["leader_never_hit"]
+
+
+def test_pressure_reaches_the_nodes_it_names_and_a_majority_when_it_names_one():
+    two = ("cpu", {"targets": "majority", "nodes": ["n1", "n2"]},
+           {"nodes": ["n1", "n2"], "targets": "majority", "limit": 0.1})
+    one = ("stress", {"targets": "one", "nodes": ["n3"]}, {"nodes": ["n3"], "pids": {"n3": 9}})
+    cov = coverage(nem(two, ("cpu-restore", {}, {"nodes": ["n1", "n2"]}), one), NODES,
+                   [(0, "n1")], EVENTS)
+    assert [(f["f"], f["nodes"], f["majority"], f["hit_leader"]) for f in cov["faults"]] == [
+        ("cpu", ["n1", "n2"], True, True), ("stress", ["n3"], False, False)]
+    assert cov["hit_majority"] == 1 and cov["per_node"] == {"n1": 1, "n2": 1, "n3": 1}

@@ -149,6 +149,37 @@ def test_without_the_power_cut_the_same_isolation_strands_it():
     assert types(invariants.check(h.ops, events, run())) == ["stranded-leader"]
 
 
+def elected_inside_a_fault_that_takes_it(taken: bool) -> tuple[H, dict]:
+    """A fault that waits for a leader, then kills it (raft's lose-state):
+    n1 is elected at 6 s inside its op (5-7 s) and killed by it; started at
+    9 s, its start line comes only at 14 s (a slow boot under load: the
+    correct build's hunt, list-append seed 2, 2026-11-27, load 9); cut off
+    from 10 s to 16 s. Untaken (the op names
+    another node), the same leader stays cut off for 4 s."""
+    h = H()
+    killed = "n1" if taken else "n3"
+    h.nemesis(5, "lose-state", {"nodes": [killed], "leader": killed}, took_s=2.0)
+    h.nemesis(9, "start", {"nodes": [killed]})
+    h.isolate(10, "n1")
+    h.nemesis(16, "heal")
+    events = elected_n1()
+    events["n1"] += [role(5.5, "n1", "Resigned", 1, "n1"), role(6, "n1", "Leader", 2, "n1")]
+    if taken:
+        events["n1"].append(start(14, "n1", 2, "n1"))
+    return h, events
+
+
+def test_a_leader_elected_inside_the_op_that_killed_it_is_not_stranded_before_its_start():
+    h, events = elected_inside_a_fault_that_takes_it(taken=True)
+    v = invariants.check(h.ops, events, run())
+    assert "stranded-leader" not in types(v), v["anomalies"]
+
+
+def test_the_same_leader_not_taken_by_that_op_is_stranded():
+    h, events = elected_inside_a_fault_that_takes_it(taken=False)
+    assert "stranded-leader" in types(invariants.check(h.ops, events, run()))
+
+
 def test_a_leader_whose_two_followers_are_paused_must_resign_too():
     h = H()
     h.nemesis(10, "pause", {"nodes": ["n2", "n3"]})

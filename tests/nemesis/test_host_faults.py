@@ -14,7 +14,7 @@ import pytest
 from checkers.faults import CLOCK, CPU, FAULT_OPS, MEMORY, STRESS
 from faultline import builtin, catalog
 from harness.run.config import ConfigError, RunConfig, hunt_choice, hunt_line, validate
-from nemesis import cgroups, clock, pressure
+from nemesis import cgroups, clock, pressure, process
 from nemesis.base import FAULTS, FaultContext, host_needs, make_fault
 from nemesis.schedule import schedule
 
@@ -192,6 +192,9 @@ def test_the_pressure_faults_need_no_ability_of_the_system() -> None:
     ("memory", "pressure=0.5", pressure.Pressure("pressure", 0.5)),
     ("stress", None, pressure.Pressure("cpu", 1)),
     ("stress", "vm=2", pressure.Pressure("vm", 2.0)),
+    ("cpu", "limit=0.2,nodes=majority", pressure.Pressure("limit", 0.2, nodes="majority")),
+    ("memory", "nodes=one", pressure.Pressure("pressure", 1.0, nodes="one")),
+    ("stress", "cpu=2,nodes=all", pressure.Pressure("cpu", 2.0, nodes="all")),
 ])
 def test_pressure_variants_parse(fault, variant, expected) -> None:
     assert pressure.parse(fault, variant) == expected
@@ -200,6 +203,8 @@ def test_pressure_variants_parse(fault, variant, expected) -> None:
 @pytest.mark.parametrize("fault, variant", [
     ("cpu", "limit=0"), ("cpu", "limit=x"), ("cpu", "quota=1"), ("memory", "pressure=2"),
     ("stress", "cpu=1.5"), ("stress", "cpu=99"), ("stress", "io=1"), ("cpu", "limit=1,vm=2"),
+    ("cpu", "limit=0.2,nodes=half"), ("memory", "nodes=all,leader"),
+    ("stress", "cpu=1,nodes=one,nodes=all"),
 ])
 def test_bad_pressure_variants_are_refused(fault, variant) -> None:
     with pytest.raises(ValueError):
@@ -208,11 +213,95 @@ def test_bad_pressure_variants_are_refused(fault, variant) -> None:
         validate(RunConfig(db="raft", workload="register", nemesis=[f"{fault}:{variant}"]))
 
 
-def test_pressure_plans_name_a_node_or_the_leader() -> None:
-    plan = FAULTS["cpu"].planner
-    assert plan(random.Random(1), NODES, "limit=0.2,leader") == {"targets": "leader"}
-    node = plan(random.Random(1), NODES, "limit=0.2")["nodes"]
-    assert node == plan(random.Random(1), NODES, None)["nodes"] and node[0] in NODES
+FIVE = ["n1", "n2", "n3", "n4", "n5"]
+
+
+@pytest.mark.parametrize("fault", ["cpu", "memory", "stress"])
+def test_pressure_plans_draw_node_sets_as_kill_and_the_disk_faults_do(fault) -> None:
+    plan = FAULTS[fault].planner
+    assert plan(random.Random(1), FIVE, "leader") == {"targets": "leader"}
+    drawn = [plan(random.Random(seed), FIVE, None) for seed in range(200)]
+    # The disk faults' helper, the same draw: one plan of sets for every
+    # fault that leaves the nodes up.
+    assert drawn == [process.drawn_set(random.Random(seed), FIVE, process.SIZES)
+                     for seed in range(200)]
+    sizes = {"one": 1, "minority": 2, "majority": 3, "all": 5}
+    assert {p["targets"] for p in drawn} == set(sizes)
+    assert all(len(p["nodes"]) == sizes[p["targets"]] and set(p["nodes"]) <= set(FIVE)
+               for p in drawn)
+    set_of = plan(random.Random(3), FIVE, "nodes=majority")
+    assert set_of["targets"] == "majority" and len(set_of["nodes"]) == 3
+    assert plan(random.Random(3), FIVE, "nodes=all")["nodes"] == FIVE
+    assert plan(random.Random(3), FIVE, None) == plan(random.Random(3), FIVE, None)
+
+
+class FakeCgroup:
+    """A node's cgroup as the pressure faults use it, in memory."""
+
+    def __init__(self) -> None:
+        self.cpu: float | None = None
+        self.high: int | None = None
+
+    def set_cpu(self, limit: float | None) -> None:
+        self.cpu = limit
+
+    def cpu_limit(self) -> float | None:
+        return self.cpu
+
+    def memory_usage(self) -> int:
+        return 64 << 20
+
+    def set_memory_high(self, limit: int | None) -> None:
+        self.high = limit
+
+    def memory_high(self) -> int | None:
+        return self.high
+
+    def memory_high_events(self) -> int:
+        return 0
+
+    def oom_kills(self) -> int:
+        return self.kills
+
+    kills = 0
+
+
+class UpCluster:
+    def __init__(self, down: set[str] = frozenset()) -> None:
+        self.down = set(down)
+        self.started: list[str] = []
+
+    def is_running(self, name: str) -> bool:
+        return name not in self.down
+
+    def start(self, names: list[str], fresh: bool = False) -> list[str]:
+        self.started += names
+        self.down -= set(names)
+        return list(names)
+
+
+def test_a_pressure_set_is_pressed_on_every_node_and_healed_on_every_node() -> None:
+    from nemesis.host import NodeHost
+    groups = {n: FakeCgroup() for n in FIVE}
+    host = NodeHost(cgroups=groups)
+    params = pressure.plan_cpu(random.Random(5), FIVE, "limit=0.2,nodes=majority")
+    cpu = pressure.CpuLimitFault("limit=0.2,nodes=majority", host)
+    value = cpu.inject(UpCluster(), random.Random(0), params)
+    assert value["nodes"] == params["nodes"] and value["targets"] == "majority"
+    assert value["in_force"] == {n: 0.2 for n in params["nodes"]}
+    assert [n for n in FIVE if groups[n].cpu] == params["nodes"]
+    assert cpu.heal(UpCluster())["nodes"] == params["nodes"]
+    assert not any(g.cpu for g in groups.values())
+    # A squeeze leaves a node that is down alone and presses the others.
+    mem = pressure.MemoryPressureFault("nodes=all", host)
+    value = mem.inject(UpCluster({"n2"}), random.Random(0),
+                       {"targets": "all", "nodes": FIVE})
+    assert value["nodes"] == ["n1", "n3", "n4", "n5"] and value["not_running"] == ["n2"]
+    assert groups["n2"].high is None and all(groups[n].high for n in value["nodes"])
+    assert mem.heal(UpCluster())["nodes"] == value["nodes"]
+    assert not any(g.high for g in groups.values())
+    assert "noop" in mem.inject(UpCluster(set(FIVE)), random.Random(0),
+                                {"nodes": ["n1"]})
 
 
 # --- cgroup files, pure -------------------------------------------------------------
@@ -371,3 +460,21 @@ def test_the_clock_plot_is_drawn_only_for_clock_faults() -> None:
     svg = render_clock_plot(tl([skew, cpu]))
     assert "clock-plot" in svg and "n1: -5 s" in svg and "-5" in svg
     assert render_clock_plot(tl([cpu])) == ""
+
+
+def test_a_squeeze_heal_restarts_the_nodes_the_oom_killer_took_and_no_other() -> None:
+    """n1 and n2 squeezed; the kernel kills n1 under it; n2 is down for a
+    kill of the nemesis (no OOM kill): the heal starts n1 again, not n2."""
+    from nemesis.host import NodeHost
+    groups = {n: FakeCgroup() for n in FIVE}
+    mem = pressure.MemoryPressureFault("nodes=minority", NodeHost(cgroups=groups))
+    cluster = UpCluster()
+    mem.inject(cluster, random.Random(0), {"targets": "minority", "nodes": ["n1", "n2"]})
+    groups["n1"].kills = 1
+    cluster.down |= {"n1", "n2"}
+    healed = mem.heal(cluster)
+    assert healed["restarted"] == ["n1"] and cluster.started == ["n1"]
+    assert healed["oom_kills"] == {"n1": 1, "n2": 0}
+    # A squeeze that killed nothing restarts nothing.
+    mem.inject(cluster, random.Random(0), {"nodes": ["n1"]})
+    assert "restarted" not in mem.heal(cluster)

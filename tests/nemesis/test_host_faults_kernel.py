@@ -289,6 +289,25 @@ def test_stress_runs_in_the_node_cgroup_until_the_heal(tmp_path: Path) -> None:
         c.teardown()
 
 
+@pytest.mark.slow
+def test_stress_on_a_node_set_runs_beside_each_and_the_heal_stops_every_one(
+        tmp_path: Path) -> None:
+    c, host = started_cluster(tmp_path, {CGROUP})
+    try:
+        fault = StressFault("cpu=1,nodes=all", host)
+        value = fault.inject(c, random.Random(0), {"targets": "all", "nodes": ["n1", "n2"]})
+        assert value["nodes"] == ["n1", "n2"] and value["targets"] == "all"
+        for n in ("n1", "n2"):
+            assert value["pids"][n] in host.cgroups[n].pids()
+        assert fault.heal(c)["nodes"] == ["n1", "n2"]
+        for n in ("n1", "n2"):
+            assert host.cgroups[n].pids() == [c._procs[n].popen.pid]
+    finally:
+        c.stop_nodes()
+        host.teardown()
+        c.teardown()
+
+
 def test_clean_removes_a_dead_run_cgroups_and_what_runs_in_them(tmp_path: Path) -> None:
     run_id = f"thf{uuid.uuid4().hex[:8]}"
     journal = ResourceLog(tmp_path / run_id / "resources.jsonl", run_id, tmp_path / "state")

@@ -557,8 +557,10 @@ def stranded_leaders(events: dict[str, list[dict]], timeline: list[dict], nodes:
         for epoch, t0, t1 in leader_tenures(events.get(node, []), start_ns):
             # A killed leader has no line until it restarts: its tenure ends at
             # the kill, or at a power cut that restarts it (its next line, the
-            # start, may come long after the op under load).
-            t1 = min([t1] + [a for a, _ in downs if a >= t0])
+            # start, may come long after the op under load). One that became
+            # leader while a fault's op that may take it was running (a fault
+            # that waits for a leader, then kills it) may be gone right after.
+            t1 = min([t1] + [max(a, t0) for a, b in downs if b > t0])
             for a, b in spans:
                 lo, hi = max(a, t0), min(b, t1)
                 behind = late_within(node_late, lo, hi)
