@@ -114,6 +114,7 @@ CATCH_UP = FaultOp("catch-up", DISARM, ARMED)
 MINORITY_OUT = FaultOp("minority-out", DISARM, ARMED)
 STALE_QUORUM = FaultOp("stale-quorum", DISARM, ARMED)
 LAGGING_VOTERS = FaultOp("lagging-voters", DISARM, ARMED)
+CLOCK_CUT = FaultOp("clock-cut", DISARM, ARMED)
 HUNT = FaultOp("hunt", DISARM, ARMED)
 
 # Host faults (nemesis.clock, nemesis.pressure): the node keeps running, so
@@ -133,7 +134,7 @@ ROWS_GROUP = "faultline.fault_rows"
 FAULT_OPS: dict[str, FaultOp] = {f.name: f for f in (
     KILL, PAUSE, PARTITION, TRUNCATE, LOSE_UNSYNCED, MEMBERSHIP, PACKET, BANDWIDTH,
     FLIP_FLOP, KILL_NEW_LEADER, LEADER_ONE_WAY, CHURN, CATCH_UP, MINORITY_OUT, STALE_QUORUM,
-    LAGGING_VOTERS, HUNT, CLOCK, CPU, MEMORY, STRESS, DISK)}
+    LAGGING_VOTERS, CLOCK_CUT, HUNT, CLOCK, CPU, MEMORY, STRESS, DISK)}
 
 
 def _add_contributed_rows() -> None:

@@ -31,6 +31,7 @@ from checkers.faults import (
     CATCH_UP,
     CHURN,
     CLOCK,
+    CLOCK_CUT,
     CPU,
     DISK,
     FLIP_FLOP,
@@ -98,6 +99,17 @@ def _disk_lose_unsynced(ctx: FaultContext) -> Fault:
 
 def _composed(op: FaultOp) -> FaultFactory:
     return compose.composed_fault(op.name)
+
+
+def _clock_composed(op: FaultOp) -> FaultFactory:
+    """A composition that sets clocks: refused, as `clock` is, where the nodes
+    take no preloaded clock."""
+    make = compose.composed_fault(op.name)
+
+    def factory(ctx: FaultContext) -> Fault:
+        clock.check_preload(ctx.db)
+        return make(ctx)
+    return factory
 
 
 def _hunt(ctx: FaultContext) -> Fault:
@@ -190,6 +202,10 @@ FAULTS: dict[str, FaultKind] = {k.name: k for k in (
           "slow one to a largest minority of followers (packets held 50-150 ms: behind, "
           "still voting), then take the leader out while they lag",
           planner=_no_variant(LAGGING_VOTERS.name)),
+    _kind(CLOCK_CUT, _clock_composed(CLOCK_CUT),
+          "set the leader's clock behind and/or a quorum of followers' ahead (1-30 s), "
+          "cut the leader off past the election, heal, then set the clocks right",
+          planner=_no_variant(CLOCK_CUT.name), host=CLOCK_FILES),
     _kind(HUNT, _hunt,
           "the adaptive schedule: plays the other named faults (all the system can take "
           "if none are named) and the compositions, steering toward states not reached yet",

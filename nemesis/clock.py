@@ -22,6 +22,10 @@ Without one: a skew, its size and sign drawn by the planner. Each may end in
 `,leader`: the node leading at inject time rather than one drawn by the plan
 (a lease is the leader's; a follower's clock rarely matters).
 
+A skew's params may name each node's own offset instead (`offsets`: node ->
+seconds, as the composition `clock-cut` sets the leader's clock behind and
+its followers' ahead in one step); the heal sets every one back.
+
 Only a system whose node processes read the clock through libc can take it:
 its adapter declares so (`nodes.abilities.PreloadClock`); a Go binary such as etcd
 reads the clock through the vDSO and is refused before the run starts.
@@ -46,7 +50,10 @@ LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 MODES = ("skew", "bump", "strobe")
 DEFAULT_PERIOD_S = 0.5
 MIN_PERIOD_S = 0.01
-# The default skew: this many seconds at most, either way.
+# The default skew: at least MIN_SKEW_S and at most DEFAULT_MAX_SKEW_S
+# seconds, either way (the compositions that set clocks apart draw theirs
+# from the same range).
+MIN_SKEW_S = 1.0
 DEFAULT_MAX_SKEW_S = 30.0
 LEADER = "leader"
 
@@ -104,7 +111,7 @@ def plan(rng: random.Random, nodes: Sequence[str], variant: str | None) -> dict[
     v = parse_variant(variant)
     seconds = v.seconds
     if seconds is None:
-        seconds = round(rng.uniform(1.0, DEFAULT_MAX_SKEW_S) * rng.choice((-1, 1)), 3)
+        seconds = round(rng.uniform(MIN_SKEW_S, DEFAULT_MAX_SKEW_S) * rng.choice((-1, 1)), 3)
     whom: dict[str, Any] = {"targets": LEADER} if v.leader else {
         "nodes": [rng.choice(sorted(nodes))]}
     params: dict[str, Any] = {**whom, "mode": v.mode, "seconds": seconds}
@@ -172,6 +179,9 @@ class ClockFault:
                ) -> dict[str, Any]:
         if "mode" not in params:
             params = {**plan(rng, cluster.names, self.variant), **params}
+        apart = params.get("offsets")
+        if params["mode"] == "skew" and isinstance(apart, Mapping) and apart:
+            return self._skew_apart({str(n): float(s) for n, s in apart.items()})
         aimed = planned_or_leader(cluster, params)
         nodes = aimed.nodes
         mode, seconds = params["mode"], float(params["seconds"])
@@ -190,6 +200,16 @@ class ClockFault:
                 self._set(n, seconds if mode == "skew" else self.offsets.get(n, 0.0) + seconds)
         value["offsets"] = {n: self.offsets.get(n, 0.0) for n in nodes}
         return value
+
+    def _skew_apart(self, offsets: dict[str, float]) -> dict[str, Any]:
+        """Each node of `offsets` set its own seconds off, in one step."""
+        missing = [n for n in sorted(offsets) if n not in self.clocks]
+        if missing:
+            raise RuntimeError(f"{' '.join(missing)} started without a clock control file")
+        for n in sorted(offsets):
+            self._set(n, offsets[n])
+        return {"nodes": sorted(offsets), "mode": "skew",
+                "offsets": {n: self.offsets.get(n, 0.0) for n in sorted(offsets)}}
 
     def _start_strobe(self, nodes: list[str], seconds: float, period: float) -> None:
         stop = threading.Event()
@@ -227,11 +247,17 @@ class ClockFault:
         return {"nodes": changed, "offsets": dict.fromkeys(changed, 0.0)}
 
 
-def clock_fault(ctx: FaultContext) -> ClockFault:
-    if not isinstance(ctx.db, PreloadClock):
+def check_preload(db: object) -> None:
+    """Raises, in the adapter's words where it has some, unless `db`'s node
+    processes take a preloaded clock (a fault that sets clocks needs it)."""
+    if not isinstance(db, PreloadClock):
         raise ValueError("its adapter does not declare whether its node processes read the "
                          "clock through libc (nodes.abilities.PreloadClock), so libfaketime "
                          "may not reach them")
-    if not ctx.db.clock_preload:
-        raise ValueError(ctx.db.clock_note)
+    if not db.clock_preload:
+        raise ValueError(db.clock_note)
+
+
+def clock_fault(ctx: FaultContext) -> ClockFault:
+    check_preload(ctx.db)
     return ClockFault(ctx.variant, ctx.extras.get("clocks") or {})

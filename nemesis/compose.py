@@ -40,6 +40,17 @@ adapter, `ClusterControl.leader()`).
   killed at once, so the lagging nodes and the old leader must elect among
   themselves; or every node's power cut just after the rejoin (as in
   `stale-quorum`).
+- `clock-cut`: clocks set apart across a failover (as Jepsen runs its clock
+  nemesis beside partitions): the leader's clock set behind, a quorum's
+  worth or more of its followers' ahead, or both (each by 1-30 s, the
+  `clock` fault's own range); then the leader cut off while its clients
+  still reach it, held past the election, healed, and the clocks set right
+  after. The direction is the one in which a leader that trusts wall time
+  believes it still leads after the others moved on (a lease granted on the
+  followers' clocks, measured on its own); the other directions (a leader
+  ahead, followers behind) are the plain `clock` move's, whose sign and node
+  are drawn. Needs what `clock` needs: a system whose nodes take a
+  preloaded clock.
 
 Each step runs as the ordinary fault it is (`partition` with its cut, `kill`,
 `pause`, their heals), fired through the nemesis runner, so the history, the
@@ -62,6 +73,8 @@ from typing import Any
 from checkers.faults import (
     CATCH_UP,
     CHURN,
+    CLOCK,
+    CLOCK_CUT,
     FLIP_FLOP,
     KILL,
     KILL_NEW_LEADER,
@@ -75,6 +88,7 @@ from checkers.faults import (
     STALE_QUORUM,
     FaultOp,
 )
+from nemesis.clock import DEFAULT_MAX_SKEW_S, MIN_SKEW_S
 from nemesis.disk import ALL, plan_lose_unsynced
 from nemesis.fault import (
     ELECTION_WAIT_S,
@@ -594,6 +608,67 @@ def lagging_voters(ctl: Control, rng: random.Random) -> dict[str, Any]:
     return result
 
 
+# How long the clocks are apart before the cut (the nodes' messages, many a
+# second, carry the skewed clocks by then), how long the cut is held past
+# the election (the old leader may still answer its clients), and how long
+# the clocks stay apart after the heal (a promise given under the skew may
+# outlive the cut).
+CLOCK_APART_S = (0.3, 1.0)
+CLOCK_HOLD_S = (1.0, 4.0)
+CLOCK_AFTER_HEAL_S = (0.2, 1.5)
+LEADER_BEHIND, FOLLOWERS_AHEAD, BOTH_APART = "leader-behind", "followers-ahead", "both"
+CLOCKS_APART = (LEADER_BEHIND, FOLLOWERS_AHEAD, BOTH_APART)
+
+
+def skew_size(rng: random.Random) -> float:
+    """Pure: a skew's size in the `clock` fault's own range."""
+    return round(rng.uniform(MIN_SKEW_S, DEFAULT_MAX_SKEW_S), 3)
+
+
+def clocks_apart(rng: random.Random, leader: str, names: Sequence[str]
+                 ) -> tuple[str, dict[str, float]]:
+    """Pure: how the clocks are set apart (one of CLOCKS_APART) and each
+    node's offset: the leader's behind; or followers' ahead, enough of them
+    to make a quorum with the leader (a majority's promise is what a leader
+    counts on) or more, one size for all; or both, each its own size."""
+    followers = [n for n in sorted(names) if n != leader]
+    how = rng.choice(CLOCKS_APART)
+    offsets: dict[str, float] = {}
+    if how != FOLLOWERS_AHEAD:
+        offsets[leader] = -skew_size(rng)
+    if how != LEADER_BEHIND and followers:
+        count = rng.randint(min(len(names) // 2, len(followers)), len(followers))
+        ahead = skew_size(rng)
+        offsets.update(dict.fromkeys(sorted(rng.sample(followers, count)), ahead))
+    return how, dict(sorted(offsets.items()))
+
+
+def clock_cut(ctl: Control, rng: random.Random) -> dict[str, Any]:
+    leader = ctl.wait_leader()
+    names = ctl.names
+    if leader is None or largest_minority(len(names)) == 0:
+        return {"target": "none"}
+    how, offsets = clocks_apart(rng, leader, names)
+    apart_s, hold_s, after_s = (rng.uniform(*CLOCK_APART_S), rng.uniform(*CLOCK_HOLD_S),
+                                rng.uniform(*CLOCK_AFTER_HEAL_S))
+    done = ctl.act(CLOCK.name, {"mode": "skew", "offsets": offsets},
+                   f"clocks set apart ({how})")
+    if done.get("error"):
+        return {"target": "none", "error": done["error"]}
+    ctl.sleep(apart_s)
+    # Whoever leads now: a skew alone may have moved the lead.
+    cut_off = ctl.leader() or leader
+    ctl.act(PARTITION.name, _isolate_params(cut_off, names),
+            "leader cut off under the skew (its clients still reach it)")
+    elected = ctl.wait_leader(other_than=[cut_off])
+    ctl.sleep(hold_s)
+    ctl.heal(PARTITION.name, "heal, the clocks still apart")
+    ctl.sleep(after_s)
+    ctl.heal(CLOCK.name, "clocks set right")
+    return {"target": "leader", "apart": how, "offsets": offsets, "old": leader,
+            "cut_off": cut_off, "elected": elected}
+
+
 COMPOSITIONS: dict[str, Composition] = {
     FLIP_FLOP.name: flip_flop,
     KILL_NEW_LEADER.name: kill_new_leader,
@@ -603,6 +678,7 @@ COMPOSITIONS: dict[str, Composition] = {
     MINORITY_OUT.name: minority_out,
     STALE_QUORUM.name: stale_quorum,
     LAGGING_VOTERS.name: lagging_voters,
+    CLOCK_CUT.name: clock_cut,
 }
 
 # The least time each composition needs to play out as meant (its holds'
@@ -618,6 +694,7 @@ SHORTEST_S: dict[str, float] = {
     MINORITY_OUT.name: MINORITY_OUT_QUIET_S[0] + MINORITY_OUT_HOLD_S[0] + 1.0,
     STALE_QUORUM.name: STALE_LAG_S[0] + STALE_HOLD_S[0] + 2.0,
     LAGGING_VOTERS.name: LAG_BEHIND_S[0] + LAG_AFTER_S[0] + 1.0,
+    CLOCK_CUT.name: CLOCK_APART_S[0] + CLOCK_HOLD_S[0] + CLOCK_AFTER_HEAL_S[0] + 1.0,
 }
 
 
@@ -705,7 +782,8 @@ class ComposedFault(DriverFault):
 
 def composed_fault(name: str) -> Callable[[FaultContext], ComposedFault]:
     op = {op.name: op for op in (FLIP_FLOP, KILL_NEW_LEADER, LEADER_ONE_WAY, CHURN, CATCH_UP,
-                                 MINORITY_OUT, STALE_QUORUM, LAGGING_VOTERS)}[name]
+                                 MINORITY_OUT, STALE_QUORUM, LAGGING_VOTERS,
+                                 CLOCK_CUT)}[name]
 
     def factory(ctx: FaultContext) -> ComposedFault:
         if ctx.variant is not None:

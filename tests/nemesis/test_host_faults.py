@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from checkers.faults import CLOCK, CPU, FAULT_OPS, MEMORY, STRESS
+from checkers.faults import CLOCK, CLOCK_CUT, CPU, FAULT_OPS, MEMORY, STRESS
 from faultline import builtin, catalog
 from harness.run.config import ConfigError, RunConfig, hunt_choice, hunt_line, validate
 from nemesis import cgroups, clock, pressure, process
@@ -87,6 +87,27 @@ def test_skew_bump_and_heal_write_the_control_files(tmp_path: Path) -> None:
     healed = fault.heal(cluster)
     assert healed["nodes"] == ["n2"] and files["n2"].read_text().strip() == "+0.000000"
     assert "noop" in fault.heal(cluster)
+
+
+def test_a_skew_may_set_each_node_its_own_offset_and_the_heal_sets_all_back(
+        tmp_path: Path) -> None:
+    files = {n: tmp_path / f"{n}.faketime" for n in NODES}
+    for f in files.values():
+        clock.write_offset(f, 0)
+    fault = clock.ClockFault(None, files)
+    offsets = {"n1": -12.5, "n3": 4.0}
+    value = fault.inject(_Names(), random.Random(0), {"mode": "skew", "offsets": offsets})
+    # The value names each node and where its clock stands (the replay and the
+    # report's clock lane read it).
+    assert value == {"nodes": ["n1", "n3"], "mode": "skew", "offsets": offsets}
+    assert [files[n].read_text().strip() for n in NODES] == [
+        "-12.500000", "+0.000000", "+4.000000"]
+    assert fault.heal(_Names())["nodes"] == ["n1", "n3"]
+    assert {files[n].read_text().strip() for n in NODES} == {"+0.000000"}
+    # A node without a control file is refused before any clock is set.
+    with pytest.raises(RuntimeError, match="n9"):
+        fault.inject(_Names(), random.Random(0), {"mode": "skew", "offsets": {"n1": 1, "n9": 1}})
+    assert files["n1"].read_text().strip() == "+0.000000"
 
 
 class _Led(_Names):
@@ -388,8 +409,18 @@ def test_the_default_hunt_leaves_out_what_this_host_cannot_prepare_and_says_why(
 
 def test_a_system_that_takes_no_preloaded_clock_has_it_left_out_with_the_reason() -> None:
     repertoire, left = hunt_choice(builtin.ETCD, 3)
-    assert "clock" not in repertoire
+    assert "clock" not in repertoire and CLOCK_CUT.name not in repertoire
     assert left["clock"] == "system etcd takes no preloaded clock"
+    # The composition that sets clocks needs what `clock` needs, and says so.
+    assert left[CLOCK_CUT.name] == "system etcd takes no preloaded clock"
+    assert catalog.unmet_needs(CLOCK_CUT.name, builtin.ETCD) == {catalog.PRELOAD_CLOCK}
+    with pytest.raises(ValueError, match="vDSO"):
+        make_fault(CLOCK_CUT.name, FaultContext(builtin.ETCD.db()))
+    assert host_needs([CLOCK_CUT.name]) == host_needs(["clock"])
+    # Where the system takes it, both come in or neither (libfaketime missing).
+    raft, left_raft = hunt_choice(builtin.RAFT, 3)
+    assert ("clock" in raft) == (CLOCK_CUT.name in raft)
+    assert left_raft.get("clock") == left_raft.get(CLOCK_CUT.name)
     assert left["fast-failover"] == "system etcd leaves no event lines"
 
 

@@ -13,13 +13,16 @@ from typing import Any
 import pytest
 
 from checkers.history import NEMESIS, Op
+from faultline import builtin
 from harness.campaign.corpus import add_run, config_with_corpus, new_states, read_corpus
 from harness.run.config import RunConfig, fresh_schedule, kinds_left_out, validate
 from harness.run.replay import replay_events
 from nemesis.base import FAULTS, TRIGGER_FAULTS, FaultContext, make_fault
+from nemesis.clock import DEFAULT_MAX_SKEW_S, MIN_SKEW_S
 from nemesis.compose import (
     AFTER_LAG_ELECTION,
     AFTER_STALE_HEAL,
+    CLOCKS_APART,
     COMPOSITIONS,
     GENERIC_POWER_CUT,
     LEADER_OUT_BY,
@@ -28,6 +31,7 @@ from nemesis.compose import (
     Control,
     PowerCutEnding,
     both_way_links,
+    clocks_apart,
     group_cut,
     largest_minority,
     outgoing_cut,
@@ -404,7 +408,8 @@ def test_leader_one_way_cuts_only_the_leaders_outgoing_links():
 def short_holds(monkeypatch):
     """The compositions that hold for many seconds, held for milliseconds."""
     for name in ("MINORITY_OUT_QUIET_S", "MINORITY_OUT_HOLD_S", "STALE_LAG_S", "STALE_HOLD_S",
-                 "POWER_CUT_WAIT_S", "LAG_BEHIND_S", "LAG_AFTER_S", "GENERIC_CUT_AFTER_S"):
+                 "POWER_CUT_WAIT_S", "LAG_BEHIND_S", "LAG_AFTER_S", "GENERIC_CUT_AFTER_S",
+                 "CLOCK_APART_S", "CLOCK_HOLD_S", "CLOCK_AFTER_HEAL_S"):
         monkeypatch.setattr(f"nemesis.compose.{name}", (0.01, 0.02))
 
 
@@ -640,6 +645,68 @@ def test_lagging_voters_whose_slowing_fails_do_nothing_more(short_holds):
     assert cluster.current == "n1"
 
 
+@pytest.mark.parametrize("n", [3, 5])
+def test_clocks_apart_set_the_leader_behind_or_a_quorum_of_followers_ahead(n):
+    names = [f"n{i}" for i in range(1, n + 1)]
+    seen = set()
+    for seed in range(60):
+        how, offsets = clocks_apart(random.Random(seed), "n2", names)
+        assert (how, offsets) == clocks_apart(random.Random(seed), "n2", names)
+        seen.add(how)
+        assert all(MIN_SKEW_S <= abs(s) <= DEFAULT_MAX_SKEW_S for s in offsets.values())
+        ahead = {m: s for m, s in offsets.items() if m != "n2"}
+        if how == "followers-ahead":
+            assert "n2" not in offsets
+        else:
+            assert offsets["n2"] < 0             # the leader behind
+        if how == "leader-behind":
+            assert not ahead
+        else:
+            # Ahead by one size, and with the leader they make a quorum or more.
+            assert len(set(ahead.values())) == 1 and min(ahead.values()) > 0
+            assert n // 2 + 1 <= len(ahead) + 1 <= n
+    assert seen == set(CLOCKS_APART)
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_clock_cut_holds_the_clocks_apart_across_the_leader_cut_and_its_election(
+        n, short_holds):
+    for seed in range(12):
+        cluster = QuorumCluster(n)
+        runner = QuorumRunner(cluster)
+        ctl = Control(cluster, runner.fire, threading.Event())
+        result = run_composition("clock-cut", ctl, random.Random(seed))
+        steps = [(a, s) for a, s, _, _ in runner.fired]
+        # Clocks apart first, then the leader cut off; the cut healed before
+        # the clocks are set right: the skew spans the cut and the election.
+        assert steps == [("inject", "clock"), ("inject", "partition"),
+                         ("heal", "partition"), ("heal", "clock")]
+        assert runner.fired[0][2] == {"mode": "skew", "offsets": result["offsets"]}
+        cut = runner.fired[1][2]
+        assert cut["nodes"] == ["n1"] and cut["shape"] == "isolate-leader"
+        assert sorted(cut["cut"]) == group_cut(["n1"], cluster.names)
+        assert result["cut_off"] == result["old"] == "n1"
+        assert result["elected"] not in (None, "n1")
+        assert not ctl.in_force
+
+
+def test_clock_cut_whose_clocks_cannot_be_set_does_nothing_more(short_holds):
+    class NoClock(QuorumRunner):
+        def fire(self, spec, params, action="inject", note=None):
+            future = super().fire(spec, params, action, note)
+            if spec == "clock" and action == "inject":
+                future = Future()
+                future.set_result(Op(0, 0, NEMESIS, "info", spec, {}, error="no libfaketime"))
+            return future
+    cluster = QuorumCluster(3)
+    runner = NoClock(cluster)
+    ctl = Control(cluster, runner.fire, threading.Event())
+    result = run_composition("clock-cut", ctl, random.Random(0))
+    assert result["target"] == "none" and "no libfaketime" in result["error"]
+    assert [(a, s) for a, s, *_ in runner.fired] == [("inject", "clock"), ("heal", "clock")]
+    assert cluster.current == "n1"
+
+
 def test_a_composition_ends_on_the_power_cut_its_adapter_offers():
     class Offers:
         artifacts: frozenset[str] = frozenset()
@@ -700,7 +767,10 @@ def test_the_default_nemesis_hunts_with_every_fault_the_system_can_take():
     assert {"partition", "kill", "pause"} <= set(raft.nemesis)
     assert TRIGGER_FAULTS & set(raft.nemesis)       # raft leaves event lines
     etcd = validate(RunConfig(db="etcd"))
-    assert etcd.nemesis[0] == "hunt" and set(COMPOSITIONS) <= set(etcd.nemesis)
+    # etcd's nodes take no preloaded clock: every composition but the one
+    # that sets clocks (test_host_faults: left out with the reason).
+    assert etcd.nemesis[0] == "hunt"
+    assert set(COMPOSITIONS) - set(etcd.nemesis) == {"clock-cut"}
     assert not TRIGGER_FAULTS & set(etcd.nemesis)   # etcd leaves none
     # A named repertoire is kept as named; validating again changes nothing.
     named = validate(RunConfig(db="raft", nemesis=["hunt", "kill"]))
@@ -755,6 +825,41 @@ def test_replay_plays_the_faults_the_hunt_fired_not_the_hunt_again():
         (3.0, "inject", "kill:leader"), (4.0, "heal", "kill:leader"), (10.0, "heal", "hunt")]
     assert events[1]["params"]["cut"] == [["n2", "n1"], ["n1", "n2"]]
     assert events[3]["params"]["nodes"] == ["n3"]   # the leader it was then, not a new draw
+
+
+def test_replay_sets_the_clocks_a_clock_cut_set_apart_node_by_node():
+    offset = 1_000_000_000
+    ns = lambda s: offset + int(s * 1e9)   # noqa: E731
+    apart = {"n1": -7.5, "n3": 12.25}
+    run = {"schedule_offset_ns": offset,
+           "planned_schedule": [
+               {"time": 0.5, "action": "inject", "fault": "clock-cut", "params": {}, "seed": 3},
+               {"time": 9.0, "action": "heal", "fault": "clock-cut", "params": {}, "seed": 0}],
+           "schedule": [
+               {"time": ns(0.5), "f": "clock-cut", "fault": "clock-cut",
+                "value": {"armed": True}},
+               {"time": ns(1.0), "f": "clock", "fault": "clock", "fired": True,
+                "params": {"mode": "skew", "offsets": apart},
+                "value": {"nodes": ["n1", "n3"], "mode": "skew", "offsets": apart}},
+               {"time": ns(1.5), "f": "partition", "fault": "partition", "fired": True,
+                "params": {"shape": "isolate-leader", "nodes": ["n1"],
+                           "cut": [["n1", "n2"], ["n2", "n1"]]},
+                "value": {"shape": "isolate-leader", "nodes": ["n1"],
+                          "cut": [["n1", "n2"], ["n2", "n1"]]}},
+               {"time": ns(4.0), "f": "heal", "fault": "partition", "fired": True,
+                "value": {"healed": []}},
+               {"time": ns(5.0), "f": "clock-reset", "fault": "clock", "fired": True,
+                "value": {"nodes": ["n1", "n3"]}},
+               {"time": ns(9.0), "f": "disarm", "fault": "clock-cut", "value": {}}]}
+    events = replay_events(run)
+    assert [(e["time"], e["action"], e["fault"]) for e in events] == [
+        (0.5, "inject", "clock-cut"), (1.0, "inject", "clock"), (1.5, "inject", "partition"),
+        (4.0, "heal", "partition"), (5.0, "heal", "clock"), (9.0, "heal", "clock-cut")]
+    assert events[1]["params"]["offsets"] == apart and events[1]["params"]["mode"] == "skew"
+    # In the replay the composition itself stays silent: its steps are above.
+    fault = make_fault("clock-cut", FaultContext(builtin.RAFT.db(), None, {"replay": True}))
+    fault.fire = lambda *a, **k: pytest.fail("a replayed clock-cut fired")
+    assert fault.inject(FakeCluster(), random.Random(0), {}) == {"armed": False}
 
 
 def test_moves_aimed_at_the_leader_are_drawn_more_often():
