@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from nodes.db import NodeSpec
@@ -84,3 +86,13 @@ class LocalEtcdCluster(LocalProcesses):
 
     def __enter__(self) -> LocalEtcdCluster:
         return self
+
+
+@contextmanager
+def running(root: Path) -> Iterator[LocalEtcdCluster]:
+    """A cluster under `root`, every member started and a leader elected;
+    every member killed on the way out, however it is left."""
+    with LocalEtcdCluster(root) as cluster:
+        cluster.start_all()
+        cluster.wait_ready()
+        yield cluster

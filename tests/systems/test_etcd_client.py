@@ -11,7 +11,7 @@ import pytest
 from checkers.history import Op
 from faultline import registry as systems
 from nodes.etcd.db import INSTALL_HINT, EtcdDB
-from nodes.etcd.local_cluster import LocalEtcdCluster, free_port_pair
+from nodes.etcd.local_cluster import LocalEtcdCluster, free_port_pair, running
 from workloads.clients.etcd import EtcdClient, rejection
 
 needs_etcd = pytest.mark.skipif(EtcdDB().check_installed() is not None, reason=INSTALL_HINT)
@@ -51,13 +51,8 @@ def test_unknown_workload_is_refused():
 
 @pytest.fixture(scope="module")
 def etcd(tmp_path_factory):
-    c = LocalEtcdCluster(tmp_path_factory.mktemp("etcd"))
-    try:
-        c.start_all()
-        c.wait_ready()
+    with running(tmp_path_factory.mktemp("etcd")) as c:
         yield c
-    finally:
-        c.close()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 
 from nodes.db import NodeSpec
 from nodes.etcd.db import INSTALL_HINT, EtcdDB
-from nodes.etcd.local_cluster import LocalEtcdCluster
+from nodes.etcd.local_cluster import running
 
 needs_etcd = pytest.mark.skipif(EtcdDB().check_installed() is not None, reason=INSTALL_HINT)
 
@@ -107,13 +107,8 @@ def test_dump_log_writes_nothing(tmp_path):
 
 @pytest.fixture
 def etcd(tmp_path):
-    c = LocalEtcdCluster(tmp_path)
-    try:
-        c.start_all()
-        c.wait_ready()
+    with running(tmp_path) as c:
         yield c
-    finally:
-        c.close()
 
 
 def listening(pid: int) -> set[tuple[str, int]]:

@@ -15,7 +15,7 @@ from nemesis import membership
 from nemesis.fault import FaultContext
 from nodes.db import NodeSpec
 from nodes.etcd.db import INSTALL_HINT, EtcdDB
-from nodes.etcd.local_cluster import LocalEtcdCluster
+from nodes.etcd.local_cluster import LocalEtcdCluster, running
 
 needs_etcd = pytest.mark.skipif(EtcdDB().check_installed() is not None, reason=INSTALL_HINT)
 
@@ -58,13 +58,8 @@ class LocalControl:
 
 @pytest.fixture
 def etcd(tmp_path: Path) -> Iterator[LocalEtcdCluster]:
-    c = LocalEtcdCluster(tmp_path)
-    try:
-        c.start_all()
-        c.wait_ready()
+    with running(tmp_path) as c:
         yield c
-    finally:
-        c.close()
 
 
 def members(etcd: LocalEtcdCluster, at: str) -> list[str]:
