@@ -628,16 +628,21 @@ def test_lagging_voters_slow_followers_then_take_the_leader_out_while_they_lag(
     assert seen_k == set(range(1, largest_minority(n) + 1))
 
 
-def test_lagging_voters_whose_slowing_fails_do_nothing_more(short_holds):
-    class NoShaping(QuorumRunner):
+def failing_on(fault: str, error: str) -> type[QuorumRunner]:
+    """A runner on which every inject of `fault` fails with `error`."""
+    class Failing(QuorumRunner):
         def fire(self, spec, params, action="inject", note=None):
             future = super().fire(spec, params, action, note)
-            if spec == "packet" and action == "inject":
+            if spec == fault and action == "inject":
                 future = Future()
-                future.set_result(Op(0, 0, NEMESIS, "info", spec, {}, error="no tc here"))
+                future.set_result(Op(0, 0, NEMESIS, "info", spec, {}, error=error))
             return future
+    return Failing
+
+
+def test_lagging_voters_whose_slowing_fails_do_nothing_more(short_holds):
     cluster = QuorumCluster(5)
-    runner = NoShaping(cluster)
+    runner = failing_on("packet", "no tc here")(cluster)
     ctl = Control(cluster, runner.fire, threading.Event())
     result = run_composition("lagging-voters", ctl, random.Random(0))
     assert result["target"] == "none" and "no tc here" in result["error"]
@@ -691,15 +696,8 @@ def test_clock_cut_holds_the_clocks_apart_across_the_leader_cut_and_its_election
 
 
 def test_clock_cut_whose_clocks_cannot_be_set_does_nothing_more(short_holds):
-    class NoClock(QuorumRunner):
-        def fire(self, spec, params, action="inject", note=None):
-            future = super().fire(spec, params, action, note)
-            if spec == "clock" and action == "inject":
-                future = Future()
-                future.set_result(Op(0, 0, NEMESIS, "info", spec, {}, error="no libfaketime"))
-            return future
     cluster = QuorumCluster(3)
-    runner = NoClock(cluster)
+    runner = failing_on("clock", "no libfaketime")(cluster)
     ctl = Control(cluster, runner.fire, threading.Event())
     result = run_composition("clock-cut", ctl, random.Random(0))
     assert result["target"] == "none" and "no libfaketime" in result["error"]
