@@ -353,16 +353,26 @@ class RaftServer:
         if ready.quorum_state is not None:
             # Durable before any vote or epoch claim in `messages` leaves us.
             storage.write_quorum_state(self.data_dir, asdict(ready.quorum_state))
-        if ready.truncate_to is not None:
-            for offset in [o for o in self.pending if o >= ready.truncate_to]:
-                self._answer_lost(offset)
-            self.log.truncate(ready.truncate_to)
         # The lines, in their order, before the entries this ready appends: a
         # node killed between its first append as leader and its role line left
         # that epoch's entries with no line naming their leader (divergence's
         # unknown-epoch on the correct build: a majority killed just then).
-        # After the quorum state and the truncation, which lines may report.
-        for event in ready.events:
+        # After the quorum state, which lines may report; a truncate line (and
+        # what came before it) before the cut it reports: a node killed between
+        # the cut and its line recovered a log shorter than its `flushed` lines
+        # said, with no line to say why (divergence's flushed-lost-on-restart on
+        # the correct build under stress-ng, 2026-11-27).
+        events = ready.events
+        if ready.truncate_to is not None:
+            for offset in [o for o in self.pending if o >= ready.truncate_to]:
+                self._answer_lost(offset)
+            cuts = [i for i, e in enumerate(events) if e.get("event") == TRUNCATE.name]
+            upto = cuts[-1] + 1 if cuts else 0
+            for event in events[:upto]:
+                self.emit(event)
+            events = events[upto:]
+            self.log.truncate(ready.truncate_to)
+        for event in events:
             self.emit(event)
         levels = dict(ready.acked)
         # no_ack: answered before the entry is even written (acks.py).

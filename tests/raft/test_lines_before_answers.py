@@ -60,3 +60,33 @@ def test_a_reads_hw_line_is_written_before_its_answer(tmp_path):
                          high_watermark=1, acked=[(0, QUORUM)],
                          events=[{"event": "hw", "hw": 1, "epoch": epoch}]))
     assert recorder.order == ["line hw", "answer 7 ok=True"]
+
+
+class _CutOrder(_Order):
+    """Records when the log is cut among the lines."""
+
+    def __init__(self, log: Any) -> None:
+        super().__init__()
+        self.log = log
+
+    def truncate(self, end: int) -> None:
+        self.order.append(f"cut {end}")
+        self.log.truncate(end)
+
+
+def test_a_truncate_line_is_written_before_the_cut_it_reports(tmp_path):
+    """A node killed between cutting its log and writing the line recovered
+    less than its `flushed` lines said, with nothing to say why
+    (checkers.flushed_lost). The lines before it keep their order; those after
+    it follow the cut."""
+    server, _ = _server(tmp_path)
+    recorder = _CutOrder(server.log)
+    server.emit = recorder.emit
+    server.log = recorder  # type: ignore[assignment]  # records the cut, then does it
+    epoch = server.core.epoch
+    server._handle(Ready(truncate_to=0, events=[
+        {"event": "role", "role": "Follower", "epoch": epoch, "leader": "n2"},
+        {"event": "truncate", "from": 2, "to": 0, "reason": "diverging-epoch"},
+        {"event": "hw", "hw": 0, "epoch": epoch}]))
+    recorder.log.close()
+    assert recorder.order == ["line role", "line truncate", "cut 0", "line hw"]
