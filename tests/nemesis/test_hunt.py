@@ -470,10 +470,7 @@ def test_largest_minority_and_group_cuts():
 def test_minority_out_takes_the_largest_minority_of_followers_and_brings_it_back(
         n, short_holds):
     for seed in range(6):
-        cluster = QuorumCluster(n)
-        runner = QuorumRunner(cluster)
-        ctl = Control(cluster, runner.fire, threading.Event())
-        result = run_composition("minority-out", ctl, random.Random(seed))
+        cluster, runner, ctl, result = played("minority-out", n, seed)
         assert result["leader"] == "n1" and "n1" not in result["nodes"]
         assert len(result["nodes"]) == largest_minority(n)
         (a1, spec, params, _), (a2, healed, _, _) = runner.fired
@@ -628,6 +625,15 @@ def test_lagging_voters_slow_followers_then_take_the_leader_out_while_they_lag(
     assert seen_k == set(range(1, largest_minority(n) + 1))
 
 
+def played(name: str, n: int, seed: int
+           ) -> tuple[QuorumCluster, QuorumRunner, Control, dict[str, Any]]:
+    """A composition run once on a fake cluster of n nodes, n1 leading."""
+    cluster = QuorumCluster(n)
+    runner = QuorumRunner(cluster)
+    ctl = Control(cluster, runner.fire, threading.Event())
+    return cluster, runner, ctl, run_composition(name, ctl, random.Random(seed))
+
+
 def failing_on(fault: str, error: str) -> type[QuorumRunner]:
     """A runner on which every inject of `fault` fails with `error`."""
     class Failing(QuorumRunner):
@@ -677,10 +683,7 @@ def test_clocks_apart_set_the_leader_behind_or_a_quorum_of_followers_ahead(n):
 def test_clock_cut_holds_the_clocks_apart_across_the_leader_cut_and_its_election(
         n, short_holds):
     for seed in range(12):
-        cluster = QuorumCluster(n)
-        runner = QuorumRunner(cluster)
-        ctl = Control(cluster, runner.fire, threading.Event())
-        result = run_composition("clock-cut", ctl, random.Random(seed))
+        cluster, runner, ctl, result = played("clock-cut", n, seed)
         steps = [(a, s) for a, s, _, _ in runner.fired]
         # Clocks apart first, then the leader cut off; the cut healed before
         # the clocks are set right: the skew spans the cut and the election.
